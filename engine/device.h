@@ -1,0 +1,38 @@
+/* device.h — the backend vtable.
+ *
+ * Each backend (CPU now; CUDA later) fills one tw_device.  Shared code never
+ * tests for a backend by name; it calls through this table.  Memory returned
+ * by alloc belongs to the caller and goes back through free.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  TW_DEVICE_CPU,
+  TW_DEVICE_CUDA,
+} tw_device_kind;
+
+struct tw_device
+{
+  const char *name;                    /* "cpu", "cuda:0" */
+  tw_device_kind kind;
+  void *(*alloc) (size_t nbytes);      /* aligned to 64 bytes; NULL on OOM */
+  void (*free) (void *ptr);
+  void (*copy) (void *dst, const void *src, size_t nbytes);  /* within the device */
+  void (*sync) (void);
+};
+
+typedef struct tw_device tw_device;
+
+const tw_device *tw_device_cpu (void);
+
+/* Threads used by CPU kernels and OpenBLAS (default: all cores). */
+void tw_set_num_threads (int n);
+int tw_get_num_threads (void);
+
+G_END_DECLS

@@ -1,0 +1,161 @@
+/* graph.h — the graph IR shared by the model file, the editor, the eager
+ * executor and the compiler.
+ *
+ * A graph is a list of nodes.  Each node has a stable id (its name in the
+ * model file: "fc1"), an op, typed attributes, and inputs that name other
+ * nodes' outputs: "fc1" is output 0 of node fc1, "split1:2" its output 2.
+ * Source nodes (op "input") are fed by the executor: the data ("role":
+ * "data") and the labels ("role": "label").
+ *
+ * Parameters are named "<scope>.<suffix>" as in PyTorch's state_dict, where
+ * the scope is the node id, or the id given in the node's "share" field: two
+ * nodes sharing a scope use one parameter set (a shared layer).
+ *
+ * Functional building:
+ *
+ *   tw_graph *g = tw_graph_new ();
+ *   tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 784 }, "data");
+ *   tw_graph_add (g, "fc1", "linear", attrs, "x", NULL);   // inputs: NULL-terminated
+ *   tw_graph_add (g, "act1", "relu", NULL, "fc1", NULL);
+ *   tw_graph_set_outputs (g, (const char *[]) { "act1", NULL });
+ *   tw_graph_infer (g);                  // every error, per node
+ *
+ * Ownership: the graph owns its nodes, their attrs and diagnostics; pointers
+ * into it stay valid until the node is removed or the graph freed.
+ */
+#pragma once
+
+#include "engine/op.h"
+
+G_BEGIN_DECLS
+
+#define TW_GRAPH_ERROR (tw_graph_error_quark ())
+GQuark tw_graph_error_quark (void);
+
+typedef enum
+{
+  TW_GRAPH_ERROR_DUPLICATE_ID,
+  TW_GRAPH_ERROR_UNKNOWN_NODE,
+  TW_GRAPH_ERROR_UNKNOWN_OP,
+  TW_GRAPH_ERROR_CYCLE,
+  TW_GRAPH_ERROR_INVALID,
+} tw_graph_error;
+
+typedef struct tw_graph tw_graph;
+
+/* A reference to one output of a node. */
+typedef struct
+{
+  int node;      /* index in the graph's node array */
+  int output;
+} tw_port;
+
+typedef struct
+{
+  char *id;                       /* stable, unique; the node's name */
+  char *op_name;
+  const tw_op_def *op;            /* NULL when op_name is unknown (an error) */
+  tw_attrs *attrs;                /* as written (defaults not filled in) */
+  int n_inputs;
+  char **inputs;                  /* references as written: "fc1", "split:1" */
+  char *share;                    /* parameter scope shared with another node, or NULL */
+  gboolean has_pos;
+  double x, y;                    /* editor position */
+
+  /* Filled by tw_graph_infer (): */
+  tw_port *in_ports;              /* resolved inputs (node -1 if unresolved) */
+  tw_attrs *resolved;             /* attrs with defaults; NULL if invalid */
+  int n_outputs;
+  tw_tinfo *out_info;             /* [n_outputs] */
+  int n_params;
+  tw_param_spec params[TW_MAX_PARAMS];
+  char *error;                    /* this node's own problem, or NULL */
+  gboolean valid;                 /* inferred without error, upstream included */
+  tw_cost cost;                   /* per sample where the batch is symbolic */
+} tw_node;
+
+/* One diagnostic of shape inference. */
+typedef struct
+{
+  const char *node_id;            /* lives in the graph */
+  char *message;
+} tw_diag;
+
+tw_graph *tw_graph_new (void);
+tw_graph *tw_graph_copy (const tw_graph *g);
+void tw_graph_free (tw_graph *g);
+
+int tw_graph_n_nodes (const tw_graph *g);
+tw_node *tw_graph_node (const tw_graph *g, int i);
+tw_node *tw_graph_find (const tw_graph *g, const char *id);
+int tw_graph_index_of (const tw_graph *g, const char *id);      /* -1 if absent */
+
+/* Adds a node; inputs is a NULL-terminated array of references (may be NULL).
+ * The op need not exist (tw_graph_infer reports it).  Fails only on a
+ * duplicate or empty id. */
+tw_node *tw_graph_add_node (tw_graph *g, const char *id, const char *op_name,
+                            const tw_attrs *attrs, const char *const *inputs, GError **error);
+/* Varargs form: inputs follow attrs, NULL-terminated.  Aborts on duplicate id
+ * (programmer error); for builders in code and tests. */
+tw_node *tw_graph_add (tw_graph *g, const char *id, const char *op_name, const tw_attrs *attrs,
+                       ...) G_GNUC_NULL_TERMINATED;
+/* An "input" node: shape excludes the batch dimension. */
+tw_node *tw_graph_add_input (tw_graph *g, const char *id, tw_dtype dtype, int ndim,
+                             const int64_t *shape, const char *role);
+gboolean tw_graph_remove_node (tw_graph *g, const char *id);
+gboolean tw_graph_rename_node (tw_graph *g, const char *old_id, const char *new_id,
+                               GError **error);   /* updates references */
+void tw_graph_set_input_ref (tw_graph *g, tw_node *n, int i, const char *ref);
+void tw_graph_set_share (tw_graph *g, tw_node *n, const char *scope);
+void tw_graph_set_pos (tw_graph *g, tw_node *n, double x, double y);
+
+/* Prediction outputs ("logits"): references, NULL-terminated copy kept. */
+void tw_graph_set_outputs (tw_graph *g, const char *const *refs);
+const char *const *tw_graph_outputs (const tw_graph *g);
+
+/* Parse "node:k" into id and output index.  Returns FALSE if malformed. */
+gboolean tw_ref_parse (const char *ref, char **id, int *output);
+/* Resolve a reference against the graph; node -1 if it names no node. */
+tw_port tw_graph_resolve (const tw_graph *g, const char *ref);
+
+/* Shape inference over the whole graph, with the batch dimension symbolic
+ * (TW_DIM_N) unless batch > 0.  Every node gets out_info, params, cost and
+ * its own error; nodes downstream of an error are marked invalid without a
+ * message of their own.  Returns the number of errors. */
+int tw_graph_infer (tw_graph *g);
+int tw_graph_infer_batch (tw_graph *g, int64_t batch);
+/* Diagnostics of the last inference, in node order.  Borrowed. */
+const GArray *tw_graph_diagnostics (const tw_graph *g);   /* of tw_diag */
+/* All errors as one message ("node fc2: ...\nnode loss: ..."); caller frees. */
+char *tw_graph_errors_to_string (const tw_graph *g);
+
+/* Node indices in a topological order (inputs first); FALSE on a cycle, with
+ * the ids of the nodes on it in the error.  Caller frees the array. */
+gboolean tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error);
+
+/* Roles. */
+tw_node *tw_graph_find_source (const tw_graph *g, const char *role);   /* "data", "label" */
+tw_node *tw_graph_find_loss (const tw_graph *g);   /* the first TW_OP_LOSS node */
+
+/* Totals after inference (per sample where the batch is symbolic). */
+int64_t tw_graph_param_count (const tw_graph *g);  /* shared scopes counted once */
+double tw_graph_flops (const tw_graph *g);
+
+/* Parameter name of a node's k-th parameter: "<scope>.<suffix>"; caller frees. */
+char *tw_node_param_name (const tw_node *n, int k);
+const char *tw_node_scope (const tw_node *n);
+
+/* Sequential building: each layer takes the previous one's output.
+ * layers[i] gives id, op and attrs; the first layer's input is `input`. */
+typedef struct
+{
+  const char *id;
+  const char *op;
+  const tw_attrs *attrs;
+} tw_layer;
+gboolean tw_graph_add_sequential (tw_graph *g, const char *input, const tw_layer *layers,
+                                  int n_layers, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_graph, tw_graph_free)
+
+G_END_DECLS

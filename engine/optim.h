@@ -1,0 +1,36 @@
+/* optim.h — optimizers and learning-rate schedules.
+ *
+ * Semantics follow PyTorch's torch.optim exactly (SGD with momentum/dampening 0,
+ * Nesterov, L2 weight decay added to the gradient; Adam with bias correction and
+ * L2 weight decay; AdamW with decoupled weight decay), so losses can be
+ * compared with PyTorch step by step.
+ *
+ *   tw_optimizer *opt = tw_optimizer_new (&recipe.optimizer);
+ *   double lr = tw_schedule_lr (&recipe.schedule, recipe.optimizer.lr, step, total_steps);
+ *   tw_optimizer_step (opt, params, lr);     // uses each trainable param's grad
+ */
+#pragma once
+
+#include "engine/model.h"
+#include "engine/params.h"
+
+G_BEGIN_DECLS
+
+typedef struct tw_optimizer tw_optimizer;
+
+tw_optimizer *tw_optimizer_new (const tw_optimizer_config *cfg);
+void tw_optimizer_free (tw_optimizer *opt);
+/* One update of every trainable parameter that has a gradient.  State lives in
+ * tw_param.state[] so that it is saved with checkpoints. */
+void tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr);
+/* Number of steps taken (Adam's bias correction); settable for resume. */
+int64_t tw_optimizer_get_step (const tw_optimizer *opt);
+void tw_optimizer_set_step (tw_optimizer *opt, int64_t step);
+
+/* Learning rate at step (0-based) of a run of total_steps. */
+double tw_schedule_lr (const tw_schedule_config *s, double base_lr, int64_t step,
+                       int64_t total_steps);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_optimizer, tw_optimizer_free)
+
+G_END_DECLS

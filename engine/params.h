@@ -1,0 +1,45 @@
+/* params.h — named parameters and buffers, laid out as PyTorch's state_dict.
+ *
+ * A tw_params holds, in insertion order, named tensors ("fc1.weight" [256, 784])
+ * with their gradients and optimizer state.  Executors create entries from
+ * the graph's param specs and keep entries of unchanged nodes across edits.
+ *
+ * Ownership: the store owns its entries; tw_params_get returns a borrowed
+ * pointer valid until the entry is removed or the store freed.
+ */
+#pragma once
+
+#include "engine/op.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  char *name;
+  tw_tensor *value;        /* f32, contiguous */
+  tw_tensor *grad;         /* same shape; NULL for buffers; zeroed by tw_params_zero_grad */
+  gboolean trainable;
+  tw_tensor *state[2];     /* optimizer state (momentum / Adam m, v), NULL until used */
+} tw_param;
+
+typedef struct tw_params tw_params;
+
+tw_params *tw_params_new (void);
+void tw_params_free (tw_params *p);
+int tw_params_count (const tw_params *p);
+tw_param *tw_params_at (const tw_params *p, int i);
+tw_param *tw_params_get (const tw_params *p, const char *name);
+/* Adds (or returns the existing entry when name and shape match; replaces it when
+ * the shape changed).  value is taken as a new reference. */
+tw_param *tw_params_set (tw_params *p, const char *name, tw_tensor *value, gboolean trainable);
+gboolean tw_params_remove (tw_params *p, const char *name);
+void tw_params_zero_grad (tw_params *p);
+int64_t tw_params_numel (const tw_params *p, gboolean trainable_only);
+
+/* Initialise a tensor from a param spec: counter-based RNG keyed by
+ * (seed, tw_node_key (name)), so results do not depend on threads or order. */
+void tw_param_init (tw_tensor *t, const tw_param_spec *spec, guint64 seed, const char *name);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_params, tw_params_free)
+
+G_END_DECLS
