@@ -225,7 +225,7 @@ void tw_cost_elementwise (const tw_tinfo *in, int n_in, const tw_tinfo *out, int
 /* Stable 64-bit key of a node id (FNV-1a), for the RNG. */
 guint64 tw_node_key (const char *node_id);
 
-/* Per-family registration, called by tw_ops_init (one per engine/ops/*.c). */
+/* Per-family registration, called by tw_ops_init (one per file in engine/ops/). */
 void tw_ops_register_elementwise (void);
 void tw_ops_register_reduce (void);
 void tw_ops_register_shape (void);

@@ -1,0 +1,64 @@
+/* source.c — graph inputs: data and labels fed by the executor. */
+#include "engine/op.h"
+
+static const char *const role_choices[] = { "data", "label", "other", NULL };
+static const char *const dtype_choices[] = { "f32", "f64", "i32", "i64", "u8", NULL };
+
+static const tw_attr_spec input_attrs[] = {
+  { "shape", TW_ATTR_INTS, NULL, TRUE, "shape of one sample (without the batch dimension)" },
+  { "dtype", TW_ATTR_STRING, "\"f32\"", FALSE, "element type", dtype_choices },
+  { "role", TW_ATTR_STRING, "\"data\"", FALSE, "what the executor feeds here", role_choices },
+  { NULL }
+};
+
+/* Output: [N, shape...].  Graph inference replaces N by the batch when known. */
+static gboolean
+input_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  int64_t shape[TW_MAX_DIMS];
+  int n = tw_attrs_get_ints (a, "shape", shape, TW_MAX_DIMS);
+  tw_dtype dt = TW_F32;
+  if (n < 0 || n > TW_MAX_DIMS - 1)
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                   "input: 'shape' must list at most %d dimensions", TW_MAX_DIMS - 1);
+      return FALSE;
+    }
+  for (int i = 0; i < n; i++)
+    if (shape[i] <= 0)
+      {
+        g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                     "input: dimension %d of 'shape' is %" G_GINT64_FORMAT "; must be positive",
+                     i, shape[i]);
+        return FALSE;
+      }
+  if (!tw_dtype_from_name (tw_attrs_get_string (a, "dtype", "f32"), &dt))
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR, "input: unknown dtype");
+      return FALSE;
+    }
+  out[0].dtype = dt;
+  out[0].ndim = n + 1;
+  out[0].dims[0] = TW_DIM_N;
+  for (int i = 0; i < n; i++)
+    out[0].dims[i + 1] = shape[i];
+  return TRUE;
+}
+
+static const tw_op_def input_def = {
+  .name = "input",
+  .category = "Data",
+  .doc = "A graph input: a batch of samples or of labels",
+  .attrs = input_attrs,
+  .min_inputs = 0,
+  .max_inputs = 0,
+  .n_outputs = 1,
+  .infer = input_infer,
+  .flags = TW_OP_SOURCE,
+};
+
+void
+tw_ops_register_source (void)
+{
+  tw_op_register (&input_def);
+}
