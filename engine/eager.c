@@ -1,0 +1,540 @@
+/* eager.c — the eager executor: forward with a tape, backward through the
+ * ops' backward rules, hooks around every op. */
+#define G_LOG_DOMAIN "twb-eager"
+
+#include "engine/eager.h"
+#include "engine/emit.h"
+
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK (tw-exec-error-quark, tw_exec_error)
+
+typedef struct
+{
+  tw_tensor **out;            /* [n_outputs] values of the last forward */
+  tw_tensor **grad;           /* [n_outputs] accumulated gradients during backward */
+  tw_param *params[TW_MAX_PARAMS];
+  gboolean ran;
+  gboolean requires_grad;     /* depends on a trainable parameter */
+} node_state;
+
+struct tw_eager
+{
+  tw_graph *graph;
+  tw_params *params;
+  guint64 seed;
+  guint64 step;
+  gboolean training;
+  int num_threads;
+  tw_hooks hooks;
+  GArray *order;              /* topological order of node indices */
+  node_state *state;          /* [n_nodes] */
+  int n_state;
+  int loss_node;              /* -1 when no loss */
+  size_t live_bytes, peak_bytes;
+};
+
+static gboolean
+params_sync_node (tw_params *params, const tw_node *n, guint64 seed, GError **error)
+{
+  for (int k = 0; k < n->n_params; k++)
+    {
+      const tw_param_spec *s = &n->params[k];
+      g_autofree char *name = tw_node_param_name (n, k);
+      tw_param *p = tw_params_get (params, name);
+      if (p && p->value->ndim == s->info.ndim
+          && memcmp (p->value->shape, s->info.dims, s->info.ndim * sizeof (int64_t)) == 0)
+        continue;
+      g_autoptr (tw_tensor) t = tw_tensor_new (TW_F32, s->info.ndim, s->info.dims);
+      tw_param_init (t, s, seed, name);
+      tw_params_set (params, name, t, s->trainable);
+    }
+  return TRUE;
+}
+
+gboolean
+tw_params_sync_graph (tw_params *params, const tw_graph *graph, guint64 seed, GError **error)
+{
+  for (int i = 0; i < tw_graph_n_nodes (graph); i++)
+    {
+      const tw_node *n = tw_graph_node (graph, i);
+      /* Shared scopes: the owner creates the parameters. */
+      if (n->share == NULL && !params_sync_node (params, n, seed, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+free_state (tw_eager *ex)
+{
+  for (int i = 0; i < ex->n_state; i++)
+    {
+      node_state *s = &ex->state[i];
+      const tw_node *n = i < tw_graph_n_nodes (ex->graph) ? tw_graph_node (ex->graph, i) : NULL;
+      int no = n ? n->n_outputs : 0;
+      for (int k = 0; s->out && k < no; k++)
+        tw_tensor_unref (s->out[k]);
+      for (int k = 0; s->grad && k < no; k++)
+        tw_tensor_unref (s->grad[k]);
+      g_free (s->out);
+      g_free (s->grad);
+    }
+  g_clear_pointer (&ex->state, g_free);
+  ex->n_state = 0;
+}
+
+gboolean
+tw_eager_rebuild (tw_eager *ex, GError **error)
+{
+  free_state (ex);
+  g_clear_pointer (&ex->order, g_array_unref);
+  if (tw_graph_infer (ex->graph) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (ex->graph);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH, "the graph has errors:\n%s", msg);
+      return FALSE;
+    }
+  if (!tw_graph_topo_order (ex->graph, &ex->order, error))
+    return FALSE;
+  if (!tw_params_sync_graph (ex->params, ex->graph, ex->seed, error))
+    return FALSE;
+
+  int nn = tw_graph_n_nodes (ex->graph);
+  ex->state = g_new0 (node_state, nn);
+  ex->n_state = nn;
+  for (int i = 0; i < nn; i++)
+    {
+      tw_node *n = tw_graph_node (ex->graph, i);
+      node_state *s = &ex->state[i];
+      s->out = g_new0 (tw_tensor *, n->n_outputs);
+      s->grad = g_new0 (tw_tensor *, n->n_outputs);
+      for (int k = 0; k < n->n_params; k++)
+        {
+          g_autofree char *name = tw_node_param_name (n, k);
+          s->params[k] = tw_params_get (ex->params, name);
+          g_assert (s->params[k] != NULL);
+        }
+    }
+  tw_node *loss = tw_graph_find_loss (ex->graph);
+  ex->loss_node = loss ? tw_graph_index_of (ex->graph, loss->id) : -1;
+  return TRUE;
+}
+
+tw_eager *
+tw_eager_new (tw_graph *graph, tw_params *params, guint64 seed, GError **error)
+{
+  tw_eager *ex = g_new0 (tw_eager, 1);
+  ex->graph = graph;
+  ex->params = params;
+  ex->seed = seed;
+  ex->num_threads = 1;
+  if (!tw_eager_rebuild (ex, error))
+    {
+      tw_eager_free (ex);
+      return NULL;
+    }
+  return ex;
+}
+
+void
+tw_eager_free (tw_eager *ex)
+{
+  if (ex == NULL)
+    return;
+  free_state (ex);
+  g_clear_pointer (&ex->order, g_array_unref);
+  g_free (ex);
+}
+
+void
+tw_eager_set_hooks (tw_eager *ex, const tw_hooks *hooks)
+{
+  if (hooks)
+    ex->hooks = *hooks;
+  else
+    memset (&ex->hooks, 0, sizeof ex->hooks);
+}
+
+void
+tw_eager_set_num_threads (tw_eager *ex, int n)
+{
+  ex->num_threads = MAX (1, n);
+}
+
+static void
+release_values (tw_eager *ex)
+{
+  for (int i = 0; i < ex->n_state; i++)
+    {
+      tw_node *n = tw_graph_node (ex->graph, i);
+      node_state *s = &ex->state[i];
+      for (int k = 0; k < n->n_outputs; k++)
+        {
+          g_clear_pointer (&s->out[k], tw_tensor_unref);
+          g_clear_pointer (&s->grad[k], tw_tensor_unref);
+        }
+      s->ran = FALSE;
+    }
+  ex->live_bytes = 0;
+}
+
+void
+tw_eager_release (tw_eager *ex)
+{
+  release_values (ex);
+}
+
+static void
+count_alloc (tw_eager *ex, const tw_tensor *t)
+{
+  ex->live_bytes += tw_tensor_nbytes (t);
+  ex->peak_bytes = MAX (ex->peak_bytes, ex->live_bytes);
+}
+
+static void
+count_free (tw_eager *ex, const tw_tensor *t)
+{
+  size_t b = tw_tensor_nbytes (t);
+  ex->live_bytes = ex->live_bytes > b ? ex->live_bytes - b : 0;
+}
+
+static tw_kctx
+make_kctx (tw_eager *ex, const tw_node *n)
+{
+  tw_kctx c = {
+    .training = ex->training,
+    .seed = ex->seed,
+    .step = ex->step,
+    .node_key = tw_node_key (n->id),
+    .num_threads = ex->num_threads,
+  };
+  return c;
+}
+
+/* Mark the nodes needed for `targets` (node indices). */
+static void
+mark_needed (tw_eager *ex, gboolean *needed, int node)
+{
+  if (needed[node])
+    return;
+  needed[node] = TRUE;
+  tw_node *n = tw_graph_node (ex->graph, node);
+  for (int k = 0; k < n->n_inputs; k++)
+    mark_needed (ex, needed, n->in_ports[k].node);
+}
+
+static gboolean
+check_feed (const tw_node *src, const tw_tensor *t, GError **error)
+{
+  const tw_tinfo *want = &src->out_info[0];
+  gboolean ok = t->dtype == want->dtype && t->ndim == want->ndim;
+  for (int d = 1; ok && d < want->ndim; d++)
+    ok = t->shape[d] == want->dims[d];
+  if (!ok)
+    {
+      g_autofree char *w = tw_tinfo_to_string (want);
+      g_autofree char *s = tw_shape_to_string (t->ndim, t->shape);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "input '%s' expects %s, was given %s%s", src->id, w, tw_dtype_name (t->dtype), s);
+    }
+  return ok;
+}
+
+static gboolean
+run_hook (tw_eager *ex, tw_hook_fn fn, tw_hook_event *ev, GError **error)
+{
+  if (fn == NULL || fn (ev, ex->hooks.user_data))
+    return TRUE;
+  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at node %s",
+               ev->node ? ev->node->id : "(update)");
+  return FALSE;
+}
+
+gboolean
+tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean training,
+                  guint64 step, GError **error)
+{
+  int nn = tw_graph_n_nodes (ex->graph);
+  g_autofree gboolean *needed = g_new0 (gboolean, nn);
+  tw_node *data_src = tw_graph_find_source (ex->graph, "data");
+  tw_node *label_src = tw_graph_find_source (ex->graph, "label");
+
+  release_values (ex);
+  ex->training = training;
+  ex->step = step;
+  ex->peak_bytes = 0;
+
+  for (const char *const *o = tw_graph_outputs (ex->graph); *o; o++)
+    mark_needed (ex, needed, tw_graph_resolve (ex->graph, *o).node);
+  if (labels && ex->loss_node >= 0)
+    mark_needed (ex, needed, ex->loss_node);
+
+  for (guint oi = 0; oi < ex->order->len; oi++)
+    {
+      int i = g_array_index (ex->order, int, oi);
+      tw_node *n = tw_graph_node (ex->graph, i);
+      node_state *s = &ex->state[i];
+      if (!needed[i])
+        continue;
+
+      if (n->op->flags & TW_OP_SOURCE)
+        {
+          tw_tensor *feed = n == data_src ? data : n == label_src ? labels : NULL;
+          if (feed == NULL)
+            {
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                           "input '%s' (role %s) was not fed", n->id,
+                           tw_attrs_get_string (n->attrs, "role", "data"));
+              return FALSE;
+            }
+          if (!check_feed (n, feed, error))
+            return FALSE;
+          s->out[0] = tw_tensor_contiguous (feed);
+          s->ran = TRUE;
+          s->requires_grad = FALSE;
+          continue;
+        }
+
+      tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS];
+      int n_in = n->n_inputs;
+      s->requires_grad = FALSE;
+      for (int k = 0; k < n_in; k++)
+        {
+          tw_port p = n->in_ports[k];
+          in[k] = ex->state[p.node].out[p.output];
+          s->requires_grad |= ex->state[p.node].requires_grad;
+        }
+      for (int k = 0; k < n->n_params; k++)
+        {
+          in[n_in + k] = s->params[k]->value;
+          s->requires_grad |= s->params[k]->trainable;
+        }
+
+      tw_hook_event ev = { TW_PHASE_FORWARD, n, i, step, in, n_in + n->n_params, NULL, 0 };
+      if (!run_hook (ex, ex->hooks.before_op, &ev, error))
+        return FALSE;
+
+      tw_kctx kc = make_kctx (ex, n);
+      g_autoptr (GError) local = NULL;
+      if (!tw_op_run (n->op, &kc, n->resolved, in, n_in + n->n_params, s->out, &local))
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "node %s (%s): %s", n->id,
+                       n->op->name, local->message);
+          return FALSE;
+        }
+      s->ran = TRUE;
+      for (int k = 0; k < n->n_outputs; k++)
+        count_alloc (ex, s->out[k]);
+
+      ev.outputs = s->out;
+      ev.n_outputs = n->n_outputs;
+      if (!run_hook (ex, ex->hooks.after_op, &ev, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* dst += src, replacing *dst by a fresh tensor unless we hold the only
+ * reference to it (activation gradients may alias other tensors). */
+static void
+accumulate (tw_eager *ex, tw_tensor **dst, tw_tensor *src)
+{
+  if (*dst == NULL)
+    {
+      *dst = tw_tensor_ref (src);
+      count_alloc (ex, src);
+      return;
+    }
+  tw_tensor *d = *dst;
+  if (d->refcount != 1 || d->storage->refcount != 1 || !tw_tensor_is_contiguous (d))
+    {
+      tw_tensor *c = tw_tensor_clone (d);
+      tw_tensor_unref (d);
+      *dst = d = c;
+    }
+  g_autoptr (tw_tensor) s = tw_tensor_cast (src, d->dtype);
+  int64_t n = tw_tensor_numel (d);
+  g_assert (tw_tensor_numel (s) == n);
+  if (d->dtype == TW_F32)
+    {
+      float *restrict a = tw_tensor_f32 (d);
+      const float *restrict b = tw_tensor_f32 (s);
+      for (int64_t i = 0; i < n; i++)
+        a[i] += b[i];
+    }
+  else
+    for (int64_t i = 0; i < n; i++)
+      tw_tensor_set_flat (d, i, tw_tensor_get_flat (d, i) + tw_tensor_get_flat (s, i));
+}
+
+static void
+accumulate_param (tw_param *p, tw_tensor *g)
+{
+  if (p->grad == NULL)
+    p->grad = tw_tensor_zeros_like (p->value);
+  g_assert (tw_tensor_numel (g) == tw_tensor_numel (p->grad));
+  float *restrict a = tw_tensor_f32 (p->grad);
+  g_autoptr (tw_tensor) c = g->dtype == TW_F32 ? tw_tensor_contiguous (g) : tw_tensor_cast (g, TW_F32);
+  const float *restrict b = tw_tensor_f32 (c);
+  int64_t n = tw_tensor_numel (c);
+  for (int64_t i = 0; i < n; i++)
+    a[i] += b[i];
+}
+
+gboolean
+tw_eager_backward (tw_eager *ex, GError **error)
+{
+  if (ex->loss_node < 0 || !ex->state[ex->loss_node].ran)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "backward needs a forward with labels through a loss node");
+      return FALSE;
+    }
+  node_state *ls = &ex->state[ex->loss_node];
+  g_autoptr (tw_tensor) one = tw_tensor_new_like (ls->out[0]);
+  tw_tensor_fill (one, 1.0);
+  accumulate (ex, &ls->grad[0], one);
+
+  for (int oi = (int) ex->order->len - 1; oi >= 0; oi--)
+    {
+      int i = g_array_index (ex->order, int, oi);
+      tw_node *n = tw_graph_node (ex->graph, i);
+      node_state *s = &ex->state[i];
+      gboolean any = FALSE;
+      if (!s->ran || !s->requires_grad || (n->op->flags & TW_OP_SOURCE))
+        continue;
+      for (int k = 0; k < n->n_outputs; k++)
+        any |= s->grad[k] != NULL;
+      if (!any)
+        continue;
+      if (n->op->backward == NULL)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                       "node %s: op %s is not differentiable", n->id, n->op->name);
+          return FALSE;
+        }
+
+      int n_in = n->n_inputs, n_all = n_in + n->n_params;
+      tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS];
+      gboolean needs[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
+      for (int k = 0; k < n_in; k++)
+        {
+          tw_port p = n->in_ports[k];
+          in[k] = ex->state[p.node].out[p.output];
+          needs[k] = ex->state[p.node].requires_grad;
+        }
+      for (int k = 0; k < n->n_params; k++)
+        {
+          in[n_in + k] = s->params[k]->value;
+          needs[n_in + k] = s->params[k]->trainable;
+        }
+
+      tw_hook_event ev = { TW_PHASE_BACKWARD, n, i, ex->step, s->grad, n->n_outputs, NULL, 0 };
+      if (!run_hook (ex, ex->hooks.before_op, &ev, error))
+        return FALSE;
+
+      tw_kctx kc = make_kctx (ex, n);
+      tw_emit *e = tw_eager_emit_new (&kc);
+      tw_val *vin[TW_MAX_INPUTS + TW_MAX_PARAMS], *vout[TW_MAX_OUTPUTS], *vg[TW_MAX_OUTPUTS];
+      tw_val *gin[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
+      tw_tensor *gin_t[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
+      for (int k = 0; k < n_all; k++)
+        vin[k] = tw_eager_emit_wrap (e, in[k]);
+      for (int k = 0; k < n->n_outputs; k++)
+        {
+          vout[k] = tw_eager_emit_wrap (e, s->out[k]);
+          vg[k] = s->grad[k] ? tw_eager_emit_wrap (e, s->grad[k]) : NULL;
+        }
+      gboolean ok = n->op->backward (e, n->resolved, vin, n_all, vout, vg, needs, gin);
+      g_autoptr (GError) eerr = tw_emit_take_error (e);
+      if (!ok || eerr)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "node %s (%s) backward: %s",
+                       n->id, n->op->name, eerr ? eerr->message : "failed");
+          tw_eager_emit_free (e);
+          return FALSE;
+        }
+      for (int k = 0; k < n_all; k++)
+        {
+          if (!needs[k] || gin[k] == NULL)
+            continue;
+          gin_t[k] = tw_eager_emit_tensor (gin[k]);
+          if (tw_tensor_numel (gin_t[k]) != tw_tensor_numel (in[k]))
+            {
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                           "node %s (%s) backward: gradient %d has the wrong size", n->id,
+                           n->op->name, k);
+              tw_eager_emit_free (e);
+              return FALSE;
+            }
+        }
+
+      ev.outputs = gin_t;
+      ev.n_outputs = n_all;
+      gboolean hook_ok = run_hook (ex, ex->hooks.after_op, &ev, error);
+
+      for (int k = 0; k < n_in; k++)
+        if (gin_t[k])
+          {
+            tw_port p = n->in_ports[k];
+            accumulate (ex, &ex->state[p.node].grad[p.output], gin_t[k]);
+          }
+      for (int k = 0; k < n->n_params; k++)
+        if (gin_t[n_in + k])
+          accumulate_param (s->params[k], gin_t[n_in + k]);
+      tw_eager_emit_free (e);
+
+      /* This node's output gradients are consumed. */
+      for (int k = 0; k < n->n_outputs; k++)
+        if (s->grad[k])
+          {
+            count_free (ex, s->grad[k]);
+            g_clear_pointer (&s->grad[k], tw_tensor_unref);
+          }
+      if (!hook_ok)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+tw_tensor *
+tw_eager_value (tw_eager *ex, const char *ref)
+{
+  tw_port p = tw_graph_resolve (ex->graph, ref);
+  if (p.node < 0 || p.node >= ex->n_state)
+    return NULL;
+  tw_node *n = tw_graph_node (ex->graph, p.node);
+  if (p.output >= n->n_outputs)
+    return NULL;
+  return ex->state[p.node].out[p.output];
+}
+
+tw_tensor *
+tw_eager_prediction (tw_eager *ex)
+{
+  const char *const *o = tw_graph_outputs (ex->graph);
+  return o[0] ? tw_eager_value (ex, o[0]) : NULL;
+}
+
+tw_tensor *
+tw_eager_loss (tw_eager *ex)
+{
+  if (ex->loss_node < 0)
+    return NULL;
+  return ex->state[ex->loss_node].out[0];
+}
+
+double
+tw_eager_loss_value (tw_eager *ex)
+{
+  tw_tensor *l = tw_eager_loss (ex);
+  return l ? tw_tensor_get_flat (l, 0) : NAN;
+}
+
+size_t
+tw_eager_peak_bytes (const tw_eager *ex)
+{
+  return ex->peak_bytes;
+}

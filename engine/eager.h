@@ -1,0 +1,114 @@
+/* eager.h — the eager (define-by-run) executor with autograd.
+ *
+ * Runs a graph node by node in topological order, allocating outputs as it
+ * goes and keeping them for backward (the tape).  Backward walks the executed
+ * nodes in reverse and calls each op's backward rule through the eager
+ * emitter; parameter gradients accumulate (+=) into the tw_params store,
+ * activation gradients are assigned and freed as soon as they are used.
+ *
+ * Hooks run before and after every op, in every phase, on the executing
+ * thread: the debugger blocks in them to pause, the profiler timestamps them.
+ * The graph may change between steps: call tw_eager_rebuild () and parameters
+ * of nodes whose scope and shapes did not change are kept.
+ *
+ *   g_autoptr (tw_eager) ex = tw_eager_new (graph, params, &error);
+ *   tw_eager_forward (ex, x, y, TRUE, step, &error);
+ *   float loss = tw_eager_loss_value (ex);
+ *   tw_params_zero_grad (params);
+ *   tw_eager_backward (ex, &error);
+ *
+ * Ownership: the executor borrows the graph and the params store; both must
+ * outlive it.  Tensors returned by getters are borrowed and live until the
+ * next forward or tw_eager_release ().
+ */
+#pragma once
+
+#include "engine/graph.h"
+#include "engine/params.h"
+
+G_BEGIN_DECLS
+
+#define TW_EXEC_ERROR (tw_exec_error_quark ())
+GQuark tw_exec_error_quark (void);
+
+typedef enum
+{
+  TW_EXEC_ERROR_GRAPH,      /* the graph has shape errors (message lists them) */
+  TW_EXEC_ERROR_INPUT,      /* fed tensors do not match the graph's inputs */
+  TW_EXEC_ERROR_KERNEL,     /* a kernel failed (message names the node) */
+  TW_EXEC_ERROR_NAN,        /* non-finite loss */
+  TW_EXEC_ERROR_STOPPED,    /* a hook asked to stop */
+} tw_exec_error;
+
+typedef enum
+{
+  TW_PHASE_FORWARD,
+  TW_PHASE_BACKWARD,
+  TW_PHASE_UPDATE,
+} tw_phase;
+
+typedef struct
+{
+  tw_phase phase;
+  const tw_node *node;          /* NULL for the update phase */
+  int node_index;               /* -1 for the update phase */
+  guint64 step;
+  /* Forward: inputs (data then params) and outputs.
+   * Backward: inputs are the gradients of the node's outputs (entries may be
+   * NULL), outputs the gradients of its inputs (NULL where not needed; only
+   * after_op). */
+  tw_tensor *const *inputs;
+  int n_inputs;
+  tw_tensor *const *outputs;
+  int n_outputs;
+} tw_hook_event;
+
+/* Return FALSE to stop the run (the executor returns TW_EXEC_ERROR_STOPPED). */
+typedef gboolean (*tw_hook_fn) (const tw_hook_event *ev, gpointer user_data);
+
+typedef struct
+{
+  tw_hook_fn before_op;
+  tw_hook_fn after_op;
+  gpointer user_data;
+} tw_hooks;
+
+typedef struct tw_eager tw_eager;
+
+/* Infers shapes (symbolic batch) and creates missing parameters in params,
+ * initialised from seed.  Fails with every shape error listed. */
+tw_eager *tw_eager_new (tw_graph *graph, tw_params *params, guint64 seed, GError **error);
+void tw_eager_free (tw_eager *ex);
+/* After an edit of the graph: re-infer, keep matching parameters, create new ones. */
+gboolean tw_eager_rebuild (tw_eager *ex, GError **error);
+void tw_eager_set_hooks (tw_eager *ex, const tw_hooks *hooks);
+void tw_eager_set_num_threads (tw_eager *ex, int n);
+
+/* Runs the graph on a batch.  labels may be NULL: then only the nodes the
+ * graph's outputs need are run (no loss).  training selects dropout and
+ * batch-norm behaviour and keeps the tape for backward. */
+gboolean tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean training,
+                           guint64 step, GError **error);
+/* Gradients of the loss into params (+=).  Needs a training forward with labels. */
+gboolean tw_eager_backward (tw_eager *ex, GError **error);
+/* Drop the tape and all activations. */
+void tw_eager_release (tw_eager *ex);
+
+/* After forward: a node output ("fc3", "split:1"), borrowed, or NULL. */
+tw_tensor *tw_eager_value (tw_eager *ex, const char *ref);
+/* The first graph output (predictions), borrowed. */
+tw_tensor *tw_eager_prediction (tw_eager *ex);
+/* The loss (0-d), borrowed, or NULL without labels. */
+tw_tensor *tw_eager_loss (tw_eager *ex);
+double tw_eager_loss_value (tw_eager *ex);
+/* Bytes of activations held by the last forward (+ the peak during backward). */
+size_t tw_eager_peak_bytes (const tw_eager *ex);
+
+/* Create (or keep) the parameters the graph's nodes need.  Graph must be
+ * inferred.  Parameters whose shape changed are re-initialised. */
+gboolean tw_params_sync_graph (tw_params *params, const tw_graph *graph, guint64 seed,
+                               GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_eager, tw_eager_free)
+
+G_END_DECLS

@@ -1,0 +1,724 @@
+/* graph.c — graph IR: nodes, references, topological order, shape inference. */
+#define G_LOG_DOMAIN "twb-graph"
+
+#include "engine/graph.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+G_DEFINE_QUARK (tw-graph-error-quark, tw_graph_error)
+
+struct tw_graph
+{
+  GPtrArray *nodes;        /* tw_node*, owned */
+  GHashTable *index;       /* id → GINT index+1; rebuilt lazily */
+  gboolean index_dirty;
+  char **outputs;          /* NULL-terminated references */
+  GArray *diags;           /* tw_diag */
+};
+
+static void
+node_clear_inferred (tw_node *n)
+{
+  g_clear_pointer (&n->in_ports, g_free);
+  g_clear_pointer (&n->resolved, tw_attrs_free);
+  g_clear_pointer (&n->out_info, g_free);
+  g_clear_pointer (&n->error, g_free);
+  n->n_outputs = 0;
+  n->n_params = 0;
+  n->valid = FALSE;
+  memset (&n->cost, 0, sizeof n->cost);
+}
+
+static void
+node_free (gpointer p)
+{
+  tw_node *n = p;
+  node_clear_inferred (n);
+  g_free (n->id);
+  g_free (n->op_name);
+  tw_attrs_free (n->attrs);
+  g_strfreev (n->inputs);
+  g_free (n->share);
+  g_free (n);
+}
+
+static void
+diag_clear (gpointer p)
+{
+  g_free (((tw_diag *) p)->message);
+}
+
+tw_graph *
+tw_graph_new (void)
+{
+  tw_graph *g = g_new0 (tw_graph, 1);
+  g->nodes = g_ptr_array_new_with_free_func (node_free);
+  g->index = g_hash_table_new (g_str_hash, g_str_equal);
+  g->outputs = g_new0 (char *, 1);
+  g->diags = g_array_new (FALSE, TRUE, sizeof (tw_diag));
+  g_array_set_clear_func (g->diags, diag_clear);
+  return g;
+}
+
+void
+tw_graph_free (tw_graph *g)
+{
+  if (g == NULL)
+    return;
+  g_ptr_array_unref (g->nodes);
+  g_hash_table_unref (g->index);
+  g_strfreev (g->outputs);
+  g_array_unref (g->diags);
+  g_free (g);
+}
+
+tw_graph *
+tw_graph_copy (const tw_graph *g)
+{
+  tw_graph *c = tw_graph_new ();
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      const tw_node *n = g_ptr_array_index (g->nodes, i);
+      tw_node *m = tw_graph_add_node (c, n->id, n->op_name, n->attrs,
+                                      (const char *const *) n->inputs, NULL);
+      g_assert (m != NULL);
+      m->share = g_strdup (n->share);
+      m->has_pos = n->has_pos;
+      m->x = n->x;
+      m->y = n->y;
+    }
+  tw_graph_set_outputs (c, (const char *const *) g->outputs);
+  return c;
+}
+
+static void
+rebuild_index (const tw_graph *cg)
+{
+  tw_graph *g = (tw_graph *) cg;
+  if (!g->index_dirty)
+    return;
+  g_hash_table_remove_all (g->index);
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      tw_node *n = g_ptr_array_index (g->nodes, i);
+      g_hash_table_insert (g->index, n->id, GINT_TO_POINTER (i + 1));
+    }
+  g->index_dirty = FALSE;
+}
+
+int
+tw_graph_n_nodes (const tw_graph *g)
+{
+  return (int) g->nodes->len;
+}
+
+tw_node *
+tw_graph_node (const tw_graph *g, int i)
+{
+  g_assert (i >= 0 && i < (int) g->nodes->len);
+  return g_ptr_array_index (g->nodes, i);
+}
+
+int
+tw_graph_index_of (const tw_graph *g, const char *id)
+{
+  rebuild_index (g);
+  return GPOINTER_TO_INT (g_hash_table_lookup (g->index, id)) - 1;
+}
+
+tw_node *
+tw_graph_find (const tw_graph *g, const char *id)
+{
+  int i = id ? tw_graph_index_of (g, id) : -1;
+  return i >= 0 ? tw_graph_node (g, i) : NULL;
+}
+
+tw_node *
+tw_graph_add_node (tw_graph *g, const char *id, const char *op_name, const tw_attrs *attrs,
+                   const char *const *inputs, GError **error)
+{
+  if (id == NULL || *id == '\0')
+    {
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_INVALID, "a node needs a non-empty id");
+      return NULL;
+    }
+  if (tw_graph_find (g, id))
+    {
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_DUPLICATE_ID, "duplicate node id '%s'",
+                   id);
+      return NULL;
+    }
+  tw_node *n = g_new0 (tw_node, 1);
+  n->id = g_strdup (id);
+  n->op_name = g_strdup (op_name);
+  n->op = tw_op_lookup (op_name);
+  n->attrs = tw_attrs_copy (attrs);
+  n->inputs = g_strdupv ((char **) (inputs ? inputs : (const char *const[]) { NULL }));
+  n->n_inputs = (int) g_strv_length (n->inputs);
+  g_ptr_array_add (g->nodes, n);
+  g_hash_table_insert (g->index, n->id, GINT_TO_POINTER (g->nodes->len));
+  return n;
+}
+
+tw_node *
+tw_graph_add (tw_graph *g, const char *id, const char *op_name, const tw_attrs *attrs, ...)
+{
+  g_autoptr (GPtrArray) in = g_ptr_array_new ();
+  va_list ap;
+  va_start (ap, attrs);
+  for (const char *s = va_arg (ap, const char *); s; s = va_arg (ap, const char *))
+    g_ptr_array_add (in, (gpointer) s);
+  va_end (ap);
+  g_ptr_array_add (in, NULL);
+  g_autoptr (GError) error = NULL;
+  tw_node *n = tw_graph_add_node (g, id, op_name, attrs, (const char *const *) in->pdata, &error);
+  if (n == NULL)
+    g_error ("tw_graph_add: %s", error->message);
+  return n;
+}
+
+tw_node *
+tw_graph_add_input (tw_graph *g, const char *id, tw_dtype dtype, int ndim, const int64_t *shape,
+                    const char *role)
+{
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "shape", ndim, shape);
+  tw_attrs_set_string (a, "dtype", tw_dtype_name (dtype));
+  tw_attrs_set_string (a, "role", role ? role : "data");
+  tw_node *n = tw_graph_add (g, id, "input", a, NULL);
+  tw_attrs_free (a);
+  return n;
+}
+
+/* Does ref name node `id` (as "id" or "id:k")? */
+static gboolean
+ref_names (const char *ref, const char *id)
+{
+  size_t l = strlen (id);
+  return strncmp (ref, id, l) == 0 && (ref[l] == '\0' || ref[l] == ':');
+}
+
+gboolean
+tw_graph_remove_node (tw_graph *g, const char *id)
+{
+  int i = tw_graph_index_of (g, id);
+  if (i < 0)
+    return FALSE;
+  g_ptr_array_remove_index (g->nodes, i);
+  g->index_dirty = TRUE;
+  return TRUE;
+}
+
+static char *
+rename_ref (const char *ref, const char *old_id, const char *new_id)
+{
+  if (!ref_names (ref, old_id))
+    return NULL;
+  return g_strconcat (new_id, ref + strlen (old_id), NULL);
+}
+
+gboolean
+tw_graph_rename_node (tw_graph *g, const char *old_id, const char *new_id, GError **error)
+{
+  tw_node *n = tw_graph_find (g, old_id);
+  if (n == NULL)
+    {
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_UNKNOWN_NODE, "no node '%s'", old_id);
+      return FALSE;
+    }
+  if (new_id == NULL || *new_id == '\0' || strchr (new_id, ':'))
+    {
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_INVALID,
+                   "'%s' is not a valid node id (non-empty, no ':')", new_id ? new_id : "");
+      return FALSE;
+    }
+  if (strcmp (old_id, new_id) == 0)
+    return TRUE;
+  if (tw_graph_find (g, new_id))
+    {
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_DUPLICATE_ID, "duplicate node id '%s'",
+                   new_id);
+      return FALSE;
+    }
+  g_autofree char *old = g_strdup (old_id);
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      tw_node *m = g_ptr_array_index (g->nodes, i);
+      for (int k = 0; k < m->n_inputs; k++)
+        {
+          char *r = rename_ref (m->inputs[k], old, new_id);
+          if (r)
+            {
+              g_free (m->inputs[k]);
+              m->inputs[k] = r;
+            }
+        }
+      if (m->share && strcmp (m->share, old) == 0)
+        {
+          g_free (m->share);
+          m->share = g_strdup (new_id);
+        }
+    }
+  for (char **o = g->outputs; *o; o++)
+    {
+      char *r = rename_ref (*o, old, new_id);
+      if (r)
+        {
+          g_free (*o);
+          *o = r;
+        }
+    }
+  g_free (n->id);
+  n->id = g_strdup (new_id);
+  g->index_dirty = TRUE;
+  return TRUE;
+}
+
+void
+tw_graph_set_input_ref (tw_graph *g, tw_node *n, int i, const char *ref)
+{
+  if (i >= n->n_inputs)
+    {
+      n->inputs = g_renew (char *, n->inputs, i + 2);
+      for (int k = n->n_inputs; k <= i; k++)
+        n->inputs[k] = g_strdup ("");
+      n->inputs[i + 1] = NULL;
+      n->n_inputs = i + 1;
+    }
+  g_free (n->inputs[i]);
+  n->inputs[i] = g_strdup (ref ? ref : "");
+}
+
+void
+tw_graph_set_share (tw_graph *g, tw_node *n, const char *scope)
+{
+  g_free (n->share);
+  n->share = scope && *scope ? g_strdup (scope) : NULL;
+}
+
+void
+tw_graph_set_pos (tw_graph *g, tw_node *n, double x, double y)
+{
+  n->has_pos = TRUE;
+  n->x = x;
+  n->y = y;
+}
+
+void
+tw_graph_set_outputs (tw_graph *g, const char *const *refs)
+{
+  char **c = g_strdupv ((char **) (refs ? refs : (const char *const[]) { NULL }));
+  g_strfreev (g->outputs);
+  g->outputs = c;
+}
+
+const char *const *
+tw_graph_outputs (const tw_graph *g)
+{
+  return (const char *const *) g->outputs;
+}
+
+gboolean
+tw_ref_parse (const char *ref, char **id, int *output)
+{
+  const char *colon = ref ? strrchr (ref, ':') : NULL;
+  if (ref == NULL || *ref == '\0' || colon == ref)
+    return FALSE;
+  if (colon == NULL)
+    {
+      *id = g_strdup (ref);
+      *output = 0;
+      return TRUE;
+    }
+  char *end = NULL;
+  guint64 k = g_ascii_strtoull (colon + 1, &end, 10);
+  if (end == colon + 1 || *end != '\0' || k > TW_MAX_OUTPUTS)
+    return FALSE;
+  *id = g_strndup (ref, colon - ref);
+  *output = (int) k;
+  return TRUE;
+}
+
+tw_port
+tw_graph_resolve (const tw_graph *g, const char *ref)
+{
+  tw_port p = { -1, 0 };
+  g_autofree char *id = NULL;
+  if (!tw_ref_parse (ref, &id, &p.output))
+    return p;
+  p.node = tw_graph_index_of (g, id);
+  return p;
+}
+
+gboolean
+tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
+{
+  int n = (int) g->nodes->len;
+  g_autofree int *indeg = g_new0 (int, n);
+  g_autoptr (GPtrArray) succ = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (int), n);
+
+  for (int i = 0; i < n; i++)
+    g_ptr_array_add (succ, g_array_new (FALSE, FALSE, sizeof (int)));
+  for (int i = 0; i < n; i++)
+    {
+      tw_node *nd = tw_graph_node (g, i);
+      for (int k = 0; k < nd->n_inputs; k++)
+        {
+          tw_port p = tw_graph_resolve (g, nd->inputs[k]);
+          if (p.node < 0)
+            continue;
+          g_array_append_val (g_ptr_array_index (succ, p.node), i);
+          indeg[i]++;
+        }
+    }
+  /* Kahn's algorithm, always taking the lowest ready index: the order follows
+   * the file where it can, so results are stable. */
+  g_autoptr (GArray) ready = g_array_new (FALSE, FALSE, sizeof (int));
+  for (int i = 0; i < n; i++)
+    if (indeg[i] == 0)
+      g_array_append_val (ready, i);
+  while (ready->len > 0)
+    {
+      guint best = 0;
+      for (guint r = 1; r < ready->len; r++)
+        if (g_array_index (ready, int, r) < g_array_index (ready, int, best))
+          best = r;
+      int i = g_array_index (ready, int, best);
+      g_array_remove_index_fast (ready, best);
+      g_array_append_val (out, i);
+      GArray *s = g_ptr_array_index (succ, i);
+      for (guint k = 0; k < s->len; k++)
+        if (--indeg[g_array_index (s, int, k)] == 0)
+          g_array_append_val (ready, g_array_index (s, int, k));
+    }
+  if ((int) out->len < n)
+    {
+      GString *ids = g_string_new (NULL);
+      for (int i = 0; i < n; i++)
+        if (indeg[i] > 0)
+          g_string_append_printf (ids, "%s%s", ids->len ? ", " : "", tw_graph_node (g, i)->id);
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_CYCLE, "the graph has a cycle through %s",
+                   ids->str);
+      g_string_free (ids, TRUE);
+      g_array_unref (out);
+      return FALSE;
+    }
+  *order = out;
+  return TRUE;
+}
+
+const char *
+tw_node_scope (const tw_node *n)
+{
+  return n->share ? n->share : n->id;
+}
+
+char *
+tw_node_param_name (const tw_node *n, int k)
+{
+  g_assert (k >= 0 && k < n->n_params);
+  return g_strdup_printf ("%s.%s", tw_node_scope (n), n->params[k].suffix);
+}
+
+static void
+node_fail (tw_graph *g, tw_node *n, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
+
+static void
+node_fail (tw_graph *g, tw_node *n, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_free (n->error);
+  n->error = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  n->valid = FALSE;
+  tw_diag d = { n->id, g_strdup (n->error) };
+  g_array_append_val (g->diags, d);
+}
+
+static void
+substitute_batch (tw_tinfo *t, int64_t batch)
+{
+  if (batch <= 0)
+    return;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->dims[d] == TW_DIM_N)
+      t->dims[d] = batch;
+}
+
+/* Infer one node whose inputs are done. */
+static void
+infer_node (tw_graph *g, tw_node *n, int64_t batch)
+{
+  g_autoptr (GError) error = NULL;
+  tw_tinfo in[TW_MAX_INPUTS + TW_MAX_PARAMS];
+  gboolean upstream_ok = TRUE;
+
+  n->in_ports = g_new0 (tw_port, MAX (n->n_inputs, 1));
+  if (n->op == NULL)
+    {
+      node_fail (g, n, "unknown op '%s'", n->op_name ? n->op_name : "");
+      return;
+    }
+  const tw_op_def *def = n->op;
+  n->resolved = tw_op_resolve_attrs (def, n->attrs, &error);
+  if (n->resolved == NULL)
+    {
+      node_fail (g, n, "%s", error->message);
+      return;
+    }
+  n->n_outputs = tw_op_num_outputs (def, n->resolved);
+  if (n->n_outputs < 1 || n->n_outputs > TW_MAX_OUTPUTS)
+    {
+      node_fail (g, n, "%s: %d outputs (1 to %d allowed)", def->name, n->n_outputs,
+                 TW_MAX_OUTPUTS);
+      n->n_outputs = 0;
+      return;
+    }
+  n->out_info = g_new0 (tw_tinfo, n->n_outputs);
+
+  if (n->n_inputs < def->min_inputs
+      || (def->max_inputs >= 0 && n->n_inputs > def->max_inputs)
+      || n->n_inputs > TW_MAX_INPUTS)
+    {
+      if (def->max_inputs == def->min_inputs)
+        node_fail (g, n, "%s takes %d input%s, got %d", def->name, def->min_inputs,
+                   def->min_inputs == 1 ? "" : "s", n->n_inputs);
+      else if (def->max_inputs < 0)
+        node_fail (g, n, "%s takes at least %d inputs, got %d", def->name, def->min_inputs,
+                   n->n_inputs);
+      else
+        node_fail (g, n, "%s takes %d to %d inputs, got %d", def->name, def->min_inputs,
+                   def->max_inputs, n->n_inputs);
+      return;
+    }
+
+  for (int k = 0; k < n->n_inputs; k++)
+    {
+      tw_port p = tw_graph_resolve (g, n->inputs[k]);
+      n->in_ports[k] = p;
+      if (p.node < 0)
+        {
+          if (n->inputs[k][0] == '\0')
+            node_fail (g, n, "input %d is not connected", k + 1);
+          else
+            node_fail (g, n, "input %d refers to '%s', which is not a node", k + 1,
+                       n->inputs[k]);
+          return;
+        }
+      tw_node *src = tw_graph_node (g, p.node);
+      if (src->out_info == NULL || !src->valid)
+        {
+          upstream_ok = FALSE;
+          continue;
+        }
+      if (p.output >= src->n_outputs)
+        {
+          node_fail (g, n, "input %d refers to output %d of '%s', which has %d output%s", k + 1,
+                     p.output, src->id, src->n_outputs, src->n_outputs == 1 ? "" : "s");
+          return;
+        }
+      in[k] = src->out_info[p.output];
+    }
+  if (!upstream_ok)
+    return;   /* invalid, silently: the cause is reported upstream */
+
+  int n_in = n->n_inputs;
+  if (def->params)
+    {
+      n->n_params = def->params (n->resolved, in, n_in, n->params, &error);
+      if (n->n_params < 0)
+        {
+          n->n_params = 0;
+          node_fail (g, n, "%s", error->message);
+          return;
+        }
+      for (int k = 0; k < n->n_params; k++)
+        in[n_in + k] = n->params[k].info;
+    }
+  if (!def->infer (n->resolved, in, n_in + n->n_params, n->out_info, &error))
+    {
+      node_fail (g, n, "%s", error->message);
+      return;
+    }
+  if (def->flags & TW_OP_SOURCE)
+    substitute_batch (&n->out_info[0], batch);
+  if (def->cost)
+    def->cost (n->resolved, in, n_in + n->n_params, n->out_info, n->n_outputs, &n->cost);
+  n->valid = TRUE;
+}
+
+/* Parameters of nodes sharing a scope must agree in count and shape. */
+static void
+check_shared_params (tw_graph *g)
+{
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      tw_node *n = g_ptr_array_index (g->nodes, i);
+      if (n->share == NULL || !n->valid)
+        continue;
+      tw_node *owner = tw_graph_find (g, n->share);
+      if (owner == NULL)
+        {
+          node_fail (g, n, "shares parameters with '%s', which is not a node", n->share);
+          continue;
+        }
+      if (owner->share != NULL)
+        {
+          node_fail (g, n, "shares parameters with '%s', which itself shares with '%s'; name '%s'",
+                     owner->id, owner->share, owner->share);
+          continue;
+        }
+      if (!owner->valid)
+        continue;
+      if (owner->n_params != n->n_params)
+        {
+          node_fail (g, n, "shares parameters with '%s' but needs %d parameters, not %d",
+                     owner->id, n->n_params, owner->n_params);
+          continue;
+        }
+      for (int k = 0; k < n->n_params; k++)
+        if (!tw_tinfo_equal (&owner->params[k].info, &n->params[k].info))
+          {
+            g_autofree char *a = tw_tinfo_to_string (&n->params[k].info);
+            g_autofree char *b = tw_tinfo_to_string (&owner->params[k].info);
+            node_fail (g, n, "shares parameters with '%s' but its %s would be %s, not %s",
+                       owner->id, n->params[k].suffix, a, b);
+            break;
+          }
+    }
+}
+
+int
+tw_graph_infer_batch (tw_graph *g, int64_t batch)
+{
+  g_autoptr (GArray) order = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_array_set_size (g->diags, 0);
+  for (guint i = 0; i < g->nodes->len; i++)
+    node_clear_inferred (g_ptr_array_index (g->nodes, i));
+
+  if (!tw_graph_topo_order (g, &order, &error))
+    {
+      /* Report the cycle on each node in it; infer nothing else. */
+      for (guint i = 0; i < g->nodes->len; i++)
+        {
+          tw_node *n = g_ptr_array_index (g->nodes, i);
+          if (strstr (error->message, n->id))
+            node_fail (g, n, "%s", error->message);
+        }
+      return (int) g->diags->len;
+    }
+  for (guint k = 0; k < order->len; k++)
+    infer_node (g, tw_graph_node (g, g_array_index (order, int, k)), batch);
+  check_shared_params (g);
+
+  for (char **o = g->outputs; *o; o++)
+    {
+      tw_port p = tw_graph_resolve (g, *o);
+      if (p.node < 0)
+        {
+          tw_diag d = { NULL, g_strdup_printf ("output '%s' is not a node", *o) };
+          g_array_append_val (g->diags, d);
+        }
+    }
+  return (int) g->diags->len;
+}
+
+int
+tw_graph_infer (tw_graph *g)
+{
+  return tw_graph_infer_batch (g, 0);
+}
+
+const GArray *
+tw_graph_diagnostics (const tw_graph *g)
+{
+  return g->diags;
+}
+
+char *
+tw_graph_errors_to_string (const tw_graph *g)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < g->diags->len; i++)
+    {
+      const tw_diag *d = &g_array_index (g->diags, tw_diag, i);
+      if (s->len)
+        g_string_append_c (s, '\n');
+      if (d->node_id)
+        g_string_append_printf (s, "node %s: %s", d->node_id, d->message);
+      else
+        g_string_append (s, d->message);
+    }
+  return g_string_free (s, FALSE);
+}
+
+tw_node *
+tw_graph_find_source (const tw_graph *g, const char *role)
+{
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      tw_node *n = g_ptr_array_index (g->nodes, i);
+      if (n->op && (n->op->flags & TW_OP_SOURCE)
+          && g_strcmp0 (tw_attrs_get_string (n->attrs, "role", "data"), role) == 0)
+        return n;
+    }
+  return NULL;
+}
+
+tw_node *
+tw_graph_find_loss (const tw_graph *g)
+{
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      tw_node *n = g_ptr_array_index (g->nodes, i);
+      if (n->op && (n->op->flags & TW_OP_LOSS))
+        return n;
+    }
+  return NULL;
+}
+
+int64_t
+tw_graph_param_count (const tw_graph *g)
+{
+  int64_t total = 0;
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      tw_node *n = g_ptr_array_index (g->nodes, i);
+      if (n->share)
+        continue;
+      for (int k = 0; k < n->n_params; k++)
+        if (n->params[k].trainable)
+          total += tw_tinfo_numel (&n->params[k].info, NULL);
+    }
+  return total;
+}
+
+double
+tw_graph_flops (const tw_graph *g)
+{
+  double f = 0;
+  for (guint i = 0; i < g->nodes->len; i++)
+    f += ((tw_node *) g_ptr_array_index (g->nodes, i))->cost.flops;
+  return f;
+}
+
+gboolean
+tw_graph_add_sequential (tw_graph *g, const char *input, const tw_layer *layers, int n_layers,
+                         GError **error)
+{
+  const char *prev = input;
+  for (int i = 0; i < n_layers; i++)
+    {
+      const char *in[] = { prev, NULL };
+      if (!tw_graph_add_node (g, layers[i].id, layers[i].op, layers[i].attrs,
+                              prev ? in : NULL, error))
+        return FALSE;
+      prev = layers[i].id;
+    }
+  return TRUE;
+}
