@@ -1,0 +1,27 @@
+/* twb-cli.h — the `twb` command line's subcommands.  Each returns the
+ * process exit status (0 ok, 1 error, 2 usage) and prints its own errors. */
+#pragma once
+
+#include "engine/data.h"
+#include "engine/model.h"
+
+G_BEGIN_DECLS
+
+int twb_cmd_train (int argc, char **argv);
+int twb_cmd_eval (int argc, char **argv);
+int twb_cmd_info (int argc, char **argv);
+
+/* Shared helpers. */
+void twb_print_error (const char *what, const GError *error);
+/* Load a model and infer its shapes; prints every shape error (node by node)
+ * and returns NULL when there is any. */
+tw_model *twb_load_model_checked (const char *path);
+/* Open the dataset split named by spec (or the model's recipe) and check that
+ * its samples fit the model's data input; reshapes x when only the layout
+ * differs (same element count per sample). */
+tw_dataset *twb_open_dataset_for (const tw_model *m, const char *spec, tw_split split,
+                                  GError **error);
+/* Peak resident set size of this process, in bytes. */
+gint64 twb_peak_rss_bytes (void);
+
+G_END_DECLS

@@ -1,0 +1,499 @@
+/* twb-train.c — `twb train` and `twb eval`. */
+#define G_LOG_DOMAIN "twb"
+
+#include "app/twb-cli.h"
+#include "engine/device.h"
+#include "engine/train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+compare_double (gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static void
+format_eta (char *buf, size_t len, double s)
+{
+  if (!isfinite (s) || s < 0)
+    s = 0;
+  int t = (int) (s + 0.5);
+  if (t >= 3600)
+    g_snprintf (buf, len, "%d:%02d:%02d", t / 3600, (t / 60) % 60, t % 60);
+  else
+    g_snprintf (buf, len, "%d:%02d", t / 60, t % 60);
+}
+
+typedef struct
+{
+  gboolean tty;
+  gboolean quiet;
+  int64_t total;
+  double start;
+  double last_print;
+  int64_t last_plain;
+} progress;
+
+static void
+progress_update (progress *p, int64_t step, int64_t epoch, double loss, double samples_per_s,
+                 gboolean final)
+{
+  double t = now_s ();
+  if (p->quiet)
+    return;
+  if (p->tty)
+    {
+      if (!final && t - p->last_print < 0.1)
+        return;
+      p->last_print = t;
+      const int width = 28;
+      double frac = p->total > 0 ? (double) step / p->total : 0;
+      int fill = (int) (frac * width);
+      char bar[64];
+      for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+      bar[width] = '\0';
+      char eta[32];
+      double rate = step > 0 ? (t - p->start) / step : 0;
+      format_eta (eta, sizeof eta, rate * (p->total - step));
+      g_printerr ("\r[%s] %3.0f%% step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+                  " epoch %" G_GINT64_FORMAT " loss %.4f %.0f samples/s ETA %s  ",
+                  bar, frac * 100, step, p->total, epoch + 1, loss, samples_per_s, eta);
+      if (final)
+        g_printerr ("\n");
+      return;
+    }
+  /* Plain lines, about every 10% and at the end. */
+  int64_t every = MAX (1, p->total / 10);
+  if (final || step - p->last_plain >= every)
+    {
+      p->last_plain = step;
+      g_printerr ("step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " epoch %" G_GINT64_FORMAT
+                  " loss %.4f %.0f samples/s\n",
+                  step, p->total, epoch + 1, loss, samples_per_s);
+    }
+}
+
+static void
+json_member_double (JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name (b, name);
+  if (isfinite (v))
+    json_builder_add_double_value (b, v);
+  else
+    json_builder_add_null_value (b);
+}
+
+static void
+json_member_int (JsonBuilder *b, const char *name, gint64 v)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_add_int_value (b, v);
+}
+
+static void
+print_json (JsonBuilder *b)
+{
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  g_autofree char *text = json_generator_to_data (gen, NULL);
+  g_print ("%s\n", text);
+}
+
+static gboolean
+apply_overrides (tw_model *m, const char *optimizer, double lr, int batch, gint64 epochs,
+                 gint64 seed, GError **error)
+{
+  tw_recipe *r = &m->recipe;
+  if (optimizer)
+    {
+      tw_optimizer_type t;
+      if (!tw_optimizer_type_from_name (optimizer, &t))
+        {
+          g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                       "--optimizer: '%s' is not sgd, adam or adamw", optimizer);
+          return FALSE;
+        }
+      r->optimizer.type = t;
+    }
+  if (lr > 0)
+    r->optimizer.lr = lr;
+  else if (lr == 0 || (lr < 0 && lr != -1))
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--lr must be positive");
+      return FALSE;
+    }
+  if (batch > 0)
+    r->batch_size = batch;
+  else if (batch != -1)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--batch must be positive");
+      return FALSE;
+    }
+  if (epochs > 0)
+    r->epochs = epochs;
+  else if (epochs != -1)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--epochs must be positive");
+      return FALSE;
+    }
+  if (seed >= 0)
+    r->seed = (guint64) seed;
+  return TRUE;
+}
+
+static gboolean
+check_device_mode (const char *device, const char *mode, GError **error)
+{
+  if (device && strcmp (device, "cpu") != 0)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--device %s: this build runs on the CPU only (cpu)", device);
+      return FALSE;
+    }
+  if (mode && strcmp (mode, "eager") != 0)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--mode %s: only eager execution is available (eager)", mode);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+int
+twb_cmd_train (int argc, char **argv)
+{
+  char *data = NULL, *optimizer = NULL, *device = NULL, *mode = NULL;
+  char *checkpoint = NULL, *resume = NULL;
+  gint64 epochs = -1, max_steps = 0, seed = -1;
+  int batch = -1, threads = 1;
+  double lr = -1;
+  gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE;
+  GOptionEntry entries[] = {
+    { "data", 'd', 0, G_OPTION_ARG_STRING, &data,
+      "Dataset: fashion-mnist, fashion-mnist-subset, spirals, circles, xor, blobs, a folder of IDX "
+      "files, FILE.csv or FILE.npy (default: the model's recipe)", "DATA" },
+    { "epochs", 'e', 0, G_OPTION_ARG_INT64, &epochs, "Epochs (default: recipe)", "N" },
+    { "max-steps", 0, 0, G_OPTION_ARG_INT64, &max_steps, "Stop after N steps", "N" },
+    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default: recipe)", "N" },
+    { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "Learning rate (default: recipe)", "X" },
+    { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd, adam or adamw", "NAME" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed for weights, shuffling and dropout", "N" },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
+    { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager", "MODE" },
+    { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
+      "Save a checkpoint (safetensors) after every epoch and at the end", "FILE" },
+    { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume, "Resume from a checkpoint", "FILE" },
+    { "allow-nan", 0, 0, G_OPTION_ARG_NONE, &allow_nan, "Go on when the loss is not finite", NULL },
+    { "no-eval", 0, 0, G_OPTION_ARG_NONE, &no_eval, "Skip the test-set evaluation", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object with the results", NULL },
+    { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress output", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json — train a model");
+  g_autoptr (GError) error = NULL;
+  int status = 1;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
+    {
+      g_printerr ("usage: twb train MODEL.json [OPTIONS]   (twb train --help)\n");
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      status = 2;
+      goto out;
+    }
+  if (!check_device_mode (device, mode, &error))
+    {
+      twb_print_error (NULL, error);
+      status = 2;
+      goto out;
+    }
+
+  {
+    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+    if (m == NULL)
+      goto out;
+    if (!apply_overrides (m, optimizer, lr, batch, epochs, seed, &error))
+      {
+        twb_print_error (NULL, error);
+        status = 2;
+        goto out;
+      }
+    tw_set_num_threads (threads);
+    int nthreads = tw_get_num_threads ();
+
+    g_autoptr (tw_dataset) train = twb_open_dataset_for (m, data, TW_SPLIT_TRAIN, &error);
+    if (train == NULL)
+      {
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    g_autoptr (tw_dataset) test = NULL;
+    if (!no_eval)
+      {
+        test = twb_open_dataset_for (m, data, TW_SPLIT_TEST, &error);
+        if (test == NULL)
+          {
+            twb_print_error (NULL, error);
+            goto out;
+          }
+      }
+
+    g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+    if (tr == NULL)
+      {
+        twb_print_error (argv[1], error);
+        goto out;
+      }
+    tw_trainer_set_num_threads (tr, nthreads);
+    tw_trainer_set_allow_nan (tr, allow_nan);
+
+    const tw_recipe *r = &m->recipe;
+    g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
+    int64_t per_epoch = tw_batcher_batches_per_epoch (b);
+    int64_t total = per_epoch * r->epochs;
+    if (max_steps > 0 && max_steps < total)
+      total = max_steps;
+    tw_trainer_set_total_steps (tr, per_epoch * r->epochs);
+
+    int64_t epoch0 = 0, batch0 = 0;
+    if (resume)
+      {
+        if (!tw_trainer_load_checkpoint (tr, resume, &epoch0, &batch0, &error))
+          {
+            twb_print_error (NULL, error);
+            goto out;
+          }
+        if (!quiet)
+          g_printerr ("resumed from %s at step %" G_GINT64_FORMAT " (epoch %" G_GINT64_FORMAT
+                      ", batch %" G_GINT64_FORMAT ")\n",
+                      resume, tw_trainer_step_count (tr), epoch0 + 1, batch0);
+      }
+
+    g_autoptr (GArray) times = g_array_new (FALSE, FALSE, sizeof (double));
+    progress pr = { isatty (STDERR_FILENO), quiet || json, total, now_s (), 0, 0 };
+    double loss = NAN, epoch_loss_sum = 0, step_time_sum = 0;
+    int64_t epoch_loss_n = 0, epoch = epoch0;
+    gboolean failed = FALSE;
+
+    for (; epoch < r->epochs && tw_trainer_step_count (tr) < total && !failed; epoch++)
+      {
+        tw_batcher_reset (b, epoch);
+        if (epoch == epoch0 && batch0 > 0)
+          tw_batcher_seek (b, batch0);
+        epoch_loss_sum = 0;
+        epoch_loss_n = 0;
+        int64_t k = epoch == epoch0 ? batch0 : 0;
+        tw_tensor *x, *y;
+        while (tw_trainer_step_count (tr) < total && tw_batcher_next (b, &x, &y))
+          {
+            double t0 = now_s ();
+            gboolean ok = tw_trainer_step (tr, x, y, &loss, &error);
+            double dt = now_s () - t0;
+            int64_t bs = x->shape[0];
+            tw_tensor_unref (x);
+            tw_tensor_unref (y);
+            k++;
+            if (!ok)
+              {
+                if (pr.tty && !pr.quiet)
+                  g_printerr ("\n");
+                twb_print_error (argv[1], error);
+                failed = TRUE;
+                break;
+              }
+            g_array_append_val (times, dt);
+            step_time_sum += dt;
+            if (isfinite (loss))
+              {
+                epoch_loss_sum += loss;
+                epoch_loss_n++;
+              }
+            progress_update (&pr, tw_trainer_step_count (tr), epoch, loss,
+                             bs * times->len / MAX (step_time_sum, 1e-9), FALSE);
+          }
+        if (checkpoint && !failed)
+          {
+            /* Save where the next run should continue. */
+            gboolean epoch_done = k >= per_epoch;
+            if (!tw_trainer_save_checkpoint (tr, checkpoint, epoch_done ? epoch + 1 : epoch,
+                                             epoch_done ? 0 : k, &error))
+              {
+                twb_print_error (NULL, error);
+                failed = TRUE;
+              }
+          }
+        if (tw_trainer_step_count (tr) >= total)
+          break;
+      }
+    if (failed)
+      goto out;
+    double sps = times->len ? r->batch_size * times->len / MAX (step_time_sum, 1e-9) : 0;
+    progress_update (&pr, tw_trainer_step_count (tr), MIN (epoch, r->epochs - 1), loss, sps,
+                     TRUE);
+
+    double test_loss = NAN, test_acc = NAN;
+    if (test && !tw_trainer_evaluate (tr, test, 256, &test_loss, &test_acc, &error))
+      {
+        twb_print_error ("evaluation", error);
+        goto out;
+      }
+
+    double median = NAN, mean = NAN;
+    if (times->len)
+      {
+        g_array_sort (times, compare_double);
+        median = g_array_index (times, double, times->len / 2) * 1e3;
+        mean = step_time_sum / times->len * 1e3;
+      }
+    double train_loss = epoch_loss_n ? epoch_loss_sum / epoch_loss_n : loss;
+
+    if (json)
+      {
+        g_autoptr (JsonBuilder) jb = json_builder_new ();
+        json_builder_begin_object (jb);
+        json_builder_set_member_name (jb, "model");
+        json_builder_add_string_value (jb, m->name ? m->name : argv[1]);
+        json_member_double (jb, "train_loss", train_loss);
+        json_member_double (jb, "test_loss", test_loss);
+        json_member_double (jb, "test_accuracy", test_acc);
+        json_member_int (jb, "steps", tw_trainer_step_count (tr));
+        json_member_int (jb, "batch", r->batch_size);
+        json_member_int (jb, "threads", nthreads);
+        json_member_double (jb, "median_step_ms", median);
+        json_member_double (jb, "mean_step_ms", mean);
+        json_member_double (jb, "samples_per_s", sps);
+        json_member_int (jb, "peak_rss_bytes", twb_peak_rss_bytes ());
+        json_member_int (jb, "peak_activation_bytes",
+                         (gint64) tw_eager_peak_bytes (tw_trainer_executor (tr)));
+        json_builder_set_member_name (jb, "mode");
+        json_builder_add_string_value (jb, "eager");
+        json_builder_end_object (jb);
+        print_json (jb);
+      }
+    else
+      {
+        g_print ("steps %" G_GINT64_FORMAT ", train loss %.4f, median step %.3f ms, %.0f samples/s\n",
+                 tw_trainer_step_count (tr), train_loss, median, sps);
+        if (test)
+          g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n",
+                   test_acc * 100, test_loss, tw_dataset_size (test));
+        if (checkpoint)
+          g_print ("checkpoint saved to %s\n", checkpoint);
+      }
+    status = 0;
+  }
+
+out:
+  g_free (data);
+  g_free (optimizer);
+  g_free (device);
+  g_free (mode);
+  g_free (checkpoint);
+  g_free (resume);
+  return status;
+}
+
+int
+twb_cmd_eval (int argc, char **argv)
+{
+  char *data = NULL, *weights = NULL, *device = NULL, *mode = NULL;
+  int batch = 256, threads = 1;
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+    { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights, "Weights or checkpoint (safetensors)",
+      "FILE" },
+    { "data", 'd', 0, G_OPTION_ARG_STRING, &data, "Dataset (default: the model's recipe)", "DATA" },
+    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default 256)", "N" },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
+    { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager", "MODE" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json --weights FILE — evaluate");
+  g_autoptr (GError) error = NULL;
+  int status = 1;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || weights == NULL
+      || batch <= 0)
+    {
+      g_printerr ("usage: twb eval MODEL.json --weights FILE [--data DATA] [--json]\n");
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      status = 2;
+      goto out;
+    }
+  if (!check_device_mode (device, mode, &error))
+    {
+      twb_print_error (NULL, error);
+      status = 2;
+      goto out;
+    }
+  {
+    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+    if (m == NULL)
+      goto out;
+    tw_set_num_threads (threads);
+    g_autoptr (tw_dataset) test = twb_open_dataset_for (m, data, TW_SPLIT_TEST, &error);
+    if (test == NULL)
+      {
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+    if (tr == NULL || !tw_params_load_weights (tw_trainer_params (tr), weights, &error))
+      {
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    tw_trainer_set_num_threads (tr, tw_get_num_threads ());
+    double loss, acc;
+    double t0 = now_s ();
+    if (!tw_trainer_evaluate (tr, test, batch, &loss, &acc, &error))
+      {
+        twb_print_error ("evaluation", error);
+        goto out;
+      }
+    double dt = now_s () - t0;
+    if (json)
+      {
+        g_autoptr (JsonBuilder) jb = json_builder_new ();
+        json_builder_begin_object (jb);
+        json_member_double (jb, "test_loss", loss);
+        json_member_double (jb, "test_accuracy", acc);
+        json_member_int (jb, "samples", tw_dataset_size (test));
+        json_member_double (jb, "samples_per_s", tw_dataset_size (test) / MAX (dt, 1e-9));
+        json_builder_end_object (jb);
+        print_json (jb);
+      }
+    else
+      g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n", acc * 100,
+               loss, tw_dataset_size (test));
+    status = 0;
+  }
+out:
+  g_free (data);
+  g_free (weights);
+  g_free (device);
+  g_free (mode);
+  return status;
+}

@@ -1,0 +1,260 @@
+/* twb.c — entry point of the `twb` command line and `twb info`. */
+#define G_LOG_DOMAIN "twb"
+
+#include "app/twb-cli.h"
+#include "engine/device.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+void
+twb_print_error (const char *what, const GError *error)
+{
+  if (what)
+    g_printerr ("twb: %s: %s\n", what, error ? error->message : "failed");
+  else
+    g_printerr ("twb: %s\n", error ? error->message : "failed");
+}
+
+gint64
+twb_peak_rss_bytes (void)
+{
+  struct rusage ru;
+  if (getrusage (RUSAGE_SELF, &ru) != 0)
+    return 0;
+  return (gint64) ru.ru_maxrss * 1024;   /* Linux reports kilobytes */
+}
+
+tw_model *
+twb_load_model_checked (const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = tw_model_load (path, &error);
+  if (m == NULL)
+    {
+      twb_print_error (NULL, error);
+      return NULL;
+    }
+  if (tw_graph_infer (m->graph) > 0)
+    {
+      g_autofree char *errs = tw_graph_errors_to_string (m->graph);
+      g_printerr ("twb: %s: the graph has errors:\n", path);
+      g_auto (GStrv) lines = g_strsplit (errs, "\n", -1);
+      for (char **l = lines; *l; l++)
+        g_printerr ("  %s\n", *l);
+      return NULL;
+    }
+  return g_steal_pointer (&m);
+}
+
+tw_dataset *
+twb_open_dataset_for (const tw_model *m, const char *spec, tw_split split, GError **error)
+{
+  const char *name = spec ? spec : m->recipe.dataset;
+  if (name == NULL)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_UNKNOWN,
+                   "no dataset: name one with --data or in the model's training recipe");
+      return NULL;
+    }
+  g_autoptr (tw_dataset) d = tw_dataset_open (name, split, m->recipe.seed, error);
+  if (d == NULL)
+    return NULL;
+  tw_node *src = tw_graph_find_source (m->graph, "data");
+  if (src == NULL || src->out_info == NULL)
+    return g_steal_pointer (&d);
+
+  const tw_tinfo *want = &src->out_info[0];
+  gboolean same = d->x->ndim == want->ndim;
+  for (int i = 1; same && i < want->ndim; i++)
+    same = d->x->shape[i] == want->dims[i];
+  if (same)
+    return g_steal_pointer (&d);
+
+  int64_t per_sample = 1, want_per_sample = 1;
+  for (int i = 1; i < d->x->ndim; i++)
+    per_sample *= d->x->shape[i];
+  for (int i = 1; i < want->ndim; i++)
+    want_per_sample *= want->dims[i];
+  if (per_sample != want_per_sample)
+    {
+      g_autofree char *have = tw_shape_to_string (d->x->ndim - 1, d->x->shape + 1);
+      g_autofree char *need = tw_shape_to_string (want->ndim - 1, want->dims + 1);
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "dataset %s has samples of shape %s, but input '%s' of the model expects %s",
+                   name, have, src->id, need);
+      return NULL;
+    }
+  int64_t shape[TW_MAX_DIMS];
+  shape[0] = d->x->shape[0];
+  for (int i = 1; i < want->ndim; i++)
+    shape[i] = want->dims[i];
+  tw_tensor *r = tw_tensor_reshape (d->x, want->ndim, shape);
+  tw_tensor_unref (d->x);
+  d->x = r;
+  return g_steal_pointer (&d);
+}
+
+static void
+format_count (char *buf, size_t len, double v)
+{
+  if (v >= 1e9)
+    g_snprintf (buf, len, "%.2fG", v / 1e9);
+  else if (v >= 1e6)
+    g_snprintf (buf, len, "%.2fM", v / 1e6);
+  else if (v >= 1e3)
+    g_snprintf (buf, len, "%.1fk", v / 1e3);
+  else
+    g_snprintf (buf, len, "%.0f", v);
+}
+
+int
+twb_cmd_info (int argc, char **argv)
+{
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print JSON instead of a table", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json — nodes, shapes, parameters, FLOPs");
+  g_autoptr (GError) error = NULL;
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
+    {
+      g_printerr ("usage: twb info MODEL.json [--json]\n%s%s", error ? error->message : "",
+                  error ? "\n" : "");
+      return 2;
+    }
+  g_autoptr (tw_model) m = tw_model_load (argv[1], &error);
+  if (m == NULL)
+    {
+      twb_print_error (NULL, error);
+      return 1;
+    }
+  int n_err = tw_graph_infer (m->graph);
+  int nn = tw_graph_n_nodes (m->graph);
+
+  if (json)
+    {
+      g_autoptr (JsonBuilder) b = json_builder_new ();
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "model");
+      json_builder_add_string_value (b, m->name ? m->name : "");
+      json_builder_set_member_name (b, "nodes");
+      json_builder_begin_array (b);
+      for (int i = 0; i < nn; i++)
+        {
+          tw_node *n = tw_graph_node (m->graph, i);
+          int64_t np = 0;
+          for (int k = 0; k < n->n_params && !n->share; k++)
+            np += tw_tinfo_numel (&n->params[k].info, NULL);
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "id");
+          json_builder_add_string_value (b, n->id);
+          json_builder_set_member_name (b, "op");
+          json_builder_add_string_value (b, n->op_name);
+          json_builder_set_member_name (b, "shape");
+          if (n->valid && n->n_outputs > 0)
+            {
+              g_autofree char *s = tw_tinfo_to_string (&n->out_info[0]);
+              json_builder_add_string_value (b, s);
+            }
+          else
+            json_builder_add_null_value (b);
+          json_builder_set_member_name (b, "params");
+          json_builder_add_int_value (b, np);
+          json_builder_set_member_name (b, "flops");
+          json_builder_add_double_value (b, n->cost.flops);
+          if (n->error)
+            {
+              json_builder_set_member_name (b, "error");
+              json_builder_add_string_value (b, n->error);
+            }
+          json_builder_end_object (b);
+        }
+      json_builder_end_array (b);
+      json_builder_set_member_name (b, "total_params");
+      json_builder_add_int_value (b, tw_graph_param_count (m->graph));
+      json_builder_set_member_name (b, "total_flops_per_sample");
+      json_builder_add_double_value (b, tw_graph_flops (m->graph));
+      json_builder_set_member_name (b, "errors");
+      json_builder_add_int_value (b, n_err);
+      json_builder_end_object (b);
+      g_autoptr (JsonGenerator) gen = json_generator_new ();
+      g_autoptr (JsonNode) root = json_builder_get_root (b);
+      json_generator_set_root (gen, root);
+      json_generator_set_pretty (gen, TRUE);
+      g_autofree char *text = json_generator_to_data (gen, NULL);
+      g_print ("%s\n", text);
+      return n_err ? 1 : 0;
+    }
+
+  g_print ("%-16s %-18s %-22s %12s %12s\n", "node", "op", "output", "params", "FLOPs/sample");
+  g_print ("%-16s %-18s %-22s %12s %12s\n", "----", "--", "------", "------", "------------");
+  for (int i = 0; i < nn; i++)
+    {
+      tw_node *n = tw_graph_node (m->graph, i);
+      int64_t np = 0;
+      char pbuf[32], fbuf[32];
+      for (int k = 0; k < n->n_params && !n->share; k++)
+        np += tw_tinfo_numel (&n->params[k].info, NULL);
+      g_autofree char *shape = n->valid && n->n_outputs > 0
+                                 ? tw_shape_to_string (n->out_info[0].ndim, n->out_info[0].dims)
+                                 : g_strdup (n->error ? "error" : "?");
+      g_snprintf (pbuf, sizeof pbuf, "%" G_GINT64_FORMAT, np);
+      format_count (fbuf, sizeof fbuf, n->cost.flops);
+      g_autofree char *op = n->share ? g_strdup_printf ("%s (=%s)", n->op_name, n->share)
+                                     : g_strdup (n->op_name);
+      g_print ("%-16s %-18s %-22s %12s %12s\n", n->id, op, shape, n->share ? "shared" : pbuf,
+               fbuf);
+    }
+  char tf[32];
+  format_count (tf, sizeof tf, tw_graph_flops (m->graph));
+  g_print ("total: %" G_GINT64_FORMAT " parameters, %s FLOPs per sample (forward)\n",
+           tw_graph_param_count (m->graph), tf);
+  if (n_err)
+    {
+      g_autofree char *errs = tw_graph_errors_to_string (m->graph);
+      g_printerr ("twb: %s: %d error%s:\n%s\n", argv[1], n_err, n_err == 1 ? "" : "s", errs);
+      return 1;
+    }
+  return 0;
+}
+
+static void
+usage (void)
+{
+  g_printerr ("usage: twb COMMAND [OPTIONS]\n"
+              "\n"
+              "commands:\n"
+              "  train MODEL.json   train a model (see twb train --help)\n"
+              "  eval MODEL.json    evaluate trained weights on a test set\n"
+              "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  /* Numbers in files and JSON use '.', whatever the locale. */
+  setlocale (LC_NUMERIC, "C");
+  tw_ops_init ();
+
+  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0)
+    {
+      usage ();
+      return argc < 2 ? 2 : 0;
+    }
+  const char *cmd = argv[1];
+  if (strcmp (cmd, "train") == 0)
+    return twb_cmd_train (argc - 1, argv + 1);
+  if (strcmp (cmd, "eval") == 0)
+    return twb_cmd_eval (argc - 1, argv + 1);
+  if (strcmp (cmd, "info") == 0)
+    return twb_cmd_info (argc - 1, argv + 1);
+  g_printerr ("twb: unknown command '%s'\n", cmd);
+  usage ();
+  return 2;
+}

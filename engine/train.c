@@ -1,0 +1,309 @@
+/* train.c — training steps, evaluation and checkpoints. */
+#define G_LOG_DOMAIN "twb-train"
+
+#include "engine/train.h"
+#include "engine/safetensors.h"
+
+#include <math.h>
+#include <string.h>
+
+struct tw_trainer
+{
+  tw_model *model;
+  tw_params *params;
+  tw_eager *ex;
+  tw_optimizer *opt;
+  int64_t step;
+  int64_t total_steps;
+  gboolean allow_nan;
+  double lr;
+  int num_threads;
+};
+
+tw_trainer *
+tw_trainer_new (tw_model *model, GError **error)
+{
+  g_autoptr (tw_trainer) tr = g_new0 (tw_trainer, 1);
+  tr->model = model;
+  tr->params = tw_params_new ();
+  tr->num_threads = 1;
+  tr->ex = tw_eager_new (model->graph, tr->params, model->recipe.seed, error);
+  if (tr->ex == NULL)
+    return NULL;
+  if (tw_graph_find_loss (model->graph) == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                   "the model has no loss node to train (add cross_entropy, mse_loss or "
+                   "bce_with_logits)");
+      return NULL;
+    }
+  if (tw_graph_find_source (model->graph, "data") == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                   "the model has no input node with role \"data\"");
+      return NULL;
+    }
+  tr->opt = tw_optimizer_new (&model->recipe.optimizer);
+  tr->lr = model->recipe.optimizer.lr;
+  return g_steal_pointer (&tr);
+}
+
+void
+tw_trainer_free (tw_trainer *tr)
+{
+  if (tr == NULL)
+    return;
+  tw_eager_free (tr->ex);
+  if (tr->opt)
+    tw_optimizer_free (tr->opt);
+  if (tr->params)
+    tw_params_free (tr->params);
+  g_free (tr);
+}
+
+tw_params *
+tw_trainer_params (tw_trainer *tr)
+{
+  return tr->params;
+}
+
+tw_eager *
+tw_trainer_executor (tw_trainer *tr)
+{
+  return tr->ex;
+}
+
+void
+tw_trainer_set_num_threads (tw_trainer *tr, int n)
+{
+  tr->num_threads = MAX (1, n);
+  tw_eager_set_num_threads (tr->ex, tr->num_threads);
+}
+
+void
+tw_trainer_set_hooks (tw_trainer *tr, const tw_hooks *hooks)
+{
+  tw_eager_set_hooks (tr->ex, hooks);
+}
+
+void
+tw_trainer_set_total_steps (tw_trainer *tr, int64_t total)
+{
+  tr->total_steps = total;
+}
+
+void
+tw_trainer_set_allow_nan (tw_trainer *tr, gboolean allow)
+{
+  tr->allow_nan = allow;
+}
+
+int64_t
+tw_trainer_step_count (const tw_trainer *tr)
+{
+  return tr->step;
+}
+
+double
+tw_trainer_current_lr (const tw_trainer *tr)
+{
+  return tr->lr;
+}
+
+gboolean
+tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GError **error)
+{
+  const tw_recipe *r = &tr->model->recipe;
+  if (!tw_eager_forward (tr->ex, x, y, TRUE, (guint64) tr->step, error))
+    return FALSE;
+  double l = tw_eager_loss_value (tr->ex);
+  if (loss)
+    *loss = l;
+  if (!isfinite (l) && !tr->allow_nan)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_NAN,
+                   "the loss became %s at step %" G_GINT64_FORMAT
+                   " (lower the learning rate, or pass --allow-nan to go on)",
+                   isnan (l) ? "NaN" : "infinite", tr->step + 1);
+      tw_eager_release (tr->ex);
+      return FALSE;
+    }
+  tw_params_zero_grad (tr->params);
+  if (!tw_eager_backward (tr->ex, error))
+    return FALSE;
+  tw_eager_release (tr->ex);
+
+  tr->lr = tw_schedule_lr (&r->schedule, r->optimizer.lr, tr->step,
+                           tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
+  tw_optimizer_step (tr->opt, tr->params, tr->lr);
+  tr->step++;
+  return TRUE;
+}
+
+static int64_t
+count_correct (const tw_tensor *pred, const tw_tensor *labels)
+{
+  if (pred->ndim != 2 || labels->dtype != TW_I64 || labels->shape[0] != pred->shape[0])
+    return 0;
+  int64_t n = pred->shape[0], c = pred->shape[1], correct = 0;
+  g_autoptr (tw_tensor) p = tw_tensor_cast (pred, TW_F32);
+  const float *pp = tw_tensor_f32 (p);
+  const int64_t *lp = tw_tensor_i64 (labels);
+  for (int64_t i = 0; i < n; i++)
+    {
+      int64_t best = 0;
+      for (int64_t j = 1; j < c; j++)
+        if (pp[i * c + j] > pp[i * c + best])
+          best = j;
+      correct += best == lp[i];
+    }
+  return correct;
+}
+
+gboolean
+tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, double *loss,
+                     double *accuracy, GError **error)
+{
+  g_autoptr (tw_batcher) b = tw_batcher_new (d, batch_size, FALSE, 0, FALSE);
+  double total_loss = 0;
+  int64_t correct = 0, seen = 0;
+  tw_tensor *x, *y;
+
+  tw_batcher_reset (b, 0);
+  while (tw_batcher_next (b, &x, &y))
+    {
+      gboolean ok = tw_eager_forward (tr->ex, x, y, FALSE, (guint64) tr->step, error);
+      if (ok)
+        {
+          int64_t n = x->shape[0];
+          total_loss += tw_eager_loss_value (tr->ex) * n;
+          tw_tensor *pred = tw_eager_prediction (tr->ex);
+          if (pred)
+            correct += count_correct (pred, y);
+          seen += n;
+        }
+      tw_tensor_unref (x);
+      tw_tensor_unref (y);
+      tw_eager_release (tr->ex);
+      if (!ok)
+        return FALSE;
+    }
+  if (loss)
+    *loss = seen ? total_loss / seen : NAN;
+  if (accuracy)
+    *accuracy = seen ? (double) correct / seen : NAN;
+  return TRUE;
+}
+
+gboolean
+tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
+                            int64_t batch_in_epoch, GError **error)
+{
+  g_autoptr (GHashTable) tensors = tw_tensor_table_new ();
+  g_autoptr (GHashTable) meta = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      g_hash_table_insert (tensors, g_strdup (p->name), tw_tensor_ref (p->value));
+      for (int k = 0; k < 2; k++)
+        if (p->state[k])
+          g_hash_table_insert (tensors, g_strdup_printf ("optimizer.%s.%d", p->name, k),
+                               tw_tensor_ref (p->state[k]));
+    }
+  g_hash_table_insert (meta, g_strdup ("format"), g_strdup ("twb-checkpoint"));
+  g_hash_table_insert (meta, g_strdup ("model"), g_strdup (tr->model->name ? tr->model->name : ""));
+  g_hash_table_insert (meta, g_strdup ("step"), g_strdup_printf ("%" G_GINT64_FORMAT, tr->step));
+  g_hash_table_insert (meta, g_strdup ("optimizer_step"),
+                       g_strdup_printf ("%" G_GINT64_FORMAT, tw_optimizer_get_step (tr->opt)));
+  g_hash_table_insert (meta, g_strdup ("epoch"), g_strdup_printf ("%" G_GINT64_FORMAT, epoch));
+  g_hash_table_insert (meta, g_strdup ("batch"),
+                       g_strdup_printf ("%" G_GINT64_FORMAT, batch_in_epoch));
+  return tw_safetensors_save (path, tensors, meta, error);
+}
+
+static gboolean
+copy_named (tw_tensor *dst, GHashTable *tensors, const char *name, const char *path,
+            GError **error)
+{
+  tw_tensor *src = g_hash_table_lookup (tensors, name);
+  if (src == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "%s: no tensor '%s'", path, name);
+      return FALSE;
+    }
+  if (!tw_tensor_same_shape (src, dst))
+    {
+      g_autofree char *a = tw_shape_to_string (src->ndim, src->shape);
+      g_autofree char *b = tw_shape_to_string (dst->ndim, dst->shape);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "%s: tensor '%s' has shape %s; the model needs %s", path, name, a, b);
+      return FALSE;
+    }
+  tw_tensor_copy_into (dst, src);
+  return TRUE;
+}
+
+gboolean
+tw_params_load_weights (tw_params *params, const char *path, GError **error)
+{
+  g_autoptr (GHashTable) tensors = NULL;
+  if (!tw_safetensors_load (path, &tensors, NULL, error))
+    return FALSE;
+  /* Check everything before changing anything: a failed load leaves the
+   * parameters as they were. */
+  for (int i = 0; i < tw_params_count (params); i++)
+    {
+      tw_param *p = tw_params_at (params, i);
+      tw_tensor *src = g_hash_table_lookup (tensors, p->name);
+      if (src == NULL || !tw_tensor_same_shape (src, p->value))
+        {
+          g_autoptr (tw_tensor) scratch = tw_tensor_new_like (p->value);
+          return copy_named (scratch, tensors, p->name, path, error);
+        }
+    }
+  for (int i = 0; i < tw_params_count (params); i++)
+    {
+      tw_param *p = tw_params_at (params, i);
+      copy_named (p->value, tensors, p->name, path, NULL);
+    }
+  return TRUE;
+}
+
+static int64_t
+meta_int (GHashTable *meta, const char *key)
+{
+  const char *v = meta ? g_hash_table_lookup (meta, key) : NULL;
+  return v ? g_ascii_strtoll (v, NULL, 10) : 0;
+}
+
+gboolean
+tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
+                            int64_t *batch_in_epoch, GError **error)
+{
+  g_autoptr (GHashTable) tensors = NULL;
+  g_autoptr (GHashTable) meta = NULL;
+  if (!tw_params_load_weights (tr->params, path, error))
+    return FALSE;
+  if (!tw_safetensors_load (path, &tensors, &meta, error))
+    return FALSE;
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      for (int k = 0; k < 2; k++)
+        {
+          g_autofree char *name = g_strdup_printf ("optimizer.%s.%d", p->name, k);
+          tw_tensor *s = g_hash_table_lookup (tensors, name);
+          g_clear_pointer (&p->state[k], tw_tensor_unref);
+          if (s)
+            p->state[k] = tw_tensor_clone (s);
+        }
+    }
+  tr->step = meta_int (meta, "step");
+  tw_optimizer_set_step (tr->opt, meta_int (meta, "optimizer_step"));
+  if (epoch)
+    *epoch = meta_int (meta, "epoch");
+  if (batch_in_epoch)
+    *batch_in_epoch = meta_int (meta, "batch");
+  return TRUE;
+}

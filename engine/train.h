@@ -1,0 +1,62 @@
+/* train.h — a training run: parameters, eager executor, optimizer, schedule,
+ * metrics and checkpoints for one model.  The command line and the GUI's
+ * training session both drive it.
+ *
+ *   g_autoptr (tw_trainer) tr = tw_trainer_new (model, &error);
+ *   tw_trainer_set_total_steps (tr, epochs * batches_per_epoch);
+ *   while (tw_batcher_next (b, &x, &y))
+ *     if (!tw_trainer_step (tr, x, y, &loss, &error)) ...;
+ *   tw_trainer_evaluate (tr, test_set, 256, &test_loss, &accuracy, &error);
+ *
+ * Ownership: the trainer borrows the model (which must outlive it) and owns
+ * its parameters, executor and optimizer.
+ */
+#pragma once
+
+#include "engine/data.h"
+#include "engine/eager.h"
+#include "engine/model.h"
+#include "engine/optim.h"
+
+G_BEGIN_DECLS
+
+typedef struct tw_trainer tw_trainer;
+
+tw_trainer *tw_trainer_new (tw_model *model, GError **error);
+void tw_trainer_free (tw_trainer *tr);
+
+tw_params *tw_trainer_params (tw_trainer *tr);            /* borrowed */
+tw_eager *tw_trainer_executor (tw_trainer *tr);           /* borrowed */
+void tw_trainer_set_num_threads (tw_trainer *tr, int n);
+void tw_trainer_set_hooks (tw_trainer *tr, const tw_hooks *hooks);
+/* Total steps of the run, for schedules that need it (cosine). */
+void tw_trainer_set_total_steps (tw_trainer *tr, int64_t total);
+/* Keep going on a non-finite loss instead of failing the step. */
+void tw_trainer_set_allow_nan (tw_trainer *tr, gboolean allow);
+int64_t tw_trainer_step_count (const tw_trainer *tr);
+double tw_trainer_current_lr (const tw_trainer *tr);
+
+/* One training step: forward, backward, optimizer update.  Fails with
+ * TW_EXEC_ERROR_NAN naming the step when the loss is not finite. */
+gboolean tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss,
+                          GError **error);
+
+/* Loss and accuracy (argmax of the prediction vs labels) in eval mode. */
+gboolean tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size,
+                              double *loss, double *accuracy, GError **error);
+
+/* Checkpoints (safetensors): parameters and buffers under their state_dict
+ * names, optimizer state as "optimizer.<name>.<k>", and in the metadata the
+ * step, epoch and batch within the epoch to resume at. */
+gboolean tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
+                                     int64_t batch_in_epoch, GError **error);
+gboolean tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
+                                     int64_t *batch_in_epoch, GError **error);
+
+/* Load parameter values (a checkpoint or any safetensors file with matching
+ * names and shapes) into params; every parameter must be present. */
+gboolean tw_params_load_weights (tw_params *params, const char *path, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_trainer, tw_trainer_free)
+
+G_END_DECLS
