@@ -351,8 +351,10 @@ tw_graph_resolve (const tw_graph *g, const char *ref)
   return p;
 }
 
-gboolean
-tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
+/* Kahn's algorithm.  stuck (optional, [n]) marks the nodes left over: those
+ * on a cycle or downstream of one. */
+static gboolean
+topo_sort (const tw_graph *g, GArray **order, gboolean *stuck, GError **error)
 {
   int n = (int) g->nodes->len;
   g_autofree int *indeg = g_new0 (int, n);
@@ -398,7 +400,11 @@ tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
       GString *ids = g_string_new (NULL);
       for (int i = 0; i < n; i++)
         if (indeg[i] > 0)
-          g_string_append_printf (ids, "%s%s", ids->len ? ", " : "", tw_graph_node (g, i)->id);
+          {
+            g_string_append_printf (ids, "%s%s", ids->len ? ", " : "", tw_graph_node (g, i)->id);
+            if (stuck)
+              stuck[i] = TRUE;
+          }
       g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_CYCLE, "the graph has a cycle through %s",
                    ids->str);
       g_string_free (ids, TRUE);
@@ -407,6 +413,12 @@ tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
     }
   *order = out;
   return TRUE;
+}
+
+gboolean
+tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
+{
+  return topo_sort (g, order, NULL, error);
 }
 
 const char *
@@ -601,15 +613,13 @@ tw_graph_infer_batch (tw_graph *g, int64_t batch)
   for (guint i = 0; i < g->nodes->len; i++)
     node_clear_inferred (g_ptr_array_index (g->nodes, i));
 
-  if (!tw_graph_topo_order (g, &order, &error))
+  g_autofree gboolean *stuck = g_new0 (gboolean, MAX (g->nodes->len, 1));
+  if (!topo_sort (g, &order, stuck, &error))
     {
-      /* Report the cycle on each node in it; infer nothing else. */
+      /* Report the cycle on each node in (or after) it; infer nothing else. */
       for (guint i = 0; i < g->nodes->len; i++)
-        {
-          tw_node *n = g_ptr_array_index (g->nodes, i);
-          if (strstr (error->message, n->id))
-            node_fail (g, n, "%s", error->message);
-        }
+        if (stuck[i])
+          node_fail (g, g_ptr_array_index (g->nodes, i), "%s", error->message);
       return (int) g->diags->len;
     }
   for (guint k = 0; k < order->len; k++)
