@@ -231,10 +231,22 @@ tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tenso
   memset (info_out, 0, sizeof info_out);
   if (!def->infer (a, info_in, n_in, info_out, error))
     return FALSE;
+  for (int k = 0; k < n_out; k++)
+    {
+      out[k] = tw_tensor_try_new (info_out[k].dtype, info_out[k].ndim, info_out[k].dims);
+      if (out[k] == NULL)
+        {
+          g_autofree char *s = tw_tinfo_to_string (&info_out[k]);
+          g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_UNSUPPORTED,
+                       "out of memory allocating output %d (%s, %.1f MB)", k, s,
+                       tw_tinfo_numel (&info_out[k], NULL) * tw_dtype_size (info_out[k].dtype) / 1e6);
+          for (int j = 0; j < k; j++)
+            g_clear_pointer (&out[j], tw_tensor_unref);
+          return FALSE;
+        }
+    }
   for (int i = 0; i < n_in; i++)
     cin[i] = tw_tensor_contiguous (in[i]);
-  for (int k = 0; k < n_out; k++)
-    out[k] = tw_tensor_new (info_out[k].dtype, info_out[k].ndim, info_out[k].dims);
   ok = def->forward (ctx, a, cin, n_in, out, error);
   for (int i = 0; i < n_in; i++)
     tw_tensor_unref (cin[i]);

@@ -42,18 +42,27 @@ tw_dtype_is_float (tw_dtype dtype)
 }
 
 static tw_storage *
-storage_new (size_t nbytes)
+storage_try_new (size_t nbytes)
 {
   const tw_device *dev = tw_device_cpu ();
   void *data = dev->alloc (nbytes);
   if (data == NULL)
-    g_error ("out of memory allocating %zu bytes for a tensor", nbytes);
+    return NULL;
   tw_storage *s = g_new0 (tw_storage, 1);
   s->refcount = 1;
   s->data = data;
   s->nbytes = nbytes;
   s->device = dev;
   s->owns_data = TRUE;
+  return s;
+}
+
+static tw_storage *
+storage_new (size_t nbytes)
+{
+  tw_storage *s = storage_try_new (nbytes);
+  if (s == NULL)
+    g_error ("out of memory allocating %zu bytes for a tensor", nbytes);
   return s;
 }
 
@@ -101,6 +110,19 @@ tw_tensor_new (tw_dtype dtype, int ndim, const int64_t *shape)
 {
   tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
   t->storage = storage_new (tw_tensor_nbytes (t));
+  return t;
+}
+
+tw_tensor *
+tw_tensor_try_new (tw_dtype dtype, int ndim, const int64_t *shape)
+{
+  tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
+  t->storage = storage_try_new (tw_tensor_nbytes (t));
+  if (t->storage == NULL)
+    {
+      g_free (t);
+      return NULL;
+    }
   return t;
 }
 

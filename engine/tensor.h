@@ -60,6 +60,8 @@ gboolean tw_dtype_is_float (tw_dtype dtype);
 
 /* Constructors: contiguous, on the CPU.  _new leaves the data uninitialised. */
 tw_tensor *tw_tensor_new (tw_dtype dtype, int ndim, const int64_t *shape);
+/* Like tw_tensor_new, but returns NULL instead of aborting when memory runs out. */
+tw_tensor *tw_tensor_try_new (tw_dtype dtype, int ndim, const int64_t *shape);
 tw_tensor *tw_tensor_zeros (tw_dtype dtype, int ndim, const int64_t *shape);
 tw_tensor *tw_tensor_new_like (const tw_tensor *t);
 tw_tensor *tw_tensor_zeros_like (const tw_tensor *t);
