@@ -1,0 +1,23 @@
+/* data-private.h — helpers shared by the files of the data module. */
+#pragma once
+
+#include "engine/data.h"
+
+G_BEGIN_DECLS
+
+/* Rows rows[0..count) of t (contiguous, [n, ...]) copied into a new
+ * contiguous tensor [count, ...], one memcpy per row.  Caller unrefs. */
+tw_tensor *tw_data_gather_rows (const tw_tensor *t, const int64_t *rows, int64_t count);
+
+/* Class labels as i64 [n] from an integer tensor (or a float tensor holding
+ * whole numbers) of shape [n] or [n, 1].  Labels must be >= 0; *n_classes is
+ * set to max + 1 (0 for no labels).  Errors (TW_DATA_ERROR_FORMAT) name
+ * path.  Caller unrefs the result. */
+tw_tensor *tw_data_labels_to_i64 (const tw_tensor *t, const char *path, int *n_classes,
+                                  GError **error);
+
+/* The name of a file without folder and, if it has one, the extension
+ * ext (".csv"); newly allocated. */
+char *tw_data_stem (const char *path, const char *ext);
+
+G_END_DECLS
