@@ -18,16 +18,27 @@ G_BEGIN_DECLS
 
 typedef struct tw_optimizer tw_optimizer;
 
+/* cfg is copied.  Free with tw_optimizer_free (NULL is accepted). */
 tw_optimizer *tw_optimizer_new (const tw_optimizer_config *cfg);
 void tw_optimizer_free (tw_optimizer *opt);
 /* One update of every trainable parameter that has a gradient.  State lives in
- * tw_param.state[] so that it is saved with checkpoints. */
+ * tw_param.state[] so that it is saved with checkpoints: SGD with momentum uses
+ * state[0] (momentum buffer), Adam/AdamW state[0] (m) and state[1] (v), f32 of
+ * the param's shape, created as zeros on first use.  Gradients are only read.
+ * The step count is one per optimizer, not per parameter as in PyTorch: a
+ * parameter added mid-run starts its Adam moments from zero with the run's
+ * (larger) bias correction. */
 void tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr);
 /* Number of steps taken (Adam's bias correction); settable for resume. */
 int64_t tw_optimizer_get_step (const tw_optimizer *opt);
 void tw_optimizer_set_step (tw_optimizer *opt, int64_t step);
 
-/* Learning rate at step (0-based) of a run of total_steps. */
+/* Learning rate at step (0-based) of a run of total_steps.  Warm-up (when
+ * warmup_steps > 0): base_lr·(step + 1)/warmup_steps for the first warmup_steps
+ * steps; then the schedule runs on t = step − warmup_steps: constant; step:
+ * base_lr·gamma^floor(t/step_size) (step_size ≤ 0: constant); cosine: min_lr +
+ * (base_lr − min_lr)(1 + cos(π·min(t, T)/T))/2 with T = t_max, or when t_max is 0
+ * T = total_steps − warmup_steps (T ≤ 0: base_lr). */
 double tw_schedule_lr (const tw_schedule_config *s, double base_lr, int64_t step,
                        int64_t total_steps);
 

@@ -30,14 +30,23 @@ int tw_params_count (const tw_params *p);
 tw_param *tw_params_at (const tw_params *p, int i);
 tw_param *tw_params_get (const tw_params *p, const char *name);
 /* Adds (or returns the existing entry when name and shape match; replaces it when
- * the shape changed).  value is taken as a new reference. */
+ * the shape changed).  value is taken as a new reference.
+ * value must be contiguous, and f32 when trainable (buffers may be any dtype).
+ * A kept entry keeps its value, gradient and state (the new value is not
+ * used) and takes the trainable flag given; a replaced one keeps its position,
+ * gets a zero gradient and loses its optimizer state.  Trainable entries
+ * always have a gradient, others never.  Returns the entry (borrowed). */
 tw_param *tw_params_set (tw_params *p, const char *name, tw_tensor *value, gboolean trainable);
 gboolean tw_params_remove (tw_params *p, const char *name);
 void tw_params_zero_grad (tw_params *p);
 int64_t tw_params_numel (const tw_params *p, gboolean trainable_only);
 
 /* Initialise a tensor from a param spec: counter-based RNG keyed by
- * (seed, tw_node_key (name)), so results do not depend on threads or order. */
+ * (seed, tw_node_key (name)), so results do not depend on threads or order.
+ * Element i (row-major) uses counter i, so it depends only on (seed, name, i).
+ * Bounds and deviations use spec->fan_in / fan_out (a non-positive fan gives
+ * zeros, as PyTorch's nn.Linear does for the bias of a layer with no inputs);
+ * t may have any dtype and layout (f32 contiguous is the fast path). */
 void tw_param_init (tw_tensor *t, const tw_param_spec *spec, guint64 seed, const char *name);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_params, tw_params_free)

@@ -24,11 +24,19 @@ typedef enum
 
 /* Tensors: GHashTable name → tw_tensor* (owned refs);
  * metadata: GHashTable string → string (may be NULL).
- * Save is atomic (temporary file + rename); names are written sorted. */
+ * Save is atomic (temporary file + rename); names are written sorted.
+ * Tensors may have any layout; "__metadata__" is refused as a tensor name
+ * (TW_SAFETENSORS_ERROR_FORMAT); write failures give TW_SAFETENSORS_ERROR_IO
+ * and leave any previous file at path as it was. */
 gboolean tw_safetensors_save (const char *path, GHashTable *tensors, GHashTable *metadata,
                               GError **error);
 /* Returns FALSE with an error naming the file and the problem.  *tensors and
- * *metadata receive new tables (free with g_hash_table_unref); metadata may be NULL. */
+ * *metadata receive new tables (free with g_hash_table_unref); metadata may be NULL.
+ * On success *metadata (when asked for) is always a table, empty when the file
+ * has none; on failure neither output is touched.  Loaded tensors are
+ * contiguous CPU copies, independent of the file.  Errors:
+ * TW_SAFETENSORS_ERROR_IO (cannot read) or _FORMAT (anything malformed,
+ * including dtypes the engine lacks: BOOL, F16, BF16, ...). */
 gboolean tw_safetensors_load (const char *path, GHashTable **tensors, GHashTable **metadata,
                               GError **error);
 gboolean tw_safetensors_load_from_data (const guint8 *data, gsize len, const char *filename,

@@ -1,0 +1,235 @@
+/* params.c — the named parameter store and parameter initialisation. */
+#define G_LOG_DOMAIN "twb-params"
+
+#include "engine/params.h"
+#include "engine/rng.h"
+
+#include <math.h>
+#include <string.h>
+
+struct tw_params
+{
+  GPtrArray *entries;    /* tw_param *, insertion order; owns them */
+  GHashTable *index;     /* name (borrowed from the entry) → tw_param * */
+};
+
+static void
+param_clear_state (tw_param *e)
+{
+  for (guint k = 0; k < G_N_ELEMENTS (e->state); k++)
+    g_clear_pointer (&e->state[k], tw_tensor_unref);
+}
+
+static void
+param_free (gpointer data)
+{
+  tw_param *e = data;
+  param_clear_state (e);
+  g_clear_pointer (&e->grad, tw_tensor_unref);
+  g_clear_pointer (&e->value, tw_tensor_unref);
+  g_free (e->name);
+  g_free (e);
+}
+
+/* Gives e a zeroed gradient when it is trainable, none otherwise. */
+static void
+param_sync_grad (tw_param *e)
+{
+  if (e->trainable && e->grad == NULL)
+    e->grad = tw_tensor_zeros_like (e->value);
+  else if (!e->trainable)
+    g_clear_pointer (&e->grad, tw_tensor_unref);
+}
+
+tw_params *
+tw_params_new (void)
+{
+  tw_params *p = g_new0 (tw_params, 1);
+  p->entries = g_ptr_array_new_with_free_func (param_free);
+  p->index = g_hash_table_new (g_str_hash, g_str_equal);
+  return p;
+}
+
+void
+tw_params_free (tw_params *p)
+{
+  if (p == NULL)
+    return;
+  g_hash_table_unref (p->index);
+  g_ptr_array_unref (p->entries);
+  g_free (p);
+}
+
+int
+tw_params_count (const tw_params *p)
+{
+  return (int) p->entries->len;
+}
+
+tw_param *
+tw_params_at (const tw_params *p, int i)
+{
+  g_return_val_if_fail (i >= 0 && (guint) i < p->entries->len, NULL);
+  return g_ptr_array_index (p->entries, i);
+}
+
+tw_param *
+tw_params_get (const tw_params *p, const char *name)
+{
+  return g_hash_table_lookup (p->index, name);
+}
+
+/* value must be contiguous; trainable entries must be f32 (the optimizers
+ * update f32 data).  Non-trainable buffers may have any dtype.  When the name
+ * exists with the same dtype and shape the existing entry (value, gradient and
+ * optimizer state) is kept and only its trainable flag follows the argument;
+ * otherwise the entry is replaced in place, keeping its position in the order,
+ * with a fresh gradient and no optimizer state. */
+tw_param *
+tw_params_set (tw_params *p, const char *name, tw_tensor *value, gboolean trainable)
+{
+  g_return_val_if_fail (name != NULL && value != NULL, NULL);
+  g_return_val_if_fail (tw_tensor_is_contiguous (value), NULL);
+  g_return_val_if_fail (!trainable || value->dtype == TW_F32, NULL);
+
+  tw_param *e = g_hash_table_lookup (p->index, name);
+  if (e != NULL)
+    {
+      if (e->value->dtype == value->dtype && tw_tensor_same_shape (e->value, value))
+        {
+          e->trainable = trainable;
+          param_sync_grad (e);
+          return e;
+        }
+      tw_tensor_unref (e->value);
+      e->value = tw_tensor_ref (value);
+      g_clear_pointer (&e->grad, tw_tensor_unref);
+      param_clear_state (e);
+      e->trainable = trainable;
+      param_sync_grad (e);
+      return e;
+    }
+
+  e = g_new0 (tw_param, 1);
+  e->name = g_strdup (name);
+  e->value = tw_tensor_ref (value);
+  e->trainable = trainable;
+  param_sync_grad (e);
+  g_ptr_array_add (p->entries, e);
+  g_hash_table_insert (p->index, e->name, e);
+  return e;
+}
+
+gboolean
+tw_params_remove (tw_params *p, const char *name)
+{
+  tw_param *e = g_hash_table_lookup (p->index, name);
+  if (e == NULL)
+    return FALSE;
+  g_hash_table_remove (p->index, name);
+  /* Frees e (and its name, the key just removed); keeps the order. */
+  g_ptr_array_remove (p->entries, e);
+  return TRUE;
+}
+
+void
+tw_params_zero_grad (tw_params *p)
+{
+  for (guint i = 0; i < p->entries->len; i++)
+    {
+      tw_param *e = g_ptr_array_index (p->entries, i);
+      if (e->grad != NULL)
+        memset (tw_tensor_data (e->grad), 0, tw_tensor_nbytes (e->grad));
+    }
+}
+
+int64_t
+tw_params_numel (const tw_params *p, gboolean trainable_only)
+{
+  int64_t n = 0;
+  for (guint i = 0; i < p->entries->len; i++)
+    {
+      tw_param *e = g_ptr_array_index (p->entries, i);
+      if (!trainable_only || e->trainable)
+        n += tw_tensor_numel (e->value);
+    }
+  return n;
+}
+
+/* ---- initialisation ----------------------------------------------------- */
+
+/* 1/sqrt(x), or 0 where x is not positive (PyTorch's nn.Linear uses bound 0
+ * for the bias of a layer with no inputs). */
+static double
+inv_sqrt_or_zero (double x)
+{
+  return x > 0 ? 1.0 / sqrt (x) : 0.0;
+}
+
+/* Fills t (any shape; f32 contiguous is the fast path) per spec->init.
+ * Element i uses Philox counter i under key (seed, tw_node_key (name)), so the
+ * values depend only on (seed, name, index).  fan_in and fan_out come from the
+ * spec; the tensor's own shape is not consulted for them. */
+void
+tw_param_init (tw_tensor *t, const tw_param_spec *spec, guint64 seed, const char *name)
+{
+  g_return_if_fail (t != NULL && spec != NULL && name != NULL);
+
+  double fan_in = (double) spec->fan_in;
+  double fan_out = (double) spec->fan_out;
+  gboolean normal = FALSE;
+  double scale;   /* uniform: half-width of the interval; normal: standard deviation */
+
+  switch (spec->init)
+    {
+    case TW_INIT_ZEROS:
+      tw_tensor_fill (t, 0.0);
+      return;
+    case TW_INIT_ONES:
+      tw_tensor_fill (t, 1.0);
+      return;
+    case TW_INIT_UNIFORM_FAN_IN:
+      scale = inv_sqrt_or_zero (fan_in);
+      break;
+    case TW_INIT_HE_NORMAL:
+      normal = TRUE;
+      /* std = gain / sqrt(fan_in), ReLU gain sqrt(2) (He et al. 2015). */
+      scale = sqrt (2.0) * inv_sqrt_or_zero (fan_in);
+      break;
+    case TW_INIT_HE_UNIFORM:
+      /* bound = sqrt(3) · std of He normal = sqrt(6 / fan_in). */
+      scale = sqrt (6.0) * inv_sqrt_or_zero (fan_in);
+      break;
+    case TW_INIT_XAVIER_UNIFORM:
+      /* Glorot & Bengio 2010: bound sqrt(6 / (fan_in + fan_out)). */
+      scale = sqrt (6.0) * inv_sqrt_or_zero (fan_in + fan_out);
+      break;
+    case TW_INIT_XAVIER_NORMAL:
+      normal = TRUE;
+      scale = sqrt (2.0) * inv_sqrt_or_zero (fan_in + fan_out);
+      break;
+    case TW_INIT_NORMAL:
+      normal = TRUE;
+      scale = 1.0;
+      break;
+    default:
+      g_return_if_reached ();
+    }
+
+  guint64 stream = tw_node_key (name);
+  int64_t n = tw_tensor_numel (t);
+  gboolean direct = t->dtype == TW_F32 && tw_tensor_is_contiguous (t);
+  float *out = direct ? tw_tensor_f32 (t) : g_new (float, MAX (n, 1));
+
+  if (normal)
+    tw_rng_fill_normal (out, n, seed, stream, 0.0f, (float) scale);
+  else
+    tw_rng_fill_uniform (out, n, seed, stream, (float) -scale, (float) scale);
+
+  if (!direct)
+    {
+      for (int64_t i = 0; i < n; i++)
+        tw_tensor_set_flat (t, i, out[i]);
+      g_free (out);
+    }
+}
