@@ -26,8 +26,14 @@
  *   }
  *
  * A node may carry "share": "<other id>" to use that node's parameters.
- * Errors name the file and the JSON path ("mlp.json: $.graph.nodes[3].op:
- * unknown op 'lineer'").  Saving writes a temporary file and renames it.
+ * Every member but format, version, graph and graph.nodes (and a node's id
+ * and op) is optional; unknown members are errors.  Errors name the file and
+ * the JSON path ("mlp.json: $.graph.nodes[3].op: expected a string, got an
+ * integer"; syntax errors: "mlp.json: line 12, column 5: ...").  Loading
+ * checks structure, types and the attributes of known ops against their
+ * schema; unknown ops, references to missing nodes and shapes are left to
+ * tw_graph_infer, so such a model still opens in the editor.  Saving writes
+ * a temporary file and renames it.
  */
 #pragma once
 
@@ -112,7 +118,10 @@ gboolean tw_optimizer_type_from_name (const char *name, tw_optimizer_type *out);
 tw_model *tw_model_new (const char *name);         /* empty graph, default recipe */
 void tw_model_free (tw_model *m);
 
-/* Load from a file or a string.  `filename` names the source in messages. */
+/* Load from a file or a string.  `filename` names the source in messages
+ * (NULL: "<data>"); len -1: NUL-terminated.  Returns a new model the caller
+ * frees with tw_model_free, or NULL with a TW_MODEL_ERROR.  A file without
+ * "name" gives a NULL name. */
 tw_model *tw_model_load (const char *path, GError **error);
 tw_model *tw_model_load_from_data (const char *data, gssize len, const char *filename,
                                    GError **error);
