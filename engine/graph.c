@@ -138,9 +138,10 @@ tw_node *
 tw_graph_add_node (tw_graph *g, const char *id, const char *op_name, const tw_attrs *attrs,
                    const char *const *inputs, GError **error)
 {
-  if (id == NULL || *id == '\0')
+  if (id == NULL || *id == '\0' || strchr (id, ':'))
     {
-      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_INVALID, "a node needs a non-empty id");
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_INVALID,
+                   "'%s' is not a valid node id (non-empty, no ':')", id ? id : "");
       return NULL;
     }
   if (tw_graph_find (g, id))
