@@ -161,42 +161,67 @@ plan_red_offset (const red_plan *p, int64_t k)
 /* ---- kernels (float and double) ----------------------------------------- */
 
 #define RED_KERNELS(T)                                                                       \
-  /* Sum of x[0..n) in fixed blocks; partials combined in block order. */                   \
-  static double span_sum_##T (const T *restrict x, int64_t n, int nt)                       \
+  /* Sum of one block (<= RED_BLOCK elements) with RED_LANES accumulators. */               \
+  static inline double block_sum_##T (const T *restrict xb, int64_t m)                      \
   {                                                                                         \
-    int64_t nb = (n + RED_BLOCK - 1) / RED_BLOCK;                                           \
-    double part_stack[64];                                                                  \
-    double *part = nb <= 64 ? part_stack : g_new (double, nb);                              \
-    _Pragma ("omp parallel for if (nt > 1 && n > RED_PAR_MIN) num_threads (nt) schedule (static)") \
-    for (int64_t b = 0; b < nb; b++)                                                        \
-      {                                                                                     \
-        const T *xb = x + b * RED_BLOCK;                                                    \
-        int64_t m = MIN (RED_BLOCK, n - b * RED_BLOCK), i = 0;                              \
-        double acc[RED_LANES] = { 0 };                                                      \
-        for (; i + RED_LANES <= m; i += RED_LANES)                                          \
-          for (int l = 0; l < RED_LANES; l++)                                               \
-            acc[l] += (double) xb[i + l];                                                   \
-        double s = 0;                                                                       \
-        for (; i < m; i++)                                                                  \
-          s += (double) xb[i];                                                              \
-        for (int l = 0; l < RED_LANES; l++)                                                 \
-          s += acc[l];                                                                      \
-        part[b] = s;                                                                        \
-      }                                                                                     \
-    double s = 0;                                                                           \
-    for (int64_t b = 0; b < nb; b++)                                                        \
-      s += part[b];                                                                         \
-    if (part != part_stack)                                                                 \
-      g_free (part);                                                                        \
+    double acc[RED_LANES] = { 0 }, s = 0;                                                   \
+    int64_t i = 0;                                                                          \
+    for (; i + RED_LANES <= m; i += RED_LANES)                                              \
+      for (int l = 0; l < RED_LANES; l++)                                                   \
+        acc[l] += (double) xb[i + l];                                                       \
+    for (; i < m; i++)                                                                      \
+      s += (double) xb[i];                                                                  \
+    for (int l = 0; l < RED_LANES; l++)                                                     \
+      s += acc[l];                                                                          \
     return s;                                                                               \
   }                                                                                         \
                                                                                             \
+  /* Sum of x[0..n) in fixed blocks, partials added in block order: the same                \
+   * value whether the blocks run on one thread (nt = 1) or several. */                     \
+  static double span_sum_##T (const T *restrict x, int64_t n, int nt)                       \
+  {                                                                                         \
+    int64_t nb = (n + RED_BLOCK - 1) / RED_BLOCK;                                           \
+    if (nt <= 1 || n <= RED_PAR_MIN)                                                        \
+      {                                                                                     \
+        double s = 0;                                                                       \
+        for (int64_t b = 0; b < nb; b++)                                                    \
+          s += block_sum_##T (x + b * RED_BLOCK, MIN (RED_BLOCK, n - b * RED_BLOCK));       \
+        return s;                                                                           \
+      }                                                                                     \
+    double *part = g_new (double, nb);                                                      \
+    _Pragma ("omp parallel for num_threads (nt) schedule (static)")                         \
+    for (int64_t b = 0; b < nb; b++)                                                        \
+      part[b] = block_sum_##T (x + b * RED_BLOCK, MIN (RED_BLOCK, n - b * RED_BLOCK));      \
+    double s = 0;                                                                           \
+    for (int64_t b = 0; b < nb; b++)                                                        \
+      s += part[b];                                                                         \
+    g_free (part);                                                                          \
+    return s;                                                                               \
+  }                                                                                         \
+                                                                                            \
+  /* Max of x[0..n), NaN if any element is NaN (as torch.max). */                           \
   static T span_max_##T (const T *restrict x, int64_t n)                                    \
   {                                                                                         \
-    T m = x[0];                                                                             \
-    for (int64_t i = 1; i < n; i++)                                                         \
-      m = (x[i] > m || isnan (x[i])) ? x[i] : m;                                            \
-    return m;                                                                               \
+    T m[RED_LANES];                                                                         \
+    int nan = 0;                                                                            \
+    int64_t i = 0;                                                                          \
+    for (int l = 0; l < RED_LANES; l++)                                                     \
+      m[l] = x[0];                                                                          \
+    for (; i + RED_LANES <= n; i += RED_LANES)                                              \
+      for (int l = 0; l < RED_LANES; l++)                                                   \
+        {                                                                                   \
+          T v = x[i + l];                                                                   \
+          nan |= v != v;                                                                    \
+          m[l] = v > m[l] ? v : m[l];                                                       \
+        }                                                                                   \
+    for (; i < n; i++)                                                                      \
+      {                                                                                     \
+        nan |= x[i] != x[i];                                                                \
+        m[0] = x[i] > m[0] ? x[i] : m[0];                                                   \
+      }                                                                                     \
+    for (int l = 1; l < RED_LANES; l++)                                                     \
+      m[0] = m[l] > m[0] ? m[l] : m[0];                                                     \
+    return nan ? (T) NAN : m[0];                                                            \
   }                                                                                         \
                                                                                             \
   /* x: the plan's input; y: [rows, inner] = the output, contiguous.                        \
@@ -226,6 +251,7 @@ plan_red_offset (const red_plan *p, int64_t k)
                 {                                                                           \
                   /* span == 1 here: a trailing group is kept, not reduced */               \
                   const T *restrict xk = xr + plan_red_offset (p, k);                       \
+                  _Pragma ("omp simd")                                                      \
                   for (int64_t j = 0; j < p->inner; j++)                                    \
                     acc[j] += (double) xk[j];                                               \
                 }                                                                           \

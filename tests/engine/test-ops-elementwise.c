@@ -332,6 +332,38 @@ test_grad_ops (void)
       }
 }
 
+/* The f32 kernels use their own exp / tanh / erf: check the edges. */
+static void
+test_f32_math_edges (void)
+{
+  const float xs[] = { 100.f, -100.f, NAN, 88.f, -87.f, 1e-5f, -30.f, 30.f, 0.f };
+  g_autoptr (tw_tensor) x = tw_tensor_from_data (TW_F32, 1, (int64_t[]) { 9 }, xs);
+  tw_tensor *in[1] = { x }, *out[1];
+  twt_run_guarded ("exp", NULL, in, 1, out, NULL);
+  const float *e = tw_tensor_f32 (out[0]);
+  g_assert_true (isinf (e[0]) && e[0] > 0);
+  g_assert_cmpfloat (e[1], ==, 0);
+  g_assert_true (isnan (e[2]));
+  g_assert_cmpfloat (fabs (e[3] / exp (88.0) - 1), <, 1e-6);
+  g_assert_cmpfloat (fabs (e[4] / exp (-87.0) - 1), <, 1e-6);
+  tw_tensor_unref (out[0]);
+  const char *ops[] = { "tanh", "sigmoid", "gelu" };
+  double (*refs[]) (double, double) = { r_tanh, r_sigmoid, r_gelu };
+  for (int o = 0; o < 3; o++)
+    {
+      twt_run_guarded (ops[o], NULL, in, 1, out, NULL);
+      for (int i = 0; i < 9; i++)
+        {
+          double r = refs[o] (xs[i], 0), v = tw_tensor_f32 (out[0])[i];
+          if (isnan (r))
+            g_assert_true (isnan (v));
+          else   /* absolute error of the f32 approximations: ~1.5e-7 */
+            g_assert_cmpfloat (fabs (v - r), <=, 2e-7 * MAX (1, fabs (r)));
+        }
+      tw_tensor_unref (out[0]);
+    }
+}
+
 /* ---- shapes, errors, threads ------------------------------------------------- */
 
 static void
@@ -444,6 +476,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/unary/forward", test_unary_forward);
   g_test_add_func ("/engine/ops/unary/grad", test_unary_grad);
   g_test_add_func ("/engine/ops/gelu/tanh", test_gelu_tanh);
+  g_test_add_func ("/engine/ops/unary/f32-math-edges", test_f32_math_edges);
   g_test_add_func ("/engine/ops/activation-grad-ops", test_grad_ops);
   g_test_add_func ("/engine/ops/elementwise/infer", test_infer);
   g_test_add_func ("/engine/ops/elementwise/threads", test_threads);
