@@ -37,6 +37,7 @@ tw_expf (float x)
 {
   float c = x > 88.3762626647949f ? 88.3762626647949f : x;
   c = c < -87.3365447504f ? -87.3365447504f : c;
+  c = x != x ? 0.0f : c;                            /* NaN: keep the int conversion defined */
   float fx = c * 1.44269504088896341f + 0.5f;
   int32_t n = (int32_t) fx;
   n -= fx < (float) n;                              /* floor */
@@ -48,7 +49,7 @@ tw_expf (float x)
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (n + 127) << 23;
+  uint32_t bits = (uint32_t) (n + 127) << 23;
   float scale;
   memcpy (&scale, &bits, sizeof scale);
   float y = p * scale;
