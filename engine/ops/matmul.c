@@ -24,7 +24,7 @@ typedef struct
 } mm_geom;
 
 static gboolean
-mm_geometry (const int64_t *da, int na, const int64_t *db, int nb, mm_geom *g, GError **error)
+mm_geometry (const int64_t *da, int na, const int64_t *db, int nb, mm_geom *g)
 {
   memset (g, 0, sizeof *g);
   if (na < 1 || nb < 1)
@@ -35,6 +35,8 @@ mm_geometry (const int64_t *da, int na, const int64_t *db, int nb, mm_geom *g, G
   g->K = da[na - 1];
   g->K2 = g->b1 ? db[0] : db[nb - 2];
   g->P = g->b1 ? 1 : db[nb - 1];
+  if (g->K != g->K2)
+    return FALSE;
   int nba = MAX (na - 2, 0), nbb = MAX (nb - 2, 0);
   g->nb = MAX (nba, nbb);
   for (int i = 0; i < g->nb; i++)
@@ -50,7 +52,7 @@ mm_geometry (const int64_t *da, int na, const int64_t *db, int nb, mm_geom *g, G
       else
         return FALSE;
     }
-  return g->K == g->K2;
+  return TRUE;
 }
 
 static gboolean
@@ -60,15 +62,31 @@ matmul_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
   if (!tw_nn_check_float ("matmul", "a", &in[0], error)
       || !tw_nn_check_float ("matmul", "b", &in[1], error))
     return FALSE;
-  if (!mm_geometry (in[0].dims, in[0].ndim, in[1].dims, in[1].ndim, &g, error)
-      || in[0].dtype != in[1].dtype)
+  g_autofree char *s0 = tw_tinfo_to_string (&in[0]);
+  g_autofree char *s1 = tw_tinfo_to_string (&in[1]);
+  if (in[0].dtype != in[1].dtype)
     {
-      g_autofree char *s0 = tw_tinfo_to_string (&in[0]);
-      g_autofree char *s1 = tw_tinfo_to_string (&in[1]);
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_DTYPE,
+                   "matmul expects a and b of one dtype, got %s and %s", s0, s1);
+      return FALSE;
+    }
+  if (in[0].ndim < 1 || in[1].ndim < 1)
+    return tw_nn_shape_error (error,
+                              "matmul expects a [..., M, K] and b [..., K, P] (1-D allowed), "
+                              "got %s and %s",
+                              s0, s1);
+  if (!mm_geometry (in[0].dims, in[0].ndim, in[1].dims, in[1].ndim, &g))
+    {
+      if (g.K != g.K2)
+        return tw_nn_shape_error (error,
+                                  "matmul expects a [..., M, K] and b [..., K, P] with one K, "
+                                  "got %s (K = %" G_GINT64_FORMAT ") and %s (K = %"
+                                  G_GINT64_FORMAT ")",
+                                  s0, g.K, s1, g.K2);
       return tw_nn_shape_error (error,
-                                 "matmul expects a [..., M, K] and b [..., K, P] of one dtype "
-                                 "with broadcastable leading dimensions, got %s and %s",
-                                 s0, s1);
+                                "matmul: the leading (batch) dimensions of %s and %s do not "
+                                "broadcast",
+                                s0, s1);
     }
   int n = g.nb + (g.a1 ? 0 : 1) + (g.b1 ? 0 : 1);
   out[0].dtype = in[0].dtype;
@@ -116,7 +134,7 @@ mm_next (const mm_geom *g, int64_t *idx)
 static void
 mm_geom_of (const tw_tensor *a, const tw_tensor *b, mm_geom *g)
 {
-  gboolean ok = mm_geometry (a->shape, a->ndim, b->shape, b->ndim, g, NULL);
+  gboolean ok = mm_geometry (a->shape, a->ndim, b->shape, b->ndim, g);
   g_assert (ok);
 }
 

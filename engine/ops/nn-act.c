@@ -214,7 +214,8 @@ log_softmax_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinf
 }
 
 /* One row of length L with element stride st.  The max is subtracted before
- * exp so nothing overflows; log_softmax is x - (max + log sum exp (x - max)).
+ * exp so nothing overflows; log_softmax is (x - max) - log sum exp (x - max),
+ * in that order so large logits (x ~ 1000) keep their low bits.
  * Inlined with st = 1 for the usual last-axis case so the loops vectorise. */
 #define NN_DEFINE_SOFTMAX(T, SFX, EXP, LOG)                                                    \
   static inline void softmax_row_##SFX (const T *x, T *y, int64_t L, int64_t st,            \
@@ -227,9 +228,9 @@ log_softmax_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinf
       {                                                                                     \
         for (int64_t l = 0; l < L; l++)                                                     \
           s += EXP (x[l * st] - m);                                                         \
-        T lse = m + LOG (s);                                                                \
+        T ls = LOG (s);                                                                     \
         for (int64_t l = 0; l < L; l++)                                                     \
-          y[l * st] = x[l * st] - lse;                                                      \
+          y[l * st] = (x[l * st] - m) - ls;                                                 \
       }                                                                                     \
     else                                                                                    \
       {                                                                                     \
