@@ -201,9 +201,10 @@ ce_check_labels (const char *op, const tw_tensor *labels, int64_t C, GError **er
 
 /* x is (N, C), y is (N); row i's loss is
  *   lse_i - (1 - eps) x[i, y_i] - eps mean_c x[i, c],  lse_i = log sum_c exp x[i, c],
- * which is (1 - eps) (-log p_{y_i}) + eps mean_c (-log p_c).  The row max is
- * subtracted before exp.  Losses of LOSS_CHUNK / C rows (at least one) go
- * into one partial sum. */
+ * which is (1 - eps) (-log p_{y_i}) + eps mean_c (-log p_c).  Everything is
+ * taken relative to the row max m (lse_i = m + log sum exp (x - m)), so exp
+ * never overflows and logits near 1000 keep their low bits.  Losses of
+ * LOSS_CHUNK / C rows (at least one) go into one partial sum. */
 #define LOSS_DEFINE_CE(T, SFX, EXP, LOG)                                                     \
   static double ce_sum_##SFX (const T *x, const int64_t *y, int64_t N, int64_t C, double eps, \
                               int nthreads)                                                \
@@ -224,10 +225,10 @@ ce_check_labels (const char *op, const tw_tensor *labels, int64_t C, GError **er
             for (int64_t k = 0; k < C; k++)                                                \
               {                                                                            \
                 se += EXP (r[k] - m);                                                      \
-                sx += r[k];                                                                \
+                sx += r[k] - m;                                                            \
               }                                                                            \
-            double lse = (double) m + (double) LOG (se);                                   \
-            s += lse - (1 - eps) * (double) r[y[i]] - eps * (double) sx / (double) C;      \
+            s += (double) LOG (se) - (1 - eps) * (double) (r[y[i]] - m)                    \
+                 - eps * (double) sx / (double) C;                                         \
           }                                                                                \
         part[c] = s;                                                                       \
       }                                                                                    \
