@@ -206,32 +206,38 @@ ce_check_labels (const char *op, const tw_tensor *labels, int64_t C, GError **er
  * never overflows and logits near 1000 keep their low bits.  Losses of
  * LOSS_CHUNK / C rows (at least one) go into one partial sum. */
 #define LOSS_DEFINE_CE(T, SFX, EXP, LOG)                                                     \
+  /* The summed losses of rows [i0, i1). */                                                \
+  static inline double ce_rows_##SFX (const T *x, const int64_t *y, int64_t i0, int64_t i1, \
+                                      int64_t C, double eps)                               \
+  {                                                                                        \
+    double s = 0;                                                                          \
+    for (int64_t i = i0; i < i1; i++)                                                      \
+      {                                                                                    \
+        const T *r = x + i * C;                                                            \
+        T m = r[0], se = 0, sx = 0;                                                        \
+        for (int64_t k = 1; k < C; k++)                                                    \
+          m = r[k] > m ? r[k] : m;                                                         \
+        for (int64_t k = 0; k < C; k++)                                                    \
+          {                                                                                \
+            se += EXP (r[k] - m);                                                          \
+            sx += r[k] - m;                                                                \
+          }                                                                                \
+        s += (double) LOG (se) - (1 - eps) * (double) (r[y[i]] - m)                        \
+             - eps * (double) sx / (double) C;                                             \
+      }                                                                                    \
+    return s;                                                                              \
+  }                                                                                        \
+                                                                                           \
   static double ce_sum_##SFX (const T *x, const int64_t *y, int64_t N, int64_t C, double eps, \
                               int nthreads)                                                \
   {                                                                                        \
     int64_t rows = MAX (1, LOSS_CHUNK / MAX (C, 1));                                       \
     int64_t nc = (N + rows - 1) / rows;                                                    \
-    double *part = g_new0 (double, MAX (nc, 1));                                           \
-    _Pragma ("omp parallel for if (N * C > TW_NN_PAR_MIN) num_threads (nthreads)")         \
-    for (int64_t c = 0; c < nc; c++)                                                       \
-      {                                                                                    \
-        double s = 0;                                                                      \
-        for (int64_t i = c * rows; i < MIN (N, (c + 1) * rows); i++)                       \
-          {                                                                                \
-            const T *r = x + i * C;                                                        \
-            T m = r[0], se = 0, sx = 0;                                                    \
-            for (int64_t k = 1; k < C; k++)                                                \
-              m = r[k] > m ? r[k] : m;                                                     \
-            for (int64_t k = 0; k < C; k++)                                                \
-              {                                                                            \
-                se += EXP (r[k] - m);                                                      \
-                sx += r[k] - m;                                                            \
-              }                                                                            \
-            s += (double) LOG (se) - (1 - eps) * (double) (r[y[i]] - m)                    \
-                 - eps * (double) sx / (double) C;                                         \
-          }                                                                                \
-        part[c] = s;                                                                       \
-      }                                                                                    \
+    if (nc <= 1)                                                                           \
+      return ce_rows_##SFX (x, y, 0, N, C, eps);                                           \
+    double *part = g_new (double, nc);                                                     \
+    TW_NN_FOR (c, nc, N * C, nthreads,                                                     \
+               part[c] = ce_rows_##SFX (x, y, c * rows, MIN (N, (c + 1) * rows), C, eps)); \
     double total = loss_sum_parts (part, nc);                                              \
     g_free (part);                                                                         \
     return total;                                                                          \
@@ -242,24 +248,22 @@ ce_check_labels (const char *op, const tw_tensor *labels, int64_t C, GError **er
                              double eps, double scale, int nthreads)                       \
   {                                                                                        \
     T off = (T) (eps / (double) C * scale), on = (T) ((1 - eps) * scale);                  \
-    _Pragma ("omp parallel for if (N * C > TW_NN_PAR_MIN) num_threads (nthreads)")         \
-    for (int64_t i = 0; i < N; i++)                                                        \
-      {                                                                                    \
-        const T *r = x + i * C;                                                            \
-        T *d = dx + i * C;                                                                 \
-        T m = r[0], se = 0;                                                                \
-        for (int64_t k = 1; k < C; k++)                                                    \
-          m = r[k] > m ? r[k] : m;                                                         \
-        for (int64_t k = 0; k < C; k++)                                                    \
-          {                                                                                \
-            d[k] = EXP (r[k] - m);                                                         \
-            se += d[k];                                                                    \
-          }                                                                                \
-        T f = (T) scale / se;                                                              \
-        for (int64_t k = 0; k < C; k++)                                                    \
-          d[k] = d[k] * f - off;                                                           \
-        d[y[i]] -= on;                                                                     \
-      }                                                                                    \
+    TW_NN_FOR (i, N, N * C, nthreads, {                                                    \
+      const T *r = x + i * C;                                                              \
+      T *d = dx + i * C;                                                                   \
+      T m = r[0], se = 0;                                                                  \
+      for (int64_t k = 1; k < C; k++)                                                      \
+        m = r[k] > m ? r[k] : m;                                                           \
+      for (int64_t k = 0; k < C; k++)                                                      \
+        {                                                                                  \
+          d[k] = EXP (r[k] - m);                                                           \
+          se += d[k];                                                                      \
+        }                                                                                  \
+      T f = (T) scale / se;                                                                \
+      for (int64_t k = 0; k < C; k++)                                                      \
+        d[k] = d[k] * f - off;                                                             \
+      d[y[i]] -= on;                                                                       \
+    });                                                                                    \
   }
 
 LOSS_DEFINE_CE (float, f32, expf, logf)
@@ -469,28 +473,34 @@ bce_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, 
     return (x < 0 ? -x : (T) 0) + LOG1P (EXP (-FABS (x)));                                \
   }                                                                                       \
                                                                                           \
+  /* The summed terms [i0, i1). */                                                        \
+  static inline double pair_terms_##SFX (const T *x, const T *t, int64_t i0, int64_t i1,  \
+                                         gboolean bce, double pw)                         \
+  {                                                                                       \
+    double s = 0;                                                                         \
+    if (bce)                                                                              \
+      for (int64_t i = i0; i < i1; i++)                                                   \
+        s += (1 - (double) t[i]) * (double) x[i]                                          \
+             + (1 + (pw - 1) * (double) t[i]) * (double) softplus_neg_##SFX (x[i]);       \
+    else                                                                                  \
+      for (int64_t i = i0; i < i1; i++)                                                   \
+        {                                                                                 \
+          double d = (double) x[i] - (double) t[i];                                       \
+          s += d * d;                                                                     \
+        }                                                                                 \
+    return s;                                                                             \
+  }                                                                                       \
+                                                                                          \
   static double pair_sum_##SFX (const T *x, const T *t, int64_t n, gboolean bce, double pw, \
                                 int nthreads)                                             \
   {                                                                                       \
     int64_t nc = (n + LOSS_CHUNK - 1) / LOSS_CHUNK;                                       \
-    double *part = g_new0 (double, MAX (nc, 1));                                          \
-    _Pragma ("omp parallel for if (n > TW_NN_PAR_MIN) num_threads (nthreads)")            \
-    for (int64_t c = 0; c < nc; c++)                                                      \
-      {                                                                                   \
-        double s = 0;                                                                     \
-        int64_t i1 = MIN (n, (c + 1) * LOSS_CHUNK);                                       \
-        if (bce)                                                                          \
-          for (int64_t i = c * LOSS_CHUNK; i < i1; i++)                                   \
-            s += (1 - (double) t[i]) * (double) x[i]                                      \
-                 + (1 + (pw - 1) * (double) t[i]) * (double) softplus_neg_##SFX (x[i]);  \
-        else                                                                              \
-          for (int64_t i = c * LOSS_CHUNK; i < i1; i++)                                   \
-            {                                                                             \
-              double d = (double) x[i] - (double) t[i];                                   \
-              s += d * d;                                                                 \
-            }                                                                             \
-        part[c] = s;                                                                      \
-      }                                                                                   \
+    if (nc <= 1)                                                                          \
+      return pair_terms_##SFX (x, t, 0, n, bce, pw);                                      \
+    double *part = g_new (double, nc);                                                    \
+    TW_NN_FOR (c, nc, n, nthreads,                                                        \
+               part[c] = pair_terms_##SFX (x, t, c * LOSS_CHUNK,                          \
+                                           MIN (n, (c + 1) * LOSS_CHUNK), bce, pw));      \
     double total = loss_sum_parts (part, nc);                                             \
     g_free (part);                                                                        \
     return total;                                                                         \
@@ -499,18 +509,16 @@ bce_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, 
   static void pair_grad_##SFX (const T *x, const T *t, T *dx, int64_t n, gboolean bce,    \
                                gboolean wrt_t, T pw, T scale, int nthreads)               \
   {                                                                                       \
-    _Pragma ("omp parallel for if (n > TW_NN_PAR_MIN) num_threads (nthreads)")            \
-    for (int64_t i = 0; i < n; i++)                                                       \
-      {                                                                                   \
-        T g;                                                                              \
-        if (!bce)                                                                         \
-          g = 2 * (x[i] - t[i]) * (wrt_t ? -1 : 1);                                       \
-        else if (wrt_t)                                                                   \
-          g = -x[i] + (pw - 1) * softplus_neg_##SFX (x[i]);                               \
-        else                                                                              \
-          g = (1 - t[i]) - (1 + (pw - 1) * t[i]) / (1 + EXP (x[i]));                      \
-        dx[i] = g * scale;                                                                \
-      }                                                                                   \
+    TW_NN_FOR (i, n, n, nthreads, {                                                       \
+      T g;                                                                                \
+      if (!bce)                                                                           \
+        g = 2 * (x[i] - t[i]) * (wrt_t ? -1 : 1);                                         \
+      else if (wrt_t)                                                                     \
+        g = -x[i] + (pw - 1) * softplus_neg_##SFX (x[i]);                                 \
+      else                                                                                \
+        g = (1 - t[i]) - (1 + (pw - 1) * t[i]) / (1 + EXP (x[i]));                        \
+      dx[i] = g * scale;                                                                  \
+    });                                                                                   \
   }
 
 LOSS_DEFINE_PAIR (float, f32, expf, log1pf, fabsf)

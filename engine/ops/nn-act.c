@@ -64,16 +64,13 @@ dropout_stream (const tw_kctx *ctx)
   static void dropout_##SFX (const T *x, T *y, int64_t n, uint64_t seed, uint64_t stream,  \
                              uint32_t thr, T scale, int nthreads)                          \
   {                                                                                        \
-    int64_t ngroups = (n + 3) / 4;                                                         \
-    _Pragma ("omp parallel for if (n > TW_NN_PAR_MIN) num_threads (nthreads)")             \
-    for (int64_t g = 0; g < ngroups; g++)                                                  \
-      {                                                                                    \
-        uint32_t r[4];                                                                     \
-        int64_t i0 = 4 * g;                                                                \
-        tw_philox4x32 (seed, stream, (uint64_t) g, r);                                     \
-        for (int k = 0; k < 4 && i0 + k < n; k++)                                          \
-          y[i0 + k] = (r[k] >> 8) >= thr ? x[i0 + k] * scale : (T) 0;                      \
-      }                                                                                    \
+    TW_NN_FOR (g, (n + 3) / 4, n, nthreads, {                                              \
+      uint32_t r[4];                                                                       \
+      int64_t i0 = 4 * g;                                                                  \
+      tw_philox4x32 (seed, stream, (uint64_t) g, r);                                       \
+      for (int k = 0; k < 4 && i0 + k < n; k++)                                            \
+        y[i0 + k] = (r[k] >> 8) >= thr ? x[i0 + k] * scale : (T) 0;                        \
+    });                                                                                    \
   }
 
 NN_DEFINE_DROPOUT (float, f32)
@@ -250,47 +247,49 @@ log_softmax_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinf
   static void softmax_##SFX (const T *x, T *y, int64_t outer, int64_t L, int64_t inner,     \
                              gboolean log_out, int nthreads)                                \
   {                                                                                         \
-    _Pragma ("omp parallel for if (outer * L * inner > TW_NN_PAR_MIN) num_threads (nthreads)") \
-    for (int64_t r = 0; r < outer * inner; r++)                                             \
+    TW_NN_FOR (r, outer * inner, outer * L * inner, nthreads, {                             \
+      int64_t base = (r / inner) * L * inner + r % inner;                                   \
+      if (inner == 1)                                                                       \
+        softmax_row_##SFX (x + base, y + base, L, 1, log_out);                              \
+      else                                                                                  \
+        softmax_row_##SFX (x + base, y + base, L, inner, log_out);                          \
+    });                                                                                     \
+  }                                                                                         \
+                                                                                            \
+  /* One row of y (the forward's output), dy, dx, length L, stride st.                    \
+   * softmax:     dx = y (dy - sum (dy y))                                               \
+   * log_softmax: dx = dy - exp (y) sum (dy) */                                           \
+  static inline void softmax_grad_row_##SFX (const T *yr, const T *gr, T *dr, int64_t L,    \
+                                             int64_t st, gboolean log_out)                  \
+  {                                                                                         \
+    T s = 0;                                                                                \
+    if (log_out)                                                                            \
       {                                                                                     \
-        int64_t o = r / inner, j = r % inner;                                               \
-        int64_t base = o * L * inner + j;                                                   \
-        if (inner == 1)                                                                     \
-          softmax_row_##SFX (x + base, y + base, L, 1, log_out);                            \
-        else                                                                                \
-          softmax_row_##SFX (x + base, y + base, L, inner, log_out);                        \
+        for (int64_t l = 0; l < L; l++)                                                     \
+          s += gr[l * st];                                                                  \
+        for (int64_t l = 0; l < L; l++)                                                     \
+          dr[l * st] = gr[l * st] - EXP (yr[l * st]) * s;                                   \
+      }                                                                                     \
+    else                                                                                    \
+      {                                                                                     \
+        for (int64_t l = 0; l < L; l++)                                                     \
+          s += gr[l * st] * yr[l * st];                                                     \
+        for (int64_t l = 0; l < L; l++)                                                     \
+          dr[l * st] = yr[l * st] * (gr[l * st] - s);                                       \
       }                                                                                     \
   }                                                                                         \
                                                                                             \
-  /* y (the forward's output), dy, dx are (outer, L, inner).                             \
-   * softmax:     dx = y (dy - sum (dy y))                                               \
-   * log_softmax: dx = dy - exp (y) sum (dy) */                                           \
+  /* y, dy, dx are (outer, L, inner). */                                                   \
   static void softmax_grad_##SFX (const T *y, const T *dy, T *dx, int64_t outer, int64_t L, \
                                   int64_t inner, gboolean log_out, int nthreads)            \
   {                                                                                         \
-    _Pragma ("omp parallel for if (outer * L * inner > TW_NN_PAR_MIN) num_threads (nthreads)") \
-    for (int64_t r = 0; r < outer * inner; r++)                                             \
-      {                                                                                     \
-        int64_t o = r / inner, j = r % inner;                                               \
-        int64_t st = inner, base = o * L * inner + j;                                       \
-        const T *yr = y + base, *gr = dy + base;                                            \
-        T *dr = dx + base;                                                                  \
-        T s = 0;                                                                            \
-        if (log_out)                                                                        \
-          {                                                                                 \
-            for (int64_t l = 0; l < L; l++)                                                 \
-              s += gr[l * st];                                                              \
-            for (int64_t l = 0; l < L; l++)                                                 \
-              dr[l * st] = gr[l * st] - EXP (yr[l * st]) * s;                               \
-          }                                                                                 \
-        else                                                                                \
-          {                                                                                 \
-            for (int64_t l = 0; l < L; l++)                                                 \
-              s += gr[l * st] * yr[l * st];                                                 \
-            for (int64_t l = 0; l < L; l++)                                                 \
-              dr[l * st] = yr[l * st] * (gr[l * st] - s);                                   \
-          }                                                                                 \
-      }                                                                                     \
+    TW_NN_FOR (r, outer * inner, outer * L * inner, nthreads, {                             \
+      int64_t base = (r / inner) * L * inner + r % inner;                                   \
+      if (inner == 1)                                                                       \
+        softmax_grad_row_##SFX (y + base, dy + base, dx + base, L, 1, log_out);             \
+      else                                                                                  \
+        softmax_grad_row_##SFX (y + base, dy + base, dx + base, L, inner, log_out);         \
+    });                                                                                     \
   }
 
 NN_DEFINE_SOFTMAX (float, f32, expf, logf)

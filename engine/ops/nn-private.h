@@ -10,6 +10,33 @@ G_BEGIN_DECLS
  * (a few microseconds) costs more than the work.  The brief's common value. */
 #define TW_NN_PAR_MIN 32768
 
+/* for (int64_t i = 0; i < n; i++) { body }, on nthreads threads when work
+ * exceeds TW_NN_PAR_MIN.  The serial branch stays out of OpenMP entirely: a
+ * parallel region costs about 1.1 us even when its if clause is false
+ * (measured with libgomp 12 on a 640-element column sum: 1.31 us against
+ * 0.22 us), which adds up over the dozen small kernels of an MLP step.
+ * The body must not contain _Pragma (put such loops in a helper). */
+#define TW_NN_FOR(i, n, work, nthreads, ...)                                                  \
+  do                                                                                        \
+    {                                                                                       \
+      int64_t tw_nn_n_ = (n);                                                               \
+      int tw_nn_nt_ = (nthreads);                                                           \
+      if ((work) > TW_NN_PAR_MIN && tw_nn_nt_ > 1)                                          \
+        {                                                                                   \
+          _Pragma ("omp parallel for num_threads (tw_nn_nt_)")                              \
+          for (int64_t i = 0; i < tw_nn_n_; i++)                                            \
+            {                                                                               \
+              __VA_ARGS__;                                                                  \
+            }                                                                               \
+        }                                                                                   \
+      else                                                                                  \
+        for (int64_t i = 0; i < tw_nn_n_; i++)                                              \
+          {                                                                                 \
+            __VA_ARGS__;                                                                    \
+          }                                                                                 \
+    }                                                                                       \
+  while (0)
+
 /* Threads a kernel may use; 1 when the context does not say. */
 static inline int
 tw_nn_threads (const tw_kctx *ctx)

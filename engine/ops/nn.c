@@ -511,23 +511,27 @@ linear_grad_bias_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinf
 #define NN_COLSUM_BLOCK 256
 
 #define NN_DEFINE_COLSUM(T, SFX)                                                              \
-  /* dy is (M, N); db is (N) = sum over rows of dy. */                                     \
+  /* Columns [j0, j1) of db (N) = sum over the rows of dy (M, N), in row order. */         \
+  static inline void colsum_block_##SFX (const T *restrict dy, T *restrict db, int64_t M,   \
+                                         int64_t N, int64_t j0, int64_t j1)                 \
+  {                                                                                         \
+    for (int64_t j = j0; j < j1; j++)                                                       \
+      db[j] = 0;                                                                            \
+    for (int64_t i = 0; i < M; i++)                                                         \
+      {                                                                                     \
+        const T *row = dy + i * N;                                                          \
+        _Pragma ("omp simd")                                                                \
+        for (int64_t j = j0; j < j1; j++)                                                   \
+          db[j] += row[j];                                                                  \
+      }                                                                                     \
+  }                                                                                         \
+                                                                                            \
   static void colsum_##SFX (const T *dy, T *db, int64_t M, int64_t N, int nthreads)         \
   {                                                                                         \
     int64_t nblocks = (N + NN_COLSUM_BLOCK - 1) / NN_COLSUM_BLOCK;                          \
-    _Pragma ("omp parallel for if (M * N > TW_NN_PAR_MIN) num_threads (nthreads)")          \
-    for (int64_t blk = 0; blk < nblocks; blk++)                                             \
-      {                                                                                     \
-        int64_t j0 = blk * NN_COLSUM_BLOCK, j1 = MIN (N, j0 + NN_COLSUM_BLOCK);             \
-        for (int64_t j = j0; j < j1; j++)                                                   \
-          db[j] = 0;                                                                        \
-        for (int64_t i = 0; i < M; i++)                                                     \
-          {                                                                                 \
-            const T *row = dy + i * N;                                                      \
-            for (int64_t j = j0; j < j1; j++)                                               \
-              db[j] += row[j];                                                              \
-          }                                                                                 \
-      }                                                                                     \
+    TW_NN_FOR (blk, nblocks, M * N, nthreads,                                               \
+               colsum_block_##SFX (dy, db, M, N, blk * NN_COLSUM_BLOCK,                     \
+                                   MIN (N, (blk + 1) * NN_COLSUM_BLOCK)));                  \
   }
 
 NN_DEFINE_COLSUM (float, f32)
@@ -685,9 +689,7 @@ embedding_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, 
 
   if (!embedding_check_indices ("embedding", idx, num, error))
     return FALSE;
-#pragma omp parallel for if (n * dim > TW_NN_PAR_MIN) num_threads (tw_nn_threads (ctx))
-  for (int64_t i = 0; i < n; i++)
-    memcpy (yd + i * row, wd + ix[i] * row, row);
+  TW_NN_FOR (i, n, n * dim, tw_nn_threads (ctx), memcpy (yd + i * row, wd + ix[i] * row, row));
   return TRUE;
 }
 
@@ -767,25 +769,31 @@ embedding_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo 
 }
 
 #define NN_DEFINE_SCATTER_ADD(T, SFX)                                                         \
-  /* dy is (n, dim), ix is (n); dw is (num, dim), zeroed here.  Parallel over          \
-   * blocks of columns; within a block positions go in order. */                           \
+  /* Columns [j0, j1) of dw (num, dim) += dy (n, dim) rows scattered by ix (n), in         \
+   * position order. */                                                                    \
+  static inline void scatter_block_##SFX (const T *restrict dy, const int64_t *ix,          \
+                                          T *restrict dw, int64_t n, int64_t dim,           \
+                                          int64_t j0, int64_t j1)                           \
+  {                                                                                         \
+    for (int64_t i = 0; i < n; i++)                                                         \
+      {                                                                                     \
+        T *dst = dw + ix[i] * dim;                                                          \
+        const T *src = dy + i * dim;                                                        \
+        _Pragma ("omp simd")                                                                \
+        for (int64_t j = j0; j < j1; j++)                                                   \
+          dst[j] += src[j];                                                                 \
+      }                                                                                     \
+  }                                                                                         \
+                                                                                            \
+  /* dw (num, dim) = 0, then dw[ix[i]] += dy[i]; parallel over blocks of columns. */       \
   static void scatter_add_##SFX (const T *dy, const int64_t *ix, T *dw, int64_t n,          \
                                  int64_t num, int64_t dim, int nthreads)                    \
   {                                                                                         \
     int64_t nblocks = (dim + NN_COLSUM_BLOCK - 1) / NN_COLSUM_BLOCK;                        \
     memset (dw, 0, (size_t) (num * dim) * sizeof (T));                                      \
-    _Pragma ("omp parallel for if (n * dim > TW_NN_PAR_MIN) num_threads (nthreads)")        \
-    for (int64_t blk = 0; blk < nblocks; blk++)                                             \
-      {                                                                                     \
-        int64_t j0 = blk * NN_COLSUM_BLOCK, j1 = MIN (dim, j0 + NN_COLSUM_BLOCK);           \
-        for (int64_t i = 0; i < n; i++)                                                     \
-          {                                                                                 \
-            T *dst = dw + ix[i] * dim;                                                      \
-            const T *src = dy + i * dim;                                                    \
-            for (int64_t j = j0; j < j1; j++)                                               \
-              dst[j] += src[j];                                                             \
-          }                                                                                 \
-      }                                                                                     \
+    TW_NN_FOR (blk, nblocks, n * dim, nthreads,                                             \
+               scatter_block_##SFX (dy, ix, dw, n, dim, blk * NN_COLSUM_BLOCK,              \
+                                    MIN (dim, (blk + 1) * NN_COLSUM_BLOCK)));               \
   }
 
 NN_DEFINE_SCATTER_ADD (float, f32)
@@ -868,21 +876,18 @@ argmax_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
   static void argmax_##SFX (const T *x, int64_t *idx, int64_t outer, int64_t L,             \
                             int64_t inner, int nthreads)                                    \
   {                                                                                         \
-    _Pragma ("omp parallel for if (outer * L * inner > TW_NN_PAR_MIN) num_threads (nthreads)") \
-    for (int64_t o = 0; o < outer; o++)                                                     \
-      for (int64_t j = 0; j < inner; j++)                                                   \
-        {                                                                                   \
-          const T *p = x + o * L * inner + j;                                               \
-          int64_t best = 0;                                                                 \
-          T bv = p[0];                                                                      \
-          for (int64_t l = 1; l < L && !isnan (bv); l++)                                    \
-            if (p[l * inner] > bv || isnan (p[l * inner]))                                  \
-              {                                                                             \
-                bv = p[l * inner];                                                          \
-                best = l;                                                                   \
-              }                                                                             \
-          idx[o * inner + j] = best;                                                        \
-        }                                                                                   \
+    TW_NN_FOR (r, outer * inner, outer * L * inner, nthreads, {                             \
+      const T *p = x + (r / inner) * L * inner + r % inner;                                 \
+      int64_t best = 0;                                                                     \
+      T bv = p[0];                                                                          \
+      for (int64_t l = 1; l < L && !isnan (bv); l++)                                        \
+        if (p[l * inner] > bv || isnan (p[l * inner]))                                      \
+          {                                                                                 \
+            bv = p[l * inner];                                                              \
+            best = l;                                                                       \
+          }                                                                                 \
+      idx[r] = best;                                                                        \
+    });                                                                                     \
   }
 
 NN_DEFINE_ARGMAX (float, f32)
