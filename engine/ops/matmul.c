@@ -160,12 +160,11 @@ matmul_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *const *in,
     {
       int64_t idx[TW_MAX_DIMS] = { 0 };
       for (int64_t i = 0; i < nbatch; i++, mm_next (&g, idx))
-        tw_nn_gemm (a->dtype, FALSE, FALSE, M, P, K, tw_nn_at (ad, mm_offset (&g, g.ba, idx) * M * K, es),
-                 K, tw_nn_at (bd, mm_offset (&g, g.bb, idx) * K * P, es), P, 0.0,
-                 tw_nn_at (yd, i * M * P, es), P);
+        tw_nn_gemm (a->dtype, FALSE, FALSE, M, P, K,
+                    tw_nn_at (ad, mm_offset (&g, g.ba, idx) * M * K, es), K,
+                    tw_nn_at (bd, mm_offset (&g, g.bb, idx) * K * P, es), P, 0.0,
+                    tw_nn_at (yd, i * M * P, es), P);
     }
-  if (K == 0)
-    memset (yd, 0, tw_tensor_nbytes (out[0]));
   return TRUE;
 }
 
@@ -268,18 +267,16 @@ matmul_grad_a_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *con
     {
       /* da (nbatch*M, K) = dy (nbatch*M, P) @ b^T, b stored (K, P). */
       tw_nn_gemm (a->dtype, FALSE, TRUE, nbatch * M, K, P, dyd, P, bd, P, 0.0, dad, K);
-      if (P == 0)
-        memset (dad, 0, tw_tensor_nbytes (out[0]));
       return TRUE;
     }
   gboolean reduce = mm_numel (g.nb, g.ba) != nbatch;
-  if (reduce || P == 0)
+  if (reduce)
     memset (dad, 0, tw_tensor_nbytes (out[0]));
   int64_t idx[TW_MAX_DIMS] = { 0 };
   for (int64_t i = 0; i < nbatch; i++, mm_next (&g, idx))
     tw_nn_gemm (a->dtype, FALSE, TRUE, M, K, P, tw_nn_at (dyd, i * M * P, es), P,
-             tw_nn_at (bd, mm_offset (&g, g.bb, idx) * K * P, es), P, reduce ? 1.0 : 0.0,
-             tw_nn_at (dad, mm_offset (&g, g.ba, idx) * M * K, es), K);
+                tw_nn_at (bd, mm_offset (&g, g.bb, idx) * K * P, es), P, reduce ? 1.0 : 0.0,
+                tw_nn_at (dad, mm_offset (&g, g.ba, idx) * M * K, es), K);
   return TRUE;
 }
 
@@ -300,18 +297,17 @@ matmul_grad_b_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *con
     {
       /* db (K, P) = a^T (K, nbatch*M) @ dy (nbatch*M, P), a stored (nbatch*M, K). */
       tw_nn_gemm (a->dtype, TRUE, FALSE, K, P, nbatch * M, ad, K, dyd, P, 0.0, dbd, P);
-      if (nbatch * M == 0)
-        memset (dbd, 0, tw_tensor_nbytes (out[0]));
       return TRUE;
     }
   gboolean reduce = mm_numel (g.nb, g.bb) != nbatch;
-  if (reduce || M == 0)
+  if (reduce)
     memset (dbd, 0, tw_tensor_nbytes (out[0]));
   int64_t idx[TW_MAX_DIMS] = { 0 };
   for (int64_t i = 0; i < nbatch; i++, mm_next (&g, idx))
-    tw_nn_gemm (a->dtype, TRUE, FALSE, K, P, M, tw_nn_at (ad, mm_offset (&g, g.ba, idx) * M * K, es), K,
-             tw_nn_at (dyd, i * M * P, es), P, reduce ? 1.0 : 0.0,
-             tw_nn_at (dbd, mm_offset (&g, g.bb, idx) * K * P, es), P);
+    tw_nn_gemm (a->dtype, TRUE, FALSE, K, P, M,
+                tw_nn_at (ad, mm_offset (&g, g.ba, idx) * M * K, es), K,
+                tw_nn_at (dyd, i * M * P, es), P, reduce ? 1.0 : 0.0,
+                tw_nn_at (dbd, mm_offset (&g, g.bb, idx) * K * P, es), P);
   return TRUE;
 }
 

@@ -88,10 +88,14 @@ tw_nn_gemm (tw_dtype dt, gboolean ta, gboolean tb, int64_t m, int64_t n, int64_t
     return;
   if (k == 0)
     {
-      /* BLAS rejects lda = 0; the product is empty, so C = beta C. */
+      /* BLAS rejects lda = 0; the product is empty, so C = beta C, with
+       * beta = 0 meaning "overwrite" as in BLAS (C may be uninitialised). */
+      size_t es = tw_dtype_size (dt);
       for (int64_t i = 0; i < m; i++)
         {
-          if (dt == TW_F32)
+          if (beta == 0)
+            memset (tw_nn_at (c, i * ldc, es), 0, n * es);
+          else if (dt == TW_F32)
             for (int64_t j = 0; j < n; j++)
               ((float *) c)[i * ldc + j] *= (float) beta;
           else
@@ -211,9 +215,9 @@ linear_params (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_param_spec *o
     {
       g_autofree char *s = n_in < 1 ? g_strdup ("nothing") : tw_tinfo_to_string (&in[0]);
       tw_nn_shape_error (error,
-                          "linear expects input of shape [..., in_features] with a known last "
-                          "dimension, got %s",
-                          s);
+                         "linear expects input of shape [..., in_features] with a known last "
+                         "dimension, got %s",
+                         s);
       return -1;
     }
   int64_t nin = in[0].dims[in[0].ndim - 1];
@@ -246,7 +250,7 @@ linear_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
     return FALSE;
   if (x->ndim < 1)
     return tw_nn_shape_error (error, "linear expects input of shape [..., in_features], got %s",
-                               sx);
+                              sx);
   if (n_in != 1 && n_in != (has_bias ? 3 : 2))
     {
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ARITY,
@@ -260,14 +264,14 @@ linear_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
       g_autofree char *sw = tw_tinfo_to_string (w);
       if (w->ndim != 2 || w->dims[0] != nout || w->dtype != x->dtype)
         return tw_nn_shape_error (error,
-                                   "linear expects weight of shape %s[%" G_GINT64_FORMAT
-                                   ", in_features], got %s",
-                                   tw_dtype_name (x->dtype), nout, sw);
+                                  "linear expects weight of shape %s[%" G_GINT64_FORMAT
+                                  ", in_features], got %s",
+                                  tw_dtype_name (x->dtype), nout, sw);
       if (x->dims[x->ndim - 1] != w->dims[1])
         return tw_nn_shape_error (error,
-                                   "linear expects input of shape [..., %" G_GINT64_FORMAT
-                                   "] (in_features from the weight), got %s",
-                                   w->dims[1], sx);
+                                  "linear expects input of shape [..., %" G_GINT64_FORMAT
+                                  "] (in_features from the weight), got %s",
+                                  w->dims[1], sx);
     }
   if (n_in >= 3)
     {
@@ -275,8 +279,8 @@ linear_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
       g_autofree char *sb = tw_tinfo_to_string (b);
       if (b->ndim != 1 || b->dims[0] != nout || b->dtype != x->dtype)
         return tw_nn_shape_error (error,
-                                   "linear expects bias of shape %s[%" G_GINT64_FORMAT "], got %s",
-                                   tw_dtype_name (x->dtype), nout, sb);
+                                  "linear expects bias of shape %s[%" G_GINT64_FORMAT "], got %s",
+                                  tw_dtype_name (x->dtype), nout, sb);
     }
   out[0] = *x;
   out[0].dims[x->ndim - 1] = nout;
@@ -304,9 +308,7 @@ linear_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
     for (int64_t i = 0; i < M; i++)
       memcpy (tw_nn_at (yd, i * N, es), tw_tensor_data (b), N * es);
   tw_nn_gemm (x->dtype, FALSE, TRUE, M, N, K, tw_tensor_data (x), K, tw_tensor_data (w), K,
-           b != NULL ? 1.0 : 0.0, yd, N);
-  if (b == NULL && K == 0)
-    memset (yd, 0, tw_tensor_nbytes (y));
+              b != NULL ? 1.0 : 0.0, yd, N);
   return TRUE;
 }
 
@@ -377,9 +379,9 @@ linear_grad_input_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tin
       g_autofree char *s0 = tw_tinfo_to_string (dy);
       g_autofree char *s1 = tw_tinfo_to_string (w);
       return tw_nn_shape_error (error,
-                                 "linear_grad_input expects dy [..., out] and weight [out, in], "
-                                 "got %s and %s",
-                                 s0, s1);
+                                "linear_grad_input expects dy [..., out] and weight [out, in], "
+                                "got %s and %s",
+                                s0, s1);
     }
   out[0] = *dy;
   out[0].dims[dy->ndim - 1] = w->dims[1];
@@ -395,7 +397,7 @@ linear_grad_input_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *con
   int64_t M = N > 0 ? tw_tensor_numel (dy) / N : tw_tensor_numel (out[0]) / MAX (K, 1);
   /* dx (M, K) = dy (M, N) @ W (N, K) */
   tw_nn_gemm (dy->dtype, FALSE, FALSE, M, K, N, tw_tensor_data (dy), N, tw_tensor_data (w), K, 0.0,
-           tw_tensor_data (out[0]), K);
+              tw_tensor_data (out[0]), K);
   return TRUE;
 }
 
@@ -439,9 +441,9 @@ linear_grad_weight_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_ti
       g_autofree char *s0 = tw_tinfo_to_string (dy);
       g_autofree char *s1 = tw_tinfo_to_string (x);
       return tw_nn_shape_error (error,
-                                 "linear_grad_weight expects dy [..., out] and x [..., in] with "
-                                 "the same leading dimensions, got %s and %s",
-                                 s0, s1);
+                                "linear_grad_weight expects dy [..., out] and x [..., in] with "
+                                "the same leading dimensions, got %s and %s",
+                                s0, s1);
     }
   tw_tinfo_set (&out[0], dy->dtype, 2,
                 (int64_t[]) { dy->dims[dy->ndim - 1], x->dims[x->ndim - 1] });
@@ -459,9 +461,7 @@ linear_grad_weight_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *co
     M *= dy->shape[d];
   /* dW (N, K) = dy^T (N, M) @ x (M, K): dy is stored (M, N), hence TransA. */
   tw_nn_gemm (dy->dtype, TRUE, FALSE, N, K, M, tw_tensor_data (dy), N, tw_tensor_data (x), K, 0.0,
-           tw_tensor_data (out[0]), K);
-  if (M == 0)
-    memset (tw_tensor_data (out[0]), 0, tw_tensor_nbytes (out[0]));
+              tw_tensor_data (out[0]), K);
   return TRUE;
 }
 
@@ -640,9 +640,9 @@ embedding_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
       if (in[1].ndim != 2 || in[1].dims[0] != num || in[1].dims[1] != dim
           || !tw_dtype_is_float (in[1].dtype))
         return tw_nn_shape_error (error,
-                                   "embedding expects weight of shape [%" G_GINT64_FORMAT
-                                   ", %" G_GINT64_FORMAT "] (float), got %s",
-                                   num, dim, sw);
+                                  "embedding expects weight of shape [%" G_GINT64_FORMAT
+                                  ", %" G_GINT64_FORMAT "] (float), got %s",
+                                  num, dim, sw);
       dt = in[1].dtype;
     }
   out[0] = in[0];
@@ -717,7 +717,9 @@ embedding_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo 
 {
   double n = (double) tw_tinfo_numel (&out[0], NULL);
   cost->flops = 0;
-  cost->bytes_read = n * tw_dtype_size (out[0].dtype) + 8.0 * (double) tw_tinfo_numel (&in[0], NULL);
+  /* rows copied plus the i64 indices */
+  cost->bytes_read = n * tw_dtype_size (out[0].dtype)
+                     + 8.0 * (double) tw_tinfo_numel (&in[0], NULL);
   cost->bytes_written = n * tw_dtype_size (out[0].dtype);
 }
 
@@ -760,9 +762,9 @@ embedding_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo 
       g_autofree char *s0 = tw_tinfo_to_string (dy);
       g_autofree char *s1 = tw_tinfo_to_string (idx);
       return tw_nn_shape_error (error,
-                                 "embedding_grad expects dy [..., dim] and i64 indices [...], "
-                                 "got %s and %s",
-                                 s0, s1);
+                                "embedding_grad expects dy [..., dim] and i64 indices [...], "
+                                "got %s and %s",
+                                s0, s1);
     }
   tw_tinfo_set (&out[0], dy->dtype, 2, (int64_t[]) { num, dy->dims[dy->ndim - 1] });
   return TRUE;

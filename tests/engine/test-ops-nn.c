@@ -318,6 +318,52 @@ test_linear_grad_bias_threads (void)
   tw_tensor_unref (o4);
 }
 
+/* Empty sizes: every output element is still written (guard runs fill the
+ * outputs with 0x5A bytes first, so a skipped write shows). */
+static void
+test_linear_empty (void)
+{
+  g_autoptr (tw_tensor) x0 = twt_randn (TW_F32, 2, (int64_t[]) { 3, 0 }, 1);
+  g_autoptr (tw_tensor) w0 = twt_randn (TW_F32, 2, (int64_t[]) { 4, 0 }, 2);
+  g_autoptr (tw_tensor) b = twt_randn (TW_F32, 1, (int64_t[]) { 4 }, 3);
+  tw_attrs *a = attrs_int ("out_features", 4);
+  tw_tensor *in[3] = { x0, w0, b };
+  g_autoptr (tw_tensor) y = run1 ("linear", a, in, 3);       /* K = 0: y = bias */
+  for (int64_t i = 0; i < 12; i++)
+    g_assert_cmpfloat (tw_tensor_f32 (y)[i], ==, tw_tensor_f32 (b)[i % 4]);
+  tw_attrs_set_bool (a, "bias", FALSE);
+  g_autoptr (tw_tensor) y0 = run1 ("linear", a, in, 2);      /* K = 0, no bias: zeros */
+  for (int64_t i = 0; i < 12; i++)
+    g_assert_cmpfloat (tw_tensor_f32 (y0)[i], ==, 0.0f);
+
+  /* M = 0: the weight gradient is zero. */
+  g_autoptr (tw_tensor) dy = twt_randn (TW_F32, 2, (int64_t[]) { 0, 4 }, 4);
+  g_autoptr (tw_tensor) x = twt_randn (TW_F32, 2, (int64_t[]) { 0, 5 }, 5);
+  tw_tensor *gin[2] = { dy, x };
+  g_autoptr (tw_tensor) dw = run1 ("linear_grad_weight", NULL, gin, 2);
+  g_autoptr (tw_tensor) db = run1 ("linear_grad_bias", NULL, gin, 1);
+  for (int64_t i = 0; i < 20; i++)
+    g_assert_cmpfloat (tw_tensor_f32 (dw)[i], ==, 0.0f);
+  for (int64_t i = 0; i < 4; i++)
+    g_assert_cmpfloat (tw_tensor_f32 (db)[i], ==, 0.0f);
+
+  /* matmul with K = 0 and its gradients on an empty batch. */
+  g_autoptr (tw_tensor) ma = twt_randn (TW_F64, 2, (int64_t[]) { 2, 0 }, 6);
+  g_autoptr (tw_tensor) mb = twt_randn (TW_F64, 2, (int64_t[]) { 0, 3 }, 7);
+  tw_tensor *min[2] = { ma, mb };
+  g_autoptr (tw_tensor) my = run1 ("matmul", NULL, min, 2);
+  for (int64_t i = 0; i < 6; i++)
+    g_assert_cmpfloat (tw_tensor_f64 (my)[i], ==, 0.0);
+  g_autoptr (tw_tensor) ba = twt_randn (TW_F64, 3, (int64_t[]) { 2, 0, 4 }, 8);
+  g_autoptr (tw_tensor) bb = twt_randn (TW_F64, 3, (int64_t[]) { 1, 4, 3 }, 9);
+  g_autoptr (tw_tensor) bdy = twt_randn (TW_F64, 3, (int64_t[]) { 2, 0, 3 }, 10);
+  tw_tensor *gmin[3] = { bdy, ba, bb };
+  g_autoptr (tw_tensor) gb = run1 ("matmul_grad_b", NULL, gmin, 3);
+  for (int64_t i = 0; i < 12; i++)
+    g_assert_cmpfloat (tw_tensor_f64 (gb)[i], ==, 0.0);
+  tw_attrs_free (a);
+}
+
 /* An output gradient that is absent (NULL) gives zero gradients. */
 static void
 test_linear_no_gout (void)
@@ -866,6 +912,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/linear/cost", test_linear_cost);
   g_test_add_func ("/engine/ops/linear/grad-bias-threads", test_linear_grad_bias_threads);
   g_test_add_func ("/engine/ops/linear/no-output-grad", test_linear_no_gout);
+  g_test_add_func ("/engine/ops/linear/empty", test_linear_empty);
   g_test_add_func ("/engine/ops/matmul/forward", test_matmul_forward);
   g_test_add_func ("/engine/ops/matmul/grad", test_matmul_grad);
   g_test_add_func ("/engine/ops/matmul/infer", test_matmul_infer);
