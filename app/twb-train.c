@@ -349,6 +349,7 @@ twb_cmd_train (int argc, char **argv)
     progress_update (&pr, tw_trainer_step_count (tr), MIN (epoch, r->epochs - 1), loss, sps,
                      TRUE);
 
+    size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
     double test_loss = NAN, test_acc = NAN;
     if (test && !tw_trainer_evaluate (tr, test, 256, &test_loss, &test_acc, &error))
       {
@@ -382,7 +383,7 @@ twb_cmd_train (int argc, char **argv)
         json_member_double (jb, "samples_per_s", sps);
         json_member_int (jb, "peak_rss_bytes", twb_peak_rss_bytes ());
         json_member_int (jb, "peak_activation_bytes",
-                         (gint64) tw_eager_peak_bytes (tw_trainer_executor (tr)));
+                         (gint64) peak_act);
         json_builder_set_member_name (jb, "mode");
         json_builder_add_string_value (jb, "eager");
         json_builder_end_object (jb);

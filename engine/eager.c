@@ -264,7 +264,6 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
   release_values (ex);
   ex->training = training;
   ex->step = step;
-  ex->peak_bytes = 0;
 
   for (const char *const *o = tw_graph_outputs (ex->graph); *o; o++)
     mark_needed (ex, needed, tw_graph_resolve (ex->graph, *o).node);
@@ -537,4 +536,10 @@ size_t
 tw_eager_peak_bytes (const tw_eager *ex)
 {
   return ex->peak_bytes;
+}
+
+void
+tw_eager_reset_peak (tw_eager *ex)
+{
+  ex->peak_bytes = ex->live_bytes;
 }

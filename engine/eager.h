@@ -101,8 +101,10 @@ tw_tensor *tw_eager_prediction (tw_eager *ex);
 /* The loss (0-d), borrowed, or NULL without labels. */
 tw_tensor *tw_eager_loss (tw_eager *ex);
 double tw_eager_loss_value (tw_eager *ex);
-/* Bytes of activations held by the last forward (+ the peak during backward). */
+/* Peak bytes of activations and activation gradients held at once since the
+ * executor was made or tw_eager_reset_peak () was called. */
 size_t tw_eager_peak_bytes (const tw_eager *ex);
+void tw_eager_reset_peak (tw_eager *ex);
 
 /* Create (or keep) the parameters the graph's nodes need.  Graph must be
  * inferred.  Parameters whose shape changed are re-initialised. */
