@@ -13,11 +13,13 @@
 #include <cblas.h>
 #include <string.h>
 
-/* Workspace for the im2col matrices of one call.  Samples are batched into
- * one GEMM while their im2col columns fit this budget: 4 MiB keeps the
- * LeNet-5 layers at batch 64 in one or two chunks and stays within a typical
- * L2 + L3 share of one core. */
-#define CONV_WS_BUDGET ((size_t) 4 << 20)
+/* Workspace budget for the im2col matrices of one GEMM.  Samples are batched
+ * into one GEMM while their columns (plus the GEMM output) fit: 256 KiB stays
+ * in a core's L2.  On the LeNet-5 layers at batch 64 (1 thread, 2-core VM)
+ * budgets from one sample to 4 MiB measured within noise of each other;
+ * batching helps layers with few output pixels per sample, where one
+ * sample's GEMM is too small for OpenBLAS. */
+#define CONV_WS_BUDGET ((size_t) 256 << 10)
 
 static gboolean
 conv_is_pointwise (const conv_geom *g)

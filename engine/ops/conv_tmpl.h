@@ -70,7 +70,8 @@ TW_FN (im2col) (const conv_geom *g, int64_t cg, const T *xp, T *col, int64_t ldc
  * only: the kh*kw rows of one channel overlap in xp and are summed in a
  * fixed order, so the result does not depend on the thread count. */
 static void
-TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *col, int64_t ldc, T *xp)
+TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *restrict col, int64_t ldc,
+                T *restrict xp)
 {
   const int64_t Hp = g->h + 2 * g->ph, Wp = g->w + 2 * g->pw;
   const int64_t Ho = g->ho, Wo = g->wo, sh = g->sh, sw = g->sw, kk = g->kh * g->kw;
@@ -79,12 +80,12 @@ TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *col, int64_t ldc, T *xp
     for (int64_t k = 0; k < kk; k++)
       {
         const int64_t ki = k / g->kw, kj = k % g->kw;
-        T *dst = xp + (c * Hp + ki * g->dh) * Wp + kj * g->dw;
-        const T *src = col + (c * kk + k) * ldc;
+        T *restrict dst = xp + (c * Hp + ki * g->dh) * Wp + kj * g->dw;
+        const T *restrict src = col + (c * kk + k) * ldc;
         for (int64_t oh = 0; oh < Ho; oh++)
           {
-            T *d = dst + oh * sh * Wp;
-            const T *s = src + oh * Wo;
+            T *restrict d = dst + oh * sh * Wp;
+            const T *restrict s = src + oh * Wo;
             if (sw == 1)
               for (int64_t ow = 0; ow < Wo; ow++)
                 d[ow] += s[ow];

@@ -175,23 +175,24 @@ test_conv_lenet (void)
   check_conv_forward (&c2, 5, 6, 14, 14, TW_F32, 102);
 }
 
-/* Batches larger than one workspace chunk (conv.c: CONV_WS_BUDGET = 4 MiB):
- * 16 channels, 3x3, 32x32 needs ~600 KiB per f32 sample, so a batch of 8
- * runs as chunks of 6 + 2 (and 3 + 3 + 2 in f64).  The internal gradient ops
- * are compared with reference gradients too. */
+/* Batches larger than one workspace chunk (conv.c: CONV_WS_BUDGET = 256 KiB):
+ * 4 channels, 3x3, 8x8 with 4 outputs needs (36 + 4) * 64 elements per
+ * sample, so a batch of 30 runs as chunks of 25 + 5 in f32 and 12 + 12 + 6 in
+ * f64.  The internal gradient ops are compared with reference gradients. */
 static void
 test_conv_chunks (void)
 {
-  conv_cfg c = { 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, TRUE };
+  conv_cfg c = { 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, TRUE };
+  const int64_t N = 30, C = 4, H = 8, P = 64;
   for (int k = 0; k < 2; k++)
     {
       tw_dtype dt = k == 0 ? TW_F32 : TW_F64;
       double tol = k == 0 ? TOL_F32 : TOL_F64;
-      check_conv_forward (&c, 8, 16, 32, 32, dt, 200);
+      check_conv_forward (&c, N, C, H, H, dt, 200);
       tw_attrs *a = conv_attrs (&c);
-      g_autoptr (tw_tensor) x = twt_randn (dt, 4, (int64_t[]) { 8, 16, 32, 32 }, 201);
-      g_autoptr (tw_tensor) w = twt_randn (dt, 4, (int64_t[]) { 8, 16, 3, 3 }, 202);
-      g_autoptr (tw_tensor) dy = twt_randn (dt, 4, (int64_t[]) { 8, 8, 32, 32 }, 203);
+      g_autoptr (tw_tensor) x = twt_randn (dt, 4, (int64_t[]) { N, C, H, H }, 201);
+      g_autoptr (tw_tensor) w = twt_randn (dt, 4, (int64_t[]) { c.o, C, 3, 3 }, 202);
+      g_autoptr (tw_tensor) dy = twt_randn (dt, 4, (int64_t[]) { N, c.o, H, H }, 203);
       tw_tensor *dx_ref, *dw_ref;
       ref_conv_grads (&c, x, w, dy, &dx_ref, &dw_ref);
 
@@ -199,24 +200,24 @@ test_conv_chunks (void)
       tw_attrs_set_ints (ga, "kernel_size", 1, (int64_t[]) { 3 });
       tw_attrs_set_ints (ga, "padding", 1, (int64_t[]) { 1 });
       tw_attrs *gi = tw_attrs_copy (ga);
-      tw_attrs_set_int (gi, "in_h", 32);
-      tw_attrs_set_int (gi, "in_w", 32);
+      tw_attrs_set_int (gi, "in_h", H);
+      tw_attrs_set_int (gi, "in_w", H);
       g_autoptr (tw_tensor) dx = run1 ("conv2d_grad_input", gi, (tw_tensor *[]) { dy, w }, 2, NULL);
       g_autoptr (tw_tensor) dw = run1 ("conv2d_grad_weight", ga, (tw_tensor *[]) { dy, x }, 2, NULL);
       g_autoptr (tw_tensor) db = run1 ("conv2d_grad_bias", NULL, (tw_tensor *[]) { dy }, 1, NULL);
       double e1 = twt_max_error (dx, dx_ref);
-      /* dweight sums 8 * 1024 products per entry: f32 rounding grows to
-       * ~sqrt(8192) * 6e-8 ~ 5e-6 of the largest entry; allow 1e-4. */
+      /* dweight sums 30 * 64 products per entry: f32 rounding grows to
+       * ~sqrt(1920) * 6e-8 ~ 3e-6 of the largest entry; allow 1e-4. */
       double e2 = twt_max_error (dw, dw_ref);
       g_test_message ("conv2d chunked grads %s: dx %.3g dw %.3g", tw_dtype_name (dt), e1, e2);
       if (!(e1 < tol) || !(e2 < (k == 0 ? 1e-4 : tol)))
         g_error ("conv2d chunked gradients %s: dx %.3g dw %.3g", tw_dtype_name (dt), e1, e2);
-      for (int64_t o = 0; o < 8; o++)
+      for (int64_t o = 0; o < c.o; o++)
         {
           double s = 0;
-          for (int64_t n = 0; n < 8; n++)
-            for (int64_t p = 0; p < 1024; p++)
-              s += tw_tensor_get_flat (dy, (n * 8 + o) * 1024 + p);
+          for (int64_t n = 0; n < N; n++)
+            for (int64_t p = 0; p < P; p++)
+              s += tw_tensor_get_flat (dy, (n * c.o + o) * P + p);
           g_assert_cmpfloat (fabs (tw_tensor_get_flat (db, o) - s), <, 1e-4 * MAX (1, fabs (s)));
         }
       tw_tensor_unref (dx_ref);
@@ -593,6 +594,52 @@ test_pool_ties (void)
     }
 }
 
+/* The same bits with 1 and 3 OpenMP threads (sizes above the kernels'
+ * 32768-element threshold for going parallel). */
+static void
+check_threads (const char *op, const tw_attrs *a, tw_tensor *const *in, int n_in)
+{
+  tw_kctx c1 = { .training = TRUE, .seed = 1, .num_threads = 1 };
+  tw_kctx c3 = c1;
+  c3.num_threads = 3;
+  g_autoptr (tw_tensor) y1 = run1 (op, a, in, n_in, &c1);
+  g_autoptr (tw_tensor) y3 = run1 (op, a, in, n_in, &c3);
+  g_assert_cmpfloat (twt_max_error (y3, y1), ==, 0);
+}
+
+static void
+test_conv_threads (void)
+{
+  conv_cfg c = { 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, TRUE };
+  tw_attrs *a = conv_attrs (&c);
+  g_autoptr (tw_tensor) x = twt_randn (TW_F32, 4, (int64_t[]) { 3, 16, 16, 16 }, 600);
+  g_autoptr (tw_tensor) w = twt_randn (TW_F32, 4, (int64_t[]) { 8, 16, 3, 3 }, 601);
+  g_autoptr (tw_tensor) b = twt_randn (TW_F32, 1, (int64_t[]) { 8 }, 602);
+  g_autoptr (tw_tensor) dy = twt_randn (TW_F32, 4, (int64_t[]) { 3, 8, 16, 16 }, 603);
+  check_threads ("conv2d", a, (tw_tensor *[]) { x, w, b }, 3);
+  tw_attrs *ga = tw_attrs_new ();
+  tw_attrs_set_ints (ga, "kernel_size", 1, (int64_t[]) { 3 });
+  tw_attrs_set_ints (ga, "padding", 1, (int64_t[]) { 1 });
+  check_threads ("conv2d_grad_weight", ga, (tw_tensor *[]) { dy, x }, 2);
+  tw_attrs_set_int (ga, "in_h", 16);
+  tw_attrs_set_int (ga, "in_w", 16);
+  check_threads ("conv2d_grad_input", ga, (tw_tensor *[]) { dy, w }, 2);
+  tw_attrs_free (ga);
+  tw_attrs_free (a);
+
+  pool_cfg pc = { 3, 3, 1, 1, 1, 1, 1, 1, FALSE };
+  g_autoptr (tw_tensor) px = twt_randn (TW_F32, 4, (int64_t[]) { 4, 16, 30, 30 }, 610);
+  for (int max = 0; max < 2; max++)
+    {
+      tw_attrs *pa = pool_attrs (&pc, max);
+      check_threads (max ? "max_pool2d" : "avg_pool2d", pa, &px, 1);
+      if (max)
+        check_threads ("max_pool2d_grad", pa, (tw_tensor *[]) { px, px }, 2);
+      tw_attrs_free (pa);
+    }
+  check_threads ("global_avg_pool2d", NULL, &px, 1);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -608,5 +655,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/pool/forward", test_pool_forward);
   g_test_add_func ("/engine/ops/pool/grad", test_pool_grad);
   g_test_add_func ("/engine/ops/pool/ties", test_pool_ties);
+  g_test_add_func ("/engine/ops/conv2d/threads", test_conv_threads);
   return g_test_run ();
 }

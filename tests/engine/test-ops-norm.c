@@ -397,6 +397,46 @@ test_ln_shapes (void)
   tw_attrs_free (a);
 }
 
+/* The same bits with 1 and 3 OpenMP threads (sizes above the kernels'
+ * 32768-element threshold for going parallel). */
+static void
+test_norm_threads (void)
+{
+  tw_kctx c3 = train_ctx;
+  c3.num_threads = 3;
+  int64_t xs[4] = { 8, 16, 17, 17 }, C = 16;
+  g_autoptr (tw_tensor) x = twt_randn (TW_F32, 4, xs, 700);
+  g_autoptr (tw_tensor) w = twt_randn (TW_F32, 1, &C, 701);
+  g_autoptr (tw_tensor) dy = twt_randn (TW_F32, 4, xs, 702);
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_bool (a, "track_running_stats", FALSE);
+  tw_attrs_set_bool (a, "affine", FALSE);
+  g_autoptr (tw_tensor) y1 = run1 ("batch_norm", a, &x, 1, &train_ctx);
+  g_autoptr (tw_tensor) y3 = run1 ("batch_norm", a, &x, 1, &c3);
+  g_assert_cmpfloat (twt_max_error (y3, y1), ==, 0);
+  tw_attrs_free (a);
+  for (int op = 0; op < 2; op++)
+    {
+      const char *name = op == 0 ? "batch_norm_grad" : "layer_norm_grad";
+      tw_tensor *o1[3] = { 0 }, *o3[3] = { 0 };
+      a = tw_attrs_new ();
+      tw_attrs_set_bool (a, "affine", op == 0);
+      if (op == 1)
+        tw_attrs_set_int (a, "normalized_ndim", 2);
+      tw_tensor *in[3] = { x, w, dy };
+      tw_tensor *in_ln[2] = { x, dy };
+      twt_run_guarded (name, a, op == 0 ? in : in_ln, op == 0 ? 3 : 2, o1, &train_ctx);
+      twt_run_guarded (name, a, op == 0 ? in : in_ln, op == 0 ? 3 : 2, o3, &c3);
+      for (int k = 0; k < 3; k++)
+        {
+          g_assert_cmpfloat (twt_max_error (o3[k], o1[k]), ==, 0);
+          tw_tensor_unref (o1[k]);
+          tw_tensor_unref (o3[k]);
+        }
+      tw_attrs_free (a);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -409,5 +449,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/layer_norm/forward", test_ln_forward);
   g_test_add_func ("/engine/ops/layer_norm/grad", test_ln_grad);
   g_test_add_func ("/engine/ops/layer_norm/shapes", test_ln_shapes);
+  g_test_add_func ("/engine/ops/norm/threads", test_norm_threads);
   return g_test_run ();
 }
