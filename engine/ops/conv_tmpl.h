@@ -1,0 +1,290 @@
+/* conv_tmpl.h — typed convolution kernels, included twice by conv.c.
+ *
+ * The includer defines T (float or double), TW_FN (name) (name with the dtype
+ * suffix) and GEMM (cblas_sgemm or cblas_dgemm).  Layouts (all row-major):
+ *
+ *   x   [N, C, H, W]        input
+ *   w   [O, C/G, kh, kw]    weight (PyTorch layout)
+ *   y   [N, O, Ho, Wo]      output
+ *   col [K, ldc]            im2col matrix, K = C/G * kh * kw; sample s of a
+ *                           chunk owns columns [s*P, (s+1)*P), P = Ho * Wo
+ *   xp  [C/G, Hp, Wp]       zero-padded copy of one sample's group, Hp = H + 2 ph
+ *
+ * Padding is handled by copying the sample into xp once, so the im2col and
+ * col2im inner loops have no bounds checks.  Several samples of a group are
+ * batched into one GEMM when the workspace allows (see conv_chunk in conv.c):
+ * the LeNet-sized GEMMs ([16, 150] x [150, 100] per sample) are too small for
+ * OpenBLAS to reach its peak one at a time.
+ */
+
+/* xp [cg, Hp, Wp] = x [cg, H, W] surrounded by ph / pw zeros. */
+static void
+TW_FN (pad_copy) (const conv_geom *g, int64_t cg, const T *x, T *xp)
+{
+  const int64_t H = g->h, W = g->w, Hp = H + 2 * g->ph, Wp = W + 2 * g->pw;
+  for (int64_t c = 0; c < cg; c++)
+    {
+      T *dst = xp + c * Hp * Wp;
+      memset (dst, 0, (size_t) (g->ph * Wp) * sizeof (T));
+      for (int64_t i = 0; i < H; i++)
+        {
+          T *d = dst + (i + g->ph) * Wp;
+          for (int64_t j = 0; j < g->pw; j++)
+            d[j] = 0;
+          memcpy (d + g->pw, x + (c * H + i) * W, (size_t) W * sizeof (T));
+          for (int64_t j = g->pw + W; j < Wp; j++)
+            d[j] = 0;
+        }
+      memset (dst + (g->ph + H) * Wp, 0, (size_t) (g->ph * Wp) * sizeof (T));
+    }
+}
+
+/* col [cg*kh*kw, ldc] (this sample's P columns) from xp [cg, Hp, Wp]. */
+static void
+TW_FN (im2col) (const conv_geom *g, int64_t cg, const T *xp, T *col, int64_t ldc)
+{
+  const int64_t Hp = g->h + 2 * g->ph, Wp = g->w + 2 * g->pw;
+  const int64_t Ho = g->ho, Wo = g->wo, sh = g->sh, sw = g->sw;
+  const int64_t rows = cg * g->kh * g->kw;
+#pragma omp parallel for if (g->threads > 1 && rows * Ho * Wo > 32768) num_threads (g->threads)
+  for (int64_t r = 0; r < rows; r++)
+    {
+      const int64_t kj = r % g->kw, ki = (r / g->kw) % g->kh, c = r / (g->kw * g->kh);
+      const T *src = xp + (c * Hp + ki * g->dh) * Wp + kj * g->dw;
+      T *dst = col + r * ldc;
+      if (sw == 1)
+        for (int64_t oh = 0; oh < Ho; oh++)
+          memcpy (dst + oh * Wo, src + oh * sh * Wp, (size_t) Wo * sizeof (T));
+      else
+        for (int64_t oh = 0; oh < Ho; oh++)
+          {
+            const T *s = src + oh * sh * Wp;
+            T *d = dst + oh * Wo;
+            for (int64_t ow = 0; ow < Wo; ow++)
+              d[ow] = s[ow * sw];
+          }
+    }
+}
+
+/* xp [cg, Hp, Wp] += col2im (col [cg*kh*kw, ldc]).  Parallel over channels
+ * only: the kh*kw rows of one channel overlap in xp and are summed in a
+ * fixed order, so the result does not depend on the thread count. */
+static void
+TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *restrict col, int64_t ldc,
+                T *restrict xp)
+{
+  const int64_t Hp = g->h + 2 * g->ph, Wp = g->w + 2 * g->pw;
+  const int64_t Ho = g->ho, Wo = g->wo, sh = g->sh, sw = g->sw, kk = g->kh * g->kw;
+#pragma omp parallel for if (g->threads > 1 && cg * kk * Ho * Wo > 32768) num_threads (g->threads)
+  for (int64_t c = 0; c < cg; c++)
+    for (int64_t k = 0; k < kk; k++)
+      {
+        const int64_t ki = k / g->kw, kj = k % g->kw;
+        T *restrict dst = xp + (c * Hp + ki * g->dh) * Wp + kj * g->dw;
+        const T *restrict src = col + (c * kk + k) * ldc;
+        for (int64_t oh = 0; oh < Ho; oh++)
+          {
+            T *restrict d = dst + oh * sh * Wp;
+            const T *restrict s = src + oh * Wo;
+            if (sw == 1)
+              for (int64_t ow = 0; ow < Wo; ow++)
+                d[ow] += s[ow];
+            else
+              for (int64_t ow = 0; ow < Wo; ow++)
+                d[ow * sw] += s[ow];
+          }
+      }
+}
+
+/* im2col of samples n0 .. n0+cnt-1 of group gi into col [K, cnt*P]. */
+static void
+TW_FN (im2col_chunk) (const conv_geom *g, const T *x, int64_t n0, int64_t cnt, int64_t gi,
+                      T *col, T *xp)
+{
+  const int64_t cg = g->c / g->groups, HW = g->h * g->w, P = g->ho * g->wo;
+  for (int64_t s = 0; s < cnt; s++)
+    {
+      const T *xs = x + ((n0 + s) * g->c + gi * cg) * HW;
+      if (g->ph > 0 || g->pw > 0)
+        {
+          TW_FN (pad_copy) (g, cg, xs, xp);
+          xs = xp;
+        }
+      TW_FN (im2col) (g, cg, xs, col + s * P, cnt * P);
+    }
+}
+
+/* buf [og, cnt*P] = the og channels of group gi of samples n0.. of t [N, O, P]. */
+static void
+TW_FN (gather_rows) (const conv_geom *g, const T *t, int64_t n0, int64_t cnt, int64_t gi, T *buf)
+{
+  const int64_t og = g->o / g->groups, P = g->ho * g->wo;
+  for (int64_t o = 0; o < og; o++)
+    for (int64_t s = 0; s < cnt; s++)
+      memcpy (buf + o * cnt * P + s * P, t + ((n0 + s) * g->o + gi * og + o) * P,
+              (size_t) P * sizeof (T));
+}
+
+/* y [N, O, Ho, Wo] = conv (x [N, C, H, W], w [O, C/G, kh, kw]) + b [O] (b may be NULL).
+ * ws: conv_workspace_elems (g, nb) elements. */
+static void
+TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T *y, T *ws,
+                      int64_t nb)
+{
+  const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
+  const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
+  const gboolean pointwise = conv_is_pointwise (g);
+  T *col = ws;                          /* [K, nb*P] */
+  T *tmp = col + K * nb * P;            /* [og, nb*P] */
+  T *xp = tmp + og * nb * P;            /* [cg, Hp, Wp] */
+
+  for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+    {
+      const int64_t cnt = MIN (nb, g->n - n0);
+      for (int64_t gi = 0; gi < G; gi++)
+        {
+          const T *wg = w + gi * og * K;        /* [og, K] */
+          const T *bg = b ? b + gi * og : NULL;
+          if (cnt == 1)
+            {
+              /* One sample: the GEMM writes straight into y; the bias is
+               * added while the block is still in cache. */
+              T *yb = y + (n0 * g->o + gi * og) * P;
+              const T *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
+              if (!pointwise)
+                {
+                  TW_FN (im2col_chunk) (g, x, n0, 1, gi, col, xp);
+                  src = col;
+                }
+              GEMM (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) og, (int) P, (int) K, 1, wg,
+                    (int) K, src, (int) P, 0, yb, (int) P);
+              if (bg)
+                for (int64_t o = 0; o < og; o++)
+                  {
+                    const T bo = bg[o];
+                    T *row = yb + o * P;
+                    for (int64_t p = 0; p < P; p++)
+                      row[p] += bo;
+                  }
+              continue;
+            }
+          TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
+          GEMM (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) og, (int) (cnt * P), (int) K, 1,
+                wg, (int) K, col, (int) (cnt * P), 0, tmp, (int) (cnt * P));
+          /* tmp [og, cnt, P] -> y [n0 + s, gi*og + o, P], adding the bias. */
+          for (int64_t s = 0; s < cnt; s++)
+            for (int64_t o = 0; o < og; o++)
+              {
+                const T bo = bg ? bg[o] : 0;
+                const T *src = tmp + (o * cnt + s) * P;
+                T *dst = y + ((n0 + s) * g->o + gi * og + o) * P;
+                for (int64_t p = 0; p < P; p++)
+                  dst[p] = src[p] + bo;
+              }
+        }
+    }
+}
+
+/* dx [N, C, H, W] = conv_transpose (dy [N, O, Ho, Wo], w [O, C/G, kh, kw]). */
+static void
+TW_FN (conv_grad_input) (const conv_geom *g, const T *dy, const T *w, T *dx, T *ws, int64_t nb)
+{
+  const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
+  const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo, HW = g->h * g->w;
+  const int64_t Hp = g->h + 2 * g->ph, Wp = g->w + 2 * g->pw;
+  const gboolean pointwise = conv_is_pointwise (g), padded = g->ph > 0 || g->pw > 0;
+  T *col = ws;                          /* [K, nb*P] */
+  T *dyc = col + K * nb * P;            /* [og, nb*P] */
+  T *xp = dyc + og * nb * P;            /* [cg, Hp, Wp] */
+
+  for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+    {
+      const int64_t cnt = MIN (nb, g->n - n0);
+      for (int64_t gi = 0; gi < G; gi++)
+        {
+          const T *wg = w + gi * og * K;        /* [og, K] */
+          const T *dys = dy + (n0 * g->o + gi * og) * P;
+          if (cnt > 1)
+            {
+              TW_FN (gather_rows) (g, dy, n0, cnt, gi, dyc);
+              dys = dyc;
+            }
+          if (pointwise && cnt == 1)
+            {
+              GEMM (CblasRowMajor, CblasTrans, CblasNoTrans, (int) cg, (int) P, (int) og, 1, wg,
+                    (int) K, dys, (int) P, 0, dx + (n0 * g->c + gi * cg) * HW, (int) HW);
+              continue;
+            }
+          /* col [K, cnt*P] = wg^T [K, og] . dy [og, cnt*P] */
+          GEMM (CblasRowMajor, CblasTrans, CblasNoTrans, (int) K, (int) (cnt * P), (int) og, 1,
+                wg, (int) K, dys, (int) (cnt * P), 0, col, (int) (cnt * P));
+          for (int64_t s = 0; s < cnt; s++)
+            {
+              T *dxs = dx + ((n0 + s) * g->c + gi * cg) * HW;
+              T *acc = padded ? xp : dxs;
+              memset (acc, 0, (size_t) (cg * Hp * Wp) * sizeof (T));
+              TW_FN (col2im) (g, cg, col + s * P, cnt * P, acc);
+              if (padded)
+                for (int64_t c = 0; c < cg; c++)
+                  for (int64_t i = 0; i < g->h; i++)
+                    memcpy (dxs + (c * g->h + i) * g->w, xp + (c * Hp + i + g->ph) * Wp + g->pw,
+                            (size_t) g->w * sizeof (T));
+            }
+        }
+    }
+}
+
+/* dw [O, C/G, kh, kw] = sum over the batch of dy_n [og, P] . im2col (x_n)^T [P, K],
+ * in a fixed order of chunks (deterministic). */
+static void
+TW_FN (conv_grad_weight) (const conv_geom *g, const T *dy, const T *x, T *dw, T *ws, int64_t nb)
+{
+  const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
+  const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
+  const gboolean pointwise = conv_is_pointwise (g);
+  T *col = ws;                          /* [K, nb*P] */
+  T *dyc = col + K * nb * P;            /* [og, nb*P] */
+  T *xp = dyc + og * nb * P;            /* [cg, Hp, Wp] */
+
+  for (int64_t gi = 0; gi < G; gi++)
+    {
+      T *dwg = dw + gi * og * K;                /* [og, K] */
+      for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+        {
+          const int64_t cnt = MIN (nb, g->n - n0);
+          const T *dys = dy + (n0 * g->o + gi * og) * P;
+          const T *cols = x + (n0 * g->c + gi * cg) * g->h * g->w;
+          if (cnt > 1)
+            {
+              TW_FN (gather_rows) (g, dy, n0, cnt, gi, dyc);
+              dys = dyc;
+            }
+          if (!pointwise || cnt > 1)
+            {
+              TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
+              cols = col;
+            }
+          GEMM (CblasRowMajor, CblasNoTrans, CblasTrans, (int) og, (int) K, (int) (cnt * P), 1,
+                dys, (int) (cnt * P), cols, (int) (cnt * P), n0 == 0 ? 0 : 1, dwg, (int) K);
+        }
+    }
+}
+
+/* db [O] = sum of dy [N, O, P] over N and P, in double. */
+static void
+TW_FN (conv_grad_bias) (int64_t N, int64_t O, int64_t P, const T *dy, T *db)
+{
+  double *acc = g_new0 (double, O);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t o = 0; o < O; o++)
+      {
+        const T *row = dy + (n * O + o) * P;
+        double s = 0;
+        for (int64_t p = 0; p < P; p++)
+          s += row[p];
+        acc[o] += s;
+      }
+  for (int64_t o = 0; o < O; o++)
+    db[o] = (T) acc[o];
+  g_free (acc);
+}
