@@ -265,14 +265,6 @@ twb_cmd_train (int argc, char **argv)
     tw_trainer_set_num_threads (tr, nthreads);
     tw_trainer_set_allow_nan (tr, allow_nan);
 
-    const tw_recipe *r = &m->recipe;
-    g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
-    int64_t per_epoch = tw_batcher_batches_per_epoch (b);
-    int64_t total = per_epoch * r->epochs;
-    if (max_steps > 0 && max_steps < total)
-      total = max_steps;
-    tw_trainer_set_total_steps (tr, per_epoch * r->epochs);
-
     int64_t epoch0 = 0, batch0 = 0;
     if (resume)
       {
@@ -286,6 +278,14 @@ twb_cmd_train (int argc, char **argv)
                       ", batch %" G_GINT64_FORMAT ")\n",
                       resume, tw_trainer_step_count (tr), epoch0 + 1, batch0);
       }
+
+    const tw_recipe *r = &m->recipe;
+    g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
+    int64_t per_epoch = tw_batcher_batches_per_epoch (b);
+    int64_t total = per_epoch * r->epochs;
+    if (max_steps > 0 && max_steps < total)
+      total = max_steps;
+    tw_trainer_set_total_steps (tr, per_epoch * r->epochs);
 
     g_autoptr (GArray) times = g_array_new (FALSE, FALSE, sizeof (double));
     progress pr = { isatty (STDERR_FILENO), quiet || json, total, now_s (), 0, 0 };

@@ -163,6 +163,12 @@ tw_eager_set_num_threads (tw_eager *ex, int n)
   ex->num_threads = MAX (1, n);
 }
 
+void
+tw_eager_set_seed (tw_eager *ex, guint64 seed)
+{
+  ex->seed = seed;
+}
+
 static void
 release_values (tw_eager *ex)
 {

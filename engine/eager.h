@@ -83,6 +83,8 @@ void tw_eager_free (tw_eager *ex);
 gboolean tw_eager_rebuild (tw_eager *ex, GError **error);
 void tw_eager_set_hooks (tw_eager *ex, const tw_hooks *hooks);
 void tw_eager_set_num_threads (tw_eager *ex, int n);
+/* Seed of the kernels' random streams (dropout); parameters are not touched. */
+void tw_eager_set_seed (tw_eager *ex, guint64 seed);
 
 /* Runs the graph on a batch.  labels may be NULL: then only the nodes the
  * graph's outputs need are run (no loss).  training selects dropout and

@@ -136,8 +136,10 @@ tw_op_num_outputs (const tw_op_def *def, const tw_attrs *a)
 static gboolean
 attr_type_compatible (tw_attr_type want, tw_attr_type got)
 {
+  /* A single integer stands for a one-element list ("kernel_size": 5). */
   return want == got || (want == TW_ATTR_FLOAT && got == TW_ATTR_INT)
-         || (want == TW_ATTR_FLOATS && got == TW_ATTR_INTS);
+         || (want == TW_ATTR_FLOATS && got == TW_ATTR_INTS)
+         || (want == TW_ATTR_INTS && got == TW_ATTR_INT);
 }
 
 tw_attrs *

@@ -216,6 +216,8 @@ tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
   g_hash_table_insert (meta, g_strdup ("step"), g_strdup_printf ("%" G_GINT64_FORMAT, tr->step));
   g_hash_table_insert (meta, g_strdup ("optimizer_step"),
                        g_strdup_printf ("%" G_GINT64_FORMAT, tw_optimizer_get_step (tr->opt)));
+  g_hash_table_insert (meta, g_strdup ("seed"),
+                       g_strdup_printf ("%" G_GUINT64_FORMAT, tr->model->recipe.seed));
   g_hash_table_insert (meta, g_strdup ("epoch"), g_strdup_printf ("%" G_GINT64_FORMAT, epoch));
   g_hash_table_insert (meta, g_strdup ("batch"),
                        g_strdup_printf ("%" G_GINT64_FORMAT, batch_in_epoch));
@@ -298,6 +300,13 @@ tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
           if (s)
             p->state[k] = tw_tensor_clone (s);
         }
+    }
+  /* The run goes on with the seed it started with (dropout masks, shuffling). */
+  const char *seed = g_hash_table_lookup (meta, "seed");
+  if (seed)
+    {
+      tr->model->recipe.seed = g_ascii_strtoull (seed, NULL, 10);
+      tw_eager_set_seed (tr->ex, tr->model->recipe.seed);
     }
   tr->step = meta_int (meta, "step");
   tw_optimizer_set_step (tr->opt, meta_int (meta, "optimizer_step"));

@@ -47,7 +47,9 @@ gboolean tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch
 
 /* Checkpoints (safetensors): parameters and buffers under their state_dict
  * names, optimizer state as "optimizer.<name>.<k>", and in the metadata the
- * step, epoch and batch within the epoch to resume at. */
+ * step, epoch and batch within the epoch to resume at and the run's seed.
+ * Loading sets the model's recipe seed to the checkpoint's, so a resumed run
+ * shuffles and drops out exactly as the uninterrupted one would. */
 gboolean tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
                                      int64_t batch_in_epoch, GError **error);
 gboolean tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,

@@ -183,31 +183,45 @@ assert_params_equal (tw_params *a, tw_params *b, gboolean equal)
   g_assert_true (same == equal);
 }
 
-/* Same seed: bitwise identical weights after training, on 1 and 2 threads;
- * another seed: different weights. */
+/* Same seed and thread count: bitwise identical losses and weights.  Initial
+ * weights are identical whatever the thread count; trained ones agree to
+ * float32 rounding only, because OpenBLAS partitions its GEMMs differently
+ * on 2 threads (checked: its sgemm results differ bitwise between 1 and 2
+ * threads), so the losses are compared at 1e-4 relative: 12 steps of
+ * rounding-level differences stay far below that.  Another seed gives other
+ * weights. */
 static void
 test_determinism (void)
 {
   g_autoptr (tw_dataset) d = subset (TW_SPLIT_TRAIN);
   g_autoptr (GError) error = NULL;
-  double losses[3][12];
-  tw_trainer *tr[3];
-  tw_model *m[3];
-  for (int r = 0; r < 3; r++)
+  const int threads[4] = { 1, 1, 2, 1 };
+  const guint64 seeds[4] = { 3, 3, 3, 99 };
+  double losses[4][12];
+  tw_trainer *tr[4];
+  tw_model *m[4];
+  for (int r = 0; r < 4; r++)
     {
       m[r] = make_mlp (64, TRUE);
-      m[r]->recipe.seed = r == 2 ? 99 : 3;
+      m[r]->recipe.seed = seeds[r];
       tr[r] = tw_trainer_new (m[r], &error);
       g_assert_no_error (error);
-      tw_set_num_threads (r == 1 ? 2 : 1);
-      tw_trainer_set_num_threads (tr[r], r == 1 ? 2 : 1);
+    }
+  assert_params_equal (tw_trainer_params (tr[0]), tw_trainer_params (tr[2]), TRUE);
+  assert_params_equal (tw_trainer_params (tr[0]), tw_trainer_params (tr[3]), FALSE);
+  for (int r = 0; r < 4; r++)
+    {
+      tw_set_num_threads (threads[r]);
+      tw_trainer_set_num_threads (tr[r], threads[r]);
       g_assert_true (train_steps (tr[r], d, 0, 0, 12, losses[r]));
     }
   tw_set_num_threads (1);
   assert_params_equal (tw_trainer_params (tr[0]), tw_trainer_params (tr[1]), TRUE);
   g_assert_cmpmem (losses[0], sizeof losses[0], losses[1], sizeof losses[1]);
-  assert_params_equal (tw_trainer_params (tr[0]), tw_trainer_params (tr[2]), FALSE);
-  for (int r = 0; r < 3; r++)
+  for (int i = 0; i < 12; i++)
+    g_assert_cmpfloat (fabs (losses[2][i] - losses[0][i]), <, 1e-4 * fabs (losses[0][i]));
+  assert_params_equal (tw_trainer_params (tr[0]), tw_trainer_params (tr[3]), FALSE);
+  for (int r = 0; r < 4; r++)
     {
       tw_trainer_free (tr[r]);
       tw_model_free (m[r]);
@@ -364,11 +378,12 @@ test_hooks (void)
 
   g_assert_true (tw_eager_forward (ex, x, y, TRUE, 0, &error));
   g_assert_true (tw_eager_backward (ex, &error));
-  /* flat, fc1, act, fc2, loss forward; the same five backward. */
+  /* flat, fc1, act, fc2, loss forward; backward skips flat, which depends on
+   * no parameter. */
   g_assert_cmpint (log.before[TW_PHASE_FORWARD], ==, 5);
   g_assert_cmpint (log.after[TW_PHASE_FORWARD], ==, 5);
-  g_assert_cmpint (log.before[TW_PHASE_BACKWARD], ==, 5);
-  g_assert_cmpint (log.after[TW_PHASE_BACKWARD], ==, 5);
+  g_assert_cmpint (log.before[TW_PHASE_BACKWARD], ==, 4);
+  g_assert_cmpint (log.after[TW_PHASE_BACKWARD], ==, 4);
   g_assert_cmpstr (log.order->str, ==, "flat fc1 act fc2 loss ");
 
   /* A hook that says stop stops the run between two ops. */
