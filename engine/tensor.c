@@ -72,7 +72,7 @@ storage_unref (tw_storage *s)
   if (g_atomic_int_dec_and_test (&s->refcount))
     {
       if (s->owns_data)
-        s->device->free (s->data);
+        s->device->free (s->data, s->nbytes);
       g_free (s);
     }
 }

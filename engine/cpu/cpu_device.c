@@ -6,10 +6,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
+
+/* Blocks from 64 KiB up are cached by size (rounded to 4 KiB pages): below
+ * that, malloc reuses memory without page faults anyway.  The cap bounds what
+ * a run that changes shapes (the last, smaller batch; evaluation) can hold. */
+#define CACHE_MIN_BYTES (64u * 1024u)
+#define CACHE_ROUND 4096u
+#define CACHE_CAP_BYTES ((size_t) 1 << 30)
+
+static GMutex cache_lock;
+static GHashTable *cache;          /* rounded size → GSList of blocks */
+static size_t cached_bytes;
+
+static size_t
+rounded_size (size_t nbytes)
+{
+  return (nbytes + CACHE_ROUND - 1) / CACHE_ROUND * CACHE_ROUND;
+}
+
 static void *
 cpu_alloc (size_t nbytes)
 {
   void *p = NULL;
+  if (nbytes >= CACHE_MIN_BYTES)
+    {
+      size_t r = rounded_size (nbytes);
+      g_mutex_lock (&cache_lock);
+      GSList *l = cache ? g_hash_table_lookup (cache, GSIZE_TO_POINTER (r)) : NULL;
+      if (l)
+        {
+          p = l->data;
+          g_hash_table_insert (cache, GSIZE_TO_POINTER (r), g_slist_delete_link (l, l));
+          cached_bytes -= r;
+        }
+      g_mutex_unlock (&cache_lock);
+      if (p)
+        return p;
+      nbytes = r;
+    }
   /* 64 bytes: one cache line and one AVX-512 vector. */
   if (posix_memalign (&p, 64, nbytes ? nbytes : 64) != 0)
     return NULL;
@@ -17,9 +52,52 @@ cpu_alloc (size_t nbytes)
 }
 
 static void
-cpu_free (void *ptr)
+cpu_free (void *ptr, size_t nbytes)
 {
+  if (nbytes >= CACHE_MIN_BYTES)
+    {
+      size_t r = rounded_size (nbytes);
+      g_mutex_lock (&cache_lock);
+      if (cached_bytes + r <= CACHE_CAP_BYTES)
+        {
+          if (cache == NULL)
+            cache = g_hash_table_new (g_direct_hash, g_direct_equal);
+          GSList *l = g_hash_table_lookup (cache, GSIZE_TO_POINTER (r));
+          g_hash_table_insert (cache, GSIZE_TO_POINTER (r), g_slist_prepend (l, ptr));
+          cached_bytes += r;
+          ptr = NULL;
+        }
+      g_mutex_unlock (&cache_lock);
+    }
   free (ptr);
+}
+
+static void
+free_list (gpointer key, gpointer value, gpointer user)
+{
+  g_slist_free_full (value, free);
+}
+
+void
+tw_device_cpu_trim (void)
+{
+  g_mutex_lock (&cache_lock);
+  if (cache)
+    {
+      g_hash_table_foreach (cache, free_list, NULL);
+      g_hash_table_remove_all (cache);
+    }
+  cached_bytes = 0;
+  g_mutex_unlock (&cache_lock);
+}
+
+size_t
+tw_device_cpu_cached_bytes (void)
+{
+  g_mutex_lock (&cache_lock);
+  size_t b = cached_bytes;
+  g_mutex_unlock (&cache_lock);
+  return b;
 }
 
 static void
