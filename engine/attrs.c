@@ -222,7 +222,8 @@ tw_attrs_set_ints (tw_attrs *a, const char *name, int n, const int64_t *v)
 {
   g_assert (n <= TW_ATTR_MAX_LIST);
   tw_attr_value x = { .type = TW_ATTR_INTS, .n = n };
-  memcpy (x.ints, v, n * sizeof (int64_t));
+  if (n > 0)
+    memcpy (x.ints, v, n * sizeof (int64_t));
   tw_attrs_set (a, name, &x);
 }
 
@@ -231,7 +232,8 @@ tw_attrs_set_floats (tw_attrs *a, const char *name, int n, const double *v)
 {
   g_assert (n <= TW_ATTR_MAX_LIST);
   tw_attr_value x = { .type = TW_ATTR_FLOATS, .n = n };
-  memcpy (x.floats, v, n * sizeof (double));
+  if (n > 0)
+    memcpy (x.floats, v, n * sizeof (double));
   tw_attrs_set (a, name, &x);
 }
 
