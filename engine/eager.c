@@ -374,23 +374,56 @@ accumulate (tw_eager *ex, tw_tensor **dst, tw_tensor *src)
       tw_tensor_set_flat (d, i, tw_tensor_get_flat (d, i) + tw_tensor_get_flat (s, i));
 }
 
+/* Parameter gradients: the first contribution of a "set" backward replaces
+ * the gradient (taking the tensor itself when nothing else holds it, which
+ * saves a copy of every weight gradient each step); later ones add. */
 static void
-accumulate_param (tw_param *p, tw_tensor *g)
+accumulate_param (tw_param *p, tw_tensor *g, gboolean first)
 {
+  g_autoptr (tw_tensor) c = g->dtype == TW_F32 ? tw_tensor_contiguous (g) : tw_tensor_cast (g, TW_F32);
+  int64_t n = tw_tensor_numel (c);
+  g_assert (n == tw_tensor_numel (p->value));
+  if (first)
+    {
+      /* c holds one reference, the emitter the other. */
+      if (c == g && c->refcount == 2 && c->storage->refcount == 1
+          && tw_tensor_same_shape (c, p->value))
+        {
+          tw_tensor_unref (p->grad);
+          p->grad = g_steal_pointer (&c);
+          return;
+        }
+      if (p->grad == NULL)
+        p->grad = tw_tensor_new_like (p->value);
+      memcpy (tw_tensor_f32 (p->grad), tw_tensor_f32 (c), n * sizeof (float));
+      return;
+    }
   if (p->grad == NULL)
     p->grad = tw_tensor_zeros_like (p->value);
-  g_assert (tw_tensor_numel (g) == tw_tensor_numel (p->grad));
   float *restrict a = tw_tensor_f32 (p->grad);
-  g_autoptr (tw_tensor) c = g->dtype == TW_F32 ? tw_tensor_contiguous (g) : tw_tensor_cast (g, TW_F32);
   const float *restrict b = tw_tensor_f32 (c);
-  int64_t n = tw_tensor_numel (c);
   for (int64_t i = 0; i < n; i++)
     a[i] += b[i];
 }
 
+static gboolean backward_impl (tw_eager *ex, gboolean set, GError **error);
+
 gboolean
 tw_eager_backward (tw_eager *ex, GError **error)
 {
+  return backward_impl (ex, FALSE, error);
+}
+
+gboolean
+tw_eager_backward_set (tw_eager *ex, GError **error)
+{
+  return backward_impl (ex, TRUE, error);
+}
+
+static gboolean
+backward_impl (tw_eager *ex, gboolean set, GError **error)
+{
+  g_autoptr (GHashTable) touched = g_hash_table_new (g_direct_hash, g_direct_equal);
   if (ex->loss_node < 0 || !ex->state[ex->loss_node].ran)
     {
       g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
@@ -488,7 +521,8 @@ tw_eager_backward (tw_eager *ex, GError **error)
           }
       for (int k = 0; k < n->n_params; k++)
         if (gin_t[n_in + k])
-          accumulate_param (s->params[k], gin_t[n_in + k]);
+          accumulate_param (s->params[k], gin_t[n_in + k],
+                            set && g_hash_table_add (touched, s->params[k]));
       tw_eager_emit_free (e);
 
       /* This node's output gradients are consumed. */
@@ -501,6 +535,13 @@ tw_eager_backward (tw_eager *ex, GError **error)
       if (!hook_ok)
         return FALSE;
     }
+  if (set)
+    for (int i = 0; i < tw_params_count (ex->params); i++)
+      {
+        tw_param *p = tw_params_at (ex->params, i);
+        if (p->trainable && p->grad && !g_hash_table_contains (touched, p))
+          tw_tensor_fill (p->grad, 0);
+      }
   return TRUE;
 }
 

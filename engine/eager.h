@@ -93,6 +93,10 @@ gboolean tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gbo
                            guint64 step, GError **error);
 /* Gradients of the loss into params (+=).  Needs a training forward with labels. */
 gboolean tw_eager_backward (tw_eager *ex, GError **error);
+/* The same, but each trainable parameter's gradient is set (=) to this
+ * backward's gradient (zero where the loss does not reach it): no separate
+ * zeroing pass, and weight gradients are taken over instead of copied. */
+gboolean tw_eager_backward_set (tw_eager *ex, GError **error);
 /* Drop the tape and all activations. */
 void tw_eager_release (tw_eager *ex);
 

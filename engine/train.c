@@ -128,8 +128,7 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
       tw_eager_release (tr->ex);
       return FALSE;
     }
-  tw_params_zero_grad (tr->params);
-  if (!tw_eager_backward (tr->ex, error))
+  if (!tw_eager_backward_set (tr->ex, error))
     return FALSE;
   tw_eager_release (tr->ex);
 

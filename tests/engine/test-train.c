@@ -111,6 +111,23 @@ test_graph_gradient (void)
   tw_params_zero_grad (params);
   g_assert_true (tw_eager_backward (ex, &error));
   g_assert_no_error (error);
+
+  /* backward_set gives the same gradients without the zeroing pass, even
+   * when the gradients hold garbage before it. */
+  g_autoptr (GPtrArray) saved = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref);
+  for (int pi = 0; pi < tw_params_count (params); pi++)
+    {
+      tw_param *p = tw_params_at (params, pi);
+      g_ptr_array_add (saved, tw_tensor_clone (p->grad));
+      tw_tensor_fill (p->grad, 123.0);
+    }
+  g_assert_true (tw_eager_forward (ex, x, y, TRUE, 0, &error));
+  g_assert_true (tw_eager_backward_set (ex, &error));
+  for (int pi = 0; pi < tw_params_count (params); pi++)
+    {
+      tw_tensor *a = tw_params_at (params, pi)->grad, *b = g_ptr_array_index (saved, pi);
+      g_assert_cmpmem (tw_tensor_data (a), tw_tensor_nbytes (a), tw_tensor_data (b), tw_tensor_nbytes (b));
+    }
   tw_eager_release (ex);
 
   double worst = 0;
