@@ -79,7 +79,7 @@ progress_update (progress *p, int64_t step, int64_t epoch, double loss, double s
     }
   /* Plain lines, about every 10% and at the end. */
   int64_t every = MAX (1, p->total / 10);
-  if (final || step - p->last_plain >= every)
+  if ((final && step != p->last_plain) || step - p->last_plain >= every)
     {
       p->last_plain = step;
       g_printerr ("step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " epoch %" G_GINT64_FORMAT
@@ -182,7 +182,7 @@ twb_cmd_train (int argc, char **argv)
   char *checkpoint = NULL, *resume = NULL;
   gint64 epochs = -1, max_steps = 0, seed = -1;
   int batch = -1, threads = 1;
-  double lr = -1;
+  double lr = -1, val_split = -1;
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE;
   GOptionEntry entries[] = {
     { "data", 'd', 0, G_OPTION_ARG_STRING, &data,
@@ -194,6 +194,8 @@ twb_cmd_train (int argc, char **argv)
     { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "Learning rate (default: recipe)", "X" },
     { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd, adam or adamw", "NAME" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed for weights, shuffling and dropout", "N" },
+    { "val-split", 0, 0, G_OPTION_ARG_DOUBLE, &val_split,
+      "Hold out this fraction of the training data for validation after each epoch", "X" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
     { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
     { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager", "MODE" },
@@ -236,6 +238,16 @@ twb_cmd_train (int argc, char **argv)
         status = 2;
         goto out;
       }
+    if (val_split >= 0)
+      {
+        if (val_split >= 1)
+          {
+            g_printerr ("twb: --val-split must be in [0, 1)\n");
+            status = 2;
+            goto out;
+          }
+        m->recipe.validation_split = val_split;
+      }
     tw_set_num_threads (threads);
     int nthreads = tw_get_num_threads ();
 
@@ -244,6 +256,14 @@ twb_cmd_train (int argc, char **argv)
       {
         twb_print_error (NULL, error);
         goto out;
+      }
+    g_autoptr (tw_dataset) val = NULL;
+    if (m->recipe.validation_split > 0)
+      {
+        tw_dataset *rest = NULL;
+        tw_dataset_split (train, m->recipe.validation_split, m->recipe.seed, &rest, &val);
+        tw_dataset_free (train);
+        train = rest;
       }
     g_autoptr (tw_dataset) test = NULL;
     if (!no_eval)
@@ -289,7 +309,7 @@ twb_cmd_train (int argc, char **argv)
 
     g_autoptr (GArray) times = g_array_new (FALSE, FALSE, sizeof (double));
     progress pr = { isatty (STDERR_FILENO), quiet || json, total, now_s (), 0, 0 };
-    double loss = NAN, epoch_loss_sum = 0, step_time_sum = 0;
+    double loss = NAN, epoch_loss_sum = 0, step_time_sum = 0, val_loss = NAN, val_acc = NAN;
     int64_t epoch_loss_n = 0, epoch = epoch0;
     gboolean failed = FALSE;
 
@@ -328,6 +348,18 @@ twb_cmd_train (int argc, char **argv)
               }
             progress_update (&pr, tw_trainer_step_count (tr), epoch, loss,
                              bs * times->len / MAX (step_time_sum, 1e-9), FALSE);
+          }
+        if (val && !failed && k >= per_epoch)
+          {
+            if (!tw_trainer_evaluate (tr, val, 256, &val_loss, &val_acc, &error))
+              {
+                twb_print_error ("validation", error);
+                failed = TRUE;
+                break;
+              }
+            if (!pr.quiet)
+              g_printerr ("%sepoch %" G_GINT64_FORMAT ": validation accuracy %.2f%% (loss %.4f)\n",
+                          pr.tty ? "\n" : "", epoch + 1, val_acc * 100, val_loss);
           }
         if (checkpoint && !failed)
           {
@@ -375,6 +407,11 @@ twb_cmd_train (int argc, char **argv)
         json_member_double (jb, "train_loss", train_loss);
         json_member_double (jb, "test_loss", test_loss);
         json_member_double (jb, "test_accuracy", test_acc);
+        if (val)
+          {
+            json_member_double (jb, "val_loss", val_loss);
+            json_member_double (jb, "val_accuracy", val_acc);
+          }
         json_member_int (jb, "steps", tw_trainer_step_count (tr));
         json_member_int (jb, "batch", r->batch_size);
         json_member_int (jb, "threads", nthreads);
