@@ -1,0 +1,188 @@
+/* twb-document.h — the editable model behind the graph canvas.
+ *
+ * A TwbDocument owns a tw_model (graph + training recipe) and is the only
+ * way the GUI changes it.  Every change is a command that can be undone and
+ * redone; after each one the document re-infers shapes and emits "changed".
+ * The document is GTK-free (GObject + the engine), so it is tested without a
+ * display; the canvas (TwbGraphCanvas), the inspector and the palette are
+ * views of it.
+ *
+ *   g_autoptr (TwbDocument) doc = twb_document_new ();          // empty model
+ *   const char *id = twb_document_add_node (doc, "linear", NULL, 200, 100, &error);
+ *   twb_document_connect (doc, "x", id, 0, &error);              // x → input 0 of id
+ *   twb_document_set_attr_int (doc, id, "out_features", 10, &error);
+ *   twb_document_undo (doc);
+ *   twb_document_save (doc, "model.json", &error);               // atomic
+ *
+ * Node ids are stable: an edit never renames a node it did not touch.  Edits
+ * that would make the file unloadable (duplicate or malformed ids, unknown
+ * attribute names, values of the wrong type, cycles, a second connection to
+ * an input port) are refused with a GError saying why, and change nothing.
+ *
+ * Ownership: getters returning const pointers point into the document and
+ * stay valid until the next edit; functions returning char * give a string
+ * the caller frees.
+ */
+#pragma once
+
+#include <glib-object.h>
+
+#include "engine/model.h"
+
+G_BEGIN_DECLS
+
+#define TWB_DOCUMENT_ERROR (twb_document_error_quark ())
+GQuark twb_document_error_quark (void);
+
+typedef enum
+{
+  TWB_DOCUMENT_ERROR_INVALID_EDGE,   /* wrong port, would form a cycle, port taken, type mismatch */
+  TWB_DOCUMENT_ERROR_INVALID_ATTR,   /* unknown attribute, wrong type, not an allowed choice */
+  TWB_DOCUMENT_ERROR_INVALID_ID,     /* empty, contains ':', duplicate */
+  TWB_DOCUMENT_ERROR_NO_SUCH_NODE,
+  TWB_DOCUMENT_ERROR_UNKNOWN_OP,
+  TWB_DOCUMENT_ERROR_IO,
+} TwbDocumentError;
+
+/* What a "changed" signal reports; views redraw what they need. */
+typedef enum
+{
+  TWB_CHANGE_STRUCTURE = 1 << 0,     /* nodes or edges added/removed */
+  TWB_CHANGE_ATTRS = 1 << 1,         /* attributes, ids, shares */
+  TWB_CHANGE_LAYOUT = 1 << 2,        /* positions, groups collapsed/expanded */
+  TWB_CHANGE_RECIPE = 1 << 3,        /* training recipe */
+  TWB_CHANGE_SHAPES = 1 << 4,        /* inference results changed */
+  TWB_CHANGE_FILE = 1 << 5,          /* loaded, saved, path or dirty flag changed */
+} TwbChangeFlags;
+
+#define TWB_TYPE_DOCUMENT (twb_document_get_type ())
+G_DECLARE_FINAL_TYPE (TwbDocument, twb_document, TWB, DOCUMENT, GObject)
+
+/* Signals:
+ *   "changed" (TwbChangeFlags flags)
+ *   "selection-changed" ()
+ * Properties: "path" (string, NULL until saved/loaded), "dirty" (boolean),
+ *   "can-undo", "can-redo" (boolean), "title" (string: file name or "Untitled"). */
+
+TwbDocument *twb_document_new (void);
+/* Takes ownership of model. */
+TwbDocument *twb_document_new_for_model (tw_model *model);
+/* Load a model file; on error returns NULL and nothing else changes. Files
+ * without positions get an automatic layout. */
+TwbDocument *twb_document_new_from_file (const char *path, GError **error);
+
+tw_model *twb_document_get_model (TwbDocument *doc);      /* borrowed; read-only for views */
+tw_graph *twb_document_get_graph (TwbDocument *doc);      /* borrowed; read-only for views */
+const char *twb_document_get_path (TwbDocument *doc);
+gboolean twb_document_get_dirty (TwbDocument *doc);
+char *twb_document_get_title (TwbDocument *doc);
+
+/* Files.  save writes atomically and clears the dirty flag. */
+gboolean twb_document_save (TwbDocument *doc, const char *path, GError **error);
+/* Serialised model (what save writes), caller frees. */
+char *twb_document_to_data (TwbDocument *doc);
+
+/* ---- Edits (each one undoable; on error nothing changes) ---------------- */
+
+/* Adds a node of op at (x, y) with a fresh id derived from the op ("linear3")
+ * unless id is given.  Returns the id (owned by the document). */
+const char *twb_document_add_node (TwbDocument *doc, const char *op, const char *id, double x,
+                                   double y, GError **error);
+gboolean twb_document_remove_nodes (TwbDocument *doc, const char *const *ids, GError **error);
+/* Connect output `from` ("fc1" or "split:1") to input port `port` of node `to`.
+ * Refused: unknown nodes, a port the op does not have (variadic ops grow),
+ * an edge that would form a cycle, a self-loop.  Replaces an existing edge
+ * into that port (one undo step). */
+gboolean twb_document_connect (TwbDocument *doc, const char *from, const char *to, int port,
+                               GError **error);
+gboolean twb_document_disconnect (TwbDocument *doc, const char *to, int port, GError **error);
+/* Validation without changing anything: FALSE with the reason. */
+gboolean twb_document_can_connect (TwbDocument *doc, const char *from, const char *to, int port,
+                                   GError **error);
+gboolean twb_document_set_attr (TwbDocument *doc, const char *id, const char *name,
+                                const tw_attr_value *value, GError **error);
+gboolean twb_document_set_attr_int (TwbDocument *doc, const char *id, const char *name,
+                                    int64_t v, GError **error);
+/* Parse text as the attribute's schema type ("[5, 5]", "0.1", "true", "mean"). */
+gboolean twb_document_set_attr_text (TwbDocument *doc, const char *id, const char *name,
+                                     const char *text, GError **error);
+gboolean twb_document_unset_attr (TwbDocument *doc, const char *id, const char *name,
+                                  GError **error);
+gboolean twb_document_rename_node (TwbDocument *doc, const char *id, const char *new_id,
+                                   GError **error);
+gboolean twb_document_set_share (TwbDocument *doc, const char *id, const char *scope,
+                                 GError **error);
+/* Moves are merged into one undo step while `merge` is TRUE (a drag). */
+void twb_document_move_nodes (TwbDocument *doc, const char *const *ids, double dx, double dy,
+                              gboolean merge);
+gboolean twb_document_set_recipe (TwbDocument *doc, const tw_recipe *recipe, GError **error);
+void twb_document_set_outputs (TwbDocument *doc, const char *const *refs);
+
+/* Several edits as one undo step. */
+void twb_document_begin_group (TwbDocument *doc, const char *label);
+void twb_document_end_group (TwbDocument *doc);
+
+gboolean twb_document_undo (TwbDocument *doc);
+gboolean twb_document_redo (TwbDocument *doc);
+gboolean twb_document_can_undo (TwbDocument *doc);
+gboolean twb_document_can_redo (TwbDocument *doc);
+const char *twb_document_undo_label (TwbDocument *doc);      /* "Add linear", NULL */
+const char *twb_document_redo_label (TwbDocument *doc);
+
+/* ---- Selection, clipboard ------------------------------------------------ */
+
+void twb_document_select (TwbDocument *doc, const char *const *ids, gboolean extend);
+void twb_document_select_all (TwbDocument *doc);
+void twb_document_clear_selection (TwbDocument *doc);
+gboolean twb_document_is_selected (TwbDocument *doc, const char *id);
+/* NULL-terminated, in graph order; caller frees with g_strfreev. */
+char **twb_document_get_selection (TwbDocument *doc);
+/* Selected nodes and the edges among them as model-file JSON; caller frees. */
+char *twb_document_copy_selection (TwbDocument *doc);
+/* Paste clipboard text: nodes get fresh ids where theirs are taken, edges
+ * among them are kept, positions offset by (dx, dy); the pasted nodes become
+ * the selection.  Refuses text that is not a copied selection. */
+gboolean twb_document_paste (TwbDocument *doc, const char *text, double dx, double dy,
+                             GError **error);
+gboolean twb_document_duplicate_selection (TwbDocument *doc, GError **error);
+
+/* ---- Layout and blocks ---------------------------------------------------- */
+
+/* Layered left-to-right layout (longest-path layers, barycentre ordering to
+ * cut crossings); one undo step. */
+void twb_document_auto_layout (TwbDocument *doc);
+/* Node box size used by layout and hit-testing (the canvas draws this size). */
+void twb_document_node_size (TwbDocument *doc, const char *id, double *width, double *height);
+
+/* Collapse the selection into a named block: an editor-level group drawn as
+ * one node; the graph itself is unchanged.  Saved in the model file. */
+gboolean twb_document_collapse_selection (TwbDocument *doc, const char *name, GError **error);
+gboolean twb_document_expand_block (TwbDocument *doc, const char *name, GError **error);
+/* Block containing the node, NULL when it is in no collapsed block. */
+const char *twb_document_block_of (TwbDocument *doc, const char *id);
+/* Names of all blocks, NULL-terminated; caller frees with g_strfreev. */
+char **twb_document_list_blocks (TwbDocument *doc);
+gboolean twb_document_block_is_collapsed (TwbDocument *doc, const char *name);
+/* Member node ids of a block; caller frees with g_strfreev. */
+char **twb_document_block_members (TwbDocument *doc, const char *name);
+void twb_document_block_position (TwbDocument *doc, const char *name, double *x, double *y);
+
+/* ---- Live checks --------------------------------------------------------- */
+
+/* Errors of the last inference, one per node (tw_diag), borrowed. */
+const GArray *twb_document_get_diagnostics (TwbDocument *doc);
+int64_t twb_document_param_count (TwbDocument *doc);
+double twb_document_flops (TwbDocument *doc);
+/* Time the last inference took, in microseconds (status bar, benchmark). */
+double twb_document_last_infer_us (TwbDocument *doc);
+
+/* ---- Recovery ------------------------------------------------------------ */
+
+/* Write the document to its recovery file ($XDG_STATE_HOME/twb/recovery/),
+ * atomically; remove it on a clean save or close. */
+gboolean twb_document_autosave (TwbDocument *doc, GError **error);
+void twb_document_discard_recovery (TwbDocument *doc);
+/* Recovery files left by a crash, newest first; caller frees with g_strfreev. */
+char **twb_document_list_recovery_files (void);
+
+G_END_DECLS
