@@ -166,10 +166,10 @@ check_device_mode (const char *device, const char *mode, GError **error)
                    "--device %s: this build runs on the CPU only (cpu)", device);
       return FALSE;
     }
-  if (mode && strcmp (mode, "eager") != 0)
+  if (mode && strcmp (mode, "eager") != 0 && strcmp (mode, "compiled") != 0)
     {
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "--mode %s: only eager execution is available (eager)", mode);
+                   "--mode %s: expected eager or compiled", mode);
       return FALSE;
     }
   return TRUE;
@@ -198,7 +198,7 @@ twb_cmd_train (int argc, char **argv)
       "Hold out this fraction of the training data for validation after each epoch", "X" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
     { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
-    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager", "MODE" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager (define-by-run) or compiled (static program)", "MODE" },
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
       "Save a checkpoint (safetensors) after every epoch and at the end", "FILE" },
     { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume, "Resume from a checkpoint", "FILE" },
@@ -284,6 +284,9 @@ twb_cmd_train (int argc, char **argv)
       }
     tw_trainer_set_num_threads (tr, nthreads);
     tw_trainer_set_allow_nan (tr, allow_nan);
+    gboolean compiled = g_strcmp0 (mode, "compiled") == 0;
+    if (compiled)
+      tw_trainer_set_mode (tr, TW_MODE_COMPILED);
 
     int64_t epoch0 = 0, batch0 = 0;
     if (resume)
@@ -422,7 +425,14 @@ twb_cmd_train (int argc, char **argv)
         json_member_int (jb, "peak_activation_bytes",
                          (gint64) peak_act);
         json_builder_set_member_name (jb, "mode");
-        json_builder_add_string_value (jb, "eager");
+        json_builder_add_string_value (jb, compiled ? "compiled" : "eager");
+        if (compiled)
+          {
+            /* Arena of the training program for the run's batch size. */
+            tw_program *prog = tw_compiled_program (tw_trainer_compiled (tr), TW_PROGRAM_TRAIN,
+                                                    r->batch_size, NULL);
+            json_member_int (jb, "arena_bytes", prog ? (gint64) prog->arena_bytes : -1);
+          }
         json_builder_end_object (jb);
         print_json (jb);
       }
@@ -462,7 +472,7 @@ twb_cmd_eval (int argc, char **argv)
     { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default 256)", "N" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
     { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
-    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager", "MODE" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager or compiled", "MODE" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
   };
@@ -504,6 +514,8 @@ twb_cmd_eval (int argc, char **argv)
         goto out;
       }
     tw_trainer_set_num_threads (tr, tw_get_num_threads ());
+    if (g_strcmp0 (mode, "compiled") == 0)
+      tw_trainer_set_mode (tr, TW_MODE_COMPILED);
     double loss, acc;
     double t0 = now_s ();
     if (!tw_trainer_evaluate (tr, test, batch, &loss, &acc, &error))
@@ -533,5 +545,136 @@ out:
   g_free (weights);
   g_free (device);
   g_free (mode);
+  return status;
+}
+
+int
+twb_cmd_compile (int argc, char **argv)
+{
+  int batch = -1;
+  gboolean json = FALSE, dump = FALSE, infer = FALSE;
+  char *passes_opt = NULL;
+  GOptionEntry entries[] = {
+    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default: recipe)", "N" },
+    { "inference", 0, 0, G_OPTION_ARG_NONE, &infer, "The inference program (forward only)", NULL },
+    { "passes", 0, 0, G_OPTION_ARG_STRING, &passes_opt,
+      "Passes to run: all, none, or a comma list of constfold,dce,cse,fuse,inplace", "LIST" },
+    { "dump", 0, 0, G_OPTION_ARG_NONE, &dump, "Print every instruction", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the report as JSON", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json — compile and report");
+  g_autoptr (GError) error = NULL;
+  int status = 1;
+  tw_pass_flags passes = TW_PASS_ALL;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || batch == 0 || batch < -1)
+    {
+      g_printerr ("usage: twb compile MODEL.json [--batch N] [--inference] [--json] [--dump]\n");
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      g_free (passes_opt);
+      return 2;
+    }
+  if (passes_opt)
+    {
+      static const struct { const char *name; tw_pass_flags flag; } names[] = {
+        { "constfold", TW_PASS_CONSTFOLD }, { "dce", TW_PASS_DCE }, { "cse", TW_PASS_CSE },
+        { "fuse", TW_PASS_FUSE }, { "inplace", TW_PASS_INPLACE }, { "all", TW_PASS_ALL },
+        { "none", 0 },
+      };
+      g_auto (GStrv) parts = g_strsplit (passes_opt, ",", -1);
+      passes = 0;
+      for (char **pp = parts; *pp; pp++)
+        {
+          gboolean found = FALSE;
+          for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+            if (strcmp (*pp, names[i].name) == 0)
+              {
+                passes |= names[i].flag;
+                found = TRUE;
+              }
+          if (!found)
+            {
+              g_printerr ("twb: --passes: unknown pass '%s'\n", *pp);
+              g_free (passes_opt);
+              return 2;
+            }
+        }
+    }
+  {
+    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+    if (m == NULL)
+      goto out;
+    int64_t b = batch > 0 ? batch : m->recipe.batch_size;
+    gint64 t0 = g_get_monotonic_time ();
+    g_autoptr (tw_program) p = tw_program_build (m->graph, b, infer ? TW_PROGRAM_INFER : TW_PROGRAM_TRAIN,
+                                                 &error);
+    if (p == NULL || !tw_program_optimize (p, passes, &error))
+      {
+        twb_print_error (argv[1], error);
+        goto out;
+      }
+    double ms = (g_get_monotonic_time () - t0) / 1000.0;
+
+    /* The eager executor's measured peak on one step of the same batch. */
+    g_autoptr (tw_params) params = tw_params_new ();
+    g_autoptr (tw_eager) ex = tw_eager_new (m->graph, params, m->recipe.seed, &error);
+    size_t eager_peak = 0;
+    if (ex)
+      {
+        tw_node *src = tw_graph_find_source (m->graph, "data");
+        tw_node *lab = tw_graph_find_source (m->graph, "label");
+        int64_t shape[TW_MAX_DIMS];
+        const tw_tinfo *xi = &src->out_info[0];
+        shape[0] = b;
+        for (int d = 1; d < xi->ndim; d++)
+          shape[d] = xi->dims[d];
+        g_autoptr (tw_tensor) x = tw_tensor_zeros (xi->dtype, xi->ndim, shape);
+        g_autoptr (tw_tensor) y = NULL;
+        if (lab)
+          {
+            const tw_tinfo *yi = &lab->out_info[0];
+            shape[0] = b;
+            for (int d = 1; d < yi->ndim; d++)
+              shape[d] = yi->dims[d];
+            y = tw_tensor_zeros (yi->dtype, yi->ndim, shape);
+          }
+        if (tw_eager_forward (ex, x, infer ? NULL : y, !infer, 0, NULL)
+            && (infer || tw_eager_backward (ex, NULL)))
+          eager_peak = tw_eager_peak_bytes (ex);
+      }
+
+    if (json)
+      {
+        g_autoptr (JsonNode) root = tw_program_report_json (p);
+        JsonObject *o = json_node_get_object (root);
+        json_object_set_double_member (o, "compile_ms", ms);
+        json_object_set_int_member (o, "eager_peak_bytes", (gint64) eager_peak);
+        g_autoptr (JsonGenerator) gen = json_generator_new ();
+        json_generator_set_root (gen, root);
+        json_generator_set_pretty (gen, TRUE);
+        g_autofree char *text = json_generator_to_data (gen, NULL);
+        g_print ("%s\n", text);
+      }
+    else
+      {
+        g_autofree char *report = tw_program_report (p);
+        g_print ("%s", report);
+        if (eager_peak)
+          g_print ("eager peak (measured, one step): %zu bytes; arena is %.0f%% of it\n", eager_peak,
+                   100.0 * p->arena_bytes / eager_peak);
+        g_print ("compile time: %.2f ms\n", ms);
+        if (dump)
+          {
+            g_autofree char *d = tw_program_dump (p);
+            g_print ("\n%s", d);
+          }
+      }
+    status = 0;
+  }
+out:
+  g_free (passes_opt);
   return status;
 }

@@ -231,7 +231,8 @@ usage (void)
               "commands:\n"
               "  train MODEL.json   train a model (see twb train --help)\n"
               "  eval MODEL.json    evaluate trained weights on a test set\n"
-              "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n");
+              "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n"
+              "  compile MODEL.json compile to a static program and report what the passes did\n");
 }
 
 int
@@ -254,6 +255,8 @@ main (int argc, char **argv)
     return twb_cmd_eval (argc - 1, argv + 1);
   if (strcmp (cmd, "info") == 0)
     return twb_cmd_info (argc - 1, argv + 1);
+  if (strcmp (cmd, "compile") == 0)
+    return twb_cmd_compile (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
   usage ();
   return 2;

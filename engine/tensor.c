@@ -155,6 +155,20 @@ tw_tensor_from_data (tw_dtype dtype, int ndim, const int64_t *shape, const void 
 }
 
 tw_tensor *
+tw_tensor_new_borrowed (tw_dtype dtype, int ndim, const int64_t *shape, void *data)
+{
+  tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
+  tw_storage *s = g_new0 (tw_storage, 1);
+  s->refcount = 1;
+  s->data = data;
+  s->nbytes = tw_tensor_nbytes (t);
+  s->device = tw_device_cpu ();
+  s->owns_data = FALSE;
+  t->storage = s;
+  return t;
+}
+
+tw_tensor *
 tw_tensor_scalar_f32 (float v)
 {
   tw_tensor *t = tw_tensor_new (TW_F32, 0, NULL);

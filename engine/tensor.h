@@ -68,6 +68,9 @@ tw_tensor *tw_tensor_zeros_like (const tw_tensor *t);
 /* Copies numel elements of dtype from data. */
 tw_tensor *tw_tensor_from_data (tw_dtype dtype, int ndim, const int64_t *shape, const void *data);
 tw_tensor *tw_tensor_scalar_f32 (float v);  /* 0-d tensor */
+/* A contiguous tensor over memory it does not own: the caller keeps data
+ * alive (and may repoint t->storage->data) for the tensor's lifetime. */
+tw_tensor *tw_tensor_new_borrowed (tw_dtype dtype, int ndim, const int64_t *shape, void *data);
 
 tw_tensor *tw_tensor_ref (tw_tensor *t);
 void tw_tensor_unref (tw_tensor *t);

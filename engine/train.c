@@ -18,6 +18,8 @@ struct tw_trainer
   gboolean allow_nan;
   double lr;
   int num_threads;
+  tw_exec_mode mode;
+  tw_compiled *compiled;
 };
 
 tw_trainer *
@@ -54,6 +56,7 @@ tw_trainer_free (tw_trainer *tr)
   if (tr == NULL)
     return;
   tw_eager_free (tr->ex);
+  tw_compiled_free (tr->compiled);
   if (tr->opt)
     tw_optimizer_free (tr->opt);
   if (tr->params)
@@ -78,12 +81,42 @@ tw_trainer_set_num_threads (tw_trainer *tr, int n)
 {
   tr->num_threads = MAX (1, n);
   tw_eager_set_num_threads (tr->ex, tr->num_threads);
+  if (tr->compiled)
+    tw_compiled_set_num_threads (tr->compiled, tr->num_threads);
+}
+
+tw_compiled *
+tw_trainer_compiled (tw_trainer *tr)
+{
+  if (tr->compiled == NULL)
+    {
+      /* The graph was checked by the eager executor already. */
+      tr->compiled = tw_compiled_new (tr->model->graph, tr->params, tr->model->recipe.seed, NULL);
+      g_assert (tr->compiled != NULL);
+      tw_compiled_set_num_threads (tr->compiled, tr->num_threads);
+    }
+  return tr->compiled;
+}
+
+void
+tw_trainer_set_mode (tw_trainer *tr, tw_exec_mode mode)
+{
+  tr->mode = mode;
+  if (mode == TW_MODE_COMPILED)
+    tw_trainer_compiled (tr);
+}
+
+tw_exec_mode
+tw_trainer_get_mode (const tw_trainer *tr)
+{
+  return tr->mode;
 }
 
 void
 tw_trainer_set_hooks (tw_trainer *tr, const tw_hooks *hooks)
 {
   tw_eager_set_hooks (tr->ex, hooks);
+  tw_compiled_set_hooks (tw_trainer_compiled (tr), hooks);
 }
 
 void
@@ -114,9 +147,12 @@ gboolean
 tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GError **error)
 {
   const tw_recipe *r = &tr->model->recipe;
-  if (!tw_eager_forward (tr->ex, x, y, TRUE, (guint64) tr->step, error))
+  gboolean compiled = tr->mode == TW_MODE_COMPILED;
+  gboolean ok = compiled ? tw_compiled_run (tr->compiled, TW_PROGRAM_TRAIN, x, y, (guint64) tr->step, error)
+                         : tw_eager_forward (tr->ex, x, y, TRUE, (guint64) tr->step, error);
+  if (!ok)
     return FALSE;
-  double l = tw_eager_loss_value (tr->ex);
+  double l = compiled ? tw_compiled_loss_value (tr->compiled) : tw_eager_loss_value (tr->ex);
   if (loss)
     *loss = l;
   if (!isfinite (l) && !tr->allow_nan)
@@ -125,12 +161,18 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
                    "the loss became %s at step %" G_GINT64_FORMAT
                    " (lower the learning rate, or pass --allow-nan to go on)",
                    isnan (l) ? "NaN" : "infinite", tr->step + 1);
-      tw_eager_release (tr->ex);
+      if (!compiled)
+        tw_eager_release (tr->ex);
       return FALSE;
     }
-  if (!tw_eager_backward_set (tr->ex, error))
-    return FALSE;
-  tw_eager_release (tr->ex);
+  if (compiled)
+    tw_compiled_bind_grads (tr->compiled);
+  else
+    {
+      if (!tw_eager_backward_set (tr->ex, error))
+        return FALSE;
+      tw_eager_release (tr->ex);
+    }
 
   tr->lr = tw_schedule_lr (&r->schedule, r->optimizer.lr, tr->step,
                            tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
@@ -169,14 +211,18 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
   tw_tensor *x, *y;
 
   tw_batcher_reset (b, 0);
+  gboolean compiled = tr->mode == TW_MODE_COMPILED;
   while (tw_batcher_next (b, &x, &y))
     {
-      gboolean ok = tw_eager_forward (tr->ex, x, y, FALSE, (guint64) tr->step, error);
+      gboolean ok = compiled ? tw_compiled_run (tr->compiled, TW_PROGRAM_EVAL, x, y, (guint64) tr->step, error)
+                             : tw_eager_forward (tr->ex, x, y, FALSE, (guint64) tr->step, error);
       if (ok)
         {
           int64_t n = x->shape[0];
-          total_loss += tw_eager_loss_value (tr->ex) * n;
-          tw_tensor *pred = tw_eager_prediction (tr->ex);
+          total_loss += (compiled ? tw_compiled_loss_value (tr->compiled)
+                                  : tw_eager_loss_value (tr->ex)) * n;
+          tw_tensor *pred = compiled ? tw_compiled_prediction (tr->compiled)
+                                     : tw_eager_prediction (tr->ex);
           if (pred)
             correct += count_correct (pred, y);
           seen += n;
@@ -306,6 +352,8 @@ tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
     {
       tr->model->recipe.seed = g_ascii_strtoull (seed, NULL, 10);
       tw_eager_set_seed (tr->ex, tr->model->recipe.seed);
+      if (tr->compiled)
+        tw_compiled_set_seed (tr->compiled, tr->model->recipe.seed);
     }
   tr->step = meta_int (meta, "step");
   tw_optimizer_set_step (tr->opt, meta_int (meta, "optimizer_step"));

@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include "engine/compile/compiled.h"
 #include "engine/data.h"
 #include "engine/eager.h"
 #include "engine/model.h"
@@ -22,11 +23,23 @@ G_BEGIN_DECLS
 
 typedef struct tw_trainer tw_trainer;
 
+typedef enum
+{
+  TW_MODE_EAGER,
+  TW_MODE_COMPILED,
+} tw_exec_mode;
+
 tw_trainer *tw_trainer_new (tw_model *model, GError **error);
 void tw_trainer_free (tw_trainer *tr);
 
 tw_params *tw_trainer_params (tw_trainer *tr);            /* borrowed */
 tw_eager *tw_trainer_executor (tw_trainer *tr);           /* borrowed */
+/* Eager (default) or compiled execution; switching keeps the parameters and
+ * the optimizer state, so a run can change mode between steps. */
+void tw_trainer_set_mode (tw_trainer *tr, tw_exec_mode mode);
+tw_exec_mode tw_trainer_get_mode (const tw_trainer *tr);
+/* The compiled executor (created on first use of compiled mode). Borrowed. */
+tw_compiled *tw_trainer_compiled (tw_trainer *tr);
 void tw_trainer_set_num_threads (tw_trainer *tr, int n);
 void tw_trainer_set_hooks (tw_trainer *tr, const tw_hooks *hooks);
 /* Total steps of the run, for schedules that need it (cosine). */

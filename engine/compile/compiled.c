@@ -1,0 +1,428 @@
+/* compiled.c — running static programs out of one arena. */
+#define G_LOG_DOMAIN "twb-compile"
+
+#include "engine/compile/compiled.h"
+#include "engine/device.h"
+
+#include <math.h>
+#include <string.h>
+
+#define GUARD_BYTE 0xA5
+#define GUARD_BYTES 64
+
+/* A program ready to run: its arena and one tensor header per slot. */
+typedef struct
+{
+  tw_program *prog;
+  guint8 *arena;
+  tw_tensor **t;           /* [n_slots] views; NULL for DATA/LABEL until bound */
+} runnable;
+
+struct tw_compiled
+{
+  tw_graph *graph;
+  tw_params *params;
+  guint64 seed;
+  int num_threads;
+  tw_pass_flags passes;
+  gboolean guards;
+  tw_hooks hooks;
+  GHashTable *cache;       /* (kind << 48 | batch) → runnable* */
+  runnable *last;
+  GPtrArray *notes;
+};
+
+static void
+runnable_free (gpointer data)
+{
+  runnable *r = data;
+  for (guint s = 0; s < r->prog->slots->len; s++)
+    tw_tensor_unref (r->t[s]);
+  g_free (r->t);
+  tw_device_cpu ()->free (r->arena, r->prog->arena_bytes);
+  tw_program_free (r->prog);
+  g_free (r);
+}
+
+static tw_tensor *
+view_tensor (const tw_tinfo *info, void *data)
+{
+  return tw_tensor_new_borrowed (info->dtype, info->ndim, info->dims, data);
+}
+
+static int
+root_of (const tw_program *p, int s)
+{
+  while (tw_program_slot (p, s)->alias_of >= 0)
+    s = tw_program_slot (p, s)->alias_of;
+  return s;
+}
+
+static runnable *
+runnable_new (tw_compiled *c, tw_program *prog)
+{
+  runnable *r = g_new0 (runnable, 1);
+  r->prog = prog;
+  r->arena = tw_device_cpu ()->alloc (MAX (prog->arena_bytes, 64));
+  if (r->arena == NULL)
+    {
+      g_free (r);
+      return NULL;
+    }
+  if (prog->guards)
+    memset (r->arena, GUARD_BYTE, prog->arena_bytes);
+  r->t = g_new0 (tw_tensor *, prog->slots->len);
+  for (guint s = 0; s < prog->slots->len; s++)
+    {
+      tw_slot *sl = tw_program_slot (prog, (int) s);
+      if (sl->kind == TW_SLOT_CONST)
+        r->t[s] = tw_tensor_ref (sl->value);
+      else if (sl->kind == TW_SLOT_PARAM)
+        {
+          tw_param *pp = tw_params_get (c->params, sl->name);
+          g_assert (pp != NULL);
+          r->t[s] = tw_tensor_ref (pp->value);
+        }
+      else if (sl->kind == TW_SLOT_ACT && sl->offset >= 0)
+        r->t[s] = view_tensor (&sl->info, r->arena + sl->offset);
+    }
+  /* Views of data, labels or parameters share the bound tensor's memory;
+   * they are (re)pointed at bind time. */
+  for (guint s = 0; s < prog->slots->len; s++)
+    {
+      tw_slot *sl = tw_program_slot (prog, (int) s);
+      if (sl->kind == TW_SLOT_ACT && sl->offset < 0)
+        r->t[s] = view_tensor (&sl->info, NULL);
+    }
+  return r;
+}
+
+static void
+bind_views (runnable *r)
+{
+  tw_program *p = r->prog;
+  for (guint s = 0; s < p->slots->len; s++)
+    {
+      tw_slot *sl = tw_program_slot (p, (int) s);
+      if (sl->kind != TW_SLOT_ACT || sl->offset >= 0)
+        continue;
+      int root = root_of (p, (int) s);
+      tw_tensor *src = r->t[root];
+      r->t[s]->storage->data = src ? tw_tensor_data (src) : NULL;
+      r->t[s]->offset = 0;
+    }
+}
+
+tw_compiled *
+tw_compiled_new (tw_graph *graph, tw_params *params, guint64 seed, GError **error)
+{
+  if (tw_graph_infer (graph) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (graph);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH, "the graph has errors:\n%s", msg);
+      return NULL;
+    }
+  if (!tw_params_sync_graph (params, graph, seed, error))
+    return NULL;
+  tw_compiled *c = g_new0 (tw_compiled, 1);
+  c->graph = graph;
+  c->params = params;
+  c->seed = seed;
+  c->num_threads = 1;
+  c->passes = TW_PASS_ALL;
+  c->cache = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, runnable_free);
+  c->notes = g_ptr_array_new_with_free_func (g_free);
+  return c;
+}
+
+void
+tw_compiled_free (tw_compiled *c)
+{
+  if (c == NULL)
+    return;
+  g_hash_table_unref (c->cache);
+  g_ptr_array_unref (c->notes);
+  g_free (c);
+}
+
+void
+tw_compiled_set_passes (tw_compiled *c, tw_pass_flags passes)
+{
+  c->passes = passes;
+  g_hash_table_remove_all (c->cache);
+  c->last = NULL;
+}
+
+void
+tw_compiled_set_guards (tw_compiled *c, gboolean guards)
+{
+  c->guards = guards;
+  g_hash_table_remove_all (c->cache);
+  c->last = NULL;
+}
+
+void
+tw_compiled_set_num_threads (tw_compiled *c, int n)
+{
+  c->num_threads = MAX (1, n);
+}
+
+void
+tw_compiled_set_seed (tw_compiled *c, guint64 seed)
+{
+  c->seed = seed;
+}
+
+void
+tw_compiled_set_hooks (tw_compiled *c, const tw_hooks *hooks)
+{
+  if (hooks)
+    c->hooks = *hooks;
+  else
+    memset (&c->hooks, 0, sizeof c->hooks);
+}
+
+const GPtrArray *
+tw_compiled_notes (tw_compiled *c)
+{
+  return c->notes;
+}
+
+static runnable *
+get_runnable (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **error)
+{
+  gint64 key = ((gint64) kind << 48) | batch;
+  runnable *r = g_hash_table_lookup (c->cache, &key);
+  if (r)
+    return r;
+  gint64 t0 = g_get_monotonic_time ();
+  tw_program *p = tw_program_build (c->graph, batch, kind, error);
+  if (p == NULL)
+    return NULL;
+  p->guards = c->guards;
+  if (!tw_program_optimize (p, c->passes, error))
+    {
+      tw_program_free (p);
+      return NULL;
+    }
+  r = runnable_new (c, p);
+  if (r == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                   "out of memory allocating the %zu-byte arena", p->arena_bytes);
+      tw_program_free (p);
+      return NULL;
+    }
+  gboolean first = g_hash_table_size (c->cache) == 0;
+  g_ptr_array_add (c->notes,
+                   g_strdup_printf ("%s program, batch %" G_GINT64_FORMAT ": compiled in %.2f ms (%s)",
+                                    kind == TW_PROGRAM_TRAIN ? "training" : kind == TW_PROGRAM_EVAL ? "evaluation" : "inference", batch,
+                                    (g_get_monotonic_time () - t0) / 1000.0,
+                                    first ? "first use" : "new input shape"));
+  gint64 *k = g_new (gint64, 1);
+  *k = key;
+  g_hash_table_insert (c->cache, k, r);
+  return r;
+}
+
+tw_program *
+tw_compiled_program (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **error)
+{
+  runnable *r = get_runnable (c, kind, batch, error);
+  return r ? r->prog : NULL;
+}
+
+static gboolean
+run_hook (tw_compiled *c, tw_hook_fn fn, tw_hook_event *ev, GError **error)
+{
+  if (fn == NULL || fn (ev, c->hooks.user_data))
+    return TRUE;
+  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at node %s",
+               ev->node ? ev->node->id : "(update)");
+  return FALSE;
+}
+
+static gboolean
+check_feed (const tw_slot *s, const tw_tensor *t, GError **error)
+{
+  gboolean ok = t->dtype == s->info.dtype && t->ndim == s->info.ndim;
+  for (int d = 1; ok && d < t->ndim; d++)
+    ok = t->shape[d] == s->info.dims[d];
+  if (!ok)
+    {
+      g_autofree char *w = tw_tinfo_to_string (&s->info);
+      g_autofree char *g = tw_shape_to_string (t->ndim, t->shape);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "input '%s' expects %s, was given %s%s",
+                   s->name, w, tw_dtype_name (t->dtype), g);
+    }
+  return ok;
+}
+
+gboolean
+tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *labels,
+                 guint64 step, GError **error)
+{
+  runnable *r = get_runnable (c, kind, x->ndim > 0 ? x->shape[0] : 1, error);
+  if (r == NULL)
+    return FALSE;
+  tw_program *p = r->prog;
+  c->last = r;
+
+  if (p->data_slot >= 0)
+    {
+      if (!check_feed (tw_program_slot (p, p->data_slot), x, error))
+        return FALSE;
+      g_clear_pointer (&r->t[p->data_slot], tw_tensor_unref);
+      r->t[p->data_slot] = tw_tensor_contiguous (x);
+    }
+  if (p->label_slot >= 0)
+    {
+      if (labels == NULL)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "input '%s' (labels) was not fed",
+                       tw_program_slot (p, p->label_slot)->name);
+          return FALSE;
+        }
+      if (!check_feed (tw_program_slot (p, p->label_slot), labels, error))
+        return FALSE;
+      g_clear_pointer (&r->t[p->label_slot], tw_tensor_unref);
+      r->t[p->label_slot] = tw_tensor_contiguous (labels);
+    }
+  bind_views (r);
+
+  tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads };
+  tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = tw_program_instr (p, (int) i);
+      /* A view sharing its input's buffer has nothing to do. */
+      if (ins->op && (ins->op->flags & TW_OP_VIEW) && ins->n_out == 1
+          && tw_program_slot (p, ins->out[0])->alias_of == ins->in[0])
+        continue;
+      for (int k = 0; k < ins->n_in; k++)
+        in[k] = r->t[ins->in[k]];
+      for (int k = 0; k < ins->n_out; k++)
+        out[k] = r->t[ins->out[k]];
+      kc.training = ins->training;
+      kc.node_key = ins->node_key;
+
+      const tw_node *node = ins->sources->len
+                              ? tw_graph_find (p->graph, g_ptr_array_index (ins->sources, 0))
+                              : NULL;
+      tw_hook_event ev = { ins->phase, node, node ? tw_graph_index_of (p->graph, node->id) : -1,
+                           step, in, ins->n_in, NULL, 0 };
+      if (!run_hook (c, c->hooks.before_op, &ev, error))
+        return FALSE;
+      g_autoptr (GError) local = NULL;
+      gboolean ok = ins->kernel ? ins->kernel (&kc, ins, in, out, &local)
+                                : ins->op->forward (&kc, ins->attrs, in, ins->n_in, out, &local);
+      if (!ok)
+        {
+          g_autofree char *src = NULL;
+          GString *s = g_string_new (NULL);
+          for (guint k = 0; k < ins->sources->len; k++)
+            g_string_append_printf (s, "%s%s", k ? ", " : "", (char *) g_ptr_array_index (ins->sources, k));
+          src = g_string_free (s, FALSE);
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "node %s (%s%s): %s", src,
+                       ins->label, ins->phase == TW_PHASE_BACKWARD ? ", backward" : "",
+                       local ? local->message : "failed");
+          return FALSE;
+        }
+      ev.outputs = out;
+      ev.n_outputs = ins->n_out;
+      if (!run_hook (c, c->hooks.after_op, &ev, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+tw_tensor *
+tw_compiled_loss (tw_compiled *c)
+{
+  if (c->last == NULL || c->last->prog->loss_slot < 0)
+    return NULL;
+  return c->last->t[c->last->prog->loss_slot];
+}
+
+double
+tw_compiled_loss_value (tw_compiled *c)
+{
+  tw_tensor *l = tw_compiled_loss (c);
+  return l ? tw_tensor_get_flat (l, 0) : NAN;
+}
+
+tw_tensor *
+tw_compiled_prediction (tw_compiled *c)
+{
+  if (c->last == NULL || c->last->prog->output_slots->len == 0)
+    return NULL;
+  return c->last->t[g_array_index (c->last->prog->output_slots, int, 0)];
+}
+
+void
+tw_compiled_bind_grads (tw_compiled *c)
+{
+  if (c->last == NULL)
+    return;
+  tw_program *p = c->last->prog;
+  for (int i = 0; i < tw_params_count (c->params); i++)
+    {
+      tw_param *pp = tw_params_at (c->params, i);
+      if (!pp->trainable)
+        continue;
+      gpointer v = g_hash_table_lookup (p->grad_slot, pp->name);
+      if (v)
+        {
+          tw_tensor *g = c->last->t[GPOINTER_TO_INT (v) - 1];
+          if (pp->grad != g)
+            {
+              tw_tensor_unref (pp->grad);
+              pp->grad = tw_tensor_ref (g);
+            }
+        }
+      else if (pp->grad)
+        {
+          /* Not reached by the loss: a zero gradient of its own. */
+          if (pp->grad->storage->owns_data == FALSE)
+            {
+              tw_tensor_unref (pp->grad);
+              pp->grad = tw_tensor_zeros_like (pp->value);
+            }
+          else
+            tw_tensor_fill (pp->grad, 0);
+        }
+    }
+}
+
+gboolean
+tw_compiled_check_guards (tw_compiled *c, GError **error)
+{
+  GHashTableIter it;
+  gpointer val;
+  g_hash_table_iter_init (&it, c->cache);
+  while (g_hash_table_iter_next (&it, NULL, &val))
+    {
+      runnable *r = val;
+      tw_program *p = r->prog;
+      if (!p->guards)
+        continue;
+      /* Every byte not inside a slot's extent must still hold the pattern. */
+      g_autofree guint8 *used = g_new0 (guint8, p->arena_bytes);
+      for (guint s = 0; s < p->slots->len; s++)
+        {
+          tw_slot *sl = tw_program_slot (p, (int) s);
+          if (sl->kind != TW_SLOT_ACT || sl->offset < 0)
+            continue;
+          size_t n = (size_t) tw_tinfo_numel (&sl->info, NULL) * tw_dtype_size (sl->info.dtype);
+          memset (used + sl->offset, 1, n);
+        }
+      for (size_t b = 0; b < p->arena_bytes; b++)
+        if (!used[b] && r->arena[b] != GUARD_BYTE)
+          {
+            g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                         "arena byte %zu (outside every slot) was overwritten", b);
+            return FALSE;
+          }
+    }
+  return TRUE;
+}

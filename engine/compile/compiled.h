@@ -1,0 +1,59 @@
+/* compiled.h — the compiled (static-graph) executor.
+ *
+ * Turns a graph into static programs — one for training (forward, loss,
+ * backward), one for inference — specialised to the batch shape, optimised
+ * by the passes in program.h and planned into one arena, then runs them
+ * with no allocation during a step.  Programs are cached by (kind, batch);
+ * a new batch size (the last, smaller batch of an epoch) compiles a new
+ * program and the cache notes why.
+ *
+ *   g_autoptr (tw_compiled) c = tw_compiled_new (graph, params, seed, &error);
+ *   tw_compiled_run (c, TW_PROGRAM_TRAIN, x, y, step, &error);
+ *   double loss = tw_compiled_loss_value (c);
+ *   tw_compiled_bind_grads (c);               // params' grad → the program's gradients
+ *   tw_optimizer_step (opt, params, lr);
+ *
+ * Ownership: the executor borrows the graph and the params store (they must
+ * outlive it) and owns its programs and arenas.  Tensors returned by getters
+ * are borrowed views into the arena, valid until the next run.
+ */
+#pragma once
+
+#include "engine/compile/program.h"
+
+G_BEGIN_DECLS
+
+typedef struct tw_compiled tw_compiled;
+
+/* Creates missing parameters (as the eager executor does) and checks the graph. */
+tw_compiled *tw_compiled_new (tw_graph *graph, tw_params *params, guint64 seed, GError **error);
+void tw_compiled_free (tw_compiled *c);
+
+void tw_compiled_set_passes (tw_compiled *c, tw_pass_flags passes);   /* default TW_PASS_ALL */
+void tw_compiled_set_guards (tw_compiled *c, gboolean guards);       /* guard bytes (tests) */
+void tw_compiled_set_num_threads (tw_compiled *c, int n);
+void tw_compiled_set_seed (tw_compiled *c, guint64 seed);
+void tw_compiled_set_hooks (tw_compiled *c, const tw_hooks *hooks);
+
+/* The program for (kind, batch), compiled on first use.  Borrowed. */
+tw_program *tw_compiled_program (tw_compiled *c, tw_program_kind kind, int64_t batch,
+                                 GError **error);
+
+/* Run the program for x's batch size.  labels may be NULL for INFER. */
+gboolean tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *labels,
+                          guint64 step, GError **error);
+tw_tensor *tw_compiled_loss (tw_compiled *c);
+double tw_compiled_loss_value (tw_compiled *c);
+tw_tensor *tw_compiled_prediction (tw_compiled *c);
+/* After a TRAIN run: point every trainable parameter's grad at the program's
+ * gradient for it (zero-filled where the loss does not reach it). */
+void tw_compiled_bind_grads (tw_compiled *c);
+/* FALSE when guard bytes around arena slots were overwritten (guards on). */
+gboolean tw_compiled_check_guards (tw_compiled *c, GError **error);
+
+/* Cache notes ("train, batch 64: compiled (first use) in 3.1 ms"), in order. */
+const GPtrArray *tw_compiled_notes (tw_compiled *c);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_compiled, tw_compiled_free)
+
+G_END_DECLS

@@ -1,0 +1,640 @@
+/* program.c — building a static program from a graph: forward nodes, then
+ * backward through the ops' own backward rules recorded by a graph emitter;
+ * slots, helpers for passes, the report. */
+#define G_LOG_DOMAIN "twb-compile"
+
+#include "engine/compile/program.h"
+#include "engine/emit.h"
+
+#include <string.h>
+
+/* ---- slots and instructions -------------------------------------------- */
+
+static void
+slot_free (gpointer p)
+{
+  tw_slot *s = p;
+  g_free (s->name);
+  tw_tensor_unref (s->value);
+  g_free (s);
+}
+
+void
+tw_instr_free (tw_instr *ins)
+{
+  if (ins == NULL)
+    return;
+  tw_attrs_free (ins->attrs);
+  if (ins->kdata_free)
+    ins->kdata_free (ins->kdata);
+  g_free (ins->label);
+  g_ptr_array_unref (ins->sources);
+  g_free (ins);
+}
+
+tw_instr *
+tw_instr_new (const tw_op_def *op, const tw_attrs *attrs, const char *label)
+{
+  tw_instr *ins = g_new0 (tw_instr, 1);
+  ins->op = op;
+  ins->attrs = tw_attrs_copy (attrs);
+  ins->label = g_strdup (label ? label : op ? op->name : "?");
+  ins->sources = g_ptr_array_new_with_free_func (g_free);
+  return ins;
+}
+
+void
+tw_instr_add_source (tw_instr *ins, const char *node_id)
+{
+  for (guint i = 0; i < ins->sources->len; i++)
+    if (strcmp (g_ptr_array_index (ins->sources, i), node_id) == 0)
+      return;
+  g_ptr_array_add (ins->sources, g_strdup (node_id));
+}
+
+tw_slot *
+tw_program_slot (const tw_program *p, int id)
+{
+  g_assert (id >= 0 && id < (int) p->slots->len);
+  return g_ptr_array_index (p->slots, id);
+}
+
+tw_instr *
+tw_program_instr (const tw_program *p, int i)
+{
+  return g_ptr_array_index (p->instrs, i);
+}
+
+int
+tw_program_add_slot (tw_program *p, tw_slot_kind kind, const tw_tinfo *info, const char *name)
+{
+  tw_slot *s = g_new0 (tw_slot, 1);
+  s->id = (int) p->slots->len;
+  s->kind = kind;
+  s->info = *info;
+  s->name = g_strdup (name);
+  s->producer = -1;
+  s->alias_of = -1;
+  s->offset = -1;
+  g_ptr_array_add (p->slots, s);
+  return s->id;
+}
+
+static void
+record_free (gpointer p)
+{
+  tw_pass_record *r = p;
+  g_free (r->pass);
+  g_free (r->detail);
+}
+
+void
+tw_program_free (tw_program *p)
+{
+  if (p == NULL)
+    return;
+  g_ptr_array_unref (p->instrs);
+  g_ptr_array_unref (p->slots);
+  tw_graph_free (p->graph);
+  g_array_unref (p->output_slots);
+  g_hash_table_unref (p->param_slot);
+  g_hash_table_unref (p->grad_slot);
+  g_array_unref (p->records);
+  g_free (p);
+}
+
+static tw_program *
+program_new (void)
+{
+  tw_program *p = g_new0 (tw_program, 1);
+  p->slots = g_ptr_array_new_with_free_func (slot_free);
+  p->instrs = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_instr_free);
+  p->output_slots = g_array_new (FALSE, FALSE, sizeof (int));
+  p->param_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  p->grad_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  p->records = g_array_new (FALSE, TRUE, sizeof (tw_pass_record));
+  g_array_set_clear_func (p->records, record_free);
+  p->data_slot = p->label_slot = p->loss_slot = -1;
+  return p;
+}
+
+void
+tw_program_compact (tw_program *p)
+{
+  g_ptr_array_remove_range (p->instrs, 0, 0);
+  for (guint i = 0; i < p->instrs->len;)
+    {
+      if (g_ptr_array_index (p->instrs, i) == NULL)
+        g_ptr_array_remove_index (p->instrs, i);
+      else
+        i++;
+    }
+  for (guint s = 0; s < p->slots->len; s++)
+    ((tw_slot *) g_ptr_array_index (p->slots, s))->producer = -1;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      for (int k = 0; k < ins->n_out; k++)
+        tw_program_slot (p, ins->out[k])->producer = (int) i;
+    }
+}
+
+int
+tw_program_use_count (const tw_program *p, int slot)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      if (ins == NULL)
+        continue;
+      for (int k = 0; k < ins->n_in; k++)
+        n += ins->in[k] == slot;
+    }
+  return n;
+}
+
+void
+tw_program_replace_uses (tw_program *p, int from, int to)
+{
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      if (ins == NULL)
+        continue;
+      for (int k = 0; k < ins->n_in; k++)
+        if (ins->in[k] == from)
+          ins->in[k] = to;
+    }
+  for (guint k = 0; k < p->output_slots->len; k++)
+    if (g_array_index (p->output_slots, int, k) == from)
+      g_array_index (p->output_slots, int, k) = to;
+  if (p->loss_slot == from)
+    p->loss_slot = to;
+  GHashTableIter it;
+  gpointer key, val;
+  g_hash_table_iter_init (&it, p->grad_slot);
+  while (g_hash_table_iter_next (&it, &key, &val))
+    if (GPOINTER_TO_INT (val) - 1 == from)
+      g_hash_table_iter_replace (&it, GINT_TO_POINTER (to + 1));
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+/* Appends an instruction running a registered op; infers its outputs. */
+static gboolean
+append_op (tw_program *p, const tw_op_def *def, const tw_attrs *attrs, int n_in, const int *in,
+           tw_phase phase, guint64 node_key, gboolean training, const char *source, int *out,
+           GError **error)
+{
+  tw_tinfo info_in[TW_MAX_INPUTS + TW_MAX_PARAMS], info_out[TW_MAX_OUTPUTS];
+  g_autoptr (GError) local = NULL;
+  tw_attrs *ra = tw_op_resolve_attrs (def, attrs, error);
+  if (ra == NULL)
+    return FALSE;
+  int n_out = tw_op_num_outputs (def, ra);
+  for (int i = 0; i < n_in; i++)
+    info_in[i] = tw_program_slot (p, in[i])->info;
+  memset (info_out, 0, sizeof info_out);
+  if (!def->infer (ra, info_in, n_in, info_out, error))
+    {
+      tw_attrs_free (ra);
+      return FALSE;
+    }
+  tw_instr *ins = tw_instr_new (def, NULL, NULL);
+  tw_attrs_free (ins->attrs);
+  ins->attrs = ra;
+  ins->n_in = n_in;
+  memcpy (ins->in, in, n_in * sizeof (int));
+  ins->n_out = n_out;
+  ins->phase = phase;
+  ins->node_key = node_key;
+  ins->training = training;
+  ins->inplace_ok = (def->flags & TW_OP_ELEMENTWISE) != 0;
+  if (source)
+    tw_instr_add_source (ins, source);
+  for (int k = 0; k < n_out; k++)
+    {
+      int s = tw_program_add_slot (p, TW_SLOT_ACT, &info_out[k], NULL);
+      tw_program_slot (p, s)->producer = (int) p->instrs->len;
+      ins->out[k] = s;
+      out[k] = s;
+    }
+  g_ptr_array_add (p->instrs, ins);
+  return TRUE;
+}
+
+/* The graph emitter: backward rules append instructions; a tw_val is a slot
+ * id + 1. */
+typedef struct
+{
+  tw_emit base;
+  tw_program *p;
+  const char *source;        /* node being differentiated */
+} graph_emit;
+
+#define VAL(slot) ((tw_val *) GINT_TO_POINTER ((slot) + 1))
+#define SLOT(val) (GPOINTER_TO_INT (val) - 1)
+
+static gboolean
+graph_emit_op (tw_emit *e, const tw_op_def *def, const tw_attrs *a, int n_in, tw_val *const *in,
+               int n_out, tw_val **out, GError **error)
+{
+  graph_emit *ge = (graph_emit *) e;
+  int ins[TW_MAX_INPUTS + TW_MAX_PARAMS], outs[TW_MAX_OUTPUTS];
+  for (int i = 0; i < n_in; i++)
+    ins[i] = SLOT (in[i]);
+  if (!append_op (ge->p, def, a, n_in, ins, TW_PHASE_BACKWARD, e->kctx.node_key, e->kctx.training,
+                  ge->source, outs, error))
+    return FALSE;
+  for (int k = 0; k < n_out; k++)
+    out[k] = VAL (outs[k]);
+  return TRUE;
+}
+
+static const tw_tinfo *
+graph_emit_info (tw_emit *e, tw_val *v)
+{
+  graph_emit *ge = (graph_emit *) e;
+  return &tw_program_slot (ge->p, SLOT (v))->info;
+}
+
+static const tw_emit_vtable graph_vtable = { graph_emit_op, graph_emit_info };
+
+/* Gradient of a slot: first contribution kept, later ones added ("add" in
+ * the same order as the eager executor's accumulation). */
+static gboolean
+accumulate_grad (tw_program *p, GHashTable *grads, int slot, int g, const char *source,
+                 GError **error)
+{
+  gpointer cur;
+  if (!g_hash_table_lookup_extended (grads, GINT_TO_POINTER (slot), NULL, &cur))
+    {
+      g_hash_table_insert (grads, GINT_TO_POINTER (slot), GINT_TO_POINTER (g));
+      return TRUE;
+    }
+  int sum;
+  int in[2] = { GPOINTER_TO_INT (cur), g };
+  if (!append_op (p, tw_op_lookup ("add"), NULL, 2, in, TW_PHASE_BACKWARD, 0, TRUE, source, &sum,
+                  error))
+    return FALSE;
+  g_hash_table_insert (grads, GINT_TO_POINTER (slot), GINT_TO_POINTER (sum));
+  return TRUE;
+}
+
+static void
+mark_needed (const tw_graph *g, gboolean *needed, int node)
+{
+  if (node < 0 || needed[node])
+    return;
+  needed[node] = TRUE;
+  tw_node *n = tw_graph_node (g, node);
+  for (int k = 0; k < n->n_inputs; k++)
+    mark_needed (g, needed, n->in_ports[k].node);
+}
+
+tw_program *
+tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GError **error)
+{
+  g_autoptr (tw_program) p = program_new ();
+  g_autoptr (GArray) order = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+  gboolean training = kind == TW_PROGRAM_TRAIN;
+  gboolean with_loss = kind != TW_PROGRAM_INFER;
+
+  p->kind = kind;
+  p->batch = batch;
+  p->graph = tw_graph_copy (graph);
+  tw_graph *g = p->graph;
+  if (tw_graph_infer_batch (g, batch) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (g);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH, "the graph has errors:\n%s", msg);
+      return NULL;
+    }
+  if (!tw_graph_topo_order (g, &order, error))
+    return NULL;
+
+  int nn = tw_graph_n_nodes (g);
+  g_autofree gboolean *needed = g_new0 (gboolean, nn);
+  g_autofree int *first_slot = g_new0 (int, nn);     /* slot of each node's output 0 */
+  g_autofree gboolean *req = g_new0 (gboolean, nn);  /* depends on a trainable param */
+  tw_node *loss = tw_graph_find_loss (g);
+  int loss_index = loss ? tw_graph_index_of (g, loss->id) : -1;
+
+  for (const char *const *o = tw_graph_outputs (g); *o; o++)
+    mark_needed (g, needed, tw_graph_resolve (g, *o).node);
+  if (with_loss)
+    {
+      if (loss == NULL)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                       "the model has no loss node to %s", training ? "train" : "evaluate");
+          return NULL;
+        }
+      mark_needed (g, needed, loss_index);
+      p->loss_slot = -2;    /* set after the forward */
+    }
+
+  /* Forward. */
+  for (guint oi = 0; oi < order->len; oi++)
+    {
+      int i = g_array_index (order, int, oi);
+      tw_node *n = tw_graph_node (g, i);
+      if (!needed[i])
+        continue;
+      p->n_graph_nodes++;
+      if (n->op->flags & TW_OP_SOURCE)
+        {
+          const char *role = tw_attrs_get_string (n->attrs, "role", "data");
+          gboolean is_label = g_strcmp0 (role, "label") == 0;
+          int s = tw_program_add_slot (p, is_label ? TW_SLOT_LABEL : TW_SLOT_DATA, &n->out_info[0],
+                                       n->id);
+          if (is_label)
+            p->label_slot = s;
+          else
+            p->data_slot = s;
+          first_slot[i] = s;
+          continue;
+        }
+      int in[TW_MAX_INPUTS + TW_MAX_PARAMS], out[TW_MAX_OUTPUTS];
+      for (int k = 0; k < n->n_inputs; k++)
+        {
+          tw_port pt = n->in_ports[k];
+          in[k] = first_slot[pt.node] + pt.output;
+          req[i] |= req[pt.node];
+        }
+      for (int k = 0; k < n->n_params; k++)
+        {
+          g_autofree char *name = tw_node_param_name (n, k);
+          gpointer v = g_hash_table_lookup (p->param_slot, name);
+          int s = v ? GPOINTER_TO_INT (v) - 1
+                    : tw_program_add_slot (p, TW_SLOT_PARAM, &n->params[k].info, name);
+          if (!v)
+            g_hash_table_insert (p->param_slot, g_strdup (name), GINT_TO_POINTER (s + 1));
+          in[n->n_inputs + k] = s;
+          req[i] |= n->params[k].trainable;
+        }
+      /* Outputs of one node get consecutive slots (first_slot + k). */
+      if (!append_op (p, n->op, n->resolved, n->n_inputs + n->n_params, in, TW_PHASE_FORWARD,
+                      tw_node_key (n->id), training, n->id, out, error))
+        {
+          g_prefix_error (error, "node %s: ", n->id);
+          return NULL;
+        }
+      first_slot[i] = out[0];
+      for (int k = 0; k < n->n_outputs; k++)
+        tw_program_slot (p, out[k])->name = g_strdup_printf (k ? "%s:%d" : "%s", n->id, k);
+    }
+  for (const char *const *o = tw_graph_outputs (g); *o; o++)
+    {
+      tw_port pt = tw_graph_resolve (g, *o);
+      int s = first_slot[pt.node] + pt.output;
+      g_array_append_val (p->output_slots, s);
+      tw_program_slot (p, s)->keep = TRUE;
+    }
+
+  if (with_loss)
+    {
+      p->loss_slot = first_slot[loss_index];
+      tw_program_slot (p, p->loss_slot)->keep = TRUE;
+    }
+  if (training)
+    {
+      g_autoptr (GHashTable) grads = g_hash_table_new (g_direct_hash, g_direct_equal);
+      g_autoptr (GHashTable) pgrads = g_hash_table_new (g_direct_hash, g_direct_equal);
+      tw_slot *ls = tw_program_slot (p, p->loss_slot);
+      int one = tw_program_add_slot (p, TW_SLOT_CONST, &ls->info, "d loss");
+      tw_slot *os = tw_program_slot (p, one);
+      os->value = tw_tensor_new (ls->info.dtype, ls->info.ndim, ls->info.dims);
+      tw_tensor_fill (os->value, 1.0);
+      g_hash_table_insert (grads, GINT_TO_POINTER (p->loss_slot), GINT_TO_POINTER (one));
+
+      graph_emit ge = { { &graph_vtable, { 0 }, NULL }, p, NULL };
+      for (int oi = (int) order->len - 1; oi >= 0; oi--)
+        {
+          int i = g_array_index (order, int, oi);
+          tw_node *n = tw_graph_node (g, i);
+          if (!needed[i] || !req[i] || (n->op->flags & TW_OP_SOURCE))
+            continue;
+          tw_val *vin[TW_MAX_INPUTS + TW_MAX_PARAMS], *vout[TW_MAX_OUTPUTS],
+            *vg[TW_MAX_OUTPUTS];
+          tw_val *gin[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
+          gboolean needs[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
+          gboolean any = FALSE;
+          int n_in = n->n_inputs, n_all = n_in + n->n_params;
+          tw_instr *fwd = tw_program_instr (p, tw_program_slot (p, first_slot[i])->producer);
+          for (int k = 0; k < n_all; k++)
+            vin[k] = VAL (fwd->in[k]);
+          for (int k = 0; k < n_in; k++)
+            needs[k] = req[n->in_ports[k].node];
+          for (int k = 0; k < n->n_params; k++)
+            needs[n_in + k] = n->params[k].trainable;
+          for (int k = 0; k < n->n_outputs; k++)
+            {
+              gpointer gv;
+              vout[k] = VAL (first_slot[i] + k);
+              vg[k] = g_hash_table_lookup_extended (grads, GINT_TO_POINTER (first_slot[i] + k),
+                                                    NULL, &gv)
+                        ? VAL (GPOINTER_TO_INT (gv))
+                        : NULL;
+              any |= vg[k] != NULL;
+            }
+          if (!any)
+            continue;
+          if (n->op->backward == NULL)
+            {
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                           "node %s: op %s is not differentiable", n->id, n->op->name);
+              return NULL;
+            }
+          tw_kctx kc = { .training = TRUE, .node_key = tw_node_key (n->id), .num_threads = 1 };
+          tw_emit_set_kctx (&ge.base, &kc);
+          ge.source = n->id;
+          gboolean ok = n->op->backward (&ge.base, n->resolved, vin, n_all, vout, vg, needs, gin);
+          g_autoptr (GError) eerr = tw_emit_take_error (&ge.base);
+          if (!ok || eerr)
+            {
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "node %s (%s) backward: %s",
+                           n->id, n->op->name, eerr ? eerr->message : "failed");
+              return NULL;
+            }
+          for (int k = 0; k < n_in; k++)
+            if (needs[k] && gin[k]
+                && !accumulate_grad (p, grads, fwd->in[k], SLOT (gin[k]), n->id, error))
+              return NULL;
+          for (int k = 0; k < n->n_params; k++)
+            if (needs[n_in + k] && gin[n_in + k]
+                && !accumulate_grad (p, pgrads, fwd->in[n_in + k], SLOT (gin[n_in + k]), n->id,
+                                     error))
+              return NULL;
+        }
+      /* Final parameter gradients. */
+      GHashTableIter it;
+      gpointer key, val;
+      g_hash_table_iter_init (&it, p->param_slot);
+      while (g_hash_table_iter_next (&it, &key, &val))
+        {
+          gpointer gv;
+          if (!g_hash_table_lookup_extended (pgrads, GINT_TO_POINTER (GPOINTER_TO_INT (val) - 1),
+                                             NULL, &gv))
+            continue;
+          int gs = GPOINTER_TO_INT (gv);
+          tw_slot *s = tw_program_slot (p, gs);
+          /* A gradient that is the loss seed itself or a parameter would need
+           * a copy; backward rules always produce fresh slots for these. */
+          g_assert (s->kind == TW_SLOT_ACT);
+          s->keep = TRUE;
+          g_hash_table_insert (p->grad_slot, g_strdup (key), GINT_TO_POINTER (gs + 1));
+        }
+    }
+  p->build_ms = (g_get_monotonic_time () - t0) / 1000.0;
+  return g_steal_pointer (&p);
+}
+
+/* ---- report -------------------------------------------------------------- */
+
+static size_t
+slot_bytes (const tw_slot *s)
+{
+  return (size_t) tw_tinfo_numel (&s->info, NULL) * tw_dtype_size (s->info.dtype);
+}
+
+static char *
+sources_string (const tw_instr *ins)
+{
+  GString *s = g_string_new (NULL);
+  for (guint k = 0; k < ins->sources->len; k++)
+    g_string_append_printf (s, "%s%s", k ? ", " : "", (char *) g_ptr_array_index (ins->sources, k));
+  return g_string_free (s, FALSE);
+}
+
+char *
+tw_program_dump (const tw_program *p)
+{
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      g_autofree char *src = sources_string (ins);
+      for (int k = 0; k < ins->n_out; k++)
+        g_string_append_printf (s, "%s%%%d", k ? ", " : "", ins->out[k]);
+      g_string_append_printf (s, " = %s(", ins->label);
+      for (int k = 0; k < ins->n_in; k++)
+        g_string_append_printf (s, "%s%%%d", k ? ", " : "", ins->in[k]);
+      g_string_append_printf (s, ")  [%s]%s\n", src,
+                              ins->phase == TW_PHASE_BACKWARD ? " backward" : "");
+    }
+  return g_string_free (s, FALSE);
+}
+
+char *
+tw_program_report (const tw_program *p)
+{
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "%s program, batch %" G_GINT64_FORMAT ": %d graph nodes → %u instructions\n",
+                          p->kind == TW_PROGRAM_TRAIN ? "training" : p->kind == TW_PROGRAM_EVAL ? "evaluation" : "inference", p->batch,
+                          p->n_graph_nodes, p->instrs->len);
+  g_string_append_printf (s, "  %-22s %8s %8s %9s\n", "pass", "before", "after", "ms");
+  g_string_append_printf (s, "  %-22s %8d %8s %9.3f\n", "build", p->n_graph_nodes, "", p->build_ms);
+  for (guint i = 0; i < p->records->len; i++)
+    {
+      tw_pass_record *r = &g_array_index (p->records, tw_pass_record, i);
+      g_string_append_printf (s, "  %-22s %8d %8d %9.3f\n", r->pass, r->instrs_before,
+                              r->instrs_after, r->ms);
+      if (r->detail && *r->detail)
+        {
+          g_auto (GStrv) lines = g_strsplit (r->detail, "\n", -1);
+          for (char **l = lines; *l; l++)
+            if (**l)
+              g_string_append_printf (s, "      %s\n", *l);
+        }
+    }
+  g_string_append (s, "fused kernels:\n");
+  gboolean any = FALSE;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      if (ins->kernel == NULL)
+        continue;
+      g_autofree char *src = sources_string (ins);
+      g_string_append_printf (s, "  %-34s covers %s%s\n", ins->label, src,
+                              ins->phase == TW_PHASE_BACKWARD ? " (backward)" : "");
+      any = TRUE;
+    }
+  if (!any)
+    g_string_append (s, "  none\n");
+  g_string_append_printf (s, "memory: arena %zu bytes (all activation/gradient slots without reuse: %zu)\n",
+                          p->arena_bytes, p->unplanned_bytes);
+  return g_string_free (s, FALSE);
+}
+
+JsonNode *
+tw_program_report_json (const tw_program *p)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "kind");
+  json_builder_add_string_value (b, p->kind == TW_PROGRAM_TRAIN  ? "train"
+                                    : p->kind == TW_PROGRAM_EVAL ? "eval"
+                                                                 : "infer");
+  json_builder_set_member_name (b, "batch");
+  json_builder_add_int_value (b, p->batch);
+  json_builder_set_member_name (b, "graph_nodes");
+  json_builder_add_int_value (b, p->n_graph_nodes);
+  json_builder_set_member_name (b, "instructions");
+  json_builder_add_int_value (b, p->instrs->len);
+  json_builder_set_member_name (b, "build_ms");
+  json_builder_add_double_value (b, p->build_ms);
+  json_builder_set_member_name (b, "passes");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < p->records->len; i++)
+    {
+      tw_pass_record *r = &g_array_index (p->records, tw_pass_record, i);
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "pass");
+      json_builder_add_string_value (b, r->pass);
+      json_builder_set_member_name (b, "before");
+      json_builder_add_int_value (b, r->instrs_before);
+      json_builder_set_member_name (b, "after");
+      json_builder_add_int_value (b, r->instrs_after);
+      json_builder_set_member_name (b, "ms");
+      json_builder_add_double_value (b, r->ms);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "fused");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      if (ins->kernel == NULL)
+        continue;
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "kernel");
+      json_builder_add_string_value (b, ins->label);
+      json_builder_set_member_name (b, "phase");
+      json_builder_add_string_value (b, ins->phase == TW_PHASE_BACKWARD ? "backward" : "forward");
+      json_builder_set_member_name (b, "sources");
+      json_builder_begin_array (b);
+      for (guint k = 0; k < ins->sources->len; k++)
+        json_builder_add_string_value (b, g_ptr_array_index (ins->sources, k));
+      json_builder_end_array (b);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "arena_bytes");
+  json_builder_add_int_value (b, (gint64) p->arena_bytes);
+  json_builder_set_member_name (b, "unplanned_bytes");
+  json_builder_add_int_value (b, (gint64) p->unplanned_bytes);
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+/* Exposed for memplan.c. */
+size_t tw_slot_bytes (const tw_slot *s);
+size_t
+tw_slot_bytes (const tw_slot *s)
+{
+  return slot_bytes (s);
+}

@@ -1,0 +1,166 @@
+/* program.h — the compiled executor's static program.
+ *
+ * A tw_program is a flat schedule of instructions over slots (values with a
+ * concrete type and shape), built from a graph and a batch size: forward,
+ * then — for training — backward derived from the same backward rules the
+ * eager tape uses (through a graph-building tw_emit), then the optimizer
+ * update of every parameter in one pass.  Passes rewrite it (constant
+ * folding, dead code, common subexpressions, fusion, in-place reuse) and the
+ * memory planner places every activation, gradient and temporary in one
+ * arena, so a step allocates nothing.
+ *
+ *   g_autoptr (tw_program) p = tw_program_build (graph, 64, TW_PROGRAM_TRAIN, &error);
+ *   tw_program_optimize (p, TW_PASS_ALL, &error);     // passes + memory plan
+ *   g_autofree char *report = tw_program_report (p);
+ *
+ * Every instruction keeps the ids of the graph nodes it covers (a fused
+ * kernel covers several), so the debugger and the profiler map it back to
+ * the drawing.
+ *
+ * Ownership: the program owns its slots, instructions and constants; the
+ * graph passed to build is copied.
+ */
+#pragma once
+
+#include "engine/graph.h"
+#include "engine/eager.h"
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  TW_SLOT_DATA,        /* fed: the data batch */
+  TW_SLOT_LABEL,       /* fed: the labels */
+  TW_SLOT_PARAM,       /* a parameter or buffer, bound to the tw_params store */
+  TW_SLOT_GRAD,        /* the final gradient of a trainable parameter */
+  TW_SLOT_ACT,         /* activation, activation gradient or temporary: in the arena */
+  TW_SLOT_CONST,       /* known at compile time (value holds it) */
+} tw_slot_kind;
+
+typedef struct
+{
+  int id;
+  tw_slot_kind kind;
+  tw_tinfo info;
+  char *name;          /* parameter name (PARAM, GRAD), node ref for activations */
+  tw_tensor *value;    /* CONST only */
+  int producer;        /* instruction index, -1 for DATA/LABEL/PARAM/CONST */
+  int alias_of;        /* shares the buffer of this slot (in-place, views), -1 */
+  int64_t offset;      /* byte offset in the arena after planning, -1 before */
+  gboolean keep;       /* needed after the program (loss, prediction, grads) */
+} tw_slot;
+
+typedef struct tw_instr tw_instr;
+
+/* A kernel for a fused instruction (no registered op behind it). */
+typedef gboolean (*tw_kernel_fn) (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                                  tw_tensor *const *out, GError **error);
+
+struct tw_instr
+{
+  const tw_op_def *op;        /* registered op, or NULL when kernel is set */
+  tw_attrs *attrs;            /* resolved */
+  tw_kernel_fn kernel;        /* fused kernels */
+  gpointer kdata;             /* the fused kernel's data, freed with kdata_free */
+  GDestroyNotify kdata_free;
+  char *label;                /* what the report shows: "linear", "fused linear+relu" */
+  int n_in, n_out;
+  int in[TW_MAX_INPUTS + TW_MAX_PARAMS];
+  int out[TW_MAX_OUTPUTS];
+  tw_phase phase;
+  guint64 node_key;           /* RNG key of the forward node it derives from */
+  gboolean training;
+  GPtrArray *sources;         /* graph node ids (char *) covered */
+  gboolean inplace_ok;        /* out[0] may share in[k]'s buffer (element-wise) */
+};
+
+typedef enum
+{
+  TW_PROGRAM_INFER,           /* the graph's outputs only, eval mode (predict) */
+  TW_PROGRAM_EVAL,            /* outputs and loss, eval mode (evaluation) */
+  TW_PROGRAM_TRAIN,           /* forward, loss, backward (update by the executor) */
+} tw_program_kind;
+
+typedef enum
+{
+  TW_PASS_CONSTFOLD = 1 << 0,
+  TW_PASS_DCE = 1 << 1,
+  TW_PASS_CSE = 1 << 2,
+  TW_PASS_FUSE = 1 << 3,
+  TW_PASS_INPLACE = 1 << 4,
+  TW_PASS_ALL = 0xff,
+} tw_pass_flags;
+
+/* One line of the compile report. */
+typedef struct
+{
+  char *pass;
+  int instrs_before, instrs_after;
+  double ms;
+  char *detail;               /* e.g. fused groups, may be NULL */
+} tw_pass_record;
+
+typedef struct tw_program tw_program;
+
+struct tw_program
+{
+  tw_program_kind kind;
+  int64_t batch;
+  tw_graph *graph;            /* copy, inferred at this batch */
+  GPtrArray *slots;           /* tw_slot* */
+  GPtrArray *instrs;          /* tw_instr* in schedule order */
+  int data_slot, label_slot, loss_slot;
+  GArray *output_slots;       /* int: the graph's outputs, in order */
+  GHashTable *param_slot;     /* param name → GINT slot+1 */
+  GHashTable *grad_slot;      /* param name → GINT slot+1 (final gradients) */
+  int n_graph_nodes;          /* executed graph nodes (the "before" count) */
+  size_t arena_bytes;         /* after planning */
+  size_t unplanned_bytes;     /* sum of all ACT slot sizes (no reuse) */
+  gboolean guards;            /* planned with guard bytes between slots */
+  GArray *records;            /* tw_pass_record */
+  double build_ms;
+};
+
+tw_program *tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind,
+                              GError **error);
+void tw_program_free (tw_program *p);
+
+/* Passes, in a fixed order, then the memory plan.  Records each in p->records. */
+gboolean tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error);
+
+/* Individual passes (each returns the number of instructions removed or merged). */
+int tw_pass_constfold (tw_program *p);
+int tw_pass_dce (tw_program *p);
+int tw_pass_cse (tw_program *p);
+int tw_pass_fuse (tw_program *p);
+int tw_pass_inplace (tw_program *p);
+/* Liveness-based placement of every ACT slot in one arena.  With guards, 64
+ * guard bytes separate neighbouring slots (tests check them). */
+void tw_program_plan_memory (tw_program *p, gboolean guards);
+
+/* Helpers for passes. */
+tw_slot *tw_program_slot (const tw_program *p, int id);
+tw_instr *tw_program_instr (const tw_program *p, int i);
+int tw_program_add_slot (tw_program *p, tw_slot_kind kind, const tw_tinfo *info,
+                         const char *name);
+/* A new instruction (not yet in the schedule); the caller fills it. */
+tw_instr *tw_instr_new (const tw_op_def *op, const tw_attrs *attrs, const char *label);
+void tw_instr_free (tw_instr *ins);
+void tw_instr_add_source (tw_instr *ins, const char *node_id);
+/* Rebuild producers and drop NULL entries after a pass edited the schedule. */
+void tw_program_compact (tw_program *p);
+/* Number of instructions reading slot id (after compaction). */
+int tw_program_use_count (const tw_program *p, int slot);
+/* Replace every read of slot `from` by slot `to`. */
+void tw_program_replace_uses (tw_program *p, int from, int to);
+
+/* Human-readable report: counts before/after each pass, fused groups with
+ * their source nodes, arena bytes, compile time.  Caller frees. */
+char *tw_program_report (const tw_program *p);
+JsonNode *tw_program_report_json (const tw_program *p);
+/* One line per instruction: "%12 = linear(%3, %4, %5)  [fc1]".  Caller frees. */
+char *tw_program_dump (const tw_program *p);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_program, tw_program_free)
+
+G_END_DECLS
