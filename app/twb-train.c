@@ -429,7 +429,7 @@ twb_cmd_train (int argc, char **argv)
         if (compiled)
           {
             /* Arena of the training program for the run's batch size. */
-            tw_program *prog = tw_compiled_program (tw_trainer_compiled (tr), TW_PROGRAM_TRAIN,
+            tw_program *prog = tw_compiled_program (tw_trainer_compiled (tr), TW_PROGRAM_STEP,
                                                     r->batch_size, NULL);
             json_member_int (jb, "arena_bytes", prog ? (gint64) prog->arena_bytes : -1);
           }
@@ -609,7 +609,7 @@ twb_cmd_compile (int argc, char **argv)
       goto out;
     int64_t b = batch > 0 ? batch : m->recipe.batch_size;
     gint64 t0 = g_get_monotonic_time ();
-    g_autoptr (tw_program) p = tw_program_build (m->graph, b, infer ? TW_PROGRAM_INFER : TW_PROGRAM_TRAIN,
+    g_autoptr (tw_program) p = tw_program_build (m->graph, b, infer ? TW_PROGRAM_INFER : TW_PROGRAM_STEP,
                                                  &error);
     if (p == NULL || !tw_program_optimize (p, passes, &error))
       {

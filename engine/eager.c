@@ -582,7 +582,16 @@ tw_eager_loss_value (tw_eager *ex)
 size_t
 tw_eager_peak_bytes (const tw_eager *ex)
 {
-  return ex->peak_bytes;
+  /* Parameter gradients live as long as the parameters (allocated once,
+   * reused every step): they count in full. */
+  size_t grads = 0;
+  for (int i = 0; i < tw_params_count (ex->params); i++)
+    {
+      tw_param *p = tw_params_at (ex->params, i);
+      if (p->trainable)
+        grads += tw_tensor_nbytes (p->value);
+    }
+  return ex->peak_bytes + grads;
 }
 
 void

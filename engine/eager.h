@@ -108,7 +108,8 @@ tw_tensor *tw_eager_prediction (tw_eager *ex);
 tw_tensor *tw_eager_loss (tw_eager *ex);
 double tw_eager_loss_value (tw_eager *ex);
 /* Peak bytes of activations and activation gradients held at once since the
- * executor was made or tw_eager_reset_peak () was called. */
+ * executor was made or tw_eager_reset_peak () was called, plus the gradients
+ * of all trainable parameters (which the eager executor keeps allocated). */
 size_t tw_eager_peak_bytes (const tw_eager *ex);
 void tw_eager_reset_peak (tw_eager *ex);
 

@@ -115,6 +115,7 @@ typedef struct
   guint64 step;               /* training step, for dropout masks */
   guint64 node_key;           /* stable hash of the node's id (tw_node_key) */
   int num_threads;
+  gpointer exec_data;         /* the executor's own context (compiled update kernels) */
 } tw_kctx;
 
 /* Emitter used by backward rules.  A tw_val is an opaque handle: a tensor in

@@ -11,12 +11,22 @@
 #include "engine/optim.h"
 
 #include <math.h>
+#include <string.h>
+
+typedef struct
+{
+  float decay, l2, beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float bc2_sqrt, eps, step_size;
+} adam_scalars;
 
 struct tw_optimizer
 {
   tw_optimizer_config cfg;
   int64_t step;          /* steps taken; Adam's bias correction uses it */
+  double lr;             /* of the step begun last */
+  adam_scalars adam;     /* per-step Adam constants */
 };
+
 
 tw_optimizer *
 tw_optimizer_new (const tw_optimizer_config *cfg)
@@ -120,11 +130,7 @@ sgd_momentum (float *restrict p, const float *restrict g, float *restrict b, int
  *   m ← β1·m + (1 − β1)·g'
  *   v ← β2·v + (1 − β2)·g'²
  *   p ← p − (lr / bc1) · m / (sqrt(v) / sqrt(bc2) + eps),  bc_k = 1 − β_k^t */
-typedef struct
-{
-  float decay, l2, beta1, one_minus_beta1, beta2, one_minus_beta2;
-  float bc2_sqrt, eps, step_size;
-} adam_scalars;
+
 
 static void
 adam_update (float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
@@ -148,61 +154,69 @@ adam_update (float *restrict p, const float *restrict g, float *restrict m, floa
 }
 
 void
-tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr)
+tw_optimizer_begin_step (tw_optimizer *opt, double lr)
 {
   const tw_optimizer_config *c = &opt->cfg;
   opt->step++;
-
-  adam_scalars a = { 0 };
+  opt->lr = lr;
+  memset (&opt->adam, 0, sizeof opt->adam);
   if (c->type == TW_OPT_ADAM || c->type == TW_OPT_ADAMW)
     {
+      adam_scalars *a = &opt->adam;
       double t = (double) opt->step;
       double bc1 = 1.0 - pow (c->beta1, t);
       double bc2 = 1.0 - pow (c->beta2, t);
       gboolean decoupled = c->type == TW_OPT_ADAMW;
-      a.decay = decoupled ? (float) (1.0 - lr * c->weight_decay) : 1.0f;
-      a.l2 = decoupled ? 0.0f : (float) c->weight_decay;
-      a.beta1 = (float) c->beta1;
-      a.one_minus_beta1 = (float) (1.0 - c->beta1);
-      a.beta2 = (float) c->beta2;
-      a.one_minus_beta2 = (float) (1.0 - c->beta2);
-      a.bc2_sqrt = (float) sqrt (bc2);
-      a.eps = (float) c->eps;
-      a.step_size = (float) (lr / bc1);
+      a->decay = decoupled ? (float) (1.0 - lr * c->weight_decay) : 1.0f;
+      a->l2 = decoupled ? 0.0f : (float) c->weight_decay;
+      a->beta1 = (float) c->beta1;
+      a->one_minus_beta1 = (float) (1.0 - c->beta1);
+      a->beta2 = (float) c->beta2;
+      a->one_minus_beta2 = (float) (1.0 - c->beta2);
+      a->bc2_sqrt = (float) sqrt (bc2);
+      a->eps = (float) c->eps;
+      a->step_size = (float) (lr / bc1);
     }
+}
 
+void
+tw_optimizer_update (tw_optimizer *opt, tw_param *e, const float *g, int64_t offset, int64_t n)
+{
+  const tw_optimizer_config *c = &opt->cfg;
+  g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
+  g_return_if_fail (offset >= 0 && offset + n <= tw_tensor_numel (e->value));
+  float *p = tw_tensor_f32 (e->value) + offset;
+  float lr = (float) opt->lr;
+  switch (c->type)
+    {
+    case TW_OPT_SGD:
+      if (c->momentum != 0.0)
+        sgd_momentum (p, g, param_state (e, 0) + offset, n, lr, (float) c->weight_decay,
+                      (float) c->momentum, c->nesterov);
+      else
+        sgd_plain (p, g, n, lr, (float) c->weight_decay);
+      break;
+    case TW_OPT_ADAM:
+    case TW_OPT_ADAMW:
+      adam_update (p, g, param_state (e, 0) + offset, param_state (e, 1) + offset, n, &opt->adam);
+      break;
+    default:
+      g_return_if_reached ();
+    }
+}
+
+void
+tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr)
+{
+  tw_optimizer_begin_step (opt, lr);
   for (int i = 0; i < tw_params_count (params); i++)
     {
       tw_param *e = tw_params_at (params, i);
       if (!e->trainable || e->grad == NULL)
         continue;
-      g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
       g_return_if_fail (e->grad->dtype == TW_F32 && tw_tensor_is_contiguous (e->grad)
                         && tw_tensor_same_shape (e->grad, e->value));
-
-      float *p = tw_tensor_f32 (e->value);
-      const float *g = tw_tensor_f32 (e->grad);
-      int64_t n = tw_tensor_numel (e->value);
-      switch (c->type)
-        {
-        case TW_OPT_SGD:
-          if (c->momentum != 0.0)
-            sgd_momentum (p, g, param_state (e, 0), n, (float) lr, (float) c->weight_decay,
-                          (float) c->momentum, c->nesterov);
-          else
-            sgd_plain (p, g, n, (float) lr, (float) c->weight_decay);
-          break;
-        case TW_OPT_ADAM:
-        case TW_OPT_ADAMW:
-          {
-            float *m = param_state (e, 0);
-            float *v = param_state (e, 1);
-            adam_update (p, g, m, v, n, &a);
-          }
-          break;
-        default:
-          g_return_if_reached ();
-        }
+      tw_optimizer_update (opt, e, tw_tensor_f32 (e->grad), 0, tw_tensor_numel (e->value));
     }
 }
 

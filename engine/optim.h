@@ -29,6 +29,13 @@ void tw_optimizer_free (tw_optimizer *opt);
  * parameter added mid-run starts its Adam moments from zero with the run's
  * (larger) bias correction. */
 void tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr);
+/* The same update in pieces, for executors that update each parameter as soon
+ * as its gradient is ready: begin_step once per step (advances the step
+ * count, fixes lr and Adam's bias corrections), then update any range
+ * [offset, offset + n) of a parameter's elements from grad (n floats). */
+void tw_optimizer_begin_step (tw_optimizer *opt, double lr);
+void tw_optimizer_update (tw_optimizer *opt, tw_param *param, const float *grad, int64_t offset,
+                          int64_t n);
 /* Number of steps taken (Adam's bias correction); settable for resume. */
 int64_t tw_optimizer_get_step (const tw_optimizer *opt);
 void tw_optimizer_set_step (tw_optimizer *opt, int64_t step);

@@ -94,6 +94,8 @@ tw_trainer_compiled (tw_trainer *tr)
       tr->compiled = tw_compiled_new (tr->model->graph, tr->params, tr->model->recipe.seed, NULL);
       g_assert (tr->compiled != NULL);
       tw_compiled_set_num_threads (tr->compiled, tr->num_threads);
+      tw_compiled_set_optimizer (tr->compiled, tr->opt);
+      tw_compiled_set_allow_nan (tr->compiled, tr->allow_nan);
     }
   return tr->compiled;
 }
@@ -129,6 +131,8 @@ void
 tw_trainer_set_allow_nan (tw_trainer *tr, gboolean allow)
 {
   tr->allow_nan = allow;
+  if (tr->compiled)
+    tw_compiled_set_allow_nan (tr->compiled, allow);
 }
 
 int64_t
@@ -147,12 +151,30 @@ gboolean
 tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GError **error)
 {
   const tw_recipe *r = &tr->model->recipe;
-  gboolean compiled = tr->mode == TW_MODE_COMPILED;
-  gboolean ok = compiled ? tw_compiled_run (tr->compiled, TW_PROGRAM_TRAIN, x, y, (guint64) tr->step, error)
-                         : tw_eager_forward (tr->ex, x, y, TRUE, (guint64) tr->step, error);
-  if (!ok)
+  double lr = tw_schedule_lr (&r->schedule, r->optimizer.lr, tr->step,
+                              tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
+
+  if (tr->mode == TW_MODE_COMPILED)
+    {
+      /* Forward, backward and the update of each parameter in one program;
+       * it stops before any update when the loss is not finite. */
+      int64_t opt_step = tw_optimizer_get_step (tr->opt);
+      tw_optimizer_begin_step (tr->opt, lr);
+      if (!tw_compiled_run (tr->compiled, TW_PROGRAM_STEP, x, y, (guint64) tr->step, error))
+        {
+          tw_optimizer_set_step (tr->opt, opt_step);
+          return FALSE;
+        }
+      if (loss)
+        *loss = tw_compiled_loss_value (tr->compiled);
+      tr->lr = lr;
+      tr->step++;
+      return TRUE;
+    }
+
+  if (!tw_eager_forward (tr->ex, x, y, TRUE, (guint64) tr->step, error))
     return FALSE;
-  double l = compiled ? tw_compiled_loss_value (tr->compiled) : tw_eager_loss_value (tr->ex);
+  double l = tw_eager_loss_value (tr->ex);
   if (loss)
     *loss = l;
   if (!isfinite (l) && !tr->allow_nan)
@@ -161,22 +183,14 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
                    "the loss became %s at step %" G_GINT64_FORMAT
                    " (lower the learning rate, or pass --allow-nan to go on)",
                    isnan (l) ? "NaN" : "infinite", tr->step + 1);
-      if (!compiled)
-        tw_eager_release (tr->ex);
+      tw_eager_release (tr->ex);
       return FALSE;
     }
-  if (compiled)
-    tw_compiled_bind_grads (tr->compiled);
-  else
-    {
-      if (!tw_eager_backward_set (tr->ex, error))
-        return FALSE;
-      tw_eager_release (tr->ex);
-    }
-
-  tr->lr = tw_schedule_lr (&r->schedule, r->optimizer.lr, tr->step,
-                           tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
-  tw_optimizer_step (tr->opt, tr->params, tr->lr);
+  if (!tw_eager_backward_set (tr->ex, error))
+    return FALSE;
+  tw_eager_release (tr->ex);
+  tr->lr = lr;
+  tw_optimizer_step (tr->opt, tr->params, lr);
   tr->step++;
   return TRUE;
 }

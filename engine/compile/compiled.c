@@ -28,6 +28,8 @@ struct tw_compiled
   gboolean guards;
   tw_hooks hooks;
   GHashTable *cache;       /* (kind << 48 | batch) → runnable* */
+  tw_update_ctx update;
+  gboolean allow_nan;
   runnable *last;
   GPtrArray *notes;
 };
@@ -132,6 +134,7 @@ tw_compiled_new (tw_graph *graph, tw_params *params, guint64 seed, GError **erro
   c->passes = TW_PASS_ALL;
   c->cache = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, runnable_free);
   c->notes = g_ptr_array_new_with_free_func (g_free);
+  c->update.params = params;
   return c;
 }
 
@@ -180,6 +183,18 @@ tw_compiled_set_hooks (tw_compiled *c, const tw_hooks *hooks)
     c->hooks = *hooks;
   else
     memset (&c->hooks, 0, sizeof c->hooks);
+}
+
+void
+tw_compiled_set_optimizer (tw_compiled *c, struct tw_optimizer *opt)
+{
+  c->update.opt = opt;
+}
+
+void
+tw_compiled_set_allow_nan (tw_compiled *c, gboolean allow)
+{
+  c->allow_nan = allow;
 }
 
 const GPtrArray *
@@ -290,7 +305,14 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
     }
   bind_views (r);
 
-  tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads };
+  if (kind == TW_PROGRAM_STEP && p->n_updates > 0 && c->update.opt == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "a training step needs an optimizer (tw_compiled_set_optimizer)");
+      return FALSE;
+    }
+  tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads,
+                 .exec_data = &c->update };
   tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
   for (guint i = 0; i < p->instrs->len; i++)
     {
@@ -332,6 +354,20 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
       ev.n_outputs = ins->n_out;
       if (!run_hook (c, c->hooks.after_op, &ev, error))
         return FALSE;
+      /* Stop before backward (and any update) when the loss is not finite. */
+      if (ins->n_out > 0 && ins->out[0] == p->loss_slot && kind != TW_PROGRAM_INFER
+          && !c->allow_nan)
+        {
+          double l = tw_tensor_get_flat (out[0], 0);
+          if (!isfinite (l) && ins->training)
+            {
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_NAN,
+                           "the loss became %s at step %" G_GUINT64_FORMAT
+                           " (lower the learning rate, or pass --allow-nan to go on)",
+                           isnan (l) ? "NaN" : "infinite", step + 1);
+              return FALSE;
+            }
+        }
     }
   return TRUE;
 }

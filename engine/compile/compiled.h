@@ -8,10 +8,13 @@
  * program and the cache notes why.
  *
  *   g_autoptr (tw_compiled) c = tw_compiled_new (graph, params, seed, &error);
- *   tw_compiled_run (c, TW_PROGRAM_TRAIN, x, y, step, &error);
+ *   tw_compiled_set_optimizer (c, opt);
+ *   tw_optimizer_begin_step (opt, lr);
+ *   tw_compiled_run (c, TW_PROGRAM_STEP, x, y, step, &error);   // forward, backward, update
  *   double loss = tw_compiled_loss_value (c);
- *   tw_compiled_bind_grads (c);               // params' grad → the program's gradients
- *   tw_optimizer_step (opt, params, lr);
+ *
+ * (TW_PROGRAM_TRAIN instead keeps the gradients: tw_compiled_bind_grads ()
+ * points the params' grads at them for an external update.)
  *
  * Ownership: the executor borrows the graph and the params store (they must
  * outlive it) and owns its programs and arenas.  Tensors returned by getters
@@ -34,6 +37,12 @@ void tw_compiled_set_guards (tw_compiled *c, gboolean guards);       /* guard by
 void tw_compiled_set_num_threads (tw_compiled *c, int n);
 void tw_compiled_set_seed (tw_compiled *c, guint64 seed);
 void tw_compiled_set_hooks (tw_compiled *c, const tw_hooks *hooks);
+/* The optimizer that STEP programs update parameters with; the caller calls
+ * tw_optimizer_begin_step () before each STEP run.  Borrowed. */
+void tw_compiled_set_optimizer (tw_compiled *c, struct tw_optimizer *opt);
+/* Without this, a run stops with TW_EXEC_ERROR_NAN as soon as the loss is not
+ * finite — before any parameter is updated. */
+void tw_compiled_set_allow_nan (tw_compiled *c, gboolean allow);
 
 /* The program for (kind, batch), compiled on first use.  Borrowed. */
 tw_program *tw_compiled_program (tw_compiled *c, tw_program_kind kind, int64_t batch,

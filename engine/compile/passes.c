@@ -63,7 +63,9 @@ tw_pass_dce (tw_program *p)
   for (int i = (int) p->instrs->len - 1; i >= 0; i--)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      gboolean live = ins->op && (ins->op->flags & TW_OP_STATEFUL) && ins->training;
+      /* Side effects: updates (no outputs) and running-statistics updates. */
+      gboolean live = ins->n_out == 0
+                      || (ins->op && (ins->op->flags & TW_OP_STATEFUL) && ins->training);
       for (int k = 0; !live && k < ins->n_out; k++)
         {
           tw_slot *s = tw_program_slot (p, ins->out[k]);
@@ -206,6 +208,46 @@ tw_pass_inplace (tw_program *p)
   return reused;
 }
 
+int
+tw_pass_schedule_updates (tw_program *p)
+{
+  int n = (int) p->instrs->len, moved = 0;
+  g_autofree int *after = g_new (int, n);     /* update → insert after this index */
+  g_autoptr (GPtrArray) order = g_ptr_array_new ();
+  for (int i = 0; i < n; i++)
+    {
+      tw_instr *u = tw_program_instr (p, i);
+      after[i] = -2;
+      if (u->phase != TW_PHASE_UPDATE)
+        continue;
+      int at = tw_program_slot (p, u->in[1])->producer;
+      for (int j = 0; j < n; j++)
+        {
+          tw_instr *r = tw_program_instr (p, j);
+          if (r->phase == TW_PHASE_UPDATE)
+            continue;
+          for (int k = 0; k < r->n_in; k++)
+            if (r->in[k] == u->in[0])
+              at = MAX (at, j);
+        }
+      after[i] = at;
+      moved += at < n - 1;
+    }
+  for (int j = -1; j < n; j++)
+    {
+      if (j >= 0 && tw_program_instr (p, j)->phase != TW_PHASE_UPDATE)
+        g_ptr_array_add (order, tw_program_instr (p, j));
+      for (int i = 0; i < n; i++)
+        if (after[i] == j)
+          g_ptr_array_add (order, tw_program_instr (p, i));
+    }
+  g_assert ((int) order->len == n);
+  for (int i = 0; i < n; i++)
+    g_ptr_array_index (p->instrs, i) = g_ptr_array_index (order, i);
+  tw_program_compact (p);
+  return moved;
+}
+
 gboolean
 tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error)
 {
@@ -220,6 +262,7 @@ tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error)
     { TW_PASS_CSE, "common subexpressions", tw_pass_cse },
     { TW_PASS_FUSE, "fusion", tw_pass_fuse },
     { TW_PASS_DCE, "dead code (after fusion)", tw_pass_dce },
+    { TW_PASS_SCHEDULE, "schedule updates early", tw_pass_schedule_updates },
     { TW_PASS_INPLACE, "in-place and views", tw_pass_inplace },
   };
   for (guint t = 0; t < G_N_ELEMENTS (table); t++)

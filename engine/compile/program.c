@@ -5,6 +5,7 @@
 
 #include "engine/compile/program.h"
 #include "engine/emit.h"
+#include "engine/optim.h"
 
 #include <string.h>
 
@@ -100,6 +101,7 @@ tw_program_free (tw_program *p)
   g_hash_table_unref (p->param_slot);
   g_hash_table_unref (p->grad_slot);
   g_array_unref (p->records);
+  g_array_unref (p->param_order);
   g_free (p);
 }
 
@@ -113,6 +115,7 @@ program_new (void)
   p->param_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   p->grad_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   p->records = g_array_new (FALSE, TRUE, sizeof (tw_pass_record));
+  p->param_order = g_array_new (FALSE, FALSE, sizeof (int));
   g_array_set_clear_func (p->records, record_free);
   p->data_slot = p->label_slot = p->loss_slot = -1;
   return p;
@@ -180,6 +183,23 @@ tw_program_replace_uses (tw_program *p, int from, int to)
 }
 
 /* ---- building ------------------------------------------------------------ */
+
+/* in[0] the parameter (bound to the store), in[1] its gradient. */
+static gboolean
+update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+               tw_tensor *const *out, GError **error)
+{
+  const tw_update_ctx *u = ctx->exec_data;
+  tw_param *prm = u ? tw_params_get (u->params, ins->kdata) : NULL;
+  if (prm == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "no parameter '%s' to update",
+                   (const char *) ins->kdata);
+      return FALSE;
+    }
+  tw_optimizer_update (u->opt, prm, tw_tensor_f32 (in[1]), 0, tw_tensor_numel (in[1]));
+  return TRUE;
+}
 
 /* Appends an instruction running a registered op; infers its outputs. */
 static gboolean
@@ -299,7 +319,7 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
   g_autoptr (tw_program) p = program_new ();
   g_autoptr (GArray) order = NULL;
   gint64 t0 = g_get_monotonic_time ();
-  gboolean training = kind == TW_PROGRAM_TRAIN;
+  gboolean training = kind == TW_PROGRAM_TRAIN || kind == TW_PROGRAM_STEP;
   gboolean with_loss = kind != TW_PROGRAM_INFER;
 
   p->kind = kind;
@@ -371,7 +391,10 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
           int s = v ? GPOINTER_TO_INT (v) - 1
                     : tw_program_add_slot (p, TW_SLOT_PARAM, &n->params[k].info, name);
           if (!v)
-            g_hash_table_insert (p->param_slot, g_strdup (name), GINT_TO_POINTER (s + 1));
+            {
+              g_hash_table_insert (p->param_slot, g_strdup (name), GINT_TO_POINTER (s + 1));
+              g_array_append_val (p->param_order, s);
+            }
           in[n->n_inputs + k] = s;
           req[i] |= n->params[k].trainable;
         }
@@ -469,23 +492,41 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
                                      error))
               return NULL;
         }
-      /* Final parameter gradients. */
-      GHashTableIter it;
-      gpointer key, val;
-      g_hash_table_iter_init (&it, p->param_slot);
-      while (g_hash_table_iter_next (&it, &key, &val))
+      /* Final parameter gradients, and for STEP programs their updates. */
+      for (guint k = 0; k < p->param_order->len; k++)
         {
+          int ps = g_array_index (p->param_order, int, k);
+          const char *name = tw_program_slot (p, ps)->name;
           gpointer gv;
-          if (!g_hash_table_lookup_extended (pgrads, GINT_TO_POINTER (GPOINTER_TO_INT (val) - 1),
-                                             NULL, &gv))
+          if (!g_hash_table_lookup_extended (pgrads, GINT_TO_POINTER (ps), NULL, &gv))
             continue;
           int gs = GPOINTER_TO_INT (gv);
           tw_slot *s = tw_program_slot (p, gs);
-          /* A gradient that is the loss seed itself or a parameter would need
-           * a copy; backward rules always produce fresh slots for these. */
+          /* Backward rules always produce fresh slots for parameter gradients. */
           g_assert (s->kind == TW_SLOT_ACT);
-          s->keep = TRUE;
-          g_hash_table_insert (p->grad_slot, g_strdup (key), GINT_TO_POINTER (gs + 1));
+          g_hash_table_insert (p->grad_slot, g_strdup (name), GINT_TO_POINTER (gs + 1));
+          if (kind != TW_PROGRAM_STEP)
+            {
+              s->keep = TRUE;
+              continue;
+            }
+          tw_instr *u = tw_instr_new (NULL, NULL, "optimizer update");
+          u->kernel = update_kernel;
+          u->kdata = g_strdup (name);
+          u->kdata_free = g_free;
+          u->phase = TW_PHASE_UPDATE;
+          u->training = TRUE;
+          u->n_in = 2;
+          u->in[0] = ps;
+          u->in[1] = gs;
+          u->n_out = 0;
+          g_autofree char *scope = g_strdup (name);
+          char *dot = strrchr (scope, '.');
+          if (dot)
+            *dot = '\0';
+          tw_instr_add_source (u, scope);
+          g_ptr_array_add (p->instrs, u);
+          p->n_updates++;
         }
     }
   p->build_ms = (g_get_monotonic_time () - t0) / 1000.0;
@@ -533,7 +574,10 @@ tw_program_report (const tw_program *p)
 {
   GString *s = g_string_new (NULL);
   g_string_append_printf (s, "%s program, batch %" G_GINT64_FORMAT ": %d graph nodes → %u instructions\n",
-                          p->kind == TW_PROGRAM_TRAIN ? "training" : p->kind == TW_PROGRAM_EVAL ? "evaluation" : "inference", p->batch,
+                          p->kind == TW_PROGRAM_STEP    ? "training step"
+                          : p->kind == TW_PROGRAM_TRAIN ? "training"
+                          : p->kind == TW_PROGRAM_EVAL  ? "evaluation"
+                                                        : "inference", p->batch,
                           p->n_graph_nodes, p->instrs->len);
   g_string_append_printf (s, "  %-22s %8s %8s %9s\n", "pass", "before", "after", "ms");
   g_string_append_printf (s, "  %-22s %8d %8s %9.3f\n", "build", p->n_graph_nodes, "", p->build_ms);
@@ -555,7 +599,7 @@ tw_program_report (const tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins->kernel == NULL)
+      if (ins->kernel == NULL || ins->phase == TW_PHASE_UPDATE)
         continue;
       g_autofree char *src = sources_string (ins);
       g_string_append_printf (s, "  %-34s covers %s%s\n", ins->label, src,
@@ -564,6 +608,9 @@ tw_program_report (const tw_program *p)
     }
   if (!any)
     g_string_append (s, "  none\n");
+  if (p->n_updates > 0)
+    g_string_append_printf (s, "optimizer: %d parameter updates in the program, each right after "
+                               "its gradient is ready\n", p->n_updates);
   g_string_append_printf (s, "memory: arena %zu bytes (all activation/gradient slots without reuse: %zu)\n",
                           p->arena_bytes, p->unplanned_bytes);
   return g_string_free (s, FALSE);
@@ -575,9 +622,10 @@ tw_program_report_json (const tw_program *p)
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "kind");
-  json_builder_add_string_value (b, p->kind == TW_PROGRAM_TRAIN  ? "train"
-                                    : p->kind == TW_PROGRAM_EVAL ? "eval"
-                                                                 : "infer");
+  json_builder_add_string_value (b, p->kind == TW_PROGRAM_STEP    ? "step"
+                                    : p->kind == TW_PROGRAM_TRAIN ? "train"
+                                    : p->kind == TW_PROGRAM_EVAL  ? "eval"
+                                                                  : "infer");
   json_builder_set_member_name (b, "batch");
   json_builder_add_int_value (b, p->batch);
   json_builder_set_member_name (b, "graph_nodes");
@@ -608,7 +656,7 @@ tw_program_report_json (const tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins->kernel == NULL)
+      if (ins->kernel == NULL || ins->phase == TW_PHASE_UPDATE)
         continue;
       json_builder_begin_object (b);
       json_builder_set_member_name (b, "kernel");
@@ -623,6 +671,8 @@ tw_program_report_json (const tw_program *p)
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
+  json_builder_set_member_name (b, "updates");
+  json_builder_add_int_value (b, p->n_updates);
   json_builder_set_member_name (b, "arena_bytes");
   json_builder_add_int_value (b, (gint64) p->arena_bytes);
   json_builder_set_member_name (b, "unplanned_bytes");

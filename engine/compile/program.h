@@ -78,8 +78,17 @@ typedef enum
 {
   TW_PROGRAM_INFER,           /* the graph's outputs only, eval mode (predict) */
   TW_PROGRAM_EVAL,            /* outputs and loss, eval mode (evaluation) */
-  TW_PROGRAM_TRAIN,           /* forward, loss, backward (update by the executor) */
+  TW_PROGRAM_TRAIN,           /* forward, loss, backward; gradients kept for the caller */
+  TW_PROGRAM_STEP,            /* TRAIN plus the optimizer update of every parameter,
+                               * each as soon as its gradient is ready */
 } tw_program_kind;
+
+/* What update instructions read through tw_kctx.exec_data. */
+typedef struct
+{
+  struct tw_optimizer *opt;   /* tw_optimizer_begin_step () done for this step */
+  tw_params *params;
+} tw_update_ctx;
 
 typedef enum
 {
@@ -88,6 +97,7 @@ typedef enum
   TW_PASS_CSE = 1 << 2,
   TW_PASS_FUSE = 1 << 3,
   TW_PASS_INPLACE = 1 << 4,
+  TW_PASS_SCHEDULE = 1 << 5,
   TW_PASS_ALL = 0xff,
 } tw_pass_flags;
 
@@ -113,6 +123,8 @@ struct tw_program
   GArray *output_slots;       /* int: the graph's outputs, in order */
   GHashTable *param_slot;     /* param name → GINT slot+1 */
   GHashTable *grad_slot;      /* param name → GINT slot+1 (final gradients) */
+  GArray *param_order;        /* param slots in order of first use */
+  int n_updates;              /* update instructions (STEP programs) */
   int n_graph_nodes;          /* executed graph nodes (the "before" count) */
   size_t arena_bytes;         /* after planning */
   size_t unplanned_bytes;     /* sum of all ACT slot sizes (no reuse) */
@@ -134,6 +146,10 @@ int tw_pass_dce (tw_program *p);
 int tw_pass_cse (tw_program *p);
 int tw_pass_fuse (tw_program *p);
 int tw_pass_inplace (tw_program *p);
+/* Moves each update instruction right after the last instruction that needs
+ * the parameter's old value or produces its gradient, so gradient buffers
+ * die early.  Returns the number moved. */
+int tw_pass_schedule_updates (tw_program *p);
 /* Liveness-based placement of every ACT slot in one arena.  With guards, 64
  * guard bytes separate neighbouring slots (tests check them). */
 void tw_program_plan_memory (tw_program *p, gboolean guards);
