@@ -678,3 +678,139 @@ out:
   g_free (passes_opt);
   return status;
 }
+
+int
+twb_cmd_predict (int argc, char **argv)
+{
+  char *weights = NULL, *input = NULL, *output = NULL, *mode = NULL;
+  int threads = 1;
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+    { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights, "Weights or checkpoint (safetensors)", "FILE" },
+    { "input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Samples as a NumPy .npy array [n, ...]", "FILE" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model's outputs to this .npy", "FILE" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager or compiled (default compiled)", "MODE" },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print predictions as JSON", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json --weights FILE --input FILE.npy — predict");
+  g_autoptr (GError) error = NULL;
+  int status = 1;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || !weights || !input)
+    {
+      g_printerr ("usage: twb predict MODEL.json --weights FILE --input FILE.npy [--output OUT.npy] [--json]\n");
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      status = 2;
+      goto out;
+    }
+  if (!check_device_mode (NULL, mode, &error))
+    {
+      twb_print_error (NULL, error);
+      status = 2;
+      goto out;
+    }
+  {
+    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+    if (m == NULL)
+      goto out;
+    tw_set_num_threads (threads);
+    g_autoptr (tw_tensor) raw = tw_npy_load (input, &error);
+    if (raw == NULL)
+      {
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    tw_node *src = tw_graph_find_source (m->graph, "data");
+    const tw_tinfo *want = &src->out_info[0];
+    int64_t per = 1, want_per = 1;
+    for (int d = 1; d < raw->ndim; d++)
+      per *= raw->shape[d];
+    for (int d = 1; d < want->ndim; d++)
+      want_per *= want->dims[d];
+    if (raw->ndim < 1 || per != want_per)
+      {
+        g_autofree char *have = tw_shape_to_string (raw->ndim, raw->shape);
+        g_autofree char *need = tw_tinfo_to_string (want);
+        g_printerr ("twb: %s: samples of shape %s do not fit input '%s' (%s)\n", input, have,
+                    src->id, need);
+        goto out;
+      }
+    int64_t shape[TW_MAX_DIMS];
+    shape[0] = raw->shape[0];
+    for (int d = 1; d < want->ndim; d++)
+      shape[d] = want->dims[d];
+    g_autoptr (tw_tensor) f = tw_tensor_cast (raw, want->dtype);
+    g_autoptr (tw_tensor) x = tw_tensor_reshape (f, want->ndim, shape);
+
+    g_autoptr (tw_params) params = tw_params_new ();
+    tw_tensor *pred = NULL;
+    g_autoptr (tw_eager) ex = NULL;
+    g_autoptr (tw_compiled) c = NULL;
+    if (g_strcmp0 (mode, "eager") == 0)
+      {
+        ex = tw_eager_new (m->graph, params, m->recipe.seed, &error);
+        if (ex == NULL || !tw_params_load_weights (params, weights, &error)
+            || !tw_eager_forward (ex, x, NULL, FALSE, 0, &error))
+          {
+            twb_print_error (NULL, error);
+            goto out;
+          }
+        pred = tw_eager_prediction (ex);
+      }
+    else
+      {
+        c = tw_compiled_new (m->graph, params, m->recipe.seed, &error);
+        if (c == NULL || !tw_params_load_weights (params, weights, &error)
+            || !tw_compiled_run (c, TW_PROGRAM_INFER, x, NULL, 0, &error))
+          {
+            twb_print_error (NULL, error);
+            goto out;
+          }
+        pred = tw_compiled_prediction (c);
+      }
+    if (output && !tw_npy_save (output, pred, &error))
+      {
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    /* Class predictions: argmax over the last axis of a [n, classes] output. */
+    int64_t n = pred->shape[0], k = pred->ndim == 2 ? pred->shape[1] : 0;
+    g_autoptr (tw_tensor) pf = tw_tensor_cast (pred, TW_F32);
+    g_autoptr (JsonBuilder) jb = json_builder_new ();
+    json_builder_begin_array (jb);
+    for (int64_t i = 0; i < n && k > 0; i++)
+      {
+        const float *row = tw_tensor_f32 (pf) + i * k;
+        int64_t best = 0;
+        for (int64_t j = 1; j < k; j++)
+          if (row[j] > row[best])
+            best = j;
+        if (json)
+          json_builder_add_int_value (jb, best);
+        else
+          g_print ("%" G_GINT64_FORMAT "\t%" G_GINT64_FORMAT "\t%.4f\n", i, best, row[best]);
+      }
+    json_builder_end_array (jb);
+    if (json)
+      {
+        g_autoptr (JsonNode) arr = json_builder_get_root (jb);
+        g_autoptr (JsonBuilder) ob = json_builder_new ();
+        json_builder_begin_object (ob);
+        json_builder_set_member_name (ob, "predictions");
+        json_builder_add_value (ob, json_node_copy (arr));
+        json_builder_end_object (ob);
+        print_json (ob);
+      }
+    status = 0;
+  }
+out:
+  g_free (weights);
+  g_free (input);
+  g_free (output);
+  g_free (mode);
+  return status;
+}

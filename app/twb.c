@@ -232,7 +232,8 @@ usage (void)
               "  train MODEL.json   train a model (see twb train --help)\n"
               "  eval MODEL.json    evaluate trained weights on a test set\n"
               "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n"
-              "  compile MODEL.json compile to a static program and report what the passes did\n");
+              "  compile MODEL.json compile to a static program and report what the passes did\n"
+              "  predict MODEL.json class predictions for samples in a .npy file\n");
 }
 
 int
@@ -257,6 +258,8 @@ main (int argc, char **argv)
     return twb_cmd_info (argc - 1, argv + 1);
   if (strcmp (cmd, "compile") == 0)
     return twb_cmd_compile (argc - 1, argv + 1);
+  if (strcmp (cmd, "predict") == 0)
+    return twb_cmd_predict (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
   usage ();
   return 2;

@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..14"
+echo "1..19"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -40,6 +40,27 @@ m="$assets/models/mlp.json"
 check "resumed run gives a byte-identical checkpoint" 'cmp -s "$tmp/a.st" "$tmp/b.st"'
 out=$("$twb" eval "$m" --weights "$tmp/a.st" --data fashion-mnist-subset --json 2>&1); st=$?
 check "eval with the checkpoint exits 0" '[ $st = 0 ]' "$out"
+
+# Compiled mode: the same losses as eager (bitwise today; 1e-6 relative allowed).
+le=$("$twb" train "$m" --data fashion-mnist-subset --max-steps 15 --no-eval -q --json | json_get train_loss)
+lc=$("$twb" train "$m" --data fashion-mnist-subset --max-steps 15 --no-eval -q --json --mode compiled | json_get train_loss)
+close=$(/usr/bin/python3 -c "print(abs($le - $lc) <= 1e-6 * abs($le))" 2>/dev/null)
+check "compiled training matches eager ($le vs $lc)" '[ "$close" = True ]'
+out=$("$twb" compile "$m" --json 2>&1); st=$?
+ok_report=$(/usr/bin/python3 -c "
+import json,sys
+d=json.loads(sys.stdin.read())
+print(d['updates'] == 6 and d['arena_bytes'] > 0 and d['eager_peak_bytes'] > d['arena_bytes'] and len(d['passes']) >= 5)" <<<"$out" 2>/dev/null)
+check "compile --json reports passes, updates and memory" '[ $st = 0 ] && [ "$ok_report" = True ]' "$out"
+/usr/bin/python3 -c "
+import numpy as np
+np.save('$tmp/x.npy', np.random.RandomState(0).rand(3, 1, 28, 28).astype(np.float32))" 2>/dev/null
+pc=$("$twb" predict "$m" --weights "$tmp/a.st" --input "$tmp/x.npy" --json 2>&1)
+pe=$("$twb" predict "$m" --weights "$tmp/a.st" --input "$tmp/x.npy" --json --mode eager --output "$tmp/o.npy" 2>&1)
+check "predict: compiled and eager agree" '[ -n "$pc" ] && [ "$pc" = "$pe" ] && grep -q predictions <<<"$pc"' "$pc / $pe"
+check "predict --output writes a .npy" '[ -s "$tmp/o.npy" ] && head -c 6 "$tmp/o.npy" | grep -q NUMPY'
+out=$("$twb" predict "$m" --weights "$tmp/a.st" --input "$tmp/trunc.json" 2>&1); st=$?
+check "predict: a bad input file is named" '[ $st = 1 ] && grep -q "trunc.json" <<<"$out"' "$out"
 
 # Bad input: messages name the file (and node); the files are left as they were.
 printf '{"format": "twb-model", "version": 1, "graph": {"nodes": [' > "$tmp/trunc.json"
