@@ -53,6 +53,8 @@ def parse_args(argv):
                    help="untimed steps before the timed ones (timing mode)")
     p.add_argument("--full", action="store_true",
                    help="one full epoch, then test accuracy")
+    p.add_argument("--infer-latency", action="store_true",
+                   help="time batch-1 inference (eager and torch.jit.trace + freeze) instead of training")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -148,6 +150,31 @@ def batches(torch, n, batch, seed, drop_last):
         epoch += 1
 
 
+def infer_latency(torch, nn, args):
+    """Median latency of one sample's forward pass: eager, and traced + frozen."""
+    model = build_model(nn, args.model).eval()
+    x = torch.rand(1, 1, 28, 28)
+
+    def median_ms(fn, n):
+        for _ in range(50):
+            fn()
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+
+    with torch.no_grad():
+        eager = median_ms(lambda: model(x), args.max_steps)
+        traced = torch.jit.freeze(torch.jit.trace(model, x))
+        jit = median_ms(lambda: traced(x), args.max_steps)
+    print(json.dumps({"framework": "torch", "model": args.model, "threads": args.threads,
+                      "eager_ms": round(eager, 5), "jit_ms": round(jit, 5),
+                      "torch_version": torch.__version__}), flush=True)
+    return 0
+
+
 def main(argv):
     args = parse_args(argv)
     pin_threads(args.threads)
@@ -157,6 +184,9 @@ def main(argv):
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+
+    if args.infer_latency:
+        return infer_latency(torch, nn, args)
 
     x_train, y_train = load_split(torch, args.data, "train")
     model = build_model(nn, args.model)
