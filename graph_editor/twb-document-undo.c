@@ -94,6 +94,8 @@ twb_blocks_copy (GPtrArray *blocks)
 static void
 prim_free (TwbPrim *p)
 {
+  if (p == NULL)
+    return;
   twb_node_snap_free (p->before);
   twb_node_snap_free (p->after);
   for (int k = 0; k < 2; k++)

@@ -656,11 +656,11 @@ twb_document_can_connect (TwbDocument *doc, const char *from, const char *to, in
       return FALSE;
     }
   g_autoptr (GString) path = g_string_new (NULL);
-  if (reaches (g, tw_graph_index_of (g, src->id), tw_graph_index_of (g, dst->id), path))
+  if (reaches (g, tw_graph_index_of (g, dst->id), tw_graph_index_of (g, src->id), path))
     {
       g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_EDGE,
                    "connecting %s to %s would form a cycle: %s → %s", src->id, dst->id,
-                   path->str, src->id);
+                   path->str, dst->id);
       return FALSE;
     }
   /* Class labels and embedding indices are integers: a float output cannot
@@ -748,6 +748,35 @@ attr_spec (const tw_op_def *def, const char *name)
   return NULL;
 }
 
+typedef tw_attrs tw_attrs_bag;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_attrs_bag, tw_attrs_free)
+
+static void
+stand_in (tw_attrs *a, const tw_attr_spec *sp)
+{
+  switch (sp->type)
+    {
+    case TW_ATTR_INT:
+      tw_attrs_set_int (a, sp->name, 1);
+      break;
+    case TW_ATTR_FLOAT:
+      tw_attrs_set_float (a, sp->name, 1.0);
+      break;
+    case TW_ATTR_BOOL:
+      tw_attrs_set_bool (a, sp->name, FALSE);
+      break;
+    case TW_ATTR_STRING:
+      tw_attrs_set_string (a, sp->name, sp->choices ? sp->choices[0] : "x");
+      break;
+    case TW_ATTR_INTS:
+      tw_attrs_set_ints (a, sp->name, 1, (int64_t[]) { 1 });
+      break;
+    case TW_ATTR_FLOATS:
+      tw_attrs_set_floats (a, sp->name, 1, (double[]) { 1.0 });
+      break;
+    }
+}
+
 /* Check the node's attrs with `name` set to v (or removed when v is NULL)
  * against the schema; set them as one undo step. */
 static gboolean
@@ -774,7 +803,14 @@ edit_attr (TwbDocument *doc, const char *id, const char *name, const tw_attr_val
           twb_node_snap_free (s);
           return FALSE;
         }
-      tw_attrs *r = tw_op_resolve_attrs (n->op, s->attrs, &local);
+      /* Other required attributes may still be missing (a node fresh from
+       * the palette): stand-ins of the right type keep them from failing the
+       * check, which is about this one. */
+      g_autoptr (tw_attrs_bag) probe = tw_attrs_copy (s->attrs);
+      for (const tw_attr_spec *sp = n->op->attrs; sp && sp->name; sp++)
+        if (sp->required && strcmp (sp->name, name) != 0 && !tw_attrs_has (probe, sp->name))
+          stand_in (probe, sp);
+      tw_attrs *r = tw_op_resolve_attrs (n->op, probe, &local);
       if (r == NULL)
         {
           g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR, "%s: %s", id,
