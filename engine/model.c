@@ -367,7 +367,10 @@ load_refs (loader *ld, JsonNode *n, const char *path, GPtrArray *out)
     {
       g_autofree char *p = g_strdup_printf ("%s[%u]", path, i);
       const char *ref;
-      if (!get_string (ld, json_array_get_element (arr, i), p, &ref) || !check_ref (ld, ref, p))
+      /* "" is an input port left unconnected (the editor allows that; shape
+       * inference reports it on the node). */
+      if (!get_string (ld, json_array_get_element (arr, i), p, &ref)
+          || (ref[0] != '\0' && !check_ref (ld, ref, p)))
         return FALSE;
       g_ptr_array_add (out, (gpointer) ref);
     }
