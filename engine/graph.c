@@ -733,3 +733,264 @@ tw_graph_add_sequential (tw_graph *g, const char *input, const tw_layer *layers,
     }
   return TRUE;
 }
+
+/* ---- For the editor: insertion at a position, incremental inference ---- */
+
+tw_node *
+tw_graph_insert_node (tw_graph *g, int index, const char *id, const char *op_name,
+                      const tw_attrs *attrs, const char *const *inputs, GError **error)
+{
+  g_return_val_if_fail (index >= 0 && index <= (int) g->nodes->len, NULL);
+  tw_node *n = tw_graph_add_node (g, id, op_name, attrs, inputs, error);
+  if (n == NULL || index == (int) g->nodes->len - 1)
+    return n;
+  g_ptr_array_steal_index (g->nodes, g->nodes->len - 1);
+  g_ptr_array_insert (g->nodes, index, n);
+  g->index_dirty = TRUE;
+  return n;
+}
+
+void
+tw_graph_remove_node_at (tw_graph *g, int index)
+{
+  g_return_if_fail (index >= 0 && index < (int) g->nodes->len);
+  g_ptr_array_remove_index (g->nodes, index);
+  g->index_dirty = TRUE;
+}
+
+/* tw_ref_parse without allocating: *id points into ref or into buf.
+ * Returns 1, 0 when malformed, -1 when the id does not fit buf. */
+static int
+ref_split (const char *ref, char *buf, gsize size, const char **id, int *output)
+{
+  const char *colon = ref ? strrchr (ref, ':') : NULL;
+  if (ref == NULL || *ref == '\0' || colon == ref)
+    return 0;
+  if (colon == NULL)
+    {
+      *id = ref;
+      *output = 0;
+      return 1;
+    }
+  char *end = NULL;
+  guint64 k = g_ascii_strtoull (colon + 1, &end, 10);
+  if (end == colon + 1 || *end != '\0' || k > TW_MAX_OUTPUTS)
+    return 0;
+  if ((gsize) (colon - ref) >= size)
+    return -1;
+  memcpy (buf, ref, colon - ref);
+  buf[colon - ref] = '\0';
+  *id = buf;
+  *output = (int) k;
+  return 1;
+}
+
+/* Min-heap of node indices: Kahn's algorithm taking the lowest ready index,
+ * as topo_sort does, in O(log n) a step. */
+static void
+heap_push (GArray *h, int v)
+{
+  g_array_append_val (h, v);
+  int *a = (int *) h->data;
+  for (guint i = h->len - 1; i > 0;)
+    {
+      guint p = (i - 1) / 2;
+      if (a[p] <= a[i])
+        break;
+      int t = a[p];
+      a[p] = a[i];
+      a[i] = t;
+      i = p;
+    }
+}
+
+static int
+heap_pop (GArray *h)
+{
+  int *a = (int *) h->data;
+  int top = a[0];
+  a[0] = a[h->len - 1];
+  g_array_set_size (h, h->len - 1);
+  a = (int *) h->data;
+  for (guint i = 0;;)
+    {
+      guint l = 2 * i + 1, r = l + 1, m = i;
+      if (l < h->len && a[l] < a[m])
+        m = l;
+      if (r < h->len && a[r] < a[m])
+        m = r;
+      if (m == i)
+        break;
+      int t = a[m];
+      a[m] = a[i];
+      a[i] = t;
+      i = m;
+    }
+  return top;
+}
+
+/* What consumers of a node read of it during inference. */
+static gboolean
+outputs_same (gboolean valid_a, int n_a, const tw_tinfo *a, const tw_node *b)
+{
+  gboolean usable_a = valid_a && a != NULL, usable_b = b->valid && b->out_info != NULL;
+  if (usable_a != usable_b)
+    return FALSE;
+  if (!usable_a)
+    return TRUE;
+  if (n_a != b->n_outputs)
+    return FALSE;
+  for (int k = 0; k < n_a; k++)
+    if (!tw_tinfo_equal (&a[k], &b->out_info[k]))
+      return FALSE;
+  return TRUE;
+}
+
+/* in_ports of a node kept from the last inference, with node indices as they
+ * are now: the entries infer_node would have filled. */
+static void
+refresh_in_ports (tw_graph *g, tw_node *n, const tw_port *ports)
+{
+  const tw_op_def *def = n->op;
+  if (n->out_info == NULL || def == NULL
+      || n->n_inputs < def->min_inputs
+      || (def->max_inputs >= 0 && n->n_inputs > def->max_inputs)
+      || n->n_inputs > TW_MAX_INPUTS)
+    return;
+  for (int k = 0; k < n->n_inputs; k++)
+    {
+      tw_port p = ports[k];
+      n->in_ports[k] = p;
+      if (p.node < 0)
+        return;
+      tw_node *src = tw_graph_node (g, p.node);
+      if (src->out_info == NULL || !src->valid)
+        continue;
+      if (p.output >= src->n_outputs)
+        return;
+    }
+}
+
+int
+tw_graph_infer_from (tw_graph *g, const char *const *changed_ids)
+{
+  int n = (int) g->nodes->len;
+  char buf[256];
+
+  rebuild_index (g);
+  g_autoptr (GHashTable) changed = g_hash_table_new (g_str_hash, g_str_equal);
+  for (int i = 0; changed_ids && changed_ids[i]; i++)
+    g_hash_table_add (changed, (gpointer) changed_ids[i]);
+
+  /* Resolve every input once (CSR: ports[start[i] .. start[i + 1])), noting
+   * the nodes that refer to a changed id, resolved or not. */
+  g_autofree int *start = g_new (int, n + 1);
+  start[0] = 0;
+  for (int i = 0; i < n; i++)
+    start[i + 1] = start[i] + tw_graph_node (g, i)->n_inputs;
+  g_autofree tw_port *ports = g_new (tw_port, MAX (start[n], 1));
+  g_autofree guint8 *dirty = g_new0 (guint8, MAX (n, 1));
+  g_autofree int *indeg = g_new0 (int, MAX (n, 1));
+  g_autofree int *succ_start = g_new0 (int, n + 1);
+  for (int i = 0; i < n; i++)
+    {
+      tw_node *nd = tw_graph_node (g, i);
+      if (nd->in_ports == NULL || g_hash_table_contains (changed, nd->id) || nd->share)
+        dirty[i] = 1;
+      for (int k = 0; k < nd->n_inputs; k++)
+        {
+          const char *id;
+          tw_port p = { -1, 0 };
+          int r = ref_split (nd->inputs[k], buf, sizeof buf, &id, &p.output);
+          if (r > 0)
+            {
+              p.node = GPOINTER_TO_INT (g_hash_table_lookup (g->index, id)) - 1;
+              if (g_hash_table_size (changed) && g_hash_table_contains (changed, id))
+                dirty[i] = 1;
+            }
+          else if (r < 0)
+            {
+              /* A very long "id:k": the slow path, always re-inferred. */
+              p = tw_graph_resolve (g, nd->inputs[k]);
+              dirty[i] = 1;
+            }
+          ports[start[i] + k] = p;
+          if (p.node >= 0)
+            {
+              succ_start[p.node + 1]++;
+              indeg[i]++;
+            }
+        }
+    }
+  for (int i = 0; i < n; i++)
+    succ_start[i + 1] += succ_start[i];
+  g_autofree int *succ = g_new (int, MAX (succ_start[n], 1));
+  g_autofree int *fill = g_memdup2 (succ_start, sizeof (int) * (n + 1));
+  for (int i = 0; i < n; i++)
+    for (int k = start[i]; k < start[i + 1]; k++)
+      if (ports[k].node >= 0)
+        succ[fill[ports[k].node]++] = i;
+
+  g_autoptr (GArray) order = g_array_sized_new (FALSE, FALSE, sizeof (int), n);
+  g_autoptr (GArray) heap = g_array_new (FALSE, FALSE, sizeof (int));
+  for (int i = 0; i < n; i++)
+    if (indeg[i] == 0)
+      heap_push (heap, i);
+  while (heap->len > 0)
+    {
+      int i = heap_pop (heap);
+      g_array_append_val (order, i);
+      for (int s = succ_start[i]; s < succ_start[i + 1]; s++)
+        if (--indeg[succ[s]] == 0)
+          heap_push (heap, succ[s]);
+    }
+  if ((int) order->len < n)
+    return tw_graph_infer (g);
+
+  /* Re-infer in topological order what changed or sees a changed input. */
+  g_autofree guint8 *out_changed = g_new0 (guint8, MAX (n, 1));
+  for (guint o = 0; o < order->len; o++)
+    {
+      int i = g_array_index (order, int, o);
+      tw_node *nd = tw_graph_node (g, i);
+      for (int k = start[i]; k < start[i + 1] && !dirty[i]; k++)
+        if (ports[k].node >= 0 && out_changed[ports[k].node])
+          dirty[i] = 1;
+      if (!dirty[i])
+        {
+          refresh_in_ports (g, nd, ports + start[i]);
+          continue;
+        }
+      gboolean old_valid = nd->valid;
+      int old_n = nd->n_outputs;
+      g_autofree tw_tinfo *old_info = g_steal_pointer (&nd->out_info);
+      gboolean was_inferred = nd->in_ports != NULL;
+      node_clear_inferred (nd);
+      infer_node (g, nd, 0);
+      out_changed[i] = !was_inferred || !outputs_same (old_valid, old_n, old_info, nd);
+    }
+
+  /* Diagnostics as a full inference orders them: node errors in topological
+   * order, then shared parameters, then the outputs. */
+  g_array_set_size (g->diags, 0);
+  for (guint o = 0; o < order->len; o++)
+    {
+      tw_node *nd = tw_graph_node (g, g_array_index (order, int, o));
+      if (nd->error)
+        {
+          tw_diag d = { nd->id, g_strdup (nd->error) };
+          g_array_append_val (g->diags, d);
+        }
+    }
+  check_shared_params (g);
+  for (char **o = g->outputs; *o; o++)
+    {
+      tw_port p = tw_graph_resolve (g, *o);
+      if (p.node < 0)
+        {
+          tw_diag d = { NULL, g_strdup_printf ("output '%s' is not a node", *o) };
+          g_array_append_val (g->diags, d);
+        }
+    }
+  return (int) g->diags->len;
+}

@@ -156,6 +156,26 @@ typedef struct
 gboolean tw_graph_add_sequential (tw_graph *g, const char *input, const tw_layer *layers,
                                   int n_layers, GError **error);
 
+/* ---- For the editor -------------------------------------------------------
+ *
+ * Incremental shape inference: after an edit, re-infer only the nodes whose
+ * id is in changed_ids (NULL-terminated; include removed and renamed-away
+ * ids, and the new ids of added or renamed nodes) and what lies downstream
+ * of them, reusing the results of the previous inference for the rest.  A
+ * re-inferred node whose outputs come out as before stops the propagation.
+ * The results (every node's inferred fields, the diagnostics and their order)
+ * are those of tw_graph_infer (g), which the previous inference of g must
+ * also have been (batch symbolic); on a cycle it falls back to it.  Returns
+ * the number of errors. */
+int tw_graph_infer_from (tw_graph *g, const char *const *changed_ids);
+
+/* Like tw_graph_add_node, but the node goes to position index (0..n; other
+ * nodes move up by one).  Indices into the graph taken before are stale. */
+tw_node *tw_graph_insert_node (tw_graph *g, int index, const char *id, const char *op_name,
+                               const tw_attrs *attrs, const char *const *inputs, GError **error);
+/* Remove the node at index (no lookup by id). */
+void tw_graph_remove_node_at (tw_graph *g, int index);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_graph, tw_graph_free)
 
 G_END_DECLS

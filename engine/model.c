@@ -50,6 +50,7 @@ tw_model_free (tw_model *m)
   g_free (m->name);
   tw_graph_free (m->graph);
   tw_recipe_clear (&m->recipe);
+  g_clear_pointer (&m->editor, json_node_unref);
   g_free (m);
 }
 
@@ -339,7 +340,8 @@ parse_failed (loader *ld, const GError *err)
 
 /* ---- Loading: the graph ------------------------------------------------ */
 
-static const char *const top_members[] = { "format", "version", "name", "graph", "training", NULL };
+static const char *const top_members[] = { "format", "version", "name", "graph", "training",
+                                            "editor", NULL };
 static const char *const graph_members[] = { "nodes", "outputs", NULL };
 static const char *const node_members[] = { "id", "op", "inputs", "attrs", "share", "pos", NULL };
 
@@ -774,6 +776,12 @@ load_model (loader *ld, JsonNode *root)
     return NULL;
   if ((m = member (ld, obj, "$", "training", FALSE)) && !load_recipe (ld, &model->recipe, m))
     return NULL;
+  if ((m = member (ld, obj, "$", "editor", FALSE)))
+    {
+      if (get_object (ld, m, "$.editor") == NULL)
+        return NULL;
+      model->editor = json_node_copy (m);
+    }
   return g_steal_pointer (&model);
 }
 
@@ -1107,6 +1115,8 @@ tw_model_to_data (const tw_model *m, gsize *len)
   set_string_array (graph, "outputs", tw_graph_outputs (m->graph), -1);
   json_object_set_object_member (root, "graph", graph);
   json_object_set_object_member (root, "training", recipe_to_json (&m->recipe));
+  if (m->editor)
+    json_object_set_member (root, "editor", json_node_copy (m->editor));
 
   g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), root);
   GString *s = g_string_new (NULL);

@@ -26,6 +26,9 @@
  *   }
  *
  * A node may carry "share": "<other id>" to use that node's parameters.
+ * An optional top-level "editor" object holds the graph editor's state
+ * ("blocks": [{"name": ..., "nodes": [ids], "collapsed": true, "pos": [x, y]}]);
+ * the engine keeps it verbatim (tw_model.editor) and does not interpret it.
  * Every member but format, version, graph and graph.nodes (and a node's id
  * and op) is optional; unknown members are errors.  Errors name the file and
  * the JSON path ("mlp.json: $.graph.nodes[3].op: expected a string, got an
@@ -105,6 +108,10 @@ typedef struct
   char *name;
   tw_graph *graph;
   tw_recipe recipe;
+  /* The optional top-level member "editor" (an object: the graph editor's
+   * blocks and other view state), kept verbatim: loaded, saved and copied as
+   * is, NULL when absent.  Owned by the model. */
+  JsonNode *editor;
 } tw_model;
 
 /* Defaults: SGD lr 0.01 momentum 0.9, batch 64, 1 epoch, seed 0, constant schedule,

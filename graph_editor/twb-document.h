@@ -112,7 +112,10 @@ gboolean twb_document_rename_node (TwbDocument *doc, const char *id, const char 
                                    GError **error);
 gboolean twb_document_set_share (TwbDocument *doc, const char *id, const char *scope,
                                  GError **error);
-/* Moves are merged into one undo step while `merge` is TRUE (a drag). */
+/* Moves are merged into one undo step while `merge` is TRUE (a drag): pass
+ * FALSE for the first motion of a drag (it starts a new undo step) and TRUE
+ * for the following ones, which join it as long as they move the same ids
+ * and no other edit came between. */
 void twb_document_move_nodes (TwbDocument *doc, const char *const *ids, double dx, double dy,
                               gboolean merge);
 gboolean twb_document_set_recipe (TwbDocument *doc, const tw_recipe *recipe, GError **error);
@@ -151,13 +154,23 @@ gboolean twb_document_duplicate_selection (TwbDocument *doc, GError **error);
 /* Layered left-to-right layout (longest-path layers, barycentre ordering to
  * cut crossings); one undo step. */
 void twb_document_auto_layout (TwbDocument *doc);
-/* Node box size used by layout and hit-testing (the canvas draws this size). */
+/* Node box size used by layout and hit-testing (the canvas draws this size):
+ * width 40 + 7 px per character of id and op name, clamped to [140, 240];
+ * height 56 + 14 per port row beyond the first. */
 void twb_document_node_size (TwbDocument *doc, const char *id, double *width, double *height);
+/* Ports the canvas draws: returns the input ports (all of a fixed op's, one
+ * free port more than connected for a variadic op), outputs in *n_outputs. */
+int twb_document_node_ports (TwbDocument *doc, const char *id, int *n_outputs);
 
 /* Collapse the selection into a named block: an editor-level group drawn as
  * one node; the graph itself is unchanged.  Saved in the model file. */
 gboolean twb_document_collapse_selection (TwbDocument *doc, const char *name, GError **error);
+/* Expanding keeps the block (expanded, members drawn as usual); removing it
+ * ungroups the nodes.  Both leave the graph unchanged; both are undoable. */
 gboolean twb_document_expand_block (TwbDocument *doc, const char *name, GError **error);
+gboolean twb_document_remove_block (TwbDocument *doc, const char *name, GError **error);
+gboolean twb_document_move_block (TwbDocument *doc, const char *name, double dx, double dy,
+                                  GError **error);
 /* Block containing the node, NULL when it is in no collapsed block. */
 const char *twb_document_block_of (TwbDocument *doc, const char *id);
 /* Names of all blocks, NULL-terminated; caller frees with g_strfreev. */
@@ -184,5 +197,10 @@ gboolean twb_document_autosave (TwbDocument *doc, GError **error);
 void twb_document_discard_recovery (TwbDocument *doc);
 /* Recovery files left by a crash, newest first; caller frees with g_strfreev. */
 char **twb_document_list_recovery_files (void);
+/* The recovery file this document last wrote (owned by it), or NULL. */
+const char *twb_document_get_recovery_file (TwbDocument *doc);
+/* Open a recovery file: the document gets the original path (NULL if it was
+ * untitled), is dirty, and removes the recovery file once saved or closed. */
+TwbDocument *twb_document_new_from_recovery (const char *file, GError **error);
 
 G_END_DECLS

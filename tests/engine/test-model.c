@@ -765,6 +765,44 @@ test_fuzz (void)
     }
 }
 
+/* The "editor" member is kept verbatim: loaded, saved, loaded again. */
+static void
+test_editor_member (void)
+{
+  static const char data[] =
+    "{ \"format\": \"twb-model\", \"version\": 1,\n"
+    "  \"graph\": { \"nodes\": [ { \"id\": \"x\", \"op\": \"input\" },\n"
+    "                            { \"id\": \"r\", \"op\": \"relu\", \"inputs\": [\"x\"] } ] },\n"
+    "  \"editor\": { \"blocks\": [ { \"name\": \"body\", \"nodes\": [\"r\"], \"collapsed\": true,\n"
+    "                              \"pos\": [10, 20.5] } ], \"zoom\": 1.5 } }\n";
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = tw_model_load_from_data (data, -1, "editor.json", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (m->editor);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (m->editor));
+  g_autofree char *text = tw_model_to_data (m, NULL);
+  g_assert_nonnull (strstr (text, "\"editor\""));
+  g_autoptr (tw_model) m2 = tw_model_load_from_data (text, -1, "editor2.json", &error);
+  g_assert_no_error (error);
+  g_assert_true (json_node_equal (m->editor, m2->editor));
+  g_autofree char *text2 = tw_model_to_data (m2, NULL);
+  g_assert_cmpstr (text, ==, text2);
+
+  /* Absent: NULL, and not written. */
+  g_autoptr (tw_model) plain = tw_model_new ("plain");
+  g_assert_null (plain->editor);
+  g_autofree char *ptext = tw_model_to_data (plain, NULL);
+  g_assert_null (strstr (ptext, "\"editor\""));
+
+  /* Not an object: refused with its path. */
+  g_autoptr (tw_model) bad = tw_model_load_from_data (
+    "{ \"format\": \"twb-model\", \"version\": 1, \"graph\": { \"nodes\": [] }, \"editor\": 3 }",
+    -1, "bad.json", &error);
+  g_assert_null (bad);
+  g_assert_error (error, TW_MODEL_ERROR, TW_MODEL_ERROR_FORMAT);
+  g_assert_nonnull (strstr (error->message, "$.editor"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -779,5 +817,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/model/load-file-errors", test_load_file_errors);
   g_test_add_func ("/engine/model/save-atomic", test_save_atomic);
   g_test_add_func ("/engine/model/fuzz", test_fuzz);
+  g_test_add_func ("/engine/model/editor-member", test_editor_member);
   return g_test_run ();
 }
