@@ -496,6 +496,8 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
       hit = twb_graph_scene_find (self->scene, self->focus_id);
       if (hit < 0)
         return;
+      if (self->scene->nodes[hit].is_block)
+        return;   /* a collapsed block keeps its place (no document API moves it) */
       self->mode = DRAG_MOVE;
       self->anchor = hit;
       self->anchor_x = self->scene->nodes[hit].x;
@@ -1003,8 +1005,8 @@ twb_graph_canvas_init (TwbGraphCanvas *self)
   GtkGesture *click = gtk_gesture_click_new ();
   gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (click), GDK_BUTTON_PRIMARY);
   g_signal_connect (click, "pressed", G_CALLBACK (click_pressed), self);
-  gtk_gesture_group (click, drag);
   gtk_widget_add_controller (w, GTK_EVENT_CONTROLLER (click));
+  gtk_gesture_group (click, drag);
 
   GtkGesture *zoom = gtk_gesture_zoom_new ();
   g_signal_connect (zoom, "begin", G_CALLBACK (zoom_begin), self);

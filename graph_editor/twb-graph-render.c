@@ -141,14 +141,41 @@ edge_path (cairo_t *cr, double x0, double y0, double x3, double y3, gboolean str
       cairo_line_to (cr, x3, y3);
       return;
     }
-  double dx = MAX (40.0, fabs (x3 - x0) / 2);
+  double pts[6][2];
+  int n = twb_graph_scene_edge_route (x0, y0, x3, y3, pts);
+  if (n > 0)
+    {
+      /* Polyline with corners rounded by up to 10 units. */
+      for (int k = 1; k < n - 1; k++)
+        {
+          double ax = pts[k][0] - pts[k - 1][0], ay = pts[k][1] - pts[k - 1][1];
+          double bx = pts[k + 1][0] - pts[k][0], by = pts[k + 1][1] - pts[k][1];
+          double la = hypot (ax, ay), lb = hypot (bx, by);
+          double r = MIN (10.0, MIN (la, lb) / 2);
+          if (la < 1e-9 || lb < 1e-9)
+            continue;
+          cairo_line_to (cr, pts[k][0] - ax / la * r, pts[k][1] - ay / la * r);
+          cairo_curve_to (cr, pts[k][0], pts[k][1], pts[k][0], pts[k][1], pts[k][0] + bx / lb * r,
+                          pts[k][1] + by / lb * r);
+        }
+      cairo_line_to (cr, x3, y3);
+      return;
+    }
+  double dx = twb_graph_scene_edge_bend (x0, x3);
   cairo_curve_to (cr, x0 + dx, y0, x3 - dx, y3, x3, y3);
 }
 
 static void
 bezier_mid (double x0, double y0, double x3, double y3, double *mx, double *my)
 {
-  double dx = MAX (40.0, fabs (x3 - x0) / 2);
+  double pts[6][2];
+  if (twb_graph_scene_edge_route (x0, y0, x3, y3, pts) > 0)
+    {
+      *mx = (pts[2][0] + pts[3][0]) / 2;
+      *my = pts[2][1];
+      return;
+    }
+  double dx = twb_graph_scene_edge_bend (x0, x3);
   /* B(1/2) = (P0 + 3 P1 + 3 P2 + P3) / 8 */
   *mx = (x0 + 3 * (x0 + dx) + 3 * (x3 - dx) + x3) / 8;
   *my = (y0 + 3 * y0 + 3 * y3 + y3) / 8;
@@ -242,7 +269,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
           double x0, y0, x3, y3;
           twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
           twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
-          double pad = MAX (40.0, fabs (x3 - x0) / 2);
+          double pad = twb_graph_scene_edge_bend (x0, x3) + 20;
           if (!visible (v, MIN (x0, x3) - pad, MIN (y0, y3), MAX (x0, x3) + pad, MAX (y0, y3)))
             continue;
           edge_path (cr, x0, y0, x3, y3, straight);
@@ -375,11 +402,13 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
       cairo_set_source_rgb (cr, 1, 1, 1);
       draw_text (cr, l, n->x + 8, n->y + HEADER_H / 2);
 
+      /* Two 13-unit lines (10.5 px font) fit in the 32-unit body of the
+       * document's smallest box (56 - 24). */
       double body = n->h - HEADER_H;
-      gboolean two = body >= 34;
-      layout_text (l, n->subtitle, n->w - 20, FALSE, 11);
+      gboolean two = body >= 30;
+      layout_text (l, n->subtitle, n->w - 20, FALSE, 10.5);
       set_rgb (cr, p->dim_text);
-      draw_text (cr, l, n->x + 10, n->y + HEADER_H + (two ? body * 0.3 : body / 2));
+      draw_text (cr, l, n->x + 10, n->y + HEADER_H + (two ? 9.5 : body / 2));
       if (two)
         {
           const char *line2 = n->error ? "error (hover for details)" : n->shape;
@@ -387,12 +416,12 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
             line2 = "double-click to expand";
           if (line2)
             {
-              layout_text (l, line2, n->w - 20, !n->error && !n->is_block, 11);
+              layout_text (l, line2, n->w - 20, !n->error && !n->is_block, 10.5);
               if (n->error)
                 set_rgb (cr, p->error);
               else
                 set_rgb (cr, p->text);
-              draw_text (cr, l, n->x + 10, n->y + HEADER_H + body * 0.68);
+              draw_text (cr, l, n->x + 10, n->y + HEADER_H + 22.5);
             }
         }
     }

@@ -370,6 +370,25 @@ twb_graph_scene_hit_port (const TwbGraphScene *s, double x, double y, double slo
   return hit;
 }
 
+double
+twb_graph_scene_edge_bend (double x0, double x3)
+{
+  return x3 >= x0 ? MAX (40.0, (x3 - x0) / 2) : 80.0;
+}
+
+int
+twb_graph_scene_edge_route (double x0, double y0, double x3, double y3, double pts[6][2])
+{
+  /* 20 units: room for the port circle and a rounded corner. */
+  if (x3 >= x0 + 20)
+    return 0;
+  double ym = (y0 + y3) / 2;
+  double r[6][2] = { { x0, y0 }, { x0 + 20, y0 }, { x0 + 20, ym },
+                     { x3 - 20, ym }, { x3 - 20, y3 }, { x3, y3 } };
+  memcpy (pts, r, sizeof r);
+  return 6;
+}
+
 static double
 seg_dist2 (double px, double py, double ax, double ay, double bx, double by)
 {
@@ -393,7 +412,17 @@ twb_graph_scene_hit_edge (const TwbGraphScene *s, double x, double y, double slo
       if (x < MIN (x0, x3) - slop - 200 || x > MAX (x0, x3) + slop + 200
           || y < MIN (y0, y3) - slop || y > MAX (y0, y3) + slop)
         continue;
-      double dx = MAX (40.0, fabs (x3 - x0) / 2);
+      double route[6][2];
+      int nr = twb_graph_scene_edge_route (x0, y0, x3, y3, route);
+      if (nr > 0)
+        {
+          for (int k = 1; k < nr; k++)
+            if (seg_dist2 (x, y, route[k - 1][0], route[k - 1][1], route[k][0], route[k][1])
+                <= slop * slop)
+              return i;
+          continue;
+        }
+      double dx = twb_graph_scene_edge_bend (x0, x3);
       double px = x0, py = y0;
       for (int k = 1; k <= 16; k++)
         {

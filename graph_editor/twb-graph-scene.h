@@ -81,6 +81,17 @@ int twb_graph_scene_find (const TwbGraphScene *s, const char *id);
 void twb_graph_scene_port_pos (const TwbGraphScene *s, int node, TwbPortDirection dir, int port,
                                double *x, double *y);
 
+/* Horizontal offset of an edge's Bezier control points from its ends: half
+ * the span (at least 40) when it runs forwards, a fixed 80 when it runs
+ * backwards (a wrapped row), so it does not swing wide across the graph. */
+double twb_graph_scene_edge_bend (double x0, double x3);
+
+/* Route of an edge that runs backwards (into a node left of its source,
+ * as in a wrapped row): out to the right, along the gap halfway between the
+ * ports' heights, into the input from the left.  Fills pts (x, y pairs) and
+ * returns the number of points (6); 0 for a forward edge (a Bezier curve). */
+int twb_graph_scene_edge_route (double x0, double y0, double x3, double y3, double pts[6][2]);
+
 /* Hit tests in model coordinates; `slop` is the hit radius for ports.
  * Return the topmost node / the port under the point, or -1. */
 int twb_graph_scene_hit_node (const TwbGraphScene *s, double x, double y);

@@ -73,9 +73,9 @@ twb_sequential_apply (TwbDocument *doc, const char *after, const char *text, GEr
       char *sp = strpbrk (line, " \t");
       g_autofree char *op = sp ? g_strndup (line, sp - line) : g_strdup (line);
       const char *id = twb_document_add_node (doc, op, NULL, x, y, error);
-      if (id == NULL)
-        goto fail;
       g_autofree char *nid = g_strdup (id);
+      if (id == NULL)
+        goto fail_line;
       if (prev && !twb_document_connect (doc, prev, nid, 0, error))
         goto fail_line;
       const char *rest = sp ? sp : "";
@@ -104,7 +104,6 @@ twb_sequential_apply (TwbDocument *doc, const char *after, const char *text, GEr
       continue;
     fail_line:
       g_prefix_error (error, "line %d: ", i + 1);
-    fail:
       twb_document_end_group (doc);
       twb_document_undo (doc);
       return -1;
