@@ -376,7 +376,10 @@ twb_graph_canvas_focus_next (TwbGraphCanvas *self, int dir)
   for (int i = 0; i < n; i++)
     order[i] = i;
   g_qsort_with_data (order, n, sizeof (int), cmp_reading_order, self->scene);
+  /* A focus ring left on a node that is no longer selected starts over. */
   int cur = twb_graph_scene_find (self->scene, self->focus_id), pos = -1;
+  if (cur >= 0 && !self->scene->nodes[cur].selected)
+    cur = -1;
   for (int i = 0; i < n; i++)
     if (order[i] == cur)
       pos = i;
