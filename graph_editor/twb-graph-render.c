@@ -498,13 +498,19 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
               cairo_rectangle (cr, n->x, n->y, n->w, n->h);
               last_drawn++;
             }
-          if (pass == 2)
+          if (pass == 2 && v->scale * 140 >= 8)
             {
               set_rgb (cr, p->body);
               cairo_fill_preserve (cr);
               set_rgb (cr, p->border);
               cairo_set_line_width (cr, 1.0 / v->scale);
               cairo_stroke (cr);
+            }
+          else if (pass == 2)
+            {
+              /* Boxes under 8 px: a border would cover them; fill only. */
+              set_rgb (cr, p->border);
+              cairo_fill (cr);
             }
           else
             {
