@@ -476,7 +476,10 @@ infer_node (tw_graph *g, tw_node *n, int64_t batch)
       return;
     }
   const tw_op_def *def = n->op;
-  n->resolved = tw_op_resolve_attrs (def, n->attrs, &error);
+  /* tw_graph_infer_from may hand back the node's own resolved attrs when
+   * neither its op nor its attrs changed. */
+  if (n->resolved == NULL)
+    n->resolved = tw_op_resolve_attrs (def, n->attrs, &error);
   if (n->resolved == NULL)
     {
       node_fail (g, n, "%s", error->message);
@@ -965,7 +968,12 @@ tw_graph_infer_from (tw_graph *g, const char *const *changed_ids)
       int old_n = nd->n_outputs;
       g_autofree tw_tinfo *old_info = g_steal_pointer (&nd->out_info);
       gboolean was_inferred = nd->in_ports != NULL;
+      /* Resolved attrs depend on the node alone: kept unless it changed. */
+      tw_attrs *resolved = NULL;
+      if (was_inferred && !g_hash_table_contains (changed, nd->id))
+        resolved = g_steal_pointer (&nd->resolved);
       node_clear_inferred (nd);
+      nd->resolved = resolved;
       infer_node (g, nd, 0);
       out_changed[i] = !was_inferred || !outputs_same (old_valid, old_n, old_info, nd);
     }

@@ -137,11 +137,12 @@ twb_document_paste (TwbDocument *doc, const char *text, double dx, double dy, GE
   g_autoptr (GHashTable) keep = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GHashTable) map = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   g_autoptr (GHashTable) taken = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) refs = twb_document_referenced_ids (doc);
   for (int i = 0; i < np; i++)
     {
       tw_node *n = tw_graph_node (pg, i);
       g_hash_table_add (keep, n->id);
-      char *id = twb_document_fresh_id (doc, n->id, FALSE, taken);
+      char *id = twb_document_fresh_id (doc, n->id, FALSE, taken, refs);
       g_hash_table_insert (map, n->id, id);
       g_hash_table_add (taken, id);
     }

@@ -129,8 +129,11 @@ GPtrArray *twb_document_blocks_without (TwbDocument *doc, GHashTable *removed);
 /* Layout (twb-document-layout.c): positions for all nodes, by index. */
 void twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys);
 
-/* Fresh id "<op><n>" or "<base>_<n>" not in the graph nor in `taken`. */
+/* Fresh id "<op><n>" or "<base>_<n>" not in the graph, not referred to by
+ * any node (refs: twb_document_referenced_ids, or NULL to compute it) and
+ * not in `taken`. */
+GHashTable *twb_document_referenced_ids (TwbDocument *doc);
 char *twb_document_fresh_id (TwbDocument *doc, const char *base, gboolean from_op,
-                             GHashTable *taken);
+                             GHashTable *taken, GHashTable *refs);
 
 G_END_DECLS

@@ -397,11 +397,19 @@ referenced_ids (TwbDocument *doc)
   return set;
 }
 
+GHashTable *
+twb_document_referenced_ids (TwbDocument *doc)
+{
+  return referenced_ids (doc);
+}
+
 char *
-twb_document_fresh_id (TwbDocument *doc, const char *base, gboolean from_op, GHashTable *taken)
+twb_document_fresh_id (TwbDocument *doc, const char *base, gboolean from_op, GHashTable *taken,
+                       GHashTable *refs_in)
 {
   tw_graph *g = doc->model->graph;
-  g_autoptr (GHashTable) refs = referenced_ids (doc);
+  g_autoptr (GHashTable) own = refs_in ? NULL : referenced_ids (doc);
+  GHashTable *refs = refs_in ? refs_in : own;
   if (!from_op && !tw_graph_find (g, base) && !g_hash_table_contains (refs, base)
       && !(taken && g_hash_table_contains (taken, base)))
     return g_strdup (base);
@@ -437,7 +445,7 @@ twb_document_add_node (TwbDocument *doc, const char *op, const char *id, double 
     }
   g_autofree char *fresh = NULL;
   if (id == NULL)
-    id = fresh = twb_document_fresh_id (doc, op, TRUE, NULL);
+    id = fresh = twb_document_fresh_id (doc, op, TRUE, NULL, NULL);
   else if (!check_id (doc, id, error))
     return NULL;
 
