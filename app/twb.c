@@ -4,6 +4,10 @@
 #include "app/twb-cli.h"
 #include "engine/device.h"
 
+#ifdef TWB_HAVE_GUI
+#include "app/twb-application.h"
+#endif
+
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
@@ -233,7 +237,15 @@ usage (void)
               "  eval MODEL.json    evaluate trained weights on a test set\n"
               "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n"
               "  compile MODEL.json compile to a static program and report what the passes did\n"
-              "  predict MODEL.json class predictions for samples in a .npy file\n");
+              "  predict MODEL.json class predictions for samples in a .npy file\n"
+#ifdef TWB_HAVE_GUI
+              "\n"
+              "without a command, with a display: the graph editor\n"
+              "  twb [MODEL.json...]\n"
+              "  twb --screenshot OUT.png [--open MODEL.json] [--size WxH] [--panel training|debugger|profiler]\n"
+              "  (see twb --help-gui)\n"
+#endif
+              );
 }
 
 int
@@ -244,6 +256,23 @@ main (int argc, char **argv)
   setlocale (LC_NUMERIC, "C");
   tw_ops_init ();
 
+#ifdef TWB_HAVE_GUI
+  /* The GUI: no command, GUI options, or model files.  Subcommands never
+   * initialise GTK, so they work without a display. */
+  gboolean gui = argc < 2 ? twb_gui_have_display ()
+                          : g_str_has_prefix (argv[1], "--screenshot")
+                              || g_str_has_prefix (argv[1], "--open")
+                              || g_str_has_prefix (argv[1], "--size")
+                              || g_str_has_prefix (argv[1], "--panel")
+                              || g_str_has_suffix (argv[1], ".json");
+  if (gui)
+    return twb_gui_main (argc, argv);
+  if (argc >= 2 && strcmp (argv[1], "--help-gui") == 0)
+    {
+      char *args[] = { argv[0], (char *) "--help", NULL };
+      return twb_gui_main (2, args);
+    }
+#endif
   if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0)
     {
       usage ();

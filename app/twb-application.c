@@ -1,0 +1,415 @@
+/* twb-application.c — GtkApplication subclass and the GUI entry point. */
+#define G_LOG_DOMAIN "twb-application"
+
+#include "app/twb-application.h"
+
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+
+struct _TwbApplication
+{
+  GtkApplication parent_instance;
+  GDBusProxy *portal;
+  /* Screenshot mode (--screenshot). */
+  char *shot_path;
+  char *shot_model;
+  char *shot_panel;
+  char *shot_select;
+  int shot_w, shot_h;
+  int shot_status;
+  TwbWindow *shot_window;
+  int shot_ticks;
+};
+
+G_DEFINE_FINAL_TYPE (TwbApplication, twb_application, GTK_TYPE_APPLICATION)
+
+gboolean
+twb_gui_have_display (void)
+{
+  const char *x = g_getenv ("DISPLAY"), *w = g_getenv ("WAYLAND_DISPLAY");
+  return (x && *x) || (w && *w);
+}
+
+void
+twb_application_load_style (void)
+{
+  static gboolean done;
+  GdkDisplay *display = gdk_display_get_default ();
+  if (done || display == NULL)
+    return;
+  done = TRUE;
+  GtkCssProvider *css = gtk_css_provider_new ();
+  gtk_css_provider_load_from_resource (css, "/org/tensorworkbench/Twb/style.css");
+  gtk_style_context_add_provider_for_display (display, GTK_STYLE_PROVIDER (css),
+                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+  g_object_unref (css);
+  gtk_icon_theme_add_resource_path (gtk_icon_theme_get_for_display (display),
+                                    "/org/tensorworkbench/Twb/icons");
+}
+
+/* ---- Light / dark from the system ------------------------------------------- */
+
+static void
+apply_color_scheme (guint32 scheme)
+{
+  /* freedesktop appearance: 0 no preference, 1 prefer dark, 2 prefer light. */
+  g_object_set (gtk_settings_get_default (), "gtk-application-prefer-dark-theme", scheme == 1,
+                NULL);
+}
+
+static void
+portal_signal (GDBusProxy *proxy, const char *sender, const char *signal, GVariant *params,
+               gpointer data)
+{
+  const char *ns, *key;
+  g_autoptr (GVariant) value = NULL;
+  if (g_strcmp0 (signal, "SettingChanged") != 0)
+    return;
+  g_variant_get (params, "(&s&sv)", &ns, &key, &value);
+  if (g_strcmp0 (ns, "org.freedesktop.appearance") == 0 && g_strcmp0 (key, "color-scheme") == 0
+      && g_variant_is_of_type (value, G_VARIANT_TYPE_UINT32))
+    apply_color_scheme (g_variant_get_uint32 (value));
+}
+
+static void
+portal_read_done (GObject *src, GAsyncResult *res, gpointer data)
+{
+  g_autoptr (GVariant) ret = g_dbus_proxy_call_finish (G_DBUS_PROXY (src), res, NULL);
+  if (ret == NULL)
+    return;
+  g_autoptr (GVariant) outer = NULL;
+  g_variant_get (ret, "(v)", &outer);
+  /* Read returns the value wrapped once more (v of v) on older portals. */
+  while (outer && g_variant_is_of_type (outer, G_VARIANT_TYPE_VARIANT))
+    {
+      GVariant *inner = g_variant_get_variant (outer);
+      g_variant_unref (outer);
+      outer = inner;
+    }
+  if (outer && g_variant_is_of_type (outer, G_VARIANT_TYPE_UINT32))
+    apply_color_scheme (g_variant_get_uint32 (outer));
+}
+
+static void
+portal_ready (GObject *src, GAsyncResult *res, gpointer data)
+{
+  TwbApplication *self = data;
+  GDBusProxy *proxy = g_dbus_proxy_new_for_bus_finish (res, NULL);
+  if (proxy == NULL)
+    {
+      g_object_unref (self);
+      return;
+    }
+  self->portal = proxy;
+  g_signal_connect (proxy, "g-signal", G_CALLBACK (portal_signal), self);
+  g_dbus_proxy_call (proxy, "Read", g_variant_new ("(ss)", "org.freedesktop.appearance", "color-scheme"),
+                     G_DBUS_CALL_FLAGS_NONE, 2000, NULL, portal_read_done, self);
+  g_object_unref (self);
+}
+
+static void
+follow_system_style (TwbApplication *self)
+{
+  const char *force = g_getenv ("TWB_COLOR_SCHEME");
+  if (force)
+    {
+      apply_color_scheme (strcmp (force, "dark") == 0 ? 1 : 2);
+      return;
+    }
+  g_dbus_proxy_new_for_bus (G_BUS_TYPE_SESSION, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START, NULL,
+                            "org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop",
+                            "org.freedesktop.portal.Settings", NULL, portal_ready,
+                            g_object_ref (self));
+}
+
+/* ---- Windows ------------------------------------------------------------------ */
+
+TwbWindow *
+twb_application_new_window (TwbApplication *self, TwbDocument *doc)
+{
+  TwbWindow *w = twb_window_new (GTK_APPLICATION (self), doc);
+  gtk_window_present (GTK_WINDOW (w));
+  return w;
+}
+
+static void
+recovery_response (GtkDialog *dialog, int response, TwbApplication *self)
+{
+  char **files = g_object_get_data (G_OBJECT (dialog), "files");
+  for (char **f = files; f && *f; f++)
+    {
+      if (response == GTK_RESPONSE_ACCEPT)
+        {
+          g_autoptr (GError) error = NULL;
+          tw_model *m = tw_model_load (*f, &error);
+          if (m == NULL)
+            {
+              g_warning ("cannot recover %s: %s", *f, error->message);
+              continue;
+            }
+          g_autoptr (TwbDocument) doc = twb_document_new_for_model (m);
+          twb_application_new_window (self, doc);
+        }
+      g_unlink (*f);
+    }
+  gtk_window_destroy (GTK_WINDOW (dialog));
+}
+
+static void
+offer_recovery (TwbApplication *self, GtkWindow *parent)
+{
+  if (g_getenv ("TWB_NO_RECOVERY"))
+    return;
+  g_auto (GStrv) files = twb_document_list_recovery_files ();
+  int n = files ? (int) g_strv_length (files) : 0;
+  if (n == 0)
+    return;
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  GtkWidget *d = gtk_message_dialog_new (parent, GTK_DIALOG_MODAL | GTK_DIALOG_DESTROY_WITH_PARENT,
+                                         GTK_MESSAGE_QUESTION, GTK_BUTTONS_NONE,
+                                         "Recover %d unsaved model%s?", n, n == 1 ? "" : "s");
+  gtk_message_dialog_format_secondary_text (
+    GTK_MESSAGE_DIALOG (d),
+    "Tensor Workbench did not close cleanly last time. Autosaved copies of your unsaved work "
+    "can be opened now; discarding deletes them.");
+  gtk_dialog_add_buttons (GTK_DIALOG (d), "_Discard", GTK_RESPONSE_REJECT, "_Recover",
+                          GTK_RESPONSE_ACCEPT, NULL);
+  gtk_dialog_set_default_response (GTK_DIALOG (d), GTK_RESPONSE_ACCEPT);
+  G_GNUC_END_IGNORE_DEPRECATIONS
+  g_object_set_data_full (G_OBJECT (d), "files", g_steal_pointer (&files), (GDestroyNotify) g_strfreev);
+  g_signal_connect (d, "response", G_CALLBACK (recovery_response), self);
+  gtk_window_present (GTK_WINDOW (d));
+}
+
+/* ---- Screenshot mode ------------------------------------------------------------ */
+
+static gboolean
+shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+{
+  TwbApplication *self = data;
+  /* A few frames: the first lays out and zooms to fit, the next draw it.
+   * Window decorations may take part of the default size: grow it by the
+   * difference once so the picture has the size asked for. */
+  ++self->shot_ticks;
+  int w = gtk_widget_get_width (widget), h = gtk_widget_get_height (widget);
+  if (self->shot_ticks == 3 && (w != self->shot_w || h != self->shot_h))
+    {
+      gtk_window_set_default_size (GTK_WINDOW (widget), 2 * self->shot_w - w, 2 * self->shot_h - h);
+      twb_graph_canvas_zoom_to_fit (twb_window_get_canvas (self->shot_window));
+      return G_SOURCE_CONTINUE;
+    }
+  if (self->shot_ticks == 5)
+    twb_graph_canvas_zoom_to_fit (twb_window_get_canvas (self->shot_window));
+  if (self->shot_ticks < 8)
+    return G_SOURCE_CONTINUE;
+  g_autoptr (GError) error = NULL;
+  if (!twb_window_save_screenshot (self->shot_window, self->shot_path, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      self->shot_status = 1;
+    }
+  else
+    {
+      self->shot_status = 0;
+      g_print ("%s: %dx%d\n", self->shot_path, gtk_widget_get_width (widget),
+               gtk_widget_get_height (widget));
+    }
+  twb_window_close_now (self->shot_window);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+activate_screenshot (TwbApplication *self)
+{
+  g_autoptr (TwbDocument) doc = NULL;
+  if (self->shot_model)
+    {
+      g_autoptr (GError) error = NULL;
+      doc = twb_document_new_from_file (self->shot_model, &error);
+      if (doc == NULL)
+        {
+          g_printerr ("twb: %s\n", error->message);
+          self->shot_status = 1;
+          return;
+        }
+    }
+  self->shot_window = twb_window_new (GTK_APPLICATION (self), doc);
+  gtk_window_set_default_size (GTK_WINDOW (self->shot_window), self->shot_w, self->shot_h);
+  if (self->shot_panel)
+    twb_window_show_panel (self->shot_window, self->shot_panel);
+  if (self->shot_select)
+    twb_graph_canvas_reveal_node (twb_window_get_canvas (self->shot_window), self->shot_select);
+  gtk_widget_add_tick_callback (GTK_WIDGET (self->shot_window), shot_tick, self, NULL);
+  gtk_window_present (GTK_WINDOW (self->shot_window));
+}
+
+/* ---- GApplication ---------------------------------------------------------------- */
+
+static void
+twb_application_startup (GApplication *app)
+{
+  G_APPLICATION_CLASS (twb_application_parent_class)->startup (app);
+  twb_application_load_style ();
+  gtk_window_set_default_icon_name (TWB_APPLICATION_ID);
+  follow_system_style (TWB_APPLICATION (app));
+}
+
+static void
+twb_application_activate (GApplication *app)
+{
+  TwbApplication *self = TWB_APPLICATION (app);
+  if (self->shot_path)
+    {
+      activate_screenshot (self);
+      return;
+    }
+  GtkWindow *w = gtk_application_get_active_window (GTK_APPLICATION (app));
+  if (w == NULL)
+    w = GTK_WINDOW (twb_application_new_window (self, NULL));
+  gtk_window_present (w);
+  offer_recovery (self, w);
+}
+
+static void
+twb_application_open (GApplication *app, GFile **files, int n_files, const char *hint)
+{
+  TwbApplication *self = TWB_APPLICATION (app);
+  for (int i = 0; i < n_files; i++)
+    {
+      g_autofree char *path = g_file_get_path (files[i]);
+      g_autoptr (GError) error = NULL;
+      g_autoptr (TwbDocument) doc = path ? twb_document_new_from_file (path, &error) : NULL;
+      TwbWindow *w;
+      if (doc == NULL)
+        {
+          /* Say why in an empty window: the model cannot be opened. */
+          w = twb_application_new_window (self, NULL);
+          twb_window_show_toast (w, error ? error->message : "not a local file");
+          continue;
+        }
+      w = twb_application_new_window (self, doc);
+      GtkRecentData rd = { .mime_type = (char *) "application/json", .app_name = (char *) "twb",
+                           .app_exec = (char *) "twb %f" };
+      g_autofree char *uri = g_file_get_uri (files[i]);
+      gtk_recent_manager_add_full (gtk_recent_manager_get_default (), uri, &rd);
+      (void) w;
+    }
+}
+
+static void
+twb_application_dispose (GObject *object)
+{
+  TwbApplication *self = TWB_APPLICATION (object);
+  g_clear_object (&self->portal);
+  g_clear_pointer (&self->shot_path, g_free);
+  g_clear_pointer (&self->shot_model, g_free);
+  g_clear_pointer (&self->shot_panel, g_free);
+  g_clear_pointer (&self->shot_select, g_free);
+  G_OBJECT_CLASS (twb_application_parent_class)->dispose (object);
+}
+
+static void
+twb_application_class_init (TwbApplicationClass *klass)
+{
+  G_OBJECT_CLASS (klass)->dispose = twb_application_dispose;
+  G_APPLICATION_CLASS (klass)->startup = twb_application_startup;
+  G_APPLICATION_CLASS (klass)->activate = twb_application_activate;
+  G_APPLICATION_CLASS (klass)->open = twb_application_open;
+}
+
+static void
+twb_application_init (TwbApplication *self)
+{
+  self->shot_status = 0;
+  twb_application_install_actions (self);
+}
+
+TwbApplication *
+twb_application_new (GApplicationFlags flags)
+{
+  g_set_application_name ("Tensor Workbench");
+  return g_object_new (TWB_TYPE_APPLICATION, "application-id", TWB_APPLICATION_ID, "flags",
+                       flags, "resource-base-path", "/org/tensorworkbench/Twb", NULL);
+}
+
+/* ---- Entry point ----------------------------------------------------------------- */
+
+int
+twb_gui_main (int argc, char **argv)
+{
+  g_autofree char *shot = NULL, *model = NULL, *size = NULL, *panel = NULL, *select = NULL;
+  g_auto (GStrv) rest = NULL;
+  GOptionEntry entries[] = {
+    { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, &shot,
+      "Render the main window to a PNG and exit", "FILE.png" },
+    { "open", 0, 0, G_OPTION_ARG_FILENAME, &model, "Model to open", "MODEL.json" },
+    { "size", 0, 0, G_OPTION_ARG_STRING, &size, "Window size for --screenshot (1280x800)", "WxH" },
+    { "panel", 0, 0, G_OPTION_ARG_STRING, &panel,
+      "Bottom panel tab to show: training, debugger or profiler", "NAME" },
+    { "select", 0, 0, G_OPTION_ARG_STRING, &select,
+      "Select this node (its attributes show in the inspector)", "NODE" },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MODEL.json…]" },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("— the Tensor Workbench window");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_summary (ctx, "Without a subcommand twb opens the graph editor.\n"
+                                     "Subcommands (no display needed): train, eval, info.");
+  g_autoptr (GError) error = NULL;
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      return 2;
+    }
+  int w = 1280, h = 800;
+  if (size && (sscanf (size, "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 8192 || h > 8192))
+    {
+      g_printerr ("twb: --size %s: expected WxH, for example 1280x800 (200x150 to 8192x8192)\n", size);
+      return 2;
+    }
+  if (panel && strcmp (panel, "training") && strcmp (panel, "debugger") && strcmp (panel, "profiler"))
+    {
+      g_printerr ("twb: --panel %s: expected training, debugger or profiler\n", panel);
+      return 2;
+    }
+  if (!gtk_init_check ())
+    {
+      g_printerr ("twb: cannot open a display (set DISPLAY, or run under xvfb-run); "
+                  "the train, eval and info subcommands work without one\n");
+      return 1;
+    }
+
+  if (shot)
+    {
+      g_autoptr (TwbApplication) app = twb_application_new (G_APPLICATION_NON_UNIQUE);
+      app->shot_path = g_steal_pointer (&shot);
+      app->shot_model = model ? g_steal_pointer (&model) : (rest && rest[0] ? g_strdup (rest[0]) : NULL);
+      app->shot_panel = g_steal_pointer (&panel);
+      app->shot_select = g_steal_pointer (&select);
+      app->shot_w = w;
+      app->shot_h = h;
+      app->shot_status = 1;
+      char *args[] = { argv[0], NULL };
+      int st = g_application_run (G_APPLICATION (app), 1, args);
+      return st ? st : app->shot_status;
+    }
+
+  g_autoptr (TwbApplication) app = twb_application_new (G_APPLICATION_HANDLES_OPEN);
+  if (!g_application_register (G_APPLICATION (app), NULL, &error))
+    {
+      /* No session bus: run as a separate instance rather than not at all. */
+      g_debug ("single instance unavailable: %s", error->message);
+      g_clear_error (&error);
+      g_clear_object (&app);
+      app = twb_application_new (G_APPLICATION_HANDLES_OPEN | G_APPLICATION_NON_UNIQUE);
+    }
+  g_autoptr (GPtrArray) args = g_ptr_array_new ();
+  g_ptr_array_add (args, argv[0]);
+  if (model)
+    g_ptr_array_add (args, model);
+  for (char **r = rest; r && *r; r++)
+    g_ptr_array_add (args, *r);
+  g_ptr_array_add (args, NULL);
+  return g_application_run (G_APPLICATION (app), (int) args->len - 1, (char **) args->pdata);
+}

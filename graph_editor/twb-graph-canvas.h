@@ -1,0 +1,69 @@
+/* twb-graph-canvas.h — the node-graph editor widget.
+ *
+ * A TwbGraphCanvas is a view and controller of a TwbDocument: it draws the
+ * document's TwbGraphScene (rebuilt on every "changed") with the shared
+ * cairo renderer, and turns pointer and keyboard input into document edits:
+ * drop a layer from the palette, drag port to port to connect, click and
+ * rubber-band to select, drag to move (snapped to the grid), middle-drag or
+ * Space+drag to pan, Ctrl+wheel or pinch to zoom.  Refused edits (an invalid
+ * connection) are reported through the "message" signal and
+ * twb_graph_canvas_get_last_message ().
+ *
+ *   GtkWidget *c = twb_graph_canvas_new ();
+ *   twb_graph_canvas_set_document (TWB_GRAPH_CANVAS (c), doc);
+ *   g_signal_connect (c, "message", G_CALLBACK (show_toast), win);
+ *
+ * Signals: "message" (const char *text), "activate-node" (const char *id:
+ * Enter or double-click), "view-changed" () (zoom or pan; the minimap).
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "graph_editor/twb-document.h"
+#include "graph_editor/twb-graph-render.h"
+#include "graph_editor/twb-graph-scene.h"
+
+G_BEGIN_DECLS
+
+#define TWB_TYPE_GRAPH_CANVAS (twb_graph_canvas_get_type ())
+G_DECLARE_FINAL_TYPE (TwbGraphCanvas, twb_graph_canvas, TWB, GRAPH_CANVAS, GtkWidget)
+
+GtkWidget *twb_graph_canvas_new (void);
+
+void twb_graph_canvas_set_document (TwbGraphCanvas *self, TwbDocument *doc);
+TwbDocument *twb_graph_canvas_get_document (TwbGraphCanvas *self);   /* borrowed */
+const TwbGraphScene *twb_graph_canvas_get_scene (TwbGraphCanvas *self);   /* borrowed */
+
+/* View. */
+void twb_graph_canvas_zoom_to_fit (TwbGraphCanvas *self);
+void twb_graph_canvas_zoom_by (TwbGraphCanvas *self, double factor);   /* about the centre */
+double twb_graph_canvas_get_zoom (TwbGraphCanvas *self);
+void twb_graph_canvas_center_on (TwbGraphCanvas *self, double x, double y);   /* model coords */
+/* The visible part of the model, model coordinates. */
+void twb_graph_canvas_get_visible (TwbGraphCanvas *self, double *x, double *y, double *w,
+                                   double *h);
+void twb_graph_canvas_set_snap_to_grid (TwbGraphCanvas *self, gboolean snap);
+gboolean twb_graph_canvas_get_snap_to_grid (TwbGraphCanvas *self);
+/* Show the node: select it, give it the keyboard focus ring and scroll to it. */
+void twb_graph_canvas_reveal_node (TwbGraphCanvas *self, const char *id);
+
+/* Edits the pointer makes, also callable directly (tests, keyboard). */
+/* Adds a node of op centred at widget coordinates (x, y); returns its id. */
+const char *twb_graph_canvas_add_node_at (TwbGraphCanvas *self, const char *op, double x,
+                                          double y);
+/* Connect, or refuse with the reason as a "message". */
+gboolean twb_graph_canvas_try_connect (TwbGraphCanvas *self, const char *from, const char *to,
+                                       int port);
+/* Move the focus ring to the next (+1) or previous (-1) node and select it. */
+gboolean twb_graph_canvas_focus_next (TwbGraphCanvas *self, int dir);
+const char *twb_graph_canvas_get_focus_node (TwbGraphCanvas *self);
+void twb_graph_canvas_move_selection (TwbGraphCanvas *self, double dx, double dy);
+
+/* The last refusal or notice shown to the user, NULL if none. */
+const char *twb_graph_canvas_get_last_message (TwbGraphCanvas *self);
+
+/* Render the current view offscreen with the widget's own code path (bench). */
+void twb_graph_canvas_draw (TwbGraphCanvas *self, cairo_t *cr, int width, int height);
+
+G_END_DECLS

@@ -1,0 +1,630 @@
+/* twb-graph-render.c — cairo drawing of a graph scene (canvas and exports). */
+#define G_LOG_DOMAIN "twb-graph-render"
+
+#include "graph_editor/twb-graph-render.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <errno.h>
+#include <unistd.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <pango/pangocairo.h>
+#include <string.h>
+
+#define HEADER_H 24.0
+#define RADIUS 6.0
+#define PORT_R 5.0
+
+typedef struct
+{
+  double r, g, b;
+} Rgb;
+
+typedef struct
+{
+  Rgb bg, grid, body, border, text, dim_text, edge, edge_bad, label_bg, accent, error, hover;
+} Palette;
+
+static const Palette light = {
+  .bg = { 0.98, 0.98, 0.98 },
+  .grid = { 0.86, 0.86, 0.87 },
+  .body = { 1.00, 1.00, 1.00 },
+  .border = { 0.70, 0.71, 0.73 },
+  .text = { 0.12, 0.12, 0.13 },
+  .dim_text = { 0.36, 0.37, 0.40 },
+  .edge = { 0.42, 0.45, 0.50 },
+  .edge_bad = { 0.75, 0.75, 0.77 },
+  .label_bg = { 0.93, 0.94, 0.96 },
+  .accent = { 0.21, 0.52, 0.89 },     /* GNOME blue 3 (#3584e4) */
+  .error = { 0.88, 0.11, 0.14 },      /* GNOME red 3 (#e01b24) */
+  .hover = { 0.55, 0.70, 0.92 },
+};
+
+static const Palette dark = {
+  .bg = { 0.12, 0.12, 0.13 },
+  .grid = { 0.22, 0.22, 0.24 },
+  .body = { 0.19, 0.19, 0.21 },
+  .border = { 0.36, 0.37, 0.40 },
+  .text = { 0.93, 0.93, 0.94 },
+  .dim_text = { 0.70, 0.71, 0.74 },
+  .edge = { 0.62, 0.65, 0.70 },
+  .edge_bad = { 0.35, 0.35, 0.38 },
+  .label_bg = { 0.22, 0.23, 0.26 },
+  .accent = { 0.47, 0.68, 0.96 },
+  .error = { 0.96, 0.38, 0.32 },
+  .hover = { 0.35, 0.50, 0.75 },
+};
+
+/* Header colours per palette category (GNOME HIG palette, darker shades so
+ * white text stays readable). */
+static Rgb
+category_color (const char *cat)
+{
+  static const struct
+  {
+    const char *name;
+    Rgb c;
+  } table[] = {
+    { "Core", { 0.11, 0.44, 0.85 } },          /* blue 4 */
+    { "Convolution", { 0.57, 0.25, 0.67 } },   /* purple 3 */
+    { "Pooling", { 0.13, 0.55, 0.52 } },       /* teal */
+    { "Normalisation", { 0.78, 0.42, 0.0 } },  /* orange 4 */
+    { "Activation", { 0.18, 0.55, 0.24 } },    /* green 5 */
+    { "Loss", { 0.75, 0.11, 0.16 } },          /* red 4 */
+    { "Data", { 0.37, 0.36, 0.39 } },          /* dark 2 */
+    { "Shape", { 0.53, 0.39, 0.25 } },         /* brown 4 */
+    { "Math", { 0.30, 0.38, 0.50 } },
+    { "Block", { 0.24, 0.22, 0.27 } },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (table); i++)
+    if (cat && strcmp (cat, table[i].name) == 0)
+      return table[i].c;
+  return (Rgb) { 0.45, 0.45, 0.45 };
+}
+
+static inline void
+set_rgb (cairo_t *cr, Rgb c)
+{
+  cairo_set_source_rgb (cr, c.r, c.g, c.b);
+}
+
+static Rgb
+dtype_color (const char *type)
+{
+  if (type == NULL)
+    return (Rgb) { 0.6, 0.6, 0.6 };
+  if (g_str_has_prefix (type, "f"))
+    return (Rgb) { 0.21, 0.52, 0.89 };
+  if (g_str_has_prefix (type, "i") || g_str_has_prefix (type, "u"))
+    return (Rgb) { 0.90, 0.56, 0.13 };
+  return (Rgb) { 0.5, 0.5, 0.5 };
+}
+
+void
+twb_render_view_init (TwbRenderView *v)
+{
+  memset (v, 0, sizeof *v);
+  v->scale = 1;
+  v->focus = -1;
+  v->hover = -1;
+  v->hover_edge = -1;
+  v->grid = 20;
+}
+
+static int last_drawn;   /* main thread only */
+
+int
+twb_graph_render_last_drawn_nodes (void)
+{
+  return last_drawn;
+}
+
+static void
+rounded_rect (cairo_t *cr, double x, double y, double w, double h, double r)
+{
+  cairo_new_sub_path (cr);
+  cairo_arc (cr, x + w - r, y + r, r, -G_PI / 2, 0);
+  cairo_arc (cr, x + w - r, y + h - r, r, 0, G_PI / 2);
+  cairo_arc (cr, x + r, y + h - r, r, G_PI / 2, G_PI);
+  cairo_arc (cr, x + r, y + r, r, G_PI, 3 * G_PI / 2);
+  cairo_close_path (cr);
+}
+
+static void
+edge_path (cairo_t *cr, double x0, double y0, double x3, double y3, gboolean straight)
+{
+  cairo_move_to (cr, x0, y0);
+  if (straight)
+    {
+      cairo_line_to (cr, x3, y3);
+      return;
+    }
+  double pts[6][2];
+  int n = twb_graph_scene_edge_route (x0, y0, x3, y3, pts);
+  if (n > 0)
+    {
+      /* Polyline with corners rounded by up to 10 units. */
+      for (int k = 1; k < n - 1; k++)
+        {
+          double ax = pts[k][0] - pts[k - 1][0], ay = pts[k][1] - pts[k - 1][1];
+          double bx = pts[k + 1][0] - pts[k][0], by = pts[k + 1][1] - pts[k][1];
+          double la = hypot (ax, ay), lb = hypot (bx, by);
+          double r = MIN (10.0, MIN (la, lb) / 2);
+          if (la < 1e-9 || lb < 1e-9)
+            continue;
+          cairo_line_to (cr, pts[k][0] - ax / la * r, pts[k][1] - ay / la * r);
+          cairo_curve_to (cr, pts[k][0], pts[k][1], pts[k][0], pts[k][1], pts[k][0] + bx / lb * r,
+                          pts[k][1] + by / lb * r);
+        }
+      cairo_line_to (cr, x3, y3);
+      return;
+    }
+  double dx = twb_graph_scene_edge_bend (x0, x3);
+  cairo_curve_to (cr, x0 + dx, y0, x3 - dx, y3, x3, y3);
+}
+
+static void
+bezier_mid (double x0, double y0, double x3, double y3, double *mx, double *my)
+{
+  double pts[6][2];
+  if (twb_graph_scene_edge_route (x0, y0, x3, y3, pts) > 0)
+    {
+      *mx = (pts[2][0] + pts[3][0]) / 2;
+      *my = pts[2][1];
+      return;
+    }
+  double dx = twb_graph_scene_edge_bend (x0, x3);
+  /* B(1/2) = (P0 + 3 P1 + 3 P2 + P3) / 8 */
+  *mx = (x0 + 3 * (x0 + dx) + 3 * (x3 - dx) + x3) / 8;
+  *my = (y0 + 3 * y0 + 3 * y3 + y3) / 8;
+}
+
+static void
+layout_text (PangoLayout *l, const char *text, double max_w, gboolean bold, double size_pt)
+{
+  PangoFontDescription *fd = pango_font_description_from_string ("Sans");
+  pango_font_description_set_absolute_size (fd, size_pt * PANGO_SCALE);
+  if (bold)
+    pango_font_description_set_weight (fd, PANGO_WEIGHT_BOLD);
+  pango_layout_set_font_description (l, fd);
+  pango_font_description_free (fd);
+  pango_layout_set_text (l, text, -1);
+  pango_layout_set_width (l, max_w > 0 ? (int) (max_w * PANGO_SCALE) : -1);
+  pango_layout_set_ellipsize (l, max_w > 0 ? PANGO_ELLIPSIZE_END : PANGO_ELLIPSIZE_NONE);
+}
+
+static void
+draw_text (cairo_t *cr, PangoLayout *l, double x, double y_center)
+{
+  int w, h;
+  pango_layout_get_pixel_size (l, &w, &h);
+  cairo_move_to (cr, x, y_center - h / 2.0);
+  pango_cairo_show_layout (cr, l);
+}
+
+static void
+draw_error_badge (cairo_t *cr, const Palette *p, double cx, double cy, PangoLayout *l,
+                  gboolean text)
+{
+  cairo_arc (cr, cx, cy, 8, 0, 2 * G_PI);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_fill_preserve (cr);
+  set_rgb (cr, p->error);
+  cairo_set_line_width (cr, 2);
+  cairo_stroke (cr);
+  if (text)
+    {
+      layout_text (l, "!", -1, TRUE, 12);
+      int w, h;
+      pango_layout_get_pixel_size (l, &w, &h);
+      cairo_move_to (cr, cx - w / 2.0, cy - h / 2.0);
+      pango_cairo_show_layout (cr, l);
+    }
+}
+
+static gboolean
+visible (const TwbRenderView *v, double x0, double y0, double x1, double y1)
+{
+  if (v->width <= 0 || v->height <= 0)
+    return TRUE;
+  double sx0 = x0 * v->scale + v->tx, sx1 = x1 * v->scale + v->tx;
+  double sy0 = y0 * v->scale + v->ty, sy1 = y1 * v->scale + v->ty;
+  return sx1 >= 0 && sx0 <= v->width && sy1 >= 0 && sy0 <= v->height;
+}
+
+static void
+draw_grid (cairo_t *cr, const TwbRenderView *v, const Palette *p)
+{
+  if (v->grid <= 0 || v->width <= 0 || v->scale * v->grid < 8)
+    return;
+  double step = v->grid * (v->scale * v->grid < 16 ? 2 : 1);
+  double x0 = floor ((-v->tx / v->scale) / step) * step;
+  double y0 = floor ((-v->ty / v->scale) / step) * step;
+  double x1 = (v->width - v->tx) / v->scale, y1 = (v->height - v->ty) / v->scale;
+  double dot = 1.2 / v->scale;
+  set_rgb (cr, p->grid);
+  for (double x = x0; x <= x1; x += step)
+    for (double y = y0; y <= y1; y += step)
+      cairo_rectangle (cr, x - dot / 2, y - dot / 2, dot, dot);
+  cairo_fill (cr);
+}
+
+static void
+draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const Palette *p,
+            PangoLayout *l)
+{
+  gboolean straight = v->scale < TWB_RENDER_PORT_SCALE;
+  double lw = MAX (1.5, 1.0 / v->scale);
+
+  /* Valid and invalid edges in two batched strokes; the hovered one on top. */
+  for (int pass = 0; pass < 2; pass++)
+    {
+      for (int i = 0; i < s->n_edges; i++)
+        {
+          const TwbSceneEdge *e = &s->edges[i];
+          if (e->invalid != (pass == 1))
+            continue;
+          double x0, y0, x3, y3;
+          twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
+          twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
+          double pad = twb_graph_scene_edge_bend (x0, x3) + 20;
+          if (!visible (v, MIN (x0, x3) - pad, MIN (y0, y3), MAX (x0, x3) + pad, MAX (y0, y3)))
+            continue;
+          edge_path (cr, x0, y0, x3, y3, straight);
+        }
+      set_rgb (cr, pass == 0 ? p->edge : p->edge_bad);
+      cairo_set_line_width (cr, lw);
+      if (pass == 1)
+        cairo_set_dash (cr, (double[]) { 6, 4 }, 2, 0);
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+    }
+  if (v->hover_edge >= 0 && v->hover_edge < s->n_edges)
+    {
+      const TwbSceneEdge *e = &s->edges[v->hover_edge];
+      double x0, y0, x3, y3;
+      twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
+      twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
+      edge_path (cr, x0, y0, x3, y3, straight);
+      set_rgb (cr, p->accent);
+      cairo_set_line_width (cr, lw * 2);
+      cairo_stroke (cr);
+    }
+
+  if (v->scale < TWB_RENDER_TEXT_SCALE || l == NULL)
+    return;
+  for (int i = 0; i < s->n_edges; i++)
+    {
+      const TwbSceneEdge *e = &s->edges[i];
+      if (e->label == NULL)
+        continue;
+      double x0, y0, x3, y3, mx, my;
+      twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
+      twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
+      bezier_mid (x0, y0, x3, y3, &mx, &my);
+      if (!visible (v, mx - 60, my - 10, mx + 60, my + 10))
+        continue;
+      layout_text (l, e->label, -1, FALSE, 10);
+      int w, h;
+      pango_layout_get_pixel_size (l, &w, &h);
+      /* The pill sits on the curve; the curve passes behind it. */
+      rounded_rect (cr, mx - w / 2.0 - 4, my - h / 2.0 - 1, w + 8, h + 2, (h + 2) / 2.0);
+      set_rgb (cr, p->label_bg);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, i == v->hover_edge ? p->accent : p->border);
+      cairo_set_line_width (cr, 1);
+      cairo_stroke (cr);
+      set_rgb (cr, p->text);
+      cairo_move_to (cr, mx - w / 2.0, my - h / 2.0);
+      pango_cairo_show_layout (cr, l);
+    }
+}
+
+static void
+draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderView *v,
+                    const Palette *p, PangoLayout *l)
+{
+  const TwbSceneNode *n = &s->nodes[i];
+  gboolean text = v->scale >= TWB_RENDER_TEXT_SCALE && l != NULL;
+  Rgb head = category_color (n->category);
+
+  /* Block: a second box behind, like a stack of cards. */
+  if (n->is_block)
+    {
+      rounded_rect (cr, n->x + 5, n->y + 5, n->w, n->h, RADIUS);
+      set_rgb (cr, p->body);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, p->border);
+      cairo_set_line_width (cr, 1);
+      cairo_stroke (cr);
+    }
+
+  rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
+  set_rgb (cr, p->body);
+  cairo_fill (cr);
+
+  /* Header band. */
+  cairo_save (cr);
+  rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
+  cairo_clip (cr);
+  cairo_rectangle (cr, n->x, n->y, n->w, HEADER_H);
+  set_rgb (cr, head);
+  cairo_fill (cr);
+  cairo_restore (cr);
+
+  /* Border: error beats selection beats hover. */
+  rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
+  if (n->error)
+    {
+      set_rgb (cr, p->error);
+      cairo_set_line_width (cr, 2.5);
+    }
+  else if (n->selected)
+    {
+      set_rgb (cr, p->accent);
+      cairo_set_line_width (cr, 2.5);
+    }
+  else if (i == v->hover)
+    {
+      set_rgb (cr, p->hover);
+      cairo_set_line_width (cr, 1.5);
+    }
+  else
+    {
+      set_rgb (cr, p->border);
+      cairo_set_line_width (cr, 1);
+    }
+  cairo_stroke (cr);
+  if (n->error && n->selected)
+    {
+      /* Selected and in error: the accent ring outside the red border. */
+      rounded_rect (cr, n->x - 4, n->y - 4, n->w + 8, n->h + 8, RADIUS + 3);
+      set_rgb (cr, p->accent);
+      cairo_set_line_width (cr, 2);
+      cairo_stroke (cr);
+    }
+  if (i == v->focus)
+    {
+      rounded_rect (cr, n->x - 7, n->y - 7, n->w + 14, n->h + 14, RADIUS + 5);
+      set_rgb (cr, p->accent);
+      cairo_set_line_width (cr, 1);
+      cairo_set_dash (cr, (double[]) { 3, 3 }, 2, 0);
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+    }
+
+  if (text)
+    {
+      double badge = n->error ? 22 : 0;
+      layout_text (l, n->title, n->w - 16 - badge, TRUE, 13);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      draw_text (cr, l, n->x + 8, n->y + HEADER_H / 2);
+
+      /* Two 13-unit lines (10.5 px font) fit in the 32-unit body of the
+       * document's smallest box (56 - 24). */
+      double body = n->h - HEADER_H;
+      gboolean two = body >= 30;
+      layout_text (l, n->subtitle, n->w - 20, FALSE, 10.5);
+      set_rgb (cr, p->dim_text);
+      draw_text (cr, l, n->x + 10, n->y + HEADER_H + (two ? 9.5 : body / 2));
+      if (two)
+        {
+          const char *line2 = n->error ? "error (hover for details)" : n->shape;
+          if (n->is_block && !n->error)
+            line2 = "double-click to expand";
+          if (line2)
+            {
+              layout_text (l, line2, n->w - 20, !n->error && !n->is_block, 10.5);
+              if (n->error)
+                set_rgb (cr, p->error);
+              else
+                set_rgb (cr, p->text);
+              draw_text (cr, l, n->x + 10, n->y + HEADER_H + 22.5);
+            }
+        }
+    }
+  if (n->error)
+    draw_error_badge (cr, p, n->x + n->w - 14, n->y + HEADER_H / 2, l, text);
+
+  if (v->scale < TWB_RENDER_PORT_SCALE)
+    return;
+  for (int d = 0; d < 2; d++)
+    {
+      int count = d == 0 ? n->n_in : n->n_out;
+      for (int k = 0; k < count; k++)
+        {
+          double px, py;
+          twb_graph_scene_port_pos (s, i, d == 0 ? TWB_PORT_INPUT : TWB_PORT_OUTPUT, k, &px,
+                                    &py);
+          const char *type = d == 0 ? n->in_types[k] : n->out_types[k];
+          gboolean filled = d == 1 || n->in_connected[k];
+          cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
+          if (filled)
+            set_rgb (cr, dtype_color (type));
+          else
+            set_rgb (cr, p->body);
+          cairo_fill_preserve (cr);
+          set_rgb (cr, filled ? p->body : p->border);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+    }
+}
+
+void
+twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
+{
+  const Palette *p = v->dark ? &dark : &light;
+  last_drawn = 0;
+
+  cairo_save (cr);
+  if (v->width > 0 && v->height > 0)
+    {
+      set_rgb (cr, p->bg);
+      cairo_rectangle (cr, 0, 0, v->width, v->height);
+      cairo_fill (cr);
+    }
+  cairo_translate (cr, v->tx, v->ty);
+  cairo_scale (cr, v->scale, v->scale);
+  draw_grid (cr, v, p);
+
+  PangoLayout *l = NULL;
+  if (v->scale >= TWB_RENDER_TEXT_SCALE)
+    {
+      l = pango_cairo_create_layout (cr);
+      cairo_font_options_t *fo = cairo_font_options_create ();
+      /* Hinting metrics off: text scales smoothly with the zoom. */
+      cairo_font_options_set_hint_metrics (fo, CAIRO_HINT_METRICS_OFF);
+      pango_cairo_context_set_font_options (pango_layout_get_context (l), fo);
+      pango_layout_context_changed (l);
+      cairo_font_options_destroy (fo);
+    }
+
+  draw_edges (cr, s, v, p, l);
+
+  if (v->scale < TWB_RENDER_PORT_SCALE)
+    {
+      /* Far out: boxes only, batched per colour (error, selected, rest). */
+      for (int pass = 0; pass < 3; pass++)
+        {
+          for (int i = 0; i < s->n_nodes; i++)
+            {
+              const TwbSceneNode *n = &s->nodes[i];
+              int kind = n->error ? 0 : n->selected ? 1 : 2;
+              if (kind != pass || !visible (v, n->x, n->y, n->x + n->w, n->y + n->h))
+                continue;
+              cairo_rectangle (cr, n->x, n->y, n->w, n->h);
+              last_drawn++;
+            }
+          if (pass == 2 && v->scale * 140 >= 8)
+            {
+              set_rgb (cr, p->body);
+              cairo_fill_preserve (cr);
+              set_rgb (cr, p->border);
+              cairo_set_line_width (cr, 1.0 / v->scale);
+              cairo_stroke (cr);
+            }
+          else if (pass == 2)
+            {
+              /* Boxes under 8 px: a border would cover them; fill only. */
+              set_rgb (cr, p->border);
+              cairo_fill (cr);
+            }
+          else
+            {
+              set_rgb (cr, pass == 0 ? p->error : p->accent);
+              cairo_fill (cr);
+            }
+        }
+    }
+  else
+    {
+      for (int i = 0; i < s->n_nodes; i++)
+        {
+          const TwbSceneNode *n = &s->nodes[i];
+          if (!visible (v, n->x - 10, n->y - 10, n->x + n->w + 10, n->y + n->h + 10))
+            continue;
+          draw_node_detailed (cr, s, i, v, p, l);
+          last_drawn++;
+        }
+    }
+
+  if (v->connecting)
+    {
+      double x0 = v->cx0, y0 = v->cy0, x3 = v->cx1, y3 = v->cy1;
+      edge_path (cr, x0, y0, x3, y3, FALSE);
+      set_rgb (cr, v->connect_ok ? p->accent : p->error);
+      cairo_set_line_width (cr, MAX (2.0, 1.5 / v->scale));
+      cairo_set_dash (cr, (double[]) { 6, 4 }, 2, 0);
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+    }
+  if (v->banding)
+    {
+      cairo_rectangle (cr, MIN (v->bx0, v->bx1), MIN (v->by0, v->by1), fabs (v->bx1 - v->bx0),
+                       fabs (v->by1 - v->by0));
+      cairo_set_source_rgba (cr, p->accent.r, p->accent.g, p->accent.b, 0.15);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, p->accent);
+      cairo_set_line_width (cr, 1.0 / v->scale);
+      cairo_stroke (cr);
+    }
+  g_clear_object (&l);
+  cairo_restore (cr);
+}
+
+gboolean
+twb_graph_export (const TwbGraphScene *s, const char *path, gboolean dark_theme, GError **error)
+{
+  const double margin = 40;
+  double w = (s->max_x - s->min_x) + 2 * margin, h = (s->max_y - s->min_y) + 2 * margin;
+  if (s->n_nodes == 0)
+    w = h = 2 * margin;
+  g_autofree char *lower = g_ascii_strdown (path, -1);
+  enum { PNG, SVG, PDF } fmt;
+  if (g_str_has_suffix (lower, ".png"))
+    fmt = PNG;
+  else if (g_str_has_suffix (lower, ".svg"))
+    fmt = SVG;
+  else if (g_str_has_suffix (lower, ".pdf"))
+    fmt = PDF;
+  else
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   "%s: unknown picture format (use .png, .svg or .pdf)", path);
+      return FALSE;
+    }
+
+  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int) getpid ());
+  /* PNG at 2 device pixels per unit: crisp text when zoomed in a viewer. */
+  double scale = fmt == PNG ? 2 : 1;
+  cairo_surface_t *surf;
+  if (fmt == PNG)
+    surf = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (w * scale),
+                                       (int) ceil (h * scale));
+  else if (fmt == SVG)
+    surf = cairo_svg_surface_create (tmp, w, h);
+  else
+    surf = cairo_pdf_surface_create (tmp, w, h);
+
+  cairo_t *cr = cairo_create (surf);
+  TwbRenderView v;
+  twb_render_view_init (&v);
+  v.dark = dark_theme;
+  v.grid = 0;
+  v.scale = scale;
+  v.width = w * scale;
+  v.height = h * scale;
+  v.tx = (margin - s->min_x) * scale;
+  v.ty = (margin - s->min_y) * scale;
+  twb_graph_render (cr, s, &v);
+  cairo_destroy (cr);
+
+  cairo_status_t st;
+  if (fmt == PNG)
+    st = cairo_surface_write_to_png (surf, tmp);
+  else
+    {
+      cairo_surface_finish (surf);
+      st = cairo_surface_status (surf);
+    }
+  cairo_surface_destroy (surf);
+  if (st != CAIRO_STATUS_SUCCESS)
+    {
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write: %s", path,
+                   cairo_status_to_string (st));
+      return FALSE;
+    }
+  if (g_rename (tmp, path) != 0)
+    {
+      int e = errno;
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: cannot write: %s", path,
+                   g_strerror (e));
+      return FALSE;
+    }
+  return TRUE;
+}

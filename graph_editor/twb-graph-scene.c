@@ -1,0 +1,455 @@
+/* twb-graph-scene.c — flatten a TwbDocument into boxes, ports and edges. */
+#define G_LOG_DOMAIN "twb-graph-scene"
+
+#include "graph_editor/twb-graph-scene.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A collapsed block is drawn as one box of this size (model units); wide
+ * enough for a 20-character name in the canvas's 13 px header font. */
+#define BLOCK_W 180.0
+#define BLOCK_H 72.0
+
+char *
+twb_format_count (double v)
+{
+  if (v >= 1e9)
+    return g_strdup_printf ("%.2fG", v / 1e9);
+  if (v >= 1e6)
+    return g_strdup_printf ("%.2fM", v / 1e6);
+  if (v >= 1e3)
+    return g_strdup_printf ("%.1fk", v / 1e3);
+  return g_strdup_printf ("%.0f", v);
+}
+
+static char *
+shape_label (const tw_tinfo *t)
+{
+  return tw_shape_to_string (t->ndim, t->dims);
+}
+
+static int
+node_n_inputs (const tw_node *n)
+{
+  int k = n->n_inputs;
+  if (n->op)
+    {
+      if (n->op->max_inputs < 0)
+        k = MAX (k + 1, n->op->min_inputs);   /* a free port to grow the list */
+      else
+        k = MAX (k, n->op->max_inputs);
+    }
+  return CLAMP (k, 0, TWB_SCENE_MAX_PORTS);
+}
+
+static int
+node_n_outputs (const tw_node *n)
+{
+  int k = n->n_outputs;
+  if (k <= 0 && n->op)
+    k = n->op->n_outputs > 0 ? n->op->n_outputs : 1;
+  if (k <= 0)
+    k = 1;
+  return CLAMP (k, 1, TWB_SCENE_MAX_PORTS);
+}
+
+static const tw_tinfo *
+output_info (const tw_graph *g, int node, int output)
+{
+  if (node < 0)
+    return NULL;
+  const tw_node *src = tw_graph_node (g, node);
+  if (src->out_info == NULL || output < 0 || output >= src->n_outputs || src->error
+      || !src->valid)
+    return NULL;
+  return &src->out_info[output];
+}
+
+static void
+node_clear (TwbSceneNode *sn)
+{
+  g_free (sn->id);
+  g_free (sn->title);
+  g_free (sn->subtitle);
+  g_free (sn->shape);
+  g_free (sn->stats);
+  g_free (sn->error);
+  g_free (sn->category);
+  g_free (sn->accessible);
+  for (int i = 0; i < TWB_SCENE_MAX_PORTS; i++)
+    {
+      g_free (sn->in_names[i]);
+      g_free (sn->in_types[i]);
+      g_free (sn->out_types[i]);
+    }
+}
+
+void
+twb_graph_scene_free (TwbGraphScene *s)
+{
+  if (s == NULL)
+    return;
+  for (int i = 0; i < s->n_nodes; i++)
+    node_clear (&s->nodes[i]);
+  for (int i = 0; i < s->n_edges; i++)
+    g_free (s->edges[i].label);
+  g_free (s->nodes);
+  g_free (s->edges);
+  g_clear_pointer (&s->index, g_hash_table_unref);
+  g_free (s);
+}
+
+static void
+fill_node (TwbDocument *doc, const tw_graph *g, int gi, TwbSceneNode *sn)
+{
+  const tw_node *n = tw_graph_node (g, gi);
+  double w = 160, h = 64;
+  twb_document_node_size (doc, n->id, &w, &h);
+
+  sn->graph_index = gi;
+  sn->id = g_strdup (n->id);
+  sn->title = g_strdup (n->id);
+  sn->subtitle = n->share ? g_strdup_printf ("%s (shares %s)", n->op_name, n->share)
+                          : g_strdup (n->op_name);
+  sn->category = g_strdup (n->op ? n->op->category : "Unknown");
+  sn->x = n->x;
+  sn->y = n->y;
+  sn->w = w;
+  sn->h = h;
+  sn->n_in = node_n_inputs (n);
+  sn->n_out = node_n_outputs (n);
+  sn->error = n->error ? g_strdup (n->error) : NULL;
+  sn->invalid = !n->valid;
+  sn->selected = twb_document_is_selected (doc, n->id);
+
+  const tw_tinfo *o0 = output_info (g, gi, 0);
+  if (o0)
+    sn->shape = shape_label (o0);
+  for (int k = 0; k < sn->n_out; k++)
+    {
+      const tw_tinfo *o = output_info (g, gi, k);
+      if (o)
+        sn->out_types[k] = tw_tinfo_to_string (o);
+    }
+  for (int k = 0; k < sn->n_in; k++)
+    {
+      if (n->op && n->op->input_names)
+        {
+          for (int j = 0; n->op->input_names[j]; j++)
+            if (j == k)
+              {
+                sn->in_names[k] = g_strdup (n->op->input_names[j]);
+                break;
+              }
+        }
+      if (k < n->n_inputs && n->inputs[k] && n->inputs[k][0])
+        {
+          sn->in_connected[k] = TRUE;
+          tw_port p = tw_graph_resolve (g, n->inputs[k]);
+          const tw_tinfo *t = output_info (g, p.node, p.output);
+          if (t)
+            sn->in_types[k] = tw_tinfo_to_string (t);
+        }
+    }
+
+  int64_t np = 0;
+  for (int k = 0; k < n->n_params && !n->share && n->valid; k++)
+    np += tw_tinfo_numel (&n->params[k].info, NULL);
+  if (np > 0 || n->cost.flops > 0)
+    {
+      g_autofree char *p = twb_format_count ((double) np);
+      g_autofree char *f = twb_format_count (n->cost.flops);
+      sn->stats = np > 0 ? g_strdup_printf ("%s params · %s FLOPs", p, f)
+                         : g_strdup_printf ("%s FLOPs", f);
+    }
+
+  GString *a = g_string_new (NULL);
+  g_string_append_printf (a, "Node %s, %s", n->id, n->op_name);
+  if (sn->shape)
+    g_string_append_printf (a, ", output %s", sn->shape);
+  for (int k = 0; k < sn->n_in; k++)
+    g_string_append_printf (a, ", input port %s %s", sn->in_names[k] ? sn->in_names[k] : "",
+                            sn->in_connected[k] ? "connected" : "free");
+  if (n->error)
+    g_string_append_printf (a, ", error: %s", n->error);
+  sn->accessible = g_string_free (a, FALSE);
+}
+
+TwbGraphScene *
+twb_graph_scene_new (TwbDocument *doc)
+{
+  TwbGraphScene *s = g_new0 (TwbGraphScene, 1);
+  tw_graph *g = twb_document_get_graph (doc);
+  int nn = tw_graph_n_nodes (g);
+  s->index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  g_auto (GStrv) blocks = twb_document_list_blocks (doc);
+  int n_blocks = blocks ? (int) g_strv_length (blocks) : 0;
+  s->nodes = g_new0 (TwbSceneNode, nn + n_blocks);
+
+  /* Collapsed blocks first: their members map to the block's box. */
+  g_autofree int *scene_of = g_new (int, MAX (nn, 1));
+  for (int i = 0; i < nn; i++)
+    scene_of[i] = -1;
+  for (int b = 0; b < n_blocks; b++)
+    {
+      if (!twb_document_block_is_collapsed (doc, blocks[b]))
+        continue;
+      g_auto (GStrv) members = twb_document_block_members (doc, blocks[b]);
+      int si = s->n_nodes++;
+      TwbSceneNode *sn = &s->nodes[si];
+      int n_members = members ? (int) g_strv_length (members) : 0;
+      sn->graph_index = -1;
+      sn->is_block = TRUE;
+      sn->id = g_strdup (blocks[b]);
+      sn->title = g_strdup (blocks[b]);
+      sn->subtitle = g_strdup_printf ("block · %d node%s", n_members, n_members == 1 ? "" : "s");
+      sn->category = g_strdup ("Block");
+      twb_document_block_position (doc, blocks[b], &sn->x, &sn->y);
+      sn->w = BLOCK_W;
+      sn->h = BLOCK_H;
+      sn->n_in = 1;
+      sn->n_out = 1;
+      gboolean any_selected = FALSE;
+      GString *errs = NULL;
+      for (int m = 0; m < n_members; m++)
+        {
+          int gi = tw_graph_index_of (g, members[m]);
+          if (gi < 0)
+            continue;
+          scene_of[gi] = si;
+          tw_node *mn = tw_graph_node (g, gi);
+          any_selected |= twb_document_is_selected (doc, mn->id);
+          if (mn->error)
+            {
+              if (errs == NULL)
+                errs = g_string_new (NULL);
+              else
+                g_string_append_c (errs, '\n');
+              g_string_append_printf (errs, "%s: %s", mn->id, mn->error);
+            }
+          if (!mn->valid)
+            sn->invalid = TRUE;
+        }
+      sn->selected = any_selected;
+      sn->error = errs ? g_string_free (errs, FALSE) : NULL;
+      sn->accessible = g_strdup_printf ("Block %s, %d nodes, collapsed%s%s", blocks[b], n_members,
+                                        sn->error ? ", error: " : "", sn->error ? sn->error : "");
+      g_hash_table_insert (s->index, g_strdup (sn->id), GINT_TO_POINTER (si + 1));
+    }
+
+  for (int i = 0; i < nn; i++)
+    {
+      if (scene_of[i] >= 0)
+        {
+          g_hash_table_insert (s->index, g_strdup (tw_graph_node (g, i)->id),
+                               GINT_TO_POINTER (scene_of[i] + 1));
+          continue;
+        }
+      int si = s->n_nodes++;
+      fill_node (doc, g, i, &s->nodes[si]);
+      scene_of[i] = si;
+      g_hash_table_insert (s->index, g_strdup (s->nodes[si].id), GINT_TO_POINTER (si + 1));
+    }
+
+  /* Edges: one per connected input; those inside a block vanish, those
+   * crossing its border attach to the block's single port. */
+  GArray *edges = g_array_new (FALSE, TRUE, sizeof (TwbSceneEdge));
+  for (int i = 0; i < nn; i++)
+    {
+      const tw_node *n = tw_graph_node (g, i);
+      for (int k = 0; k < n->n_inputs; k++)
+        {
+          if (n->inputs[k] == NULL || n->inputs[k][0] == '\0')
+            continue;
+          tw_port p = tw_graph_resolve (g, n->inputs[k]);
+          if (p.node < 0)
+            continue;
+          int a = scene_of[p.node], b = scene_of[i];
+          if (a == b)
+            continue;
+          TwbSceneEdge e = { 0 };
+          e.from = a;
+          e.to = b;
+          e.from_port = s->nodes[a].is_block ? 0 : MIN (p.output, s->nodes[a].n_out - 1);
+          e.to_port = s->nodes[b].is_block ? 0 : MIN (k, s->nodes[b].n_in - 1);
+          const tw_tinfo *t = output_info (g, p.node, p.output);
+          e.label = t ? shape_label (t) : NULL;
+          e.invalid = t == NULL;
+          g_array_append_val (edges, e);
+        }
+    }
+  s->n_edges = edges->len;
+  s->edges = (TwbSceneEdge *) g_array_free (edges, FALSE);
+
+  for (int i = 0; i < s->n_nodes; i++)
+    {
+      const TwbSceneNode *sn = &s->nodes[i];
+      if (i == 0 || sn->x < s->min_x)
+        s->min_x = sn->x;
+      if (i == 0 || sn->y < s->min_y)
+        s->min_y = sn->y;
+      if (i == 0 || sn->x + sn->w > s->max_x)
+        s->max_x = sn->x + sn->w;
+      if (i == 0 || sn->y + sn->h > s->max_y)
+        s->max_y = sn->y + sn->h;
+    }
+  const GArray *diags = twb_document_get_diagnostics (doc);
+  s->n_errors = diags ? (int) diags->len : 0;
+  s->params = twb_document_param_count (doc);
+  s->flops = twb_document_flops (doc);
+  return s;
+}
+
+int
+twb_graph_scene_find (const TwbGraphScene *s, const char *id)
+{
+  if (id == NULL)
+    return -1;
+  return GPOINTER_TO_INT (g_hash_table_lookup (s->index, id)) - 1;
+}
+
+/* Ports sit on the left (inputs) and right (outputs) edges, spread evenly
+ * over the body below the 24-unit header. */
+#define HEADER_H 24.0
+
+void
+twb_graph_scene_port_pos (const TwbGraphScene *s, int node, TwbPortDirection dir, int port,
+                          double *x, double *y)
+{
+  const TwbSceneNode *n = &s->nodes[node];
+  int count = dir == TWB_PORT_INPUT ? n->n_in : n->n_out;
+  double body = n->h - HEADER_H;
+  *x = dir == TWB_PORT_INPUT ? n->x : n->x + n->w;
+  *y = n->y + HEADER_H + body * (port + 1) / (double) (MAX (count, 1) + 1);
+}
+
+int
+twb_graph_scene_hit_node (const TwbGraphScene *s, double x, double y)
+{
+  for (int i = s->n_nodes - 1; i >= 0; i--)
+    {
+      const TwbSceneNode *n = &s->nodes[i];
+      if (x >= n->x && x <= n->x + n->w && y >= n->y && y <= n->y + n->h)
+        return i;
+    }
+  return -1;
+}
+
+int
+twb_graph_scene_hit_port (const TwbGraphScene *s, double x, double y, double slop,
+                          TwbPortDirection *dir, int *port)
+{
+  double best = slop * slop;
+  int hit = -1;
+  for (int i = s->n_nodes - 1; i >= 0; i--)
+    {
+      const TwbSceneNode *n = &s->nodes[i];
+      if (x < n->x - slop || x > n->x + n->w + slop || y < n->y - slop || y > n->y + n->h + slop)
+        continue;
+      for (int d = 0; d < 2; d++)
+        {
+          int count = d == 0 ? n->n_in : n->n_out;
+          for (int k = 0; k < count; k++)
+            {
+              double px, py;
+              twb_graph_scene_port_pos (s, i, d == 0 ? TWB_PORT_INPUT : TWB_PORT_OUTPUT, k, &px,
+                                        &py);
+              double dd = (px - x) * (px - x) + (py - y) * (py - y);
+              if (dd <= best)
+                {
+                  best = dd;
+                  hit = i;
+                  *dir = d == 0 ? TWB_PORT_INPUT : TWB_PORT_OUTPUT;
+                  *port = k;
+                }
+            }
+        }
+    }
+  return hit;
+}
+
+double
+twb_graph_scene_edge_bend (double x0, double x3)
+{
+  return x3 >= x0 ? MAX (40.0, (x3 - x0) / 2) : 80.0;
+}
+
+int
+twb_graph_scene_edge_route (double x0, double y0, double x3, double y3, double pts[6][2])
+{
+  /* 20 units: room for the port circle and a rounded corner. */
+  if (x3 >= x0 + 20)
+    return 0;
+  double ym = (y0 + y3) / 2;
+  double r[6][2] = { { x0, y0 }, { x0 + 20, y0 }, { x0 + 20, ym },
+                     { x3 - 20, ym }, { x3 - 20, y3 }, { x3, y3 } };
+  memcpy (pts, r, sizeof r);
+  return 6;
+}
+
+static double
+seg_dist2 (double px, double py, double ax, double ay, double bx, double by)
+{
+  double dx = bx - ax, dy = by - ay;
+  double len2 = dx * dx + dy * dy;
+  double t = len2 > 0 ? ((px - ax) * dx + (py - ay) * dy) / len2 : 0;
+  t = CLAMP (t, 0, 1);
+  double cx = ax + t * dx - px, cy = ay + t * dy - py;
+  return cx * cx + cy * cy;
+}
+
+int
+twb_graph_scene_hit_edge (const TwbGraphScene *s, double x, double y, double slop)
+{
+  for (int i = 0; i < s->n_edges; i++)
+    {
+      const TwbSceneEdge *e = &s->edges[i];
+      double x0, y0, x3, y3;
+      twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
+      twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
+      if (x < MIN (x0, x3) - slop - 200 || x > MAX (x0, x3) + slop + 200
+          || y < MIN (y0, y3) - slop || y > MAX (y0, y3) + slop)
+        continue;
+      double route[6][2];
+      int nr = twb_graph_scene_edge_route (x0, y0, x3, y3, route);
+      if (nr > 0)
+        {
+          for (int k = 1; k < nr; k++)
+            if (seg_dist2 (x, y, route[k - 1][0], route[k - 1][1], route[k][0], route[k][1])
+                <= slop * slop)
+              return i;
+          continue;
+        }
+      double dx = twb_graph_scene_edge_bend (x0, x3);
+      double px = x0, py = y0;
+      for (int k = 1; k <= 16; k++)
+        {
+          double t = k / 16.0, u = 1 - t;
+          double bx = u * u * u * x0 + 3 * u * u * t * (x0 + dx) + 3 * u * t * t * (x3 - dx)
+                      + t * t * t * x3;
+          double by = u * u * u * y0 + 3 * u * u * t * y0 + 3 * u * t * t * y3 + t * t * t * y3;
+          if (seg_dist2 (x, y, px, py, bx, by) <= slop * slop)
+            return i;
+          px = bx;
+          py = by;
+        }
+    }
+  return -1;
+}
+
+GArray *
+twb_graph_scene_nodes_in_rect (const TwbGraphScene *s, double x0, double y0, double x1,
+                               double y1)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (int));
+  double lx = MIN (x0, x1), hx = MAX (x0, x1), ly = MIN (y0, y1), hy = MAX (y0, y1);
+  for (int i = 0; i < s->n_nodes; i++)
+    {
+      const TwbSceneNode *n = &s->nodes[i];
+      if (n->x + n->w >= lx && n->x <= hx && n->y + n->h >= ly && n->y <= hy)
+        g_array_append_val (out, i);
+    }
+  return out;
+}

@@ -1,0 +1,730 @@
+/* twb-inspector.c — attributes of the selected node; the training recipe. */
+#define G_LOG_DOMAIN "twb-inspector"
+
+#include "ui/twb-inspector.h"
+
+#include "graph_editor/twb-graph-scene.h"
+
+#include <string.h>
+
+struct _TwbInspector
+{
+  GtkWidget parent_instance;
+  GtkWidget *box;
+  GtkWidget *stack;
+  GtkWidget *node_page;       /* GtkScrolledWindow */
+  GtkWidget *node_box;        /* rebuilt per node */
+  GtkWidget *node_error;      /* the node's shape error */
+  GtkWidget *node_info;       /* shape, params, FLOPs */
+  GtkWidget *first_field;
+  GHashTable *attr_errors;    /* attr name → GtkLabel */
+  GHashTable *attr_widgets;   /* attr name → widget */
+  GtkWidget *recipe_grid;
+  GHashTable *recipe_widgets; /* field → widget */
+
+  TwbDocument *doc;
+  gulong changed_id, selection_id;
+  char *node_id;
+  gboolean building;          /* widgets are being filled: ignore their signals */
+  gboolean applying;          /* our own edit: don't rebuild under the user's fingers */
+};
+
+G_DEFINE_FINAL_TYPE (TwbInspector, twb_inspector, GTK_TYPE_WIDGET)
+
+static void rebuild_node_page (TwbInspector *self);
+static void refresh_recipe (TwbInspector *self);
+
+/* ---- Node page --------------------------------------------------------------- */
+
+static tw_node *
+current_node (TwbInspector *self)
+{
+  if (self->doc == NULL || self->node_id == NULL)
+    return NULL;
+  return tw_graph_find (twb_document_get_graph (self->doc), self->node_id);
+}
+
+static void
+show_attr_error (TwbInspector *self, const char *attr, const char *message)
+{
+  GtkWidget *label = g_hash_table_lookup (self->attr_errors, attr);
+  GtkWidget *w = g_hash_table_lookup (self->attr_widgets, attr);
+  if (label == NULL)
+    return;
+  gtk_label_set_text (GTK_LABEL (label), message ? message : "");
+  gtk_widget_set_visible (label, message != NULL);
+  if (w)
+    {
+      if (message)
+        gtk_widget_add_css_class (w, "error");
+      else
+        gtk_widget_remove_css_class (w, "error");
+    }
+}
+
+static gboolean
+apply_attr (TwbInspector *self, const char *attr, const char *text)
+{
+  g_autoptr (GError) error = NULL;
+  if (self->building || self->node_id == NULL)
+    return FALSE;
+  self->applying = TRUE;
+  gboolean ok;
+  if (text == NULL || text[0] == '\0')
+    ok = twb_document_unset_attr (self->doc, self->node_id, attr, &error);
+  else
+    ok = twb_document_set_attr_text (self->doc, self->node_id, attr, text, &error);
+  self->applying = FALSE;
+  show_attr_error (self, attr, ok ? NULL : error->message);
+  return ok;
+}
+
+static void
+spin_changed (GtkSpinButton *spin, TwbInspector *self)
+{
+  const char *attr = g_object_get_data (G_OBJECT (spin), "attr");
+  char buf[64];
+  if (gtk_spin_button_get_digits (spin) == 0)
+    g_snprintf (buf, sizeof buf, "%" G_GINT64_FORMAT, (gint64) gtk_spin_button_get_value (spin));
+  else
+    g_ascii_dtostr (buf, sizeof buf, gtk_spin_button_get_value (spin));
+  apply_attr (self, attr, buf);
+}
+
+static void
+switch_changed (GtkSwitch *sw, GParamSpec *p, TwbInspector *self)
+{
+  apply_attr (self, g_object_get_data (G_OBJECT (sw), "attr"),
+              gtk_switch_get_active (sw) ? "true" : "false");
+}
+
+static void
+dropdown_changed (GtkDropDown *dd, GParamSpec *p, TwbInspector *self)
+{
+  GtkStringObject *o = gtk_drop_down_get_selected_item (dd);
+  if (o)
+    apply_attr (self, g_object_get_data (G_OBJECT (dd), "attr"), gtk_string_object_get_string (o));
+}
+
+static void
+entry_activate (GtkEntry *e, TwbInspector *self)
+{
+  apply_attr (self, g_object_get_data (G_OBJECT (e), "attr"),
+              gtk_editable_get_text (GTK_EDITABLE (e)));
+}
+
+static void
+entry_focus_leave (GtkEventControllerFocus *c, TwbInspector *self)
+{
+  GtkWidget *e = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (c));
+  const char *attr = g_object_get_data (G_OBJECT (e), "attr");
+  const char *orig = g_object_get_data (G_OBJECT (e), "orig");
+  const char *now = gtk_editable_get_text (GTK_EDITABLE (e));
+  if (g_strcmp0 (orig, now) != 0)
+    apply_attr (self, attr, now);
+}
+
+static void
+rename_activate (GtkEntry *e, TwbInspector *self)
+{
+  g_autoptr (GError) error = NULL;
+  const char *new_id = gtk_editable_get_text (GTK_EDITABLE (e));
+  if (self->node_id == NULL || g_strcmp0 (new_id, self->node_id) == 0)
+    return;
+  g_autofree char *old = g_strdup (self->node_id);
+  if (!twb_document_rename_node (self->doc, old, new_id, &error))
+    {
+      show_attr_error (self, "$id", error->message);
+      return;
+    }
+  const char *ids[] = { new_id, NULL };
+  twb_document_select (self->doc, ids, FALSE);
+}
+
+static char *
+value_text (const tw_attr_value *v)
+{
+  if (v == NULL)
+    return g_strdup ("");
+  if (v->type == TW_ATTR_STRING)
+    return g_strdup (v->s);
+  g_autoptr (JsonNode) node = tw_attr_value_to_json (v);
+  return json_to_string (node, FALSE);
+}
+
+static GtkWidget *
+attr_widget (TwbInspector *self, const tw_attr_spec *spec, const tw_attr_value *cur)
+{
+  GtkWidget *w = NULL;
+  tw_attr_value def = { 0 };
+  gboolean have_def = spec->default_value
+                      && tw_attr_value_parse (spec->type, spec->default_value, &def, NULL);
+  const tw_attr_value *v = cur ? cur : have_def ? &def : NULL;
+  /* A value stored in another form than the schema's (kernel_size 5 for
+   * [5, 5]) is edited as text. */
+  tw_attr_type t = v ? v->type : spec->type;
+  if (v && v->type != spec->type && !(spec->type == TW_ATTR_FLOAT && v->type == TW_ATTR_INT))
+    t = TW_ATTR_INTS;
+
+  if (spec->choices)
+    {
+      w = gtk_drop_down_new_from_strings ((const char *const *) spec->choices);
+      for (guint i = 0; v && v->type == TW_ATTR_STRING && spec->choices[i]; i++)
+        if (strcmp (spec->choices[i], v->s) == 0)
+          gtk_drop_down_set_selected (GTK_DROP_DOWN (w), i);
+      g_signal_connect (w, "notify::selected", G_CALLBACK (dropdown_changed), self);
+    }
+  else if (t == TW_ATTR_INT || (t == TW_ATTR_FLOAT && spec->type == TW_ATTR_FLOAT))
+    {
+      gboolean is_float = spec->type == TW_ATTR_FLOAT;
+      w = gtk_spin_button_new_with_range (is_float ? -1e9 : -(1 << 30), is_float ? 1e9 : (1 << 30),
+                                          is_float ? 0.001 : 1);
+      gtk_spin_button_set_digits (GTK_SPIN_BUTTON (w), is_float ? 4 : 0);
+      double d = v ? (v->type == TW_ATTR_INT ? (double) v->i : v->f) : 0;
+      gtk_spin_button_set_value (GTK_SPIN_BUTTON (w), d);
+      g_signal_connect (w, "value-changed", G_CALLBACK (spin_changed), self);
+    }
+  else if (t == TW_ATTR_BOOL)
+    {
+      w = gtk_switch_new ();
+      gtk_widget_set_halign (w, GTK_ALIGN_START);
+      gtk_switch_set_active (GTK_SWITCH (w), v ? v->b : FALSE);
+      g_signal_connect (w, "notify::active", G_CALLBACK (switch_changed), self);
+    }
+  else
+    {
+      w = gtk_entry_new ();
+      g_autofree char *text = cur ? value_text (cur) : g_strdup ("");
+      gtk_editable_set_text (GTK_EDITABLE (w), text);
+      if (!cur && spec->default_value)
+        gtk_entry_set_placeholder_text (GTK_ENTRY (w), spec->default_value);
+      else if (!cur && spec->type == TW_ATTR_INTS)
+        gtk_entry_set_placeholder_text (GTK_ENTRY (w), "[5, 5]");
+      g_object_set_data_full (G_OBJECT (w), "orig", g_strdup (text), g_free);
+      g_signal_connect (w, "activate", G_CALLBACK (entry_activate), self);
+      GtkEventController *fc = gtk_event_controller_focus_new ();
+      g_signal_connect (fc, "leave", G_CALLBACK (entry_focus_leave), self);
+      gtk_widget_add_controller (w, fc);
+    }
+  if (have_def)
+    tw_attr_value_clear (&def);
+  g_object_set_data_full (G_OBJECT (w), "attr", g_strdup (spec->name), g_free);
+  gtk_widget_set_hexpand (w, TRUE);
+  return w;
+}
+
+static void
+refresh_node_info (TwbInspector *self)
+{
+  tw_node *n = current_node (self);
+  if (n == NULL || self->node_error == NULL)
+    return;
+  gtk_label_set_text (GTK_LABEL (self->node_error), n->error ? n->error : "");
+  gtk_widget_set_visible (self->node_error, n->error != NULL);
+  GString *s = g_string_new (NULL);
+  if (n->valid && n->out_info)
+    for (int k = 0; k < n->n_outputs; k++)
+      {
+        g_autofree char *t = tw_tinfo_to_string (&n->out_info[k]);
+        g_string_append_printf (s, "%soutput %d: %s", k ? "\n" : "", k, t);
+      }
+  else
+    g_string_append (s, "output: unknown (shape error)");
+  int64_t np = 0;
+  for (int k = 0; k < n->n_params && !n->share && n->valid; k++)
+    np += tw_tinfo_numel (&n->params[k].info, NULL);
+  g_autofree char *f = twb_format_count (n->cost.flops);
+  g_string_append_printf (s, "\nparameters: %" G_GINT64_FORMAT "%s\nFLOPs per sample: %s", np,
+                          n->share ? " (shared)" : "", f);
+  gtk_label_set_text (GTK_LABEL (self->node_info), s->str);
+  g_string_free (s, TRUE);
+}
+
+static GtkWidget *
+section_label (const char *text)
+{
+  GtkWidget *l = gtk_label_new (text);
+  gtk_label_set_xalign (GTK_LABEL (l), 0);
+  gtk_widget_add_css_class (l, "heading");
+  return l;
+}
+
+static void
+rebuild_node_page (TwbInspector *self)
+{
+  GtkWidget *sw = self->node_page;
+  self->node_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 8);
+  gtk_widget_set_margin_start (self->node_box, 12);
+  gtk_widget_set_margin_end (self->node_box, 12);
+  gtk_widget_set_margin_top (self->node_box, 12);
+  gtk_widget_set_margin_bottom (self->node_box, 12);
+  g_hash_table_remove_all (self->attr_errors);
+  g_hash_table_remove_all (self->attr_widgets);
+  self->node_error = self->node_info = self->first_field = NULL;
+  self->building = TRUE;
+
+  g_auto (GStrv) sel = self->doc ? twb_document_get_selection (self->doc) : NULL;
+  int n_sel = sel ? (int) g_strv_length (sel) : 0;
+  g_clear_pointer (&self->node_id, g_free);
+  if (n_sel == 1)
+    self->node_id = g_strdup (sel[0]);
+  tw_node *n = current_node (self);
+
+  if (n == NULL)
+    {
+      g_autofree char *msg = n_sel > 1 ? g_strdup_printf ("%d nodes selected.\nSelect one node to edit its attributes.", n_sel)
+                                       : g_strdup ("No node selected.\nClick a node, or press Tab in the canvas, to edit its attributes.");
+      GtkWidget *l = gtk_label_new (msg);
+      gtk_label_set_wrap (GTK_LABEL (l), TRUE);
+      gtk_label_set_justify (GTK_LABEL (l), GTK_JUSTIFY_CENTER);
+      gtk_widget_add_css_class (l, "dim-label");
+      gtk_widget_set_vexpand (l, TRUE);
+      gtk_box_append (GTK_BOX (self->node_box), l);
+    }
+  else
+    {
+      GtkWidget *grid = gtk_grid_new ();
+      gtk_grid_set_row_spacing (GTK_GRID (grid), 4);
+      gtk_grid_set_column_spacing (GTK_GRID (grid), 8);
+      int row = 0;
+
+      GtkWidget *op = gtk_label_new (NULL);
+      g_autofree char *markup = g_markup_printf_escaped ("<b>%s</b>%s%s", n->op_name,
+                                                         n->op && n->op->doc ? "\n" : "",
+                                                         n->op && n->op->doc ? n->op->doc : "");
+      gtk_label_set_markup (GTK_LABEL (op), markup);
+      gtk_label_set_wrap (GTK_LABEL (op), TRUE);
+      gtk_label_set_xalign (GTK_LABEL (op), 0);
+      gtk_box_append (GTK_BOX (self->node_box), op);
+
+      self->node_error = gtk_label_new (NULL);
+      gtk_label_set_wrap (GTK_LABEL (self->node_error), TRUE);
+      gtk_label_set_xalign (GTK_LABEL (self->node_error), 0);
+      gtk_widget_add_css_class (self->node_error, "error");
+      gtk_widget_add_css_class (self->node_error, "node-error");
+      gtk_box_append (GTK_BOX (self->node_box), self->node_error);
+
+      GtkWidget *idl = gtk_label_new ("id");
+      gtk_label_set_xalign (GTK_LABEL (idl), 0);
+      GtkWidget *ide = gtk_entry_new ();
+      gtk_editable_set_text (GTK_EDITABLE (ide), n->id);
+      gtk_widget_set_hexpand (ide, TRUE);
+      gtk_accessible_update_relation (GTK_ACCESSIBLE (ide), GTK_ACCESSIBLE_RELATION_LABELLED_BY,
+                                      idl, NULL, -1);
+      g_signal_connect (ide, "activate", G_CALLBACK (rename_activate), self);
+      gtk_grid_attach (GTK_GRID (grid), idl, 0, row, 1, 1);
+      gtk_grid_attach (GTK_GRID (grid), ide, 1, row++, 1, 1);
+      GtkWidget *ide_err = gtk_label_new (NULL);
+      gtk_widget_add_css_class (ide_err, "error");
+      gtk_label_set_wrap (GTK_LABEL (ide_err), TRUE);
+      gtk_label_set_xalign (GTK_LABEL (ide_err), 0);
+      gtk_widget_set_visible (ide_err, FALSE);
+      gtk_grid_attach (GTK_GRID (grid), ide_err, 0, row++, 2, 1);
+      g_hash_table_insert (self->attr_errors, g_strdup ("$id"), ide_err);
+      g_hash_table_insert (self->attr_widgets, g_strdup ("$id"), ide);
+
+      for (const tw_attr_spec *spec = n->op ? n->op->attrs : NULL; spec && spec->name; spec++)
+        {
+          GtkWidget *label = gtk_label_new (spec->name);
+          gtk_label_set_xalign (GTK_LABEL (label), 0);
+          if (spec->doc)
+            gtk_widget_set_tooltip_text (label, spec->doc);
+          if (spec->required)
+            gtk_widget_add_css_class (label, "required");
+          GtkWidget *w = attr_widget (self, spec, tw_attrs_lookup (n->attrs, spec->name));
+          if (spec->doc)
+            gtk_widget_set_tooltip_text (w, spec->doc);
+          gtk_accessible_update_relation (GTK_ACCESSIBLE (w), GTK_ACCESSIBLE_RELATION_LABELLED_BY,
+                                          label, NULL, -1);
+          if (spec->doc)
+            gtk_accessible_update_property (GTK_ACCESSIBLE (w),
+                                            GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, spec->doc, -1);
+          gtk_grid_attach (GTK_GRID (grid), label, 0, row, 1, 1);
+          gtk_grid_attach (GTK_GRID (grid), w, 1, row++, 1, 1);
+          GtkWidget *err = gtk_label_new (NULL);
+          gtk_widget_add_css_class (err, "error");
+          gtk_label_set_wrap (GTK_LABEL (err), TRUE);
+          gtk_label_set_xalign (GTK_LABEL (err), 0);
+          gtk_widget_set_visible (err, FALSE);
+          gtk_grid_attach (GTK_GRID (grid), err, 0, row++, 2, 1);
+          g_hash_table_insert (self->attr_errors, g_strdup (spec->name), err);
+          g_hash_table_insert (self->attr_widgets, g_strdup (spec->name), w);
+          if (self->first_field == NULL)
+            self->first_field = w;
+        }
+      if (self->first_field == NULL)
+        self->first_field = ide;
+      gtk_box_append (GTK_BOX (self->node_box), grid);
+
+      gtk_box_append (GTK_BOX (self->node_box), section_label ("Live checks"));
+      self->node_info = gtk_label_new (NULL);
+      gtk_label_set_xalign (GTK_LABEL (self->node_info), 0);
+      gtk_label_set_selectable (GTK_LABEL (self->node_info), TRUE);
+      gtk_label_set_wrap (GTK_LABEL (self->node_info), TRUE);
+      gtk_widget_add_css_class (self->node_info, "monospace");
+      gtk_box_append (GTK_BOX (self->node_box), self->node_info);
+      refresh_node_info (self);
+    }
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), self->node_box);
+  self->building = FALSE;
+}
+
+/* ---- Recipe page ---------------------------------------------------------------- */
+
+static const char *const optimizers[] = { "sgd", "adam", "adamw", NULL };
+static const char *const schedules[] = { "constant", "step", "cosine", NULL };
+
+typedef enum
+{
+  R_OPT,
+  R_LR,
+  R_MOMENTUM,
+  R_WD,
+  R_SCHED,
+  R_STEP_SIZE,
+  R_GAMMA,
+  R_TMAX,
+  R_MIN_LR,
+  R_WARMUP,
+  R_BATCH,
+  R_EPOCHS,
+  R_SEED,
+  R_DATASET,
+  R_VAL,
+  R_N
+} RecipeField;
+
+static void
+recipe_apply (TwbInspector *self, RecipeField f, GtkWidget *w)
+{
+  if (self->building || self->doc == NULL)
+    return;
+  tw_recipe r;
+  tw_recipe_copy (&r, &twb_document_get_model (self->doc)->recipe);
+  double v = GTK_IS_SPIN_BUTTON (w) ? gtk_spin_button_get_value (GTK_SPIN_BUTTON (w)) : 0;
+  guint sel = GTK_IS_DROP_DOWN (w) ? gtk_drop_down_get_selected (GTK_DROP_DOWN (w)) : 0;
+  switch (f)
+    {
+    case R_OPT: r.optimizer.type = (tw_optimizer_type) sel; break;
+    case R_LR: r.optimizer.lr = v; break;
+    case R_MOMENTUM: r.optimizer.momentum = v; break;
+    case R_WD: r.optimizer.weight_decay = v; break;
+    case R_SCHED: r.schedule.type = (tw_schedule_type) sel; break;
+    case R_STEP_SIZE: r.schedule.step_size = (int64_t) v; break;
+    case R_GAMMA: r.schedule.gamma = v; break;
+    case R_TMAX: r.schedule.t_max = (int64_t) v; break;
+    case R_MIN_LR: r.schedule.min_lr = v; break;
+    case R_WARMUP: r.schedule.warmup_steps = (int64_t) v; break;
+    case R_BATCH: r.batch_size = (int64_t) v; break;
+    case R_EPOCHS: r.epochs = (int64_t) v; break;
+    case R_SEED: r.seed = (guint64) v; break;
+    case R_DATASET:
+      g_free (r.dataset);
+      r.dataset = g_strdup (gtk_editable_get_text (GTK_EDITABLE (w)));
+      if (r.dataset[0] == '\0')
+        g_clear_pointer (&r.dataset, g_free);
+      break;
+    case R_VAL: r.validation_split = v; break;
+    case R_N:
+    default: break;
+    }
+  g_autoptr (GError) error = NULL;
+  self->applying = TRUE;
+  if (!twb_document_set_recipe (self->doc, &r, &error))
+    gtk_widget_add_css_class (w, "error");
+  else
+    gtk_widget_remove_css_class (w, "error");
+  self->applying = FALSE;
+  tw_recipe_clear (&r);
+  refresh_recipe (self);   /* show or hide the fields of the chosen optimizer/schedule */
+}
+
+static void
+recipe_spin_changed (GtkSpinButton *w, TwbInspector *self)
+{
+  recipe_apply (self, GPOINTER_TO_INT (g_object_get_data (G_OBJECT (w), "field")), GTK_WIDGET (w));
+}
+
+static void
+recipe_dd_changed (GtkDropDown *w, GParamSpec *p, TwbInspector *self)
+{
+  recipe_apply (self, GPOINTER_TO_INT (g_object_get_data (G_OBJECT (w), "field")), GTK_WIDGET (w));
+}
+
+static void
+recipe_entry_activate (GtkEntry *w, TwbInspector *self)
+{
+  recipe_apply (self, GPOINTER_TO_INT (g_object_get_data (G_OBJECT (w), "field")), GTK_WIDGET (w));
+}
+
+static void
+recipe_entry_leave (GtkEventControllerFocus *c, TwbInspector *self)
+{
+  GtkWidget *w = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (c));
+  const tw_recipe *r = self->doc ? &twb_document_get_model (self->doc)->recipe : NULL;
+  if (r && g_strcmp0 (r->dataset ? r->dataset : "", gtk_editable_get_text (GTK_EDITABLE (w))) != 0)
+    recipe_apply (self, R_DATASET, w);
+}
+
+static void
+add_recipe_row (TwbInspector *self, int *row, RecipeField f, const char *label,
+                const char *tooltip, GtkWidget *w)
+{
+  GtkWidget *l = gtk_label_new (label);
+  gtk_label_set_xalign (GTK_LABEL (l), 0);
+  gtk_widget_set_tooltip_text (l, tooltip);
+  gtk_widget_set_tooltip_text (w, tooltip);
+  gtk_widget_set_hexpand (w, TRUE);
+  gtk_accessible_update_relation (GTK_ACCESSIBLE (w), GTK_ACCESSIBLE_RELATION_LABELLED_BY, l, NULL,
+                                  -1);
+  g_object_set_data (G_OBJECT (w), "field", GINT_TO_POINTER (f));
+  g_object_set_data (G_OBJECT (w), "label", l);
+  if (GTK_IS_SPIN_BUTTON (w))
+    g_signal_connect (w, "value-changed", G_CALLBACK (recipe_spin_changed), self);
+  else if (GTK_IS_DROP_DOWN (w))
+    g_signal_connect (w, "notify::selected", G_CALLBACK (recipe_dd_changed), self);
+  else
+    {
+      g_signal_connect (w, "activate", G_CALLBACK (recipe_entry_activate), self);
+      GtkEventController *fc = gtk_event_controller_focus_new ();
+      g_signal_connect (fc, "leave", G_CALLBACK (recipe_entry_leave), self);
+      gtk_widget_add_controller (w, fc);
+    }
+  gtk_grid_attach (GTK_GRID (self->recipe_grid), l, 0, *row, 1, 1);
+  gtk_grid_attach (GTK_GRID (self->recipe_grid), w, 1, (*row)++, 1, 1);
+  g_hash_table_insert (self->recipe_widgets, GINT_TO_POINTER (f), w);
+}
+
+static GtkWidget *
+spin (double lo, double hi, double step, int digits)
+{
+  GtkWidget *w = gtk_spin_button_new_with_range (lo, hi, step);
+  gtk_spin_button_set_digits (GTK_SPIN_BUTTON (w), digits);
+  return w;
+}
+
+static void
+build_recipe_page (TwbInspector *self, GtkWidget *box)
+{
+  self->recipe_grid = gtk_grid_new ();
+  gtk_grid_set_row_spacing (GTK_GRID (self->recipe_grid), 4);
+  gtk_grid_set_column_spacing (GTK_GRID (self->recipe_grid), 8);
+  int row = 0;
+  add_recipe_row (self, &row, R_OPT, "optimizer", "SGD (with momentum), Adam or AdamW",
+                  gtk_drop_down_new_from_strings (optimizers));
+  add_recipe_row (self, &row, R_LR, "learning rate", "step size of the optimizer",
+                  spin (0, 10, 0.0001, 5));
+  add_recipe_row (self, &row, R_MOMENTUM, "momentum", "SGD momentum", spin (0, 1, 0.01, 3));
+  add_recipe_row (self, &row, R_WD, "weight decay", "L2 penalty (SGD) or decoupled decay (AdamW)",
+                  spin (0, 1, 0.0001, 5));
+  add_recipe_row (self, &row, R_SCHED, "schedule", "learning-rate schedule",
+                  gtk_drop_down_new_from_strings (schedules));
+  add_recipe_row (self, &row, R_STEP_SIZE, "step size", "every this many steps, lr *= gamma",
+                  spin (0, 1e9, 1, 0));
+  add_recipe_row (self, &row, R_GAMMA, "gamma", "factor of each step", spin (0, 1, 0.01, 3));
+  add_recipe_row (self, &row, R_TMAX, "period (steps)", "cosine period; 0: the whole run",
+                  spin (0, 1e9, 1, 0));
+  add_recipe_row (self, &row, R_MIN_LR, "min lr", "cosine floor", spin (0, 10, 0.0001, 5));
+  add_recipe_row (self, &row, R_WARMUP, "warm-up steps", "linear warm-up from 0 to lr",
+                  spin (0, 1e9, 1, 0));
+  add_recipe_row (self, &row, R_BATCH, "batch size", "samples per step", spin (1, 1 << 20, 1, 0));
+  add_recipe_row (self, &row, R_EPOCHS, "epochs", "passes over the training set",
+                  spin (1, 1e6, 1, 0));
+  add_recipe_row (self, &row, R_SEED, "seed", "initialisation and shuffling seed",
+                  spin (0, 1e15, 1, 0));
+  GtkWidget *ds = gtk_entry_new ();
+  gtk_entry_set_placeholder_text (GTK_ENTRY (ds), "fashion-mnist, spirals, a path…");
+  add_recipe_row (self, &row, R_DATASET, "dataset", "dataset name or file (twb train --data)", ds);
+  add_recipe_row (self, &row, R_VAL, "validation split", "fraction of training data held out",
+                  spin (0, 0.9, 0.05, 2));
+  gtk_box_append (GTK_BOX (box), self->recipe_grid);
+}
+
+static void
+set_spin (TwbInspector *self, RecipeField f, double v, gboolean shown)
+{
+  GtkWidget *w = g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (f));
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (w), v);
+  gtk_widget_set_visible (w, shown);
+  gtk_widget_set_visible (g_object_get_data (G_OBJECT (w), "label"), shown);
+}
+
+static void
+refresh_recipe (TwbInspector *self)
+{
+  if (self->doc == NULL)
+    return;
+  const tw_recipe *r = &twb_document_get_model (self->doc)->recipe;
+  self->building = TRUE;
+  gtk_drop_down_set_selected (g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (R_OPT)),
+                              r->optimizer.type);
+  gtk_drop_down_set_selected (g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (R_SCHED)),
+                              r->schedule.type);
+  gboolean sgd = r->optimizer.type == TW_OPT_SGD;
+  set_spin (self, R_LR, r->optimizer.lr, TRUE);
+  set_spin (self, R_MOMENTUM, r->optimizer.momentum, sgd);
+  set_spin (self, R_WD, r->optimizer.weight_decay, TRUE);
+  set_spin (self, R_STEP_SIZE, r->schedule.step_size, r->schedule.type == TW_SCHED_STEP);
+  set_spin (self, R_GAMMA, r->schedule.gamma, r->schedule.type == TW_SCHED_STEP);
+  set_spin (self, R_TMAX, r->schedule.t_max, r->schedule.type == TW_SCHED_COSINE);
+  set_spin (self, R_MIN_LR, r->schedule.min_lr, r->schedule.type == TW_SCHED_COSINE);
+  set_spin (self, R_WARMUP, r->schedule.warmup_steps, TRUE);
+  set_spin (self, R_BATCH, r->batch_size, TRUE);
+  set_spin (self, R_EPOCHS, r->epochs, TRUE);
+  set_spin (self, R_SEED, r->seed, TRUE);
+  set_spin (self, R_VAL, r->validation_split, TRUE);
+  GtkWidget *ds = g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (R_DATASET));
+  gtk_editable_set_text (GTK_EDITABLE (ds), r->dataset ? r->dataset : "");
+  self->building = FALSE;
+}
+
+/* ---- Document --------------------------------------------------------------- */
+
+static void
+on_changed (TwbDocument *doc, guint flags, TwbInspector *self)
+{
+  if (flags & TWB_CHANGE_RECIPE && !self->applying)
+    refresh_recipe (self);
+  if (self->applying)
+    {
+      refresh_node_info (self);
+      return;
+    }
+  if (flags & (TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE))
+    rebuild_node_page (self);
+  else if (flags & TWB_CHANGE_SHAPES)
+    refresh_node_info (self);
+}
+
+static void
+on_selection (TwbDocument *doc, TwbInspector *self)
+{
+  rebuild_node_page (self);
+}
+
+void
+twb_inspector_set_document (TwbInspector *self, TwbDocument *doc)
+{
+  if (self->doc)
+    {
+      g_clear_signal_handler (&self->changed_id, self->doc);
+      g_clear_signal_handler (&self->selection_id, self->doc);
+      g_clear_object (&self->doc);
+    }
+  if (doc)
+    {
+      self->doc = g_object_ref (doc);
+      self->changed_id = g_signal_connect (doc, "changed", G_CALLBACK (on_changed), self);
+      self->selection_id = g_signal_connect (doc, "selection-changed", G_CALLBACK (on_selection),
+                                             self);
+    }
+  rebuild_node_page (self);
+  refresh_recipe (self);
+}
+
+gboolean
+twb_inspector_focus_node (TwbInspector *self)
+{
+  gtk_stack_set_visible_child_name (GTK_STACK (self->stack), "node");
+  if (self->first_field == NULL)
+    return FALSE;
+  return gtk_widget_grab_focus (self->first_field);
+}
+
+void
+twb_inspector_show_page (TwbInspector *self, const char *page)
+{
+  gtk_stack_set_visible_child_name (GTK_STACK (self->stack), page);
+}
+
+const char *
+twb_inspector_get_node (TwbInspector *self)
+{
+  return self->node_id;
+}
+
+const char *
+twb_inspector_get_attr_error (TwbInspector *self, const char *attr)
+{
+  GtkWidget *l = g_hash_table_lookup (self->attr_errors, attr);
+  if (l == NULL || !gtk_widget_get_visible (l))
+    return NULL;
+  return gtk_label_get_text (GTK_LABEL (l));
+}
+
+gboolean
+twb_inspector_edit_attr (TwbInspector *self, const char *attr, const char *text)
+{
+  GtkWidget *w = g_hash_table_lookup (self->attr_widgets, attr);
+  if (w == NULL)
+    return FALSE;
+  if (GTK_IS_ENTRY (w))
+    {
+      gtk_editable_set_text (GTK_EDITABLE (w), text);
+      g_signal_emit_by_name (w, "activate");
+      return twb_inspector_get_attr_error (self, attr) == NULL;
+    }
+  return apply_attr (self, attr, text);
+}
+
+static void
+twb_inspector_dispose (GObject *object)
+{
+  TwbInspector *self = TWB_INSPECTOR (object);
+  twb_inspector_set_document (self, NULL);
+  g_clear_pointer (&self->box, gtk_widget_unparent);
+  g_clear_pointer (&self->attr_errors, g_hash_table_unref);
+  g_clear_pointer (&self->attr_widgets, g_hash_table_unref);
+  g_clear_pointer (&self->recipe_widgets, g_hash_table_unref);
+  g_clear_pointer (&self->node_id, g_free);
+  G_OBJECT_CLASS (twb_inspector_parent_class)->dispose (object);
+}
+
+static void
+twb_inspector_class_init (TwbInspectorClass *klass)
+{
+  G_OBJECT_CLASS (klass)->dispose = twb_inspector_dispose;
+  gtk_widget_class_set_layout_manager_type (GTK_WIDGET_CLASS (klass), GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (GTK_WIDGET_CLASS (klass), "inspector");
+}
+
+static void
+twb_inspector_init (TwbInspector *self)
+{
+  self->attr_errors = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->attr_widgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->recipe_widgets = g_hash_table_new (NULL, NULL);
+  self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+  self->stack = gtk_stack_new ();
+  GtkWidget *switcher = gtk_stack_switcher_new ();
+  gtk_stack_switcher_set_stack (GTK_STACK_SWITCHER (switcher), GTK_STACK (self->stack));
+  gtk_widget_set_halign (switcher, GTK_ALIGN_CENTER);
+  gtk_widget_set_margin_top (switcher, 6);
+  gtk_widget_set_margin_bottom (switcher, 6);
+  gtk_box_append (GTK_BOX (self->box), switcher);
+  gtk_widget_set_vexpand (self->stack, TRUE);
+  gtk_box_append (GTK_BOX (self->box), self->stack);
+
+  self->node_page = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (self->node_page), GTK_POLICY_NEVER,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_stack_add_titled (GTK_STACK (self->stack), self->node_page, "node", "Node");
+
+  GtkWidget *rsw = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (rsw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  GtkWidget *rbox = gtk_box_new (GTK_ORIENTATION_VERTICAL, 8);
+  gtk_widget_set_margin_start (rbox, 12);
+  gtk_widget_set_margin_end (rbox, 12);
+  gtk_widget_set_margin_top (rbox, 12);
+  build_recipe_page (self, rbox);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (rsw), rbox);
+  gtk_stack_add_titled (GTK_STACK (self->stack), rsw, "recipe", "Training recipe");
+  rebuild_node_page (self);
+}
+
+GtkWidget *
+twb_inspector_new (void)
+{
+  return g_object_new (TWB_TYPE_INSPECTOR, NULL);
+}

@@ -1,0 +1,36 @@
+/* twb-inspector.h — edit the selected node's attributes and the model's
+ * training recipe.
+ *
+ * Node page: one typed widget per attribute of the op's schema (spin buttons
+ * for ints and floats, switches for bools, drop-downs for choices, entries
+ * for lists and free strings), the node's id (rename), its output shape,
+ * parameters and FLOPs, and its shape error.  A value the document refuses
+ * is shown inline under its widget; the document is unchanged.
+ * Recipe page: optimizer, learning rate, schedule, batch size, epochs, seed,
+ * dataset, validation split.
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "graph_editor/twb-document.h"
+
+G_BEGIN_DECLS
+
+#define TWB_TYPE_INSPECTOR (twb_inspector_get_type ())
+G_DECLARE_FINAL_TYPE (TwbInspector, twb_inspector, TWB, INSPECTOR, GtkWidget)
+
+GtkWidget *twb_inspector_new (void);
+void twb_inspector_set_document (TwbInspector *self, TwbDocument *doc);
+/* Show the node page and focus its first attribute widget. */
+gboolean twb_inspector_focus_node (TwbInspector *self);
+/* Show "node" or "recipe". */
+void twb_inspector_show_page (TwbInspector *self, const char *page);
+/* The node the node page shows, NULL if none (tests). */
+const char *twb_inspector_get_node (TwbInspector *self);
+/* The inline error under an attribute's widget, NULL if none (tests). */
+const char *twb_inspector_get_attr_error (TwbInspector *self, const char *attr);
+/* Type text into an attribute's widget and commit it, as a user would (tests). */
+gboolean twb_inspector_edit_attr (TwbInspector *self, const char *attr, const char *text);
+
+G_END_DECLS

@@ -1,0 +1,616 @@
+/* twb-window.c — the main window: layout, document binding, status, issues. */
+#define G_LOG_DOMAIN "twb-window"
+
+#include "ui/twb-window-private.h"
+
+#include "graph_editor/twb-minimap.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+G_DEFINE_FINAL_TYPE (TwbWindow, twb_window, GTK_TYPE_APPLICATION_WINDOW)
+
+/* Autosave period: 30 s loses at most half a minute of work and costs one
+ * small JSON write; TWB_AUTOSAVE_SECONDS overrides it (tests). */
+#define AUTOSAVE_SECONDS 30
+
+/* ---- Toast ---------------------------------------------------------------- */
+
+static gboolean
+toast_expired (gpointer data)
+{
+  TwbWindow *self = data;
+  self->toast_timeout = 0;
+  gtk_revealer_set_reveal_child (GTK_REVEALER (self->toast_revealer), FALSE);
+  g_clear_pointer (&self->toast_text, g_free);
+  return G_SOURCE_REMOVE;
+}
+
+void
+twb_window_show_toast (TwbWindow *self, const char *text)
+{
+  g_free (self->toast_text);
+  self->toast_text = g_strdup (text);
+  gtk_label_set_text (GTK_LABEL (self->toast_label), text);
+  gtk_revealer_set_reveal_child (GTK_REVEALER (self->toast_revealer), TRUE);
+  /* Screen readers hear it as an alert. */
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->toast_label),
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, text, -1);
+  g_clear_handle_id (&self->toast_timeout, g_source_remove);
+  /* 6 s: long enough to read a two-line refusal. */
+  self->toast_timeout = g_timeout_add_seconds (6, toast_expired, self);
+}
+
+const char *
+twb_window_get_toast (TwbWindow *self)
+{
+  return self->toast_text;
+}
+
+static void
+toast_close_clicked (GtkButton *b, TwbWindow *self)
+{
+  g_clear_handle_id (&self->toast_timeout, g_source_remove);
+  toast_expired (self);
+}
+
+static void
+canvas_message (TwbGraphCanvas *c, const char *text, TwbWindow *self)
+{
+  twb_window_show_toast (self, text);
+}
+
+/* ---- Title, status, issues --------------------------------------------------- */
+
+static void
+update_title (TwbWindow *self)
+{
+  if (self->doc == NULL)
+    return;
+  g_autofree char *title = twb_document_get_title (self->doc);
+  gboolean dirty = twb_document_get_dirty (self->doc);
+  g_autofree char *t = g_strdup_printf ("%s%s", dirty ? "• " : "", title);
+  gtk_label_set_text (GTK_LABEL (self->title_label), t);
+  g_autofree char *wt = g_strdup_printf ("%s — Tensor Workbench", t);
+  gtk_window_set_title (GTK_WINDOW (self), wt);
+  const char *path = twb_document_get_path (self->doc);
+  g_autofree char *dir = path ? g_path_get_dirname (path) : NULL;
+  g_autofree char *home = dir ? g_strdup (g_get_home_dir ()) : NULL;
+  g_autofree char *shown = dir && g_str_has_prefix (dir, home) && strlen (home) > 1
+                             ? g_strconcat ("~", dir + strlen (home), NULL)
+                             : g_strdup (dir ? dir : "not saved");
+  gtk_label_set_text (GTK_LABEL (self->subtitle_label), shown);
+}
+
+static void
+update_status (TwbWindow *self)
+{
+  const TwbGraphScene *s = twb_graph_canvas_get_scene (self->canvas);
+  if (s == NULL || self->doc == NULL)
+    return;
+  tw_graph *g = twb_document_get_graph (self->doc);
+  g_autofree char *p = twb_format_count ((double) twb_document_param_count (self->doc));
+  g_autofree char *f = twb_format_count (twb_document_flops (self->doc));
+  g_free (self->status_text);
+  self->status_text = g_strdup_printf (
+    "%d nodes · %" G_GINT64_FORMAT " parameters (%s) · %s FLOPs per sample · shapes checked in %.2f ms",
+    tw_graph_n_nodes (g), twb_document_param_count (self->doc), p, f,
+    twb_document_last_infer_us (self->doc) / 1000.0);
+  gtk_label_set_text (GTK_LABEL (self->status_counts), self->status_text);
+  const GArray *d = twb_document_get_diagnostics (self->doc);
+  int ne = d ? (int) d->len : 0;
+  g_autofree char *e = ne ? g_strdup_printf ("%d error%s", ne, ne == 1 ? "" : "s")
+                          : g_strdup ("no errors");
+  gtk_label_set_text (GTK_LABEL (self->status_errors), e);
+  if (ne)
+    gtk_widget_add_css_class (self->status_errors, "error");
+  else
+    gtk_widget_remove_css_class (self->status_errors, "error");
+}
+
+static void
+update_zoom_label (TwbGraphCanvas *c, TwbWindow *self)
+{
+  g_autofree char *z = g_strdup_printf ("%.0f %%", twb_graph_canvas_get_zoom (self->canvas) * 100);
+  gtk_label_set_text (GTK_LABEL (self->status_zoom), z);
+}
+
+static void
+rebuild_issues (TwbWindow *self)
+{
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (self->issues_list)))
+    gtk_list_box_remove (GTK_LIST_BOX (self->issues_list), child);
+  const GArray *d = self->doc ? twb_document_get_diagnostics (self->doc) : NULL;
+  int n = d ? (int) d->len : 0;
+  for (int i = 0; i < n; i++)
+    {
+      const tw_diag *dg = &g_array_index (d, tw_diag, i);
+      GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+      GtkWidget *icon = gtk_image_new_from_icon_name ("dialog-error-symbolic");
+      gtk_widget_add_css_class (icon, "error");
+      gtk_widget_set_valign (icon, GTK_ALIGN_START);
+      g_autofree char *markup = g_markup_printf_escaped ("<b>%s</b>: %s", dg->node_id, dg->message);
+      GtkWidget *label = gtk_label_new (NULL);
+      gtk_label_set_markup (GTK_LABEL (label), markup);
+      gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+      gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+      gtk_label_set_xalign (GTK_LABEL (label), 0);
+      gtk_widget_set_hexpand (label, TRUE);
+      gtk_box_append (GTK_BOX (box), icon);
+      gtk_box_append (GTK_BOX (box), label);
+      GtkWidget *row = gtk_list_box_row_new ();
+      gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+      g_object_set_data_full (G_OBJECT (row), "node", g_strdup (dg->node_id), g_free);
+      g_autofree char *acc = g_strdup_printf ("Error in node %s: %s. Activate to select the node",
+                                              dg->node_id, dg->message);
+      gtk_accessible_update_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_LABEL, acc, -1);
+      gtk_list_box_append (GTK_LIST_BOX (self->issues_list), row);
+    }
+  if (n == 0)
+    {
+      GtkWidget *l = gtk_label_new ("No issues: every shape fits.");
+      gtk_widget_add_css_class (l, "dim-label");
+      GtkWidget *row = gtk_list_box_row_new ();
+      gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), l);
+      gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), FALSE);
+      gtk_widget_set_focusable (row, FALSE);
+      gtk_list_box_append (GTK_LIST_BOX (self->issues_list), row);
+    }
+  g_autofree char *h = n ? g_strdup_printf ("Issues (%d)", n) : g_strdup ("Issues");
+  gtk_label_set_text (GTK_LABEL (self->issues_heading), h);
+}
+
+int
+twb_window_count_issues (TwbWindow *self)
+{
+  const GArray *d = self->doc ? twb_document_get_diagnostics (self->doc) : NULL;
+  return d ? (int) d->len : 0;
+}
+
+static void
+issue_activated (GtkListBox *box, GtkListBoxRow *row, TwbWindow *self)
+{
+  const char *id = g_object_get_data (G_OBJECT (row), "node");
+  if (id == NULL)
+    return;
+  g_autofree char *copy = g_strdup (id);
+  twb_graph_canvas_reveal_node (self->canvas, copy);
+  gtk_widget_grab_focus (GTK_WIDGET (self->canvas));
+}
+
+void
+twb_window_activate_issue (TwbWindow *self, int i)
+{
+  GtkListBoxRow *row = gtk_list_box_get_row_at_index (GTK_LIST_BOX (self->issues_list), i);
+  if (row)
+    issue_activated (GTK_LIST_BOX (self->issues_list), row, self);
+}
+
+const char *
+twb_window_get_status_text (TwbWindow *self)
+{
+  return self->status_text;
+}
+
+static void
+doc_changed (TwbDocument *doc, guint flags, TwbWindow *self)
+{
+  if (flags & (TWB_CHANGE_SHAPES | TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE))
+    {
+      update_status (self);
+      rebuild_issues (self);
+    }
+  update_title (self);
+  twb_window_update_actions (self);
+}
+
+static void
+doc_selection_changed (TwbDocument *doc, TwbWindow *self)
+{
+  twb_window_update_actions (self);
+}
+
+static void
+doc_notify (TwbDocument *doc, GParamSpec *p, TwbWindow *self)
+{
+  update_title (self);
+  twb_window_update_actions (self);
+}
+
+void
+twb_window_set_document (TwbWindow *self, TwbDocument *doc)
+{
+  if (self->doc)
+    {
+      g_clear_signal_handler (&self->changed_id, self->doc);
+      g_clear_signal_handler (&self->selection_id, self->doc);
+      g_clear_signal_handler (&self->notify_id, self->doc);
+      g_clear_object (&self->doc);
+    }
+  self->doc = doc ? g_object_ref (doc) : twb_document_new ();
+  self->changed_id = g_signal_connect (self->doc, "changed", G_CALLBACK (doc_changed), self);
+  self->selection_id = g_signal_connect (self->doc, "selection-changed",
+                                         G_CALLBACK (doc_selection_changed), self);
+  self->notify_id = g_signal_connect (self->doc, "notify", G_CALLBACK (doc_notify), self);
+  twb_graph_canvas_set_document (self->canvas, self->doc);
+  twb_inspector_set_document (self->inspector, self->doc);
+  update_title (self);
+  update_status (self);
+  rebuild_issues (self);
+  twb_window_update_actions (self);
+}
+
+TwbDocument *
+twb_window_get_document (TwbWindow *self)
+{
+  return self->doc;
+}
+
+TwbGraphCanvas *
+twb_window_get_canvas (TwbWindow *self)
+{
+  return self->canvas;
+}
+
+TwbInspector *
+twb_window_get_inspector (TwbWindow *self)
+{
+  return self->inspector;
+}
+
+TwbPalette *
+twb_window_get_palette (TwbWindow *self)
+{
+  return self->palette;
+}
+
+const char *
+twb_window_get_clipboard_text (TwbWindow *self)
+{
+  return self->clipboard;
+}
+
+/* ---- Panels ------------------------------------------------------------------- */
+
+void
+twb_window_show_panel (TwbWindow *self, const char *name)
+{
+  if (gtk_stack_get_child_by_name (GTK_STACK (self->panel_stack), name))
+    gtk_stack_set_visible_child_name (GTK_STACK (self->panel_stack), name);
+}
+
+const char *
+twb_window_get_panel (TwbWindow *self)
+{
+  return gtk_stack_get_visible_child_name (GTK_STACK (self->panel_stack));
+}
+
+/* ---- Files -------------------------------------------------------------------- */
+
+static gboolean
+doc_is_pristine (TwbDocument *doc)
+{
+  return doc && twb_document_get_path (doc) == NULL && !twb_document_get_dirty (doc)
+         && tw_graph_n_nodes (twb_document_get_graph (doc)) == 0;
+}
+
+TwbWindow *
+twb_window_open_file (TwbWindow *self, const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
+  if (doc == NULL)
+    {
+      twb_window_show_toast (self, error->message);
+      return NULL;
+    }
+  g_autoptr (GFile) file = g_file_new_for_path (path);
+  g_autofree char *uri = g_file_get_uri (file);
+  GtkRecentData rd = { .display_name = NULL, .mime_type = (char *) "application/json",
+                       .app_name = (char *) "twb", .app_exec = (char *) "twb %f" };
+  gtk_recent_manager_add_full (gtk_recent_manager_get_default (), uri, &rd);
+  if (doc_is_pristine (self->doc))
+    {
+      twb_window_set_document (self, doc);
+      return self;
+    }
+  TwbWindow *w = twb_window_new (gtk_window_get_application (GTK_WINDOW (self)), doc);
+  gtk_window_present (GTK_WINDOW (w));
+  return w;
+}
+
+gboolean
+twb_window_save_to (TwbWindow *self, const char *path, GError **error)
+{
+  if (!twb_document_save (self->doc, path, error))
+    return FALSE;
+  g_autoptr (GFile) file = g_file_new_for_path (path);
+  g_autofree char *uri = g_file_get_uri (file);
+  GtkRecentData rd = { .mime_type = (char *) "application/json", .app_name = (char *) "twb",
+                       .app_exec = (char *) "twb %f" };
+  gtk_recent_manager_add_full (gtk_recent_manager_get_default (), uri, &rd);
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *msg = g_strdup_printf ("Saved %s", base);
+  twb_window_show_toast (self, msg);
+  return TRUE;
+}
+
+void
+twb_window_rebuild_recent_menu (TwbWindow *self)
+{
+  g_menu_remove_all (self->recent_menu);
+  GList *items = gtk_recent_manager_get_items (gtk_recent_manager_get_default ());
+  int n = 0;
+  for (GList *l = items; l && n < 10; l = l->next)
+    {
+      GtkRecentInfo *info = l->data;
+      if (!gtk_recent_info_has_application (info, "twb") || !gtk_recent_info_is_local (info))
+        continue;
+      g_autofree char *path = g_filename_from_uri (gtk_recent_info_get_uri (info), NULL, NULL);
+      if (path == NULL || !g_file_test (path, G_FILE_TEST_EXISTS))
+        continue;
+      g_autofree char *base = g_path_get_basename (path);
+      g_autofree char *action = g_strdup_printf ("win.open-path");
+      GMenuItem *item = g_menu_item_new (base, NULL);
+      g_menu_item_set_action_and_target_value (item, action, g_variant_new_string (path));
+      g_menu_append_item (self->recent_menu, item);
+      g_object_unref (item);
+      n++;
+    }
+  g_list_free_full (items, (GDestroyNotify) gtk_recent_info_unref);
+  if (n == 0)
+    {
+      GMenuItem *item = g_menu_item_new ("No recent models", "win.none");
+      g_menu_append_item (self->recent_menu, item);
+      g_object_unref (item);
+    }
+}
+
+static void
+recent_changed (GtkRecentManager *m, TwbWindow *self)
+{
+  twb_window_rebuild_recent_menu (self);
+}
+
+static void
+build_template_menu (TwbWindow *self)
+{
+  const char *assets = g_getenv ("TWB_ASSETS_DIR");
+  g_autofree char *dir = g_build_filename (assets ? assets : TWB_ASSETS_DIR, "models", NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+  while (d && (name = g_dir_read_name (d)))
+    if (g_str_has_suffix (name, ".json"))
+      g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+  for (guint i = 0; i < names->len; i++)
+    {
+      const char *n = g_ptr_array_index (names, i);
+      g_autofree char *label = g_strndup (n, strlen (n) - 5);
+      g_autofree char *path = g_build_filename (dir, n, NULL);
+      GMenuItem *item = g_menu_item_new (label, NULL);
+      g_menu_item_set_action_and_target_value (item, "app.new-from-template",
+                                               g_variant_new_string (path));
+      g_menu_append_item (self->template_menu, item);
+      g_object_unref (item);
+    }
+}
+
+/* ---- Autosave and close ------------------------------------------------------- */
+
+static gboolean
+autosave_tick (gpointer data)
+{
+  TwbWindow *self = data;
+  g_autoptr (GError) error = NULL;
+  if (self->doc && twb_document_get_dirty (self->doc)
+      && !twb_document_autosave (self->doc, &error))
+    g_warning ("autosave failed: %s", error->message);
+  return G_SOURCE_CONTINUE;
+}
+
+void
+twb_window_close_now (TwbWindow *self)
+{
+  self->close_confirmed = TRUE;
+  gtk_window_close (GTK_WINDOW (self));
+}
+
+static void
+unsaved_response (GtkDialog *dialog, int response, TwbWindow *self)
+{
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  if (response == GTK_RESPONSE_REJECT)
+    twb_window_close_now (self);
+  else if (response == GTK_RESPONSE_ACCEPT)
+    {
+      const char *path = twb_document_get_path (self->doc);
+      if (path == NULL)
+        {
+          twb_window_save_as (self, TRUE);
+          return;
+        }
+      g_autoptr (GError) error = NULL;
+      if (twb_window_save_to (self, path, &error))
+        twb_window_close_now (self);
+      else
+        twb_window_show_toast (self, error->message);
+    }
+}
+
+static gboolean
+close_request (GtkWindow *window)
+{
+  TwbWindow *self = TWB_WINDOW (window);
+  if (!self->close_confirmed && self->doc && twb_document_get_dirty (self->doc))
+    {
+      g_autofree char *title = twb_document_get_title (self->doc);
+      G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+      GtkWidget *d = gtk_message_dialog_new (window, GTK_DIALOG_MODAL | GTK_DIALOG_DESTROY_WITH_PARENT,
+                                             GTK_MESSAGE_QUESTION, GTK_BUTTONS_NONE,
+                                             "Save changes to “%s” before closing?", title);
+      gtk_message_dialog_format_secondary_text (GTK_MESSAGE_DIALOG (d),
+                                                "If you don't save, your changes will be lost.");
+      gtk_dialog_add_buttons (GTK_DIALOG (d), "_Cancel", GTK_RESPONSE_CANCEL, "_Discard",
+                              GTK_RESPONSE_REJECT, "_Save", GTK_RESPONSE_ACCEPT, NULL);
+      gtk_dialog_set_default_response (GTK_DIALOG (d), GTK_RESPONSE_ACCEPT);
+      G_GNUC_END_IGNORE_DEPRECATIONS
+      g_signal_connect (d, "response", G_CALLBACK (unsaved_response), self);
+      gtk_window_present (GTK_WINDOW (d));
+      return TRUE;
+    }
+  if (self->doc)
+    twb_document_discard_recovery (self->doc);
+  return GTK_WINDOW_CLASS (twb_window_parent_class)->close_request (window);
+}
+
+/* ---- Screenshot ------------------------------------------------------------------ */
+
+gboolean
+twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error)
+{
+  GtkWidget *w = GTK_WIDGET (self);
+  GdkPaintable *paintable = gtk_widget_paintable_new (w);
+  int width = gtk_widget_get_width (w), height = gtk_widget_get_height (w);
+  GtkSnapshot *snap = gtk_snapshot_new ();
+  gdk_paintable_snapshot (paintable, snap, width, height);
+  GskRenderNode *node = gtk_snapshot_free_to_node (snap);
+  g_object_unref (paintable);
+  if (node == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: the window drew nothing", path);
+      return FALSE;
+    }
+  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (self));
+  GdkTexture *tex = gsk_renderer_render_texture (renderer, node,
+                                                 &GRAPHENE_RECT_INIT (0, 0, width, height));
+  gsk_render_node_unref (node);
+  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int) getpid ());
+  gboolean ok = gdk_texture_save_to_png (tex, tmp);
+  g_object_unref (tex);
+  if (!ok || g_rename (tmp, path) != 0)
+    {
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write the screenshot", path);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---- Misc --------------------------------------------------------------------- */
+
+static void
+palette_op_activated (TwbPalette *p, const char *op, TwbWindow *self)
+{
+  /* Keyboard path for the palette: add at the centre of the view. */
+  GtkWidget *c = GTK_WIDGET (self->canvas);
+  twb_graph_canvas_add_node_at (self->canvas, op, gtk_widget_get_width (c) / 2.0,
+                                gtk_widget_get_height (c) / 2.0);
+  gtk_widget_grab_focus (c);
+}
+
+static void
+canvas_activate_node (TwbGraphCanvas *c, const char *id, TwbWindow *self)
+{
+  twb_inspector_focus_node (self->inspector);
+}
+
+static void
+twb_window_dispose (GObject *object)
+{
+  TwbWindow *self = TWB_WINDOW (object);
+  g_clear_handle_id (&self->toast_timeout, g_source_remove);
+  g_clear_handle_id (&self->autosave_timeout, g_source_remove);
+  g_clear_signal_handler (&self->recent_changed_id, gtk_recent_manager_get_default ());
+  if (self->doc)
+    {
+      g_clear_signal_handler (&self->changed_id, self->doc);
+      g_clear_signal_handler (&self->selection_id, self->doc);
+      g_clear_signal_handler (&self->notify_id, self->doc);
+      g_clear_object (&self->doc);
+    }
+  g_clear_object (&self->graph_actions);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TWB_TYPE_WINDOW);
+  G_OBJECT_CLASS (twb_window_parent_class)->dispose (object);
+}
+
+static void
+twb_window_finalize (GObject *object)
+{
+  TwbWindow *self = TWB_WINDOW (object);
+  g_free (self->clipboard);
+  g_free (self->toast_text);
+  g_free (self->status_text);
+  G_OBJECT_CLASS (twb_window_parent_class)->finalize (object);
+}
+
+static void
+twb_window_class_init (TwbWindowClass *klass)
+{
+  GObjectClass *oc = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *wc = GTK_WIDGET_CLASS (klass);
+  oc->dispose = twb_window_dispose;
+  oc->finalize = twb_window_finalize;
+  GTK_WINDOW_CLASS (klass)->close_request = close_request;
+
+  g_type_ensure (TWB_TYPE_PALETTE);
+  g_type_ensure (TWB_TYPE_GRAPH_CANVAS);
+  g_type_ensure (TWB_TYPE_INSPECTOR);
+  gtk_widget_class_set_template_from_resource (wc, "/org/tensorworkbench/Twb/ui/twb-window.ui");
+  gtk_widget_class_bind_template_child (wc, TwbWindow, title_label);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, subtitle_label);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, toast_revealer);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, toast_label);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, toast_close);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, palette);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, canvas);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, minimap_frame);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, inspector);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, issues_list);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, issues_heading);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, panel_stack);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, status_counts);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, status_errors);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, status_zoom);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, template_menu);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, recent_menu);
+}
+
+static void
+twb_window_init (TwbWindow *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->canvas), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  "Graph canvas", -1);
+  GtkWidget *minimap = twb_minimap_new (self->canvas);
+  gtk_widget_set_size_request (minimap, 200, 120);
+  gtk_frame_set_child (GTK_FRAME (self->minimap_frame), minimap);
+
+  g_signal_connect (self->toast_close, "clicked", G_CALLBACK (toast_close_clicked), self);
+  g_signal_connect (self->canvas, "message", G_CALLBACK (canvas_message), self);
+  g_signal_connect (self->canvas, "activate-node", G_CALLBACK (canvas_activate_node), self);
+  g_signal_connect (self->canvas, "view-changed", G_CALLBACK (update_zoom_label), self);
+  g_signal_connect (self->palette, "op-activated", G_CALLBACK (palette_op_activated), self);
+  g_signal_connect (self->issues_list, "row-activated", G_CALLBACK (issue_activated), self);
+
+  build_template_menu (self);
+  twb_window_rebuild_recent_menu (self);
+  self->recent_changed_id = g_signal_connect (gtk_recent_manager_get_default (), "changed",
+                                              G_CALLBACK (recent_changed), self);
+  twb_window_install_actions (self);
+
+  const char *env = g_getenv ("TWB_AUTOSAVE_SECONDS");
+  int period = env ? atoi (env) : AUTOSAVE_SECONDS;
+  if (period > 0)
+    self->autosave_timeout = g_timeout_add_seconds (period, autosave_tick, self);
+}
+
+TwbWindow *
+twb_window_new (GtkApplication *app, TwbDocument *doc)
+{
+  TwbWindow *self = g_object_new (TWB_TYPE_WINDOW, "application", app, NULL);
+  twb_window_set_document (self, doc);
+  return self;
+}

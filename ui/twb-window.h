@@ -1,0 +1,66 @@
+/* twb-window.h — a main window: one document, its canvas, palette,
+ * inspector, issues list, bottom panel and status bar.
+ *
+ * Commands are GActions: "win.*" for files, export and panels, "graph.*"
+ * (an action group inserted on the window) for edits and the view.  Their
+ * accelerators live in app/twb-application-actions.c.  Tests drive a window
+ * through the same actions:
+ *
+ *   gtk_widget_activate_action (GTK_WIDGET (win), "graph.undo", NULL);
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "graph_editor/twb-document.h"
+#include "graph_editor/twb-graph-canvas.h"
+#include "ui/twb-inspector.h"
+#include "ui/twb-palette.h"
+
+G_BEGIN_DECLS
+
+#define TWB_TYPE_WINDOW (twb_window_get_type ())
+G_DECLARE_FINAL_TYPE (TwbWindow, twb_window, TWB, WINDOW, GtkApplicationWindow)
+
+/* doc may be NULL (an empty, untitled model). */
+TwbWindow *twb_window_new (GtkApplication *app, TwbDocument *doc);
+TwbDocument *twb_window_get_document (TwbWindow *self);        /* borrowed */
+void twb_window_set_document (TwbWindow *self, TwbDocument *doc);
+TwbGraphCanvas *twb_window_get_canvas (TwbWindow *self);
+TwbInspector *twb_window_get_inspector (TwbWindow *self);
+TwbPalette *twb_window_get_palette (TwbWindow *self);
+
+/* Load a model: into this window when its document is empty and unmodified,
+ * else into a new window.  On error shows why and changes nothing; returns
+ * the window showing it, or NULL. */
+TwbWindow *twb_window_open_file (TwbWindow *self, const char *path);
+gboolean twb_window_save_to (TwbWindow *self, const char *path, GError **error);
+
+/* "training", "debugger" or "profiler". */
+void twb_window_show_panel (TwbWindow *self, const char *name);
+const char *twb_window_get_panel (TwbWindow *self);
+
+/* Transient notice at the top of the canvas (refusals, errors, saves). */
+void twb_window_show_toast (TwbWindow *self, const char *text);
+const char *twb_window_get_toast (TwbWindow *self);             /* NULL if hidden */
+
+/* Issues list (tests): count, and the effect of clicking row i. */
+int twb_window_count_issues (TwbWindow *self);
+void twb_window_activate_issue (TwbWindow *self, int i);
+const char *twb_window_get_status_text (TwbWindow *self);
+
+/* Copy/paste through an internal clipboard as well as the display's (tests). */
+const char *twb_window_get_clipboard_text (TwbWindow *self);
+
+/* Render the window as it is on screen to a PNG (the --screenshot recipe). */
+gboolean twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error);
+
+/* Close without the unsaved-changes prompt (after it was answered). */
+void twb_window_close_now (TwbWindow *self);
+
+/* Private to twb-window*.c. */
+void twb_window_install_actions (TwbWindow *self);
+void twb_window_update_actions (TwbWindow *self);
+void twb_window_rebuild_recent_menu (TwbWindow *self);
+
+G_END_DECLS
