@@ -141,15 +141,17 @@ recovery_response (GtkDialog *dialog, int response, TwbApplication *self)
     {
       if (response == GTK_RESPONSE_ACCEPT)
         {
+          /* Recovered documents keep their original path and are dirty; the
+           * recovery file goes once they are saved or closed. */
           g_autoptr (GError) error = NULL;
-          tw_model *m = tw_model_load (*f, &error);
-          if (m == NULL)
+          g_autoptr (TwbDocument) doc = twb_document_new_from_recovery (*f, &error);
+          if (doc == NULL)
             {
               g_warning ("cannot recover %s: %s", *f, error->message);
               continue;
             }
-          g_autoptr (TwbDocument) doc = twb_document_new_for_model (m);
           twb_application_new_window (self, doc);
+          continue;
         }
       g_unlink (*f);
     }

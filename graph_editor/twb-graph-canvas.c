@@ -42,6 +42,7 @@ struct _TwbGraphCanvas
   int anchor;                     /* node dragged */
   double anchor_x, anchor_y;      /* its position at the start */
   gboolean first_move;
+  char *drag_block;               /* collapsed block being dragged, or NULL */
   int connect_node;
   TwbPortDirection connect_dir;
   int connect_port;
@@ -499,8 +500,11 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
       hit = twb_graph_scene_find (self->scene, self->focus_id);
       if (hit < 0)
         return;
+      /* A collapsed block sits at its members' top-left: dragging it moves
+       * its members (one undo step for the whole drag). */
+      g_clear_pointer (&self->drag_block, g_free);
       if (self->scene->nodes[hit].is_block)
-        return;   /* a collapsed block keeps its place (no document API moves it) */
+        self->drag_block = g_strdup (self->scene->nodes[hit].id);
       self->mode = DRAG_MOVE;
       self->anchor = hit;
       self->anchor_x = self->scene->nodes[hit].x;
@@ -537,7 +541,8 @@ drag_update (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
         double dy = want_y - self->anchor_y - self->moved_y;
         if (dx == 0 && dy == 0)
           break;
-        g_auto (GStrv) ids = selection_ids (self);
+        g_auto (GStrv) ids = self->drag_block ? twb_document_block_members (self->doc, self->drag_block)
+                                              : selection_ids (self);
         if (ids == NULL || ids[0] == NULL)
           break;
         twb_document_move_nodes (self->doc, (const char *const *) ids, dx, dy, !self->first_move);
@@ -952,6 +957,7 @@ twb_graph_canvas_dispose (GObject *object)
   g_clear_pointer (&self->scene, twb_graph_scene_free);
   g_clear_pointer (&self->focus_id, g_free);
   g_clear_pointer (&self->message, g_free);
+  g_clear_pointer (&self->drag_block, g_free);
   G_OBJECT_CLASS (twb_graph_canvas_parent_class)->dispose (object);
 }
 
