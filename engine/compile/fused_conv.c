@@ -233,7 +233,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
       const float *yp = y + pl * HW, *dpp = dp + pl * P;
       float *dzp = dz + pl * HW;
       double s = 0;
-      int64_t at_of[Wo];
+      int64_t at_of[Wo], row_of[Wo];   /* each window's maximum: index, window row */
       memset (dzp, 0, (size_t) HW * sizeof (float));
       for (int64_t oh = 0; oh < Ho; oh++)
         {
@@ -241,7 +241,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
             {
               const int64_t h0 = oh * kh, w0 = ow * kw;
               float best = -INFINITY;
-              int64_t idx = h0 * W + w0;
+              int64_t idx = h0 * W + w0, row = 0;
               if (kh == 2 && kw == 2)
                 {
                   const float *r0 = yp + h0 * W + w0, *r1 = r0 + W;
@@ -252,6 +252,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
                       {
                         best = v[t];
                         idx = h0 * W + w0 + off[t];
+                        row = t >> 1;
                       }
                 }
               else
@@ -264,11 +265,13 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
                         {
                           best = v;
                           idx = at;
+                          row = ki;
                         }
                     }
               const float d = 0.0f + dpp[oh * Wo + ow];
               dzp[idx] = !relu || yp[idx] > 0 ? d : 0.0f;
               at_of[ow] = idx;
+              row_of[ow] = row;
             }
           /* conv2d_grad_bias sums the plane in double in row-major order.
            * Only the window maxima can be non-zero here, and adding +0 to
@@ -278,7 +281,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
           if (sums)
             for (int64_t ki = 0; ki < kh; ki++)
               for (int64_t ow = 0; ow < Wo; ow++)
-                if (at_of[ow] / W == oh * kh + ki)
+                if (row_of[ow] == ki)
                   s += dzp[at_of[ow]];
         }
       if (sums)
