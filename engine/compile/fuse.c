@@ -157,9 +157,34 @@ set_io (tw_instr *f, int n_in, const int *in, int n_out, const int *out)
 
 /* Put f at position pos and drop the instructions at the other indices
  * (entries become NULL until tw_program_compact). */
+/* The outputs of a covered instruction that f does not produce are written
+ * and read by nobody now.  The memory plan would still give each of them
+ * arena space (live at instruction 0), so they become views of f's first
+ * output, which is at least as large in every fusion here. */
+static void
+retire_outputs (tw_program *p, const tw_instr *covered, const tw_instr *f)
+{
+  tw_slot *o = tw_program_slot (p, f->out[0]);
+  for (int k = 0; k < covered->n_out; k++)
+    {
+      gboolean kept = FALSE;
+      for (int j = 0; j < f->n_out; j++)
+        kept |= f->out[j] == covered->out[k];
+      tw_slot *s = tw_program_slot (p, covered->out[k]);
+      if (!kept && s->kind == TW_SLOT_ACT && s->alias_of < 0 && o->alias_of < 0
+          && tw_tinfo_numel (&s->info, NULL) * tw_dtype_size (s->info.dtype)
+               <= tw_tinfo_numel (&o->info, NULL) * tw_dtype_size (o->info.dtype))
+        s->alias_of = o->id;
+    }
+}
+
 static void
 install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_drop)
 {
+  retire_outputs (p, at (p, pos), f);
+  for (int d = 0; d < n_drop; d++)
+    if (drop[d] >= 0 && drop[d] != pos)
+      retire_outputs (p, at (p, drop[d]), f);
   for (int d = 0; d < n_drop; d++)
     if (drop[d] >= 0 && drop[d] != pos)
       {

@@ -362,6 +362,9 @@ test_conv_relu_pool (void)
   g_assert_cmpint (count_op (f.dump, "relu"), ==, 0);
   g_assert_cmpint (count_op (f.dump, "max_pool2d_grad"), ==, 0);
   g_assert_cmpint (count_op (f.dump, "conv2d_grad_bias"), ==, 0);
+  /* No conv pre-activation and no pool-gradient buffer any more. */
+  g_test_message ("arena: %zu bytes fused, %zu without fusion", f.arena, p.arena);
+  g_assert_cmpuint (f.arena, <, p.arena);
   step_result_clear (&f);
   step_result_clear (&p);
 }
