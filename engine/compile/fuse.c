@@ -1,10 +1,549 @@
-/* fuse.c — operator fusion. */
+/* fuse.c — operator fusion.
+ *
+ * Rewrites groups of instructions into one instruction running a fused
+ * kernel (fuse-private.h), in this order:
+ *
+ *  1. Activation gradients read the activation's output: relu_grad (x, dy)
+ *     becomes relu_grad (y, dy) where y = relu (x) (relu' (x) = [y > 0]
+ *     exactly; the same for leaky_relu with a slope >= 0), so the
+ *     pre-activation x is needed by the activation alone and fusing the
+ *     activation into its producer makes x dead.
+ *  2. linear + relu / leaky_relu: one GEMM with a bias + activation
+ *     epilogue.  A linear without one still goes through the GEMM with the
+ *     bias epilogue.
+ *  3. conv2d + relu: the bias and ReLU applied as the GEMM's output is
+ *     copied out.
+ *  4. Backward: max_pool2d_grad + relu_grad + conv2d_grad_bias in one pass;
+ *     relu_grad + conv2d_grad_bias; linear_grad_input + relu_grad +
+ *     linear_grad_bias (the mask and the column sums while the GEMM's rows
+ *     are in cache); the remaining linear / conv gradient GEMMs through
+ *     tw_gemm.
+ *  5. Chains of element-wise ops of one shape into one blocked loop.
+ *
+ * Rules: only f32 instructions; never across a slot that is kept or read
+ * outside the group (use counts); every fused instruction lists the union
+ * of the sources of what it covers, and sits at the position of the
+ * covered instruction that ran last among those producing its outputs, so
+ * every input is ready and every reader comes after.
+ */
 #define G_LOG_DOMAIN "twb-compile"
 
-#include "engine/compile/program.h"
+#include "engine/compile/fuse-private.h"
+
+#include <string.h>
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static tw_instr *
+at (tw_program *p, int i)
+{
+  return i >= 0 && i < (int) p->instrs->len ? g_ptr_array_index (p->instrs, i) : NULL;
+}
+
+static gboolean
+is_op (const tw_instr *ins, const char *name)
+{
+  return ins && ins->op && !ins->kernel && strcmp (ins->op->name, name) == 0;
+}
+
+static gboolean
+slot_f32 (const tw_program *p, int s)
+{
+  return tw_program_slot (p, s)->info.dtype == TW_F32;
+}
+
+static gboolean
+all_f32 (const tw_program *p, const tw_instr *ins)
+{
+  for (int k = 0; k < ins->n_in; k++)
+    if (!slot_f32 (p, ins->in[k]))
+      return FALSE;
+  for (int k = 0; k < ins->n_out; k++)
+    if (!slot_f32 (p, ins->out[k]))
+      return FALSE;
+  return TRUE;
+}
+
+/* Index of the one instruction reading slot s (once), or -1: none, several,
+ * or s is kept past the program. */
+static int
+sole_reader (const tw_program *p, int s)
+{
+  if (tw_program_slot (p, s)->keep)
+    return -1;
+  int found = -1, n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      if (ins == NULL)
+        continue;
+      for (int k = 0; k < ins->n_in; k++)
+        if (ins->in[k] == s)
+          {
+            n++;
+            found = (int) i;
+          }
+    }
+  return n == 1 ? found : -1;
+}
+
+/* The first f32 instruction `name` reading s as its input 0, or -1. */
+static int
+reader_with_op (const tw_program *p, int s, const char *name)
+{
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = g_ptr_array_index (p->instrs, i);
+      if (is_op (ins, name) && ins->n_in >= 1 && ins->in[0] == s && all_f32 (p, ins))
+        return (int) i;
+    }
+  return -1;
+}
+
+/* leaky_relu's slope as its kernels read it. */
+static float
+leaky_slope (const tw_instr *ins)
+{
+  return (float) tw_attrs_get_float (ins->attrs, "negative_slope", 0.01);
+}
+
+/* An activation the GEMM epilogue and the y-based gradient cover: relu, or
+ * leaky_relu with a slope >= 0 (then y > 0 exactly where x > 0). */
+static gboolean
+epilogue_act (const tw_instr *ins, tw_gemm_act *act, float *slope)
+{
+  if (is_op (ins, "relu"))
+    {
+      *act = TW_GEMM_ACT_RELU;
+      *slope = 0;
+      return TRUE;
+    }
+  if (is_op (ins, "leaky_relu") && leaky_slope (ins) >= 0)
+    {
+      *act = TW_GEMM_ACT_LEAKY_RELU;
+      *slope = leaky_slope (ins);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* A new fused instruction covering `covered` (sources in their order); the
+ * phase, RNG key and training flag of the first. */
+static tw_instr *
+fused_new (const char *label, tw_kernel_fn fn, gpointer kdata, const tw_attrs *attrs,
+           tw_instr *const *covered, int n)
+{
+  tw_instr *f = tw_instr_new (NULL, attrs, label);
+  f->kernel = fn;
+  f->kdata = kdata;
+  f->kdata_free = g_free;
+  f->phase = covered[0]->phase;
+  f->node_key = covered[0]->node_key;
+  f->training = covered[0]->training;
+  for (int c = 0; c < n; c++)
+    for (guint s = 0; s < covered[c]->sources->len; s++)
+      tw_instr_add_source (f, g_ptr_array_index (covered[c]->sources, s));
+  return f;
+}
+
+static void
+set_io (tw_instr *f, int n_in, const int *in, int n_out, const int *out)
+{
+  f->n_in = n_in;
+  memcpy (f->in, in, n_in * sizeof (int));
+  f->n_out = n_out;
+  memcpy (f->out, out, n_out * sizeof (int));
+}
+
+/* Put f at position pos and drop the instructions at the other indices
+ * (entries become NULL until tw_program_compact). */
+/* The outputs of a covered instruction that f does not produce are written
+ * and read by nobody now.  The memory plan would still give each of them
+ * arena space (live at instruction 0), so they become views of f's first
+ * output, which is at least as large in every fusion here. */
+static void
+retire_outputs (tw_program *p, const tw_instr *covered, const tw_instr *f)
+{
+  tw_slot *o = tw_program_slot (p, f->out[0]);
+  for (int k = 0; k < covered->n_out; k++)
+    {
+      gboolean kept = FALSE;
+      for (int j = 0; j < f->n_out; j++)
+        kept |= f->out[j] == covered->out[k];
+      tw_slot *s = tw_program_slot (p, covered->out[k]);
+      if (!kept && s->kind == TW_SLOT_ACT && s->alias_of < 0 && o->alias_of < 0
+          && tw_tinfo_numel (&s->info, NULL) * tw_dtype_size (s->info.dtype)
+               <= tw_tinfo_numel (&o->info, NULL) * tw_dtype_size (o->info.dtype))
+        s->alias_of = o->id;
+    }
+}
+
+static void
+install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_drop)
+{
+  retire_outputs (p, at (p, pos), f);
+  for (int d = 0; d < n_drop; d++)
+    if (drop[d] >= 0 && drop[d] != pos)
+      retire_outputs (p, at (p, drop[d]), f);
+  for (int d = 0; d < n_drop; d++)
+    if (drop[d] >= 0 && drop[d] != pos)
+      {
+        tw_instr_free (at (p, drop[d]));
+        g_ptr_array_index (p->instrs, drop[d]) = NULL;
+      }
+  tw_instr_free (at (p, pos));
+  g_ptr_array_index (p->instrs, pos) = f;
+}
+
+/* ---- 1. activation gradients from the activation's output ------------------ */
+
+static int
+rewrite_act_grads (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *a = at (p, (int) i);
+      tw_gemm_act act;
+      float slope;
+      if (!epilogue_act (a, &act, &slope) || !all_f32 (p, a))
+        continue;
+      const char *grad = act == TW_GEMM_ACT_RELU ? "relu_grad" : "leaky_relu_grad";
+      for (guint j = i + 1; j < p->instrs->len; j++)
+        {
+          tw_instr *g = at (p, (int) j);
+          if (is_op (g, grad) && g->in[0] == a->in[0]
+              && (act == TW_GEMM_ACT_RELU || leaky_slope (g) == slope))
+            {
+              g->in[0] = a->out[0];
+              n++;
+            }
+        }
+    }
+  return n;
+}
+
+/* ---- 2. linear (+ activation) ----------------------------------------------- */
+
+static int
+fuse_linear (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *l = at (p, (int) i);
+      if (!is_op (l, "linear") || !all_f32 (p, l))
+        continue;
+      int r = sole_reader (p, l->out[0]);
+      tw_instr *a = at (p, r);
+      tw_fused_linear *k = g_new0 (tw_fused_linear, 1);
+      k->has_bias = l->n_in > 2;
+      gboolean with_act = a && epilogue_act (a, &k->act, &k->slope) && all_f32 (p, a);
+      tw_instr *cov[2] = { l, a };
+      const char *label = with_act ? (k->act == TW_GEMM_ACT_RELU ? "fused linear+relu"
+                                                                 : "fused linear+leaky_relu")
+                                   : k->has_bias ? "fused linear+bias" : "linear (gemm)";
+      tw_instr *f = fused_new (label, tw_fused_linear_fwd, k, NULL, cov, with_act ? 2 : 1);
+      set_io (f, l->n_in, l->in, 1, with_act ? a->out : l->out);
+      int drop[1] = { (int) i };
+      install (p, with_act ? r : (int) i, f, drop, 1);
+      n += with_act;
+    }
+  tw_program_compact (p);
+  return n;
+}
+
+/* ---- 3. conv2d (+ relu) ------------------------------------------------------ */
+
+static int
+fuse_conv (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *c = at (p, (int) i);
+      if (!is_op (c, "conv2d") || !all_f32 (p, c))
+        continue;
+      int r = sole_reader (p, c->out[0]);
+      tw_instr *a = at (p, r);
+      gboolean relu = is_op (a, "relu") && all_f32 (p, a);
+      tw_fused_conv *k = g_new0 (tw_fused_conv, 1);
+      k->relu = relu;
+      k->has_bias = c->n_in > 2;
+      tw_instr *cov[2] = { c, a };
+      tw_instr *f = fused_new (relu ? "fused conv2d+relu" : "conv2d (gemm)", tw_fused_conv_fwd, k,
+                               c->attrs, cov, relu ? 2 : 1);
+      set_io (f, c->n_in, c->in, 1, relu ? a->out : c->out);
+      int drop[1] = { (int) i };
+      install (p, relu ? r : (int) i, f, drop, 1);
+      n += relu;
+    }
+  tw_program_compact (p);
+  return n;
+}
+
+/* ---- 4. backward ---------------------------------------------------------------- */
+
+/* Non-overlapping windows: stride = kernel, no padding, no dilation. */
+static gboolean
+pool_disjoint (const tw_attrs *a)
+{
+  int64_t k[2], s[2], pd[2], d[2];
+  tw_attrs_get_ints2 (a, "kernel_size", k, 1);
+  if (tw_attrs_has (a, "stride"))
+    tw_attrs_get_ints2 (a, "stride", s, 1);
+  else
+    s[0] = k[0], s[1] = k[1];
+  tw_attrs_get_ints2 (a, "padding", pd, 0);
+  tw_attrs_get_ints2 (a, "dilation", d, 1);
+  return s[0] == k[0] && s[1] == k[1] && pd[0] == 0 && pd[1] == 0 && d[0] == 1 && d[1] == 1;
+}
+
+static int
+fuse_pool_backward (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *pg = at (p, (int) i);
+      if (!is_op (pg, "max_pool2d_grad") || !all_f32 (p, pg) || !pool_disjoint (pg->attrs))
+        continue;
+      int y = pg->in[0];
+      int r = sole_reader (p, pg->out[0]);
+      tw_instr *rg = at (p, r);
+      gboolean relu = is_op (rg, "relu_grad") && rg->in[0] == y && rg->in[1] == pg->out[0]
+                      && all_f32 (p, rg);
+      int dz = relu ? rg->out[0] : pg->out[0];
+      int b = reader_with_op (p, dz, "conv2d_grad_bias");
+      tw_instr *cb = at (p, b);
+      tw_fused_pool_bwd *k = g_new0 (tw_fused_pool_bwd, 1);
+      k->relu = relu;
+      k->bias_grad = cb != NULL;
+      tw_instr *cov[3] = { pg, relu ? rg : cb, cb };
+      int ncov = 1 + relu + (cb != NULL);
+      const char *label = relu && cb ? "fused max_pool2d_grad+relu_grad+conv2d_grad_bias"
+                          : relu     ? "fused max_pool2d_grad+relu_grad"
+                          : cb       ? "fused max_pool2d_grad+conv2d_grad_bias"
+                                     : "max_pool2d_grad (disjoint windows)";
+      tw_instr *f = fused_new (label, tw_fused_pool_bwd_run, k, pg->attrs, cov, ncov);
+      int outs[2] = { dz, cb ? cb->out[0] : -1 };
+      set_io (f, 2, pg->in, cb ? 2 : 1, outs);
+      int drop[3] = { (int) i, relu ? r : -1, b };
+      install (p, relu ? r : (int) i, f, drop, 3);
+      n++;
+    }
+  tw_program_compact (p);
+  return n;
+}
+
+/* relu_grad / leaky_relu_grad with the GEMM producing its dy and the bias
+ * gradient reading its output; linear_grad_input alone; conv2d_grad_bias
+ * after relu_grad. */
+static int
+fuse_act_backward (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *rg = at (p, (int) i);
+      gboolean relu = is_op (rg, "relu_grad"), leaky = is_op (rg, "leaky_relu_grad");
+      if ((!relu && !leaky) || !all_f32 (p, rg) || (leaky && leaky_slope (rg) < 0))
+        continue;
+      int dz = rg->out[0];
+      tw_instr *li = at (p, tw_program_slot (p, rg->in[1])->producer);
+      int gi = -1;
+      for (guint j = 0; li && j < i; j++)
+        if (at (p, (int) j) == li)
+          gi = (int) j;
+      gboolean gemm = is_op (li, "linear_grad_input") && all_f32 (p, li)
+                      && sole_reader (p, rg->in[1]) == (int) i;
+      int b = reader_with_op (p, dz, "linear_grad_bias");
+      int cbi = relu && !gemm ? reader_with_op (p, dz, "conv2d_grad_bias") : -1;
+      if (cbi >= 0)
+        {
+          tw_instr *cb = at (p, cbi);
+          tw_instr *cov[2] = { rg, cb };
+          tw_instr *f = fused_new ("fused relu_grad+conv2d_grad_bias",
+                                   tw_fused_relu_conv_bias_bwd, NULL, NULL, cov, 2);
+          int outs[2] = { dz, cb->out[0] };
+          set_io (f, 2, rg->in, 2, outs);
+          int drop[1] = { cbi };
+          install (p, (int) i, f, drop, 1);
+          n++;
+          continue;
+        }
+      if (!gemm && b < 0)
+        continue;   /* nothing to fold: the element-wise pass may take it */
+      tw_instr *lb = at (p, b);
+      tw_fused_act_bwd *k = g_new0 (tw_fused_act_bwd, 1);
+      k->mode = gemm ? TW_FUSED_GEMM_MASK : TW_FUSED_MASK;
+      k->act = relu ? TW_GEMM_ACT_RELU : TW_GEMM_ACT_LEAKY_RELU;
+      k->slope = leaky ? leaky_slope (rg) : 0;
+      k->bias_grad = lb != NULL;
+      tw_instr *cov[3];
+      int ncov = 0;
+      if (gemm)
+        cov[ncov++] = li;
+      cov[ncov++] = rg;
+      if (lb)
+        cov[ncov++] = lb;
+      g_autofree char *label = g_strdup_printf ("fused %s%s%s", gemm ? "linear_grad_input+" : "",
+                                                rg->op->name, lb ? "+linear_grad_bias" : "");
+      tw_instr *f = fused_new (label, tw_fused_act_bwd_run, k, NULL, cov, ncov);
+      int ins3[3] = { rg->in[0], gemm ? li->in[0] : rg->in[1], gemm ? li->in[1] : -1 };
+      int outs[2] = { dz, lb ? lb->out[0] : -1 };
+      set_io (f, gemm ? 3 : 2, ins3, lb ? 2 : 1, outs);
+      int drop[2] = { gemm ? gi : -1, b };
+      install (p, (int) i, f, drop, 2);
+      n++;
+    }
+  tw_program_compact (p);
+  return n;
+}
+
+/* The gradient GEMMs left: through tw_gemm (not fusions; counted apart). */
+static void
+gemm_backward (tw_program *p)
+{
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *g = at (p, (int) i);
+      tw_kernel_fn fn = NULL;
+      gpointer kd = NULL;
+      const char *label = NULL;
+      if (g == NULL || !g->op || g->kernel || !all_f32 (p, g))
+        continue;
+      if (is_op (g, "linear_grad_input"))
+        {
+          tw_fused_act_bwd *k = g_new0 (tw_fused_act_bwd, 1);
+          k->mode = TW_FUSED_GEMM;
+          fn = tw_fused_act_bwd_run, kd = k, label = "linear_grad_input (gemm)";
+        }
+      else if (is_op (g, "linear_grad_weight"))
+        fn = tw_fused_linear_grad_weight, kd = NULL, label = "linear_grad_weight (gemm)";
+      else if (is_op (g, "conv2d_grad_input"))
+        fn = tw_fused_conv_grad_input, kd = NULL, label = "conv2d_grad_input (gemm)";
+      else if (is_op (g, "conv2d_grad_weight"))
+        fn = tw_fused_conv_grad_weight, kd = NULL, label = "conv2d_grad_weight (gemm)";
+      else
+        continue;
+      tw_instr *f = fused_new (label, fn, kd, g->attrs, &g, 1);
+      set_io (f, g->n_in, g->in, g->n_out, g->out);
+      install (p, (int) i, f, NULL, 0);
+    }
+}
+
+/* ---- 5. element-wise chains --------------------------------------------------- */
+
+static gboolean
+ew_member (const tw_program *p, const tw_instr *ins, tw_ew_step *st)
+{
+  if (ins == NULL || ins->op == NULL || ins->kernel || !(ins->op->flags & TW_OP_ELEMENTWISE)
+      || ins->n_out != 1 || ins->n_in < 1 || ins->n_in > 2 || !all_f32 (p, ins))
+    return FALSE;
+  const tw_tinfo *o = &tw_program_slot (p, ins->out[0])->info;
+  for (int k = 0; k < ins->n_in; k++)
+    if (!tw_tinfo_equal (&tw_program_slot (p, ins->in[k])->info, o))
+      return FALSE;   /* broadcasting: left to the generic kernel */
+  int code = tw_ew_code_for (ins->op, ins->attrs, &st->p);
+  if (code < 0)
+    return FALSE;
+  st->code = (tw_ew_code) code;
+  return TRUE;
+}
+
+static int
+ew_reg (tw_ew_program *prog, int *in_slots, int slot, const int *step_out, int n_steps)
+{
+  for (int s = 0; s < n_steps; s++)
+    if (step_out[s] == slot)
+      return prog->n_in + s;
+  for (int k = 0; k < prog->n_in; k++)
+    if (in_slots[k] == slot)
+      return k;
+  in_slots[prog->n_in] = slot;
+  return prog->n_in++;
+}
+
+static int
+fuse_elementwise (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_ew_step st;
+      if (!ew_member (p, at (p, (int) i), &st))
+        continue;
+      int members[TW_EW_MAX_STEPS], nm = 0;
+      tw_ew_step steps[TW_EW_MAX_STEPS];
+      members[nm] = (int) i;
+      steps[nm++] = st;
+      while (nm < TW_EW_MAX_STEPS)
+        {
+          int r = sole_reader (p, at (p, members[nm - 1])->out[0]);
+          if (r < 0 || !ew_member (p, at (p, r), &st))
+            break;
+          members[nm] = r;
+          steps[nm++] = st;
+        }
+      if (nm < 2)
+        continue;
+      /* Registers: inputs in order of first use, then one per step.  The
+       * register numbers of step inputs are fixed before the step's own. */
+      tw_ew_program *prog = g_new0 (tw_ew_program, 1);
+      int in_slots[TW_EW_MAX_REGS], step_out[TW_EW_MAX_STEPS];
+      tw_instr *cov[TW_EW_MAX_STEPS];
+      int n_inputs_ok = TRUE;
+      for (int s = 0; s < nm; s++)
+        {
+          tw_instr *m = at (p, members[s]);
+          cov[s] = m;
+          prog->steps[s] = steps[s];
+          prog->steps[s].a = ew_reg (prog, in_slots, m->in[0], step_out, s);
+          prog->steps[s].b = m->n_in > 1 ? ew_reg (prog, in_slots, m->in[1], step_out, s)
+                                          : prog->steps[s].a;
+          step_out[s] = m->out[0];
+          n_inputs_ok &= prog->n_in <= TW_MAX_INPUTS;
+        }
+      prog->n_steps = nm;
+      if (!n_inputs_ok)
+        {
+          g_free (prog);
+          continue;
+        }
+      /* Registers of steps count from n_in, known only now: shift them. */
+      for (int s = 0; s < nm; s++)
+        {
+          tw_instr *m = cov[s];
+          prog->steps[s].a = ew_reg (prog, in_slots, m->in[0], step_out, s);
+          prog->steps[s].b = m->n_in > 1 ? ew_reg (prog, in_slots, m->in[1], step_out, s)
+                                          : prog->steps[s].a;
+        }
+      GString *label = g_string_new ("fused ");
+      for (int s = 0; s < nm; s++)
+        g_string_append_printf (label, "%s%s", s ? "+" : "", cov[s]->op->name);
+      tw_instr *f = fused_new (label->str, tw_fused_ew, prog, NULL, cov, nm);
+      g_string_free (label, TRUE);
+      set_io (f, prog->n_in, in_slots, 1, cov[nm - 1]->out);
+      install (p, members[nm - 1], f, members, nm - 1);
+      n++;
+    }
+  tw_program_compact (p);
+  return n;
+}
+
+/* ---- the pass ------------------------------------------------------------------ */
 
 int
 tw_pass_fuse (tw_program *p)
 {
-  return 0;
+  int before = (int) p->instrs->len;
+  rewrite_act_grads (p);
+  fuse_linear (p);
+  fuse_conv (p);
+  fuse_pool_backward (p);
+  fuse_act_backward (p);
+  gemm_backward (p);
+  fuse_elementwise (p);
+  return before - (int) p->instrs->len;
 }

@@ -39,15 +39,14 @@ TW_FN (pad_copy) (const conv_geom *g, int64_t cg, const T *x, T *xp)
     }
 }
 
-/* col [cg*kh*kw, ldc] (this sample's P columns) from xp [cg, Hp, Wp]. */
+/* Rows [r0, r1) of col [cg*kh*kw, ldc] (this sample's P columns) from
+ * xp [cg, Hp, Wp]. */
 static void
-TW_FN (im2col) (const conv_geom *g, int64_t cg, const T *xp, T *col, int64_t ldc)
+TW_FN (im2col_rows) (const conv_geom *g, const T *xp, T *col, int64_t ldc, int64_t r0, int64_t r1)
 {
   const int64_t Hp = g->h + 2 * g->ph, Wp = g->w + 2 * g->pw;
   const int64_t Ho = g->ho, Wo = g->wo, sh = g->sh, sw = g->sw;
-  const int64_t rows = cg * g->kh * g->kw;
-#pragma omp parallel for if (g->threads > 1 && rows * Ho * Wo > 32768) num_threads (g->threads)
-  for (int64_t r = 0; r < rows; r++)
+  for (int64_t r = r0; r < r1; r++)
     {
       const int64_t kj = r % g->kw, ki = (r / g->kw) % g->kh, c = r / (g->kw * g->kh);
       const T *src = xp + (c * Hp + ki * g->dh) * Wp + kj * g->dw;
@@ -66,17 +65,31 @@ TW_FN (im2col) (const conv_geom *g, int64_t cg, const T *xp, T *col, int64_t ldc
     }
 }
 
-/* xp [cg, Hp, Wp] += col2im (col [cg*kh*kw, ldc]).  Parallel over channels
- * only: the kh*kw rows of one channel overlap in xp and are summed in a
- * fixed order, so the result does not depend on the thread count. */
+/* col [cg*kh*kw, ldc] (this sample's P columns) from xp [cg, Hp, Wp].  The
+ * serial case stays out of OpenMP: a parallel region costs about 1 us even
+ * when its if clause is false, and this runs once per sample. */
 static void
-TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *restrict col, int64_t ldc,
-                T *restrict xp)
+TW_FN (im2col) (const conv_geom *g, int64_t cg, const T *xp, T *col, int64_t ldc)
+{
+  const int64_t rows = cg * g->kh * g->kw;
+  if (g->threads > 1 && rows * g->ho * g->wo > 32768)
+    {
+#pragma omp parallel for num_threads (g->threads)
+      for (int64_t r = 0; r < rows; r++)
+        TW_FN (im2col_rows) (g, xp, col, ldc, r, r + 1);
+    }
+  else
+    TW_FN (im2col_rows) (g, xp, col, ldc, 0, rows);
+}
+
+/* Channels [c0, c1) of xp [cg, Hp, Wp] += col2im (col [cg*kh*kw, ldc]). */
+static void
+TW_FN (col2im_channels) (const conv_geom *g, const T *restrict col, int64_t ldc, T *restrict xp,
+                         int64_t c0, int64_t c1)
 {
   const int64_t Hp = g->h + 2 * g->ph, Wp = g->w + 2 * g->pw;
   const int64_t Ho = g->ho, Wo = g->wo, sh = g->sh, sw = g->sw, kk = g->kh * g->kw;
-#pragma omp parallel for if (g->threads > 1 && cg * kk * Ho * Wo > 32768) num_threads (g->threads)
-  for (int64_t c = 0; c < cg; c++)
+  for (int64_t c = c0; c < c1; c++)
     for (int64_t k = 0; k < kk; k++)
       {
         const int64_t ki = k / g->kw, kj = k % g->kw;
@@ -94,6 +107,24 @@ TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *restrict col, int64_t l
                 d[ow * sw] += s[ow];
           }
       }
+}
+
+/* xp [cg, Hp, Wp] += col2im (col [cg*kh*kw, ldc]).  Parallel over channels
+ * only: the kh*kw rows of one channel overlap in xp and are summed in a
+ * fixed order, so the result does not depend on the thread count.  The
+ * serial case stays out of OpenMP (see im2col). */
+static void
+TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *restrict col, int64_t ldc,
+                T *restrict xp)
+{
+  if (g->threads > 1 && cg * g->kh * g->kw * g->ho * g->wo > 32768)
+    {
+#pragma omp parallel for num_threads (g->threads)
+      for (int64_t c = 0; c < cg; c++)
+        TW_FN (col2im_channels) (g, col, ldc, xp, c, c + 1);
+    }
+  else
+    TW_FN (col2im_channels) (g, col, ldc, xp, 0, cg);
 }
 
 /* im2col of samples n0 .. n0+cnt-1 of group gi into col [K, cnt*P]. */

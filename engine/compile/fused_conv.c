@@ -1,0 +1,388 @@
+/* fused_conv.c — fused kernels of convolution layers: conv2d with the bias
+ * and ReLU applied while the GEMM's output block is copied out, the conv
+ * gradients through tw_gemm, and max_pool2d_grad + relu_grad +
+ * conv2d_grad_bias in one pass over the pool's input.
+ *
+ * The im2col / col2im helpers are the generic op's own (engine/ops/
+ * conv_tmpl.h, included here for f32 with tw_gemm_f32 as its GEMM), so the
+ * fused kernels differ from the generic ones only by the GEMM's float32
+ * rounding.  The masking and the sums keep the generic kernels' expressions
+ * and order (bitwise equal given the same GEMM results).
+ */
+#define G_LOG_DOMAIN "twb-compile"
+
+#include "engine/compile/fuse-private.h"
+#include "engine/ops/conv_private.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+static gboolean
+conv_is_pointwise (const conv_geom *g)
+{
+  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+/* The template's cblas-style calls, sent to tw_gemm_f32. */
+#define GEMM(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                   \
+  tw_gemm_f32 ((ta) == CblasTrans, (tb) == CblasTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, \
+               ldc)
+#define T float
+#define TW_FN(name) name##_fused
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "engine/ops/conv_tmpl.h"
+#pragma GCC diagnostic pop
+#undef T
+#undef TW_FN
+#undef GEMM
+
+/* Workspace of one GEMM's im2col chunk: the generic op's budget (256 KiB,
+ * a core's L2; see CONV_WS_BUDGET in engine/ops/conv.c). */
+#define CONV_WS_BUDGET ((size_t) 256 << 10)
+
+static int64_t
+conv_chunk (const conv_geom *g)
+{
+  int64_t per = (g->c / g->groups * g->kh * g->kw + g->o / g->groups) * g->ho * g->wo;
+  int64_t nb = (int64_t) (CONV_WS_BUDGET / sizeof (float)) / MAX (per, 1);
+  return CLAMP (nb, 1, MAX (g->n, 1));
+}
+
+static size_t
+conv_workspace_elems (const conv_geom *g, int64_t nb)
+{
+  int64_t cg = g->c / g->groups, og = g->o / g->groups;
+  return (size_t) ((cg * g->kh * g->kw + og) * nb * g->ho * g->wo
+                   + cg * (g->h + 2 * g->ph) * (g->w + 2 * g->pw));
+}
+
+/* x [N, C, H, W] in, y [N, O, Ho, Wo] out. */
+static void
+conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x, const tw_tensor *y,
+               conv_geom *g)
+{
+  memset (g, 0, sizeof *g);
+  tw_conv_read_window ("conv2d", a, FALSE, g, NULL);
+  g->groups = tw_attrs_get_int (a, "groups", 1);
+  g->n = x->shape[0], g->c = x->shape[1], g->h = x->shape[2], g->w = x->shape[3];
+  g->o = y->shape[1], g->ho = y->shape[2], g->wo = y->shape[3];
+  g->threads = tw_conv_threads (ctx);
+}
+
+/* dst [P] = act (src [P] + bias): the generic conv's bias add, then relu's
+ * expression (x > 0 ? x : 0). */
+static inline void
+bias_act_row (float *dst, const float *src, float bo, int64_t P, gboolean relu)
+{
+  if (relu)
+    for (int64_t p = 0; p < P; p++)
+      {
+        float v = src[p] + bo;
+        dst[p] = v > 0 ? v : 0.0f;
+      }
+  else
+    for (int64_t p = 0; p < P; p++)
+      dst[p] = src[p] + bo;
+}
+
+/* y [N, O, Ho, Wo] = act (conv (x [N, C, H, W], w [O, C/G, kh, kw]) + b [O]).
+ * The generic conv_forward with the activation in its copy-out loop. */
+static void
+conv_forward_act (const conv_geom *g, const float *x, const float *w, const float *b, float *y,
+                  float *ws, int64_t nb, gboolean relu)
+{
+  const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
+  const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
+  const gboolean pointwise = conv_is_pointwise (g);
+  float *col = ws;                      /* [K, nb*P] */
+  float *tmp = col + K * nb * P;        /* [og, nb*P] */
+  float *xp = tmp + og * nb * P;        /* [cg, Hp, Wp] */
+
+  for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+    {
+      const int64_t cnt = MIN (nb, g->n - n0);
+      for (int64_t gi = 0; gi < G; gi++)
+        {
+          const float *wg = w + gi * og * K;    /* [og, K] */
+          const float *bg = b ? b + gi * og : NULL;
+          if (cnt == 1)
+            {
+              float *yb = y + (n0 * g->o + gi * og) * P;
+              const float *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
+              if (!pointwise)
+                {
+                  im2col_chunk_fused (g, x, n0, 1, gi, col, xp);
+                  src = col;
+                }
+              tw_gemm_f32 (FALSE, FALSE, og, P, K, 1.0f, wg, K, src, P, 0.0f, yb, P);
+              if (bg || relu)
+                for (int64_t o = 0; o < og; o++)
+                  {
+                    if (bg)
+                      bias_act_row (yb + o * P, yb + o * P, bg[o], P, relu);
+                    else
+                      for (int64_t p = 0; p < P; p++)
+                        yb[o * P + p] = yb[o * P + p] > 0 ? yb[o * P + p] : 0.0f;
+                  }
+              continue;
+            }
+          im2col_chunk_fused (g, x, n0, cnt, gi, col, xp);
+          tw_gemm_f32 (FALSE, FALSE, og, cnt * P, K, 1.0f, wg, K, col, cnt * P, 0.0f, tmp,
+                       cnt * P);
+          for (int64_t s = 0; s < cnt; s++)
+            for (int64_t o = 0; o < og; o++)
+              bias_act_row (y + ((n0 + s) * g->o + gi * og + o) * P, tmp + (o * cnt + s) * P,
+                            bg ? bg[o] : 0, P, relu);
+        }
+    }
+}
+
+gboolean
+tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                   tw_tensor *const *out, GError **error)
+{
+  const tw_fused_conv *k = ins->kdata;
+  conv_geom g;
+  conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
+  int64_t nb = conv_chunk (&g);
+  float *ws = g_malloc (conv_workspace_elems (&g, nb) * sizeof (float));
+  conv_forward_act (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
+                    k->has_bias ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb,
+                    k->relu);
+  g_free (ws);
+  return TRUE;
+}
+
+gboolean
+tw_fused_conv_grad_input (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                          tw_tensor *const *out, GError **error)
+{
+  conv_geom g;
+  conv_geom_run (ctx, ins->attrs, out[0], in[0], &g);
+  int64_t nb = conv_chunk (&g);
+  float *ws = g_malloc (conv_workspace_elems (&g, nb) * sizeof (float));
+  conv_grad_input_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
+                         tw_tensor_f32 (out[0]), ws, nb);
+  g_free (ws);
+  return TRUE;
+}
+
+gboolean
+tw_fused_conv_grad_weight (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                           tw_tensor *const *out, GError **error)
+{
+  conv_geom g;
+  conv_geom_run (ctx, ins->attrs, in[1], in[0], &g);
+  int64_t nb = conv_chunk (&g);
+  float *ws = g_malloc (conv_workspace_elems (&g, nb) * sizeof (float));
+  conv_grad_weight_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
+                          tw_tensor_f32 (out[0]), ws, nb);
+  g_free (ws);
+  return TRUE;
+}
+
+/* db [C] from the per-plane sums s [N*C] (each a double sum of its plane in
+ * row-major order), added over the batch in order: conv2d_grad_bias's order. */
+static void
+bias_from_planes (const double *s, int64_t N, int64_t C, float *db)
+{
+  for (int64_t c = 0; c < C; c++)
+    {
+      double acc = 0;
+      for (int64_t n = 0; n < N; n++)
+        acc += s[n * C + c];
+      db[c] = (float) acc;
+    }
+}
+
+static inline double
+plane_sum (const float *p, int64_t HW)
+{
+  double s = 0;
+  for (int64_t i = 0; i < HW; i++)
+    s += p[i];
+  return s;
+}
+
+/* m ? x : y for an all-ones or all-zero mask m, on the bits (the compiler
+ * keeps float ternaries as branches here, without SSE4.1's blend). */
+static inline float
+select_f (uint32_t m, float x, float y)
+{
+  uint32_t a, b, r;
+  memcpy (&a, &x, sizeof a);
+  memcpy (&b, &y, sizeof b);
+  r = (a & m) | (b & ~m);
+  float f;
+  memcpy (&f, &r, sizeof f);
+  return f;
+}
+
+/* The 2x2 case of tw_fused_pool_bwd_run on one plane, without branches on
+ * the data (random maxima mispredict: ~15 ns a window with branches): the
+ * first maximum of a, b, c, d in that order, a NaN winning (max_window's
+ * rule), picked with bit masks; all four outputs of a window written; the
+ * plane's double sum in row-major order (the +0 terms change nothing).
+ * y, dz [H, W], dp [Ho, Wo].  Returns the sum. */
+static double
+pool2x2_plane (const float *y, const float *dp, float *dz, int64_t H, int64_t W, int64_t Ho,
+               int64_t Wo, gboolean relu)
+{
+  double s = 0;
+  for (int64_t oh = 0; oh < Ho; oh++)
+    {
+      const float *r0 = y + 2 * oh * W, *r1 = r0 + W;
+      float *z0 = dz + 2 * oh * W, *z1 = z0 + W;
+      for (int64_t ow = 0; ow < Wo; ow++)
+        {
+          const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], e = r1[2 * ow + 1];
+          float best = a;
+          uint32_t k = 0;
+          uint32_t m = 0u - (uint32_t) ((b > best) | (b != b));
+          best = select_f (m, b, best);
+          k = (k & ~m) | (1u & m);
+          m = 0u - (uint32_t) ((c > best) | (c != c));
+          best = select_f (m, c, best);
+          k = (k & ~m) | (2u & m);
+          m = 0u - (uint32_t) ((e > best) | (e != e));
+          best = select_f (m, e, best);
+          k = (k & ~m) | (3u & m);
+          const float d = 0.0f + dp[oh * Wo + ow];
+          const float val = select_f (0u - (uint32_t) (!relu || best > 0), d, 0.0f);
+          z0[2 * ow] = select_f (0u - (uint32_t) (k == 0), val, 0.0f);
+          z0[2 * ow + 1] = select_f (0u - (uint32_t) (k == 1), val, 0.0f);
+          z1[2 * ow] = select_f (0u - (uint32_t) (k == 2), val, 0.0f);
+          z1[2 * ow + 1] = select_f (0u - (uint32_t) (k == 3), val, 0.0f);
+        }
+      for (int64_t w = 2 * Wo; w < W; w++)
+        z0[w] = z1[w] = 0.0f;
+      for (int64_t ow = 0; ow < Wo; ow++)
+        s += (double) z0[2 * ow] + (double) z0[2 * ow + 1];
+      for (int64_t ow = 0; ow < Wo; ow++)
+        s += (double) z1[2 * ow] + (double) z1[2 * ow + 1];
+    }
+  if (2 * Ho < H)
+    memset (dz + 2 * Ho * W, 0, (size_t) ((H - 2 * Ho) * W) * sizeof (float));
+  return s;
+}
+
+gboolean
+tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                   tw_tensor *const *out, GError **error)
+{
+  const tw_fused_pool_bwd *k = ins->kdata;
+  const tw_tensor *yt = in[0], *dpt = in[1];
+  int64_t kern[2];
+  tw_attrs_get_ints2 (ins->attrs, "kernel_size", kern, 1);
+  const int64_t kh = kern[0], kw = kern[1];
+  const int64_t N = yt->shape[0], C = yt->shape[1], H = yt->shape[2], W = yt->shape[3];
+  const int64_t Ho = dpt->shape[2], Wo = dpt->shape[3], HW = H * W, P = Ho * Wo;
+  const int64_t planes = N * C;
+  const float *y = tw_tensor_f32 (yt), *dp = tw_tensor_f32 (dpt);
+  float *dz = tw_tensor_f32 (out[0]);
+  double *sums = k->bias_grad ? g_new (double, planes) : NULL;
+  const gboolean relu = k->relu;
+  int nt = ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
+
+  /* Windows do not overlap (stride = kernel, no padding, no dilation): each
+   * element gets 0 + dp of its window where it is the window's first maximum
+   * (a NaN wins, as max_pool2d_grad's max_window), masked by [y > 0]. */
+#pragma omp parallel for if (nt > 1 && planes * HW > 32768) num_threads (nt) schedule (static)
+  for (int64_t pl = 0; pl < planes; pl++)
+    {
+      const float *yp = y + pl * HW, *dpp = dp + pl * P;
+      float *dzp = dz + pl * HW;
+      double s = 0;
+      if (kh == 2 && kw == 2)
+        {
+          s = pool2x2_plane (yp, dpp, dzp, H, W, Ho, Wo, relu);
+          if (sums)
+            sums[pl] = s;
+          continue;
+        }
+      int64_t at_of[Wo], row_of[Wo];   /* each window's maximum: index, window row */
+      memset (dzp, 0, (size_t) HW * sizeof (float));
+      for (int64_t oh = 0; oh < Ho; oh++)
+        {
+          for (int64_t ow = 0; ow < Wo; ow++)
+            {
+              const int64_t h0 = oh * kh, w0 = ow * kw;
+              float best = -INFINITY;
+              int64_t idx = h0 * W + w0, row = 0;
+              if (kh == 2 && kw == 2)
+                {
+                  const float *r0 = yp + h0 * W + w0, *r1 = r0 + W;
+                  const float v[4] = { r0[0], r0[1], r1[0], r1[1] };
+                  const int64_t off[4] = { 0, 1, W, W + 1 };
+                  for (int t = 0; t < 4; t++)
+                    if (v[t] > best || isnan (v[t]))
+                      {
+                        best = v[t];
+                        idx = h0 * W + w0 + off[t];
+                        row = t >> 1;
+                      }
+                }
+              else
+                for (int64_t ki = 0; ki < kh; ki++)
+                  for (int64_t kj = 0; kj < kw; kj++)
+                    {
+                      const int64_t at = (h0 + ki) * W + w0 + kj;
+                      const float v = yp[at];
+                      if (v > best || isnan (v))
+                        {
+                          best = v;
+                          idx = at;
+                          row = ki;
+                        }
+                    }
+              const float d = 0.0f + dpp[oh * Wo + ow];
+              dzp[idx] = !relu || yp[idx] > 0 ? d : 0.0f;
+              at_of[ow] = idx;
+              row_of[ow] = row;
+            }
+          /* conv2d_grad_bias sums the plane in double in row-major order.
+           * Only the window maxima can be non-zero here, and adding +0 to
+           * a double sum that started at +0 changes nothing, so summing the
+           * maxima row by row in row-major order gives the same bits with a
+           * quarter of the (latency-bound) additions. */
+          if (sums)
+            for (int64_t ki = 0; ki < kh; ki++)
+              for (int64_t ow = 0; ow < Wo; ow++)
+                if (row_of[ow] == ki)
+                  s += dzp[at_of[ow]];
+        }
+      if (sums)
+        sums[pl] = s;
+    }
+  if (sums)
+    bias_from_planes (sums, N, C, tw_tensor_f32 (out[1]));
+  g_free (sums);
+  return TRUE;
+}
+
+gboolean
+tw_fused_relu_conv_bias_bwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                             tw_tensor *const *out, GError **error)
+{
+  const tw_tensor *yt = in[0];
+  const int64_t N = yt->shape[0], C = yt->shape[1], HW = yt->shape[2] * yt->shape[3];
+  const int64_t planes = N * C;
+  const float *y = tw_tensor_f32 (yt), *g = tw_tensor_f32 (in[1]);
+  float *dz = tw_tensor_f32 (out[0]);
+  g_autofree double *sums = g_new (double, planes);
+  int nt = ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
+
+#pragma omp parallel for if (nt > 1 && planes * HW > 32768) num_threads (nt) schedule (static)
+  for (int64_t pl = 0; pl < planes; pl++)
+    {
+      const float *yp = y + pl * HW, *gp = g + pl * HW;
+      float *dzp = dz + pl * HW;
+      for (int64_t i = 0; i < HW; i++)
+        dzp[i] = yp[i] > 0 ? gp[i] : 0.0f;
+      sums[pl] = plane_sum (dzp, HW);
+    }
+  bias_from_planes (sums, N, C, tw_tensor_f32 (out[1]));
+  return TRUE;
+}

@@ -1,0 +1,159 @@
+/* fused_linear.c — fused kernels of dense layers: GEMM with a bias and
+ * activation epilogue, the activation's backward folded into the GEMM that
+ * produces its incoming gradient, and the bias gradient folded into the
+ * masking pass.  All through tw_gemm_f32 (AVX-512 where the CPU has it,
+ * OpenBLAS otherwise: see engine/cpu/gemm.h).
+ *
+ * Bitwise notes: the masking and column sums are the generic kernels'
+ * expressions in the generic kernels' order (relu_grad: y > 0 ? g : 0,
+ * linear_grad_bias: db[j] = 0, then += row i for i = 0..M-1), so only the
+ * GEMMs differ from the unfused program, by float32 rounding of the sums.
+ */
+#define G_LOG_DOMAIN "twb-compile"
+
+#include "engine/compile/fuse-private.h"
+
+#include <string.h>
+
+/* Loops go parallel above this many elements (an OpenMP region costs about
+ * 1 µs even when it does nothing: see engine/ops/nn-private.h). */
+#define FUSED_PAR_MIN 32768
+
+static int
+kctx_threads (const tw_kctx *ctx)
+{
+  return ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
+}
+
+gboolean
+tw_fused_linear_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                     tw_tensor *const *out, GError **error)
+{
+  const tw_fused_linear *k = ins->kdata;
+  const tw_tensor *x = in[0], *w = in[1];
+  int64_t N = w->shape[0], K = w->shape[1];
+  int64_t M = tw_tensor_numel (out[0]) / MAX (N, 1);
+  tw_gemm_epilogue ep = {
+    .bias = k->has_bias ? tw_tensor_f32 (in[2]) : NULL,
+    .act = k->act,
+    .slope = k->slope,
+  };
+  /* y [M, N] = act (x [M, K] · W [N, K]ᵀ + b [N]) */
+  tw_gemm_f32_ex (FALSE, TRUE, M, N, K, 1.0f, tw_tensor_f32 (x), K, tw_tensor_f32 (w), K, 0.0f,
+                  tw_tensor_f32 (out[0]), N, &ep);
+  return TRUE;
+}
+
+/* Row i of dz [., N] (g may be dz itself) masked by act' (y row), added to db when db != NULL. */
+static inline void
+mask_row (const tw_fused_act_bwd *k, const float *restrict y, const float *g, float *dz,
+          float *restrict db, int64_t N)
+{
+  if (k->mode == TW_FUSED_GEMM)
+    {
+      if (dz != g)
+        memcpy (dz, g, N * sizeof (float));
+    }
+  else if (k->act == TW_GEMM_ACT_LEAKY_RELU)
+    {
+      const float p = k->slope;
+#pragma omp simd
+      for (int64_t j = 0; j < N; j++)
+        dz[j] = y[j] > 0 ? g[j] : p * g[j];
+    }
+  else
+    {
+#pragma omp simd
+      for (int64_t j = 0; j < N; j++)
+        dz[j] = y[j] > 0 ? g[j] : 0.0f;
+    }
+  if (db)
+    {
+#pragma omp simd
+      for (int64_t j = 0; j < N; j++)
+        db[j] += dz[j];
+    }
+}
+
+/* Column sums of dz [M, N] into db [N] in row order, in blocks of 256
+ * columns (one block per thread at a time: the order within a column never
+ * depends on the thread count). */
+static void
+colsum (const float *dz, float *db, int64_t M, int64_t N, int nt)
+{
+  int64_t nblk = (N + 255) / 256;
+#pragma omp parallel for num_threads (nt) schedule (static)
+  for (int64_t b = 0; b < nblk; b++)
+    {
+      int64_t j0 = b * 256, j1 = MIN (N, j0 + 256);
+      for (int64_t j = j0; j < j1; j++)
+        db[j] = 0;
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = j0; j < j1; j++)
+          db[j] += dz[i * N + j];
+    }
+}
+
+gboolean
+tw_fused_act_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                  tw_tensor *const *out, GError **error)
+{
+  const tw_fused_act_bwd *k = ins->kdata;
+  float *dz = tw_tensor_f32 (out[0]);
+  float *db = k->bias_grad ? tw_tensor_f32 (out[1]) : NULL;
+  int64_t N = out[0]->shape[out[0]->ndim - 1];
+  int64_t M = tw_tensor_numel (out[0]) / MAX (N, 1);
+  const float *y = NULL, *g = dz;
+
+  switch (k->mode)
+    {
+    case TW_FUSED_MASK:
+      y = tw_tensor_f32 (in[0]);
+      g = tw_tensor_f32 (in[1]);
+      break;
+    case TW_FUSED_GEMM_MASK:
+    case TW_FUSED_GEMM:
+      {
+        int a = k->mode == TW_FUSED_GEMM_MASK ? 1 : 0;
+        if (a)
+          y = tw_tensor_f32 (in[0]);
+        const tw_tensor *d = in[a], *w = in[a + 1];
+        int64_t P = w->shape[0];
+        /* dz [M, N] = d [M, P] · W [P, N] */
+        tw_gemm_f32 (FALSE, FALSE, M, N, P, 1.0f, tw_tensor_f32 (d), P, tw_tensor_f32 (w), N,
+                     0.0f, dz, N);
+        break;
+      }
+    }
+  if (k->mode == TW_FUSED_GEMM && db == NULL)
+    return TRUE;
+
+  int nt = kctx_threads (ctx);
+  if (nt > 1 && M * N > FUSED_PAR_MIN)
+    {
+#pragma omp parallel for num_threads (nt) schedule (static)
+      for (int64_t i = 0; i < M; i++)
+        mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, NULL, N);
+      if (db)
+        colsum (dz, db, M, N, nt);
+      return TRUE;
+    }
+  if (db)
+    memset (db, 0, N * sizeof (float));
+  for (int64_t i = 0; i < M; i++)
+    mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, db, N);
+  return TRUE;
+}
+
+gboolean
+tw_fused_linear_grad_weight (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                             tw_tensor *const *out, GError **error)
+{
+  const tw_tensor *dy = in[0], *x = in[1];
+  int64_t N = out[0]->shape[0], K = out[0]->shape[1];
+  int64_t M = tw_tensor_numel (dy) / MAX (N, 1);
+  /* dW [N, K] = dy [M, N]ᵀ · x [M, K] */
+  tw_gemm_f32 (TRUE, FALSE, N, K, M, 1.0f, tw_tensor_f32 (dy), N, tw_tensor_f32 (x), K, 0.0f,
+               tw_tensor_f32 (out[0]), K);
+  return TRUE;
+}

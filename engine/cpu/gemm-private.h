@@ -1,0 +1,45 @@
+/* gemm-private.h — what gemm.c (dispatch, threads, fallback) and
+ * gemm_avx512.c (packing, blocking, micro-kernel) share. */
+#pragma once
+
+#include "engine/cpu/gemm.h"
+
+G_BEGIN_DECLS
+
+/* One call's arguments, as tw_gemm_f32_ex received them (ep NULL when there
+ * is nothing to apply).  M, N, K > 0. */
+typedef struct
+{
+  gboolean ta, tb;
+  int64_t M, N, K;
+  float alpha, beta;
+  const float *A;
+  int64_t lda;
+  const float *B;
+  int64_t ldb;
+  float *C;
+  int64_t ldc;
+  const tw_gemm_epilogue *ep;
+} tw_gemm_args;
+
+/* Micro-tile of the AVX-512 kernel: MR rows × NR columns of C (NR = two
+ * 16-float zmm vectors).  gemm.c splits work between threads along these. */
+#define TW_GEMM_MR 14
+#define TW_GEMM_NR 32
+
+/* Computes rows [m0, m1) × columns [n0, n1) of C, the whole of K, with the
+ * epilogue; one thread's share.  Only call when tw_gemm_avx512_supported (). */
+void tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+
+/* Whether gemm_avx512.c was compiled with its kernel (x86-64 GCC or Clang)
+ * and the CPU runs it. */
+gboolean tw_gemm_avx512_supported (void);
+
+/* The activation on an m × n block in place (rows ldc apart), and GELU on
+ * one value: plain C, shared by the kernel's GELU epilogue and the
+ * fallback. */
+void tw_gemm_act_block (tw_gemm_act act, float slope, float *c, int64_t ldc, int64_t m,
+                        int64_t n);
+float tw_gemm_gelu_tanh (float x);
+
+G_END_DECLS

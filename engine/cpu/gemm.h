@@ -1,0 +1,110 @@
+/* gemm.h — single-precision matrix product for the compiled executor.
+ *
+ * A packed, cache-blocked GEMM with an AVX-512 micro-kernel (picked at run
+ * time: the binary runs on CPUs without AVX-512) and an OpenBLAS fallback.
+ * The compiled executor calls it for linear layers (and convolution through
+ * im2col); eager mode keeps calling OpenBLAS directly.
+ *
+ * Everything is row-major.  op(X) is X or Xᵀ as trans_x says:
+ *
+ *   C [M, N] = alpha · op(A) [M, K] · op(B) [K, N] + beta · C [M, N]
+ *
+ *   A is stored [M, lda] (lda >= K) or, transposed, [K, lda] (lda >= M);
+ *   B is stored [K, ldb] (ldb >= N) or, transposed, [N, ldb] (ldb >= K);
+ *   C is stored [M, ldc] (ldc >= N).
+ *
+ * BLAS semantics: beta == 0 means C is not read (NaNs in it do not
+ * propagate); K == 0 gives C = beta · C.  Only the M × N elements are written;
+ * the padding of rows (ldc > N) is left alone.  The caller owns all buffers;
+ * none is kept after the call.
+ *
+ * A linear layer y [B, out] = relu (x [B, in] · W [out, in]ᵀ + b [out]):
+ *
+ *   tw_gemm_epilogue ep = { .bias = b, .act = TW_GEMM_ACT_RELU };
+ *   tw_gemm_f32_ex (FALSE, TRUE, B, out, in, 1.0f, x, in, W, in, 0.0f, y, out, &ep);
+ *
+ * Results do not depend on the thread count, bit for bit: work is split over
+ * rows or columns of C, never over K, and every element is summed in the
+ * same order whichever thread computes it.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  TW_GEMM_ACT_NONE,
+  TW_GEMM_ACT_RELU,
+  TW_GEMM_ACT_LEAKY_RELU,  /* x > 0 ? x : slope · x */
+  TW_GEMM_ACT_GELU_TANH,   /* 0.5 x (1 + tanh (√(2/π) (x + 0.044715 x³))) */
+} tw_gemm_act;
+
+/* Applied to each tile of C while it is still in registers (bias, pre, ReLU
+ * and leaky ReLU) or in L1 (GELU), after the product:
+ *
+ *   z = alpha · op(A) · op(B) + beta · C + bias    (bias broadcast over rows)
+ *   pre = z                                        (when pre is not NULL)
+ *   C = act (z)
+ *
+ * bias: [N] or NULL.  pre: [M, ldpre] (ldpre >= N) or NULL, a second output
+ * holding the pre-activation values (what GELU's backward needs; ReLU's can
+ * use C itself).  Caller-owned, read or written during the call only. */
+typedef struct
+{
+  const float *bias;
+  tw_gemm_act act;
+  float slope;  /* LEAKY_RELU only */
+  float *pre;
+  int64_t ldpre;
+} tw_gemm_epilogue;
+
+typedef enum
+{
+  TW_GEMM_BACKEND_AUTO,      /* AVX-512 kernel where the CPU has it and it is faster */
+  TW_GEMM_BACKEND_AVX512,    /* always the AVX-512 kernel (where the CPU has it) */
+  TW_GEMM_BACKEND_OPENBLAS,  /* always cblas_sgemm, epilogue applied after it */
+} tw_gemm_backend;
+
+/* C = alpha · op(A) · op(B) + beta · C; see the top of this file. */
+void tw_gemm_f32 (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                  float beta, float *C, int64_t ldc);
+
+/* The same with an epilogue (ep may be NULL: plain tw_gemm_f32). */
+void tw_gemm_f32_ex (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K,
+                     float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc, const tw_gemm_epilogue *ep);
+
+/* Naive reference for tests, in plain C: sums, beta, bias and activation in
+ * double, rounded to float once at the end.  Same arguments and semantics as
+ * tw_gemm_f32_ex. */
+void tw_gemm_f32_ref (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                      float beta, float *C, int64_t ldc, const tw_gemm_epilogue *ep);
+
+/* The backend in force is, in order: the last tw_gemm_set_backend, else the
+ * environment variable TWB_GEMM (auto, avx512, openblas) read at first use,
+ * else AUTO.  Returns FALSE (and changes nothing) when AVX512 is asked for
+ * on a CPU without it.  Process-wide; do not change it while another thread
+ * is inside tw_gemm_f32. */
+gboolean tw_gemm_set_backend (tw_gemm_backend backend);
+tw_gemm_backend tw_gemm_get_backend (void);
+
+/* TRUE when the CPU (and compiler) support the AVX-512 kernel. */
+gboolean tw_gemm_have_avx512 (void);
+
+/* "avx512 14x32" or "openblas fallback": what tw_gemm_f32 uses for large
+ * products with the backend in force (AUTO may still send small shapes to
+ * OpenBLAS, see gemm.c).  Static string. */
+const char *tw_gemm_kernel_name (void);
+
+/* Threads for the AVX-512 kernel (OpenMP); n <= 0 means omp_get_max_threads ()
+ * at call time (the default).  The OpenBLAS fallback keeps OpenBLAS's own
+ * setting (openblas_set_num_threads), which eager mode owns. */
+void tw_gemm_set_num_threads (int n);
+int tw_gemm_get_num_threads (void);
+
+G_END_DECLS
