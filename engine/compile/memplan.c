@@ -96,7 +96,12 @@ tw_program_plan_memory (tw_program *p, gboolean guards)
   for (guint b = 0; b < bufs->len; b++)
     {
       buffer *bb = &g_array_index (bufs, buffer, b);
-      if (bb->start == G_MAXINT)   /* never written: keep it alive throughout */
+      if (bb->start == G_MAXINT && bb->end < 0)
+        {
+          bb->size = 0;            /* neither written nor read: left by a pass */
+          continue;
+        }
+      if (bb->start == G_MAXINT)   /* read but never written: alive throughout */
         bb->start = 0;
       if (bb->end < bb->start)
         bb->end = bb->start;
@@ -113,6 +118,8 @@ tw_program_plan_memory (tw_program *p, gboolean guards)
   for (guint i = 0; i < order->len; i++)
     {
       buffer *b = &g_array_index (order, buffer, i);
+      if (b->size == 0)
+        continue;   /* offset stays -1 */
       size_t need = (b->size + pad + ALIGN - 1) / ALIGN * ALIGN;
       int64_t off = (int64_t) pad;
       /* Candidate offsets: the start and the end of every conflicting buffer;
@@ -143,5 +150,6 @@ tw_program_plan_memory (tw_program *p, gboolean guards)
   for (int s = 0; s < ns; s++)
     if (buf_of[s] >= 0)
       tw_program_slot (p, s)->offset = g_array_index (bufs, buffer, buf_of[s]).offset;
+  /* Slots of unused buffers: no space (offset -1 from above). */
   p->arena_bytes = arena + pad;
 }

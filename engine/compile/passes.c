@@ -263,6 +263,7 @@ tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error)
     { TW_PASS_FUSE, "fusion", tw_pass_fuse },
     { TW_PASS_DCE, "dead code (after fusion)", tw_pass_dce },
     { TW_PASS_SCHEDULE, "schedule updates early", tw_pass_schedule_updates },
+    { TW_PASS_FUSE, "fuse weight gradients into updates", tw_pass_fuse_updates },
     { TW_PASS_INPLACE, "in-place and views", tw_pass_inplace },
   };
   for (guint t = 0; t < G_N_ELEMENTS (table); t++)

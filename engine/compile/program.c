@@ -599,11 +599,13 @@ tw_program_report (const tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins->kernel == NULL || ins->phase == TW_PHASE_UPDATE)
+      if (ins->kernel == NULL || strcmp (ins->label, "optimizer update") == 0)
         continue;
       g_autofree char *src = sources_string (ins);
       g_string_append_printf (s, "  %-34s covers %s%s\n", ins->label, src,
-                              ins->phase == TW_PHASE_BACKWARD ? " (backward)" : "");
+                              ins->phase == TW_PHASE_BACKWARD ? " (backward)"
+                              : ins->phase == TW_PHASE_UPDATE ? " (update)"
+                                                              : "");
       any = TRUE;
     }
   if (!any)
@@ -656,13 +658,15 @@ tw_program_report_json (const tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins->kernel == NULL || ins->phase == TW_PHASE_UPDATE)
+      if (ins->kernel == NULL || strcmp (ins->label, "optimizer update") == 0)
         continue;
       json_builder_begin_object (b);
       json_builder_set_member_name (b, "kernel");
       json_builder_add_string_value (b, ins->label);
       json_builder_set_member_name (b, "phase");
-      json_builder_add_string_value (b, ins->phase == TW_PHASE_BACKWARD ? "backward" : "forward");
+      json_builder_add_string_value (b, ins->phase == TW_PHASE_BACKWARD ? "backward"
+                                        : ins->phase == TW_PHASE_UPDATE ? "update"
+                                                                        : "forward");
       json_builder_set_member_name (b, "sources");
       json_builder_begin_array (b);
       for (guint k = 0; k < ins->sources->len; k++)

@@ -150,6 +150,10 @@ int tw_pass_inplace (tw_program *p);
  * the parameter's old value or produces its gradient, so gradient buffers
  * die early.  Returns the number moved. */
 int tw_pass_schedule_updates (tw_program *p);
+/* A linear layer's weight gradient whose only reader is its update becomes one
+ * instruction computing and applying it in row blocks (the full gradient is
+ * never stored).  Runs after scheduling.  Returns the number fused. */
+int tw_pass_fuse_updates (tw_program *p);
 /* Liveness-based placement of every ACT slot in one arena.  With guards, 64
  * guard bytes separate neighbouring slots (tests check them). */
 void tw_program_plan_memory (tw_program *p, gboolean guards);

@@ -474,6 +474,26 @@ test_memory_plan (void)
     }
 }
 
+/* The weight gradient of each linear layer is applied in row blocks by one
+ * fused instruction: the full gradient never takes arena space. */
+static void
+test_fuse_updates (void)
+{
+  g_autofree char *path = model_path ("mlp.json");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = tw_model_load (path, &error);
+  g_autoptr (tw_program) plain = tw_program_build (m->graph, 64, TW_PROGRAM_STEP, &error);
+  g_autoptr (tw_program) fused = tw_program_build (m->graph, 64, TW_PROGRAM_STEP, &error);
+  g_assert_true (tw_program_optimize (plain, TW_PASS_ALL & ~TW_PASS_FUSE, &error));
+  g_assert_true (tw_program_optimize (fused, TW_PASS_ALL, &error));
+  g_assert_cmpint (count_label (plain, "fused linear_grad_weight+update"), ==, 0);
+  g_assert_cmpint (count_label (fused, "fused linear_grad_weight+update"), ==, 3);
+  /* fc1's weight gradient alone is 784 x 256 x 4 = 802816 bytes. */
+  g_assert_cmpuint (plain->arena_bytes, >, 802816);
+  g_assert_cmpuint (fused->arena_bytes, <, 802816 / 2);
+  check_plan (fused);
+}
+
 static void
 test_cache (void)
 {
@@ -547,6 +567,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/compile/pass/inplace", test_pass_inplace);
   g_test_add_func ("/engine/compile/memory-plan", test_memory_plan);
   g_test_add_func ("/engine/compile/cache", test_cache);
+  g_test_add_func ("/engine/compile/fuse-updates", test_fuse_updates);
   g_test_add_func ("/engine/compile/nan-before-update", test_nan_before_update);
   return g_test_run ();
 }

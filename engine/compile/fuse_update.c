@@ -1,0 +1,136 @@
+/* fuse_update.c — a linear layer's weight gradient fused with its optimizer
+ * update, in row blocks.
+ *
+ * The weight gradient dW [out, in] = dyᵀ·x is the largest buffer of a
+ * training step (fc1 of the MLP: 784×256 floats, more than every activation
+ * together), and in a STEP program its only reader is the update.  Computing
+ * it a block of rows at a time into a small scratch buffer and updating those
+ * rows at once means the full gradient never exists: the arena loses its
+ * largest slot.  Each element gets exactly the arithmetic of the unfused
+ * program (the same GEMM over the same K, the same update formula). */
+#define G_LOG_DOMAIN "twb-compile"
+
+#include "engine/compile/program.h"
+#include "engine/cpu/gemm.h"
+#include "engine/optim.h"
+
+#include <string.h>
+
+/* Scratch of ~64 KiB: a block of rows stays in L2 between the GEMM writing it
+ * and the update reading it. */
+#define SCRATCH_FLOATS 16384
+
+typedef struct
+{
+  char *param;              /* state_dict name of the weight */
+  float *scratch;           /* [rows, in], allocated on first run, reused */
+  int64_t scratch_n;
+} grad_update_data;
+
+static void
+grad_update_data_free (gpointer p)
+{
+  grad_update_data *d = p;
+  g_free (d->param);
+  g_free (d->scratch);
+  g_free (d);
+}
+
+/* in[0] dy [M, out], in[1] x [M, in], in[2] the weight [out, in] (bound to
+ * the store; updated in place).  No outputs. */
+static gboolean
+grad_update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                    tw_tensor *const *out, GError **error)
+{
+  grad_update_data *d = ins->kdata;
+  const tw_update_ctx *u = ctx->exec_data;
+  tw_param *prm = u ? tw_params_get (u->params, d->param) : NULL;
+  if (prm == NULL || u->opt == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "no parameter '%s' to update",
+                   d->param);
+      return FALSE;
+    }
+  const tw_tensor *dy = in[0], *x = in[1];
+  int64_t n_out = in[2]->shape[0], n_in = in[2]->shape[1];
+  int64_t m = tw_tensor_numel (dy) / MAX (n_out, 1);
+  int64_t rows = CLAMP (SCRATCH_FLOATS / MAX (n_in, 1), 1, n_out);
+  if (d->scratch == NULL)
+    {
+      d->scratch_n = rows * n_in;
+      d->scratch = g_new (float, d->scratch_n);
+    }
+  for (int64_t r0 = 0; r0 < n_out; r0 += rows)
+    {
+      int64_t nr = MIN (rows, n_out - r0);
+      /* scratch [nr, in] = dy[:, r0 : r0+nr]ᵀ · x */
+      tw_gemm_f32 (TRUE, FALSE, nr, n_in, m, 1.0f, tw_tensor_f32 (dy) + r0, n_out,
+                   tw_tensor_f32 (x), n_in, 0.0f, d->scratch, n_in);
+      tw_optimizer_update (u->opt, prm, d->scratch, r0 * n_in, nr * n_in);
+    }
+  return TRUE;
+}
+
+static gboolean
+is_weight_grad (const tw_instr *ins)
+{
+  return ins->n_out == 1 && ins->n_in == 2
+         && ((ins->op && strcmp (ins->op->name, "linear_grad_weight") == 0)
+             || g_str_has_prefix (ins->label, "linear_grad_weight"));
+}
+
+int
+tw_pass_fuse_updates (tw_program *p)
+{
+  int fused = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *g = g_ptr_array_index (p->instrs, i);
+      if (g == NULL || !is_weight_grad (g))
+        continue;
+      int gs = g->out[0];
+      tw_slot *gslot = tw_program_slot (p, gs);
+      if (gslot->keep || gslot->info.dtype != TW_F32 || tw_program_use_count (p, gs) != 1)
+        continue;
+      /* The one reader must be this gradient's update. */
+      guint ui = 0;
+      tw_instr *u = NULL;
+      for (guint j = i + 1; j < p->instrs->len; j++)
+        {
+          tw_instr *c = g_ptr_array_index (p->instrs, j);
+          if (c && c->phase == TW_PHASE_UPDATE && c->n_in == 2 && c->in[1] == gs)
+            {
+              u = c;
+              ui = j;
+            }
+        }
+      if (u == NULL)
+        continue;
+      /* Nothing between the gradient and the update may read the weight's
+       * old value after its first rows change: the fused instruction sits
+       * where the update was scheduled (after every reader of the weight). */
+      tw_instr *f = tw_instr_new (NULL, NULL, "fused linear_grad_weight+update");
+      grad_update_data *d = g_new0 (grad_update_data, 1);
+      d->param = g_strdup (u->kdata);
+      f->kernel = grad_update_kernel;
+      f->kdata = d;
+      f->kdata_free = grad_update_data_free;
+      f->phase = TW_PHASE_UPDATE;
+      f->training = TRUE;
+      f->node_key = g->node_key;
+      f->n_in = 3;
+      f->in[0] = g->in[0];
+      f->in[1] = g->in[1];
+      f->in[2] = u->in[0];
+      f->n_out = 0;
+      for (guint k = 0; k < g->sources->len; k++)
+        tw_instr_add_source (f, g_ptr_array_index (g->sources, k));
+      g_ptr_array_index (p->instrs, ui) = f;
+      g_ptr_array_index (p->instrs, i) = NULL;
+      tw_instr_free (u);
+      tw_instr_free (g);
+      fused++;
+    }
+  tw_program_compact (p);
+  return fused;
+}
