@@ -55,8 +55,14 @@
 
 #define MR TW_GEMM_MR
 #define NR TW_GEMM_NR
-#define KC 256
-#define MC (MR * 24)
+#ifndef TW_GEMM_KC
+#define TW_GEMM_KC 256
+#endif
+#ifndef TW_GEMM_MCP
+#define TW_GEMM_MCP 24
+#endif
+#define KC TW_GEMM_KC
+#define MC (MR * TW_GEMM_MCP)
 #define NC 4096
 
 gboolean
@@ -162,50 +168,55 @@ transpose16 (__m512 r[16])
     }
 }
 
-/* dst [kc][m] = rows i0..i0+m-1, columns p0..p0+kc-1 of op(A); m ≤ MR. */
+/* The A block: rows ic.., columns p0..p0+kc-1 of op(A), into np panels,
+ * panel p (rows start[p] .. start[p]+size[p]-1 of the block) at
+ * dst + start[p]·kc as [kc][size[p]]. */
 static TW_AVX512 void
-pack_a (const tw_gemm_args *g, int64_t i0, int m, int64_t p0, int64_t kc, float *restrict dst)
+pack_a (const tw_gemm_args *g, int64_t ic, int np, const int *start, const int *size, int64_t p0,
+        int64_t kc, float *restrict dst)
 {
-  const __mmask16 mm = mask_n (m);
   if (g->ta)
     {
-      /* op(A) [i][k] = A [k][i]: each k is m adjacent floats. */
-      const float *src = g->A + p0 * g->lda + i0;
+      /* op(A) [i][k] = A [k][i]: walk A's rows in order (a strided walk
+       * down one panel at a time defeats the prefetcher when lda is large)
+       * and deal each row out to the panels. */
+      const float *src = g->A + p0 * g->lda + ic;
       for (int64_t k = 0; k < kc; k++)
-        _mm512_mask_storeu_ps (dst + k * m, mm, _mm512_maskz_loadu_ps (mm, src + k * g->lda));
+        for (int p = 0; p < np; p++)
+          {
+            __mmask16 mm = mask_n (size[p]);
+            _mm512_mask_storeu_ps (dst + start[p] * kc + k * size[p], mm,
+                                   _mm512_maskz_loadu_ps (mm, src + k * g->lda + start[p]));
+          }
       return;
     }
   /* op(A) [i][k] = A [i][k]: transpose 16 k at a time. */
-  const float *src = g->A + i0 * g->lda + p0;
-  for (int64_t k = 0; k < kc; k += 16)
+  for (int p = 0; p < np; p++)
     {
-      int64_t kk = MIN (16, kc - k);
-      __mmask16 km = mask_n (kk);
-      __m512 r[16];
-      for (int i = 0; i < 16; i++)
-        r[i] = i < m ? _mm512_maskz_loadu_ps (km, src + i * g->lda + k) : _mm512_setzero_ps ();
-      transpose16 (r);
-      for (int j = 0; j < kk; j++)
-        _mm512_mask_storeu_ps (dst + (k + j) * m, mm, r[j]);
+      const int m = size[p];
+      const __mmask16 mm = mask_n (m);
+      const float *src = g->A + (ic + start[p]) * g->lda + p0;
+      float *d = dst + start[p] * kc;
+      for (int64_t k = 0; k < kc; k += 16)
+        {
+          int64_t kk = MIN (16, kc - k);
+          __mmask16 km = mask_n (kk);
+          __m512 r[16];
+          for (int i = 0; i < 16; i++)
+            r[i] = i < m ? _mm512_maskz_loadu_ps (km, src + i * g->lda + k) : _mm512_setzero_ps ();
+          transpose16 (r);
+          for (int j = 0; j < kk; j++)
+            _mm512_mask_storeu_ps (d + (k + j) * m, mm, r[j]);
+        }
     }
 }
 
-/* dst [kc][NR] = rows p0..p0+kc-1, columns j0..j0+n-1 of op(B), zero past n. */
+/* One panel of the B block when B is stored transposed: op(B) [k][j] =
+ * B [j][k], columns j0..j0+n-1, transposed 16 × 16 at a time. */
 static TW_AVX512 void
-pack_b (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc, float *restrict dst)
+pack_b_trans (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc,
+              float *restrict dst)
 {
-  if (!g->tb)
-    {
-      const float *src = g->B + p0 * g->ldb + j0;
-      __mmask16 m0 = mask_n (n), m1 = mask_n (n > 16 ? n - 16 : 0);
-      for (int64_t k = 0; k < kc; k++)
-        {
-          _mm512_store_ps (dst + k * NR, _mm512_maskz_loadu_ps (m0, src + k * g->ldb));
-          _mm512_store_ps (dst + k * NR + 16, _mm512_maskz_loadu_ps (m1, src + k * g->ldb + 16));
-        }
-      return;
-    }
-  /* op(B) [k][j] = B [j][k]: transpose 16 × 16 blocks. */
   for (int h = 0; h < 2; h++)
     {
       int64_t nh = MIN (16, n - 16 * h);
@@ -224,6 +235,30 @@ pack_b (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc, fl
             _mm512_store_ps (dst + (k + j) * NR + 16 * h, r[j]);
         }
     }
+}
+
+/* The B block: rows p0..p0+kc-1, columns jc..jc+nc-1 of op(B), into
+ * panels of NR columns, [kc][NR] each, kc·NR apart; zero past nc. */
+static TW_AVX512 void
+pack_b (const tw_gemm_args *g, int64_t jc, int64_t nc, int64_t p0, int64_t kc, float *restrict dst)
+{
+  if (!g->tb)
+    {
+      /* Row by row of B (see pack_a on strided walks). */
+      const float *src = g->B + p0 * g->ldb + jc;
+      for (int64_t k = 0; k < kc; k++)
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          {
+            int64_t n = nc - jr;
+            __mmask16 m0 = mask_n (n), m1 = mask_n (n > 16 ? n - 16 : 0);
+            float *d = dst + jr * kc + k * NR;
+            _mm512_store_ps (d, _mm512_maskz_loadu_ps (m0, src + k * g->ldb + jr));
+            _mm512_store_ps (d + 16, _mm512_maskz_loadu_ps (m1, src + k * g->ldb + jr + 16));
+          }
+      return;
+    }
+  for (int64_t jr = 0; jr < nc; jr += NR)
+    pack_b_trans (g, jc + jr, MIN (NR, nc - jr), p0, kc, dst + jr * kc);
 }
 
 /* ---- micro-kernel ------------------------------------------------------- */
@@ -257,8 +292,11 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
     {
       acc[i][0] = _mm512_setzero_ps ();
       acc[i][1] = _mm512_setzero_ps ();
-      if (!t->first || t->beta != 0)
-        _mm_prefetch ((const char *) (c + i * ldc), _MM_HINT_T0);
+      /* Both lines of the row (read for beta or C +=, or written anyway):
+       * the loads are a whole k loop away. */
+      _mm_prefetch ((const char *) (c + i * ldc), _MM_HINT_T0);
+      if (nv > 1)
+        _mm_prefetch ((const char *) (c + i * ldc + 16), _MM_HINT_T0);
     }
 
 #pragma GCC unroll 2
@@ -406,15 +444,13 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
           if (!t.last)
             t.act = TW_GEMM_ACT_NONE;
 
-          for (int64_t jr = 0; jr < nc; jr += NR)
-            pack_b (g, jc + jr, MIN (NR, nc - jr), p0, kc, bbuf + jr * kc);
+          pack_b (g, jc, nc, p0, kc, bbuf);
 
           for (int64_t ic = m0; ic < m1; ic += MC)
             {
               int64_t mc = MIN (MC, m1 - ic);
               int np = row_panels (mc, pstart, psize);
-              for (int p = 0; p < np; p++)
-                pack_a (g, ic + pstart[p], psize[p], p0, kc, abuf + pstart[p] * kc);
+              pack_a (g, ic, np, pstart, psize, p0, kc, abuf);
 
               for (int64_t jr = 0; jr < nc; jr += NR)
                 {
