@@ -64,6 +64,10 @@
 #define KC TW_GEMM_KC
 #define MC (MR * TW_GEMM_MCP)
 #define NC 4096
+#define L2_BYTES (1 << 20)
+#ifndef ROWS_OUTER_MAX_KC
+#define ROWS_OUTER_MAX_KC 32
+#endif
 
 gboolean
 tw_gemm_avx512_supported (void)
@@ -278,11 +282,12 @@ typedef struct
   int64_t ldpre;
 } tile_ctx;
 
-/* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][NR]; m ≤ MR,
- * n ≤ 16 · nv.  m and nv are constants in each instance below. */
+/* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][ldbp] (a
+ * packed panel, ldbp = NR, or B itself, ldbp = ldb); m ≤ MR, n ≤ 16 · nv.
+ * m and nv are constants in each instance below. */
 TW_AVX512_INLINE void
 tile (const int m, const int nv, const float *restrict ap, const float *restrict bp,
-      float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
+      int64_t ldbp, float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
 {
   __m512 acc[MR][2];
   const __mmask16 last_mask = mask_n (n - 16 * (nv - 1));
@@ -302,8 +307,13 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
 #pragma GCC unroll 2
   for (int64_t k = 0; k < t->kc; k++)
     {
-      __m512 b0 = _mm512_load_ps (bp);
-      __m512 b1 = nv > 1 ? _mm512_load_ps (bp + 16) : b0;
+      __m512 b0 = _mm512_loadu_ps (bp);
+      __m512 b1 = nv > 1 ? _mm512_loadu_ps (bp + 16) : b0;
+      /* Unpacked B is a strided walk the hardware prefetcher may miss; 8
+       * rows ahead is ~100 cycles at 14 cycles per k. */
+      _mm_prefetch ((const char *) (bp + 8 * ldbp), _MM_HINT_T0);
+      if (nv > 1)
+        _mm_prefetch ((const char *) (bp + 8 * ldbp + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
       for (int i = 0; i < m; i++)
         {
@@ -313,7 +323,7 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
             acc[i][1] = _mm512_fmadd_ps (a, b1, acc[i][1]);
         }
       ap += m;
-      bp += NR;
+      bp += ldbp;
     }
 
   const __m512 valpha = _mm512_set1_ps (t->alpha), vbeta = _mm512_set1_ps (t->beta);
@@ -355,14 +365,14 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
     tw_gemm_act_block (t->act, t->slope, c, ldc, m, n);
 }
 
-typedef void (*tile_fn) (const float *ap, const float *bp, float *c, int64_t ldc, int64_t n,
-                         const tile_ctx *t);
+typedef void (*tile_fn) (const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
+                         int64_t n, const tile_ctx *t);
 
 #define TILE_FN(M, NV)                                                                        \
-  static TW_AVX512 void tile_##M##_##NV (const float *ap, const float *bp, float *c,          \
-                                         int64_t ldc, int64_t n, const tile_ctx *t)           \
+  static TW_AVX512 void tile_##M##_##NV (const float *ap, const float *bp, int64_t ldbp,     \
+                                         float *c, int64_t ldc, int64_t n, const tile_ctx *t) \
   {                                                                                           \
-    tile (M, NV, ap, bp, c, ldc, n, t);                                                       \
+    tile (M, NV, ap, bp, ldbp, c, ldc, n, t);                                                 \
   }
 #define TILE_FNS(M) TILE_FN (M, 1) TILE_FN (M, 2)
 TILE_FNS (1)
@@ -425,6 +435,7 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
   float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncmax * kcb);
   const tw_gemm_epilogue *ep = g->ep;
   int pstart[MC / MR + 1], psize[MC / MR + 1];
+  const gboolean direct_b = !g->tb && m1 - m0 <= MR;
 
   for (int64_t jc = n0; jc < n1; jc += NC)
     {
@@ -444,7 +455,13 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
           if (!t.last)
             t.act = TW_GEMM_ACT_NONE;
 
-          pack_b (g, jc, nc, p0, kc, bbuf);
+          /* With a single row panel each B panel is used once: packing it
+           * would cost as much as the product (K · N floats through memory
+           * for M · N · K FMAs with M ≤ 14), so the tiles read B in place,
+           * except for a last partial panel (its masked edge is packed). */
+          int64_t nc_direct = direct_b ? nc / NR * NR : 0;
+          if (nc_direct < nc)
+            pack_b (g, jc + nc_direct, nc - nc_direct, p0, kc, bbuf + nc_direct * kc);
 
           for (int64_t ic = m0; ic < m1; ic += MC)
             {
@@ -452,19 +469,32 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
               int np = row_panels (mc, pstart, psize);
               pack_a (g, ic, np, pstart, psize, p0, kc, abuf);
 
-              for (int64_t jr = 0; jr < nc; jr += NR)
+              /* Column panels outer (the BLIS order: a B panel stays in L1
+               * while the A panels stream from L2), except when the product
+               * is bound by writing C (short K blocks) and the B block fits
+               * in half of L2: then rows outer, so each row of C is written
+               * left to right in one pass rather than 128 bytes at a time. */
+              int64_t ncp = (nc + NR - 1) / NR;
+              gboolean rows_outer = kc <= ROWS_OUTER_MAX_KC && kc * nc * 4 <= L2_BYTES / 2;
+              for (int64_t q = 0; q < ncp * np; q++)
                 {
+                  int64_t jr = (rows_outer ? q % ncp : q / np) * NR;
+                  int p = (int) (rows_outer ? q / ncp : q % np);
                   int64_t n = MIN (NR, nc - jr), col = jc + jr;
                   int nv = n > 16 ? 2 : 1;
-                  t.bias = t.last && ep && ep->bias ? ep->bias + col : NULL;
-                  for (int p = 0; p < np; p++)
+                  const float *bp = bbuf + jr * kc;
+                  int64_t ldbp = NR;
+                  if (jr < nc_direct)
                     {
-                      int64_t row = ic + pstart[p];
-                      t.pre = t.last && ep && ep->pre ? ep->pre + row * ep->ldpre + col : NULL;
-                      t.ldpre = ep ? ep->ldpre : 0;
-                      tiles[psize[p] - 1][nv - 1](abuf + pstart[p] * kc, bbuf + jr * kc,
-                                                  g->C + row * g->ldc + col, g->ldc, n, &t);
+                      bp = g->B + p0 * g->ldb + col;
+                      ldbp = g->ldb;
                     }
+                  int64_t row = ic + pstart[p];
+                  t.bias = t.last && ep && ep->bias ? ep->bias + col : NULL;
+                  t.pre = t.last && ep && ep->pre ? ep->pre + row * ep->ldpre + col : NULL;
+                  t.ldpre = ep ? ep->ldpre : 0;
+                  tiles[psize[p] - 1][nv - 1](abuf + pstart[p] * kc, bp, ldbp,
+                                              g->C + row * g->ldc + col, g->ldc, n, &t);
                 }
             }
         }
