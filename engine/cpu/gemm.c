@@ -144,6 +144,10 @@ auto_uses_avx512 (const tw_gemm_args *g)
   return TRUE;
 }
 
+#ifndef CHUNKS_PER_THREAD
+#define CHUNKS_PER_THREAD 4
+#endif
+
 static void
 run_avx512 (const tw_gemm_args *g)
 {
@@ -159,22 +163,28 @@ run_avx512 (const tw_gemm_args *g)
       tw_gemm_avx512_run (g, 0, M, 0, N);
       return;
     }
-  /* Split the dimension whose split duplicates less packing: threads that
-   * share rows of C each pack the whole of op(A) (M·K), threads that share
-   * columns each pack op(B) (K·N).  Shares are whole micro-tiles. */
+  /* Split the dimension whose split duplicates less packing: chunks that
+   * share rows of C each pack the whole of op(A) (M·K), chunks that share
+   * columns each pack op(B) (K·N).  Chunks are whole micro-tiles, CHUNKS_PER_THREAD
+   * per thread handed out dynamically: on a loaded machine (these 2 cores
+   * are shared) a thread that is preempted for a time slice then delays
+   * only its current chunk instead of the whole call. */
   int64_t col_tiles = (N + TW_GEMM_NR - 1) / TW_GEMM_NR;
   int64_t row_tiles = (M + TW_GEMM_MR - 1) / TW_GEMM_MR;
   gboolean split_n = (M <= N && col_tiles >= nt) || row_tiles < nt;
   int64_t tiles = split_n ? col_tiles : row_tiles;
   int64_t step = split_n ? TW_GEMM_NR : TW_GEMM_MR;
+  int64_t extent = split_n ? N : M;
   nt = (int) MIN (nt, tiles);
-  int64_t per = (tiles + nt - 1) / nt;
+  int64_t chunks = MIN (tiles, (int64_t) nt * CHUNKS_PER_THREAD);
+  int64_t per = (tiles + chunks - 1) / chunks;
+  chunks = (tiles + per - 1) / per;
 
-#pragma omp parallel for num_threads (nt) schedule (static, 1)
-  for (int t = 0; t < nt; t++)
+#pragma omp parallel for num_threads (nt) schedule (dynamic, 1)
+  for (int64_t t = 0; t < chunks; t++)
     {
-      int64_t lo = MIN (t * per * step, split_n ? N : M);
-      int64_t hi = MIN ((t + 1) * per * step, split_n ? N : M);
+      int64_t lo = MIN (t * per * step, extent);
+      int64_t hi = MIN ((t + 1) * per * step, extent);
       if (lo >= hi)
         continue;
       if (split_n)
