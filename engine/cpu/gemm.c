@@ -137,16 +137,21 @@ epilogue_after (const tw_gemm_epilogue *ep, int64_t M, int64_t N, float *C, int6
 
 /* Whether AUTO sends this shape to the AVX-512 kernel.  A function of the
  * shape alone, never of the thread count, so that results stay the same
- * for any number of threads.  See bench/gemm-bench.c for the measurements. */
+ * for any number of threads.  gemm-bench (all the training shapes of the MLPs
+ * and LeNet-5, at 1 and 2 threads) found no class where OpenBLAS is faster
+ * beyond the noise: the closest are the K = 10 products (dx of a 10-way
+ * output layer, 64×128×10: 1.0-1.3x), bound by writing C either way.  So
+ * every shape goes to the kernel; this is where a threshold would go. */
 static gboolean
 auto_uses_avx512 (const tw_gemm_args *g)
 {
   return TRUE;
 }
 
-#ifndef CHUNKS_PER_THREAD
+/* Work chunks per thread: a preempted thread then holds up a quarter of
+ * its share at most, while each chunk re-packs the operand it shares (see
+ * run_avx512), so more would cost packing. */
 #define CHUNKS_PER_THREAD 4
-#endif
 
 static void
 run_avx512 (const tw_gemm_args *g)

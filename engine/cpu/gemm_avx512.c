@@ -23,14 +23,27 @@
  *
  * Blocking for this CPU (AMD EPYC, Zen 5 class: L1d 48 KiB 12-way, L2 1 MiB
  * 8-way per core, from getconf; /sys/.../cache is absent in this VM):
- *   KC = 256: the B micro-panel [KC][NR] is 32 KiB and stays in L1 while
- *     the A panels stream past it; K is cut into equal blocks of at most KC
- *     (784 → 4 × 196), a function of K alone so results do not depend on
- *     the thread split.  Measured against 192 and 384 on this machine.
+ *   KC = 256: the B micro-panel [KC][NR] is 32 KiB and stays in L1 (48 KiB)
+ *     while the A micro-panels (14 KiB) stream past it; K is cut into equal
+ *     blocks of at most KC (784 → 4 × 196), a function of K alone so results
+ *     do not depend on the thread split.  A sweep of KC 192..512 × MC 12..36
+ *     panels on this shared 2-core machine found nothing better beyond the
+ *     noise (±15 %), so the cache arithmetic decides.
  *   MC = 336 (24 × MR): the packed A block [MC][KC] is 336 KiB, a third of
  *     L2, leaving room for the B panel and the C tiles passing through.
  *   NC = 4096: the packed B block [KC][NC] is 4 MiB (L3, shared); the hot
  *     shapes have N ≤ 4096 so B is packed once per K block.
+ *   TW_GEMM_KC and TW_GEMM_MCP (MC in panels) can be set with -D for such
+ *   sweeps.
+ *
+ * Two departures from the textbook loops, both measured with gemm-bench:
+ *   - when a thread's share of rows fits one row panel (M ≤ 14: the MLP's
+ *     last layer dW, LeNet's conv1 forward) B is read in place instead of
+ *     packed, since each B panel is used once (2-4x faster on 10×4096×256);
+ *   - when K blocks are short (≤ 32) and the B block fits in half of L2 the
+ *     tiles go row panel by row panel, writing each row of C in one pass
+ *     (the product is bound by writing C: 256×4096×10 went 1.0x → 1.3-2x
+ *     OpenBLAS).
  *
  * The functions carry target attributes (no global -mavx512f), so this file
  * builds into a binary that runs on any x86-64; gemm.c calls in only after
@@ -55,6 +68,7 @@
 
 #define MR TW_GEMM_MR
 #define NR TW_GEMM_NR
+/* See the top for these numbers. */
 #ifndef TW_GEMM_KC
 #define TW_GEMM_KC 256
 #endif
@@ -65,9 +79,7 @@
 #define MC (MR * TW_GEMM_MCP)
 #define NC 4096
 #define L2_BYTES (1 << 20)
-#ifndef ROWS_OUTER_MAX_KC
 #define ROWS_OUTER_MAX_KC 32
-#endif
 
 gboolean
 tw_gemm_avx512_supported (void)
