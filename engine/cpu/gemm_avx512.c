@@ -23,15 +23,19 @@
  *
  * Blocking for this CPU (AMD EPYC, Zen 5 class: L1d 48 KiB 12-way, L2 1 MiB
  * 8-way per core, from getconf; /sys/.../cache is absent in this VM):
- *   KC = 256: the B micro-panel [KC][NR] is 32 KiB and stays in L1 (48 KiB)
- *     while the A micro-panels (14 KiB) stream past it; K is cut into equal
- *     blocks of at most KC (784 → 4 × 196), a function of K alone so results
- *     do not depend on the thread split.  A sweep of KC 192..512 × MC 12..36
- *     panels on this shared 2-core machine found nothing better beyond the
- *     noise (±15 %), so the cache arithmetic decides.
- *   MC = 336 (24 × MR): the packed A block [MC][KC] is 336 KiB, a third of
- *     L2, leaving room for the B panel and the C tiles passing through.
- *   NC = 4096: the packed B block [KC][NC] is 4 MiB (L3, shared); the hot
+ *   KC = 512: K is cut into equal blocks of at most KC (784 → 2 × 392), a
+ *     function of K alone so results do not depend on the thread split.
+ *     The B micro-panel [KC][NR] is then 64 KiB, more than L1 (48 KiB), so
+ *     it streams from L2 — which costs nothing: Zen 5's L2 delivers 64 bytes
+ *     a cycle and the kernel needs 128 bytes of B per 14 cycles — while
+ *     fewer K blocks halve the passes over C and the per-block overheads.
+ *     Measured against KC = 256 and 384 in alternating runs on this
+ *     (shared, noisy) machine: +5..15 % on the big NT shapes, equal on the
+ *     rest.
+ *   MC = 336 (24 × MR): the packed A block [MC][KC] is 672 KiB, two thirds
+ *     of the 1 MiB L2, leaving room for the B panel and the C tiles passing
+ *     through (16 panels measured the same within noise).
+ *   NC = 4096: the packed B block [KC][NC] is 8 MiB (L3, shared); the hot
  *     shapes have N ≤ 4096 so B is packed once per K block.
  *   TW_GEMM_KC and TW_GEMM_MCP (MC in panels) can be set with -D for such
  *   sweeps.
@@ -70,7 +74,7 @@
 #define NR TW_GEMM_NR
 /* See the top for these numbers. */
 #ifndef TW_GEMM_KC
-#define TW_GEMM_KC 256
+#define TW_GEMM_KC 512
 #endif
 #ifndef TW_GEMM_MCP
 #define TW_GEMM_MCP 24

@@ -19,7 +19,7 @@
 
 /* Error of a result against the reference, normalised by the largest
  * reference value: max |c - ref| / max |ref|.  Each output is a sum of K
- * products accumulated in f32 (fused multiply-adds, in blocks of at most 256
+ * products accumulated in f32 (fused multiply-adds, in blocks of at most 512
  * along K), so its rounding error is at most about K · 2^-24 relative to the
  * sum of |products| and, for random signs, grows like sqrt (K) · 2^-24
  * relative to the result; alpha, beta, bias and the activation add a few
@@ -260,7 +260,7 @@ test_k_zero (void)
 }
 
 /* Bias + activation (+ the pre-activation copy), over one and several K
- * blocks (K = 600 is three), with and without beta. */
+ * blocks (K = 600 is two), with and without beta. */
 static void
 test_epilogue (void)
 {
@@ -374,7 +374,8 @@ test_shapes (void)
 }
 
 /* Results do not depend on the thread count, bit for bit: shapes that split
- * over columns (M ≤ N) and over rows (N = 10), several K blocks, epilogue. */
+ * over columns (M ≤ N) and over rows (N = 10; K ≤ 32), several K blocks,
+ * epilogue.  (Each has enough work for two threads: ≥ 2^22 multiply-adds.) */
 static void
 test_threads (void)
 {
@@ -383,6 +384,7 @@ test_threads (void)
     { .ta = TRUE, .M = 256, .N = 784, .K = 256, .alpha = 0.5f, .beta = 1.0f },
     { .M = 256, .N = 10, .K = 4096, .alpha = 1.0f },
     { .tb = TRUE, .M = 301, .N = 333, .K = 517, .alpha = 1.0f, .beta = 0.5f },
+    { .M = 256, .N = 2000, .K = 10, .pad_c = 3, .alpha = 1.0f }, /* short K: rows */
   };
   const tw_gemm_epilogue ep = { .act = TW_GEMM_ACT_LEAKY_RELU, .slope = 0.01f };
   int saved = tw_gemm_get_num_threads ();
