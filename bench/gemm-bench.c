@@ -10,10 +10,14 @@
  * at batch 256, and LeNet-5's im2col products at batch 64 (conv1: W [6, 25],
  * columns [25, 64·784]; conv2: W [16, 150], columns [150, 64·100]).
  *
- * The two implementations are timed in alternating rounds (so drift in
- * clock speed or in the other workers' load hits both), each round long
- * enough (≥ 20 µs) for the clock; the figure is the median round.  Two
- * untimed calls of each come first.
+ * At one thread the two implementations are timed in alternating rounds
+ * (so drift in clock speed or in the other workers' load hits both), each
+ * round long enough (≥ 20 µs) for the clock; the figure is the median round.
+ * Two untimed calls of each come first.  With more threads, alternating
+ * rounds would measure each library against the other's idle threads, which
+ * keep spinning after a call (OpenBLAS's for up to 2^28 cycles, ~0.1 s, by
+ * default; libgomp's for a shorter while), so each implementation gets two
+ * phases of its own (ours, OpenBLAS, ours, OpenBLAS) after a 0.2 s pause.
  *
  *   gemm-bench [--threads 1,2] [--min-time 0.2] [--filter SUBSTRING]
  *
@@ -119,7 +123,7 @@ call (gboolean ours, const shape *s, const float *a, const float *b, float *c)
 /* Seconds per call of ours [0] and OpenBLAS [1]. */
 static void
 time_shape (const shape *s, const float *a, const float *b, float *c, double min_time,
-            double out[2])
+            int nthreads, double out[2])
 {
   static double t[2][MAX_ROUNDS];
   int reps = 1, rounds = 0;
@@ -139,20 +143,43 @@ time_shape (const shape *s, const float *a, const float *b, float *c, double min
         break;
       reps *= 2;
     }
-  start = now_s ();
-  while (rounds < MAX_ROUNDS && (rounds < 7 || now_s () - start < min_time))
+  if (nthreads == 1)
     {
-      for (int impl = 0; impl < 2; impl++)
+      start = now_s ();
+      while (rounds < MAX_ROUNDS && (rounds < 7 || now_s () - start < min_time))
+        {
+          for (int impl = 0; impl < 2; impl++)
+            {
+              double t0 = now_s ();
+              for (int r = 0; r < reps; r++)
+                call (impl == 0, s, a, b, c);
+              t[impl][rounds] = (now_s () - t0) / reps;
+            }
+          rounds++;
+        }
+      out[0] = median (t[0], rounds);
+      out[1] = median (t[1], rounds);
+      return;
+    }
+
+  int n[2] = { 0, 0 };
+  for (int phase = 0; phase < 4; phase++)
+    {
+      int impl = phase % 2, k = 0;
+      g_usleep (200000);
+      call (impl == 0, s, a, b, c);
+      start = now_s ();
+      while (n[impl] < MAX_ROUNDS && (k < 4 || now_s () - start < min_time / 2))
         {
           double t0 = now_s ();
           for (int r = 0; r < reps; r++)
             call (impl == 0, s, a, b, c);
-          t[impl][rounds] = (now_s () - t0) / reps;
+          t[impl][n[impl]++] = (now_s () - t0) / reps;
+          k++;
         }
-      rounds++;
     }
-  out[0] = median (t[0], rounds);
-  out[1] = median (t[1], rounds);
+  out[0] = median (t[0], n[0]);
+  out[1] = median (t[1], n[1]);
 }
 
 int
@@ -202,7 +229,7 @@ main (int argc, char **argv)
           double sec[2], flop = 2.0 * s->m * s->n * s->k;
           tw_gemm_set_num_threads (nt);
           openblas_set_num_threads (nt);
-          time_shape (s, a, b, c, min_time, sec);
+          time_shape (s, a, b, c, min_time, nt, sec);
           printf ("| %s | %c%c | %d×%d×%d | %d | %.1f | %.1f | %.2f |\n", s->name,
                   s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->m, s->n, s->k, nt,
                   flop / sec[0] * 1e-9, flop / sec[1] * 1e-9, sec[1] / sec[0]);

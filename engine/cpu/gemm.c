@@ -137,44 +137,64 @@ epilogue_after (const tw_gemm_epilogue *ep, int64_t M, int64_t N, float *C, int6
 
 /* Whether AUTO sends this shape to the AVX-512 kernel.  A function of the
  * shape alone, never of the thread count, so that results stay the same
- * for any number of threads.  See bench/gemm-bench.c for the measurements. */
+ * for any number of threads.  gemm-bench (all the training shapes of the MLPs
+ * and LeNet-5, at 1 and 2 threads) found no class where OpenBLAS is faster
+ * beyond the noise: the closest are the K = 10 products (dx of a 10-way
+ * output layer, 64×128×10: 1.0-1.3x), bound by writing C either way.  So
+ * every shape goes to the kernel; this is where a threshold would go. */
 static gboolean
 auto_uses_avx512 (const tw_gemm_args *g)
 {
   return TRUE;
 }
 
+/* Work chunks per thread: a preempted thread then holds up a quarter of
+ * its share at most, while each chunk re-packs the operand it shares (see
+ * run_avx512), so more would cost packing. */
+#define CHUNKS_PER_THREAD 4
+
 static void
 run_avx512 (const tw_gemm_args *g)
 {
   int64_t M = g->M, N = g->N;
   int nt = tw_gemm_get_num_threads ();
-  /* Below about 2^20 multiply-adds (~5 µs on one core at ~200 GFLOP/s) a
-   * second thread's start-up and the duplicated packing cost more than it
-   * saves. */
+  /* Each thread gets at least 2^21 multiply-adds (~20 µs on one core at
+   * ~190 GFLOP/s): below that a second thread saved nothing measurable
+   * (64×128×256: 197 against 187 GFLOP/s), while on this shared machine a
+   * worker thread that is preempted holds the call up for a time slice. */
   double work = (double) M * N * g->K;
-  nt = (int) MIN ((double) nt, MAX (1.0, work / (1 << 20)));
+  nt = (int) MIN ((double) nt, MAX (1.0, work / (1 << 21)));
   if (nt <= 1 || omp_in_parallel ())
     {
       tw_gemm_avx512_run (g, 0, M, 0, N);
       return;
     }
-  /* Split the dimension whose split duplicates less packing: threads that
-   * share rows of C each pack the whole of op(A) (M·K), threads that share
-   * columns each pack op(B) (K·N).  Shares are whole micro-tiles. */
+  /* Split the dimension whose split duplicates less packing: chunks that
+   * share rows of C each pack the whole of op(A) (M·K), chunks that share
+   * columns each pack op(B) (K·N).  Chunks are whole micro-tiles, CHUNKS_PER_THREAD
+   * per thread handed out dynamically: on a loaded machine (these 2 cores
+   * are shared) a thread that is preempted for a time slice then delays
+   * only its current chunk instead of the whole call. */
   int64_t col_tiles = (N + TW_GEMM_NR - 1) / TW_GEMM_NR;
   int64_t row_tiles = (M + TW_GEMM_MR - 1) / TW_GEMM_MR;
   gboolean split_n = (M <= N && col_tiles >= nt) || row_tiles < nt;
+  /* Short K: the call is bound by writing C; whole rows per thread keep
+   * each thread's writes contiguous. */
+  if (g->K <= 32 && row_tiles >= (int64_t) nt * CHUNKS_PER_THREAD)
+    split_n = FALSE;
   int64_t tiles = split_n ? col_tiles : row_tiles;
   int64_t step = split_n ? TW_GEMM_NR : TW_GEMM_MR;
+  int64_t extent = split_n ? N : M;
   nt = (int) MIN (nt, tiles);
-  int64_t per = (tiles + nt - 1) / nt;
+  int64_t chunks = MIN (tiles, (int64_t) nt * CHUNKS_PER_THREAD);
+  int64_t per = (tiles + chunks - 1) / chunks;
+  chunks = (tiles + per - 1) / per;
 
-#pragma omp parallel for num_threads (nt) schedule (static, 1)
-  for (int t = 0; t < nt; t++)
+#pragma omp parallel for num_threads (nt) schedule (dynamic, 1)
+  for (int64_t t = 0; t < chunks; t++)
     {
-      int64_t lo = MIN (t * per * step, split_n ? N : M);
-      int64_t hi = MIN ((t + 1) * per * step, split_n ? N : M);
+      int64_t lo = MIN (t * per * step, extent);
+      int64_t hi = MIN ((t + 1) * per * step, extent);
       if (lo >= hi)
         continue;
       if (split_n)
@@ -190,6 +210,7 @@ tw_gemm_f32_ex (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_
                 float beta, float *C, int64_t ldc, const tw_gemm_epilogue *ep)
 {
   g_return_if_fail (M >= 0 && N >= 0 && K >= 0);
+  g_return_if_fail (lda >= (trans_a ? M : K) && ldb >= (trans_b ? K : N) && ldc >= N);
   if (M == 0 || N == 0)
     return;
   if (ep && !ep->bias && !ep->pre && ep->act == TW_GEMM_ACT_NONE)

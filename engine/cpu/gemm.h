@@ -96,9 +96,11 @@ tw_gemm_backend tw_gemm_get_backend (void);
 /* TRUE when the CPU (and compiler) support the AVX-512 kernel. */
 gboolean tw_gemm_have_avx512 (void);
 
-/* "avx512 14x32" or "openblas fallback": what tw_gemm_f32 uses for large
- * products with the backend in force (AUTO may still send small shapes to
- * OpenBLAS, see gemm.c).  Static string. */
+/* "avx512 14x32" or "openblas fallback": what tw_gemm_f32 uses with the
+ * backend in force (AUTO could send some shape classes to OpenBLAS; none
+ * at present, see auto_uses_avx512 in gemm.c).  Static string.  The tile is
+ * 14 × 32, not 16 × 32: 16 rows × 2 vectors of accumulators plus the two B
+ * vectors would need 34 of the 32 zmm registers. */
 const char *tw_gemm_kernel_name (void);
 
 /* Threads for the AVX-512 kernel (OpenMP); n <= 0 means omp_get_max_threads ()

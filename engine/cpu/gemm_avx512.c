@@ -23,14 +23,31 @@
  *
  * Blocking for this CPU (AMD EPYC, Zen 5 class: L1d 48 KiB 12-way, L2 1 MiB
  * 8-way per core, from getconf; /sys/.../cache is absent in this VM):
- *   KC = 256: the B micro-panel [KC][NR] is 32 KiB and stays in L1 while
- *     the A panels stream past it; K is cut into equal blocks of at most KC
- *     (784 → 4 × 196), a function of K alone so results do not depend on
- *     the thread split.  Measured against 192 and 384 on this machine.
- *   MC = 336 (24 × MR): the packed A block [MC][KC] is 336 KiB, a third of
- *     L2, leaving room for the B panel and the C tiles passing through.
- *   NC = 4096: the packed B block [KC][NC] is 4 MiB (L3, shared); the hot
+ *   KC = 512: K is cut into equal blocks of at most KC (784 → 2 × 392), a
+ *     function of K alone so results do not depend on the thread split.
+ *     The B micro-panel [KC][NR] is then 64 KiB, more than L1 (48 KiB), so
+ *     it streams from L2 — which costs nothing: Zen 5's L2 delivers 64 bytes
+ *     a cycle and the kernel needs 128 bytes of B per 14 cycles — while
+ *     fewer K blocks halve the passes over C and the per-block overheads.
+ *     Measured against KC = 256 and 384 in alternating runs on this
+ *     (shared, noisy) machine: +5..15 % on the big NT shapes, equal on the
+ *     rest.
+ *   MC = 336 (24 × MR): the packed A block [MC][KC] is 672 KiB, two thirds
+ *     of the 1 MiB L2, leaving room for the B panel and the C tiles passing
+ *     through (16 panels measured the same within noise).
+ *   NC = 4096: the packed B block [KC][NC] is 8 MiB (L3, shared); the hot
  *     shapes have N ≤ 4096 so B is packed once per K block.
+ *   TW_GEMM_KC and TW_GEMM_MCP (MC in panels) can be set with -D for such
+ *   sweeps.
+ *
+ * Two departures from the textbook loops, both measured with gemm-bench:
+ *   - when a thread's share of rows fits one row panel (M ≤ 14: the MLP's
+ *     last layer dW, LeNet's conv1 forward) B is read in place instead of
+ *     packed, since each B panel is used once (2-4x faster on 10×4096×256);
+ *   - when K blocks are short (≤ 32) and the B block fits in half of L2 the
+ *     tiles go row panel by row panel, writing each row of C in one pass
+ *     (the product is bound by writing C: 256×4096×10 went 1.0x → 1.3-2x
+ *     OpenBLAS).
  *
  * The functions carry target attributes (no global -mavx512f), so this file
  * builds into a binary that runs on any x86-64; gemm.c calls in only after
@@ -55,9 +72,18 @@
 
 #define MR TW_GEMM_MR
 #define NR TW_GEMM_NR
-#define KC 256
-#define MC (MR * 24)
+/* See the top for these numbers. */
+#ifndef TW_GEMM_KC
+#define TW_GEMM_KC 512
+#endif
+#ifndef TW_GEMM_MCP
+#define TW_GEMM_MCP 24
+#endif
+#define KC TW_GEMM_KC
+#define MC (MR * TW_GEMM_MCP)
 #define NC 4096
+#define L2_BYTES (1 << 20)
+#define ROWS_OUTER_MAX_KC 32
 
 gboolean
 tw_gemm_avx512_supported (void)
@@ -162,50 +188,55 @@ transpose16 (__m512 r[16])
     }
 }
 
-/* dst [kc][m] = rows i0..i0+m-1, columns p0..p0+kc-1 of op(A); m ≤ MR. */
+/* The A block: rows ic.., columns p0..p0+kc-1 of op(A), into np panels,
+ * panel p (rows start[p] .. start[p]+size[p]-1 of the block) at
+ * dst + start[p]·kc as [kc][size[p]]. */
 static TW_AVX512 void
-pack_a (const tw_gemm_args *g, int64_t i0, int m, int64_t p0, int64_t kc, float *restrict dst)
+pack_a (const tw_gemm_args *g, int64_t ic, int np, const int *start, const int *size, int64_t p0,
+        int64_t kc, float *restrict dst)
 {
-  const __mmask16 mm = mask_n (m);
   if (g->ta)
     {
-      /* op(A) [i][k] = A [k][i]: each k is m adjacent floats. */
-      const float *src = g->A + p0 * g->lda + i0;
+      /* op(A) [i][k] = A [k][i]: walk A's rows in order (a strided walk
+       * down one panel at a time defeats the prefetcher when lda is large)
+       * and deal each row out to the panels. */
+      const float *src = g->A + p0 * g->lda + ic;
       for (int64_t k = 0; k < kc; k++)
-        _mm512_mask_storeu_ps (dst + k * m, mm, _mm512_maskz_loadu_ps (mm, src + k * g->lda));
+        for (int p = 0; p < np; p++)
+          {
+            __mmask16 mm = mask_n (size[p]);
+            _mm512_mask_storeu_ps (dst + start[p] * kc + k * size[p], mm,
+                                   _mm512_maskz_loadu_ps (mm, src + k * g->lda + start[p]));
+          }
       return;
     }
   /* op(A) [i][k] = A [i][k]: transpose 16 k at a time. */
-  const float *src = g->A + i0 * g->lda + p0;
-  for (int64_t k = 0; k < kc; k += 16)
+  for (int p = 0; p < np; p++)
     {
-      int64_t kk = MIN (16, kc - k);
-      __mmask16 km = mask_n (kk);
-      __m512 r[16];
-      for (int i = 0; i < 16; i++)
-        r[i] = i < m ? _mm512_maskz_loadu_ps (km, src + i * g->lda + k) : _mm512_setzero_ps ();
-      transpose16 (r);
-      for (int j = 0; j < kk; j++)
-        _mm512_mask_storeu_ps (dst + (k + j) * m, mm, r[j]);
+      const int m = size[p];
+      const __mmask16 mm = mask_n (m);
+      const float *src = g->A + (ic + start[p]) * g->lda + p0;
+      float *d = dst + start[p] * kc;
+      for (int64_t k = 0; k < kc; k += 16)
+        {
+          int64_t kk = MIN (16, kc - k);
+          __mmask16 km = mask_n (kk);
+          __m512 r[16];
+          for (int i = 0; i < 16; i++)
+            r[i] = i < m ? _mm512_maskz_loadu_ps (km, src + i * g->lda + k) : _mm512_setzero_ps ();
+          transpose16 (r);
+          for (int j = 0; j < kk; j++)
+            _mm512_mask_storeu_ps (d + (k + j) * m, mm, r[j]);
+        }
     }
 }
 
-/* dst [kc][NR] = rows p0..p0+kc-1, columns j0..j0+n-1 of op(B), zero past n. */
+/* One panel of the B block when B is stored transposed: op(B) [k][j] =
+ * B [j][k], columns j0..j0+n-1, transposed 16 × 16 at a time. */
 static TW_AVX512 void
-pack_b (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc, float *restrict dst)
+pack_b_trans (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc,
+              float *restrict dst)
 {
-  if (!g->tb)
-    {
-      const float *src = g->B + p0 * g->ldb + j0;
-      __mmask16 m0 = mask_n (n), m1 = mask_n (n > 16 ? n - 16 : 0);
-      for (int64_t k = 0; k < kc; k++)
-        {
-          _mm512_store_ps (dst + k * NR, _mm512_maskz_loadu_ps (m0, src + k * g->ldb));
-          _mm512_store_ps (dst + k * NR + 16, _mm512_maskz_loadu_ps (m1, src + k * g->ldb + 16));
-        }
-      return;
-    }
-  /* op(B) [k][j] = B [j][k]: transpose 16 × 16 blocks. */
   for (int h = 0; h < 2; h++)
     {
       int64_t nh = MIN (16, n - 16 * h);
@@ -226,6 +257,30 @@ pack_b (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc, fl
     }
 }
 
+/* The B block: rows p0..p0+kc-1, columns jc..jc+nc-1 of op(B), into
+ * panels of NR columns, [kc][NR] each, kc·NR apart; zero past nc. */
+static TW_AVX512 void
+pack_b (const tw_gemm_args *g, int64_t jc, int64_t nc, int64_t p0, int64_t kc, float *restrict dst)
+{
+  if (!g->tb)
+    {
+      /* Row by row of B (see pack_a on strided walks). */
+      const float *src = g->B + p0 * g->ldb + jc;
+      for (int64_t k = 0; k < kc; k++)
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          {
+            int64_t n = nc - jr;
+            __mmask16 m0 = mask_n (n), m1 = mask_n (n > 16 ? n - 16 : 0);
+            float *d = dst + jr * kc + k * NR;
+            _mm512_store_ps (d, _mm512_maskz_loadu_ps (m0, src + k * g->ldb + jr));
+            _mm512_store_ps (d + 16, _mm512_maskz_loadu_ps (m1, src + k * g->ldb + jr + 16));
+          }
+      return;
+    }
+  for (int64_t jr = 0; jr < nc; jr += NR)
+    pack_b_trans (g, jc + jr, MIN (NR, nc - jr), p0, kc, dst + jr * kc);
+}
+
 /* ---- micro-kernel ------------------------------------------------------- */
 
 /* What a tile's write-back does, fixed for one K block. */
@@ -243,11 +298,12 @@ typedef struct
   int64_t ldpre;
 } tile_ctx;
 
-/* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][NR]; m ≤ MR,
- * n ≤ 16 · nv.  m and nv are constants in each instance below. */
+/* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][ldbp] (a
+ * packed panel, ldbp = NR, or B itself, ldbp = ldb); m ≤ MR, n ≤ 16 · nv.
+ * m and nv are constants in each instance below. */
 TW_AVX512_INLINE void
 tile (const int m, const int nv, const float *restrict ap, const float *restrict bp,
-      float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
+      int64_t ldbp, float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
 {
   __m512 acc[MR][2];
   const __mmask16 last_mask = mask_n (n - 16 * (nv - 1));
@@ -257,15 +313,23 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
     {
       acc[i][0] = _mm512_setzero_ps ();
       acc[i][1] = _mm512_setzero_ps ();
-      if (!t->first || t->beta != 0)
-        _mm_prefetch ((const char *) (c + i * ldc), _MM_HINT_T0);
+      /* Both lines of the row (read for beta or C +=, or written anyway):
+       * the loads are a whole k loop away. */
+      _mm_prefetch ((const char *) (c + i * ldc), _MM_HINT_T0);
+      if (nv > 1)
+        _mm_prefetch ((const char *) (c + i * ldc + 16), _MM_HINT_T0);
     }
 
 #pragma GCC unroll 2
   for (int64_t k = 0; k < t->kc; k++)
     {
-      __m512 b0 = _mm512_load_ps (bp);
-      __m512 b1 = nv > 1 ? _mm512_load_ps (bp + 16) : b0;
+      __m512 b0 = _mm512_loadu_ps (bp);
+      __m512 b1 = nv > 1 ? _mm512_loadu_ps (bp + 16) : b0;
+      /* Unpacked B is a strided walk the hardware prefetcher may miss; 8
+       * rows ahead is ~100 cycles at 14 cycles per k. */
+      _mm_prefetch ((const char *) (bp + 8 * ldbp), _MM_HINT_T0);
+      if (nv > 1)
+        _mm_prefetch ((const char *) (bp + 8 * ldbp + 16), _MM_HINT_T0);
 #pragma GCC unroll 14
       for (int i = 0; i < m; i++)
         {
@@ -275,7 +339,7 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
             acc[i][1] = _mm512_fmadd_ps (a, b1, acc[i][1]);
         }
       ap += m;
-      bp += NR;
+      bp += ldbp;
     }
 
   const __m512 valpha = _mm512_set1_ps (t->alpha), vbeta = _mm512_set1_ps (t->beta);
@@ -317,14 +381,14 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
     tw_gemm_act_block (t->act, t->slope, c, ldc, m, n);
 }
 
-typedef void (*tile_fn) (const float *ap, const float *bp, float *c, int64_t ldc, int64_t n,
-                         const tile_ctx *t);
+typedef void (*tile_fn) (const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
+                         int64_t n, const tile_ctx *t);
 
 #define TILE_FN(M, NV)                                                                        \
-  static TW_AVX512 void tile_##M##_##NV (const float *ap, const float *bp, float *c,          \
-                                         int64_t ldc, int64_t n, const tile_ctx *t)           \
+  static TW_AVX512 void tile_##M##_##NV (const float *ap, const float *bp, int64_t ldbp,     \
+                                         float *c, int64_t ldc, int64_t n, const tile_ctx *t) \
   {                                                                                           \
-    tile (M, NV, ap, bp, c, ldc, n, t);                                                       \
+    tile (M, NV, ap, bp, ldbp, c, ldc, n, t);                                                 \
   }
 #define TILE_FNS(M) TILE_FN (M, 1) TILE_FN (M, 2)
 TILE_FNS (1)
@@ -387,6 +451,7 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
   float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncmax * kcb);
   const tw_gemm_epilogue *ep = g->ep;
   int pstart[MC / MR + 1], psize[MC / MR + 1];
+  const gboolean direct_b = !g->tb && m1 - m0 <= MR;
 
   for (int64_t jc = n0; jc < n1; jc += NC)
     {
@@ -406,29 +471,46 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
           if (!t.last)
             t.act = TW_GEMM_ACT_NONE;
 
-          for (int64_t jr = 0; jr < nc; jr += NR)
-            pack_b (g, jc + jr, MIN (NR, nc - jr), p0, kc, bbuf + jr * kc);
+          /* With a single row panel each B panel is used once: packing it
+           * would cost as much as the product (K · N floats through memory
+           * for M · N · K FMAs with M ≤ 14), so the tiles read B in place,
+           * except for a last partial panel (its masked edge is packed). */
+          int64_t nc_direct = direct_b ? nc / NR * NR : 0;
+          if (nc_direct < nc)
+            pack_b (g, jc + nc_direct, nc - nc_direct, p0, kc, bbuf + nc_direct * kc);
 
           for (int64_t ic = m0; ic < m1; ic += MC)
             {
               int64_t mc = MIN (MC, m1 - ic);
               int np = row_panels (mc, pstart, psize);
-              for (int p = 0; p < np; p++)
-                pack_a (g, ic + pstart[p], psize[p], p0, kc, abuf + pstart[p] * kc);
+              pack_a (g, ic, np, pstart, psize, p0, kc, abuf);
 
-              for (int64_t jr = 0; jr < nc; jr += NR)
+              /* Column panels outer (the BLIS order: a B panel stays in L1
+               * while the A panels stream from L2), except when the product
+               * is bound by writing C (short K blocks) and the B block fits
+               * in half of L2: then rows outer, so each row of C is written
+               * left to right in one pass rather than 128 bytes at a time. */
+              int64_t ncp = (nc + NR - 1) / NR;
+              gboolean rows_outer = kc <= ROWS_OUTER_MAX_KC && kc * nc * 4 <= L2_BYTES / 2;
+              for (int64_t q = 0; q < ncp * np; q++)
                 {
+                  int64_t jr = (rows_outer ? q % ncp : q / np) * NR;
+                  int p = (int) (rows_outer ? q / ncp : q % np);
                   int64_t n = MIN (NR, nc - jr), col = jc + jr;
                   int nv = n > 16 ? 2 : 1;
-                  t.bias = t.last && ep && ep->bias ? ep->bias + col : NULL;
-                  for (int p = 0; p < np; p++)
+                  const float *bp = bbuf + jr * kc;
+                  int64_t ldbp = NR;
+                  if (jr < nc_direct)
                     {
-                      int64_t row = ic + pstart[p];
-                      t.pre = t.last && ep && ep->pre ? ep->pre + row * ep->ldpre + col : NULL;
-                      t.ldpre = ep ? ep->ldpre : 0;
-                      tiles[psize[p] - 1][nv - 1](abuf + pstart[p] * kc, bbuf + jr * kc,
-                                                  g->C + row * g->ldc + col, g->ldc, n, &t);
+                      bp = g->B + p0 * g->ldb + col;
+                      ldbp = g->ldb;
                     }
+                  int64_t row = ic + pstart[p];
+                  t.bias = t.last && ep && ep->bias ? ep->bias + col : NULL;
+                  t.pre = t.last && ep && ep->pre ? ep->pre + row * ep->ldpre + col : NULL;
+                  t.ldpre = ep ? ep->ldpre : 0;
+                  tiles[psize[p] - 1][nv - 1](abuf + pstart[p] * kc, bp, ldbp,
+                                              g->C + row * g->ldc + col, g->ldc, n, &t);
                 }
             }
         }
