@@ -63,8 +63,8 @@ tw_pass_dce (tw_program *p)
   for (int i = (int) p->instrs->len - 1; i >= 0; i--)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      /* Side effects: updates (no outputs) and running-statistics updates. */
-      gboolean live = ins->n_out == 0
+      /* Side effects: updates and running-statistics updates. */
+      gboolean live = ins->n_out == 0 || ins->phase == TW_PHASE_UPDATE
                       || (ins->op && (ins->op->flags & TW_OP_STATEFUL) && ins->training);
       for (int k = 0; !live && k < ins->n_out; k++)
         {
