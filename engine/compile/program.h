@@ -159,6 +159,8 @@ int tw_pass_fuse_updates (tw_program *p);
 void tw_program_plan_memory (tw_program *p, gboolean guards);
 
 /* Helpers for passes. */
+/* A registered op with no randomness, state or source role: safe to fold or merge. */
+gboolean tw_instr_is_pure (const tw_instr *ins);
 tw_slot *tw_program_slot (const tw_program *p, int id);
 tw_instr *tw_program_instr (const tw_program *p, int i);
 int tw_program_add_slot (tw_program *p, tw_slot_kind kind, const tw_tinfo *info,
