@@ -133,7 +133,8 @@ rounded_rect (cairo_t *cr, double x, double y, double w, double h, double r)
 }
 
 static void
-edge_path (cairo_t *cr, double x0, double y0, double x3, double y3, gboolean straight)
+edge_path (cairo_t *cr, const TwbGraphScene *s, double x0, double y0, double x3, double y3,
+           gboolean straight)
 {
   cairo_move_to (cr, x0, y0);
   if (straight)
@@ -142,7 +143,7 @@ edge_path (cairo_t *cr, double x0, double y0, double x3, double y3, gboolean str
       return;
     }
   double pts[6][2];
-  int n = twb_graph_scene_edge_route (x0, y0, x3, y3, pts);
+  int n = twb_graph_scene_edge_route (s, x0, y0, x3, y3, pts);
   if (n > 0)
     {
       /* Polyline with corners rounded by up to 10 units. */
@@ -166,10 +167,11 @@ edge_path (cairo_t *cr, double x0, double y0, double x3, double y3, gboolean str
 }
 
 static void
-bezier_mid (double x0, double y0, double x3, double y3, double *mx, double *my)
+bezier_mid (const TwbGraphScene *s, double x0, double y0, double x3, double y3, double *mx,
+            double *my)
 {
   double pts[6][2];
-  if (twb_graph_scene_edge_route (x0, y0, x3, y3, pts) > 0)
+  if (twb_graph_scene_edge_route (s, x0, y0, x3, y3, pts) > 0)
     {
       *mx = (pts[2][0] + pts[3][0]) / 2;
       *my = pts[2][1];
@@ -208,6 +210,9 @@ static void
 draw_error_badge (cairo_t *cr, const Palette *p, double cx, double cy, PangoLayout *l,
                   gboolean text)
 {
+  /* A fresh path: the text drawn before leaves a current point, and
+   * cairo_arc would join it with a line. */
+  cairo_new_path (cr);
   cairo_arc (cr, cx, cy, 8, 0, 2 * G_PI);
   cairo_set_source_rgb (cr, 1, 1, 1);
   cairo_fill_preserve (cr);
@@ -272,7 +277,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
           double pad = twb_graph_scene_edge_bend (x0, x3) + 20;
           if (!visible (v, MIN (x0, x3) - pad, MIN (y0, y3), MAX (x0, x3) + pad, MAX (y0, y3)))
             continue;
-          edge_path (cr, x0, y0, x3, y3, straight);
+          edge_path (cr, s, x0, y0, x3, y3, straight);
         }
       set_rgb (cr, pass == 0 ? p->edge : p->edge_bad);
       cairo_set_line_width (cr, lw);
@@ -287,7 +292,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       double x0, y0, x3, y3;
       twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
       twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
-      edge_path (cr, x0, y0, x3, y3, straight);
+      edge_path (cr, s, x0, y0, x3, y3, straight);
       set_rgb (cr, p->accent);
       cairo_set_line_width (cr, lw * 2);
       cairo_stroke (cr);
@@ -303,7 +308,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       double x0, y0, x3, y3, mx, my;
       twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
       twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
-      bezier_mid (x0, y0, x3, y3, &mx, &my);
+      bezier_mid (s, x0, y0, x3, y3, &mx, &my);
       if (!visible (v, mx - 60, my - 10, mx + 60, my + 10))
         continue;
       layout_text (l, e->label, -1, FALSE, 10);
@@ -440,6 +445,7 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
                                     &py);
           const char *type = d == 0 ? n->in_types[k] : n->out_types[k];
           gboolean filled = d == 1 || n->in_connected[k];
+          cairo_new_path (cr);
           cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
           if (filled)
             set_rgb (cr, dtype_color (type));
@@ -534,7 +540,7 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
   if (v->connecting)
     {
       double x0 = v->cx0, y0 = v->cy0, x3 = v->cx1, y3 = v->cy1;
-      edge_path (cr, x0, y0, x3, y3, FALSE);
+      edge_path (cr, s, x0, y0, x3, y3, FALSE);
       set_rgb (cr, v->connect_ok ? p->accent : p->error);
       cairo_set_line_width (cr, MAX (2.0, 1.5 / v->scale));
       cairo_set_dash (cr, (double[]) { 6, 4 }, 2, 0);

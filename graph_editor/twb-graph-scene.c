@@ -376,15 +376,48 @@ twb_graph_scene_edge_bend (double x0, double x3)
   return x3 >= x0 ? MAX (40.0, (x3 - x0) / 2) : 80.0;
 }
 
+/* Does the horizontal segment y, [xa, xb] pass through a node box (with a
+ * 6-unit margin)? */
+static gboolean
+row_blocked (const TwbGraphScene *s, double y, double xa, double xb)
+{
+  for (int i = 0; s && i < s->n_nodes; i++)
+    {
+      const TwbSceneNode *n = &s->nodes[i];
+      if (n->x - 6 < xb && xa < n->x + n->w + 6 && n->y - 6 < y && y < n->y + n->h + 6)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 int
-twb_graph_scene_edge_route (double x0, double y0, double x3, double y3, double pts[6][2])
+twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
+                            double pts[6][2])
 {
   /* 20 units: room for the port circle and a rounded corner. */
   if (x3 >= x0 + 20)
     return 0;
-  double ym = (y0 + y3) / 2;
-  double r[6][2] = { { x0, y0 }, { x0 + 20, y0 }, { x0 + 20, ym },
-                     { x3 - 20, ym }, { x3 - 20, y3 }, { x3, y3 } };
+  /* The horizontal run goes halfway between the rows, or — when a node sits
+   * there — along the free line nearest to halfway: just above or below one
+   * of the boxes it would cross. */
+  double xa = x3 - 20, xb = x0 + 20, mid = (y0 + y3) / 2, ym = mid;
+  if (row_blocked (s, mid, xa, xb))
+    {
+      double best = G_MAXDOUBLE;
+      for (int i = 0; i < s->n_nodes; i++)
+        {
+          const TwbSceneNode *n = &s->nodes[i];
+          if (!(n->x - 6 < xb && xa < n->x + n->w + 6))
+            continue;
+          double cand[2] = { n->y - 14, n->y + n->h + 14 };
+          for (int k = 0; k < 2; k++)
+            if (fabs (cand[k] - mid) < fabs (best - mid) && !row_blocked (s, cand[k], xa, xb))
+              best = cand[k];
+        }
+      if (best != G_MAXDOUBLE)
+        ym = best;
+    }
+  double r[6][2] = { { x0, y0 }, { xb, y0 }, { xb, ym }, { xa, ym }, { xa, y3 }, { x3, y3 } };
   memcpy (pts, r, sizeof r);
   return 6;
 }
@@ -413,7 +446,7 @@ twb_graph_scene_hit_edge (const TwbGraphScene *s, double x, double y, double slo
           || y < MIN (y0, y3) - slop || y > MAX (y0, y3) + slop)
         continue;
       double route[6][2];
-      int nr = twb_graph_scene_edge_route (x0, y0, x3, y3, route);
+      int nr = twb_graph_scene_edge_route (s, x0, y0, x3, y3, route);
       if (nr > 0)
         {
           for (int k = 1; k < nr; k++)

@@ -90,7 +90,11 @@ double twb_graph_scene_edge_bend (double x0, double x3);
  * as in a wrapped row): out to the right, along the gap halfway between the
  * ports' heights, into the input from the left.  Fills pts (x, y pairs) and
  * returns the number of points (6); 0 for a forward edge (a Bezier curve). */
-int twb_graph_scene_edge_route (double x0, double y0, double x3, double y3, double pts[6][2]);
+/* Orthogonal route of an edge that runs backwards (x3 left of x0), avoiding
+ * node boxes on its horizontal run; 0 for forward edges (drawn as curves).
+ * s may be NULL (no avoidance). */
+int twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
+                                double pts[6][2]);
 
 /* Hit tests in model coordinates; `slop` is the hit radius for ports.
  * Return the topmost node / the port under the point, or -1. */

@@ -52,9 +52,15 @@ import json,sys
 d=json.loads(sys.stdin.read())
 print(d['updates'] == 6 and d['arena_bytes'] > 0 and d['eager_peak_bytes'] > d['arena_bytes'] and len(d['passes']) >= 5)" <<<"$out" 2>/dev/null)
 check "compile --json reports passes, updates and memory" '[ $st = 0 ] && [ "$ok_report" = True ]' "$out"
+# Three random 1x28x28 images as a v1.0 .npy, written without numpy (the
+# format: magic, version, header length, a dict literal, raw little-endian data).
 /usr/bin/python3 -c "
-import numpy as np
-np.save('$tmp/x.npy', np.random.RandomState(0).rand(3, 1, 28, 28).astype(np.float32))" 2>/dev/null
+import random, struct
+random.seed(0)
+hdr = \"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 1, 28, 28), }\"
+hdr += ' ' * (63 - (10 + len(hdr)) % 64) + chr(10)
+data = struct.pack('<%df' % (3 * 784), *[random.random() for _ in range(3 * 784)])
+open('$tmp/x.npy', 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode() + data)"
 pc=$("$twb" predict "$m" --weights "$tmp/a.st" --input "$tmp/x.npy" --json 2>&1)
 pe=$("$twb" predict "$m" --weights "$tmp/a.st" --input "$tmp/x.npy" --json --mode eager --output "$tmp/o.npy" 2>&1)
 check "predict: compiled and eager agree" '[ -n "$pc" ] && [ "$pc" = "$pe" ] && grep -q predictions <<<"$pc"' "$pc / $pe"
