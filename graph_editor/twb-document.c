@@ -730,16 +730,20 @@ twb_document_disconnect (TwbDocument *doc, const char *to, int port, GError **er
                    "port %d of %s is not connected", port, to);
       return FALSE;
     }
-  if (port != dst->n_inputs - 1)
+  if (dst->inputs[port][0] == '\0')
     {
       g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_EDGE,
-                   "only the last connected port of %s can be left empty (a model file "
-                   "cannot skip a port); connect another output to port %d instead", to, port);
+                   "port %d of %s is not connected", port, to);
       return FALSE;
     }
-  char **inputs = g_new0 (char *, dst->n_inputs);
-  for (int k = 0; k < port; k++)
-    inputs[k] = g_strdup (dst->inputs[k]);
+  /* A port in the middle is left empty ("" in the file: shape inference
+   * reports it); trailing empty ports are dropped. */
+  int n = dst->n_inputs;
+  char **inputs = g_new0 (char *, n + 1);
+  for (int k = 0; k < n; k++)
+    inputs[k] = g_strdup (k == port ? "" : dst->inputs[k]);
+  while (n > 0 && inputs[n - 1][0] == '\0')
+    g_clear_pointer (&inputs[--n], g_free);
   g_autofree char *label = g_strdup_printf ("Disconnect %s", to);
   twb_document_edit_begin (doc, label);
   replace_inputs (doc, dst, inputs);

@@ -287,10 +287,18 @@ test_invalid_edges (void)
   refused (doc, "nothing", "act", 0, TWB_DOCUMENT_ERROR_NO_SUCH_NODE, "nothing");
   refused (doc, "fc1", "nothing", 0, TWB_DOCUMENT_ERROR_NO_SUCH_NODE, "nothing");
   refused (doc, "fc2", "loss", 1, TWB_DOCUMENT_ERROR_INVALID_EDGE, "integer labels");
-  /* Ports in the middle cannot be left empty in a file. */
+  /* A port in the middle can be left empty: the node reports it, the file
+   * keeps it as "", and undo reconnects it. */
   g_autoptr (GError) error = NULL;
-  g_assert_false (twb_document_disconnect (doc, "loss", 0, &error));
-  g_assert_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_EDGE);
+  g_assert_true (twb_document_disconnect (doc, "loss", 0, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (n_errors (doc), ==, 1);
+  g_assert_cmpstr (tw_graph_find (twb_document_get_graph (doc), "loss")->inputs[0], ==, "");
+  g_assert_nonnull (strstr (tw_graph_find (twb_document_get_graph (doc), "loss")->error,
+                            "not connected"));
+  g_assert_false (twb_document_disconnect (doc, "loss", 0, &error));   /* already empty */
+  g_clear_error (&error);
+  g_assert_true (twb_document_undo (doc));
   g_assert_cmpint (n_errors (doc), ==, 0);
 }
 
