@@ -38,39 +38,6 @@ conv_is_pointwise (const conv_geom *g)
 #undef TW_FN
 #undef GEMM
 
-/* Workspace of one GEMM's im2col chunk: the generic op's budget (256 KiB,
- * a core's L2; see CONV_WS_BUDGET in engine/ops/conv.c). */
-#define CONV_WS_BUDGET ((size_t) 256 << 10)
-
-static int64_t
-conv_chunk (const conv_geom *g)
-{
-  int64_t per = (g->c / g->groups * g->kh * g->kw + g->o / g->groups) * g->ho * g->wo;
-  int64_t nb = (int64_t) (CONV_WS_BUDGET / sizeof (float)) / MAX (per, 1);
-  return CLAMP (nb, 1, MAX (g->n, 1));
-}
-
-static size_t
-conv_workspace_elems (const conv_geom *g, int64_t nb)
-{
-  int64_t cg = g->c / g->groups, og = g->o / g->groups;
-  return (size_t) ((cg * g->kh * g->kw + og) * nb * g->ho * g->wo
-                   + cg * (g->h + 2 * g->ph) * (g->w + 2 * g->pw));
-}
-
-/* x [N, C, H, W] in, y [N, O, Ho, Wo] out. */
-static void
-conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x, const tw_tensor *y,
-               conv_geom *g)
-{
-  memset (g, 0, sizeof *g);
-  tw_conv_read_window ("conv2d", a, FALSE, g, NULL);
-  g->groups = tw_attrs_get_int (a, "groups", 1);
-  g->n = x->shape[0], g->c = x->shape[1], g->h = x->shape[2], g->w = x->shape[3];
-  g->o = y->shape[1], g->ho = y->shape[2], g->wo = y->shape[3];
-  g->threads = tw_conv_threads (ctx);
-}
-
 /* dst [P] = act (src [P] + bias): the generic conv's bias add, then relu's
  * expression (x > 0 ? x : 0). */
 static inline void
@@ -145,9 +112,9 @@ tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in
 {
   const tw_fused_conv *k = ins->kdata;
   conv_geom g;
-  conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
-  int64_t nb = conv_chunk (&g);
-  float *ws = g_malloc (conv_workspace_elems (&g, nb) * sizeof (float));
+  tw_conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
+  int64_t nb = tw_conv_chunk (&g, sizeof (float));
+  float *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * sizeof (float));
   conv_forward_act (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                     k->has_bias ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb,
                     k->relu);
@@ -160,9 +127,9 @@ tw_fused_conv_grad_input (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *co
                           tw_tensor *const *out, GError **error)
 {
   conv_geom g;
-  conv_geom_run (ctx, ins->attrs, out[0], in[0], &g);
-  int64_t nb = conv_chunk (&g);
-  float *ws = g_malloc (conv_workspace_elems (&g, nb) * sizeof (float));
+  tw_conv_geom_run (ctx, ins->attrs, out[0], in[0], &g);
+  int64_t nb = tw_conv_chunk (&g, sizeof (float));
+  float *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * sizeof (float));
   conv_grad_input_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                          tw_tensor_f32 (out[0]), ws, nb);
   g_free (ws);
@@ -174,9 +141,9 @@ tw_fused_conv_grad_weight (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *c
                            tw_tensor *const *out, GError **error)
 {
   conv_geom g;
-  conv_geom_run (ctx, ins->attrs, in[1], in[0], &g);
-  int64_t nb = conv_chunk (&g);
-  float *ws = g_malloc (conv_workspace_elems (&g, nb) * sizeof (float));
+  tw_conv_geom_run (ctx, ins->attrs, in[1], in[0], &g);
+  int64_t nb = tw_conv_chunk (&g, sizeof (float));
+  float *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * sizeof (float));
   conv_grad_weight_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                           tw_tensor_f32 (out[0]), ws, nb);
   g_free (ws);

@@ -347,8 +347,8 @@ conv2d_params (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_param_spec *o
 }
 
 /* Samples per GEMM within CONV_WS_BUDGET (at least 1). */
-static int64_t
-conv_chunk (const conv_geom *g, size_t es)
+int64_t
+tw_conv_chunk (const conv_geom *g, size_t es)
 {
   int64_t per = (g->c / g->groups * g->kh * g->kw + g->o / g->groups) * g->ho * g->wo;
   int64_t nb = (int64_t) (CONV_WS_BUDGET / es) / MAX (per, 1);
@@ -356,8 +356,8 @@ conv_chunk (const conv_geom *g, size_t es)
 }
 
 /* Elements of workspace for chunks of nb samples: col + tmp + padded sample. */
-static size_t
-conv_workspace_elems (const conv_geom *g, int64_t nb)
+size_t
+tw_conv_workspace_elems (const conv_geom *g, int64_t nb)
 {
   int64_t cg = g->c / g->groups, og = g->o / g->groups;
   return (size_t) ((cg * g->kh * g->kw + og) * nb * g->ho * g->wo
@@ -365,8 +365,8 @@ conv_workspace_elems (const conv_geom *g, int64_t nb)
 }
 
 /* Concrete geometry at run time: x [N, C, H, W], output [N, O, Ho, Wo]. */
-static void
-conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x, const tw_tensor *y,
+void
+tw_conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x, const tw_tensor *y,
                conv_geom *g)
 {
   memset (g, 0, sizeof *g);
@@ -382,10 +382,10 @@ conv2d_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
                 tw_tensor *const *out, GError **error)
 {
   conv_geom g;
-  conv_geom_run (ctx, a, in[0], out[0], &g);
+  tw_conv_geom_run (ctx, a, in[0], out[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
-  int64_t nb = conv_chunk (&g, es);
-  void *ws = g_malloc (conv_workspace_elems (&g, nb) * es);
+  int64_t nb = tw_conv_chunk (&g, es);
+  void *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * es);
   if (in[0]->dtype == TW_F32)
     conv_forward_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                       n_in > 2 ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb);
@@ -511,10 +511,10 @@ grad_input_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
                     tw_tensor *const *out, GError **error)
 {
   conv_geom g;
-  conv_geom_run (ctx, a, out[0], in[0], &g);
+  tw_conv_geom_run (ctx, a, out[0], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
-  int64_t nb = conv_chunk (&g, es);
-  void *ws = g_malloc (conv_workspace_elems (&g, nb) * es);
+  int64_t nb = tw_conv_chunk (&g, es);
+  void *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * es);
   if (in[0]->dtype == TW_F32)
     conv_grad_input_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]), tw_tensor_f32 (out[0]),
                          ws, nb);
@@ -576,10 +576,10 @@ grad_weight_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in
                      tw_tensor *const *out, GError **error)
 {
   conv_geom g;
-  conv_geom_run (ctx, a, in[1], in[0], &g);
+  tw_conv_geom_run (ctx, a, in[1], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
-  int64_t nb = conv_chunk (&g, es);
-  void *ws = g_malloc (conv_workspace_elems (&g, nb) * es);
+  int64_t nb = tw_conv_chunk (&g, es);
+  void *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * es);
   if (g.n == 0)
     memset (tw_tensor_data (out[0]), 0, tw_tensor_nbytes (out[0]));
   else if (in[0]->dtype == TW_F32)

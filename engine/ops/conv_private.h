@@ -46,4 +46,14 @@ tw_conv_threads (const tw_kctx *ctx)
 /* Registers the pooling ops (pool.c); called by tw_ops_register_conv. */
 void tw_ops_register_pool (void);
 
+/* Samples per im2col chunk so the workspace stays within CONV_WS_BUDGET
+ * bytes (elements of es bytes); at least 1, at most N. */
+int64_t tw_conv_chunk (const conv_geom *g, size_t es);
+/* Workspace elements for chunks of nb samples: columns + GEMM output + one
+ * padded sample. */
+size_t tw_conv_workspace_elems (const conv_geom *g, int64_t nb);
+/* Concrete geometry at run time from x [N, C, H, W] and y [N, O, Ho, Wo]. */
+void tw_conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x,
+                       const tw_tensor *y, conv_geom *g);
+
 G_END_DECLS

@@ -12,7 +12,7 @@
  *
  * Padding is handled by copying the sample into xp once, so the im2col and
  * col2im inner loops have no bounds checks.  Several samples of a group are
- * batched into one GEMM when the workspace allows (see conv_chunk in conv.c):
+ * batched into one GEMM when the workspace allows (see tw_conv_chunk in conv.c):
  * the LeNet-sized GEMMs ([16, 150] x [150, 100] per sample) are too small for
  * OpenBLAS to reach its peak one at a time.
  */
@@ -157,7 +157,7 @@ TW_FN (gather_rows) (const conv_geom *g, const T *t, int64_t n0, int64_t cnt, in
 }
 
 /* y [N, O, Ho, Wo] = conv (x [N, C, H, W], w [O, C/G, kh, kw]) + b [O] (b may be NULL).
- * ws: conv_workspace_elems (g, nb) elements. */
+ * ws: tw_conv_workspace_elems (g, nb) elements. */
 static void
 TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T *y, T *ws,
                       int64_t nb)
