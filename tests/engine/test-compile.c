@@ -554,6 +554,80 @@ test_nan_before_update (void)
                    tw_tensor_nbytes (after));
 }
 
+typedef struct
+{
+  int before[3], after[3];
+  int stop_after;
+  GString *fwd;
+} hook_log;
+
+static gboolean
+on_before (const tw_hook_event *ev, gpointer user)
+{
+  hook_log *l = user;
+  l->before[ev->phase]++;
+  if (ev->phase == TW_PHASE_FORWARD && ev->node)
+    g_string_append_printf (l->fwd, "%s ", ev->node->id);
+  return l->stop_after < 0 || l->before[TW_PHASE_FORWARD] <= l->stop_after;
+}
+
+static gboolean
+on_after (const tw_hook_event *ev, gpointer user)
+{
+  hook_log *l = user;
+  l->after[ev->phase]++;
+  g_assert_nonnull (ev->node);
+  return TRUE;
+}
+
+/* The compiled executor calls the same hooks as eager, once per instruction,
+ * with the first graph node the instruction covers; a hook can stop it. */
+static void
+test_hooks (void)
+{
+  g_autoptr (tw_model) m = tiny_model (FALSE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_params) params = tw_params_new ();
+  g_autoptr (tw_compiled) c = tw_compiled_new (m->graph, params, 3, &error);
+  g_autoptr (tw_optimizer) opt = tw_optimizer_new (&m->recipe.optimizer);
+  hook_log log = { { 0 }, { 0 }, -1, g_string_new (NULL) };
+  tw_hooks hooks = { on_before, on_after, &log };
+  tw_compiled_set_optimizer (c, opt);
+  tw_compiled_set_hooks (c, &hooks);
+  g_autoptr (tw_tensor) x = NULL;
+  g_autoptr (tw_tensor) y = NULL;
+  make_batch (m, 6, 1, 3, &x, &y);
+  tw_optimizer_begin_step (opt, 0.1);
+  g_assert_true (tw_compiled_run (c, TW_PROGRAM_STEP, x, y, 0, &error));
+  tw_program *p = tw_compiled_program (c, TW_PROGRAM_STEP, 6, &error);
+  int n_fwd = 0, n_bwd = 0, n_upd = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = tw_program_instr (p, (int) i);
+      n_fwd += ins->phase == TW_PHASE_FORWARD;
+      n_bwd += ins->phase == TW_PHASE_BACKWARD;
+      n_upd += ins->phase == TW_PHASE_UPDATE;
+    }
+  g_assert_cmpint (log.before[TW_PHASE_FORWARD], ==, n_fwd);
+  g_assert_cmpint (log.after[TW_PHASE_BACKWARD], ==, n_bwd);
+  g_assert_cmpint (log.after[TW_PHASE_UPDATE], ==, n_upd);
+  g_assert_cmpint (n_upd, ==, 4);
+  /* fc and relu r1 are one fused instruction named by its first node. */
+  g_assert_true (g_str_has_prefix (log.fwd->str, "fc "));
+
+  /* Stopping in the forward leaves the parameters as they were. */
+  g_autoptr (tw_tensor) before = tw_tensor_clone (tw_params_get (params, "fc.weight")->value);
+  log.stop_after = 1;
+  memset (log.before, 0, sizeof log.before);
+  tw_optimizer_begin_step (opt, 0.1);
+  g_assert_false (tw_compiled_run (c, TW_PROGRAM_STEP, x, y, 1, &error));
+  g_assert_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED);
+  tw_tensor *after = tw_params_get (params, "fc.weight")->value;
+  g_assert_cmpmem (tw_tensor_data (before), tw_tensor_nbytes (before), tw_tensor_data (after),
+                   tw_tensor_nbytes (after));
+  g_string_free (log.fwd, TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -567,6 +641,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/compile/pass/inplace", test_pass_inplace);
   g_test_add_func ("/engine/compile/memory-plan", test_memory_plan);
   g_test_add_func ("/engine/compile/cache", test_cache);
+  g_test_add_func ("/engine/compile/hooks", test_hooks);
   g_test_add_func ("/engine/compile/fuse-updates", test_fuse_updates);
   g_test_add_func ("/engine/compile/nan-before-update", test_nan_before_update);
   return g_test_run ();
