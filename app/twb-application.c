@@ -206,7 +206,8 @@ shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
   if (self->shot_ticks < 8)
     return G_SOURCE_CONTINUE;
   g_autoptr (GError) error = NULL;
-  if (!twb_window_save_screenshot (self->shot_window, self->shot_path, &error))
+  if (!twb_window_save_screenshot_sized (self->shot_window, self->shot_path, self->shot_w,
+                                         self->shot_h, &error))
     {
       g_printerr ("twb: %s\n", error->message);
       self->shot_status = 1;
@@ -214,8 +215,7 @@ shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
   else
     {
       self->shot_status = 0;
-      g_print ("%s: %dx%d\n", self->shot_path, gtk_widget_get_width (widget),
-               gtk_widget_get_height (widget));
+      g_print ("%s: %dx%d\n", self->shot_path, self->shot_w, self->shot_h);
     }
   twb_window_close_now (self->shot_window);
   return G_SOURCE_REMOVE;

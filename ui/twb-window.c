@@ -468,16 +468,54 @@ close_request (GtkWindow *window)
 
 /* ---- Screenshot ------------------------------------------------------------------ */
 
-gboolean
-twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error)
+/* The window's picture at width x height.  When the window could not get
+ * that size (a screen smaller than the picture asked for), its header bar
+ * and content are laid out at the asked size for this one snapshot: the
+ * picture shows what a window of that size shows. */
+static GskRenderNode *
+snapshot_at (TwbWindow *self, int width, int height)
 {
   GtkWidget *w = GTK_WIDGET (self);
-  GdkPaintable *paintable = gtk_widget_paintable_new (w);
-  int width = gtk_widget_get_width (w), height = gtk_widget_get_height (w);
+  if (width == gtk_widget_get_width (w) && height == gtk_widget_get_height (w))
+    {
+      GdkPaintable *paintable = gtk_widget_paintable_new (w);
+      GtkSnapshot *snap = gtk_snapshot_new ();
+      gdk_paintable_snapshot (paintable, snap, width, height);
+      g_object_unref (paintable);
+      return gtk_snapshot_free_to_node (snap);
+    }
+  GtkWidget *bar = gtk_window_get_titlebar (GTK_WINDOW (self));
+  GtkWidget *child = gtk_window_get_child (GTK_WINDOW (self));
+  int bar_h = 0;
+  if (bar)
+    gtk_widget_measure (bar, GTK_ORIENTATION_VERTICAL, width, NULL, &bar_h, NULL, NULL);
   GtkSnapshot *snap = gtk_snapshot_new ();
-  gdk_paintable_snapshot (paintable, snap, width, height);
-  GskRenderNode *node = gtk_snapshot_free_to_node (snap);
-  g_object_unref (paintable);
+  gtk_snapshot_append_color (snap, &(GdkRGBA) { 0.98f, 0.98f, 0.98f, 1.0f },
+                             &GRAPHENE_RECT_INIT (0, 0, width, height));
+  if (bar)
+    {
+      gtk_widget_size_allocate (bar, &(GtkAllocation) { 0, 0, width, bar_h }, -1);
+      gtk_widget_snapshot_child (w, bar, snap);
+    }
+  if (child)
+    {
+      /* Allocate, fit the graph to the canvas's new size (which queues a new
+       * allocation), and allocate again so the snapshot sees a clean layout. */
+      GtkAllocation a = { 0, bar_h, width, height - bar_h };
+      gtk_widget_size_allocate (child, &a, -1);
+      twb_graph_canvas_zoom_to_fit (self->canvas);
+      gtk_widget_size_allocate (child, &a, -1);
+      gtk_widget_snapshot_child (w, child, snap);   /* at its allocation's offset */
+    }
+  gtk_widget_queue_resize (w);   /* back to the real size on the next frame */
+  return gtk_snapshot_free_to_node (snap);
+}
+
+gboolean
+twb_window_save_screenshot_sized (TwbWindow *self, const char *path, int width, int height,
+                                  GError **error)
+{
+  GskRenderNode *node = snapshot_at (self, width, height);
   if (node == NULL)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: the window drew nothing", path);
@@ -497,6 +535,14 @@ twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error)
       return FALSE;
     }
   return TRUE;
+}
+
+gboolean
+twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error)
+{
+  GtkWidget *w = GTK_WIDGET (self);
+  return twb_window_save_screenshot_sized (self, path, gtk_widget_get_width (w),
+                                           gtk_widget_get_height (w), error);
 }
 
 /* ---- Misc --------------------------------------------------------------------- */

@@ -54,6 +54,10 @@ const char *twb_window_get_clipboard_text (TwbWindow *self);
 
 /* Render the window as it is on screen to a PNG (the --screenshot recipe). */
 gboolean twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error);
+/* The same at a given size, whatever size the window got (a screen smaller
+ * than the picture: the content is laid out at width x height for it). */
+gboolean twb_window_save_screenshot_sized (TwbWindow *self, const char *path, int width,
+                                           int height, GError **error);
 
 /* Close without the unsaved-changes prompt (after it was answered). */
 void twb_window_close_now (TwbWindow *self);

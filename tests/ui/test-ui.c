@@ -340,6 +340,13 @@ test_screenshot_and_export (void)
   g_assert_no_error (error);
   check_png (png, gtk_widget_get_width (GTK_WIDGET (w)), gtk_widget_get_height (GTK_WIDGET (w)));
 
+  /* Larger than the test's X screen (1280x1024): still the size asked for,
+   * and a real picture (check_png counts distinct pixels). */
+  g_autofree char *big = g_build_filename (shots_dir (), "mlp-window-1600x1100.png", NULL);
+  g_assert_true (twb_window_save_screenshot_sized (w, big, 1600, 1100, &error));
+  g_assert_no_error (error);
+  check_png (big, 1600, 1100);
+
   const char *exts[] = { "png", "svg", "pdf" };
   for (int i = 0; i < 3; i++)
     {
