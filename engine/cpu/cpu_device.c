@@ -135,7 +135,9 @@ tw_set_num_threads (int n)
     n = omp_get_num_procs ();
   num_threads = n;
   omp_set_num_threads (n);
-  openblas_set_num_threads (n);
+  /* OpenBLAS stays single-threaded: large products are split over our
+   * OpenMP team instead (engine/cpu/blas.h says why). */
+  openblas_set_num_threads (1);
 }
 
 int

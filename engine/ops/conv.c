@@ -8,6 +8,7 @@
  * The typed kernels live in conv_tmpl.h; the pools in pool.c share the
  * window geometry (conv_private.h).
  */
+#include "engine/cpu/blas.h"
 #include "engine/ops/conv_private.h"
 
 #include <cblas.h>
@@ -32,7 +33,7 @@ conv_is_pointwise (const conv_geom *g)
 
 #define T float
 #define TW_FN(name) TW_CAT (name, f32)
-#define GEMM cblas_sgemm
+#define GEMM tw_blas_sgemm
 #include "engine/ops/conv_tmpl.h"
 #undef T
 #undef TW_FN
@@ -40,7 +41,7 @@ conv_is_pointwise (const conv_geom *g)
 
 #define T double
 #define TW_FN(name) TW_CAT (name, f64)
-#define GEMM cblas_dgemm
+#define GEMM tw_blas_dgemm
 #include "engine/ops/conv_tmpl.h"
 #undef T
 #undef TW_FN

@@ -10,6 +10,7 @@
  */
 #define G_LOG_DOMAIN "twb-ops-nn"
 
+#include "engine/cpu/blas.h"
 #include "engine/ops/nn-private.h"
 
 #include <cblas.h>
@@ -105,11 +106,11 @@ tw_nn_gemm (tw_dtype dt, gboolean ta, gboolean tb, int64_t m, int64_t n, int64_t
       return;
     }
   if (dt == TW_F32)
-    cblas_sgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+    tw_blas_sgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                  (blasint) m, (blasint) n, (blasint) k, 1.0f, a, (blasint) lda, b, (blasint) ldb,
                  (float) beta, c, (blasint) ldc);
   else
-    cblas_dgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+    tw_blas_dgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                  (blasint) m, (blasint) n, (blasint) k, 1.0, a, (blasint) lda, b, (blasint) ldb,
                  beta, c, (blasint) ldc);
 }

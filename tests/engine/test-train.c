@@ -202,9 +202,9 @@ assert_params_equal (tw_params *a, tw_params *b, gboolean equal)
 
 /* Same seed and thread count: bitwise identical losses and weights.  Initial
  * weights are identical whatever the thread count; trained ones agree to
- * float32 rounding only, because OpenBLAS partitions its GEMMs differently
- * on 2 threads (checked: its sgemm results differ bitwise between 1 and 2
- * threads), so the losses are compared at 1e-4 relative: 12 steps of
+ * float32 rounding only, because a GEMM split over 2 threads hands OpenBLAS
+ * blocks of other widths, which its kernels round differently (checked:
+ * bitwise differences, never more), so the losses are compared at 1e-4 relative: 12 steps of
  * rounding-level differences stay far below that.  Another seed gives other
  * weights. */
 static void
