@@ -5,6 +5,7 @@
 #include "engine/op.h"
 #include "engine/emit.h"
 
+#include <cblas.h>
 #include <string.h>
 
 G_DEFINE_QUARK (tw-op-error-quark, tw_op_error)
@@ -90,6 +91,9 @@ tw_ops_init (void)
   static gsize once = 0;
   if (g_once_init_enter (&once))
     {
+      /* OpenBLAS runs single-threaded under the engine, which splits large
+       * products over its own OpenMP team (engine/cpu/blas.h). */
+      openblas_set_num_threads (1);
       registry = g_hash_table_new (g_str_hash, g_str_equal);
       tw_ops_register_source ();
       tw_ops_register_elementwise ();
