@@ -52,14 +52,6 @@ view_tensor (const tw_tinfo *info, void *data)
   return tw_tensor_new_borrowed (info->dtype, info->ndim, info->dims, data);
 }
 
-static int
-root_of (const tw_program *p, int s)
-{
-  while (tw_program_slot (p, s)->alias_of >= 0)
-    s = tw_program_slot (p, s)->alias_of;
-  return s;
-}
-
 static runnable *
 runnable_new (tw_compiled *c, tw_program *prog)
 {
@@ -108,7 +100,7 @@ bind_views (runnable *r)
       tw_slot *sl = tw_program_slot (p, (int) s);
       if (sl->kind != TW_SLOT_ACT || sl->offset >= 0)
         continue;
-      int root = root_of (p, (int) s);
+      int root = tw_program_alias_root (p, (int) s);
       tw_tensor *src = r->t[root];
       r->t[s]->storage->data = src ? tw_tensor_data (src) : NULL;
       r->t[s]->offset = 0;
@@ -449,7 +441,7 @@ tw_compiled_check_guards (tw_compiled *c, GError **error)
           tw_slot *sl = tw_program_slot (p, (int) s);
           if (sl->kind != TW_SLOT_ACT || sl->offset < 0)
             continue;
-          size_t n = (size_t) tw_tinfo_numel (&sl->info, NULL) * tw_dtype_size (sl->info.dtype);
+          size_t n = tw_slot_bytes (sl);
           memset (used + sl->offset, 1, n);
         }
       for (size_t b = 0; b < p->arena_bytes; b++)

@@ -5,14 +5,6 @@
 
 #include <string.h>
 
-static int
-alias_root (const tw_program *p, int s)
-{
-  while (tw_program_slot (p, s)->alias_of >= 0)
-    s = tw_program_slot (p, s)->alias_of;
-  return s;
-}
-
 /* Last instruction reading any slot that shares root's buffer; G_MAXINT when
  * one of them is kept past the program. */
 static int
@@ -21,7 +13,7 @@ group_last_use (const tw_program *p, int root)
   int last = -1;
   for (guint s = 0; s < p->slots->len; s++)
     {
-      if (alias_root (p, (int) s) != root)
+      if (tw_program_alias_root (p, (int) s) != root)
         continue;
       if (tw_program_slot (p, (int) s)->keep)
         return G_MAXINT;
@@ -74,7 +66,7 @@ tw_pass_inplace (tw_program *p)
             }
           if (!tw_tinfo_equal (&s->info, &o->info))
             continue;
-          int root = alias_root (p, s->id);
+          int root = tw_program_alias_root (p, s->id);
           if (tw_program_slot (p, root)->kind != TW_SLOT_ACT)
             continue;
           /* The input's buffer must not be read after this instruction, and
@@ -84,7 +76,7 @@ tw_pass_inplace (tw_program *p)
             continue;
           gboolean shared = FALSE;
           for (int j = 0; j < ins->n_in; j++)
-            shared |= j != k && alias_root (p, ins->in[j]) == root;
+            shared |= j != k && tw_program_alias_root (p, ins->in[j]) == root;
           if (shared)
             continue;
           o->alias_of = s->id;

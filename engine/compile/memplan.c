@@ -13,8 +13,6 @@
 
 #include <string.h>
 
-size_t tw_slot_bytes (const tw_slot *s);
-
 #define ALIGN 64
 #define GUARD_BYTES 64
 
@@ -25,14 +23,6 @@ typedef struct
   int start, end;       /* instruction indices, inclusive */
   int64_t offset;
 } buffer;
-
-static int
-root_of (const tw_program *p, int s)
-{
-  while (tw_program_slot (p, s)->alias_of >= 0)
-    s = tw_program_slot (p, s)->alias_of;
-  return s;
-}
 
 static int
 compare_size_desc (gconstpointer a, gconstpointer b)
@@ -61,7 +51,7 @@ tw_program_plan_memory (tw_program *p, gboolean guards)
       if (sl->kind != TW_SLOT_ACT)
         continue;
       p->unplanned_bytes += tw_slot_bytes (sl);
-      int r = root_of (p, s);
+      int r = tw_program_alias_root (p, s);
       if (tw_program_slot (p, r)->kind != TW_SLOT_ACT)
         continue;     /* a view of data or a parameter: no arena space */
       if (buf_of[r] < 0)

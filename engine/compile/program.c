@@ -535,12 +535,6 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
 
 /* ---- report -------------------------------------------------------------- */
 
-static size_t
-slot_bytes (const tw_slot *s)
-{
-  return (size_t) tw_tinfo_numel (&s->info, NULL) * tw_dtype_size (s->info.dtype);
-}
-
 static char *
 sources_string (const tw_instr *ins)
 {
@@ -685,10 +679,16 @@ tw_program_report_json (const tw_program *p)
   return json_builder_get_root (b);
 }
 
-/* Exposed for memplan.c. */
-size_t tw_slot_bytes (const tw_slot *s);
 size_t
 tw_slot_bytes (const tw_slot *s)
 {
-  return slot_bytes (s);
+  return (size_t) tw_tinfo_numel (&s->info, NULL) * tw_dtype_size (s->info.dtype);
+}
+
+int
+tw_program_alias_root (const tw_program *p, int s)
+{
+  while (tw_program_slot (p, s)->alias_of >= 0)
+    s = tw_program_slot (p, s)->alias_of;
+  return s;
 }

@@ -171,6 +171,10 @@ void tw_instr_free (tw_instr *ins);
 void tw_instr_add_source (tw_instr *ins, const char *node_id);
 /* Rebuild producers and drop NULL entries after a pass edited the schedule. */
 void tw_program_compact (tw_program *p);
+/* The slot whose buffer slot s shares (following alias_of), s itself if none. */
+int tw_program_alias_root (const tw_program *p, int s);
+/* Bytes of a slot's value (numel x dtype size). */
+size_t tw_slot_bytes (const tw_slot *s);
 /* Number of instructions reading slot id (after compaction). */
 int tw_program_use_count (const tw_program *p, int slot);
 /* Replace every read of slot `from` by slot `to`. */
