@@ -231,10 +231,9 @@ mark_needed (tw_eager *ex, gboolean *needed, int node)
     mark_needed (ex, needed, n->in_ports[k].node);
 }
 
-static gboolean
-check_feed (const tw_node *src, const tw_tensor *t, GError **error)
+gboolean
+tw_check_feed (const char *input, const tw_tinfo *want, const tw_tensor *t, GError **error)
 {
-  const tw_tinfo *want = &src->out_info[0];
   gboolean ok = t->dtype == want->dtype && t->ndim == want->ndim;
   for (int d = 1; ok && d < want->ndim; d++)
     ok = t->shape[d] == want->dims[d];
@@ -243,7 +242,7 @@ check_feed (const tw_node *src, const tw_tensor *t, GError **error)
       g_autofree char *w = tw_tinfo_to_string (want);
       g_autofree char *s = tw_shape_to_string (t->ndim, t->shape);
       g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
-                   "input '%s' expects %s, was given %s%s", src->id, w, tw_dtype_name (t->dtype), s);
+                   "input '%s' expects %s, was given %s%s", input, w, tw_dtype_name (t->dtype), s);
     }
   return ok;
 }
@@ -294,7 +293,7 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
                            tw_attrs_get_string (n->attrs, "role", "data"));
               return FALSE;
             }
-          if (!check_feed (n, feed, error))
+          if (!tw_check_feed (n->id, &n->out_info[0], feed, error))
             return FALSE;
           s->out[0] = tw_tensor_contiguous (feed);
           s->ran = TRUE;

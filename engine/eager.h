@@ -113,6 +113,12 @@ double tw_eager_loss_value (tw_eager *ex);
 size_t tw_eager_peak_bytes (const tw_eager *ex);
 void tw_eager_reset_peak (tw_eager *ex);
 
+/* Does t fit the graph input `input` of type want (same dtype and rank, the
+ * same sizes past the batch dimension)?  FALSE with TW_EXEC_ERROR_INPUT
+ * naming the input otherwise.  Shared by both executors. */
+gboolean tw_check_feed (const char *input, const tw_tinfo *want, const tw_tensor *t,
+                        GError **error);
+
 /* Create (or keep) the parameters the graph's nodes need.  Graph must be
  * inferred.  Parameters whose shape changed are re-initialised. */
 gboolean tw_params_sync_graph (tw_params *params, const tw_graph *graph, guint64 seed,

@@ -249,22 +249,6 @@ run_hook (tw_compiled *c, tw_hook_fn fn, tw_hook_event *ev, GError **error)
   return FALSE;
 }
 
-static gboolean
-check_feed (const tw_slot *s, const tw_tensor *t, GError **error)
-{
-  gboolean ok = t->dtype == s->info.dtype && t->ndim == s->info.ndim;
-  for (int d = 1; ok && d < t->ndim; d++)
-    ok = t->shape[d] == s->info.dims[d];
-  if (!ok)
-    {
-      g_autofree char *w = tw_tinfo_to_string (&s->info);
-      g_autofree char *g = tw_shape_to_string (t->ndim, t->shape);
-      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "input '%s' expects %s, was given %s%s",
-                   s->name, w, tw_dtype_name (t->dtype), g);
-    }
-  return ok;
-}
-
 gboolean
 tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *labels,
                  guint64 step, GError **error)
@@ -277,7 +261,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
 
   if (p->data_slot >= 0)
     {
-      if (!check_feed (tw_program_slot (p, p->data_slot), x, error))
+      if (!tw_check_feed (tw_program_slot (p, p->data_slot)->name, &tw_program_slot (p, p->data_slot)->info, x, error))
         return FALSE;
       g_clear_pointer (&r->t[p->data_slot], tw_tensor_unref);
       r->t[p->data_slot] = tw_tensor_contiguous (x);
@@ -290,7 +274,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
                        tw_program_slot (p, p->label_slot)->name);
           return FALSE;
         }
-      if (!check_feed (tw_program_slot (p, p->label_slot), labels, error))
+      if (!tw_check_feed (tw_program_slot (p, p->label_slot)->name, &tw_program_slot (p, p->label_slot)->info, labels, error))
         return FALSE;
       g_clear_pointer (&r->t[p->label_slot], tw_tensor_unref);
       r->t[p->label_slot] = tw_tensor_contiguous (labels);
