@@ -230,3 +230,32 @@ twt_max_error (const tw_tensor *a, const tw_tensor *b)
     }
   return maxd / MAX (1.0, maxb);
 }
+
+gboolean
+twt_infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
+           GError **error)
+{
+  const tw_op_def *def = tw_op_lookup (op);
+  g_assert_nonnull (def);
+  tw_attrs *ra = tw_op_resolve_attrs (def, a, error);
+  if (ra == NULL)
+    return FALSE;
+  memset (out, 0, sizeof *out);
+  gboolean ok = def->infer (ra, in, n_in, out, error);
+  tw_attrs_free (ra);
+  return ok;
+}
+
+void
+twt_assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
+                        const char *needle1, const char *needle2)
+{
+  g_autoptr (GError) error = NULL;
+  tw_tinfo out;
+  g_assert_false (twt_infer (op, a, in, n_in, &out, &error));
+  g_assert_nonnull (error);
+  g_test_message ("%s: %s", op, error->message);
+  g_assert_nonnull (strstr (error->message, needle1));
+  if (needle2)
+    g_assert_nonnull (strstr (error->message, needle2));
+}

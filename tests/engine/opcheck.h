@@ -33,6 +33,15 @@ double twt_grad_check (const char *op, const tw_attrs *attrs, tw_tensor *const *
 
 double twt_max_error (const tw_tensor *a, const tw_tensor *b);
 
+/* Shape inference of op on input types, defaults filled in from the schema;
+ * FALSE with error when the attributes or the inputs do not fit. */
+gboolean twt_infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
+                    tw_tinfo *out, GError **error);
+/* Asserts twt_infer fails with a message containing needle1 (and needle2
+ * unless NULL). */
+void twt_assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
+                             const char *needle1, const char *needle2);
+
 /* g_assert that twt_grad_check's error is below tol, with a message naming op. */
 #define twt_assert_grad(op, attrs, in, n_in, wrt, tol)                                     \
   G_STMT_START                                                                            \

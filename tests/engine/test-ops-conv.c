@@ -266,19 +266,6 @@ test_conv_depthwise (void)
   check_conv_grad (&c, 2, 3, 4, 4, 330);
 }
 
-static gboolean
-infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
-       GError **error)
-{
-  const tw_op_def *def = tw_op_lookup (op);
-  tw_attrs *ra = tw_op_resolve_attrs (def, a, error);
-  if (ra == NULL)
-    return FALSE;
-  gboolean ok = def->infer (ra, in, n_in, out, error);
-  tw_attrs_free (ra);
-  return ok;
-}
-
 static tw_tinfo
 ti (int ndim, const int64_t *dims)
 {
@@ -294,7 +281,7 @@ expect_error (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
 {
   g_autoptr (GError) error = NULL;
   tw_tinfo out[TW_MAX_OUTPUTS];
-  g_assert_false (infer (op, a, in, n_in, out, &error));
+  g_assert_false (twt_infer (op, a, in, n_in, out, &error));
   g_assert_nonnull (error);
   g_test_message ("%s: %s", op, error->message);
   for (const char *const *w = want; *w; w++)
@@ -419,7 +406,7 @@ test_conv_symbolic (void)
                           "test", &error);
   g_assert_no_error (error);
   in[0] = ti (4, (int64_t[]) { TW_DIM_N, 6, 14, 14 });
-  g_assert_true (infer ("conv2d", a, in, 1, out, &error));
+  g_assert_true (twt_infer ("conv2d", a, in, 1, out, &error));
   int64_t od2[4] = { TW_DIM_N, 16, 10, 10 };
   want = ti (4, od2);
   g_assert_true (tw_tinfo_equal (&out[0], &want));
@@ -429,13 +416,13 @@ test_conv_symbolic (void)
   a = tw_attrs_new ();
   tw_attrs_set_ints (a, "kernel_size", 1, (int64_t[]) { 2 });
   in[0] = ti (4, (int64_t[]) { TW_DIM_N, 6, 28, 28 });
-  g_assert_true (infer ("max_pool2d", a, in, 1, out, &error));
+  g_assert_true (twt_infer ("max_pool2d", a, in, 1, out, &error));
   int64_t pd[4] = { TW_DIM_N, 6, 14, 14 };
   want = ti (4, pd);
   g_assert_true (tw_tinfo_equal (&out[0], &want));
-  g_assert_true (infer ("avg_pool2d", a, in, 1, out, &error));
+  g_assert_true (twt_infer ("avg_pool2d", a, in, 1, out, &error));
   g_assert_true (tw_tinfo_equal (&out[0], &want));
-  g_assert_true (infer ("global_avg_pool2d", NULL, in, 1, out, &error));
+  g_assert_true (twt_infer ("global_avg_pool2d", NULL, in, 1, out, &error));
   int64_t gd[4] = { TW_DIM_N, 6, 1, 1 };
   want = ti (4, gd);
   g_assert_true (tw_tinfo_equal (&out[0], &want));

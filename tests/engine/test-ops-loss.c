@@ -67,39 +67,13 @@ ti (tw_dtype dt, int ndim, ...)
   return t;
 }
 
-static gboolean
-infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
-       GError **error)
-{
-  const tw_op_def *def = tw_op_lookup (op);
-  tw_attrs *ra = tw_op_resolve_attrs (def, a, error);
-  g_assert_nonnull (ra);
-  gboolean ok = def->infer (ra, in, n_in, out, error);
-  tw_attrs_free (ra);
-  return ok;
-}
-
-static void
-assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
-                    const char *needle1, const char *needle2)
-{
-  g_autoptr (GError) error = NULL;
-  tw_tinfo out;
-  g_assert_false (infer (op, a, in, n_in, &out, &error));
-  g_assert_nonnull (error);
-  g_test_message ("%s: %s", op, error->message);
-  g_assert_nonnull (strstr (error->message, needle1));
-  if (needle2)
-    g_assert_nonnull (strstr (error->message, needle2));
-}
-
 static void
 assert_infer_scalar (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
                      tw_dtype dt)
 {
   g_autoptr (GError) error = NULL;
   tw_tinfo out;
-  g_assert_true (infer (op, a, in, n_in, &out, &error));
+  g_assert_true (twt_infer (op, a, in, n_in, &out, &error));
   g_assert_no_error (error);
   g_assert_cmpint (out.ndim, ==, 0);
   g_assert_cmpint (out.dtype, ==, dt);
@@ -223,21 +197,21 @@ test_ce_infer (void)
   assert_infer_scalar ("cross_entropy", NULL, ok64, 2, TW_F64);
 
   tw_tinfo bad_labels[2] = { ok[0], ti (TW_F32, 2, TW_DIM_N, (int64_t) 10) };
-  assert_infer_error ("cross_entropy", NULL, bad_labels, 2, "labels of shape [N] (i64)",
+  twt_assert_infer_error ("cross_entropy", NULL, bad_labels, 2, "labels of shape [N] (i64)",
                       "got f32[N, 10]");
   tw_tinfo bad_n[2] = { ok64[0], ti (TW_I64, 1, (int64_t) 32) };
-  assert_infer_error ("cross_entropy", NULL, bad_n, 2, "labels of shape [64] (i64)",
+  twt_assert_infer_error ("cross_entropy", NULL, bad_n, 2, "labels of shape [64] (i64)",
                       "got i64[32]");
   tw_tinfo bad_logits[2] = { ti (TW_F32, 1, (int64_t) 10), ok[1] };
-  assert_infer_error ("cross_entropy", NULL, bad_logits, 2, "logits of shape [N, C]",
+  twt_assert_infer_error ("cross_entropy", NULL, bad_logits, 2, "logits of shape [N, C]",
                       "got f32[10]");
   tw_tinfo int_logits[2] = { ti (TW_I64, 2, TW_DIM_N, (int64_t) 10), ok[1] };
-  assert_infer_error ("cross_entropy", NULL, int_logits, 2, "logits of shape [N, C]",
+  twt_assert_infer_error ("cross_entropy", NULL, int_logits, 2, "logits of shape [N, C]",
                       "got i64[N, 10]");
   g_autoptr (GError) error = NULL;
   tw_attrs *a = ce_attrs (1.5, "mean");
   tw_tinfo out;
-  g_assert_false (infer ("cross_entropy", a, ok, 2, &out, &error));
+  g_assert_false (twt_infer ("cross_entropy", a, ok, 2, &out, &error));
   g_assert_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR);
   tw_attrs_free (a);
 
@@ -345,12 +319,12 @@ test_pair_infer (void)
       tw_tinfo ok2[2] = { ok[0], ti (TW_F32, 2, (int64_t) 64, (int64_t) 1) };
       assert_infer_scalar (ops[op], NULL, ok2, 2, TW_F32);
       tw_tinfo bad[2] = { ok[0], ti (TW_F32, 2, TW_DIM_N, (int64_t) 5) };
-      assert_infer_error (ops[op], NULL, bad, 2, "target of the same shape and type",
+      twt_assert_infer_error (ops[op], NULL, bad, 2, "target of the same shape and type",
                           "f32[N, 1], got f32[N, 5]");
       tw_tinfo bad_dt[2] = { ok[0], ti (TW_I64, 2, TW_DIM_N, (int64_t) 1) };
-      assert_infer_error (ops[op], NULL, bad_dt, 2, "same shape and type", "got i64[N, 1]");
+      twt_assert_infer_error (ops[op], NULL, bad_dt, 2, "same shape and type", "got i64[N, 1]");
       tw_tinfo bad_x[2] = { ti (TW_I64, 1, (int64_t) 3), ti (TW_I64, 1, (int64_t) 3) };
-      assert_infer_error (ops[op], NULL, bad_x, 2, "f32 or f64", "got i64[3]");
+      twt_assert_infer_error (ops[op], NULL, bad_x, 2, "f32 or f64", "got i64[3]");
       g_assert_true (tw_op_lookup (ops[op])->flags & TW_OP_LOSS);
     }
 }

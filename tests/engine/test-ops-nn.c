@@ -60,36 +60,6 @@ ti (tw_dtype dt, int ndim, ...)
   return t;
 }
 
-/* infer through the op's schema (defaults filled in). */
-static gboolean
-infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
-       GError **error)
-{
-  const tw_op_def *def = tw_op_lookup (op);
-  g_assert_nonnull (def);
-  tw_attrs *ra = tw_op_resolve_attrs (def, a, error);
-  g_assert_nonnull (ra);
-  memset (out, 0, sizeof *out);
-  gboolean ok = def->infer (ra, in, n_in, out, error);
-  tw_attrs_free (ra);
-  return ok;
-}
-
-/* Asserts infer fails with a message containing every needle. */
-static void
-assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
-                    const char *needle1, const char *needle2)
-{
-  g_autoptr (GError) error = NULL;
-  tw_tinfo out;
-  g_assert_false (infer (op, a, in, n_in, &out, &error));
-  g_assert_nonnull (error);
-  g_test_message ("%s: %s", op, error->message);
-  g_assert_nonnull (strstr (error->message, needle1));
-  if (needle2)
-    g_assert_nonnull (strstr (error->message, needle2));
-}
-
 static void
 assert_tinfo (const tw_tinfo *t, const char *want)
 {
@@ -203,30 +173,30 @@ test_linear_infer (void)
   tw_tinfo ok[3] = { ti (TW_F32, 2, TW_DIM_N, (int64_t) 784), ti (TW_F32, 2, (int64_t) 256,
                                                                    (int64_t) 784),
                      ti (TW_F32, 1, (int64_t) 256) };
-  g_assert_true (infer ("linear", a, ok, 3, &out, &error));
+  g_assert_true (twt_infer ("linear", a, ok, 3, &out, &error));
   assert_tinfo (&out, "f32[N, 256]");
-  g_assert_true (infer ("linear", a, ok, 1, &out, &error));   /* before params exist */
+  g_assert_true (twt_infer ("linear", a, ok, 1, &out, &error));   /* before params exist */
   assert_tinfo (&out, "f32[N, 256]");
   tw_tinfo ok3[3] = { ti (TW_F64, 3, TW_DIM_N, (int64_t) 7, (int64_t) 784),
                       ti (TW_F64, 2, (int64_t) 256, (int64_t) 784), ti (TW_F64, 1, (int64_t) 256) };
-  g_assert_true (infer ("linear", a, ok3, 3, &out, &error));
+  g_assert_true (twt_infer ("linear", a, ok3, 3, &out, &error));
   assert_tinfo (&out, "f64[N, 7, 256]");
 
   tw_tinfo bad_in[3] = { ti (TW_F32, 2, TW_DIM_N, (int64_t) 100), ok[1], ok[2] };
-  assert_infer_error ("linear", a, bad_in, 3, "[..., 784] (in_features from the weight)",
+  twt_assert_infer_error ("linear", a, bad_in, 3, "[..., 784] (in_features from the weight)",
                       "got f32[N, 100]");
   tw_tinfo bad_w[3] = { ok[0], ti (TW_F32, 2, (int64_t) 128, (int64_t) 784), ok[2] };
-  assert_infer_error ("linear", a, bad_w, 3, "weight of shape f32[256, in_features]",
+  twt_assert_infer_error ("linear", a, bad_w, 3, "weight of shape f32[256, in_features]",
                       "got f32[128, 784]");
   tw_tinfo bad_b[3] = { ok[0], ok[1], ti (TW_F32, 2, (int64_t) 1, (int64_t) 256) };
-  assert_infer_error ("linear", a, bad_b, 3, "bias of shape f32[256]", "got f32[1, 256]");
+  twt_assert_infer_error ("linear", a, bad_b, 3, "bias of shape f32[256]", "got f32[1, 256]");
   tw_tinfo bad_dt[3] = { ti (TW_I64, 2, TW_DIM_N, (int64_t) 784), ok[1], ok[2] };
-  assert_infer_error ("linear", a, bad_dt, 3, "f32 or f64", "got i64[N, 784]");
+  twt_assert_infer_error ("linear", a, bad_dt, 3, "f32 or f64", "got i64[N, 784]");
   tw_tinfo scalar[1] = { ti (TW_F32, 0) };
-  assert_infer_error ("linear", a, scalar, 1, "[..., in_features]", "got f32[]");
-  assert_infer_error ("linear", a, ok, 2, "x, weight and bias", "got 2 inputs");
+  twt_assert_infer_error ("linear", a, scalar, 1, "[..., in_features]", "got f32[]");
+  twt_assert_infer_error ("linear", a, ok, 2, "x, weight and bias", "got 2 inputs");
   tw_attrs_set_bool (a, "bias", FALSE);
-  assert_infer_error ("linear", a, ok, 3, "x and weight", "got 3 inputs");
+  twt_assert_infer_error ("linear", a, ok, 3, "x and weight", "got 3 inputs");
   tw_attrs_free (a);
 }
 
@@ -504,28 +474,28 @@ test_matmul_infer (void)
   g_autoptr (GError) error = NULL;
   tw_tinfo in1[2] = { ti (TW_F32, 3, TW_DIM_N, (int64_t) 3, (int64_t) 4),
                       ti (TW_F32, 2, (int64_t) 4, (int64_t) 5) };
-  g_assert_true (infer ("matmul", NULL, in1, 2, &out, &error));
+  g_assert_true (twt_infer ("matmul", NULL, in1, 2, &out, &error));
   assert_tinfo (&out, "f32[N, 3, 5]");
   tw_tinfo in2[2] = { ti (TW_F32, 2, TW_DIM_N, (int64_t) 4),
                       ti (TW_F32, 2, (int64_t) 4, (int64_t) 5) };
-  g_assert_true (infer ("matmul", NULL, in2, 2, &out, &error));
+  g_assert_true (twt_infer ("matmul", NULL, in2, 2, &out, &error));
   assert_tinfo (&out, "f32[N, 5]");
   tw_tinfo in3[2] = { ti (TW_F32, 3, TW_DIM_N, (int64_t) 3, (int64_t) 4),
                       ti (TW_F32, 3, (int64_t) 1, (int64_t) 4, (int64_t) 5) };
-  g_assert_true (infer ("matmul", NULL, in3, 2, &out, &error));
+  g_assert_true (twt_infer ("matmul", NULL, in3, 2, &out, &error));
   assert_tinfo (&out, "f32[N, 3, 5]");
 
   tw_tinfo bad_k[2] = { ti (TW_F32, 2, (int64_t) 3, (int64_t) 4),
                         ti (TW_F32, 2, (int64_t) 5, (int64_t) 6) };
-  assert_infer_error ("matmul", NULL, bad_k, 2, "f32[3, 4] (K = 4)", "f32[5, 6] (K = 5)");
+  twt_assert_infer_error ("matmul", NULL, bad_k, 2, "f32[3, 4] (K = 4)", "f32[5, 6] (K = 5)");
   tw_tinfo bad_batch[2] = { ti (TW_F32, 3, (int64_t) 2, (int64_t) 3, (int64_t) 4),
                             ti (TW_F32, 3, (int64_t) 3, (int64_t) 4, (int64_t) 5) };
-  assert_infer_error ("matmul", NULL, bad_batch, 2, "do not broadcast", "f32[2, 3, 4]");
+  twt_assert_infer_error ("matmul", NULL, bad_batch, 2, "do not broadcast", "f32[2, 3, 4]");
   tw_tinfo bad_dt[2] = { ti (TW_F32, 2, (int64_t) 3, (int64_t) 4),
                          ti (TW_F64, 2, (int64_t) 4, (int64_t) 5) };
-  assert_infer_error ("matmul", NULL, bad_dt, 2, "one dtype", "f64[4, 5]");
+  twt_assert_infer_error ("matmul", NULL, bad_dt, 2, "one dtype", "f64[4, 5]");
   tw_tinfo scalar[2] = { ti (TW_F32, 0), ti (TW_F32, 1, (int64_t) 4) };
-  assert_infer_error ("matmul", NULL, scalar, 2, "matmul expects", "got f32[]");
+  twt_assert_infer_error ("matmul", NULL, scalar, 2, "matmul expects", "got f32[]");
 }
 
 /* ---- embedding -------------------------------------------------------------- */
@@ -604,12 +574,12 @@ test_embedding_infer_params (void)
   g_autoptr (GError) error = NULL;
   tw_tinfo in[2] = { ti (TW_I64, 2, TW_DIM_N, (int64_t) 12),
                      ti (TW_F32, 2, (int64_t) 100, (int64_t) 16) };
-  g_assert_true (infer ("embedding", a, in, 2, &out, &error));
+  g_assert_true (twt_infer ("embedding", a, in, 2, &out, &error));
   assert_tinfo (&out, "f32[N, 12, 16]");
   tw_tinfo bad_idx[2] = { ti (TW_F32, 2, TW_DIM_N, (int64_t) 12), in[1] };
-  assert_infer_error ("embedding", a, bad_idx, 2, "i64 indices", "got f32[N, 12]");
+  twt_assert_infer_error ("embedding", a, bad_idx, 2, "i64 indices", "got f32[N, 12]");
   tw_tinfo bad_w[2] = { in[0], ti (TW_F32, 2, (int64_t) 16, (int64_t) 100) };
-  assert_infer_error ("embedding", a, bad_w, 2, "weight of shape [100, 16]", "got f32[16, 100]");
+  twt_assert_infer_error ("embedding", a, bad_w, 2, "weight of shape [100, 16]", "got f32[16, 100]");
 
   tw_param_spec p[TW_MAX_PARAMS];
   tw_attrs *ra = tw_op_resolve_attrs (def, a, &error);
@@ -732,11 +702,11 @@ test_dropout_infer (void)
 {
   tw_tinfo in = ti (TW_F32, 2, TW_DIM_N, (int64_t) 128), out;
   g_autoptr (GError) error = NULL;
-  g_assert_true (infer ("dropout", NULL, &in, 1, &out, &error));
+  g_assert_true (twt_infer ("dropout", NULL, &in, 1, &out, &error));
   assert_tinfo (&out, "f32[N, 128]");
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_float (a, "p", 1.5);
-  assert_infer_error ("dropout", a, &in, 1, "p must lie in [0, 1]", "1.5");
+  twt_assert_infer_error ("dropout", a, &in, 1, "p must lie in [0, 1]", "1.5");
   tw_attrs_free (a);
   g_assert_true (tw_op_lookup ("dropout")->flags & TW_OP_RANDOM);
 }
@@ -815,15 +785,15 @@ test_softmax_infer (void)
 {
   tw_tinfo in = ti (TW_F32, 2, TW_DIM_N, (int64_t) 10), out;
   g_autoptr (GError) error = NULL;
-  g_assert_true (infer ("softmax", NULL, &in, 1, &out, &error));
+  g_assert_true (twt_infer ("softmax", NULL, &in, 1, &out, &error));
   assert_tinfo (&out, "f32[N, 10]");
-  g_assert_true (infer ("log_softmax", NULL, &in, 1, &out, &error));
+  g_assert_true (twt_infer ("log_softmax", NULL, &in, 1, &out, &error));
   assert_tinfo (&out, "f32[N, 10]");
   tw_attrs *a = attrs_int ("axis", 2);
-  assert_infer_error ("softmax", a, &in, 1, "axis 2 is out of range", "f32[N, 10]");
+  twt_assert_infer_error ("softmax", a, &in, 1, "axis 2 is out of range", "f32[N, 10]");
   tw_attrs_free (a);
   tw_tinfo iin = ti (TW_I64, 1, (int64_t) 3);
-  assert_infer_error ("log_softmax", NULL, &iin, 1, "f32 or f64", "got i64[3]");
+  twt_assert_infer_error ("log_softmax", NULL, &iin, 1, "f32 or f64", "got i64[3]");
 }
 
 /* ---- argmax ------------------------------------------------------------------ */
@@ -864,7 +834,7 @@ test_argmax (void)
 
   tw_tinfo in = ti (TW_F32, 2, TW_DIM_N, (int64_t) 10), out;
   g_autoptr (GError) error = NULL;
-  g_assert_true (infer ("argmax", NULL, &in, 1, &out, &error));
+  g_assert_true (twt_infer ("argmax", NULL, &in, 1, &out, &error));
   assert_tinfo (&out, "i64[N]");
   g_assert_null (tw_op_lookup ("argmax")->backward);
   tw_attrs_free (a);

@@ -207,25 +207,13 @@ ti (int ndim, const int64_t *dims)
   return t;
 }
 
-static gboolean
-infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
-       GError **error)
-{
-  const tw_op_def *def = tw_op_lookup (op);
-  tw_attrs *ra = tw_op_resolve_attrs (def, a, error);
-  g_assert_nonnull (ra);
-  gboolean ok = def->infer (ra, in, n_in, out, error);
-  tw_attrs_free (ra);
-  return ok;
-}
-
 static void
 expect_error (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,
               const char *const *want)
 {
   g_autoptr (GError) error = NULL;
   tw_tinfo out[TW_MAX_OUTPUTS];
-  g_assert_false (infer (op, a, in, n_in, out, &error));
+  g_assert_false (twt_infer (op, a, in, n_in, out, &error));
   g_assert_nonnull (error);
   g_test_message ("%s", error->message);
   for (const char *const *w = want; *w; w++)
