@@ -23,6 +23,11 @@ tw_model *twb_load_model_checked (const char *path);
  * differs (same element count per sample). */
 tw_dataset *twb_open_dataset_for (const tw_model *m, const char *spec, tw_split split,
                                   GError **error);
+/* Samples x [n, ...] laid out as the model's data input wants (same elements
+ * per sample, cast to its dtype): a new reference, x itself when it already
+ * fits.  NULL with an error naming `source` and the input otherwise. */
+tw_tensor *twb_fit_samples (tw_tensor *x, const tw_node *input, const char *source,
+                            GError **error);
 /* Peak resident set size of this process, in bytes. */
 gint64 twb_peak_rss_bytes (void);
 

@@ -724,27 +724,13 @@ twb_cmd_predict (int argc, char **argv)
         twb_print_error (NULL, error);
         goto out;
       }
-    tw_node *src = tw_graph_find_source (m->graph, "data");
-    const tw_tinfo *want = &src->out_info[0];
-    int64_t per = 1, want_per = 1;
-    for (int d = 1; d < raw->ndim; d++)
-      per *= raw->shape[d];
-    for (int d = 1; d < want->ndim; d++)
-      want_per *= want->dims[d];
-    if (raw->ndim < 1 || per != want_per)
+    g_autoptr (tw_tensor) x = twb_fit_samples (raw, tw_graph_find_source (m->graph, "data"),
+                                               input, &error);
+    if (x == NULL)
       {
-        g_autofree char *have = tw_shape_to_string (raw->ndim, raw->shape);
-        g_autofree char *need = tw_tinfo_to_string (want);
-        g_printerr ("twb: %s: samples of shape %s do not fit input '%s' (%s)\n", input, have,
-                    src->id, need);
+        twb_print_error (NULL, error);
         goto out;
       }
-    int64_t shape[TW_MAX_DIMS];
-    shape[0] = raw->shape[0];
-    for (int d = 1; d < want->ndim; d++)
-      shape[d] = want->dims[d];
-    g_autoptr (tw_tensor) f = tw_tensor_cast (raw, want->dtype);
-    g_autoptr (tw_tensor) x = tw_tensor_reshape (f, want->ndim, shape);
 
     g_autoptr (tw_params) params = tw_params_new ();
     tw_tensor *pred = NULL;

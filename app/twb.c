@@ -70,35 +70,46 @@ twb_open_dataset_for (const tw_model *m, const char *spec, tw_split split, GErro
   if (src == NULL || src->out_info == NULL)
     return g_steal_pointer (&d);
 
-  const tw_tinfo *want = &src->out_info[0];
-  gboolean same = d->x->ndim == want->ndim;
+  g_autofree char *source = g_strdup_printf ("dataset %s", name);
+  tw_tensor *x = twb_fit_samples (d->x, src, source, error);
+  if (x == NULL)
+    return NULL;
+  tw_tensor_unref (d->x);
+  d->x = x;
+  return g_steal_pointer (&d);
+}
+
+tw_tensor *
+twb_fit_samples (tw_tensor *x, const tw_node *input, const char *source, GError **error)
+{
+  const tw_tinfo *want = &input->out_info[0];
+  gboolean same = x->ndim == want->ndim && x->dtype == want->dtype;
   for (int i = 1; same && i < want->ndim; i++)
-    same = d->x->shape[i] == want->dims[i];
+    same = x->shape[i] == want->dims[i];
   if (same)
-    return g_steal_pointer (&d);
+    return tw_tensor_ref (x);
 
   int64_t per_sample = 1, want_per_sample = 1;
-  for (int i = 1; i < d->x->ndim; i++)
-    per_sample *= d->x->shape[i];
+  for (int i = 1; i < x->ndim; i++)
+    per_sample *= x->shape[i];
   for (int i = 1; i < want->ndim; i++)
     want_per_sample *= want->dims[i];
-  if (per_sample != want_per_sample)
+  if (x->ndim < 1 || per_sample != want_per_sample)
     {
-      g_autofree char *have = tw_shape_to_string (d->x->ndim - 1, d->x->shape + 1);
+      g_autofree char *have = tw_shape_to_string (MAX (x->ndim - 1, 0), x->shape + 1);
       g_autofree char *need = tw_shape_to_string (want->ndim - 1, want->dims + 1);
       g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
-                   "dataset %s has samples of shape %s, but input '%s' of the model expects %s",
-                   name, have, src->id, need);
+                   "%s has samples of shape %s, but input '%s' of the model expects %s", source,
+                   have, input->id, need);
       return NULL;
     }
   int64_t shape[TW_MAX_DIMS];
-  shape[0] = d->x->shape[0];
+  shape[0] = x->shape[0];
   for (int i = 1; i < want->ndim; i++)
     shape[i] = want->dims[i];
-  tw_tensor *r = tw_tensor_reshape (d->x, want->ndim, shape);
-  tw_tensor_unref (d->x);
-  d->x = r;
-  return g_steal_pointer (&d);
+  g_autoptr (tw_tensor) cast = x->dtype == want->dtype ? tw_tensor_ref (x)
+                                                       : tw_tensor_cast (x, want->dtype);
+  return tw_tensor_reshape (cast, want->ndim, shape);
 }
 
 static void
