@@ -30,7 +30,6 @@ make_batch (const tw_model *m, int64_t b, guint64 seed, int64_t classes, tw_tens
             tw_tensor **y)
 {
   tw_node *src = tw_graph_find_source (m->graph, "data");
-  tw_node *lab = tw_graph_find_source (m->graph, "label");
   int64_t shape[TW_MAX_DIMS];
   const tw_attr_value *sh = tw_attrs_lookup (src->attrs, "shape");
   shape[0] = b;
@@ -41,7 +40,6 @@ make_batch (const tw_model *m, int64_t b, guint64 seed, int64_t classes, tw_tens
   *y = tw_tensor_new (TW_I64, 1, (int64_t[]) { b });
   for (int64_t i = 0; i < b; i++)
     tw_tensor_i64 (*y)[i] = (int64_t) (tw_rng_uniform (seed, 2, (uint64_t) i) * classes) % classes;
-  (void) lab;
 }
 
 /* Float32 rounding: the compiled program runs the same kernels in the same
