@@ -3,6 +3,7 @@
 #define G_LOG_DOMAIN "twb-eager"
 
 #include "engine/eager.h"
+#include "engine/device.h"
 #include "engine/emit.h"
 
 #include <math.h>
@@ -15,8 +16,12 @@ typedef struct
   tw_tensor **out;            /* [n_outputs] values of the last forward */
   tw_tensor **grad;           /* [n_outputs] accumulated gradients during backward */
   tw_param *params[TW_MAX_PARAMS];
+  int param_index[TW_MAX_PARAMS];   /* in the params store */
   gboolean ran;
   gboolean requires_grad;     /* depends on a trainable parameter */
+  tw_op_ident ident[2];       /* forward, backward */
+  const char *ident_nodes[2];
+  int ident_index;
 } node_state;
 
 struct tw_eager
@@ -27,7 +32,10 @@ struct tw_eager
   guint64 step;
   gboolean training;
   int num_threads;
-  tw_hooks hooks;
+  tw_bus *bus;
+  int64_t ident_batch;        /* batch the idents' costs are for */
+  int *param_uses;            /* [n params] remaining backward uses (grad_ready) */
+  int n_param_uses;
   GArray *order;              /* topological order of node indices */
   node_state *state;          /* [n_nodes] */
   int n_state;
@@ -83,6 +91,8 @@ free_state (tw_eager *ex)
     }
   g_clear_pointer (&ex->state, g_free);
   ex->n_state = 0;
+  g_clear_pointer (&ex->param_uses, g_free);
+  ex->n_param_uses = 0;
 }
 
 gboolean
@@ -115,8 +125,29 @@ tw_eager_rebuild (tw_eager *ex, GError **error)
           g_autofree char *name = tw_node_param_name (n, k);
           s->params[k] = tw_params_get (ex->params, name);
           g_assert (s->params[k] != NULL);
+          s->param_index[k] = -1;
+          for (int j = 0; j < tw_params_count (ex->params); j++)
+            if (tw_params_at (ex->params, j) == s->params[k])
+              s->param_index[k] = j;
+        }
+      s->ident_nodes[0] = n->id;
+      s->ident_nodes[1] = NULL;
+      s->ident_index = i;
+      for (int ph = 0; ph < 2; ph++)
+        {
+          tw_op_ident *id = &s->ident[ph];
+          id->label = n->op->name;
+          id->nodes = s->ident_nodes;
+          id->node_index = &s->ident_index;
+          id->n_nodes = 1;
+          id->phase = ph == 0 ? TW_PHASE_FORWARD : TW_PHASE_BACKWARD;
+          id->layer_end = TRUE;
+          id->device = tw_device_cpu ();
         }
     }
+  ex->n_param_uses = tw_params_count (ex->params);
+  ex->param_uses = g_new0 (int, MAX (ex->n_param_uses, 1));
+  ex->ident_batch = 0;
   tw_node *loss = tw_graph_find_loss (ex->graph);
   ex->loss_node = loss ? tw_graph_index_of (ex->graph, loss->id) : -1;
   return TRUE;
@@ -145,16 +176,73 @@ tw_eager_free (tw_eager *ex)
     return;
   free_state (ex);
   g_clear_pointer (&ex->order, g_array_unref);
+  g_clear_pointer (&ex->bus, tw_bus_unref);
   g_free (ex);
 }
 
-void
-tw_eager_set_hooks (tw_eager *ex, const tw_hooks *hooks)
+gboolean
+tw_eager_set_graph (tw_eager *ex, tw_graph *graph, GError **error)
 {
-  if (hooks)
-    ex->hooks = *hooks;
-  else
-    memset (&ex->hooks, 0, sizeof ex->hooks);
+  ex->graph = graph;
+  return tw_eager_rebuild (ex, error);
+}
+
+void
+tw_eager_set_bus (tw_eager *ex, tw_bus *bus)
+{
+  if (bus)
+    tw_bus_ref (bus);
+  g_clear_pointer (&ex->bus, tw_bus_unref);
+  ex->bus = bus;
+}
+
+const tw_op_ident *
+tw_eager_ident (tw_eager *ex, int node_index, tw_phase phase)
+{
+  if (node_index < 0 || node_index >= ex->n_state || phase > TW_PHASE_BACKWARD)
+    return NULL;
+  return &ex->state[node_index].ident[phase];
+}
+
+/* Forward costs depend on the batch: recomputed when it changes, and only
+ * while someone listens. */
+static void
+update_ident_costs (tw_eager *ex, int64_t batch)
+{
+  if (ex->ident_batch == batch)
+    return;
+  ex->ident_batch = batch;
+  for (int i = 0; i < ex->n_state; i++)
+    {
+      tw_node *n = tw_graph_node (ex->graph, i);
+      tw_op_ident *id = &ex->state[i].ident[0];
+      id->flops = id->bytes = 0;
+      if (n->op->cost == NULL)
+        continue;
+      tw_tinfo in[TW_MAX_INPUTS + TW_MAX_PARAMS], out[TW_MAX_OUTPUTS];
+      int n_in = n->n_inputs;
+      for (int k = 0; k < n_in; k++)
+        {
+          tw_port p = n->in_ports[k];
+          in[k] = tw_graph_node (ex->graph, p.node)->out_info[p.output];
+        }
+      for (int k = 0; k < n->n_params; k++)
+        in[n_in + k] = n->params[k].info;
+      for (int k = 0; k < n->n_outputs; k++)
+        out[k] = n->out_info[k];
+      for (int k = 0; k < n_in + n->n_params; k++)
+        for (int d = 0; d < in[k].ndim; d++)
+          if (in[k].dims[d] == TW_DIM_N)
+            in[k].dims[d] = batch;
+      for (int k = 0; k < n->n_outputs; k++)
+        for (int d = 0; d < out[k].ndim; d++)
+          if (out[k].dims[d] == TW_DIM_N)
+            out[k].dims[d] = batch;
+      tw_cost c = { 0 };
+      n->op->cost (n->resolved, in, n_in + n->n_params, out, n->n_outputs, &c);
+      id->flops = c.flops;
+      id->bytes = c.bytes_read + c.bytes_written;
+    }
 }
 
 void
@@ -248,12 +336,12 @@ tw_check_feed (const char *input, const tw_tinfo *want, const tw_tensor *t, GErr
 }
 
 static gboolean
-run_hook (tw_eager *ex, tw_hook_fn fn, tw_hook_event *ev, GError **error)
+publish (tw_eager *ex, tw_event *ev, GError **error)
 {
-  if (fn == NULL || fn (ev, ex->hooks.user_data))
+  if (tw_bus_publish (ex->bus, ev))
     return TRUE;
-  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at node %s",
-               ev->node ? ev->node->id : "(update)");
+  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at node %s%s",
+               ev->ident->nodes[0], ev->kind == TW_EV_BACKWARD ? " (backward)" : "");
   return FALSE;
 }
 
@@ -316,9 +404,16 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
           s->requires_grad |= s->params[k]->trainable;
         }
 
-      tw_hook_event ev = { TW_PHASE_FORWARD, n, i, step, in, n_in + n->n_params, NULL, 0 };
-      if (!run_hook (ex, ex->hooks.before_op, &ev, error))
-        return FALSE;
+      gboolean listen = tw_bus_wants (ex->bus, TW_EV_FORWARD);
+      tw_event ev = { .kind = TW_EV_FORWARD, .ident = &s->ident[0], .step = step,
+                      .inputs = in, .n_inputs = n_in + n->n_params };
+      if (listen)
+        {
+          update_ident_costs (ex, data ? data->shape[0] : 1);
+          ev.t_start = tw_now_ns ();
+          if (!publish (ex, &ev, error))
+            return FALSE;
+        }
 
       tw_kctx kc = make_kctx (ex, n);
       g_autoptr (GError) local = NULL;
@@ -332,10 +427,15 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
       for (int k = 0; k < n->n_outputs; k++)
         count_alloc (ex, s->out[k]);
 
-      ev.outputs = s->out;
-      ev.n_outputs = n->n_outputs;
-      if (!run_hook (ex, ex->hooks.after_op, &ev, error))
-        return FALSE;
+      if (listen)
+        {
+          ev.end = TRUE;
+          ev.t_end = tw_now_ns ();
+          ev.outputs = s->out;
+          ev.n_outputs = n->n_outputs;
+          if (!publish (ex, &ev, error))
+            return FALSE;
+        }
     }
   return TRUE;
 }
@@ -420,6 +520,38 @@ tw_eager_backward_set (tw_eager *ex, GError **error)
 }
 
 static gboolean
+grad_ready (tw_eager *ex, tw_param *p, GError **error)
+{
+  gint64 t = tw_now_ns ();
+  tw_event ev = { .kind = TW_EV_GRAD_READY, .end = TRUE, .step = ex->step, .t_start = t,
+                  .t_end = t, .param = p, .grad = p->grad };
+  if (tw_bus_publish (ex->bus, &ev))
+    return TRUE;
+  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at the gradient of %s",
+               p->name);
+  return FALSE;
+}
+
+/* Counts, per parameter, the nodes whose backward will add to its gradient
+ * (a shared layer uses its parameters once per node). */
+static void
+count_param_uses (tw_eager *ex)
+{
+  memset (ex->param_uses, 0, ex->n_param_uses * sizeof (int));
+  for (guint oi = 0; oi < ex->order->len; oi++)
+    {
+      int i = g_array_index (ex->order, int, oi);
+      tw_node *n = tw_graph_node (ex->graph, i);
+      node_state *s = &ex->state[i];
+      if (!s->ran || !s->requires_grad || (n->op->flags & TW_OP_SOURCE))
+        continue;
+      for (int k = 0; k < n->n_params; k++)
+        if (s->params[k]->trainable && s->param_index[k] >= 0)
+          ex->param_uses[s->param_index[k]]++;
+    }
+}
+
+static gboolean
 backward_impl (tw_eager *ex, gboolean set, GError **error)
 {
   g_autoptr (GHashTable) touched = g_hash_table_new (g_direct_hash, g_direct_equal);
@@ -429,6 +561,10 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
                    "backward needs a forward with labels through a loss node");
       return FALSE;
     }
+  gboolean ready_events = tw_bus_wants (ex->bus, TW_EV_GRAD_READY);
+  gboolean listen = tw_bus_wants (ex->bus, TW_EV_BACKWARD);
+  if (ready_events)
+    count_param_uses (ex);
   node_state *ls = &ex->state[ex->loss_node];
   g_autoptr (tw_tensor) one = tw_tensor_new_like (ls->out[0]);
   tw_tensor_fill (one, 1.0);
@@ -468,12 +604,18 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
           needs[n_in + k] = s->params[k]->trainable;
         }
 
-      tw_hook_event ev = { TW_PHASE_BACKWARD, n, i, ex->step, s->grad, n->n_outputs, NULL, 0 };
-      if (!run_hook (ex, ex->hooks.before_op, &ev, error))
-        return FALSE;
+      tw_event ev = { .kind = TW_EV_BACKWARD, .ident = &s->ident[1], .step = ex->step,
+                      .inputs = s->grad, .n_inputs = n->n_outputs };
+      if (listen)
+        {
+          ev.t_start = tw_now_ns ();
+          if (!publish (ex, &ev, error))
+            return FALSE;
+        }
 
       tw_kctx kc = make_kctx (ex, n);
       tw_emit *e = tw_eager_emit_new (&kc);
+      tw_eager_emit_set_bus (e, ex->bus, &s->ident[1], ex->step);
       tw_val *vin[TW_MAX_INPUTS + TW_MAX_PARAMS], *vout[TW_MAX_OUTPUTS], *vg[TW_MAX_OUTPUTS];
       tw_val *gin[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
       tw_tensor *gin_t[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
@@ -486,6 +628,13 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
         }
       gboolean ok = n->op->backward (e, n->resolved, vin, n_all, vout, vg, needs, gin);
       g_autoptr (GError) eerr = tw_emit_take_error (e);
+      if (tw_eager_emit_stopped (e))
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED,
+                       "stopped in the backward of node %s", n->id);
+          tw_eager_emit_free (e);
+          return FALSE;
+        }
       if (!ok || eerr)
         {
           g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "node %s (%s) backward: %s",
@@ -508,9 +657,15 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
             }
         }
 
-      ev.outputs = gin_t;
-      ev.n_outputs = n_all;
-      gboolean hook_ok = run_hook (ex, ex->hooks.after_op, &ev, error);
+      gboolean go_on = TRUE;
+      if (listen)
+        {
+          ev.end = TRUE;
+          ev.t_end = tw_now_ns ();
+          ev.outputs = gin_t;
+          ev.n_outputs = n_all;
+          go_on = publish (ex, &ev, error);
+        }
 
       for (int k = 0; k < n_in; k++)
         if (gin_t[k])
@@ -531,16 +686,29 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
             count_free (ex, s->grad[k]);
             g_clear_pointer (&s->grad[k], tw_tensor_unref);
           }
-      if (!hook_ok)
+      if (ready_events)
+        for (int k = 0; k < n->n_params && go_on; k++)
+          {
+            int pi = s->param_index[k];
+            if (s->params[k]->trainable && pi >= 0 && --ex->param_uses[pi] == 0)
+              {
+                ex->param_uses[pi] = -1;      /* published */
+                go_on = grad_ready (ex, s->params[k], error);
+              }
+          }
+      if (!go_on)
         return FALSE;
     }
-  if (set)
-    for (int i = 0; i < tw_params_count (ex->params); i++)
-      {
-        tw_param *p = tw_params_at (ex->params, i);
-        if (p->trainable && p->grad && !g_hash_table_contains (touched, p))
-          tw_tensor_fill (p->grad, 0);
-      }
+  for (int i = 0; i < tw_params_count (ex->params); i++)
+    {
+      tw_param *p = tw_params_at (ex->params, i);
+      if (set && p->trainable && p->grad && !g_hash_table_contains (touched, p))
+        tw_tensor_fill (p->grad, 0);
+      /* Not reached by the loss (or by a node that got no gradient): final now. */
+      if (ready_events && p->trainable && i < ex->n_param_uses && ex->param_uses[i] >= 0
+          && !grad_ready (ex, p, error))
+        return FALSE;
+    }
   return TRUE;
 }
 

@@ -6,8 +6,10 @@
  * emitter; parameter gradients accumulate (+=) into the tw_params store,
  * activation gradients are assigned and freed as soon as they are used.
  *
- * Hooks run before and after every op, in every phase, on the executing
- * thread: the debugger blocks in them to pause, the profiler timestamps them.
+ * It publishes an event (engine/events.h) before and after every op, in
+ * forward and backward, for each kernel a backward rule runs, and
+ * grad_ready for each parameter: the debugger blocks in them to pause, the
+ * profiler timestamps them.
  * The graph may change between steps: call tw_eager_rebuild () and parameters
  * of nodes whose scope and shapes did not change are kept.
  *
@@ -23,6 +25,7 @@
  */
 #pragma once
 
+#include "engine/events.h"
 #include "engine/graph.h"
 #include "engine/params.h"
 
@@ -37,7 +40,7 @@ typedef enum
   TW_EXEC_ERROR_INPUT,      /* fed tensors do not match the graph's inputs */
   TW_EXEC_ERROR_KERNEL,     /* a kernel failed (message names the node) */
   TW_EXEC_ERROR_NAN,        /* non-finite loss */
-  TW_EXEC_ERROR_STOPPED,    /* a hook asked to stop */
+  TW_EXEC_ERROR_STOPPED,    /* an event client asked to stop */
 } tw_exec_error;
 
 typedef enum
@@ -47,32 +50,6 @@ typedef enum
   TW_PHASE_UPDATE,
 } tw_phase;
 
-typedef struct
-{
-  tw_phase phase;
-  const tw_node *node;          /* NULL for the update phase */
-  int node_index;               /* -1 for the update phase */
-  guint64 step;
-  /* Forward: inputs (data then params) and outputs.
-   * Backward: inputs are the gradients of the node's outputs (entries may be
-   * NULL), outputs the gradients of its inputs (NULL where not needed; only
-   * after_op). */
-  tw_tensor *const *inputs;
-  int n_inputs;
-  tw_tensor *const *outputs;
-  int n_outputs;
-} tw_hook_event;
-
-/* Return FALSE to stop the run (the executor returns TW_EXEC_ERROR_STOPPED). */
-typedef gboolean (*tw_hook_fn) (const tw_hook_event *ev, gpointer user_data);
-
-typedef struct
-{
-  tw_hook_fn before_op;
-  tw_hook_fn after_op;
-  gpointer user_data;
-} tw_hooks;
-
 typedef struct tw_eager tw_eager;
 
 /* Infers shapes (symbolic batch) and creates missing parameters in params,
@@ -81,7 +58,11 @@ tw_eager *tw_eager_new (tw_graph *graph, tw_params *params, guint64 seed, GError
 void tw_eager_free (tw_eager *ex);
 /* After an edit of the graph: re-infer, keep matching parameters, create new ones. */
 gboolean tw_eager_rebuild (tw_eager *ex, GError **error);
-void tw_eager_set_hooks (tw_eager *ex, const tw_hooks *hooks);
+/* Run another graph (borrowed, as the first): tw_eager_rebuild on it. */
+gboolean tw_eager_set_graph (tw_eager *ex, tw_graph *graph, GError **error);
+/* Publish events (events.h) on bus; NULL publishes nothing.  The executor
+ * takes a reference. */
+void tw_eager_set_bus (tw_eager *ex, tw_bus *bus);
 void tw_eager_set_num_threads (tw_eager *ex, int n);
 /* Seed of the kernels' random streams (dropout); parameters are not touched. */
 void tw_eager_set_seed (tw_eager *ex, guint64 seed);
@@ -97,6 +78,8 @@ gboolean tw_eager_backward (tw_eager *ex, GError **error);
  * backward's gradient (zero where the loss does not reach it): no separate
  * zeroing pass, and weight gradients are taken over instead of copied. */
 gboolean tw_eager_backward_set (tw_eager *ex, GError **error);
+/* Graph-level identities of node index i (forward and backward events). */
+const tw_op_ident *tw_eager_ident (tw_eager *ex, int node_index, tw_phase phase);
 /* Drop the tape and all activations. */
 void tw_eager_release (tw_eager *ex);
 

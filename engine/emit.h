@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include "engine/events.h"
 #include "engine/op.h"
 
 G_BEGIN_DECLS
@@ -39,6 +40,11 @@ tw_emit *tw_eager_emit_new (const tw_kctx *ctx);
 void tw_eager_emit_free (tw_emit *e);
 /* Wrap a tensor as a value; the emitter takes its own reference. */
 tw_val *tw_eager_emit_wrap (tw_emit *e, tw_tensor *t);
+/* Publish a TW_EV_KERNEL event for every op run, nested in parent's event
+ * (bus and parent borrowed; bus may be NULL). */
+void tw_eager_emit_set_bus (tw_emit *e, tw_bus *bus, const tw_op_ident *parent, guint64 step);
+/* TRUE once a kernel event's client asked to stop (the op then failed). */
+gboolean tw_eager_emit_stopped (tw_emit *e);
 /* The tensor behind a value; borrowed (lives as long as the emitter). */
 tw_tensor *tw_eager_emit_tensor (tw_val *v);
 

@@ -428,7 +428,44 @@ typedef struct
 {
   tw_emit base;
   GPtrArray *vals;    /* eager_val*, freed with the emitter */
+  tw_bus *bus;        /* kernel events, borrowed */
+  const tw_op_ident *parent;
+  guint64 step;
+  gboolean stopped;
 } eager_emit;
+
+/* Publishes the kernel def runs inside ee->parent. */
+static gboolean
+publish_kernel (eager_emit *ee, const tw_op_def *def, const tw_attrs *ra, tw_tensor *const *in,
+                int n_in, tw_tensor *const *out, int n_out, gint64 t0, gint64 t1)
+{
+  tw_op_ident id = *ee->parent;
+  id.label = def->name;
+  id.fused = FALSE;
+  id.layer_end = FALSE;
+  id.flops = id.bytes = 0;
+  if (def->cost)
+    {
+      tw_tinfo ii[TW_MAX_INPUTS + TW_MAX_PARAMS], oi[TW_MAX_OUTPUTS];
+      tw_cost c = { 0 };
+      for (int k = 0; k < n_in; k++)
+        tw_tinfo_from_tensor (&ii[k], in[k]);
+      for (int k = 0; k < n_out; k++)
+        tw_tinfo_from_tensor (&oi[k], out[k]);
+      def->cost (ra, ii, n_in, oi, n_out, &c);
+      id.flops = c.flops;
+      id.bytes = c.bytes_read + c.bytes_written;
+    }
+  tw_event ev = { .kind = TW_EV_KERNEL, .ident = &id, .step = ee->step, .t_start = t0,
+                  .inputs = in, .n_inputs = n_in };
+  gboolean go_on = tw_bus_publish (ee->bus, &ev);
+  ev.end = TRUE;
+  ev.t_end = t1;
+  ev.outputs = out;
+  ev.n_outputs = n_out;
+  go_on &= tw_bus_publish (ee->bus, &ev);
+  return go_on;
+}
 
 static void
 eager_val_free (gpointer p)
@@ -460,7 +497,18 @@ eager_op (tw_emit *e, const tw_op_def *def, const tw_attrs *a, int n_in, tw_val 
     return FALSE;
   for (int i = 0; i < n_in; i++)
     tin[i] = ((eager_val *) in[i])->t;
+  gboolean listen = tw_bus_wants (ee->bus, TW_EV_KERNEL) && ee->parent;
+  gint64 t0 = listen ? tw_now_ns () : 0;
   gboolean ok = tw_op_run (def, &e->kctx, ra, tin, n_in, tout, error);
+  if (ok && listen
+      && !publish_kernel (ee, def, ra, tin, n_in, tout, n_out, t0, tw_now_ns ()))
+    {
+      ee->stopped = TRUE;
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_UNSUPPORTED, "stopped after %s", def->name);
+      for (int k = 0; k < n_out; k++)
+        g_clear_pointer (&tout[k], tw_tensor_unref);
+      ok = FALSE;
+    }
   tw_attrs_free (ra);
   if (!ok)
     return FALSE;
@@ -503,6 +551,21 @@ tw_val *
 tw_eager_emit_wrap (tw_emit *e, tw_tensor *t)
 {
   return eager_wrap_steal ((eager_emit *) e, tw_tensor_ref (t));
+}
+
+void
+tw_eager_emit_set_bus (tw_emit *e, tw_bus *bus, const tw_op_ident *parent, guint64 step)
+{
+  eager_emit *ee = (eager_emit *) e;
+  ee->bus = bus;
+  ee->parent = parent;
+  ee->step = step;
+}
+
+gboolean
+tw_eager_emit_stopped (tw_emit *e)
+{
+  return ((eager_emit *) e)->stopped;
 }
 
 tw_tensor *

@@ -38,6 +38,18 @@ tw_optimizer_new (const tw_optimizer_config *cfg)
 }
 
 void
+tw_optimizer_set_config (tw_optimizer *opt, const tw_optimizer_config *cfg)
+{
+  opt->cfg = *cfg;
+}
+
+const tw_optimizer_config *
+tw_optimizer_get_config (const tw_optimizer *opt)
+{
+  return &opt->cfg;
+}
+
+void
 tw_optimizer_free (tw_optimizer *opt)
 {
   g_free (opt);
@@ -183,6 +195,8 @@ void
 tw_optimizer_update (tw_optimizer *opt, tw_param *e, const float *g, int64_t offset, int64_t n)
 {
   const tw_optimizer_config *c = &opt->cfg;
+  if (e->frozen)
+    return;
   g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
   g_return_if_fail (offset >= 0 && offset + n <= tw_tensor_numel (e->value));
   float *p = tw_tensor_f32 (e->value) + offset;

@@ -21,6 +21,10 @@ typedef struct tw_optimizer tw_optimizer;
 /* cfg is copied.  Free with tw_optimizer_free (NULL is accepted). */
 tw_optimizer *tw_optimizer_new (const tw_optimizer_config *cfg);
 void tw_optimizer_free (tw_optimizer *opt);
+/* Change hyper-parameters (lr is the base rate; state and step count are
+ * kept).  From the next update on. */
+void tw_optimizer_set_config (tw_optimizer *opt, const tw_optimizer_config *cfg);
+const tw_optimizer_config *tw_optimizer_get_config (const tw_optimizer *opt);
 /* One update of every trainable parameter that has a gradient.  State lives in
  * tw_param.state[] so that it is saved with checkpoints: SGD with momentum uses
  * state[0] (momentum buffer), Adam/AdamW state[0] (m) and state[1] (v), f32 of
@@ -32,7 +36,8 @@ void tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr);
 /* The same update in pieces, for executors that update each parameter as soon
  * as its gradient is ready: begin_step once per step (advances the step
  * count, fixes lr and Adam's bias corrections), then update any range
- * [offset, offset + n) of a parameter's elements from grad (n floats). */
+ * [offset, offset + n) of a parameter's elements from grad (n floats).
+ * A frozen parameter (tw_param.frozen) is left as it is, state included. */
 void tw_optimizer_begin_step (tw_optimizer *opt, double lr);
 void tw_optimizer_update (tw_optimizer *opt, tw_param *param, const float *grad, int64_t offset,
                           int64_t n);

@@ -20,6 +20,7 @@ typedef struct
   tw_tensor *grad;         /* same shape; NULL for buffers; zeroed by tw_params_zero_grad */
   gboolean trainable;
   tw_tensor *state[2];     /* optimizer state (momentum / Adam m, v), NULL until used */
+  gboolean frozen;         /* trainable, but the optimizer leaves it alone */
 } tw_param;
 
 typedef struct tw_params tw_params;

@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-train"
 
 #include "engine/train.h"
+#include "engine/device.h"
 #include "engine/safetensors.h"
 
 #include <math.h>
@@ -20,7 +21,46 @@ struct tw_trainer
   int num_threads;
   tw_exec_mode mode;
   tw_compiled *compiled;
+  tw_bus *bus;
+  gboolean stop_pending;     /* a client asked to stop during the updates */
+  GArray *upd_ident;         /* tw_op_ident per params index (eager updates) */
+  GPtrArray *upd_strings;    /* what upd_ident points at */
 };
+
+/* The eager update of parameter i is an UPDATE event naming the node that
+ * owns it (the scope of "fc1.weight"). */
+static void
+build_update_idents (tw_trainer *tr)
+{
+  g_clear_pointer (&tr->upd_ident, g_array_unref);
+  g_clear_pointer (&tr->upd_strings, g_ptr_array_unref);
+  tr->upd_ident = g_array_new (FALSE, TRUE, sizeof (tw_op_ident));
+  tr->upd_strings = g_ptr_array_new_with_free_func (g_free);
+  int np = tw_params_count (tr->params);
+  g_array_set_size (tr->upd_ident, np);
+  for (int i = 0; i < np; i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      const char **nodes = g_new0 (const char *, 2);
+      int *index = g_new (int, 1);
+      char *scope = g_strdup (p->name);
+      char *dot = strrchr (scope, '.');
+      if (dot)
+        *dot = '\0';
+      nodes[0] = scope;
+      const tw_node *n = tw_graph_find (tr->model->graph, scope);
+      *index = n ? tw_graph_index_of (tr->model->graph, n->id) : -1;
+      g_ptr_array_add (tr->upd_strings, scope);
+      g_ptr_array_add (tr->upd_strings, nodes);
+      g_ptr_array_add (tr->upd_strings, index);
+      double numel = (double) tw_tensor_numel (p->value);
+      tw_op_ident id = { .label = "optimizer update", .nodes = nodes, .node_index = index,
+                         .n_nodes = 1, .phase = TW_PHASE_UPDATE, .layer_end = TRUE,
+                         .flops = 4 * numel, .bytes = 7 * numel * sizeof (float),
+                         .device = tw_device_cpu () };
+      g_array_index (tr->upd_ident, tw_op_ident, i) = id;
+    }
+}
 
 tw_trainer *
 tw_trainer_new (tw_model *model, GError **error)
@@ -47,6 +87,7 @@ tw_trainer_new (tw_model *model, GError **error)
     }
   tr->opt = tw_optimizer_new (&model->recipe.optimizer);
   tr->lr = model->recipe.optimizer.lr;
+  build_update_idents (tr);
   return g_steal_pointer (&tr);
 }
 
@@ -61,6 +102,9 @@ tw_trainer_free (tw_trainer *tr)
     tw_optimizer_free (tr->opt);
   if (tr->params)
     tw_params_free (tr->params);
+  g_clear_pointer (&tr->bus, tw_bus_unref);
+  g_clear_pointer (&tr->upd_ident, g_array_unref);
+  g_clear_pointer (&tr->upd_strings, g_ptr_array_unref);
   g_free (tr);
 }
 
@@ -96,6 +140,7 @@ tw_trainer_compiled (tw_trainer *tr)
       tw_compiled_set_num_threads (tr->compiled, tr->num_threads);
       tw_compiled_set_optimizer (tr->compiled, tr->opt);
       tw_compiled_set_allow_nan (tr->compiled, tr->allow_nan);
+      tw_compiled_set_bus (tr->compiled, tr->bus);
     }
   return tr->compiled;
 }
@@ -115,10 +160,205 @@ tw_trainer_get_mode (const tw_trainer *tr)
 }
 
 void
-tw_trainer_set_hooks (tw_trainer *tr, const tw_hooks *hooks)
+tw_trainer_set_bus (tw_trainer *tr, tw_bus *bus)
 {
-  tw_eager_set_hooks (tr->ex, hooks);
-  tw_compiled_set_hooks (tw_trainer_compiled (tr), hooks);
+  if (bus)
+    tw_bus_ref (bus);
+  g_clear_pointer (&tr->bus, tw_bus_unref);
+  tr->bus = bus;
+  tw_eager_set_bus (tr->ex, bus);
+  if (tr->compiled)
+    tw_compiled_set_bus (tr->compiled, bus);
+}
+
+tw_bus *
+tw_trainer_bus (tw_trainer *tr)
+{
+  return tr->bus;
+}
+
+gboolean
+tw_trainer_stop_pending (tw_trainer *tr)
+{
+  gboolean p = tr->stop_pending;
+  tr->stop_pending = FALSE;
+  return p;
+}
+
+tw_model *
+tw_trainer_model (tw_trainer *tr)
+{
+  return tr->model;
+}
+
+tw_optimizer *
+tw_trainer_optimizer (tw_trainer *tr)
+{
+  return tr->opt;
+}
+
+void
+tw_trainer_set_optimizer_config (tw_trainer *tr, const tw_optimizer_config *cfg)
+{
+  tw_optimizer_config c = *cfg;
+  c.type = tr->model->recipe.optimizer.type;
+  tr->model->recipe.optimizer = c;
+  tw_optimizer_set_config (tr->opt, &c);
+}
+
+gboolean
+tw_trainer_set_frozen (tw_trainer *tr, const char *node_id, gboolean frozen, GError **error)
+{
+  const tw_node *n = tw_graph_find (tr->model->graph, node_id);
+  if (n == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH, "no node '%s' in the graph", node_id);
+      return FALSE;
+    }
+  if (n->n_params == 0)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                   "node '%s' (%s) has no parameters to freeze", node_id, n->op->name);
+      return FALSE;
+    }
+  for (int k = 0; k < n->n_params; k++)
+    {
+      g_autofree char *name = tw_node_param_name (n, k);
+      tw_param *p = tw_params_get (tr->params, name);
+      if (p)
+        p->frozen = frozen;
+    }
+  return TRUE;
+}
+
+/* Does node a (in graph ga) compute what node b (in gb) does: same op, the
+ * same resolved attributes, parameter shapes and input connections? */
+static gboolean
+node_unchanged (const tw_graph *ga, const tw_node *a, const tw_graph *gb, const tw_node *b)
+{
+  if (a->op != b->op || a->n_inputs != b->n_inputs || a->n_params != b->n_params
+      || a->n_outputs != b->n_outputs || g_strcmp0 (a->share, b->share) != 0)
+    return FALSE;
+  for (int k = 0; k < a->n_inputs; k++)
+    {
+      tw_port pa = a->in_ports[k], pb = b->in_ports[k];
+      if (pa.output != pb.output
+          || strcmp (tw_graph_node (ga, pa.node)->id, tw_graph_node (gb, pb.node)->id) != 0)
+        return FALSE;
+    }
+  for (int k = 0; k < a->n_params; k++)
+    if (!tw_tinfo_equal (&a->params[k].info, &b->params[k].info))
+      return FALSE;
+  return tw_attrs_equal (a->resolved, b->resolved);
+}
+
+gboolean
+tw_trainer_replace_graph (tw_trainer *tr, tw_graph *graph, tw_graph_change *change,
+                          GError **error)
+{
+  g_return_val_if_fail (graph != NULL, FALSE);
+  if (tw_graph_infer (graph) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (graph);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH, "the new graph has errors:\n%s",
+                   msg);
+      tw_graph_free (graph);
+      return FALSE;
+    }
+  if (tw_graph_find_loss (graph) == NULL || tw_graph_find_source (graph, "data") == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                   "the new graph needs an input with role \"data\" and a loss node");
+      tw_graph_free (graph);
+      return FALSE;
+    }
+  tw_graph *old = tr->model->graph;
+  g_autoptr (GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) reinit = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) added = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) removed = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GHashTable) wanted = g_hash_table_new (g_str_hash, g_str_equal);
+  for (int i = 0; i < tw_graph_n_nodes (graph); i++)
+    {
+      const tw_node *n = tw_graph_node (graph, i);
+      const tw_node *o = tw_graph_find (old, n->id);
+      if (o == NULL)
+        {
+          g_ptr_array_add (added, g_strdup (n->id));
+          continue;
+        }
+      if (n->n_params == 0 && n->share == NULL)
+        continue;
+      if (node_unchanged (old, o, graph, n))
+        g_ptr_array_add (kept, g_strdup (n->id));
+      else
+        {
+          g_ptr_array_add (reinit, g_strdup (n->id));
+          /* Its parameters start again: drop them so the sync below makes new ones. */
+          for (int k = 0; k < o->n_params && o->share == NULL; k++)
+            {
+              g_autofree char *name = tw_node_param_name (o, k);
+              tw_params_remove (tr->params, name);
+            }
+        }
+    }
+  for (int i = 0; i < tw_graph_n_nodes (old); i++)
+    {
+      const tw_node *o = tw_graph_node (old, i);
+      if (tw_graph_find (graph, o->id) == NULL)
+        g_ptr_array_add (removed, g_strdup (o->id));
+    }
+  /* Parameters no node of the new graph owns go. */
+  for (int i = 0; i < tw_graph_n_nodes (graph); i++)
+    {
+      const tw_node *n = tw_graph_node (graph, i);
+      for (int k = 0; k < n->n_params; k++)
+        g_hash_table_add (wanted, tw_node_param_name (n, k));
+    }
+  g_autoptr (GPtrArray) drop = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    if (!g_hash_table_contains (wanted, tw_params_at (tr->params, i)->name))
+      g_ptr_array_add (drop, g_strdup (tw_params_at (tr->params, i)->name));
+  for (guint i = 0; i < drop->len; i++)
+    tw_params_remove (tr->params, g_ptr_array_index (drop, i));
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init (&it, wanted);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    g_free (key);
+
+  tr->model->graph = graph;
+  g_autoptr (GError) local = NULL;
+  if (!tw_eager_set_graph (tr->ex, graph, &local)
+      || (tr->compiled && !tw_compiled_set_graph (tr->compiled, graph, &local)))
+    {
+      /* Cannot happen for a graph that inferred; keep the message if it does. */
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
+    }
+  tw_graph_free (old);
+  build_update_idents (tr);
+  if (change)
+    {
+      g_ptr_array_add (kept, NULL);
+      g_ptr_array_add (reinit, NULL);
+      g_ptr_array_add (added, NULL);
+      g_ptr_array_add (removed, NULL);
+      change->kept = (char **) g_ptr_array_steal (kept, NULL);
+      change->reinitialised = (char **) g_ptr_array_steal (reinit, NULL);
+      change->added = (char **) g_ptr_array_steal (added, NULL);
+      change->removed = (char **) g_ptr_array_steal (removed, NULL);
+    }
+  return TRUE;
+}
+
+void
+tw_graph_change_clear (tw_graph_change *change)
+{
+  g_clear_pointer (&change->kept, g_strfreev);
+  g_clear_pointer (&change->reinitialised, g_strfreev);
+  g_clear_pointer (&change->added, g_strfreev);
+  g_clear_pointer (&change->removed, g_strfreev);
 }
 
 void
@@ -147,12 +387,68 @@ tw_trainer_current_lr (const tw_trainer *tr)
   return tr->lr;
 }
 
+static gboolean
+publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double loss, GError **error)
+{
+  tw_event ev = { .kind = TW_EV_ITERATION, .end = end, .compiled = tr->mode == TW_MODE_COMPILED,
+                  .step = (guint64) tr->step, .t_start = t0, .t_end = end ? tw_now_ns () : 0,
+                  .loss = loss };
+  if (tw_bus_publish (tr->bus, &ev))
+    return TRUE;
+  if (end)
+    {
+      tr->stop_pending = TRUE;      /* the step is done: stop after it */
+      return TRUE;
+    }
+  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped before step %" G_GINT64_FORMAT,
+               tr->step + 1);
+  return FALSE;
+}
+
+/* The optimizer update of every trainable parameter, one UPDATE event each.
+ * A client asking to stop here is answered after the last parameter: a step
+ * never ends half-applied. */
+static void
+eager_update (tw_trainer *tr, double lr)
+{
+  gboolean listen = tw_bus_wants (tr->bus, TW_EV_UPDATE);
+  if (!listen)
+    {
+      tw_optimizer_step (tr->opt, tr->params, lr);
+      return;
+    }
+  tw_optimizer_begin_step (tr->opt, lr);
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      if (!p->trainable || p->grad == NULL)
+        continue;
+      tw_tensor *io[2] = { p->value, p->grad };
+      tw_event ev = { .kind = TW_EV_UPDATE, .ident = &g_array_index (tr->upd_ident, tw_op_ident, i),
+                      .step = (guint64) tr->step, .t_start = tw_now_ns (), .inputs = io,
+                      .n_inputs = 2, .param = p };
+      if (!tw_bus_publish (tr->bus, &ev))
+        tr->stop_pending = TRUE;
+      tw_optimizer_update (tr->opt, p, tw_tensor_f32 (p->grad), 0, tw_tensor_numel (p->value));
+      ev.end = TRUE;
+      ev.t_end = tw_now_ns ();
+      ev.outputs = io;
+      ev.n_outputs = 1;
+      if (!tw_bus_publish (tr->bus, &ev))
+        tr->stop_pending = TRUE;
+    }
+}
+
 gboolean
 tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GError **error)
 {
   const tw_recipe *r = &tr->model->recipe;
   double lr = tw_schedule_lr (&r->schedule, r->optimizer.lr, tr->step,
                               tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
+  gboolean iter_events = tw_bus_wants (tr->bus, TW_EV_ITERATION);
+  gint64 t0 = iter_events ? tw_now_ns () : 0;
+  if (iter_events && !publish_iteration (tr, FALSE, t0, NAN, error))
+    return FALSE;
 
   if (tr->mode == TW_MODE_COMPILED)
     {
@@ -165,9 +461,13 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
           tw_optimizer_set_step (tr->opt, opt_step);
           return FALSE;
         }
+      tr->stop_pending |= tw_compiled_stop_pending (tr->compiled);
+      double l = tw_compiled_loss_value (tr->compiled);
       if (loss)
-        *loss = tw_compiled_loss_value (tr->compiled);
+        *loss = l;
       tr->lr = lr;
+      if (iter_events)
+        publish_iteration (tr, TRUE, t0, l, NULL);
       tr->step++;
       return TRUE;
     }
@@ -190,7 +490,9 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
     return FALSE;
   tw_eager_release (tr->ex);
   tr->lr = lr;
-  tw_optimizer_step (tr->opt, tr->params, lr);
+  eager_update (tr, lr);
+  if (iter_events)
+    publish_iteration (tr, TRUE, t0, l, NULL);
   tr->step++;
   return TRUE;
 }

@@ -41,7 +41,42 @@ tw_exec_mode tw_trainer_get_mode (const tw_trainer *tr);
 /* The compiled executor (created on first use of compiled mode). Borrowed. */
 tw_compiled *tw_trainer_compiled (tw_trainer *tr);
 void tw_trainer_set_num_threads (tw_trainer *tr, int n);
-void tw_trainer_set_hooks (tw_trainer *tr, const tw_hooks *hooks);
+/* Publish events (engine/events.h) on bus from both executors and the
+ * trainer itself (iterations, eager updates).  A reference is taken. */
+void tw_trainer_set_bus (tw_trainer *tr, tw_bus *bus);
+tw_bus *tw_trainer_bus (tw_trainer *tr);                  /* borrowed, may be NULL */
+/* An event client asked to stop while the parameters were being updated:
+ * the step was finished (tw_trainer_step returned TRUE).  Says so once. */
+gboolean tw_trainer_stop_pending (tw_trainer *tr);
+tw_model *tw_trainer_model (tw_trainer *tr);               /* borrowed */
+tw_optimizer *tw_trainer_optimizer (tw_trainer *tr);       /* borrowed */
+/* New hyper-parameters (base lr, momentum, weight decay, betas; the
+ * optimizer type stays): from the next step, state kept. */
+void tw_trainer_set_optimizer_config (tw_trainer *tr, const tw_optimizer_config *cfg);
+/* Freeze (or unfreeze) every parameter of a node: its values and optimizer
+ * state stay bit-identical while frozen, in both modes. */
+gboolean tw_trainer_set_frozen (tw_trainer *tr, const char *node_id, gboolean frozen,
+                                GError **error);
+
+/* What a graph replacement did to the parameters, by node id
+ * (NULL-terminated; free with tw_graph_change_clear). */
+typedef struct
+{
+  char **kept;             /* same op, attributes, inputs and parameter shapes: weights
+                            * and optimizer state kept bit for bit */
+  char **reinitialised;    /* changed: parameters initialised again */
+  char **added;
+  char **removed;
+} tw_graph_change;
+
+void tw_graph_change_clear (tw_graph_change *change);
+
+/* Run graph (taken, whatever the result) from the next step on.  Fails,
+ * leaving the trainer on its old graph, when the new one does not infer (the
+ * error names each node) or has no data input or loss.  Compiled programs
+ * are rebuilt on their next use. */
+gboolean tw_trainer_replace_graph (tw_trainer *tr, tw_graph *graph, tw_graph_change *change,
+                                   GError **error);
 /* Total steps of the run, for schedules that need it (cosine). */
 void tw_trainer_set_total_steps (tw_trainer *tr, int64_t total);
 /* Keep going on a non-finite loss instead of failing the step. */

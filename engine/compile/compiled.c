@@ -16,6 +16,11 @@ typedef struct
   tw_program *prog;
   guint8 *arena;
   tw_tensor **t;           /* [n_slots] views; NULL for DATA/LABEL until bound */
+  tw_op_ident *ident;      /* [n_instrs] */
+  GPtrArray **ready;       /* [n_instrs] tw_param* whose gradient is final at its end, or NULL */
+  GPtrArray *ready_last;   /* trainable params the program gives no gradient (end of run) */
+  GStrv *nodes;            /* [n_instrs] NULL-terminated ids, owned */
+  int **node_index;        /* [n_instrs] */
 } runnable;
 
 struct tw_compiled
@@ -26,12 +31,15 @@ struct tw_compiled
   int num_threads;
   tw_pass_flags passes;
   gboolean guards;
-  tw_hooks hooks;
+  tw_bus *bus;
+  GHashTable *keep_nodes;  /* node ids never fused (inspectable), or NULL */
   GHashTable *cache;       /* (kind << 48 | batch) → runnable* */
   tw_update_ctx update;
   gboolean allow_nan;
   runnable *last;
   GPtrArray *notes;
+  gboolean updating;       /* this run has updated a parameter */
+  gboolean stop_pending;   /* a client asked to stop after that */
 };
 
 static void
@@ -41,6 +49,18 @@ runnable_free (gpointer data)
   for (guint s = 0; s < r->prog->slots->len; s++)
     tw_tensor_unref (r->t[s]);
   g_free (r->t);
+  for (guint i = 0; i < r->prog->instrs->len; i++)
+    {
+      g_strfreev (r->nodes[i]);
+      g_free (r->node_index[i]);
+      if (r->ready[i])
+        g_ptr_array_unref (r->ready[i]);
+    }
+  g_free (r->nodes);
+  g_free (r->node_index);
+  g_free (r->ready);
+  g_free (r->ident);
+  g_ptr_array_unref (r->ready_last);
   tw_device_cpu ()->free (r->arena, r->prog->arena_bytes);
   tw_program_free (r->prog);
   g_free (r);
@@ -50,6 +70,91 @@ static tw_tensor *
 view_tensor (const tw_tinfo *info, void *data)
 {
   return tw_tensor_new_borrowed (info->dtype, info->ndim, info->dims, data);
+}
+
+/* Each instruction's identity, computed once: the nodes it covers (their
+ * indices in the executor's graph), cost, whether it ends its node's work in
+ * this phase; and which parameters' gradients are final when it ends. */
+static void
+build_identities (tw_compiled *c, runnable *r)
+{
+  tw_program *prog = r->prog;
+  guint ni = prog->instrs->len;
+  r->ident = g_new0 (tw_op_ident, MAX (ni, 1));
+  r->nodes = g_new0 (GStrv, MAX (ni, 1));
+  r->node_index = g_new0 (int *, MAX (ni, 1));
+  r->ready = g_new0 (GPtrArray *, MAX (ni, 1));
+  r->ready_last = g_ptr_array_new ();
+  for (guint i = 0; i < ni; i++)
+    {
+      tw_instr *ins = tw_program_instr (prog, (int) i);
+      int nn = (int) ins->sources->len;
+      r->nodes[i] = g_new0 (char *, nn + 1);
+      r->node_index[i] = g_new0 (int, MAX (nn, 1));
+      for (int k = 0; k < nn; k++)
+        {
+          const char *id = g_ptr_array_index (ins->sources, k);
+          r->nodes[i][k] = g_strdup (id);
+          const tw_node *n = tw_graph_find (c->graph, id);
+          r->node_index[i][k] = n ? tw_graph_index_of (c->graph, n->id) : -1;
+        }
+      tw_op_ident *id = &r->ident[i];
+      id->label = ins->label;
+      id->nodes = (const char *const *) r->nodes[i];
+      id->node_index = r->node_index[i];
+      id->n_nodes = nn;
+      id->phase = ins->phase;
+      id->fused = ins->kernel != NULL && ins->param == NULL ? TRUE
+                  : ins->param != NULL && ins->n_in > 2;   /* gradient + update */
+      id->flops = ins->cost.flops;
+      id->bytes = ins->cost.bytes_read + ins->cost.bytes_written;
+      id->device = tw_device_cpu ();
+    }
+  /* An instruction ends its nodes' work when the next one (in the same
+   * phase) covers another first node. */
+  for (guint i = 0; i < ni; i++)
+    {
+      tw_instr *a = tw_program_instr (prog, (int) i);
+      tw_instr *b = i + 1 < ni ? tw_program_instr (prog, (int) i + 1) : NULL;
+      r->ident[i].layer_end = b == NULL || b->phase != a->phase || a->sources->len == 0
+                              || b->sources->len == 0
+                              || strcmp (g_ptr_array_index (a->sources, 0),
+                                         g_ptr_array_index (b->sources, 0)) != 0;
+    }
+  for (int i = 0; i < tw_params_count (c->params); i++)
+    {
+      tw_param *pp = tw_params_at (c->params, i);
+      if (!pp->trainable)
+        continue;
+      int at = -1;
+      gpointer v = g_hash_table_lookup (prog->grad_slot, pp->name);
+      if (v)
+        {
+          int gs = GPOINTER_TO_INT (v) - 1;
+          for (guint k = 0; k < ni && at < 0; k++)
+            {
+              tw_instr *ins = tw_program_instr (prog, (int) k);
+              for (int o = 0; o < ins->n_out; o++)
+                if (ins->out[o] == gs)
+                  at = (int) k;
+            }
+          /* A fused gradient+update: final inside the update. */
+          for (guint k = 0; k < ni && at < 0; k++)
+            {
+              tw_instr *ins = tw_program_instr (prog, (int) k);
+              if (ins->param && strcmp (ins->param, pp->name) == 0)
+                at = (int) k;
+            }
+        }
+      if (at < 0)
+        g_ptr_array_add (r->ready_last, pp);
+      else
+        {
+          if (r->ready[at] == NULL)
+            r->ready[at] = g_ptr_array_new ();
+          g_ptr_array_add (r->ready[at], pp);
+        }
+    }
 }
 
 static runnable *
@@ -88,6 +193,7 @@ runnable_new (tw_compiled *c, tw_program *prog)
       if (sl->kind == TW_SLOT_ACT && sl->offset < 0)
         r->t[s] = view_tensor (&sl->info, NULL);
     }
+  build_identities (c, r);
   return r;
 }
 
@@ -137,6 +243,8 @@ tw_compiled_free (tw_compiled *c)
     return;
   g_hash_table_unref (c->cache);
   g_ptr_array_unref (c->notes);
+  g_clear_pointer (&c->bus, tw_bus_unref);
+  g_clear_pointer (&c->keep_nodes, g_hash_table_unref);
   g_free (c);
 }
 
@@ -169,12 +277,61 @@ tw_compiled_set_seed (tw_compiled *c, guint64 seed)
 }
 
 void
-tw_compiled_set_hooks (tw_compiled *c, const tw_hooks *hooks)
+tw_compiled_set_bus (tw_compiled *c, tw_bus *bus)
 {
-  if (hooks)
-    c->hooks = *hooks;
-  else
-    memset (&c->hooks, 0, sizeof c->hooks);
+  if (bus)
+    tw_bus_ref (bus);
+  g_clear_pointer (&c->bus, tw_bus_unref);
+  c->bus = bus;
+}
+
+void
+tw_compiled_invalidate (tw_compiled *c)
+{
+  g_hash_table_remove_all (c->cache);
+  c->last = NULL;
+}
+
+gboolean
+tw_compiled_set_graph (tw_compiled *c, tw_graph *graph, GError **error)
+{
+  if (tw_graph_infer (graph) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (graph);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH, "the graph has errors:\n%s", msg);
+      return FALSE;
+    }
+  c->graph = graph;
+  tw_compiled_invalidate (c);
+  return TRUE;
+}
+
+gboolean
+tw_compiled_set_keep_nodes (tw_compiled *c, const char *const *node_ids)
+{
+  g_autoptr (GHashTable) set = NULL;
+  if (node_ids && node_ids[0])
+    {
+      set = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      for (const char *const *n = node_ids; *n; n++)
+        g_hash_table_add (set, g_strdup (*n));
+    }
+  gboolean same = (set == NULL && c->keep_nodes == NULL)
+                  || (set && c->keep_nodes && g_hash_table_size (set) == g_hash_table_size (c->keep_nodes));
+  if (same && set)
+    {
+      GHashTableIter it;
+      gpointer k;
+      g_hash_table_iter_init (&it, set);
+      while (same && g_hash_table_iter_next (&it, &k, NULL))
+        same = g_hash_table_contains (c->keep_nodes, k);
+    }
+  if (same)
+    return FALSE;
+  g_clear_pointer (&c->keep_nodes, g_hash_table_unref);
+  c->keep_nodes = g_steal_pointer (&set);
+  tw_compiled_invalidate (c);
+  return TRUE;
 }
 
 void
@@ -187,6 +344,14 @@ void
 tw_compiled_set_allow_nan (tw_compiled *c, gboolean allow)
 {
   c->allow_nan = allow;
+}
+
+gboolean
+tw_compiled_stop_pending (tw_compiled *c)
+{
+  gboolean p = c->stop_pending;
+  c->stop_pending = FALSE;
+  return p;
 }
 
 const GPtrArray *
@@ -207,6 +372,8 @@ get_runnable (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **erro
   if (p == NULL)
     return NULL;
   p->guards = c->guards;
+  if (c->keep_nodes)
+    p->keep_nodes = g_hash_table_ref (c->keep_nodes);
   if (!tw_program_optimize (p, c->passes, error))
     {
       tw_program_free (p);
@@ -240,13 +407,46 @@ tw_compiled_program (tw_compiled *c, tw_program_kind kind, int64_t batch, GError
 }
 
 static gboolean
-run_hook (tw_compiled *c, tw_hook_fn fn, tw_hook_event *ev, GError **error)
+publish (tw_compiled *c, const tw_event *ev, GError **error)
 {
-  if (fn == NULL || fn (ev, c->hooks.user_data))
+  if (tw_bus_publish (c->bus, ev))
     return TRUE;
-  g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at node %s",
-               ev->node ? ev->node->id : "(update)");
+  /* Once a parameter has been updated the step is finished first. */
+  if (c->updating)
+    {
+      c->stop_pending = TRUE;
+      return TRUE;
+    }
+  if (ev->kind == TW_EV_GRAD_READY)
+    g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at the gradient of %s",
+                 ev->param->name);
+  else
+    g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped at node %s (%s)",
+                 ev->ident->n_nodes ? ev->ident->nodes[0] : "?", ev->ident->label);
   return FALSE;
+}
+
+static const tw_event_kind phase_kind[] = { TW_EV_FORWARD, TW_EV_BACKWARD, TW_EV_UPDATE };
+
+/* grad_ready for each parameter in ready (its gradient is the program's). */
+static gboolean
+publish_ready (tw_compiled *c, runnable *r, GPtrArray *ready, guint64 step, GError **error)
+{
+  for (guint k = 0; ready && k < ready->len; k++)
+    {
+      tw_param *pp = g_ptr_array_index (ready, k);
+      gpointer v = g_hash_table_lookup (r->prog->grad_slot, pp->name);
+      int gs = v ? GPOINTER_TO_INT (v) - 1 : -1;
+      tw_slot *sl = gs >= 0 ? tw_program_slot (r->prog, gs) : NULL;
+      gboolean exists = sl && (sl->producer >= 0 || sl->offset >= 0);
+      gint64 t = tw_now_ns ();
+      tw_event ev = { .kind = TW_EV_GRAD_READY, .end = TRUE, .compiled = TRUE, .step = step,
+                      .t_start = t, .t_end = t, .param = pp,
+                      .grad = exists ? r->t[gs] : NULL };
+      if (!publish (c, &ev, error))
+        return FALSE;
+    }
+  return TRUE;
 }
 
 gboolean
@@ -289,6 +489,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
     }
   tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads,
                  .exec_data = &c->update };
+  c->updating = FALSE;
   tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
   for (guint i = 0; i < p->instrs->len; i++)
     {
@@ -304,14 +505,19 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
       kc.training = ins->training;
       kc.node_key = ins->node_key;
 
-      const tw_node *node = ins->sources->len
-                              ? tw_graph_find (p->graph, g_ptr_array_index (ins->sources, 0))
-                              : NULL;
-      tw_hook_event ev = { ins->phase, node, node ? tw_graph_index_of (p->graph, node->id) : -1,
-                           step, in, ins->n_in, NULL, 0 };
-      if (!run_hook (c, c->hooks.before_op, &ev, error))
-        return FALSE;
+      tw_event ev = { .kind = phase_kind[ins->phase], .compiled = TRUE, .ident = &r->ident[i],
+                      .step = step, .inputs = in, .n_inputs = ins->n_in };
+      gboolean listen = tw_bus_wants (c->bus, ev.kind);
+      if (listen)
+        {
+          if (ins->param)
+            ev.param = tw_params_get (c->params, ins->param);
+          ev.t_start = tw_now_ns ();
+          if (!publish (c, &ev, error))
+            return FALSE;
+        }
       g_autoptr (GError) local = NULL;
+      c->updating |= ins->phase == TW_PHASE_UPDATE;
       gboolean ok = ins->kernel ? ins->kernel (&kc, ins, in, out, &local)
                                 : ins->op->forward (&kc, ins->attrs, in, ins->n_in, out, &local);
       if (!ok)
@@ -326,9 +532,21 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
                        local ? local->message : "failed");
           return FALSE;
         }
-      ev.outputs = out;
-      ev.n_outputs = ins->n_out;
-      if (!run_hook (c, c->hooks.after_op, &ev, error))
+      if (listen)
+        {
+          ev.end = TRUE;
+          ev.t_end = tw_now_ns ();
+          ev.outputs = out;
+          ev.n_outputs = ins->n_out;
+          /* A fused gradient+update: its gradient was final inside it. */
+          if (ins->param && r->ready[i]
+              && !publish_ready (c, r, r->ready[i], step, error))
+            return FALSE;
+          if (!publish (c, &ev, error))
+            return FALSE;
+        }
+      if (r->ready[i] && ins->param == NULL && tw_bus_wants (c->bus, TW_EV_GRAD_READY)
+          && !publish_ready (c, r, r->ready[i], step, error))
         return FALSE;
       /* Stop before backward (and any update) when the loss is not finite. */
       if (ins->n_out > 0 && ins->out[0] == p->loss_slot && kind != TW_PROGRAM_INFER
@@ -345,6 +563,9 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
             }
         }
     }
+  if (kind != TW_PROGRAM_INFER && kind != TW_PROGRAM_EVAL && tw_bus_wants (c->bus, TW_EV_GRAD_READY)
+      && !publish_ready (c, r, r->ready_last, step, error))
+    return FALSE;
   return TRUE;
 }
 

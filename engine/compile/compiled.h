@@ -36,7 +36,22 @@ void tw_compiled_set_passes (tw_compiled *c, tw_pass_flags passes);   /* default
 void tw_compiled_set_guards (tw_compiled *c, gboolean guards);       /* guard bytes (tests) */
 void tw_compiled_set_num_threads (tw_compiled *c, int n);
 void tw_compiled_set_seed (tw_compiled *c, guint64 seed);
-void tw_compiled_set_hooks (tw_compiled *c, const tw_hooks *hooks);
+/* Publish events (engine/events.h) on bus (a reference is taken; NULL: none). */
+void tw_compiled_set_bus (tw_compiled *c, tw_bus *bus);
+/* Run another graph (same parameters store) from the next run on: every
+ * cached program is dropped.  FALSE, with the errors, when it does not infer. */
+gboolean tw_compiled_set_graph (tw_compiled *c, tw_graph *graph, GError **error);
+/* A client asked to stop after the run had updated a parameter: the run
+ * finished the step instead (no parameter is left half-updated) and returns
+ * TRUE; this says so once, and clears. */
+gboolean tw_compiled_stop_pending (tw_compiled *c);
+/* Drop every cached program (the next run compiles again). */
+void tw_compiled_invalidate (tw_compiled *c);
+/* Nodes that fusion must leave alone, so that their values exist and are
+ * whole at the end of their instruction (breakpoints, requested tensors).
+ * NULL or empty: none.  Returns TRUE when the set changed (programs are then
+ * rebuilt on the next run). */
+gboolean tw_compiled_set_keep_nodes (tw_compiled *c, const char *const *node_ids);
 /* The optimizer that STEP programs update parameters with; the caller calls
  * tw_optimizer_begin_step () before each STEP run.  Borrowed. */
 void tw_compiled_set_optimizer (tw_compiled *c, struct tw_optimizer *opt);

@@ -43,7 +43,7 @@ at (tw_program *p, int i)
 static gboolean
 is_op (const tw_instr *ins, const char *name)
 {
-  return ins && ins->op && !ins->kernel && strcmp (ins->op->name, name) == 0;
+  return ins && ins->op && !ins->kernel && !ins->pinned && strcmp (ins->op->name, name) == 0;
 }
 
 static gboolean
@@ -141,8 +141,14 @@ fused_new (const char *label, tw_kernel_fn fn, gpointer kdata, const tw_attrs *a
   f->node_key = covered[0]->node_key;
   f->training = covered[0]->training;
   for (int c = 0; c < n; c++)
-    for (guint s = 0; s < covered[c]->sources->len; s++)
-      tw_instr_add_source (f, g_ptr_array_index (covered[c]->sources, s));
+    {
+      for (guint s = 0; s < covered[c]->sources->len; s++)
+        tw_instr_add_source (f, g_ptr_array_index (covered[c]->sources, s));
+      /* Intermediate values stay in registers: an upper bound on bytes. */
+      f->cost.flops += covered[c]->cost.flops;
+      f->cost.bytes_read += covered[c]->cost.bytes_read;
+      f->cost.bytes_written += covered[c]->cost.bytes_written;
+    }
   return f;
 }
 
@@ -438,7 +444,7 @@ gemm_backward (tw_program *p)
 static gboolean
 ew_member (const tw_program *p, const tw_instr *ins, tw_ew_step *st)
 {
-  if (ins == NULL || ins->op == NULL || ins->kernel || !(ins->op->flags & TW_OP_ELEMENTWISE)
+  if (ins == NULL || ins->op == NULL || ins->kernel || ins->pinned || !(ins->op->flags & TW_OP_ELEMENTWISE)
       || ins->n_out != 1 || ins->n_in < 1 || ins->n_in > 2 || !all_f32 (p, ins))
     return FALSE;
   const tw_tinfo *o = &tw_program_slot (p, ins->out[0])->info;

@@ -81,7 +81,7 @@ grad_update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *i
 static gboolean
 is_weight_grad (const tw_instr *ins)
 {
-  return ins->n_out == 1 && ins->n_in == 2
+  return ins->n_out == 1 && ins->n_in == 2 && !ins->pinned
          && ((ins->op && strcmp (ins->op->name, "linear_grad_weight") == 0)
              || g_str_has_prefix (ins->label, "linear_grad_weight"));
 }
@@ -120,6 +120,11 @@ tw_pass_fuse_updates (tw_program *p)
       grad_update_data *d = g_new0 (grad_update_data, 1);
       const tw_tinfo *w = &tw_program_slot (p, u->in[0])->info;
       d->param = g_strdup (u->kdata);
+      f->param = g_strdup (u->kdata);
+      f->cost.flops = g->cost.flops + u->cost.flops;
+      /* The gradient is neither written nor read back whole. */
+      f->cost.bytes_read = g->cost.bytes_read + u->cost.bytes_read;
+      f->cost.bytes_written = u->cost.bytes_written;
       d->rows = block_rows (w->dims[0]);
       f->kernel = grad_update_kernel;
       f->kdata = d;

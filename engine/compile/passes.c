@@ -25,6 +25,13 @@ tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error)
     { TW_PASS_FUSE, "fuse weight gradients into updates", tw_pass_fuse_updates },
     { TW_PASS_INPLACE, "in-place and views", tw_pass_inplace },
   };
+  /* Instructions of nodes that must stay inspectable are left out of fusion. */
+  for (guint i = 0; p->keep_nodes && i < p->instrs->len; i++)
+    {
+      tw_instr *ins = tw_program_instr (p, (int) i);
+      for (guint k = 0; k < ins->sources->len && !ins->pinned; k++)
+        ins->pinned = g_hash_table_contains (p->keep_nodes, g_ptr_array_index (ins->sources, k));
+    }
   for (guint t = 0; t < G_N_ELEMENTS (table); t++)
     {
       if (!(passes & table[t].flag))

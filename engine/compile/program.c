@@ -29,6 +29,7 @@ tw_instr_free (tw_instr *ins)
   if (ins->kdata_free)
     ins->kdata_free (ins->kdata);
   g_free (ins->label);
+  g_free (ins->param);
   g_ptr_array_unref (ins->sources);
   g_free (ins);
 }
@@ -102,6 +103,7 @@ tw_program_free (tw_program *p)
   g_hash_table_unref (p->grad_slot);
   g_array_unref (p->records);
   g_array_unref (p->param_order);
+  g_clear_pointer (&p->keep_nodes, g_hash_table_unref);
   g_free (p);
 }
 
@@ -233,6 +235,8 @@ append_op (tw_program *p, const tw_op_def *def, const tw_attrs *attrs, int n_in,
   ins->inplace_ok = (def->flags & TW_OP_ELEMENTWISE) != 0;
   if (source)
     tw_instr_add_source (ins, source);
+  if (def->cost)
+    def->cost (ra, info_in, n_in, info_out, n_out, &ins->cost);
   for (int k = 0; k < n_out; k++)
     {
       int s = tw_program_add_slot (p, TW_SLOT_ACT, &info_out[k], NULL);
@@ -514,6 +518,15 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
           u->kernel = update_kernel;
           u->kdata = g_strdup (name);
           u->kdata_free = g_free;
+          u->param = g_strdup (name);
+          /* Read parameter, gradient and (up to two) state tensors, write
+           * parameter and state; a few flops per element. */
+          {
+            double numel = (double) tw_tinfo_numel (&s->info, NULL);
+            u->cost.flops = 4 * numel;
+            u->cost.bytes_read = 4 * numel * sizeof (float);
+            u->cost.bytes_written = 3 * numel * sizeof (float);
+          }
           u->phase = TW_PHASE_UPDATE;
           u->training = TRUE;
           u->n_in = 2;

@@ -72,6 +72,9 @@ struct tw_instr
   gboolean training;
   GPtrArray *sources;         /* graph node ids (char *) covered */
   gboolean inplace_ok;        /* out[0] may share in[k]'s buffer (element-wise) */
+  tw_cost cost;               /* per run; a fused instruction sums what it covers */
+  char *param;                /* UPDATE instructions: the parameter they update */
+  gboolean pinned;            /* covers a kept node: fusion leaves it alone */
 };
 
 typedef enum
@@ -130,6 +133,7 @@ struct tw_program
   size_t unplanned_bytes;     /* sum of all ACT slot sizes (no reuse) */
   gboolean guards;            /* planned with guard bytes between slots */
   GArray *records;            /* tw_pass_record */
+  GHashTable *keep_nodes;     /* node ids fusion must not hide (set before optimize), or NULL */
   double build_ms;
 };
 

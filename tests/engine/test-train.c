@@ -362,22 +362,21 @@ typedef struct
 } hook_log;
 
 static gboolean
-hook_before (const tw_hook_event *ev, gpointer user)
+on_event (const tw_event *ev, gpointer user)
 {
   hook_log *l = user;
-  l->before[ev->phase]++;
-  if (ev->phase == TW_PHASE_FORWARD)
-    g_string_append_printf (l->order, "%s ", ev->node->id);
+  int ph = ev->ident->phase;
+  if (ev->end)
+    {
+      l->after[ph]++;
+      g_assert_nonnull (ev->outputs);
+      g_assert_cmpint (ev->t_end, >=, ev->t_start);
+      return TRUE;
+    }
+  l->before[ph]++;
+  if (ph == TW_PHASE_FORWARD)
+    g_string_append_printf (l->order, "%s ", ev->ident->nodes[0]);
   return l->stop_at < 0 || l->before[0] < l->stop_at;
-}
-
-static gboolean
-hook_after (const tw_hook_event *ev, gpointer user)
-{
-  hook_log *l = user;
-  l->after[ev->phase]++;
-  g_assert_nonnull (ev->outputs);
-  return TRUE;
 }
 
 static void
@@ -388,8 +387,10 @@ test_hooks (void)
   g_autoptr (GError) error = NULL;
   g_autoptr (tw_eager) ex = tw_eager_new (m->graph, params, 1, &error);
   hook_log log = { { 0 }, { 0 }, -1, g_string_new (NULL) };
-  tw_hooks hooks = { hook_before, hook_after, &log };
-  tw_eager_set_hooks (ex, &hooks);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_FORWARD) | TW_EV_BIT (TW_EV_BACKWARD), on_event, &log,
+                    NULL);
+  tw_eager_set_bus (ex, bus);
   g_autoptr (tw_tensor) x = tw_tensor_zeros (TW_F32, 4, (int64_t[]) { 2, 1, 28, 28 });
   g_autoptr (tw_tensor) y = tw_tensor_zeros (TW_I64, 1, (int64_t[]) { 2 });
 
@@ -403,7 +404,7 @@ test_hooks (void)
   g_assert_cmpint (log.after[TW_PHASE_BACKWARD], ==, 4);
   g_assert_cmpstr (log.order->str, ==, "flat fc1 act fc2 loss ");
 
-  /* A hook that says stop stops the run between two ops. */
+  /* A client that says stop stops the run between two ops. */
   log.stop_at = 2;
   memset (log.before, 0, sizeof log.before);
   g_assert_false (tw_eager_forward (ex, x, y, TRUE, 1, &error));

@@ -1,0 +1,122 @@
+/* events.c — the event bus (events.h). */
+#define G_LOG_DOMAIN "twb-events"
+
+#include "engine/events.h"
+
+#include <time.h>
+
+typedef struct
+{
+  guint id;
+  guint mask;
+  tw_event_fn fn;
+  gpointer user_data;
+  GDestroyNotify destroy;
+} client;
+
+static const char *const kind_names[TW_EV_N_KINDS] = {
+  "iteration", "data", "forward", "backward", "update", "kernel", "copy", "collective",
+  "grad_ready",
+};
+
+const char *
+tw_event_kind_name (tw_event_kind kind)
+{
+  return kind < TW_EV_N_KINDS ? kind_names[kind] : "?";
+}
+
+gint64
+tw_now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+tw_bus *
+tw_bus_new (void)
+{
+  tw_bus *bus = g_new0 (tw_bus, 1);
+  bus->refcount = 1;
+  bus->clients = g_array_new (FALSE, FALSE, sizeof (client));
+  bus->next_id = 1;
+  return bus;
+}
+
+tw_bus *
+tw_bus_ref (tw_bus *bus)
+{
+  g_atomic_int_inc (&bus->refcount);
+  return bus;
+}
+
+void
+tw_bus_unref (tw_bus *bus)
+{
+  if (bus == NULL || !g_atomic_int_dec_and_test (&bus->refcount))
+    return;
+  for (guint i = 0; i < bus->clients->len; i++)
+    {
+      client *c = &g_array_index (bus->clients, client, i);
+      if (c->destroy)
+        c->destroy (c->user_data);
+    }
+  g_array_unref (bus->clients);
+  g_free (bus);
+}
+
+static void
+update_mask (tw_bus *bus)
+{
+  guint m = 0;
+  for (guint i = 0; i < bus->clients->len; i++)
+    m |= g_array_index (bus->clients, client, i).mask;
+  bus->mask = m;
+}
+
+guint
+tw_bus_subscribe (tw_bus *bus, guint mask, tw_event_fn fn, gpointer user_data,
+                  GDestroyNotify destroy)
+{
+  g_return_val_if_fail (bus != NULL && fn != NULL, 0);
+  client c = { bus->next_id++, mask & TW_EV_MASK_ALL, fn, user_data, destroy };
+  g_array_append_val (bus->clients, c);
+  update_mask (bus);
+  return c.id;
+}
+
+void
+tw_bus_unsubscribe (tw_bus *bus, guint id)
+{
+  for (guint i = 0; i < bus->clients->len; i++)
+    {
+      client c = g_array_index (bus->clients, client, i);
+      if (c.id != id)
+        continue;
+      g_array_remove_index (bus->clients, i);
+      update_mask (bus);
+      if (c.destroy)
+        c.destroy (c.user_data);
+      return;
+    }
+}
+
+guint
+tw_bus_mask (const tw_bus *bus)
+{
+  return bus ? bus->mask : 0;
+}
+
+gboolean
+tw_bus_publish (tw_bus *bus, const tw_event *ev)
+{
+  gboolean go_on = TRUE;
+  guint bit = TW_EV_BIT (ev->kind);
+  for (guint i = 0; i < bus->clients->len; i++)
+    {
+      client *c = &g_array_index (bus->clients, client, i);
+      if ((c->mask & bit) && !c->fn (ev, c->user_data))
+        go_on = FALSE;
+    }
+  return go_on;
+}

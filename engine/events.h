@@ -1,0 +1,162 @@
+/* events.h — the event bus: what the executors publish, for any number of
+ * clients (the debugger, the dashboard, the profiler, data-parallel
+ * bucketing).  The executors know none of them.
+ *
+ *   static gboolean
+ *   on_event (const tw_event *ev, gpointer user)
+ *   {
+ *     if (ev->kind == TW_EV_FORWARD && ev->end)
+ *       g_print ("%s took %" G_GINT64_FORMAT " ns\n", ev->ident->label, ev->t_end - ev->t_start);
+ *     return TRUE;                 // FALSE asks the executor to stop here
+ *   }
+ *
+ *   g_autoptr (tw_bus) bus = tw_bus_new ();
+ *   guint id = tw_bus_subscribe (bus, TW_EV_MASK_OPS, on_event, NULL, NULL);
+ *   tw_trainer_set_bus (trainer, bus);          // the eager and compiled executors publish
+ *   ...
+ *   tw_bus_unsubscribe (bus, id);
+ *
+ * What each kind means — the same in eager and compiled mode:
+ *
+ * - TW_EV_ITERATION: one training step (forward, backward, update), begin and
+ *   end; every op event of the step nests inside it.  Published by the trainer.
+ * - TW_EV_DATA: loading one batch (published by the session's loop, outside
+ *   the iteration it feeds).
+ * - TW_EV_FORWARD: one forward op.  Eager: one graph node.  Compiled: one
+ *   instruction, which may cover several nodes (ident->nodes lists them all,
+ *   ident->fused says so).  inputs: the op's inputs (data then parameters);
+ *   outputs (end only): its outputs.
+ * - TW_EV_BACKWARD: backward work for graph nodes.  Eager: the whole
+ *   backward rule of one node (its kernels nest inside as TW_EV_KERNEL);
+ *   inputs are the gradients of the node's outputs (entries may be NULL),
+ *   outputs (end only) the gradients of its inputs (NULL where not needed).
+ *   Compiled: one backward instruction (a node's backward may take several;
+ *   they all name it), inputs and outputs as the instruction reads and writes.
+ * - TW_EV_UPDATE: the optimizer update of one parameter (param is set).
+ *   Compiled mode may fuse a linear layer's weight gradient into its update:
+ *   ident->fused is then TRUE and the gradient never exists whole.
+ * - TW_EV_KERNEL: one kernel run inside an op event.  Eager: each op a
+ *   backward rule emits (relu_grad, linear_grad_weight, ...); an op's
+ *   forward is one kernel and publishes none.  Compiled: none (every
+ *   instruction is one kernel, published as its op event).
+ * - TW_EV_COPY, TW_EV_COLLECTIVE: host↔device copies and collectives, for
+ *   the devices and communicators that make them.
+ * - TW_EV_GRAD_READY: an instant (start == end), once per trainable parameter
+ *   per step, the moment its gradient is final and before its update: param
+ *   and grad are set (grad is NULL where a fused update consumes it in
+ *   blocks).  Eager: when the last node using the parameter (shared layers
+ *   count each use) has run its backward, or at the end of backward for a
+ *   parameter the loss does not reach.  Compiled: at the end of the
+ *   instruction producing its final gradient.
+ *
+ * Events come in pairs, begin (end = FALSE, t_start set) and end (end = TRUE,
+ * both times set), except GRAD_READY.  Times are CLOCK_MONOTONIC nanoseconds,
+ * measured only when a client is attached: with none, publishing costs the
+ * one branch of tw_bus_wants ().  Tensors are borrowed: valid during the
+ * callback only.  Callbacks run on the executing thread; a client that blocks
+ * pauses the run between two ops, one that returns FALSE stops it (the
+ * executor returns TW_EXEC_ERROR_STOPPED).
+ *
+ * Subscribe and unsubscribe only while no executor publishes on the bus (a
+ * session does it between iterations, or before it starts).
+ */
+#pragma once
+
+#include "engine/params.h"
+
+G_BEGIN_DECLS
+
+typedef struct tw_device tw_device;
+
+typedef enum
+{
+  TW_EV_ITERATION,
+  TW_EV_DATA,
+  TW_EV_FORWARD,
+  TW_EV_BACKWARD,
+  TW_EV_UPDATE,
+  TW_EV_KERNEL,
+  TW_EV_COPY,
+  TW_EV_COLLECTIVE,
+  TW_EV_GRAD_READY,
+  TW_EV_N_KINDS
+} tw_event_kind;
+
+#define TW_EV_BIT(kind) (1u << (kind))
+#define TW_EV_MASK_OPS (TW_EV_BIT (TW_EV_FORWARD) | TW_EV_BIT (TW_EV_BACKWARD) | TW_EV_BIT (TW_EV_UPDATE))
+#define TW_EV_MASK_ALL ((1u << TW_EV_N_KINDS) - 1)
+
+const char *tw_event_kind_name (tw_event_kind kind);     /* "forward", ... */
+
+/* The identity of an instruction or op, computed once when the executor is
+ * built (eager: per node; compiled: per instruction) and shared by all the
+ * events it publishes.  Lives as long as the executor's program. */
+typedef struct
+{
+  const char *label;            /* "linear", "fused linear+relu", "optimizer update" */
+  const char *const *nodes;     /* graph node ids covered, NULL-terminated */
+  const int *node_index;        /* their indices in the executor's graph (-1 when unknown) */
+  int n_nodes;
+  int phase;                    /* tw_phase */
+  gboolean fused;               /* covers several ops */
+  gboolean layer_end;           /* the last op of its node(s) in this phase */
+  double flops;                 /* per execution */
+  double bytes;                 /* read + written */
+  const tw_device *device;
+} tw_op_ident;
+
+typedef struct
+{
+  tw_event_kind kind;
+  gboolean end;                 /* FALSE: begin; TRUE: end (outputs and t_end set) */
+  gboolean compiled;            /* published by the compiled executor */
+  const tw_op_ident *ident;     /* NULL for ITERATION, DATA */
+  guint64 step;                 /* training step (0-based) */
+  gint64 t_start, t_end;        /* CLOCK_MONOTONIC ns; t_end 0 on begin */
+  tw_tensor *const *inputs;
+  int n_inputs;
+  tw_tensor *const *outputs;
+  int n_outputs;
+  tw_param *param;              /* UPDATE, GRAD_READY: the parameter (name, value) */
+  tw_tensor *grad;              /* GRAD_READY: its final gradient (may be NULL) */
+  double loss;                  /* ITERATION end: the step's loss */
+} tw_event;
+
+typedef gboolean (*tw_event_fn) (const tw_event *ev, gpointer user_data);
+
+typedef struct tw_bus tw_bus;
+
+tw_bus *tw_bus_new (void);
+tw_bus *tw_bus_ref (tw_bus *bus);
+void tw_bus_unref (tw_bus *bus);
+/* mask: TW_EV_BIT of the kinds wanted.  Returns an id > 0. */
+guint tw_bus_subscribe (tw_bus *bus, guint mask, tw_event_fn fn, gpointer user_data,
+                        GDestroyNotify destroy);
+void tw_bus_unsubscribe (tw_bus *bus, guint id);
+guint tw_bus_mask (const tw_bus *bus);
+
+/* Nanoseconds on CLOCK_MONOTONIC. */
+gint64 tw_now_ns (void);
+
+/* For publishers. */
+struct tw_bus
+{
+  gint refcount;
+  guint mask;                   /* union of the clients' masks */
+  GArray *clients;
+  guint next_id;
+};
+
+static inline gboolean
+tw_bus_wants (const tw_bus *bus, tw_event_kind kind)
+{
+  return bus != NULL && G_UNLIKELY (bus->mask & TW_EV_BIT (kind));
+}
+
+/* Deliver ev to every client that wants its kind.  FALSE when one asked to
+ * stop (every client still sees the event). */
+gboolean tw_bus_publish (tw_bus *bus, const tw_event *ev);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_bus, tw_bus_unref)
+
+G_END_DECLS
