@@ -581,7 +581,7 @@ twb_cmd_compile (int argc, char **argv)
     {
       static const struct { const char *name; tw_pass_flags flag; } names[] = {
         { "constfold", TW_PASS_CONSTFOLD }, { "dce", TW_PASS_DCE }, { "cse", TW_PASS_CSE },
-        { "fuse", TW_PASS_FUSE }, { "inplace", TW_PASS_INPLACE }, { "all", TW_PASS_ALL },
+        { "fuse", TW_PASS_FUSE | TW_PASS_FUSE_UPDATES }, { "inplace", TW_PASS_INPLACE }, { "all", TW_PASS_ALL },
         { "none", 0 },
       };
       g_auto (GStrv) parts = g_strsplit (passes_opt, ",", -1);

@@ -39,6 +39,9 @@ size_t tw_device_cpu_cached_bytes (void);
 
 /* Threads used by CPU kernels and OpenBLAS (default: all cores). */
 void tw_set_num_threads (int n);
+/* The calling thread's own count, over the process-wide one (0: back to
+ * that); a session's worker sets it. */
+void tw_set_thread_num_threads (int n);
 int tw_get_num_threads (void);
 
 G_END_DECLS

@@ -22,6 +22,7 @@ typedef struct
   tw_op_ident ident[2];       /* forward, backward */
   const char *ident_nodes[2];
   int ident_index;
+  GStrv names[4];             /* forward in/out, backward in/out */
 } node_state;
 
 struct tw_eager
@@ -88,6 +89,8 @@ free_state (tw_eager *ex)
         tw_tensor_unref (s->grad[k]);
       g_free (s->out);
       g_free (s->grad);
+      for (int k = 0; k < 4; k++)
+        g_strfreev (s->names[k]);
     }
   g_clear_pointer (&ex->state, g_free);
   ex->n_state = 0;
@@ -133,6 +136,32 @@ tw_eager_rebuild (tw_eager *ex, GError **error)
       s->ident_nodes[0] = n->id;
       s->ident_nodes[1] = NULL;
       s->ident_index = i;
+      {
+        /* forward: inputs then parameters -> outputs; backward: gradients of
+         * the outputs -> gradients of the inputs and parameters. */
+        int n_all = n->n_inputs + n->n_params;
+        GStrv fin = g_new0 (char *, n_all + 1), fout = g_new0 (char *, n->n_outputs + 1);
+        GStrv bin = g_new0 (char *, n->n_outputs + 1), bout = g_new0 (char *, n_all + 1);
+        for (int k = 0; k < n->n_inputs; k++)
+          {
+            tw_port p = n->in_ports[k];
+            const tw_node *src = tw_graph_node (ex->graph, p.node);
+            fin[k] = src->n_outputs > 1 ? g_strdup_printf ("%s:%d", src->id, p.output)
+                                        : g_strdup (src->id);
+          }
+        for (int k = 0; k < n->n_params; k++)
+          fin[n->n_inputs + k] = tw_node_param_name (n, k);
+        for (int k = 0; k < n->n_outputs; k++)
+          fout[k] = n->n_outputs > 1 ? g_strdup_printf ("%s:%d", n->id, k) : g_strdup (n->id);
+        for (int k = 0; k < n->n_outputs; k++)
+          bin[k] = g_strconcat ("grad:", fout[k], NULL);
+        for (int k = 0; k < n_all; k++)
+          bout[k] = g_strconcat ("grad:", fin[k], NULL);
+        s->names[0] = fin;
+        s->names[1] = fout;
+        s->names[2] = bin;
+        s->names[3] = bout;
+      }
       for (int ph = 0; ph < 2; ph++)
         {
           tw_op_ident *id = &s->ident[ph];
@@ -143,6 +172,8 @@ tw_eager_rebuild (tw_eager *ex, GError **error)
           id->phase = ph == 0 ? TW_PHASE_FORWARD : TW_PHASE_BACKWARD;
           id->layer_end = TRUE;
           id->device = tw_device_cpu ();
+          id->in_names = (const char *const *) s->names[2 * ph];
+          id->out_names = (const char *const *) s->names[2 * ph + 1];
         }
     }
   ex->n_param_uses = tw_params_count (ex->params);
@@ -657,6 +688,14 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
             }
         }
 
+      /* Adding into the inputs' gradients is part of this node's backward
+       * (its time counts in the event); gin_t stay valid until the emitter goes. */
+      for (int k = 0; k < n_in; k++)
+        if (gin_t[k])
+          {
+            tw_port p = n->in_ports[k];
+            accumulate (ex, &ex->state[p.node].grad[p.output], gin_t[k]);
+          }
       gboolean go_on = TRUE;
       if (listen)
         {
@@ -666,13 +705,6 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
           ev.n_outputs = n_all;
           go_on = publish (ex, &ev, error);
         }
-
-      for (int k = 0; k < n_in; k++)
-        if (gin_t[k])
-          {
-            tw_port p = n->in_ports[k];
-            accumulate (ex, &ex->state[p.node].grad[p.output], gin_t[k]);
-          }
       for (int k = 0; k < n->n_params; k++)
         if (gin_t[n_in + k])
           accumulate_param (s->params[k], gin_t[n_in + k],

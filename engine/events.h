@@ -44,7 +44,7 @@
  * - TW_EV_GRAD_READY: an instant (start == end), once per trainable parameter
  *   per step, the moment its gradient is final and before its update: param
  *   and grad are set (grad is NULL where a fused update consumes it in
- *   blocks).  Eager: when the last node using the parameter (shared layers
+ *   blocks; grad_norm then carries its norm).  Eager: when the last node using the parameter (shared layers
  *   count each use) has run its backward, or at the end of backward for a
  *   parameter the loss does not reach.  Compiled: at the end of the
  *   instruction producing its final gradient.
@@ -103,6 +103,11 @@ typedef struct
   double flops;                 /* per execution */
   double bytes;                 /* read + written */
   const tw_device *device;
+  /* Names of the event's inputs and outputs, as the debugger shows them
+   * ("fc1", "fc1.weight", "grad:fc1"); NULL-terminated, may be shorter than
+   * the event's tensors (or NULL). */
+  const char *const *in_names;
+  const char *const *out_names;
 } tw_op_ident;
 
 typedef struct
@@ -119,6 +124,8 @@ typedef struct
   int n_outputs;
   tw_param *param;              /* UPDATE, GRAD_READY: the parameter (name, value) */
   tw_tensor *grad;              /* GRAD_READY: its final gradient (may be NULL) */
+  double grad_norm;             /* GRAD_READY with grad NULL: its L2 norm when the fused
+                                 * update computed it, else NaN */
   double loss;                  /* ITERATION end: the step's loss */
 } tw_event;
 

@@ -20,6 +20,7 @@ typedef struct
   GPtrArray **ready;       /* [n_instrs] tw_param* whose gradient is final at its end, or NULL */
   GPtrArray *ready_last;   /* trainable params the program gives no gradient (end of run) */
   GStrv *nodes;            /* [n_instrs] NULL-terminated ids, owned */
+  GStrv *names;            /* [2 * n_instrs] input / output slot names, owned */
   int **node_index;        /* [n_instrs] */
 } runnable;
 
@@ -52,11 +53,14 @@ runnable_free (gpointer data)
   for (guint i = 0; i < r->prog->instrs->len; i++)
     {
       g_strfreev (r->nodes[i]);
+      g_strfreev (r->names[2 * i]);
+      g_strfreev (r->names[2 * i + 1]);
       g_free (r->node_index[i]);
       if (r->ready[i])
         g_ptr_array_unref (r->ready[i]);
     }
   g_free (r->nodes);
+  g_free (r->names);
   g_free (r->node_index);
   g_free (r->ready);
   g_free (r->ident);
@@ -72,6 +76,15 @@ view_tensor (const tw_tinfo *info, void *data)
   return tw_tensor_new_borrowed (info->dtype, info->ndim, info->dims, data);
 }
 
+static char *
+slot_name (const tw_program *p, int s)
+{
+  const tw_slot *sl = tw_program_slot (p, s);
+  if (sl->name)
+    return g_strdup (sl->name);
+  return g_strdup_printf ("%%%d", s);
+}
+
 /* Each instruction's identity, computed once: the nodes it covers (their
  * indices in the executor's graph), cost, whether it ends its node's work in
  * this phase; and which parameters' gradients are final when it ends. */
@@ -82,6 +95,7 @@ build_identities (tw_compiled *c, runnable *r)
   guint ni = prog->instrs->len;
   r->ident = g_new0 (tw_op_ident, MAX (ni, 1));
   r->nodes = g_new0 (GStrv, MAX (ni, 1));
+  r->names = g_new0 (GStrv, 2 * MAX (ni, 1));
   r->node_index = g_new0 (int *, MAX (ni, 1));
   r->ready = g_new0 (GPtrArray *, MAX (ni, 1));
   r->ready_last = g_ptr_array_new ();
@@ -109,6 +123,15 @@ build_identities (tw_compiled *c, runnable *r)
       id->flops = ins->cost.flops;
       id->bytes = ins->cost.bytes_read + ins->cost.bytes_written;
       id->device = tw_device_cpu ();
+      GStrv in = g_new0 (char *, ins->n_in + 1), out = g_new0 (char *, ins->n_out + 1);
+      for (int k = 0; k < ins->n_in; k++)
+        in[k] = slot_name (prog, ins->in[k]);
+      for (int k = 0; k < ins->n_out; k++)
+        out[k] = slot_name (prog, ins->out[k]);
+      r->names[2 * i] = in;
+      r->names[2 * i + 1] = out;
+      id->in_names = (const char *const *) in;
+      id->out_names = (const char *const *) out;
     }
   /* An instruction ends its nodes' work when the next one (in the same
    * phase) covers another first node. */
@@ -428,9 +451,11 @@ publish (tw_compiled *c, const tw_event *ev, GError **error)
 
 static const tw_event_kind phase_kind[] = { TW_EV_FORWARD, TW_EV_BACKWARD, TW_EV_UPDATE };
 
-/* grad_ready for each parameter in ready (its gradient is the program's). */
+/* grad_ready for each parameter in ready (its gradient is the program's;
+ * ins: the fused gradient+update that consumed it, or NULL). */
 static gboolean
-publish_ready (tw_compiled *c, runnable *r, GPtrArray *ready, guint64 step, GError **error)
+publish_ready (tw_compiled *c, runnable *r, GPtrArray *ready, const tw_instr *ins, guint64 step,
+               GError **error)
 {
   for (guint k = 0; ready && k < ready->len; k++)
     {
@@ -442,7 +467,9 @@ publish_ready (tw_compiled *c, runnable *r, GPtrArray *ready, guint64 step, GErr
       gint64 t = tw_now_ns ();
       tw_event ev = { .kind = TW_EV_GRAD_READY, .end = TRUE, .compiled = TRUE, .step = step,
                       .t_start = t, .t_end = t, .param = pp,
-                      .grad = exists ? r->t[gs] : NULL };
+                      .grad = exists ? r->t[gs] : NULL, .grad_norm = NAN };
+      if (ev.grad == NULL && ins)
+        ev.grad_norm = sqrt (tw_fused_update_grad_sq (ins));
       if (!publish (c, &ev, error))
         return FALSE;
     }
@@ -490,6 +517,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
   tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads,
                  .exec_data = &c->update };
   c->updating = FALSE;
+  c->update.grad_norms = tw_bus_wants (c->bus, TW_EV_GRAD_READY);
   tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
   for (guint i = 0; i < p->instrs->len; i++)
     {
@@ -540,13 +568,13 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
           ev.n_outputs = ins->n_out;
           /* A fused gradient+update: its gradient was final inside it. */
           if (ins->param && r->ready[i]
-              && !publish_ready (c, r, r->ready[i], step, error))
+              && !publish_ready (c, r, r->ready[i], ins, step, error))
             return FALSE;
           if (!publish (c, &ev, error))
             return FALSE;
         }
       if (r->ready[i] && ins->param == NULL && tw_bus_wants (c->bus, TW_EV_GRAD_READY)
-          && !publish_ready (c, r, r->ready[i], step, error))
+          && !publish_ready (c, r, r->ready[i], NULL, step, error))
         return FALSE;
       /* Stop before backward (and any update) when the loss is not finite. */
       if (ins->n_out > 0 && ins->out[0] == p->loss_slot && kind != TW_PROGRAM_INFER
@@ -564,7 +592,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
         }
     }
   if (kind != TW_PROGRAM_INFER && kind != TW_PROGRAM_EVAL && tw_bus_wants (c->bus, TW_EV_GRAD_READY)
-      && !publish_ready (c, r, r->ready_last, step, error))
+      && !publish_ready (c, r, r->ready_last, NULL, step, error))
     return FALSE;
   return TRUE;
 }

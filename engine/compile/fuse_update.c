@@ -14,6 +14,7 @@
 #include "engine/cpu/gemm.h"
 #include "engine/optim.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Blocks: a quarter of the rows each, in whole 14-row micro-tiles of the
@@ -29,7 +30,17 @@ typedef struct
 {
   char *param;              /* state_dict name of the weight */
   int64_t rows;             /* rows per block */
+  double grad_sq;           /* squared norm of the last run's gradient (when asked) */
 } grad_update_data;
+
+static gboolean grad_update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                                    tw_tensor *const *out, GError **error);
+
+double
+tw_fused_update_grad_sq (const tw_instr *ins)
+{
+  return ins->kernel == grad_update_kernel ? ((grad_update_data *) ins->kdata)->grad_sq : NAN;
+}
 
 static void
 grad_update_data_free (gpointer p)
@@ -67,14 +78,22 @@ grad_update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *i
   int64_t m = tw_tensor_numel (dy) / MAX (n_out, 1);
   int64_t rows = d->rows;
   float *scratch = tw_tensor_f32 (out[0]);
+  double sq = 0;
+  d->grad_sq = NAN;
   for (int64_t r0 = 0; r0 < n_out; r0 += rows)
     {
       int64_t nr = MIN (rows, n_out - r0);
       /* scratch [nr, in] = dy[:, r0 : r0+nr]ᵀ · x */
       tw_gemm_f32 (TRUE, FALSE, nr, n_in, m, 1.0f, tw_tensor_f32 (dy) + r0, n_out,
                    tw_tensor_f32 (x), n_in, 0.0f, scratch, n_in);
+      /* The gradient exists only block by block: its norm is taken here. */
+      if (u->grad_norms)
+        for (int64_t i = 0; i < nr * n_in; i++)
+          sq += (double) scratch[i] * scratch[i];
       tw_optimizer_update (u->opt, prm, scratch, r0 * n_in, nr * n_in);
     }
+  if (u->grad_norms)
+    d->grad_sq = sq;
   return TRUE;
 }
 

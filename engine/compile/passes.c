@@ -36,6 +36,8 @@ tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error)
     {
       if (!(passes & table[t].flag))
         continue;
+      if (table[t].run == tw_pass_fuse_updates && !(passes & TW_PASS_FUSE_UPDATES))
+        continue;
       tw_pass_record r = { g_strdup (table[t].name), (int) p->instrs->len, 0, 0, NULL };
       gint64 t0 = g_get_monotonic_time ();
       int n = table[t].run (p);

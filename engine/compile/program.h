@@ -91,7 +91,13 @@ typedef struct
 {
   struct tw_optimizer *opt;   /* tw_optimizer_begin_step () done for this step */
   tw_params *params;
+  gboolean grad_norms;        /* fused gradient+update kernels keep their gradient's norm */
 } tw_update_ctx;
+
+/* The squared norm of the gradient a fused gradient+update instruction
+ * applied in its last run (NaN unless tw_update_ctx.grad_norms was set, or
+ * for another instruction). */
+double tw_fused_update_grad_sq (const tw_instr *ins);
 
 typedef enum
 {
@@ -101,6 +107,7 @@ typedef enum
   TW_PASS_FUSE = 1 << 3,
   TW_PASS_INPLACE = 1 << 4,
   TW_PASS_SCHEDULE = 1 << 5,
+  TW_PASS_FUSE_UPDATES = 1 << 6,   /* weight gradient + update (needs TW_PASS_FUSE too) */
   TW_PASS_ALL = 0xff,
 } tw_pass_flags;
 

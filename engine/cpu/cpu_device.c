@@ -140,9 +140,23 @@ tw_set_num_threads (int n)
   openblas_set_num_threads (1);
 }
 
+/* A training session's worker sets its own count: two sessions with
+ * different counts run side by side. */
+static __thread int thread_num_threads = 0;
+
+void
+tw_set_thread_num_threads (int n)
+{
+  thread_num_threads = n > 0 ? n : 0;
+  if (n > 0)
+    omp_set_num_threads (n);      /* per thread in OpenMP too */
+}
+
 int
 tw_get_num_threads (void)
 {
+  if (thread_num_threads > 0)
+    return thread_num_threads;
   if (num_threads <= 0)
     return omp_get_max_threads ();
   return num_threads;
