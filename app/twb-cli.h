@@ -4,6 +4,7 @@
 
 #include "engine/data.h"
 #include "engine/model.h"
+#include "engine/session.h"
 
 G_BEGIN_DECLS
 
@@ -28,6 +29,12 @@ tw_dataset *twb_open_dataset_for (const tw_model *m, const char *spec, tw_split 
  * fits.  NULL with an error naming `source` and the input otherwise. */
 tw_tensor *twb_fit_samples (tw_tensor *x, const tw_node *input, const char *source,
                             GError **error);
+/* The command-line debugger (twb-debug.c): a break's position and the
+ * min / max / mean / NaN / Inf of each of its tensors, on stderr; and the
+ * tensors as a safetensors file (names as the debugger shows them). */
+void twb_print_break (const tw_snapshot *paused);
+gboolean twb_dump_break (const tw_snapshot *paused, const char *path, const char *model,
+                         GError **error);
 /* Peak resident set size of this process, in bytes. */
 gint64 twb_peak_rss_bytes (void);
 

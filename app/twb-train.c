@@ -3,6 +3,7 @@
 
 #include "app/twb-cli.h"
 #include "engine/device.h"
+#include "engine/session.h"
 #include "engine/train.h"
 
 #include <math.h>
@@ -175,11 +176,82 @@ check_device_mode (const char *device, const char *mode, GError **error)
   return TRUE;
 }
 
+/* Results of a finished run, as text or one JSON object. */
+static void
+print_results (tw_session *s, const tw_model *m, const char *path, const tw_snapshot *fin,
+               gboolean json, gboolean compiled, int nthreads, const char *checkpoint,
+               gboolean have_val, const tw_dataset *test)
+{
+  tw_trainer *tr = tw_session_trainer (s);
+  const tw_recipe *r = &tw_trainer_model (tr)->recipe;
+  const GArray *times_ms = tw_session_step_times (s);
+  g_autoptr (GArray) times = g_array_sized_new (FALSE, FALSE, sizeof (double), times_ms->len);
+  double sum_ms = 0;
+  for (guint i = 0; i < times_ms->len; i++)
+    {
+      double t = g_array_index (times_ms, double, i);
+      g_array_append_val (times, t);
+      sum_ms += t;
+    }
+  double median = NAN, mean = NAN;
+  if (times->len)
+    {
+      g_array_sort (times, compare_double);
+      median = g_array_index (times, double, times->len / 2);
+      mean = sum_ms / times->len;
+    }
+  double sps = times->len ? r->batch_size * times->len / MAX (sum_ms * 1e-3, 1e-9) : 0;
+  size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
+  if (json)
+    {
+      g_autoptr (JsonBuilder) jb = json_builder_new ();
+      json_builder_begin_object (jb);
+      json_builder_set_member_name (jb, "model");
+      json_builder_add_string_value (jb, m->name ? m->name : path);
+      json_member_double (jb, "train_loss", fin->train_loss);
+      json_member_double (jb, "test_loss", fin->test_loss);
+      json_member_double (jb, "test_accuracy", fin->test_accuracy);
+      if (have_val)
+        {
+          json_member_double (jb, "val_loss", fin->val_loss);
+          json_member_double (jb, "val_accuracy", fin->val_accuracy);
+        }
+      json_member_int (jb, "steps", tw_trainer_step_count (tr));
+      json_member_int (jb, "batch", r->batch_size);
+      json_member_int (jb, "threads", nthreads);
+      json_member_double (jb, "median_step_ms", median);
+      json_member_double (jb, "mean_step_ms", mean);
+      json_member_double (jb, "samples_per_s", sps);
+      json_member_int (jb, "peak_rss_bytes", twb_peak_rss_bytes ());
+      json_member_int (jb, "peak_activation_bytes", (gint64) peak_act);
+      json_builder_set_member_name (jb, "mode");
+      json_builder_add_string_value (jb, compiled ? "compiled" : "eager");
+      if (compiled)
+        {
+          /* Arena of the training program for the run's batch size. */
+          tw_program *prog = tw_compiled_program (tw_trainer_compiled (tr), TW_PROGRAM_STEP,
+                                                  r->batch_size, NULL);
+          json_member_int (jb, "arena_bytes", prog ? (gint64) prog->arena_bytes : -1);
+        }
+      json_builder_end_object (jb);
+      print_json (jb);
+      return;
+    }
+  g_print ("steps %" G_GINT64_FORMAT ", train loss %.4f, median step %.3f ms, %.0f samples/s\n",
+           tw_trainer_step_count (tr), fin->train_loss, median, sps);
+  if (test)
+    g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n",
+             fin->test_accuracy * 100, fin->test_loss, tw_dataset_size (test));
+  if (checkpoint)
+    g_print ("checkpoint saved to %s\n", checkpoint);
+}
+
 int
 twb_cmd_train (int argc, char **argv)
 {
   char *data = NULL, *optimizer = NULL, *device = NULL, *mode = NULL;
-  char *checkpoint = NULL, *resume = NULL;
+  char *checkpoint = NULL, *resume = NULL, *dump = NULL;
+  char **breaks = NULL;
   gint64 epochs = -1, max_steps = 0, seed = -1;
   int batch = -1, threads = 1;
   double lr = -1, val_split = -1;
@@ -202,7 +274,12 @@ twb_cmd_train (int argc, char **argv)
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
       "Save a checkpoint (safetensors) after every epoch and at the end", "FILE" },
     { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume, "Resume from a checkpoint", "FILE" },
-    { "allow-nan", 0, 0, G_OPTION_ARG_NONE, &allow_nan, "Go on when the loss is not finite", NULL },
+    { "break-on", 0, 0, G_OPTION_ARG_STRING_ARRAY, &breaks,
+      "Stop and report where: nan, inf (the first op producing one), loss>X, grad-norm>X, "
+      "node=ID[:forward|backward], step=N (repeatable)", "WHEN" },
+    { "dump-on-break", 0, 0, G_OPTION_ARG_FILENAME, &dump,
+      "At a break, write the op's tensors to FILE (safetensors)", "FILE" },
+    { "allow-nan", 0, 0, G_OPTION_ARG_NONE, &allow_nan, "Go on when values are not finite", NULL },
     { "no-eval", 0, 0, G_OPTION_ARG_NONE, &no_eval, "Skip the test-set evaluation", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object with the results", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress output", NULL },
@@ -224,6 +301,12 @@ twb_cmd_train (int argc, char **argv)
   if (!check_device_mode (device, mode, &error))
     {
       twb_print_error (NULL, error);
+      status = 2;
+      goto out;
+    }
+  if (dump && (breaks == NULL || breaks[0] == NULL))
+    {
+      g_printerr ("twb: --dump-on-break needs at least one --break-on\n");
       status = 2;
       goto out;
     }
@@ -276,177 +359,114 @@ twb_cmd_train (int argc, char **argv)
           }
       }
 
-    g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
-    if (tr == NULL)
+    gboolean compiled = g_strcmp0 (mode, "compiled") == 0;
+    tw_session_options o;
+    tw_session_options_init (&o);
+    o.threads = nthreads;
+    o.mode = compiled ? TW_MODE_COMPILED : TW_MODE_EAGER;
+    o.allow_nan = allow_nan;
+    o.max_steps = max_steps;
+    o.checkpoint = g_strdup (checkpoint);
+    o.grad_norms = FALSE;     /* the command line shows none; break-on grad-norm turns them on */
+    for (char **b = breaks; b && *b; b++)
+      o.grad_norms |= g_str_has_prefix (*b, "grad-norm");
+    const tw_dataset *test_ref = test;
+    gboolean have_val = val != NULL;
+    g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),
+                                               g_steal_pointer (&test), &o, &error);
+    tw_session_options_clear (&o);
+    if (s == NULL)
       {
         twb_print_error (argv[1], error);
         goto out;
       }
-    tw_trainer_set_num_threads (tr, nthreads);
-    tw_trainer_set_allow_nan (tr, allow_nan);
-    gboolean compiled = g_strcmp0 (mode, "compiled") == 0;
-    if (compiled)
-      tw_trainer_set_mode (tr, TW_MODE_COMPILED);
-
-    int64_t epoch0 = 0, batch0 = 0;
+    for (char **b = breaks; b && *b; b++)
+      if (!tw_session_add_breakpoint (s, *b, &error))
+        {
+          twb_print_error ("--break-on", error);
+          status = 2;
+          goto out;
+        }
     if (resume)
       {
-        if (!tw_trainer_load_checkpoint (tr, resume, &epoch0, &batch0, &error))
+        if (!tw_session_load_checkpoint (s, resume, &error))
           {
             twb_print_error (NULL, error);
             goto out;
           }
         if (!quiet)
-          g_printerr ("resumed from %s at step %" G_GINT64_FORMAT " (epoch %" G_GINT64_FORMAT
-                      ", batch %" G_GINT64_FORMAT ")\n",
-                      resume, tw_trainer_step_count (tr), epoch0 + 1, batch0);
+          g_printerr ("resumed from %s at step %" G_GINT64_FORMAT "\n", resume,
+                      tw_trainer_step_count (tw_session_trainer (s)));
       }
 
     const tw_recipe *r = &m->recipe;
-    g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
-    int64_t per_epoch = tw_batcher_batches_per_epoch (b);
-    int64_t total = per_epoch * r->epochs;
-    if (max_steps > 0 && max_steps < total)
-      total = max_steps;
-    tw_trainer_set_total_steps (tr, per_epoch * r->epochs);
-
-    g_autoptr (GArray) times = g_array_new (FALSE, FALSE, sizeof (double));
+    int64_t total = tw_session_total_steps (s);
     progress pr = { isatty (STDERR_FILENO), quiet || json, total, now_s (), 0, 0 };
-    double loss = NAN, epoch_loss_sum = 0, step_time_sum = 0, val_loss = NAN, val_acc = NAN;
-    int64_t epoch_loss_n = 0, epoch = epoch0;
-    gboolean failed = FALSE;
-
-    for (; epoch < r->epochs && tw_trainer_step_count (tr) < total && !failed; epoch++)
+    if (!tw_session_run (s, &error))
       {
-        tw_batcher_reset (b, epoch);
-        if (epoch == epoch0 && batch0 > 0)
-          tw_batcher_seek (b, batch0);
-        epoch_loss_sum = 0;
-        epoch_loss_n = 0;
-        int64_t k = epoch == epoch0 ? batch0 : 0;
-        tw_tensor *x, *y;
-        while (tw_trainer_step_count (tr) < total && tw_batcher_next (b, &x, &y))
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    double loss = NAN, sps = 0;
+    int64_t epoch = 0;
+    for (;;)
+      {
+        g_autoptr (tw_snapshot) sn = tw_session_pop (s, -1);
+        switch (sn->kind)
           {
-            double t0 = now_s ();
-            gboolean ok = tw_trainer_step (tr, x, y, &loss, &error);
-            double dt = now_s () - t0;
-            int64_t bs = x->shape[0];
-            tw_tensor_unref (x);
-            tw_tensor_unref (y);
-            k++;
-            if (!ok)
+          case TW_SNAP_METRICS:
+            loss = sn->loss;
+            epoch = sn->epoch;
+            sps = sn->samples_per_s;
+            progress_update (&pr, sn->step, sn->epoch, sn->loss, sn->samples_per_s, FALSE);
+            break;
+          case TW_SNAP_EPOCH:
+            if (!pr.quiet)
+              g_printerr ("%sepoch %" G_GINT64_FORMAT ": validation accuracy %.2f%% (loss %.4f)\n",
+                          pr.tty ? "\n" : "", sn->epoch + 1, sn->val_accuracy * 100,
+                          sn->val_loss);
+            break;
+          case TW_SNAP_NOTE:
+            if (!pr.quiet)
+              g_printerr ("%s%s\n", pr.tty ? "\n" : "", sn->message);
+            break;
+          case TW_SNAP_PAUSED:
+            {
+              if (pr.tty && !pr.quiet)
+                g_printerr ("\n");
+              twb_print_break (sn);
+              status = 2;
+              if (dump && !twb_dump_break (sn, dump, argv[1], &error))
+                {
+                  twb_print_error (NULL, error);
+                  status = 1;
+                }
+              else if (dump)
+                g_printerr ("tensors written to %s\n", dump);
+              tw_session_stop (s, NULL);
+              g_autoptr (tw_snapshot) fin = NULL;
+              while ((fin = tw_session_pop (s, -1))->kind != TW_SNAP_FINISHED)
+                g_clear_pointer (&fin, tw_snapshot_free);
+              goto out;
+            }
+          case TW_SNAP_FINISHED:
+            if (sn->state != TW_SESSION_FINISHED)
               {
                 if (pr.tty && !pr.quiet)
                   g_printerr ("\n");
-                twb_print_error (argv[1], error);
-                failed = TRUE;
-                break;
+                g_printerr ("twb: %s: %s\n", argv[1], sn->message ? sn->message : "stopped");
+                goto out;
               }
-            g_array_append_val (times, dt);
-            step_time_sum += dt;
-            if (isfinite (loss))
-              {
-                epoch_loss_sum += loss;
-                epoch_loss_n++;
-              }
-            progress_update (&pr, tw_trainer_step_count (tr), epoch, loss,
-                             bs * times->len / MAX (step_time_sum, 1e-9), FALSE);
+            progress_update (&pr, tw_trainer_step_count (tw_session_trainer (s)),
+                             MIN (epoch, r->epochs - 1), loss, sps, TRUE);
+            print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
+                           test_ref);
+            status = 0;
+            goto out;
+          default:
+            break;
           }
-        if (val && !failed && k >= per_epoch)
-          {
-            if (!tw_trainer_evaluate (tr, val, 256, &val_loss, &val_acc, &error))
-              {
-                twb_print_error ("validation", error);
-                failed = TRUE;
-                break;
-              }
-            if (!pr.quiet)
-              g_printerr ("%sepoch %" G_GINT64_FORMAT ": validation accuracy %.2f%% (loss %.4f)\n",
-                          pr.tty ? "\n" : "", epoch + 1, val_acc * 100, val_loss);
-          }
-        if (checkpoint && !failed)
-          {
-            /* Save where the next run should continue. */
-            gboolean epoch_done = k >= per_epoch;
-            if (!tw_trainer_save_checkpoint (tr, checkpoint, epoch_done ? epoch + 1 : epoch,
-                                             epoch_done ? 0 : k, &error))
-              {
-                twb_print_error (NULL, error);
-                failed = TRUE;
-              }
-          }
-        if (tw_trainer_step_count (tr) >= total)
-          break;
       }
-    if (failed)
-      goto out;
-    double sps = times->len ? r->batch_size * times->len / MAX (step_time_sum, 1e-9) : 0;
-    progress_update (&pr, tw_trainer_step_count (tr), MIN (epoch, r->epochs - 1), loss, sps,
-                     TRUE);
-
-    size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
-    double test_loss = NAN, test_acc = NAN;
-    if (test && !tw_trainer_evaluate (tr, test, 256, &test_loss, &test_acc, &error))
-      {
-        twb_print_error ("evaluation", error);
-        goto out;
-      }
-
-    double median = NAN, mean = NAN;
-    if (times->len)
-      {
-        g_array_sort (times, compare_double);
-        median = g_array_index (times, double, times->len / 2) * 1e3;
-        mean = step_time_sum / times->len * 1e3;
-      }
-    double train_loss = epoch_loss_n ? epoch_loss_sum / epoch_loss_n : loss;
-
-    if (json)
-      {
-        g_autoptr (JsonBuilder) jb = json_builder_new ();
-        json_builder_begin_object (jb);
-        json_builder_set_member_name (jb, "model");
-        json_builder_add_string_value (jb, m->name ? m->name : argv[1]);
-        json_member_double (jb, "train_loss", train_loss);
-        json_member_double (jb, "test_loss", test_loss);
-        json_member_double (jb, "test_accuracy", test_acc);
-        if (val)
-          {
-            json_member_double (jb, "val_loss", val_loss);
-            json_member_double (jb, "val_accuracy", val_acc);
-          }
-        json_member_int (jb, "steps", tw_trainer_step_count (tr));
-        json_member_int (jb, "batch", r->batch_size);
-        json_member_int (jb, "threads", nthreads);
-        json_member_double (jb, "median_step_ms", median);
-        json_member_double (jb, "mean_step_ms", mean);
-        json_member_double (jb, "samples_per_s", sps);
-        json_member_int (jb, "peak_rss_bytes", twb_peak_rss_bytes ());
-        json_member_int (jb, "peak_activation_bytes",
-                         (gint64) peak_act);
-        json_builder_set_member_name (jb, "mode");
-        json_builder_add_string_value (jb, compiled ? "compiled" : "eager");
-        if (compiled)
-          {
-            /* Arena of the training program for the run's batch size. */
-            tw_program *prog = tw_compiled_program (tw_trainer_compiled (tr), TW_PROGRAM_STEP,
-                                                    r->batch_size, NULL);
-            json_member_int (jb, "arena_bytes", prog ? (gint64) prog->arena_bytes : -1);
-          }
-        json_builder_end_object (jb);
-        print_json (jb);
-      }
-    else
-      {
-        g_print ("steps %" G_GINT64_FORMAT ", train loss %.4f, median step %.3f ms, %.0f samples/s\n",
-                 tw_trainer_step_count (tr), train_loss, median, sps);
-        if (test)
-          g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n",
-                   test_acc * 100, test_loss, tw_dataset_size (test));
-        if (checkpoint)
-          g_print ("checkpoint saved to %s\n", checkpoint);
-      }
-    status = 0;
   }
 
 out:
@@ -456,6 +476,8 @@ out:
   g_free (mode);
   g_free (checkpoint);
   g_free (resume);
+  g_free (dump);
+  g_strfreev (breaks);
   return status;
 }
 

@@ -441,6 +441,7 @@ publish_kernel (eager_emit *ee, const tw_op_def *def, const tw_attrs *ra, tw_ten
 {
   tw_op_ident id = *ee->parent;
   id.label = def->name;
+  id.in_names = id.out_names = NULL;     /* a kernel's values have no names of their own */
   id.fused = FALSE;
   id.layer_end = FALSE;
   id.flops = id.bytes = 0;

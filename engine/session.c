@@ -126,6 +126,7 @@ struct tw_session
   char *fail_message;         /* the NaN watch's finding */
   gboolean stop_note;         /* a stop came during the updates */
   GArray *times;              /* double ms per step */
+  int64_t per_epoch, total;
 };
 
 /* ---- options, snapshots ------------------------------------------------------ */
@@ -630,6 +631,12 @@ tw_session_get_state (tw_session *s)
   return st;
 }
 
+int64_t
+tw_session_total_steps (tw_session *s)
+{
+  return s->total;
+}
+
 tw_trainer *
 tw_session_trainer (tw_session *s)
 {
@@ -808,7 +815,9 @@ static GPtrArray *
 event_tensors (tw_session *s, const tw_event *ev)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func (snap_tensor_free);
-  gboolean bwd = ev->ident->phase == TW_PHASE_BACKWARD;
+  /* An eager node's backward reads and writes gradients only; kernels and
+   * compiled instructions mix them with activations. */
+  gboolean bwd = ev->kind == TW_EV_BACKWARD && !ev->compiled;
   const tw_op_ident *id = ev->ident;
   gboolean in_ended = id->in_names == NULL;
   for (int k = 0; k < ev->n_inputs; k++)
@@ -1337,15 +1346,12 @@ worker (gpointer data)
   tw_session *s = data;
   const tw_recipe *r = &tw_trainer_model (s->trainer)->recipe;
   g_autoptr (tw_batcher) b = tw_batcher_new (s->train, r->batch_size, TRUE, r->seed, FALSE);
-  int64_t per_epoch = tw_batcher_batches_per_epoch (b);
-  int64_t total = per_epoch * r->epochs;
+  int64_t per_epoch = s->per_epoch, total = s->total;
   double val_loss = NAN, val_acc = NAN, loss = NAN;
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
 
   tw_set_thread_num_threads (s->opt.threads);
-  if (s->opt.max_steps > 0 && s->opt.max_steps < total)
-    total = s->opt.max_steps;
   tw_trainer_set_total_steps (s->trainer, per_epoch * r->epochs);
   if (!wait_for_go (s))
     return GINT_TO_POINTER (finish_with (s, TW_SESSION_STOPPED, "stopped before the first step",
@@ -1568,6 +1574,14 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
                     on_event, s, NULL);
   tw_trainer_set_bus (s->trainer, s->bus);
   refresh_graph_names (s);
+  {
+    const tw_recipe *r = &s->model->recipe;
+    g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
+    s->per_epoch = tw_batcher_batches_per_epoch (b);
+    s->total = s->per_epoch * r->epochs;
+    if (s->opt.max_steps > 0 && s->opt.max_steps < s->total)
+      s->total = s->opt.max_steps;
+  }
   if (s->opt.mode == TW_MODE_COMPILED)
     set_mode (s, TW_MODE_COMPILED);
   return s;

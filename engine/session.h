@@ -163,6 +163,8 @@ gboolean tw_session_load_checkpoint (tw_session *s, const char *path, GError **e
 gboolean tw_session_load_weights (tw_session *s, const char *path, GError **error);
 
 tw_session_state tw_session_get_state (tw_session *s);
+/* Steps the run will take: epochs × batches per epoch, or max_steps if fewer. */
+int64_t tw_session_total_steps (tw_session *s);
 
 /* Commands.  Each returns FALSE with TW_SESSION_ERROR_STATE when it makes no
  * sense now (stepping while running, pausing what is not running, anything

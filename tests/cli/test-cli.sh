@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..19"
+echo "1..26"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -93,7 +93,41 @@ out=$("$twb" eval "$m" --weights "$tmp/bad.st" 2>&1); st=$?
 check "malformed weights: exit 1 naming the file" '[ $st = 1 ] && grep -q "bad.st" <<<"$out"' "$out"
 
 out=$("$twb" train "$m" --data fashion-mnist-subset --lr 1e30 --max-steps 50 --no-eval -q 2>&1); st=$?
-check "NaN loss stops with the step" '[ $st = 1 ] && grep -qE "(NaN|infinite) at step [0-9]+" <<<"$out"' "$out"
+check "NaN stops naming the step and the first op producing it" '[ $st = 1 ] && grep -qE "step [0-9]+: (NaN|Inf) first produced by node [a-z0-9]+" <<<"$out"' "$out"
+
+# The command-line debugger.  A log of values that go negative: NaN first
+# appears in node lg's forward.
+cat > "$tmp/planted.json" <<'JSON'
+{"format": "twb-model", "version": 1, "graph": {"nodes": [
+ {"id": "x", "op": "input", "attrs": {"shape": [2], "role": "data"}},
+ {"id": "y", "op": "input", "attrs": {"shape": [], "dtype": "i64", "role": "label"}},
+ {"id": "fc1", "op": "linear", "inputs": ["x"], "attrs": {"out_features": 8}},
+ {"id": "lg", "op": "log", "inputs": ["fc1"]},
+ {"id": "fc2", "op": "linear", "inputs": ["lg"], "attrs": {"out_features": 2}},
+ {"id": "loss", "op": "cross_entropy", "inputs": ["fc2", "y"]}], "outputs": ["fc2"]},
+ "training": {"dataset": "spirals", "batch_size": 16}}
+JSON
+out=$("$twb" train "$tmp/planted.json" --break-on nan --max-steps 3 --no-eval -q --dump-on-break "$tmp/break.st" 2>&1); st=$?
+check "--break-on nan: exit 2 at the log's forward" '[ $st = 2 ] && grep -q "NaN first produced by node lg (log, forward)" <<<"$out" && grep -q "at iteration 1 › forward › lg" <<<"$out"' "$out"
+check "--break-on nan: min/max/mean/NaN of the op's tensors" 'grep -qE "output +lg +f32\[16, 8\].*NaN [1-9]" <<<"$out" && grep -qE "input +fc1 .*NaN 0" <<<"$out"' "$out"
+hdr=$(/usr/bin/python3 -c "
+import json,struct,sys
+b=open('$tmp/break.st','rb').read(); n=struct.unpack('<Q',b[:8])[0]; h=json.loads(b[8:8+n])
+print(sorted(k for k in h if k!='__metadata__'), h['__metadata__']['nodes'])" 2>&1)
+check "--dump-on-break writes the op's tensors" "grep -q \"'fc1', 'lg'\" <<<\"\$hdr\" && grep -q \"] lg\$\" <<<\"\$hdr\"" "$hdr"
+out=$("$twb" train "$tmp/planted.json" --mode compiled --break-on nan --max-steps 3 --no-eval -q 2>&1); st=$?
+check "--break-on nan, compiled: stops at the instruction naming lg" '[ $st = 2 ] && grep -qE "NaN first produced by node ([a-z0-9]+, )*lg" <<<"$out" && grep -q compiled <<<"$out"' "$out"
+
+# sqrt of relu outputs: finite forward (sqrt 0 = 0), but its gradient 0.5/sqrt(0)
+# is not: the first non-finite value appears in sq's backward.
+sed -e 's/"lg", "op": "log", "inputs": \["fc1"\]/"r", "op": "relu", "inputs": ["fc1"]}, {"id": "sq", "op": "sqrt", "inputs": ["r"]/' \
+    -e 's/"inputs": \["lg"\]/"inputs": ["sq"]/' "$tmp/planted.json" > "$tmp/planted-bwd.json"
+out=$("$twb" train "$tmp/planted-bwd.json" --break-on nan --break-on inf --max-steps 3 --no-eval -q 2>&1); st=$?
+check "--break-on nan/inf: a value first non-finite in backward stops at that backward op" '[ $st = 2 ] && grep -qE "(NaN|Inf) first produced by node sq \([a-z_]+ kernel, backward\)" <<<"$out" && grep -q "› backward › sq" <<<"$out"' "$out"
+out=$("$twb" train "$assets/models/spirals.json" --break-on node=fc2:backward --max-steps 3 --no-eval -q 2>&1); st=$?
+check "--break-on node=ID:backward stops there with the gradients" '[ $st = 2 ] && grep -q "breakpoint node=fc2:backward" <<<"$out" && grep -q "gradient  grad:fc2.weight" <<<"$out"' "$out"
+out=$("$twb" train "$assets/models/spirals.json" --break-on "loss>" --max-steps 3 2>&1); st=$?
+check "--break-on with a bad condition: usage error" '[ $st = 2 ] && grep -q "loss>X" <<<"$out"' "$out"
 
 out=$("$twb" train "$m" --batch 0 2>&1); st=$?
 check "bad option value: usage error" '[ $st = 2 ]' "$out"

@@ -1,0 +1,111 @@
+/* twb-debug.c — the command-line debugger's report of a break
+ * (`twb train --break-on ... [--dump-on-break FILE]`). */
+#define G_LOG_DOMAIN "twb"
+
+#include "app/twb-cli.h"
+#include "engine/safetensors.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const phase_names[] = { "forward", "backward", "update" };
+
+typedef struct
+{
+  double min, max, mean;
+  int64_t nan, inf, n;
+} stats;
+
+static stats
+tensor_stats (const tw_tensor *t)
+{
+  stats s = { INFINITY, -INFINITY, 0, 0, 0, tw_tensor_numel (t) };
+  double sum = 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < s.n; i++)
+    {
+      double v = tw_tensor_get_flat (t, i);
+      if (isnan (v))
+        s.nan++;
+      else if (isinf (v))
+        s.inf++;
+      else
+        {
+          s.min = MIN (s.min, v);
+          s.max = MAX (s.max, v);
+          sum += v;
+          finite++;
+        }
+    }
+  s.mean = finite ? sum / finite : NAN;
+  if (finite == 0)
+    s.min = s.max = NAN;
+  return s;
+}
+
+void
+twb_print_break (const tw_snapshot *sn)
+{
+  g_printerr ("break: %s\n", sn->reason ? sn->reason : "paused");
+  if (sn->phase < 0)
+    g_printerr ("  at iteration %" G_GINT64_FORMAT ", before it starts\n", sn->iteration);
+  else
+    {
+      g_autofree char *nodes = sn->nodes ? g_strjoinv (", ", sn->nodes) : g_strdup ("?");
+      g_printerr ("  at iteration %" G_GINT64_FORMAT " › %s › %s (op %s%s)\n", sn->iteration,
+                  phase_names[sn->phase], nodes, sn->op ? sn->op : "?",
+                  sn->compiled ? ", compiled" : "");
+    }
+  for (guint i = 0; sn->tensors && i < sn->tensors->len; i++)
+    {
+      const tw_snapshot_tensor *t = g_ptr_array_index (sn->tensors, i);
+      g_autofree char *shape = tw_shape_to_string (t->tensor->ndim, t->tensor->shape);
+      stats st = tensor_stats (t->tensor);
+      g_printerr ("  %-9s %-22s %s%s  min %-11.5g max %-11.5g mean %-11.5g NaN %" G_GINT64_FORMAT
+                  " Inf %" G_GINT64_FORMAT "\n",
+                  t->role, t->name, tw_dtype_name (t->tensor->dtype), shape, st.min, st.max,
+                  st.mean, st.nan, st.inf);
+    }
+  if (sn->trace && sn->trace[0])
+    {
+      guint n = g_strv_length (sn->trace);
+      g_printerr ("  ops of this iteration so far (%u)%s:\n", n, n > 12 ? ", the last 12" : "");
+      for (guint i = n > 12 ? n - 12 : 0; i < n; i++)
+        g_printerr ("    %s\n", sn->trace[i]);
+    }
+}
+
+gboolean
+twb_dump_break (const tw_snapshot *sn, const char *path, const char *model, GError **error)
+{
+  g_autoptr (GHashTable) tensors = tw_tensor_table_new ();
+  g_autoptr (GHashTable) meta = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; sn->tensors && i < sn->tensors->len; i++)
+    {
+      const tw_snapshot_tensor *t = g_ptr_array_index (sn->tensors, i);
+      /* The same name twice (an op reading one value twice): keep both. */
+      g_autofree char *name = g_strdup (t->name);
+      for (int k = 2; g_hash_table_contains (tensors, name); k++)
+        {
+          g_free (name);
+          name = g_strdup_printf ("%s#%d", t->name, k);
+        }
+      g_hash_table_insert (tensors, g_steal_pointer (&name), tw_tensor_ref (t->tensor));
+    }
+  g_hash_table_insert (meta, g_strdup ("format"), g_strdup ("twb-break"));
+  g_hash_table_insert (meta, g_strdup ("model"), g_strdup (model));
+  g_hash_table_insert (meta, g_strdup ("reason"), g_strdup (sn->reason ? sn->reason : ""));
+  g_hash_table_insert (meta, g_strdup ("iteration"),
+                       g_strdup_printf ("%" G_GINT64_FORMAT, sn->iteration));
+  g_hash_table_insert (meta, g_strdup ("phase"),
+                       g_strdup (sn->phase >= 0 ? phase_names[sn->phase] : "between iterations"));
+  g_hash_table_insert (meta, g_strdup ("nodes"),
+                       sn->nodes ? g_strjoinv (",", sn->nodes) : g_strdup (""));
+  g_hash_table_insert (meta, g_strdup ("op"), g_strdup (sn->op ? sn->op : ""));
+  for (guint i = 0; sn->tensors && i < sn->tensors->len; i++)
+    {
+      const tw_snapshot_tensor *t = g_ptr_array_index (sn->tensors, i);
+      g_hash_table_insert (meta, g_strdup_printf ("role.%s", t->name), g_strdup (t->role));
+    }
+  return tw_safetensors_save (path, tensors, meta, error);
+}
