@@ -34,6 +34,7 @@ struct tw_eager
   gboolean training;
   int num_threads;
   tw_bus *bus;
+  tw_workspace *ws;           /* kernels' scratch */
   int64_t ident_batch;        /* batch the idents' costs are for */
   int *param_uses;            /* [n params] remaining backward uses (grad_ready) */
   int n_param_uses;
@@ -192,6 +193,7 @@ tw_eager_new (tw_graph *graph, tw_params *params, guint64 seed, GError **error)
   ex->params = params;
   ex->seed = seed;
   ex->num_threads = 1;
+  ex->ws = tw_workspace_new (tw_device_cpu ());
   if (!tw_eager_rebuild (ex, error))
     {
       tw_eager_free (ex);
@@ -208,6 +210,7 @@ tw_eager_free (tw_eager *ex)
   free_state (ex);
   g_clear_pointer (&ex->order, g_array_unref);
   g_clear_pointer (&ex->bus, tw_bus_unref);
+  tw_workspace_free (ex->ws);
   g_free (ex);
 }
 
@@ -334,6 +337,8 @@ make_kctx (tw_eager *ex, const tw_node *n)
     .step = ex->step,
     .node_key = tw_node_key (n->id),
     .num_threads = ex->num_threads,
+    .ws = ex->ws,
+    .device = tw_device_cpu (),
   };
   return c;
 }

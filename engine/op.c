@@ -4,6 +4,8 @@
 
 #include "engine/op.h"
 #include "engine/emit.h"
+#include "engine/kernels.h"
+#include "engine/workspace-private.h"
 
 #include <cblas.h>
 #include <string.h>
@@ -68,15 +70,6 @@ tw_tinfo_numel (const tw_tinfo *t, gboolean *symbolic)
 static GHashTable *registry;            /* name → const tw_op_def * */
 static GPtrArray *sorted_ops;
 
-void
-tw_op_register (const tw_op_def *def)
-{
-  g_assert (registry != NULL);
-  if (g_hash_table_contains (registry, def->name))
-    g_error ("op %s registered twice", def->name);
-  g_hash_table_insert (registry, (gpointer) def->name, (gpointer) def);
-}
-
 static int
 compare_defs (gconstpointer a, gconstpointer b)
 {
@@ -84,6 +77,33 @@ compare_defs (gconstpointer a, gconstpointer b)
   const tw_op_def *db = *(const tw_op_def *const *) b;
   return strcmp (da->name, db->name);
 }
+
+void
+tw_op_register (const tw_op_def *def)
+{
+  g_assert (registry != NULL);
+  if (g_hash_table_contains (registry, def->name))
+    g_error ("op %s registered twice", def->name);
+  g_hash_table_insert (registry, (gpointer) def->name, (gpointer) def);
+  if (sorted_ops)
+    {
+      /* Registered after tw_ops_init: the list shows it too. */
+      g_ptr_array_add (sorted_ops, (gpointer) def);
+      g_ptr_array_sort (sorted_ops, compare_defs);
+    }
+  if (def->forward)
+    {
+      /* The definition's forward is the op's CPU kernel (lives as long as
+       * the registry: never freed). */
+      tw_kernel *k = g_new0 (tw_kernel, 1);
+      k->op = def->name;
+      k->device = TW_DEVICE_CPU;
+      k->name = def->name;
+      k->forward = def->forward;
+      tw_kernel_register (k);
+    }
+}
+
 
 void
 tw_ops_init (void)
@@ -103,6 +123,7 @@ tw_ops_init (void)
       tw_ops_register_conv ();
       tw_ops_register_norm ();
       tw_ops_register_loss ();
+      tw_fused_ops_register ();
       sorted_ops = g_ptr_array_new ();
       GHashTableIter it;
       gpointer v;
@@ -216,6 +237,25 @@ tw_op_resolve_attrs (const tw_op_def *def, const tw_attrs *a, GError **error)
 }
 
 gboolean
+tw_op_forward (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
+               int n_in, tw_tensor *const *out, GError **error)
+{
+  const tw_device *dev = ctx && ctx->device ? ctx->device : tw_device_cpu ();
+  const tw_kernel *k = tw_kernel_find (def->name, dev, a, in, n_in);
+  if (k == NULL)
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_UNSUPPORTED, "%s has no %s kernel%s",
+                   def->name, tw_device_name (dev),
+                   tw_kernels_for (def->name) ? " for these inputs" : "");
+      return FALSE;
+    }
+  tw_workspace *prev = tw_workspace_enter (ctx);
+  gboolean ok = k->forward (ctx, a, in, n_in, out, error);
+  tw_workspace_leave (prev);
+  return ok;
+}
+
+gboolean
 tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
            int n_in, tw_tensor **out, GError **error)
 {
@@ -239,7 +279,8 @@ tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tenso
     return FALSE;
   for (int k = 0; k < n_out; k++)
     {
-      out[k] = tw_tensor_try_new (info_out[k].dtype, info_out[k].ndim, info_out[k].dims);
+      out[k] = tw_tensor_try_new_on (ctx && ctx->device ? ctx->device : tw_device_cpu (),
+                                     info_out[k].dtype, info_out[k].ndim, info_out[k].dims);
       if (out[k] == NULL)
         {
           g_autofree char *s = tw_tinfo_to_string (&info_out[k]);
@@ -253,7 +294,7 @@ tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tenso
     }
   for (int i = 0; i < n_in; i++)
     cin[i] = tw_tensor_contiguous (in[i]);
-  ok = def->forward (ctx, a, cin, n_in, out, error);
+  ok = tw_op_forward (def, ctx, a, cin, n_in, out, error);
   for (int i = 0; i < n_in; i++)
     tw_tensor_unref (cin[i]);
   if (!ok)

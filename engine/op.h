@@ -107,6 +107,9 @@ typedef struct
   double bytes_written;
 } tw_cost;
 
+typedef struct tw_workspace tw_workspace;
+typedef struct tw_device tw_device;
+
 /* What kernels see of the run they belong to. */
 typedef struct
 {
@@ -116,7 +119,25 @@ typedef struct
   guint64 node_key;           /* stable hash of the node's id (tw_node_key) */
   int num_threads;
   gpointer exec_data;         /* the executor's own context (compiled update kernels) */
+  tw_workspace *ws;           /* scratch memory the executor supplies (NULL: the thread's own) */
+  const tw_device *device;    /* where the kernel runs (NULL: the CPU) */
 } tw_kctx;
+
+/* Scratch memory for a kernel: kernels never allocate, they take what they
+ * need for one run from the executor's workspace (64-byte aligned, valid
+ * until the kernel returns; uninitialised).  Call it on the kernel's own
+ * thread, before any parallel region (size per-thread parts by the team).
+ * ctx may be NULL in helpers deep inside a kernel: the workspace of the
+ * kernel running on this thread is used.
+ *
+ * A workspace starts empty and grows to the largest single kernel's need:
+ * after the first step of a static program it never allocates again. */
+void *tw_scratch (const tw_kctx *ctx, size_t nbytes);
+tw_workspace *tw_workspace_new (const tw_device *dev);
+void tw_workspace_free (tw_workspace *ws);
+/* Bytes held, and how many times it had to grow. */
+size_t tw_workspace_size (const tw_workspace *ws);
+guint tw_workspace_growths (const tw_workspace *ws);
 
 /* Emitter used by backward rules.  A tw_val is an opaque handle: a tensor in
  * eager mode, a graph value in compiled mode. */
@@ -207,8 +228,13 @@ int tw_op_num_outputs (const tw_op_def *def, const tw_attrs *a);
  * required attributes.  Returns a new bag. */
 tw_attrs *tw_op_resolve_attrs (const tw_op_def *def, const tw_attrs *a, GError **error);
 
+/* Run the op's kernel for ctx's device (engine/kernels.h) on allocated
+ * outputs, with ctx's workspace (reset first) as the kernel's scratch. */
+gboolean tw_op_forward (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a,
+                        tw_tensor *const *in, int n_in, tw_tensor *const *out, GError **error);
+
 /* Run an op eagerly on tensors: infers output shapes, allocates the outputs,
- * runs the forward kernel.  out[] receives new references. */
+ * runs the forward kernel (tw_op_forward).  out[] receives new references. */
 gboolean tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a,
                     tw_tensor *const *in, int n_in, tw_tensor **out, GError **error);
 
@@ -235,5 +261,7 @@ void tw_ops_register_conv (void);
 void tw_ops_register_norm (void);
 void tw_ops_register_loss (void);
 void tw_ops_register_source (void);
+/* The compiler's fused ops and their CPU kernels (engine/compile/fuse.c). */
+void tw_fused_ops_register (void);
 
 G_END_DECLS

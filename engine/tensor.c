@@ -42,10 +42,9 @@ tw_dtype_is_float (tw_dtype dtype)
 }
 
 static tw_storage *
-storage_try_new (size_t nbytes)
+storage_try_new (const tw_device *dev, size_t nbytes)
 {
-  const tw_device *dev = tw_device_cpu ();
-  void *data = dev->alloc (nbytes);
+  void *data = tw_device_alloc (dev, nbytes);
   if (data == NULL)
     return NULL;
   tw_storage *s = g_new0 (tw_storage, 1);
@@ -58,11 +57,12 @@ storage_try_new (size_t nbytes)
 }
 
 static tw_storage *
-storage_new (size_t nbytes)
+storage_new (const tw_device *dev, size_t nbytes)
 {
-  tw_storage *s = storage_try_new (nbytes);
+  tw_storage *s = storage_try_new (dev, nbytes);
   if (s == NULL)
-    g_error ("out of memory allocating %zu bytes for a tensor", nbytes);
+    g_error ("out of memory allocating %zu bytes for a tensor on %s", nbytes,
+             tw_device_name (dev));
   return s;
 }
 
@@ -72,7 +72,7 @@ storage_unref (tw_storage *s)
   if (g_atomic_int_dec_and_test (&s->refcount))
     {
       if (s->owns_data)
-        s->device->free (s->data, s->nbytes);
+        tw_device_free (s->device, s->data, s->nbytes);
       g_free (s);
     }
 }
@@ -106,24 +106,76 @@ tensor_alloc_header (tw_dtype dtype, int ndim, const int64_t *shape)
 }
 
 tw_tensor *
-tw_tensor_new (tw_dtype dtype, int ndim, const int64_t *shape)
+tw_tensor_new_on (const tw_device *dev, tw_dtype dtype, int ndim, const int64_t *shape)
 {
   tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
-  t->storage = storage_new (tw_tensor_nbytes (t));
+  t->storage = storage_new (dev, tw_tensor_nbytes (t));
   return t;
 }
 
 tw_tensor *
-tw_tensor_try_new (tw_dtype dtype, int ndim, const int64_t *shape)
+tw_tensor_try_new_on (const tw_device *dev, tw_dtype dtype, int ndim, const int64_t *shape)
 {
   tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
-  t->storage = storage_try_new (tw_tensor_nbytes (t));
+  t->storage = storage_try_new (dev, tw_tensor_nbytes (t));
   if (t->storage == NULL)
     {
       g_free (t);
       return NULL;
     }
   return t;
+}
+
+tw_tensor *
+tw_tensor_new (tw_dtype dtype, int ndim, const int64_t *shape)
+{
+  return tw_tensor_new_on (tw_device_cpu (), dtype, ndim, shape);
+}
+
+tw_tensor *
+tw_tensor_try_new (tw_dtype dtype, int ndim, const int64_t *shape)
+{
+  return tw_tensor_try_new_on (tw_device_cpu (), dtype, ndim, shape);
+}
+
+const tw_device *
+tw_tensor_device (const tw_tensor *t)
+{
+  return t->storage->device;
+}
+
+tw_tensor *
+tw_tensor_to_device (tw_tensor *t, const tw_device *dev)
+{
+  const tw_device *from = t->storage->device;
+  if (from == dev)
+    return tw_tensor_ref (t);
+  g_autoptr (tw_tensor) c = NULL;
+  if (!tw_device_is_host (from))
+    {
+      /* Whole storage over, then a host view of it. */
+      g_assert (tw_tensor_is_contiguous (t));
+      tw_tensor *h = tw_tensor_new (t->dtype, t->ndim, t->shape);
+      tw_device_copy_d2h (from, tw_tensor_data (h),
+                          (guint8 *) t->storage->data + t->offset * tw_dtype_size (t->dtype),
+                          tw_tensor_nbytes (t), NULL);
+      if (tw_device_is_host (dev))
+        return h;
+      c = h;
+    }
+  else
+    c = tw_tensor_contiguous (t);
+  tw_tensor *d = tw_tensor_new_on (dev, c->dtype, c->ndim, c->shape);
+  tw_device_copy_h2d (dev, tw_tensor_data (d), tw_tensor_data (c), tw_tensor_nbytes (c), NULL);
+  return d;
+}
+
+tw_tensor *
+tw_tensor_to_host (tw_tensor *t)
+{
+  if (tw_device_is_host (t->storage->device))
+    return tw_tensor_ref (t);
+  return tw_tensor_to_device (t, tw_device_cpu ());
 }
 
 tw_tensor *

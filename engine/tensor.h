@@ -58,7 +58,17 @@ const char *tw_dtype_name (tw_dtype dtype);          /* "f32", "f64", "i32", "i6
 gboolean tw_dtype_from_name (const char *name, tw_dtype *out);
 gboolean tw_dtype_is_float (tw_dtype dtype);
 
-/* Constructors: contiguous, on the CPU.  _new leaves the data uninitialised. */
+/* Constructors: contiguous, on the CPU unless _on names a device.  _new
+ * leaves the data uninitialised. */
+tw_tensor *tw_tensor_new_on (const tw_device *dev, tw_dtype dtype, int ndim, const int64_t *shape);
+tw_tensor *tw_tensor_try_new_on (const tw_device *dev, tw_dtype dtype, int ndim,
+                                 const int64_t *shape);
+const tw_device *tw_tensor_device (const tw_tensor *t);
+/* The same values on dev (a new reference to t when it is there already). */
+tw_tensor *tw_tensor_to_device (tw_tensor *t, const tw_device *dev);
+/* The same values in host memory, for code outside kernels that reads
+ * them (loss values, the debugger's statistics): t itself on the CPU. */
+tw_tensor *tw_tensor_to_host (tw_tensor *t);
 tw_tensor *tw_tensor_new (tw_dtype dtype, int ndim, const int64_t *shape);
 /* Like tw_tensor_new, but returns NULL instead of aborting when memory runs out. */
 tw_tensor *tw_tensor_try_new (tw_dtype dtype, int ndim, const int64_t *shape);

@@ -3,6 +3,8 @@
 
 #include "engine/compile/compiled.h"
 #include "engine/device.h"
+#include "engine/kernels.h"
+#include "engine/workspace-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -22,7 +24,16 @@ typedef struct
   GStrv *nodes;            /* [n_instrs] NULL-terminated ids, owned */
   GStrv *names;            /* [2 * n_instrs] input / output slot names, owned */
   int **node_index;        /* [n_instrs] */
+  const tw_device *device;
+  tw_forward_fn *fwd;      /* [n_instrs] the kernel of a registered op, or NULL */
+  tw_kernel_fn *fused;     /* [n_instrs] the kernel of a fused op, or NULL */
 } runnable;
+
+static const tw_device *
+c_device (const runnable *r)
+{
+  return r->device;
+}
 
 struct tw_compiled
 {
@@ -32,6 +43,8 @@ struct tw_compiled
   int num_threads;
   tw_pass_flags passes;
   gboolean guards;
+  const tw_device *device;
+  tw_workspace *ws;        /* kernels' scratch, grown in the first run */
   tw_bus *bus;
   GHashTable *keep_nodes;  /* node ids never fused (inspectable), or NULL */
   GHashTable *cache;       /* (kind << 48 | batch) → runnable* */
@@ -64,8 +77,10 @@ runnable_free (gpointer data)
   g_free (r->node_index);
   g_free (r->ready);
   g_free (r->ident);
+  g_free (r->fwd);
+  g_free (r->fused);
   g_ptr_array_unref (r->ready_last);
-  tw_device_cpu ()->free (r->arena, r->prog->arena_bytes);
+  tw_device_free (c_device (r), r->arena, MAX (r->prog->arena_bytes, 64));
   tw_program_free (r->prog);
   g_free (r);
 }
@@ -180,12 +195,40 @@ build_identities (tw_compiled *c, runnable *r)
     }
 }
 
+/* Each instruction's kernel for the executor's device, looked up once. */
+static gboolean
+resolve_kernels (tw_compiled *c, runnable *r, GError **error)
+{
+  guint ni = r->prog->instrs->len;
+  r->fwd = g_new0 (tw_forward_fn, MAX (ni, 1));
+  r->fused = g_new0 (tw_kernel_fn, MAX (ni, 1));
+  for (guint i = 0; i < ni; i++)
+    {
+      tw_instr *ins = tw_program_instr (r->prog, (int) i);
+      const char *op = ins->fused_op ? ins->fused_op : ins->op ? ins->op->name : NULL;
+      const tw_kernel *k = op ? tw_kernel_find (op, c->device, ins->attrs, NULL, 0) : NULL;
+      if (k == NULL || (ins->fused_op ? k->fused == NULL : k->forward == NULL))
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                       "no %s kernel for %s (instruction %u, %s)", tw_device_name (c->device),
+                       op ? op : "?", i, ins->label);
+          return FALSE;
+        }
+      if (ins->fused_op)
+        r->fused[i] = (tw_kernel_fn) k->fused;
+      else
+        r->fwd[i] = k->forward;
+    }
+  return TRUE;
+}
+
 static runnable *
 runnable_new (tw_compiled *c, tw_program *prog)
 {
   runnable *r = g_new0 (runnable, 1);
   r->prog = prog;
-  r->arena = tw_device_cpu ()->alloc (MAX (prog->arena_bytes, 64));
+  r->device = c->device;
+  r->arena = tw_device_alloc (c->device, MAX (prog->arena_bytes, 64));
   if (r->arena == NULL)
     {
       g_free (r);
@@ -253,6 +296,8 @@ tw_compiled_new (tw_graph *graph, tw_params *params, guint64 seed, GError **erro
   c->seed = seed;
   c->num_threads = 1;
   c->passes = TW_PASS_ALL;
+  c->device = tw_device_cpu ();
+  c->ws = tw_workspace_new (c->device);
   c->cache = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, runnable_free);
   c->notes = g_ptr_array_new_with_free_func (g_free);
   c->update.params = params;
@@ -268,6 +313,7 @@ tw_compiled_free (tw_compiled *c)
   g_ptr_array_unref (c->notes);
   g_clear_pointer (&c->bus, tw_bus_unref);
   g_clear_pointer (&c->keep_nodes, g_hash_table_unref);
+  tw_workspace_free (c->ws);
   g_free (c);
 }
 
@@ -377,6 +423,12 @@ tw_compiled_stop_pending (tw_compiled *c)
   return p;
 }
 
+const tw_workspace *
+tw_compiled_workspace (tw_compiled *c)
+{
+  return c->ws;
+}
+
 const GPtrArray *
 tw_compiled_notes (tw_compiled *c)
 {
@@ -408,6 +460,11 @@ get_runnable (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **erro
       g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
                    "out of memory allocating the %zu-byte arena", p->arena_bytes);
       tw_program_free (p);
+      return NULL;
+    }
+  if (!resolve_kernels (c, r, error))
+    {
+      runnable_free (r);
       return NULL;
     }
   gboolean first = g_hash_table_size (c->cache) == 0;
@@ -515,7 +572,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
       return FALSE;
     }
   tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads,
-                 .exec_data = &c->update };
+                 .exec_data = &c->update, .ws = c->ws, .device = c->device };
   c->updating = FALSE;
   c->update.grad_norms = tw_bus_wants (c->bus, TW_EV_GRAD_READY);
   tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
@@ -546,8 +603,10 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
         }
       g_autoptr (GError) local = NULL;
       c->updating |= ins->phase == TW_PHASE_UPDATE;
-      gboolean ok = ins->kernel ? ins->kernel (&kc, ins, in, out, &local)
-                                : ins->op->forward (&kc, ins->attrs, in, ins->n_in, out, &local);
+      tw_workspace *prev_ws = tw_workspace_enter (&kc);
+      gboolean ok = r->fused[i] ? r->fused[i] (&kc, ins, in, out, &local)
+                                : r->fwd[i] (&kc, ins->attrs, in, ins->n_in, out, &local);
+      tw_workspace_leave (prev_ws);
       if (!ok)
         {
           g_autofree char *src = NULL;

@@ -75,6 +75,9 @@ void tw_compiled_bind_grads (tw_compiled *c);
 /* FALSE when guard bytes around arena slots were overwritten (guards on). */
 gboolean tw_compiled_check_guards (tw_compiled *c, GError **error);
 
+/* The kernels' scratch memory (sized by the first run; borrowed). */
+const tw_workspace *tw_compiled_workspace (tw_compiled *c);
+
 /* Cache notes ("train, batch 64: compiled (first use) in 3.1 ms"), in order. */
 const GPtrArray *tw_compiled_notes (tw_compiled *c);
 

@@ -29,6 +29,7 @@
 #define G_LOG_DOMAIN "twb-compile"
 
 #include "engine/compile/fuse-private.h"
+#include "engine/kernels.h"
 
 #include <string.h>
 
@@ -130,11 +131,12 @@ epilogue_act (const tw_instr *ins, tw_gemm_act *act, float *slope)
 /* A new fused instruction covering `covered` (sources in their order); the
  * phase, RNG key and training flag of the first. */
 static tw_instr *
-fused_new (const char *label, tw_kernel_fn fn, gpointer kdata, const tw_attrs *attrs,
+fused_new (const char *label, const char *fused_op, gpointer kdata, const tw_attrs *attrs,
            tw_instr *const *covered, int n)
 {
   tw_instr *f = tw_instr_new (NULL, attrs, label);
-  f->kernel = fn;
+  f->fused_op = fused_op;
+  f->kernel = tw_fused_cpu_kernel (fused_op);
   f->kdata = kdata;
   f->kdata_free = g_free;
   f->phase = covered[0]->phase;
@@ -249,7 +251,7 @@ fuse_linear (tw_program *p)
       const char *label = with_act ? (k->act == TW_GEMM_ACT_RELU ? "fused linear+relu"
                                                                  : "fused linear+leaky_relu")
                                    : k->has_bias ? "fused linear+bias" : "linear (gemm)";
-      tw_instr *f = fused_new (label, tw_fused_linear_fwd, k, NULL, cov, with_act ? 2 : 1);
+      tw_instr *f = fused_new (label, "fused_linear", k, NULL, cov, with_act ? 2 : 1);
       set_io (f, l->n_in, l->in, 1, with_act ? a->out : l->out);
       int drop[1] = { (int) i };
       install (p, with_act ? r : (int) i, f, drop, 1);
@@ -277,7 +279,7 @@ fuse_conv (tw_program *p)
       k->relu = relu;
       k->has_bias = c->n_in > 2;
       tw_instr *cov[2] = { c, a };
-      tw_instr *f = fused_new (relu ? "fused conv2d+relu" : "conv2d (gemm)", tw_fused_conv_fwd, k,
+      tw_instr *f = fused_new (relu ? "fused conv2d+relu" : "conv2d (gemm)", "fused_conv2d", k,
                                c->attrs, cov, relu ? 2 : 1);
       set_io (f, c->n_in, c->in, 1, relu ? a->out : c->out);
       int drop[1] = { (int) i };
@@ -331,7 +333,7 @@ fuse_pool_backward (tw_program *p)
                           : relu     ? "fused max_pool2d_grad+relu_grad"
                           : cb       ? "fused max_pool2d_grad+conv2d_grad_bias"
                                      : "max_pool2d_grad (disjoint windows)";
-      tw_instr *f = fused_new (label, tw_fused_pool_bwd_run, k, pg->attrs, cov, ncov);
+      tw_instr *f = fused_new (label, "fused_pool_backward", k, pg->attrs, cov, ncov);
       int outs[2] = { dz, cb ? cb->out[0] : -1 };
       set_io (f, 2, pg->in, cb ? 2 : 1, outs);
       int drop[3] = { (int) i, relu ? r : -1, b };
@@ -370,7 +372,7 @@ fuse_act_backward (tw_program *p)
           tw_instr *cb = at (p, cbi);
           tw_instr *cov[2] = { rg, cb };
           tw_instr *f = fused_new ("fused relu_grad+conv2d_grad_bias",
-                                   tw_fused_relu_conv_bias_bwd, NULL, NULL, cov, 2);
+                                   "fused_relu_conv_bias_backward", NULL, NULL, cov, 2);
           int outs[2] = { dz, cb->out[0] };
           set_io (f, 2, rg->in, 2, outs);
           int drop[1] = { cbi };
@@ -395,7 +397,7 @@ fuse_act_backward (tw_program *p)
         cov[ncov++] = lb;
       g_autofree char *label = g_strdup_printf ("fused %s%s%s", gemm ? "linear_grad_input+" : "",
                                                 rg->op->name, lb ? "+linear_grad_bias" : "");
-      tw_instr *f = fused_new (label, tw_fused_act_bwd_run, k, NULL, cov, ncov);
+      tw_instr *f = fused_new (label, "fused_act_backward", k, NULL, cov, ncov);
       int ins3[3] = { rg->in[0], gemm ? li->in[0] : rg->in[1], gemm ? li->in[1] : -1 };
       int outs[2] = { dz, lb ? lb->out[0] : -1 };
       set_io (f, gemm ? 3 : 2, ins3, lb ? 2 : 1, outs);
@@ -414,7 +416,7 @@ gemm_backward (tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *g = at (p, (int) i);
-      tw_kernel_fn fn = NULL;
+      const char *fn = NULL;
       gpointer kd = NULL;
       const char *label = NULL;
       if (g == NULL || !g->op || g->kernel || !all_f32 (p, g))
@@ -423,14 +425,14 @@ gemm_backward (tw_program *p)
         {
           tw_fused_act_bwd *k = g_new0 (tw_fused_act_bwd, 1);
           k->mode = TW_FUSED_GEMM;
-          fn = tw_fused_act_bwd_run, kd = k, label = "linear_grad_input (gemm)";
+          fn = "fused_act_backward", kd = k, label = "linear_grad_input (gemm)";
         }
       else if (is_op (g, "linear_grad_weight"))
-        fn = tw_fused_linear_grad_weight, kd = NULL, label = "linear_grad_weight (gemm)";
+        fn = "fused_linear_grad_weight", kd = NULL, label = "linear_grad_weight (gemm)";
       else if (is_op (g, "conv2d_grad_input"))
-        fn = tw_fused_conv_grad_input, kd = NULL, label = "conv2d_grad_input (gemm)";
+        fn = "fused_conv2d_grad_input", kd = NULL, label = "conv2d_grad_input (gemm)";
       else if (is_op (g, "conv2d_grad_weight"))
-        fn = tw_fused_conv_grad_weight, kd = NULL, label = "conv2d_grad_weight (gemm)";
+        fn = "fused_conv2d_grad_weight", kd = NULL, label = "conv2d_grad_weight (gemm)";
       else
         continue;
       tw_instr *f = fused_new (label, fn, kd, g->attrs, &g, 1);
@@ -528,7 +530,7 @@ fuse_elementwise (tw_program *p)
       GString *label = g_string_new ("fused ");
       for (int s = 0; s < nm; s++)
         g_string_append_printf (label, "%s%s", s ? "+" : "", cov[s]->op->name);
-      tw_instr *f = fused_new (label->str, tw_fused_ew, prog, NULL, cov, nm);
+      tw_instr *f = fused_new (label->str, "fused_elementwise", prog, NULL, cov, nm);
       g_string_free (label, TRUE);
       set_io (f, prog->n_in, in_slots, 1, cov[nm - 1]->out);
       install (p, members[nm - 1], f, members, nm - 1);
@@ -539,6 +541,56 @@ fuse_elementwise (tw_program *p)
 }
 
 /* ---- the pass ------------------------------------------------------------------ */
+
+/* ---- the fused ops ---------------------------------------------------------- */
+
+#define FUSED(op_, fn_, doc_)                                                   \
+  static const tw_kernel fused_cpu_##fn_ = { .op = op_, .device = TW_DEVICE_CPU, \
+                                             .name = op_, .fused = (gpointer) fn_ }
+FUSED ("fused_linear", tw_fused_linear_fwd, );
+FUSED ("fused_conv2d", tw_fused_conv_fwd, );
+FUSED ("fused_pool_backward", tw_fused_pool_bwd_run, );
+FUSED ("fused_relu_conv_bias_backward", tw_fused_relu_conv_bias_bwd, );
+FUSED ("fused_act_backward", tw_fused_act_bwd_run, );
+FUSED ("fused_linear_grad_weight", tw_fused_linear_grad_weight, );
+FUSED ("fused_conv2d_grad_input", tw_fused_conv_grad_input, );
+FUSED ("fused_conv2d_grad_weight", tw_fused_conv_grad_weight, );
+FUSED ("fused_elementwise", tw_fused_ew, );
+#undef FUSED
+
+void
+tw_fused_ops_register (void)
+{
+  static const struct
+  {
+    const tw_kernel *k;
+    const char *doc;
+  } ops[] = {
+    { &fused_cpu_tw_fused_linear_fwd, "linear + bias (+ relu / leaky_relu) as one GEMM with an epilogue" },
+    { &fused_cpu_tw_fused_conv_fwd, "conv2d + bias (+ relu) as im2col and one GEMM with an epilogue" },
+    { &fused_cpu_tw_fused_pool_bwd_run, "max_pool2d_grad (+ relu_grad) (+ conv2d_grad_bias) in one pass" },
+    { &fused_cpu_tw_fused_relu_conv_bias_bwd, "relu_grad + conv2d_grad_bias in one pass" },
+    { &fused_cpu_tw_fused_act_bwd_run, "linear_grad_input (GEMM) + activation mask + linear_grad_bias" },
+    { &fused_cpu_tw_fused_linear_grad_weight, "linear_grad_weight through the engine's GEMM" },
+    { &fused_cpu_tw_fused_conv_grad_input, "conv2d_grad_input through the engine's GEMM" },
+    { &fused_cpu_tw_fused_conv_grad_weight, "conv2d_grad_weight through the engine's GEMM" },
+    { &fused_cpu_tw_fused_ew, "a chain of element-wise ops in one blocked loop" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (ops); i++)
+    {
+      tw_fused_op_register (ops[i].k->op, ops[i].doc);
+      tw_kernel_register (ops[i].k);
+    }
+  tw_fused_update_ops_register ();
+}
+
+tw_kernel_fn
+tw_fused_cpu_kernel (const char *fused_op)
+{
+  const tw_kernel *k = tw_kernel_find (fused_op, tw_device_cpu (), NULL, NULL, 0);
+  g_assert (k != NULL);   /* every fused op has a CPU kernel */
+  return (tw_kernel_fn) k->fused;
+}
 
 int
 tw_pass_fuse (tw_program *p)

@@ -14,6 +14,8 @@
 #include "engine/cpu/gemm.h"
 #include "engine/optim.h"
 
+#include "engine/kernels.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -97,6 +99,19 @@ grad_update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *i
   return TRUE;
 }
 
+void
+tw_fused_update_ops_register (void)
+{
+  static const tw_kernel grad_update = { .op = "fused_linear_grad_weight_update",
+                                         .device = TW_DEVICE_CPU,
+                                         .name = "fused_linear_grad_weight_update",
+                                         .fused = (gpointer) grad_update_kernel };
+  tw_fused_op_register (grad_update.op, "a linear layer's weight gradient computed and applied "
+                                        "by the optimizer in row blocks");
+  tw_kernel_register (&grad_update);
+  tw_program_register_update_op ();
+}
+
 static gboolean
 is_weight_grad (const tw_instr *ins)
 {
@@ -145,7 +160,8 @@ tw_pass_fuse_updates (tw_program *p)
       f->cost.bytes_read = g->cost.bytes_read + u->cost.bytes_read;
       f->cost.bytes_written = u->cost.bytes_written;
       d->rows = block_rows (w->dims[0]);
-      f->kernel = grad_update_kernel;
+      f->fused_op = "fused_linear_grad_weight_update";
+      f->kernel = tw_fused_cpu_kernel (f->fused_op);
       f->kdata = d;
       f->kdata_free = grad_update_data_free;
       f->phase = TW_PHASE_UPDATE;

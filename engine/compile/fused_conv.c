@@ -114,11 +114,10 @@ tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * sizeof (float));
+  float *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * sizeof (float));
   conv_forward_act (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                     k->has_bias ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb,
                     k->relu);
-  g_free (ws);
   return TRUE;
 }
 
@@ -129,10 +128,9 @@ tw_fused_conv_grad_input (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *co
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, out[0], in[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * sizeof (float));
+  float *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * sizeof (float));
   conv_grad_input_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                          tw_tensor_f32 (out[0]), ws, nb);
-  g_free (ws);
   return TRUE;
 }
 
@@ -143,10 +141,9 @@ tw_fused_conv_grad_weight (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *c
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[1], in[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * sizeof (float));
+  float *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * sizeof (float));
   conv_grad_weight_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                           tw_tensor_f32 (out[0]), ws, nb);
-  g_free (ws);
   return TRUE;
 }
 
@@ -249,7 +246,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
   const int64_t planes = N * C;
   const float *y = tw_tensor_f32 (yt), *dp = tw_tensor_f32 (dpt);
   float *dz = tw_tensor_f32 (out[0]);
-  double *sums = k->bias_grad ? g_new (double, planes) : NULL;
+  double *sums = k->bias_grad ? tw_scratch (ctx, planes * sizeof (double)) : NULL;
   const gboolean relu = k->relu;
   int nt = ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
 
@@ -325,7 +322,6 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
     }
   if (sums)
     bias_from_planes (sums, N, C, tw_tensor_f32 (out[1]));
-  g_free (sums);
   return TRUE;
 }
 
@@ -338,7 +334,7 @@ tw_fused_relu_conv_bias_bwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor 
   const int64_t planes = N * C;
   const float *y = tw_tensor_f32 (yt), *g = tw_tensor_f32 (in[1]);
   float *dz = tw_tensor_f32 (out[0]);
-  g_autofree double *sums = g_new (double, planes);
+  double *sums = tw_scratch (ctx, planes * sizeof (double));
   int nt = ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
 
 #pragma omp parallel for if (nt > 1 && planes * HW > 32768) num_threads (nt) schedule (static)

@@ -4,6 +4,7 @@
 #define G_LOG_DOMAIN "twb-compile"
 
 #include "engine/compile/program.h"
+#include "engine/kernels.h"
 #include "engine/emit.h"
 #include "engine/optim.h"
 
@@ -201,6 +202,15 @@ update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
     }
   tw_optimizer_update (u->opt, prm, tw_tensor_f32 (in[1]), 0, tw_tensor_numel (in[1]));
   return TRUE;
+}
+
+void
+tw_program_register_update_op (void)
+{
+  static const tw_kernel update = { .op = "optimizer_update", .device = TW_DEVICE_CPU,
+                                    .name = "optimizer_update", .fused = (gpointer) update_kernel };
+  tw_fused_op_register (update.op, "the optimizer's update of one parameter from its gradient");
+  tw_kernel_register (&update);
 }
 
 /* Appends an instruction running a registered op; infers its outputs. */
@@ -515,7 +525,8 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
               continue;
             }
           tw_instr *u = tw_instr_new (NULL, NULL, "optimizer update");
-          u->kernel = update_kernel;
+          u->fused_op = "optimizer_update";
+          u->kernel = tw_fused_cpu_kernel (u->fused_op);
           u->kdata = g_strdup (name);
           u->kdata_free = g_free;
           u->param = g_strdup (name);

@@ -60,7 +60,8 @@ struct tw_instr
 {
   const tw_op_def *op;        /* registered op, or NULL when kernel is set */
   tw_attrs *attrs;            /* resolved */
-  tw_kernel_fn kernel;        /* fused kernels */
+  tw_kernel_fn kernel;        /* fused kernels: the CPU kernel of fused_op */
+  const char *fused_op;       /* the fused op's name in the kernel table (static), or NULL */
   gpointer kdata;             /* the fused kernel's data, freed with kdata_free */
   GDestroyNotify kdata_free;
   char *label;                /* what the report shows: "linear", "fused linear+relu" */
@@ -93,6 +94,12 @@ typedef struct
   tw_params *params;
   gboolean grad_norms;        /* fused gradient+update kernels keep their gradient's norm */
 } tw_update_ctx;
+
+/* The CPU kernel of a fused op (engine/kernels.h). */
+tw_kernel_fn tw_fused_cpu_kernel (const char *fused_op);
+/* The fused ops of fuse_update.c and program.c (optimizer updates). */
+void tw_fused_update_ops_register (void);
+void tw_program_register_update_op (void);
 
 /* The squared norm of the gradient a fused gradient+update instruction
  * applied in its last run (NaN unless tw_update_ctx.grad_norms was set, or

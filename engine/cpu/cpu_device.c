@@ -1,5 +1,6 @@
-/* cpu_device.c — the CPU backend's device table and thread control. */
-#include "engine/device.h"
+/* cpu_device.c — the CPU device: memory (with a block cache), trivial
+ * streams and events, and thread control. */
+#include "engine/device-impl.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -26,7 +27,7 @@ rounded_size (size_t nbytes)
 }
 
 static void *
-cpu_alloc (size_t nbytes)
+cpu_alloc (const tw_device *dev, size_t nbytes)
 {
   void *p = NULL;
   if (nbytes >= CACHE_MIN_BYTES)
@@ -52,7 +53,7 @@ cpu_alloc (size_t nbytes)
 }
 
 static void
-cpu_free (void *ptr, size_t nbytes)
+cpu_free (const tw_device *dev, void *ptr, size_t nbytes)
 {
   if (nbytes >= CACHE_MIN_BYTES)
     {
@@ -101,23 +102,82 @@ tw_device_cpu_cached_bytes (void)
 }
 
 static void
-cpu_copy (void *dst, const void *src, size_t nbytes)
+cpu_memset (const tw_device *dev, void *ptr, int value, size_t nbytes, tw_stream *st)
+{
+  memset (ptr, value, nbytes);
+}
+
+static void
+cpu_copy (const tw_device *dev, void *dst, const void *src, size_t nbytes, tw_copy_kind kind,
+          tw_stream *st)
 {
   memcpy (dst, src, nbytes);
 }
 
 static void
-cpu_sync (void)
+cpu_sync (const tw_device *dev)
 {
 }
+
+/* A CPU stream runs its work when it is queued: nothing to keep. */
+static gboolean
+cpu_stream_init (tw_stream *st)
+{
+  return TRUE;
+}
+
+static void
+cpu_stream_nop (tw_stream *st)
+{
+}
+
+static gboolean
+cpu_event_init (tw_device_event *ev)
+{
+  return TRUE;
+}
+
+static void
+cpu_event_nop (tw_device_event *ev)
+{
+}
+
+static void
+cpu_event_record (tw_device_event *ev, tw_stream *st)
+{
+}
+
+static void
+cpu_event_wait (tw_stream *st, tw_device_event *ev)
+{
+}
+
+static void cpu_set_num_threads (const tw_device *dev, int n);
+static int cpu_get_num_threads (const tw_device *dev);
+
+static const tw_device_iface cpu_iface = {
+  .alloc = cpu_alloc,
+  .free = cpu_free,
+  .memset = cpu_memset,
+  .copy = cpu_copy,
+  .sync = cpu_sync,
+  .stream_init = cpu_stream_init,
+  .stream_clear = cpu_stream_nop,
+  .stream_sync = cpu_stream_nop,
+  .event_init = cpu_event_init,
+  .event_clear = cpu_event_nop,
+  .event_record = cpu_event_record,
+  .event_wait = cpu_event_wait,
+  .event_sync = cpu_event_nop,
+  .set_num_threads = cpu_set_num_threads,
+  .get_num_threads = cpu_get_num_threads,
+};
 
 static const tw_device cpu_device = {
   .name = "cpu",
   .kind = TW_DEVICE_CPU,
-  .alloc = cpu_alloc,
-  .free = cpu_free,
-  .copy = cpu_copy,
-  .sync = cpu_sync,
+  .host_memory = TRUE,
+  .iface = &cpu_iface,
 };
 
 const tw_device *
@@ -150,6 +210,18 @@ tw_set_thread_num_threads (int n)
   thread_num_threads = n > 0 ? n : 0;
   if (n > 0)
     omp_set_num_threads (n);      /* per thread in OpenMP too */
+}
+
+static void
+cpu_set_num_threads (const tw_device *dev, int n)
+{
+  tw_set_num_threads (n);
+}
+
+static int
+cpu_get_num_threads (const tw_device *dev)
+{
+  return tw_get_num_threads ();
 }
 
 int

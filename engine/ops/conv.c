@@ -386,14 +386,13 @@ conv2d_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
   tw_conv_geom_run (ctx, a, in[0], out[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * es);
+  void *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * es);
   if (in[0]->dtype == TW_F32)
     conv_forward_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                       n_in > 2 ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb);
   else
     conv_forward_f64 (&g, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]),
                       n_in > 2 ? tw_tensor_f64 (in[2]) : NULL, tw_tensor_f64 (out[0]), ws, nb);
-  g_free (ws);
   return TRUE;
 }
 
@@ -515,14 +514,13 @@ grad_input_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
   tw_conv_geom_run (ctx, a, out[0], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * es);
+  void *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * es);
   if (in[0]->dtype == TW_F32)
     conv_grad_input_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]), tw_tensor_f32 (out[0]),
                          ws, nb);
   else
     conv_grad_input_f64 (&g, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]), tw_tensor_f64 (out[0]),
                          ws, nb);
-  g_free (ws);
   return TRUE;
 }
 
@@ -580,7 +578,7 @@ grad_weight_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in
   tw_conv_geom_run (ctx, a, in[1], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = g_malloc (tw_conv_workspace_elems (&g, nb) * es);
+  void *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * es);
   if (g.n == 0)
     memset (tw_tensor_data (out[0]), 0, tw_tensor_nbytes (out[0]));
   else if (in[0]->dtype == TW_F32)
@@ -589,7 +587,6 @@ grad_weight_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in
   else
     conv_grad_weight_f64 (&g, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]),
                           tw_tensor_f64 (out[0]), ws, nb);
-  g_free (ws);
   return TRUE;
 }
 

@@ -305,7 +305,8 @@ TW_FN (conv_grad_weight) (const conv_geom *g, const T *dy, const T *x, T *dw, T 
 static void
 TW_FN (conv_grad_bias) (int64_t N, int64_t O, int64_t P, const T *dy, T *db)
 {
-  double *acc = g_new0 (double, O);
+  double *acc = tw_scratch (NULL, O * sizeof (double));
+  memset (acc, 0, O * sizeof (double));
   for (int64_t n = 0; n < N; n++)
     for (int64_t o = 0; o < O; o++)
       {
@@ -317,5 +318,4 @@ TW_FN (conv_grad_bias) (int64_t N, int64_t O, int64_t P, const T *dy, T *db)
       }
   for (int64_t o = 0; o < O; o++)
     db[o] = (T) acc[o];
-  g_free (acc);
 }

@@ -235,11 +235,10 @@ ce_check_labels (const char *op, const tw_tensor *labels, int64_t C, GError **er
     int64_t nc = (N + rows - 1) / rows;                                                    \
     if (nc <= 1)                                                                           \
       return ce_rows_##SFX (x, y, 0, N, C, eps);                                           \
-    double *part = g_new (double, nc);                                                     \
+    double *part = tw_scratch (NULL, nc * sizeof (double));                                \
     TW_NN_FOR (c, nc, N * C, nthreads,                                                     \
                part[c] = ce_rows_##SFX (x, y, c * rows, MIN (N, (c + 1) * rows), C, eps)); \
     double total = loss_sum_parts (part, nc);                                              \
-    g_free (part);                                                                         \
     return total;                                                                          \
   }                                                                                        \
                                                                                            \
@@ -497,12 +496,11 @@ bce_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, 
     int64_t nc = (n + LOSS_CHUNK - 1) / LOSS_CHUNK;                                       \
     if (nc <= 1)                                                                          \
       return pair_terms_##SFX (x, t, 0, n, bce, pw);                                      \
-    double *part = g_new (double, nc);                                                    \
+    double *part = tw_scratch (NULL, nc * sizeof (double));                               \
     TW_NN_FOR (c, nc, n, nthreads,                                                        \
                part[c] = pair_terms_##SFX (x, t, c * LOSS_CHUNK,                          \
                                            MIN (n, (c + 1) * LOSS_CHUNK), bce, pw));      \
     double total = loss_sum_parts (part, nc);                                             \
-    g_free (part);                                                                        \
     return total;                                                                         \
   }                                                                                       \
                                                                                           \

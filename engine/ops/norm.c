@@ -188,7 +188,7 @@ bn_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_i
                    s);
       return FALSE;
     }
-  double *mean = g_new (double, 3 * C), *var = mean + C, *invstd = var + C;
+  double *mean = tw_scratch (ctx, 3 * C * sizeof (double)), *var = mean + C, *invstd = var + C;
   if (batch_stats)
     {
       if (f32)
@@ -227,7 +227,6 @@ bn_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_i
             tw_tensor_f64 (rm)[c] = nm, tw_tensor_f64 (rv)[c] = nv;
         }
     }
-  g_free (mean);
   return TRUE;
 }
 
@@ -589,7 +588,7 @@ ln_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, in
   const tw_tensor *x = in[0], *w = affine ? in[1] : NULL, *dy = in[1 + affine];
   int64_t D = tw_tensor_numel (out[1]);
   int64_t R = D > 0 ? tw_tensor_numel (x) / D : 0;
-  double *stats = g_new (double, 2 * R + 1);
+  double *stats = tw_scratch (ctx, (2 * R + 1) * sizeof (double));
   if (x->dtype == TW_F32)
     ln_backward_f32 (R, D, threads_of (ctx), eps, tw_tensor_f32 (x), w ? tw_tensor_f32 (w) : NULL,
                      tw_tensor_f32 (dy), tw_tensor_f32 (out[0]), tw_tensor_f32 (out[1]),
@@ -598,7 +597,6 @@ ln_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, in
     ln_backward_f64 (R, D, threads_of (ctx), eps, tw_tensor_f64 (x), w ? tw_tensor_f64 (w) : NULL,
                      tw_tensor_f64 (dy), tw_tensor_f64 (out[0]), tw_tensor_f64 (out[1]),
                      tw_tensor_f64 (out[2]), stats);
-  g_free (stats);
   return TRUE;
 }
 

@@ -52,7 +52,7 @@ static pool_ranges
 pool_ranges_new (const conv_geom *g)
 {
   pool_ranges r;
-  r.hlo = g_new (int64_t, 2 * (g->ho + g->wo));
+  r.hlo = tw_scratch (NULL, 2 * (g->ho + g->wo) * sizeof (int64_t));
   r.hhi = r.hlo + g->ho;
   r.wlo = r.hhi + g->ho;
   r.whi = r.wlo + g->wo;
@@ -61,10 +61,10 @@ pool_ranges_new (const conv_geom *g)
   return r;
 }
 
+/* The ranges live in the kernel's scratch: nothing to free. */
 static void
 pool_ranges_clear (pool_ranges *r)
 {
-  g_free (r->hlo);
 }
 
 static void

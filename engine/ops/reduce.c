@@ -13,6 +13,7 @@
 #include "engine/op.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 /* Below this many input elements a reduction stays on one thread (fork/join
@@ -188,14 +189,13 @@ plan_red_offset (const red_plan *p, int64_t k)
           s += block_sum_##T (x + b * RED_BLOCK, MIN (RED_BLOCK, n - b * RED_BLOCK));       \
         return s;                                                                           \
       }                                                                                     \
-    double *part = g_new (double, nb);                                                      \
+    double *part = tw_scratch (NULL, nb * sizeof (double));                                 \
     _Pragma ("omp parallel for num_threads (nt) schedule (static)")                         \
     for (int64_t b = 0; b < nb; b++)                                                        \
       part[b] = block_sum_##T (x + b * RED_BLOCK, MIN (RED_BLOCK, n - b * RED_BLOCK));      \
     double s = 0;                                                                           \
     for (int64_t b = 0; b < nb; b++)                                                        \
       s += part[b];                                                                         \
-    g_free (part);                                                                          \
     return s;                                                                               \
   }                                                                                         \
                                                                                             \
@@ -235,9 +235,12 @@ plan_red_offset (const red_plan *p, int64_t k)
         y[0] = (T) (span_sum_##T (x, p->span, nt) * mul);                                   \
         return;                                                                             \
       }                                                                                     \
-    _Pragma ("omp parallel if (total > RED_PAR_MIN && p->rows > 1) num_threads (nt)")      \
+    /* Per-thread accumulators, taken before the team starts (kernels never allocate). */ \
+    gboolean par = total > RED_PAR_MIN && p->rows > 1;                                      \
+    double *acc_all = p->inner > 1 ? tw_scratch (NULL, (size_t) (par ? nt : 1) * p->inner * sizeof (double)) : NULL; \
+    _Pragma ("omp parallel if (par) num_threads (nt)")                                      \
     {                                                                                       \
-      double *acc = p->inner > 1 ? g_new (double, p->inner) : NULL;                         \
+      double *acc = acc_all ? acc_all + (size_t) omp_get_thread_num () * p->inner : NULL;   \
       _Pragma ("omp for schedule (static)")                                                 \
       for (int64_t r = 0; r < p->rows; r++)                                                 \
         {                                                                                   \
@@ -286,7 +289,6 @@ plan_red_offset (const red_plan *p, int64_t k)
               yr[0] = m;                                                                    \
             }                                                                               \
         }                                                                                   \
-      g_free (acc);                                                                         \
     }                                                                                       \
   }                                                                                         \
                                                                                             \
@@ -297,9 +299,11 @@ plan_red_offset (const red_plan *p, int64_t k)
   {                                                                                         \
     int64_t total = p->rows * p->inner * p->rcount * p->span;                               \
     memset (dx, 0, total * sizeof (T));                                                     \
-    _Pragma ("omp parallel if (total > RED_PAR_MIN && p->rows > 1) num_threads (nt)")      \
+    gboolean par = total > RED_PAR_MIN && p->rows > 1;                                      \
+    guint8 *done_all = tw_scratch (NULL, (size_t) (par ? nt : 1) * MAX (p->inner, 1));     \
+    _Pragma ("omp parallel if (par) num_threads (nt)")                                      \
     {                                                                                       \
-      guint8 *done = g_new (guint8, p->inner);                                              \
+      guint8 *done = done_all + (size_t) omp_get_thread_num () * MAX (p->inner, 1);         \
       _Pragma ("omp for schedule (static)")                                                 \
       for (int64_t r = 0; r < p->rows; r++)                                                 \
         {                                                                                   \
@@ -321,7 +325,6 @@ plan_red_offset (const red_plan *p, int64_t k)
                     }                                                                       \
               }                                                                             \
         }                                                                                   \
-      g_free (done);                                                                        \
     }                                                                                       \
   }
 

@@ -78,7 +78,7 @@ twt_run_guarded (const char *op, const tw_attrs *attrs, tw_tensor *const *in, in
       tw_tensor_unref (v);
       tw_tensor_unref (big);
     }
-  gboolean ok = def->forward (ctx ? ctx : &dc, ra, cin, n_in, out, &error);
+  gboolean ok = tw_op_forward (def, ctx ? ctx : &dc, ra, cin, n_in, out, &error);
   g_assert_no_error (error);
   g_assert_true (ok);
   for (int k = 0; k < n_out; k++)

@@ -25,6 +25,7 @@
  * Guard overwrites and backward rules that error out abort at once, from
  * opcheck.c, naming the op.
  */
+#include "engine/kernels.h"
 #include "opcheck.h"
 
 #include "engine/rng.h"
@@ -72,10 +73,12 @@ typedef struct
                        tw_tensor **out, const tw_kctx *ctx);
 } backend;
 
+/* The CPU's entry in the kernel table (engine/kernels.h). */
 static gboolean
 cpu_has_kernel (const tw_op_def *def)
 {
-  return def->forward != NULL;
+  const tw_kernel *k = tw_kernel_find (def->name, tw_device_cpu (), NULL, NULL, 0);
+  return k != NULL && k->forward != NULL;
 }
 
 /* The devices every op is compared on.  The CPU float64 run is the
@@ -1486,7 +1489,7 @@ check_schema (const tw_op_def *def, report *r)
   guint exempt = al ? al->exempt : 0;
   for (guint p = 0; p < G_N_ELEMENTS (parts); p++)
     {
-      gboolean has = parts[p].what == NO_FORWARD ? def->forward != NULL
+      gboolean has = parts[p].what == NO_FORWARD ? cpu_has_kernel (def)
                      : parts[p].what == NO_COST  ? def->cost != NULL
                                                  : def->backward != NULL;
       if (!has && !(exempt & parts[p].what))
@@ -1546,6 +1549,31 @@ test_registry (void)
                         st.n_cases, st.fwd_err, al ? " (" : "", al ? al->reason : "",
                         al ? ")" : "");
     }
+  /* Every device present has a backend entry here, and every fused op of
+   * the compiler a CPU kernel and a description. */
+  const tw_device *const *devs = tw_device_list ();
+  for (int d = 0; devs[d]; d++)
+    {
+      gboolean known = FALSE;
+      for (guint b = 0; b < G_N_ELEMENTS (backends); b++)
+        known |= strcmp (backends[b].name, tw_device_name (devs[d])) == 0;
+      if (!known)
+        fail (&r, "device %s is present but test-backend-ops does not run it",
+              tw_device_name (devs[d]));
+    }
+  g_autofree const char **fused = tw_fused_op_names ();
+  int n_fused = 0;
+  for (int f = 0; fused[f]; f++, n_fused++)
+    {
+      const tw_kernel *k = tw_kernel_find (fused[f], tw_device_cpu (), NULL, NULL, 0);
+      if (k == NULL || k->fused == NULL)
+        fail (&r, "fused op %s has no CPU kernel", fused[f]);
+      if (tw_fused_op_doc (fused[f]) == NULL)
+        fail (&r, "fused op %s has no description", fused[f]);
+    }
+  if (n_fused < 10)
+    fail (&r, "only %d fused ops registered", n_fused);
+  g_test_message ("%d fused ops, each with a CPU kernel", n_fused);
   g_test_message ("%d ops, %d cases, %u device(s), %.2f s", n_ops, n_cases,
                   (guint) G_N_ELEMENTS (backends), (g_get_monotonic_time () - t0) / 1e6);
   if (r.n > 0)
