@@ -780,7 +780,10 @@ double
 tw_eager_loss_value (tw_eager *ex)
 {
   tw_tensor *l = tw_eager_loss (ex);
-  return l ? tw_tensor_get_flat (l, 0) : NAN;
+  if (l == NULL)
+    return NAN;
+  g_autoptr (tw_tensor) h = tw_tensor_to_host (l);
+  return tw_tensor_get_flat (h, 0);
 }
 
 size_t

@@ -101,6 +101,15 @@ tw_bus_unsubscribe (tw_bus *bus, guint id)
     }
 }
 
+void
+tw_bus_set_mask (tw_bus *bus, guint id, guint mask)
+{
+  for (guint i = 0; i < bus->clients->len; i++)
+    if (g_array_index (bus->clients, client, i).id == id)
+      g_array_index (bus->clients, client, i).mask = mask & TW_EV_MASK_ALL;
+  update_mask (bus);
+}
+
 guint
 tw_bus_mask (const tw_bus *bus)
 {

@@ -140,6 +140,9 @@ void tw_bus_unref (tw_bus *bus);
 guint tw_bus_subscribe (tw_bus *bus, guint mask, tw_event_fn fn, gpointer user_data,
                         GDestroyNotify destroy);
 void tw_bus_unsubscribe (tw_bus *bus, guint id);
+/* Change what a client wants; unlike (un)subscribing this is safe from
+ * inside a callback of the same bus. */
+void tw_bus_set_mask (tw_bus *bus, guint id, guint mask);
 guint tw_bus_mask (const tw_bus *bus);
 
 /* Nanoseconds on CLOCK_MONOTONIC. */

@@ -25,6 +25,7 @@ struct tw_optimizer
   int64_t step;          /* steps taken; Adam's bias correction uses it */
   double lr;             /* of the step begun last */
   adam_scalars adam;     /* per-step Adam constants */
+  gboolean last_nonfinite;  /* the last tw_optimizer_update read a NaN or Inf gradient */
 };
 
 
@@ -94,46 +95,53 @@ param_state (tw_param *e, int k)
  * need a remainder epilogue; it changes no rounding (nothing is reduced). */
 
 /* torch.optim.SGD without momentum: d = g + wd·p;  p ← p − lr·d. */
-static void
+static float
 sgd_plain (float *restrict p, const float *restrict g, int64_t n, float lr, float wd)
 {
-#pragma omp simd
+  float probe = 0;
+#pragma omp simd reduction (+ : probe)
   for (int64_t i = 0; i < n; i++)
     {
       float d = g[i] + wd * p[i];
       p[i] = p[i] - lr * d;
+      probe += g[i] * 0.0f;
     }
+  return probe;
 }
 
 /* torch.optim.SGD with momentum μ, dampening 0:
  *   d = g + wd·p;  b ← μ·b + d  (on the first step b = d, which is what μ·0 + d gives);
  *   d = nesterov ? d + μ·b : b;  p ← p − lr·d. */
-static void
+static float
 sgd_momentum (float *restrict p, const float *restrict g, float *restrict b, int64_t n,
               float lr, float wd, float mu, gboolean nesterov)
 {
+  float probe = 0;
   if (nesterov)
     {
-#pragma omp simd
+#pragma omp simd reduction (+ : probe)
       for (int64_t i = 0; i < n; i++)
         {
           float d = g[i] + wd * p[i];
           float bi = b[i] * mu + d;
           b[i] = bi;
           p[i] = p[i] - lr * (d + mu * bi);
+          probe += g[i] * 0.0f;
         }
     }
   else
     {
-#pragma omp simd
+#pragma omp simd reduction (+ : probe)
       for (int64_t i = 0; i < n; i++)
         {
           float d = g[i] + wd * p[i];
           float bi = b[i] * mu + d;
           b[i] = bi;
           p[i] = p[i] - lr * bi;
+          probe += g[i] * 0.0f;
         }
     }
+  return probe;
 }
 
 /* torch.optim.Adam (amsgrad off), with AdamW's decoupled decay folded in:
@@ -144,16 +152,18 @@ sgd_momentum (float *restrict p, const float *restrict g, float *restrict b, int
  *   p ← p − (lr / bc1) · m / (sqrt(v) / sqrt(bc2) + eps),  bc_k = 1 − β_k^t */
 
 
-static void
+static float
 adam_update (float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
              int64_t n, const adam_scalars *a)
 {
+  float probe = 0;
   const float decay = a->decay, l2 = a->l2, b1 = a->beta1, ob1 = a->one_minus_beta1;
   const float b2 = a->beta2, ob2 = a->one_minus_beta2, bc2s = a->bc2_sqrt, eps = a->eps;
   const float step_size = a->step_size;
-#pragma omp simd
+#pragma omp simd reduction (+ : probe)
   for (int64_t i = 0; i < n; i++)
     {
+      probe += g[i] * 0.0f;
       float pi = p[i] * decay;
       float gi = g[i] + l2 * pi;
       float mi = m[i] * b1 + ob1 * gi;
@@ -163,6 +173,7 @@ adam_update (float *restrict p, const float *restrict g, float *restrict m, floa
       float denom = sqrtf (vi) / bc2s + eps;
       p[i] = pi - step_size * (mi / denom);
     }
+  return probe;
 }
 
 void
@@ -195,28 +206,39 @@ void
 tw_optimizer_update (tw_optimizer *opt, tw_param *e, const float *g, int64_t offset, int64_t n)
 {
   const tw_optimizer_config *c = &opt->cfg;
+  opt->last_nonfinite = FALSE;
   if (e->frozen)
     return;
   g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
   g_return_if_fail (offset >= 0 && offset + n <= tw_tensor_numel (e->value));
   float *p = tw_tensor_f32 (e->value) + offset;
   float lr = (float) opt->lr;
+  float probe = 0;
   switch (c->type)
     {
     case TW_OPT_SGD:
       if (c->momentum != 0.0)
-        sgd_momentum (p, g, param_state (e, 0) + offset, n, lr, (float) c->weight_decay,
-                      (float) c->momentum, c->nesterov);
+        probe = sgd_momentum (p, g, param_state (e, 0) + offset, n, lr, (float) c->weight_decay,
+                              (float) c->momentum, c->nesterov);
       else
-        sgd_plain (p, g, n, lr, (float) c->weight_decay);
+        probe = sgd_plain (p, g, n, lr, (float) c->weight_decay);
       break;
     case TW_OPT_ADAM:
     case TW_OPT_ADAMW:
-      adam_update (p, g, param_state (e, 0) + offset, param_state (e, 1) + offset, n, &opt->adam);
+      probe = adam_update (p, g, param_state (e, 0) + offset, param_state (e, 1) + offset, n,
+                           &opt->adam);
       break;
     default:
       g_return_if_reached ();
     }
+  /* g · 0 summed in the same pass: 0 unless a gradient value was NaN or Inf. */
+  opt->last_nonfinite = probe != 0;
+}
+
+gboolean
+tw_optimizer_last_grad_nonfinite (const tw_optimizer *opt)
+{
+  return opt->last_nonfinite;
 }
 
 void

@@ -41,6 +41,10 @@ void tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr);
 void tw_optimizer_begin_step (tw_optimizer *opt, double lr);
 void tw_optimizer_update (tw_optimizer *opt, tw_param *param, const float *grad, int64_t offset,
                           int64_t n);
+/* Whether the last tw_optimizer_update read a NaN or Inf in its gradient
+ * (found in the same pass as the update: the NaN watch needs no pass of its
+ * own over parameter gradients). */
+gboolean tw_optimizer_last_grad_nonfinite (const tw_optimizer *opt);
 /* Number of steps taken (Adam's bias correction); settable for resume. */
 int64_t tw_optimizer_get_step (const tw_optimizer *opt);
 void tw_optimizer_set_step (tw_optimizer *opt, int64_t step);

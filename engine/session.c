@@ -8,6 +8,7 @@
 #define G_LOG_DOMAIN "twb-session"
 
 #include "engine/session.h"
+#include "engine/cpu/scan.h"
 #include "engine/device.h"
 
 #include <math.h>
@@ -80,6 +81,12 @@ typedef struct
   const char *node;
 } trace_entry;
 
+typedef struct
+{
+  tw_tensor *tensor;          /* borrowed: alive until the node's backward ends */
+  const char *label;
+} deferred_check;
+
 struct tw_session
 {
   /* Shared with callers, under lock. */
@@ -124,10 +131,24 @@ struct tw_session
   gboolean have_accuracy;
   char *loss_id, *pred_ref;
   char *fail_message;         /* the NaN watch's finding */
+  GArray *deferred;           /* deferred_check: this eager backward's param-shaped outputs */
+  GHashTable *grad_producer;  /* parameter name → the kernel that made its gradient */
   gboolean stop_note;         /* a stop came during the updates */
   GArray *times;              /* double ms per step */
   int64_t per_epoch, total;
+  guint client;               /* the session's own subscription to its bus */
 };
+
+/* gradients are only looked at (and, in compiled mode, their norms only
+ * computed) when metrics or a breakpoint need them. */
+static guint
+session_mask (tw_session *s)
+{
+  guint m = TW_EV_MASK_OPS | TW_EV_BIT (TW_EV_KERNEL) | TW_EV_BIT (TW_EV_ITERATION);
+  if (s->opt.grad_norms)
+    m |= TW_EV_BIT (TW_EV_GRAD_READY);
+  return m;
+}
 
 /* ---- options, snapshots ------------------------------------------------------ */
 
@@ -238,9 +259,10 @@ add_tensor (GPtrArray *a, const char *name, const char *role, const tw_tensor *t
   if (t == NULL)
     return;
   tw_snapshot_tensor *st = g_new0 (tw_snapshot_tensor, 1);
+  g_autoptr (tw_tensor) host = tw_tensor_to_host ((tw_tensor *) t);
   st->name = g_strdup (name);
   st->role = g_strdup (role);
-  st->tensor = tw_tensor_clone (t);
+  st->tensor = tw_tensor_clone (host);
   g_ptr_array_add (a, st);
 }
 
@@ -667,6 +689,17 @@ set_state (tw_session *s, tw_session_state st)
 
 static void update_inspect (tw_session *s);
 
+static void refresh_graph_names (tw_session *s);
+
+/* Gradient norms were turned on: listen to grad_ready from now on. */
+static void
+refresh_grad_norms (tw_session *s)
+{
+  refresh_graph_names (s);
+  tw_trainer_set_grad_norms (s->trainer, TRUE);
+  tw_bus_set_mask (s->bus, s->client, session_mask (s));
+}
+
 /* Handles one command that does not resume or stop the run; TRUE if it was one. */
 static gboolean
 handle_change (tw_session *s, command *c)
@@ -702,6 +735,11 @@ handle_change (tw_session *s, command *c)
       cmd_free (c);
       return TRUE;
     case CMD_BREAK_ADD:
+      if (c->bp.kind == BREAK_GRAD_NORM && !s->opt.grad_norms)
+        {
+          s->opt.grad_norms = TRUE;
+          refresh_grad_norms (s);
+        }
       g_array_append_val (s->breaks, c->bp);
       memset (&c->bp, 0, sizeof c->bp);
       cmd_free (c);
@@ -898,25 +936,13 @@ covers (const tw_op_ident *id, const char *node)
 
 /* 1: NaN, 2: Inf, 0: finite. */
 static int
-nonfinite (const tw_tensor *t)
+nonfinite_host (const tw_tensor *t)
 {
   if (t == NULL || !tw_dtype_is_float (t->dtype) || !tw_tensor_is_contiguous (t))
     return 0;
   int64_t n = tw_tensor_numel (t);
   if (t->dtype == TW_F32)
-    {
-      const float *p = tw_tensor_f32 ((tw_tensor *) t);
-      float acc = 0;
-      /* x * 0 is 0 for finite x and NaN for NaN and Inf: one vectorised pass. */
-      for (int64_t i = 0; i < n; i++)
-        acc += p[i] * 0.0f;
-      if (acc == 0)
-        return 0;
-      for (int64_t i = 0; i < n; i++)
-        if (isnan (p[i]))
-          return 1;
-      return 2;
-    }
+    return tw_scan_nonfinite_f32 (tw_tensor_f32 ((tw_tensor *) t), n);
   for (int64_t i = 0; i < n; i++)
     {
       double v = tw_tensor_get_flat (t, i);
@@ -924,6 +950,15 @@ nonfinite (const tw_tensor *t)
         return isnan (v) ? 1 : 2;
     }
   return 0;
+}
+
+static int
+nonfinite (tw_tensor *t)
+{
+  if (t == NULL)
+    return 0;
+  g_autoptr (tw_tensor) h = tw_tensor_to_host (t);
+  return nonfinite_host (h);
 }
 
 static gboolean
@@ -948,37 +983,146 @@ describe_op (const tw_event *ev)
   return d;
 }
 
-/* The NaN watch: the first op whose outputs (or updated parameter) hold a
- * NaN or an Inf.  Returns FALSE to stop (the run then fails naming it). */
+/* A NaN or Inf was found: pause there with a nan/inf breakpoint, else fail
+ * the run naming the op.  FALSE: stop.  op and where are taken. */
 static gboolean
-watch_nan (tw_session *s, const tw_event *ev, gboolean *paused_ok)
+report_nonfinite (tw_session *s, const tw_event *ev, int found, char *op, char *where,
+                  gboolean *paused_ok)
 {
-  int found = 0, which = -1;
-  for (int k = 0; k < ev->n_outputs && !found; k++)
-    if ((found = nonfinite (ev->outputs[k])))
-      which = k;
-  if (!found && ev->kind == TW_EV_UPDATE && ev->param)
-    found = nonfinite (ev->param->value);
-  if (!found)
-    return TRUE;
-  g_autofree char *op = describe_op (ev);
   const char *what = found == 1 ? "NaN" : "Inf";
-  const char *out_name = which >= 0 && ev->ident->out_names ? ev->ident->out_names[which] : NULL;
-  g_autofree char *where
-    = which < 0 ? g_strdup_printf ("the updated parameter %s", ev->param->name)
-      : out_name ? g_strdup_printf ("output %s", out_name)
-                 : g_strdup_printf ("output %d", which);
   if (has_break (s, found == 1 ? BREAK_NAN : BREAK_INF))
     {
       *paused_ok = pause_here (s, ev, g_strdup_printf ("%s first produced by %s in %s", what, op,
                                                       where));
+      g_free (op);
+      g_free (where);
       return TRUE;
     }
   g_free (s->fail_message);
   s->fail_message = g_strdup_printf ("step %" G_GINT64_FORMAT ": %s first produced by %s in %s "
                                      "(lower the learning rate, or pass --allow-nan to go on)",
                                      tw_trainer_step_count (s->trainer) + 1, what, op, where);
+  g_free (op);
+  g_free (where);
   return FALSE;
+}
+
+/* Is t shaped like a parameter of the node an eager backward kernel works for?
+ * (Then it is most likely that parameter's gradient: the optimizer checks
+ * those as it reads them, tw_optimizer_last_grad_nonfinite.) */
+static gboolean
+param_shaped (tw_session *s, const tw_event *ev, const tw_tensor *t)
+{
+  if (t == NULL || ev->ident->n_nodes == 0 || ev->ident->node_index[0] < 0)
+    return FALSE;
+  const tw_graph *g = tw_trainer_model (s->trainer)->graph;
+  if (ev->ident->node_index[0] >= tw_graph_n_nodes (g))
+    return FALSE;
+  const tw_node *n = tw_graph_node (g, ev->ident->node_index[0]);
+  for (int k = 0; k < n->n_params; k++)
+    {
+      const tw_tinfo *pi = &n->params[k].info;
+      if (pi->ndim == t->ndim && memcmp (pi->dims, t->shape, t->ndim * sizeof (int64_t)) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The NaN watch: the first op whose outputs hold a NaN or an Inf.  Returns
+ * FALSE to stop (the run then fails naming it).
+ *
+ * Updated parameters are not scanned (they are the largest tensors of a
+ * step, and an update makes a non-finite value only from a huge step): the
+ * first op that reads one finds it, and is told where it came from.  In eager
+ * mode the parameters' gradients are not scanned either: the optimizer finds
+ * a non-finite one in the pass that applies it, and the kernel that made it
+ * is named then (deferred until the node's backward ends, where it is known
+ * which outputs are parameter gradients). */
+static gboolean
+watch_nan (tw_session *s, const tw_event *ev, gboolean *paused_ok)
+{
+  gboolean eager_kernel = ev->kind == TW_EV_KERNEL && !ev->compiled;
+  int found = 0, which = -1;
+  for (int k = 0; k < ev->n_outputs && !found; k++)
+    {
+      if (eager_kernel && param_shaped (s, ev, ev->outputs[k]))
+        {
+          deferred_check d = { ev->outputs[k], ev->ident->label };
+          g_array_append_val (s->deferred, d);
+          continue;
+        }
+      if ((found = nonfinite (ev->outputs[k])))
+        which = k;
+    }
+  if (!found)
+    return TRUE;
+  int bad_in = -1;
+  for (int k = 0; k < ev->n_inputs && bad_in < 0; k++)
+    if (nonfinite (ev->inputs[k]))
+      bad_in = k;
+  const char *out_name = which >= 0 && ev->ident->out_names ? ev->ident->out_names[which] : NULL;
+  const char *in_name = bad_in >= 0 && ev->ident->in_names ? ev->ident->in_names[bad_in] : NULL;
+  char *where
+    = bad_in >= 0 ? g_strdup_printf ("output %s, from its input %s, already not finite (a "
+                                     "parameter the previous update or the loaded weights made so)",
+                                     out_name ? out_name : "0", in_name ? in_name : "?")
+      : out_name ? g_strdup_printf ("output %s", out_name)
+                 : g_strdup_printf ("output %d", which);
+  return report_nonfinite (s, ev, found, describe_op (ev), where, paused_ok);
+}
+
+/* An eager node's backward ended: its deferred kernel outputs that are not
+ * parameter gradients are scanned now; the others are left to the optimizer,
+ * with the kernel that made them remembered. */
+static gboolean
+watch_deferred (tw_session *s, const tw_event *ev, gboolean *paused_ok)
+{
+  const tw_graph *g = tw_trainer_model (s->trainer)->graph;
+  const tw_node *n = ev->ident->node_index[0] >= 0 ? tw_graph_node (g, ev->ident->node_index[0])
+                                                    : NULL;
+  int n_params = n ? n->n_params : 0, first_param = ev->n_outputs - n_params;
+  for (guint i = 0; i < s->deferred->len; i++)
+    {
+      deferred_check *d = &g_array_index (s->deferred, deferred_check, i);
+      int param = -1;
+      for (int k = 0; k < n_params && param < 0; k++)
+        if (first_param + k >= 0 && ev->outputs[first_param + k] == d->tensor)
+          param = k;
+      if (param >= 0)
+        {
+          g_autofree char *name = tw_node_param_name (n, param);
+          g_hash_table_insert (s->grad_producer, g_strdup (name),
+                               g_strdup_printf ("node %s (%s kernel, backward)", n->id, d->label));
+          continue;
+        }
+      int found = nonfinite (d->tensor);
+      if (found)
+        {
+          g_array_set_size (s->deferred, 0);
+          return report_nonfinite (s, ev, found,
+                                   g_strdup_printf ("node %s (%s kernel, backward)",
+                                                    ev->ident->nodes[0], d->label),
+                                   g_strdup ("a kernel output"), paused_ok);
+        }
+    }
+  g_array_set_size (s->deferred, 0);
+  return TRUE;
+}
+
+/* An eager parameter update read a NaN or Inf gradient (the optimizer saw it). */
+static gboolean
+watch_update (tw_session *s, const tw_event *ev, gboolean *paused_ok)
+{
+  if (ev->compiled || ev->param == NULL
+      || !tw_optimizer_last_grad_nonfinite (tw_trainer_optimizer (s->trainer)))
+    return TRUE;
+  int found = nonfinite (ev->param->grad);
+  const char *producer = g_hash_table_lookup (s->grad_producer, ev->param->name);
+  return report_nonfinite (s, ev, found ? found : 1,
+                           g_strdup (producer ? producer : "the backward"),
+                           g_strdup_printf ("the gradient of %s (found by its update)",
+                                            ev->param->name),
+                           paused_ok);
 }
 
 static void
@@ -1010,9 +1154,10 @@ copy_watched (tw_session *s, const tw_event *ev)
 }
 
 static void
-count_correct (tw_session *s, const tw_tensor *pred)
+count_correct (tw_session *s, tw_tensor *pred_any)
 {
   const tw_tensor *y = s->labels;
+  g_autoptr (tw_tensor) pred = pred_any ? tw_tensor_to_host (pred_any) : NULL;
   if (y == NULL || pred == NULL || pred->ndim != 2 || y->dtype != TW_I64 || pred->dtype != TW_F32
       || y->shape[0] != pred->shape[0] || !tw_tensor_is_contiguous (pred))
     return;
@@ -1056,12 +1201,16 @@ on_op_end (tw_session *s, const tw_event *ev)
       if (strcmp (id->out_names[k], s->pred_ref) == 0)
         count_correct (s, ev->outputs[k]);
 
+  /* An eager backward's outputs are its kernels' outputs, checked already
+   * (or gradients passed through unchanged, checked where they were made). */
+  gboolean checked = ev->kind == TW_EV_BACKWARD && !ev->compiled && s->backward_kernels > 0;
   if (s->opt.nan_watch)
     {
       gboolean go_on = TRUE;
-      if (!watch_nan (s, ev, &go_on))
-        return FALSE;
-      if (!go_on)
+      gboolean ok = checked ? watch_deferred (s, ev, &go_on)
+                    : ev->kind == TW_EV_UPDATE && !ev->compiled ? watch_update (s, ev, &go_on)
+                                                                : watch_nan (s, ev, &go_on);
+      if (!ok || !go_on)
         return FALSE;
     }
   if (ev->kind != TW_EV_KERNEL && id->phase != TW_PHASE_UPDATE)
@@ -1078,7 +1227,8 @@ on_op_end (tw_session *s, const tw_event *ev)
           else if (b->kind == BREAK_LOSS && id->phase == TW_PHASE_FORWARD && s->loss_id
                    && covers (id, s->loss_id) && ev->n_outputs > 0)
             {
-              double l = tw_tensor_get_flat (ev->outputs[0], 0);
+              g_autoptr (tw_tensor) lh = tw_tensor_to_host (ev->outputs[0]);
+              double l = tw_tensor_get_flat (lh, 0);
               if (l > b->threshold)
                 reason = g_strdup_printf ("breakpoint %s: the loss is %g", b->spec, l);
             }
@@ -1115,11 +1265,10 @@ on_grad_ready (tw_session *s, const tw_event *ev)
     sq = ev->grad_norm * ev->grad_norm;
   else if (ev->grad && ev->grad->dtype == TW_F32 && tw_tensor_is_contiguous (ev->grad))
     {
-      const float *g = tw_tensor_f32 (ev->grad);
-      int64_t n = tw_tensor_numel (ev->grad);
-      sq = 0;
-      for (int64_t i = 0; i < n; i++)
-        sq += (double) g[i] * g[i];
+      g_autoptr (tw_tensor) host = tw_tensor_to_host (ev->grad);
+      const float *g = tw_tensor_f32 (host);
+      int64_t n = tw_tensor_numel (host);
+      sq = tw_scan_sumsq_f32 (g, n);
     }
   s->grad_sq[idx] = sq;
   for (guint i = 0; i < s->breaks->len; i++)
@@ -1159,6 +1308,7 @@ on_event (const tw_event *ev, gpointer user)
       if (!ev->end)
         {
           s->backward_kernels = 0;
+          g_array_set_size (s->deferred, 0);
           return TRUE;
         }
       return on_op_end (s, ev);
@@ -1547,6 +1697,8 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
   s->watch = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->freeze = g_ptr_array_new_with_free_func ((GDestroyNotify) cmd_free);
   s->trace = g_array_new (FALSE, FALSE, sizeof (trace_entry));
+  s->deferred = g_array_new (FALSE, FALSE, sizeof (deferred_check));
+  s->grad_producer = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   s->times = g_array_new (FALSE, FALSE, sizeof (double));
   s->model = model_copy (model);
   s->shadow = tw_graph_copy (model->graph);
@@ -1568,11 +1720,9 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
   if (s->opt.allow_nan)
     s->opt.nan_watch = FALSE;
   s->bus = tw_bus_new ();
-  tw_bus_subscribe (s->bus,
-                    TW_EV_MASK_OPS | TW_EV_BIT (TW_EV_KERNEL) | TW_EV_BIT (TW_EV_ITERATION)
-                      | TW_EV_BIT (TW_EV_GRAD_READY),
-                    on_event, s, NULL);
+  s->client = tw_bus_subscribe (s->bus, session_mask (s), on_event, s, NULL);
   tw_trainer_set_bus (s->trainer, s->bus);
+  tw_trainer_set_grad_norms (s->trainer, s->opt.grad_norms);
   refresh_graph_names (s);
   {
     const tw_recipe *r = &s->model->recipe;
@@ -1654,6 +1804,8 @@ tw_session_free (tw_session *s)
   if (s->new_graph)
     tw_graph_free (s->new_graph);
   g_array_unref (s->trace);
+  g_array_unref (s->deferred);
+  g_hash_table_unref (s->grad_producer);
   g_array_unref (s->times);
   g_free (s->grad_sq);
   g_free (s->loss_id);

@@ -22,6 +22,7 @@ struct tw_trainer
   tw_exec_mode mode;
   tw_compiled *compiled;
   tw_bus *bus;
+  gboolean grad_norms;
   gboolean stop_pending;     /* a client asked to stop during the updates */
   GArray *upd_ident;         /* tw_op_ident per params index (eager updates) */
   GPtrArray *upd_strings;    /* what upd_ident points at */
@@ -141,6 +142,7 @@ tw_trainer_compiled (tw_trainer *tr)
       tw_compiled_set_optimizer (tr->compiled, tr->opt);
       tw_compiled_set_allow_nan (tr->compiled, tr->allow_nan);
       tw_compiled_set_bus (tr->compiled, tr->bus);
+      tw_compiled_set_grad_norms (tr->compiled, tr->grad_norms);
     }
   return tr->compiled;
 }
@@ -169,6 +171,14 @@ tw_trainer_set_bus (tw_trainer *tr, tw_bus *bus)
   tw_eager_set_bus (tr->ex, bus);
   if (tr->compiled)
     tw_compiled_set_bus (tr->compiled, bus);
+}
+
+void
+tw_trainer_set_grad_norms (tw_trainer *tr, gboolean on)
+{
+  tr->grad_norms = on;
+  if (tr->compiled)
+    tw_compiled_set_grad_norms (tr->compiled, on);
 }
 
 tw_bus *

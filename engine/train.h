@@ -45,6 +45,9 @@ void tw_trainer_set_num_threads (tw_trainer *tr, int n);
  * trainer itself (iterations, eager updates).  A reference is taken. */
 void tw_trainer_set_bus (tw_trainer *tr, tw_bus *bus);
 tw_bus *tw_trainer_bus (tw_trainer *tr);                  /* borrowed, may be NULL */
+/* grad_ready events of compiled mode's fused weight-gradient updates carry
+ * the gradient's norm (tw_compiled_set_grad_norms). */
+void tw_trainer_set_grad_norms (tw_trainer *tr, gboolean on);
 /* An event client asked to stop while the parameters were being updated:
  * the step was finished (tw_trainer_step returned TRUE).  Says so once. */
 gboolean tw_trainer_stop_pending (tw_trainer *tr);

@@ -52,6 +52,7 @@ struct tw_compiled
   gboolean allow_nan;
   runnable *last;
   GPtrArray *notes;
+  gboolean grad_norms;     /* fused gradient+update kernels report their gradient's norm */
   gboolean updating;       /* this run has updated a parameter */
   gboolean stop_pending;   /* a client asked to stop after that */
 };
@@ -415,6 +416,12 @@ tw_compiled_set_allow_nan (tw_compiled *c, gboolean allow)
   c->allow_nan = allow;
 }
 
+void
+tw_compiled_set_grad_norms (tw_compiled *c, gboolean on)
+{
+  c->grad_norms = on;
+}
+
 gboolean
 tw_compiled_stop_pending (tw_compiled *c)
 {
@@ -574,7 +581,7 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
   tw_kctx kc = { .seed = c->seed, .step = step, .num_threads = c->num_threads,
                  .exec_data = &c->update, .ws = c->ws, .device = c->device };
   c->updating = FALSE;
-  c->update.grad_norms = tw_bus_wants (c->bus, TW_EV_GRAD_READY);
+  c->update.grad_norms = c->grad_norms && tw_bus_wants (c->bus, TW_EV_GRAD_READY);
   tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
   for (guint i = 0; i < p->instrs->len; i++)
     {
@@ -639,7 +646,8 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
       if (ins->n_out > 0 && ins->out[0] == p->loss_slot && kind != TW_PROGRAM_INFER
           && !c->allow_nan)
         {
-          double l = tw_tensor_get_flat (out[0], 0);
+          g_autoptr (tw_tensor) lh = tw_tensor_to_host (out[0]);
+          double l = tw_tensor_get_flat (lh, 0);
           if (!isfinite (l) && ins->training)
             {
               g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_NAN,
@@ -668,7 +676,10 @@ double
 tw_compiled_loss_value (tw_compiled *c)
 {
   tw_tensor *l = tw_compiled_loss (c);
-  return l ? tw_tensor_get_flat (l, 0) : NAN;
+  if (l == NULL)
+    return NAN;
+  g_autoptr (tw_tensor) h = tw_tensor_to_host (l);
+  return tw_tensor_get_flat (h, 0);
 }
 
 tw_tensor *

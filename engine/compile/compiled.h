@@ -41,6 +41,10 @@ void tw_compiled_set_bus (tw_compiled *c, tw_bus *bus);
 /* Run another graph (same parameters store) from the next run on: every
  * cached program is dropped.  FALSE, with the errors, when it does not infer. */
 gboolean tw_compiled_set_graph (tw_compiled *c, tw_graph *graph, GError **error);
+/* grad_ready of a weight whose gradient is fused into its update carries
+ * the gradient's norm (computed in the fused kernel, a pass over each block)
+ * only when this is on (default off). */
+void tw_compiled_set_grad_norms (tw_compiled *c, gboolean on);
 /* A client asked to stop after the run had updated a parameter: the run
  * finished the step instead (no parameter is left half-updated) and returns
  * TRUE; this says so once, and clears. */

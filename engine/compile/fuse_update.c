@@ -12,6 +12,7 @@
 
 #include "engine/compile/program.h"
 #include "engine/cpu/gemm.h"
+#include "engine/cpu/scan.h"
 #include "engine/optim.h"
 
 #include "engine/kernels.h"
@@ -90,8 +91,9 @@ grad_update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *i
                    tw_tensor_f32 (x), n_in, 0.0f, scratch, n_in);
       /* The gradient exists only block by block: its norm is taken here. */
       if (u->grad_norms)
-        for (int64_t i = 0; i < nr * n_in; i++)
-          sq += (double) scratch[i] * scratch[i];
+        {
+          sq += tw_scan_sumsq_f32 (scratch, nr * n_in);
+        }
       tw_optimizer_update (u->opt, prm, scratch, r0 * n_in, nr * n_in);
     }
   if (u->grad_norms)

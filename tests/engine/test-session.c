@@ -804,6 +804,54 @@ test_watch_compiled (void)
   g_assert_cmpint (tensors, ==, 2);
 }
 
+/* A client that poisons fc1's weight gradient as fc1's backward ends (after
+ * the session's own client has seen that event): the NaN first exists in a
+ * parameter gradient, which the NaN watch leaves to the optimizer's pass. */
+static gboolean
+poison_grad (const tw_event *ev, gpointer user)
+{
+  if (ev->kind != TW_EV_BACKWARD || !ev->end || strcmp (ev->ident->nodes[0], "fc1") != 0)
+    return TRUE;
+  /* fc1's outputs: the gradient of its input x (none), then weight, bias. */
+  tw_tensor *gw = ev->outputs[ev->n_outputs - 2];
+  g_assert_nonnull (gw);
+  tw_tensor_f32 (gw)[3] = NAN;
+  return TRUE;
+}
+
+static void
+test_nan_in_param_grad (void)
+{
+  g_autoptr (tw_model) m = make_model (TRUE);
+  for (int brk = 0; brk < 2; brk++)
+    {
+      g_autoptr (tw_session) s = new_session (m, TW_MODE_EAGER, 3, 1);
+      g_autoptr (GError) error = NULL;
+      tw_bus_subscribe (tw_session_bus (s), TW_EV_BIT (TW_EV_BACKWARD), poison_grad, NULL, NULL);
+      if (brk)
+        g_assert_true (tw_session_add_breakpoint (s, "nan", &error));
+      g_assert_true (tw_session_run (s, &error));
+      const char *want = "NaN first produced by node fc1 (linear_grad_weight kernel, backward) "
+                         "in the gradient of fc1.weight";
+      if (brk)
+        {
+          g_autoptr (tw_snapshot) p = pop_kind (s, TW_SNAP_PAUSED);
+          g_assert_nonnull (strstr (p->reason, want));
+          g_assert_cmpint (p->phase, ==, TW_PHASE_UPDATE);
+          g_assert_cmpint (p->iteration, ==, 1);
+          g_assert_true (tw_session_stop (s, &error));
+          g_autoptr (tw_snapshot) f = pop_kind (s, TW_SNAP_FINISHED);
+        }
+      else
+        {
+          g_autoptr (tw_snapshot) f = pop_kind (s, TW_SNAP_FINISHED);
+          g_assert_cmpint (f->state, ==, TW_SESSION_FAILED);
+          g_assert_nonnull (strstr (f->message, want));
+          g_assert_nonnull (strstr (f->message, "step 1:"));
+        }
+    }
+}
+
 /* ---- the event bus -------------------------------------------------------------------- */
 
 typedef struct
@@ -1027,6 +1075,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/session/metrics/eager", test_metrics_eager);
   g_test_add_func ("/engine/session/metrics/compiled", test_metrics_compiled);
   g_test_add_func ("/engine/session/watch/compiled", test_watch_compiled);
+  g_test_add_func ("/engine/session/nan-in-parameter-gradient", test_nan_in_param_grad);
   g_test_add_func ("/engine/bus/eager", test_bus_eager);
   g_test_add_func ("/engine/bus/compiled", test_bus_compiled);
   return g_test_run ();
