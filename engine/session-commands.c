@@ -491,6 +491,36 @@ tw_session_watch (tw_session *s, const char *node_id, GError **error)
   return send_change (s, c, "watch a node", error);
 }
 
+gboolean
+tw_session_request (tw_session *s, const char *name, GError **error)
+{
+  g_mutex_lock (&s->lock);
+  tw_session_state st = s->state;
+  gboolean started = s->started;
+  if (st == TW_SESSION_PAUSED)
+    {
+      command *c = ses_cmd_new (CMD_REQUEST);
+      c->node = g_strdup (name);
+      ses_send (s, c);
+    }
+  g_mutex_unlock (&s->lock);
+  if (st == TW_SESSION_PAUSED)
+    return TRUE;
+  if (st == TW_SESSION_IDLE && !started)
+    {
+      /* No worker yet: nothing else touches the trainer. */
+      ses_request_tensor (s, name);
+      return TRUE;
+    }
+  if (ses_terminal (st))
+    {
+      /* The worker is gone: its trainer is the caller's to read. */
+      ses_request_tensor (s, name);
+      return TRUE;
+    }
+  return ses_refuse (error, "copy a tensor (pause first)", st);
+}
+
 tw_snapshot *
 tw_session_pop (tw_session *s, gint64 timeout_us)
 {

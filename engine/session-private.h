@@ -24,6 +24,7 @@ typedef enum
   CMD_BREAK_ADD,
   CMD_BREAK_CLEAR,
   CMD_WATCH,
+  CMD_REQUEST,
 } cmd_kind;
 
 typedef enum
@@ -148,6 +149,11 @@ void ses_set_state (tw_session *s, tw_session_state st);
 
 /* session.c */
 gpointer ses_worker (gpointer data);
+/* A TENSOR snapshot with a copy of the named value (a parameter, "grad:P",
+ * or in eager mode a node output of this iteration), or a NOTE saying why
+ * not.  On the worker while it waits, or on the caller's thread before the
+ * worker exists. */
+void ses_request_tensor (tw_session *s, const char *name);
 /* Pause here: tell the callers where and why (reason taken), and wait for
  * the next go.  FALSE: stop. */
 gboolean ses_pause_here (tw_session *s, const tw_event *ev, char *reason);

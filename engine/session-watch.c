@@ -76,6 +76,13 @@ report_nonfinite (tw_session *s, const tw_event *ev, int found, char *op, char *
       g_free (where);
       return TRUE;
     }
+  if (s->opt.allow_nan)
+    {
+      /* Watching for the other kind only: this one may pass. */
+      g_free (op);
+      g_free (where);
+      return TRUE;
+    }
   g_free (s->fail_message);
   s->fail_message = g_strdup_printf ("step %" G_GINT64_FORMAT ": %s first produced by %s in %s "
                                      "(lower the learning rate, or pass --allow-nan to go on)",

@@ -12,6 +12,7 @@
 #include "engine/device.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* gradients are only looked at (and, in compiled mode, their norms only
@@ -75,6 +76,10 @@ handle_change (tw_session *s, command *c)
       ses_cmd_free (c);
       return TRUE;
     case CMD_BREAK_ADD:
+      /* A nan / inf breakpoint watches even where --allow-nan turned the
+       * watch off (then only what it names stops the run). */
+      if (c->bp.kind == BREAK_NAN || c->bp.kind == BREAK_INF)
+        s->opt.nan_watch = TRUE;
       if (c->bp.kind == BREAK_GRAD_NORM && !s->opt.grad_norms)
         {
           s->opt.grad_norms = TRUE;
@@ -102,6 +107,10 @@ handle_change (tw_session *s, command *c)
       return TRUE;
     case CMD_PAUSE:
       s->pause_requested = TRUE;
+      ses_cmd_free (c);
+      return TRUE;
+    case CMD_REQUEST:
+      ses_request_tensor (s, c->node);
       ses_cmd_free (c);
       return TRUE;
     default:
@@ -168,6 +177,59 @@ wait_for_go (tw_session *s)
         continue;
       return handle_go (s, c);
     }
+}
+
+void
+ses_request_tensor (tw_session *s, const char *name)
+{
+  tw_params *params = tw_trainer_params (s->trainer);
+  tw_tensor *t = NULL;
+  const char *role = "parameter";
+  g_autofree char *why = NULL;
+  if (g_str_has_prefix (name, "grad:"))
+    {
+      tw_param *p = tw_params_get (params, name + 5);
+      t = p ? p->grad : NULL;
+      role = "gradient";
+      if (p && t == NULL)
+        why = g_strdup_printf ("%s has no gradient (a buffer, or none computed yet)", name + 5);
+    }
+  else if (g_str_has_prefix (name, "state:"))
+    {
+      g_autofree char *pname = g_strdup (name + 6);
+      char *colon = strrchr (pname, ':');
+      int k = colon ? atoi (colon + 1) : 0;
+      if (colon)
+        *colon = '\0';
+      tw_param *p = tw_params_get (params, pname);
+      t = p && k >= 0 && k < 2 ? p->state[k] : NULL;
+      role = "optimizer state";
+      if (p && t == NULL)
+        why = g_strdup_printf ("%s has no optimizer state %d (yet)", pname, k);
+    }
+  else if (tw_params_get (params, name))
+    t = tw_params_get (params, name)->value;
+  else if (tw_trainer_get_mode (s->trainer) == TW_MODE_EAGER)
+    {
+      t = tw_eager_value (tw_trainer_executor (s->trainer), name);
+      role = "output";
+      if (t == NULL && tw_graph_resolve (tw_trainer_model (s->trainer)->graph, name).node >= 0)
+        why = g_strdup_printf ("node %s has no value now (not run yet in this iteration, or "
+                               "released after it)", name);
+    }
+  else if (tw_graph_resolve (tw_trainer_model (s->trainer)->graph, name).node >= 0)
+    why = g_strdup_printf ("compiled mode keeps node values only for watched nodes: watch %s "
+                           "(its values then come each time its op ends)", name);
+  if (t == NULL)
+    {
+      ses_note (s, "no tensor '%s': %s", name, why ? why : "no such parameter or node");
+      return;
+    }
+  tw_snapshot *sn = ses_snap_new (s, TW_SNAP_TENSOR);
+  sn->iteration = tw_trainer_step_count (s->trainer) + 1;
+  sn->tensors = g_ptr_array_new_with_free_func (ses_snap_tensor_free);
+  ses_add_tensor (sn->tensors, name, role, t);
+  ses_push (s, sn);
 }
 
 /* ---- the worker: pausing --------------------------------------------------------- */

@@ -195,6 +195,14 @@ void tw_session_clear_breakpoints (tw_session *s);
  * TW_SNAP_TENSOR each time its op ends; NULL clears the list. */
 gboolean tw_session_watch (tw_session *s, const char *node_id, GError **error);
 
+/* A copy of one value, as a TW_SNAP_TENSOR (or a TW_SNAP_NOTE saying why
+ * not): a parameter or buffer ("fc1.weight", "bn1.running_mean"), its
+ * gradient ("grad:fc1.weight"), its optimizer state ("state:fc1.weight:0"),
+ * or — eager mode, while paused inside an iteration — a node's output
+ * ("fc1", "split:1").  Only while paused, before the first command, or after
+ * the end. */
+gboolean tw_session_request (tw_session *s, const char *name, GError **error);
+
 /* Snapshots.  timeout_us < 0 waits; 0 does not.  NULL on timeout. */
 tw_snapshot *tw_session_pop (tw_session *s, gint64 timeout_us);
 

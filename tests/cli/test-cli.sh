@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..26"
+echo "1..27"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -115,6 +115,8 @@ import json,struct,sys
 b=open('$tmp/break.st','rb').read(); n=struct.unpack('<Q',b[:8])[0]; h=json.loads(b[8:8+n])
 print(sorted(k for k in h if k!='__metadata__'), h['__metadata__']['nodes'])" 2>&1)
 check "--dump-on-break writes the op's tensors" "grep -q \"'fc1', 'lg'\" <<<\"\$hdr\" && grep -q \"] lg\$\" <<<\"\$hdr\"" "$hdr"
+out=$("$twb" train "$tmp/planted.json" --allow-nan --break-on nan --max-steps 3 --no-eval -q 2>&1); st=$?
+check "--break-on nan stops even with --allow-nan" '[ $st = 2 ] && grep -q "NaN first produced by node lg" <<<"$out"' "$out"
 out=$("$twb" train "$tmp/planted.json" --mode compiled --break-on nan --max-steps 3 --no-eval -q 2>&1); st=$?
 check "--break-on nan, compiled: stops at the instruction naming lg" '[ $st = 2 ] && grep -qE "NaN first produced by node ([a-z0-9]+, )*lg" <<<"$out" && grep -q compiled <<<"$out"' "$out"
 

@@ -804,6 +804,96 @@ test_watch_compiled (void)
   g_assert_cmpint (tensors, ==, 2);
 }
 
+/* Copies of named values while paused: parameters, gradients, optimizer
+ * state, eager node outputs; what cannot be had is said in a note. */
+static tw_snapshot *
+request (tw_session *s, const char *name, tw_snapshot_kind want)
+{
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_session_request (s, name, &error));
+  return pop_kind (s, want);
+}
+
+static void
+test_request (void)
+{
+  g_autoptr (tw_model) m = make_model (TRUE);
+  g_autoptr (tw_trainer) init = reference_run (m, TW_MODE_EAGER, 0);
+  g_autoptr (tw_session) s = new_session (m, TW_MODE_EAGER, 3, 1);
+  g_autoptr (GError) error = NULL;
+  /* Before the first command: parameters are there already. */
+  g_autoptr (tw_snapshot) w0 = request (s, "fc1.weight", TW_SNAP_TENSOR);
+  tw_snapshot_tensor *t = g_ptr_array_index (w0->tensors, 0);
+  g_assert_true (same_bytes (t->tensor, tw_params_get (tw_trainer_params (init), "fc1.weight")->value));
+  g_assert_true (tw_session_add_breakpoint (s, "node=act2:forward", &error));
+  g_assert_true (tw_session_add_breakpoint (s, "step=2", &error));
+  g_assert_true (tw_session_run (s, &error));
+  tw_snapshot_free (pop_kind (s, TW_SNAP_PAUSED));   /* act2 of iteration 1 */
+  g_autoptr (tw_snapshot) out = request (s, "fc1", TW_SNAP_TENSOR);
+  t = g_ptr_array_index (out->tensors, 0);
+  g_assert_cmpstr (t->role, ==, "output");
+  g_assert_cmpint (t->tensor->shape[0], ==, 32);
+  g_assert_cmpint (t->tensor->shape[1], ==, 16);
+  g_autoptr (tw_snapshot) none = request (s, "nope", TW_SNAP_NOTE);
+  g_assert_nonnull (strstr (none->message, "nope"));
+  g_assert_true (tw_session_run (s, &error));
+  /* Between iterations 1 and 2: the momentum buffer exists, and is the
+   * first step's gradient (SGD momentum starts its buffer at the gradient). */
+  tw_snapshot_free (pop_kind (s, TW_SNAP_PAUSED));
+  g_autoptr (tw_snapshot) st = request (s, "state:fc3.bias:0", TW_SNAP_TENSOR);
+  g_autoptr (tw_snapshot) gr = request (s, "grad:fc3.bias", TW_SNAP_TENSOR);
+  g_assert_true (same_bytes (((tw_snapshot_tensor *) g_ptr_array_index (st->tensors, 0))->tensor,
+                             ((tw_snapshot_tensor *) g_ptr_array_index (gr->tensors, 0))->tensor));
+  tw_session_clear_breakpoints (s);
+  g_assert_true (tw_session_run (s, &error));
+  g_autoptr (tw_snapshot) f = pop_kind (s, TW_SNAP_FINISHED);
+  /* After the end the trainer is the caller's: still there to read. */
+  g_autoptr (tw_snapshot) w1 = request (s, "fc1.weight", TW_SNAP_TENSOR);
+
+  /* Compiled mode keeps node values only for watched nodes, and says so. */
+  g_autoptr (tw_session) c = new_session (m, TW_MODE_COMPILED, 2, 1);
+  g_assert_true (tw_session_step_op (c, &error));
+  tw_snapshot_free (pop_kind (c, TW_SNAP_PAUSED));
+  g_autoptr (tw_snapshot) cn = request (c, "fc1", TW_SNAP_NOTE);
+  g_assert_nonnull (strstr (cn->message, "watch"));
+}
+
+/* Eager to compiled at an iteration boundary: the same as a trainer that
+ * switches at the same step. */
+static void
+test_mode_switch (void)
+{
+  g_autoptr (tw_model) m = make_model (TRUE);
+  g_autoptr (tw_trainer) ref = reference_run (m, TW_MODE_EAGER, 2);
+  {
+    tw_trainer_set_mode (ref, TW_MODE_COMPILED);
+    g_autoptr (tw_dataset) d = train_data ();
+    g_autoptr (tw_batcher) b = tw_batcher_new (d, 32, TRUE, m->recipe.seed, FALSE);
+    tw_batcher_reset (b, 0);
+    tw_batcher_seek (b, 2);
+    g_autoptr (GError) error = NULL;
+    tw_tensor *x, *y;
+    while (tw_trainer_step_count (ref) < 4 && tw_batcher_next (b, &x, &y))
+      {
+        g_assert_true (tw_trainer_step (ref, x, y, NULL, &error));
+        tw_tensor_unref (x);
+        tw_tensor_unref (y);
+      }
+  }
+  g_autoptr (tw_model) m2 = make_model (TRUE);
+  g_autoptr (tw_session) s = new_session (m2, TW_MODE_EAGER, 4, 1);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_session_add_breakpoint (s, "step=3", &error));
+  g_assert_true (tw_session_run (s, &error));
+  g_autoptr (tw_snapshot) p = pop_kind (s, TW_SNAP_PAUSED);
+  g_assert_false (p->compiled);
+  g_assert_true (tw_session_set_mode (s, TW_MODE_COMPILED, &error));
+  run_to_end (s);
+  g_assert_cmpint (tw_trainer_get_mode (tw_session_trainer (s)), ==, TW_MODE_COMPILED);
+  assert_params_equal (tw_trainer_params (tw_session_trainer (s)), tw_trainer_params (ref),
+                       "eager to compiled");
+}
+
 /* A client that poisons fc1's weight gradient as fc1's backward ends (after
  * the session's own client has seen that event): the NaN first exists in a
  * parameter gradient, which the NaN watch leaves to the optimizer's pass. */
@@ -1076,6 +1166,8 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/session/metrics/compiled", test_metrics_compiled);
   g_test_add_func ("/engine/session/watch/compiled", test_watch_compiled);
   g_test_add_func ("/engine/session/nan-in-parameter-gradient", test_nan_in_param_grad);
+  g_test_add_func ("/engine/session/request", test_request);
+  g_test_add_func ("/engine/session/mode-switch", test_mode_switch);
   g_test_add_func ("/engine/bus/eager", test_bus_eager);
   g_test_add_func ("/engine/bus/compiled", test_bus_compiled);
   return g_test_run ();
