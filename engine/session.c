@@ -365,26 +365,14 @@ copy_watched (tw_session *s, const tw_event *ev)
 }
 
 static void
-count_correct (tw_session *s, tw_tensor *pred_any)
+count_correct (tw_session *s, tw_tensor *pred)
 {
-  const tw_tensor *y = s->labels;
-  g_autoptr (tw_tensor) pred = pred_any ? tw_tensor_to_host (pred_any) : NULL;
-  if (y == NULL || pred == NULL || pred->ndim != 2 || y->dtype != TW_I64 || pred->dtype != TW_F32
-      || y->shape[0] != pred->shape[0] || !tw_tensor_is_contiguous (pred))
-    return;
-  int64_t n = pred->shape[0], c = pred->shape[1], correct = 0;
-  const float *p = tw_tensor_f32 ((tw_tensor *) pred);
-  const int64_t *l = tw_tensor_i64 ((tw_tensor *) y);
-  for (int64_t i = 0; i < n; i++)
+  int64_t k = tw_count_correct (pred, s->labels);
+  if (k >= 0)
     {
-      int64_t best = 0;
-      for (int64_t j = 1; j < c; j++)
-        if (p[i * c + j] > p[i * c + best])
-          best = j;
-      correct += best == l[i];
+      s->correct = k;
+      s->have_accuracy = TRUE;
     }
-  s->correct = correct;
-  s->have_accuracy = TRUE;
 }
 
 /* Is this the end of an "op" for stepping (session.h)? */

@@ -507,15 +507,19 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
   return TRUE;
 }
 
-static int64_t
-count_correct (const tw_tensor *pred, const tw_tensor *labels)
+int64_t
+tw_count_correct (tw_tensor *pred, const tw_tensor *labels)
 {
-  if (pred->ndim != 2 || labels->dtype != TW_I64 || labels->shape[0] != pred->shape[0])
-    return 0;
+  if (pred == NULL || labels == NULL || pred->ndim != 2 || labels->dtype != TW_I64
+      || labels->ndim != 1 || labels->shape[0] != pred->shape[0])
+    return -1;
   int64_t n = pred->shape[0], c = pred->shape[1], correct = 0;
-  g_autoptr (tw_tensor) p = tw_tensor_cast (pred, TW_F32);
+  g_autoptr (tw_tensor) host = tw_tensor_to_host (pred);
+  g_autoptr (tw_tensor) p = tw_tensor_cast (host, TW_F32);
+  g_autoptr (tw_tensor) lh = tw_tensor_to_host ((tw_tensor *) labels);
+  g_autoptr (tw_tensor) lc = tw_tensor_contiguous (lh);
   const float *pp = tw_tensor_f32 (p);
-  const int64_t *lp = tw_tensor_i64 (labels);
+  const int64_t *lp = tw_tensor_i64 (lc);
   for (int64_t i = 0; i < n; i++)
     {
       int64_t best = 0;
@@ -549,8 +553,9 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
                                   : tw_eager_loss_value (tr->ex)) * n;
           tw_tensor *pred = compiled ? tw_compiled_prediction (tr->compiled)
                                      : tw_eager_prediction (tr->ex);
-          if (pred)
-            correct += count_correct (pred, y);
+          int64_t k = tw_count_correct (pred, y);
+          if (k > 0)
+            correct += k;
           seen += n;
         }
       tw_tensor_unref (x);

@@ -96,6 +96,10 @@ gboolean tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *lo
 gboolean tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size,
                               double *loss, double *accuracy, GError **error);
 
+/* Rows of pred [N, C] whose argmax is the label (labels i64 [N]); -1 when
+ * the shapes are not those of a classifier. */
+int64_t tw_count_correct (tw_tensor *pred, const tw_tensor *labels);
+
 /* Checkpoints (safetensors): parameters and buffers under their state_dict
  * names, optimizer state as "optimizer.<name>.<k>", and in the metadata the
  * step, epoch and batch within the epoch to resume at and the run's seed.

@@ -135,6 +135,25 @@ reference_run (tw_model *m, tw_exec_mode mode, int64_t steps)
   return tr;
 }
 
+/* The reference goes on from its step to step `to`, batches as a session
+ * takes them (epoch 0, shuffled by the recipe's seed). */
+static void
+reference_continue (tw_trainer *tr, const tw_model *m, int64_t to)
+{
+  g_autoptr (tw_dataset) d = train_data ();
+  g_autoptr (tw_batcher) b = tw_batcher_new (d, m->recipe.batch_size, TRUE, m->recipe.seed, FALSE);
+  g_autoptr (GError) error = NULL;
+  tw_batcher_reset (b, 0);
+  tw_batcher_seek (b, tw_trainer_step_count (tr));
+  tw_tensor *x, *y;
+  while (tw_trainer_step_count (tr) < to && tw_batcher_next (b, &x, &y))
+    {
+      g_assert_true (tw_trainer_step (tr, x, y, NULL, &error));
+      tw_tensor_unref (x);
+      tw_tensor_unref (y);
+    }
+}
+
 static void
 assert_params_equal (tw_params *a, tw_params *b, const char *what)
 {
@@ -458,18 +477,7 @@ check_set_lr (tw_exec_mode mode)
     tw_optimizer_config c = *tw_optimizer_get_config (tw_trainer_optimizer (ref));
     c.lr = 0.01;
     tw_trainer_set_optimizer_config (ref, &c);
-    g_autoptr (tw_dataset) d = train_data ();
-    g_autoptr (tw_batcher) b = tw_batcher_new (d, 32, TRUE, m->recipe.seed, FALSE);
-    tw_batcher_reset (b, 0);
-    tw_batcher_seek (b, 2);
-    g_autoptr (GError) error = NULL;
-    tw_tensor *x, *y;
-    while (tw_trainer_step_count (ref) < 4 && tw_batcher_next (b, &x, &y))
-      {
-        g_assert_true (tw_trainer_step (ref, x, y, NULL, &error));
-        tw_tensor_unref (x);
-        tw_tensor_unref (y);
-      }
+    reference_continue (ref, m, 4);
   }
   /* The reference's trainer changed m's recipe: a fresh model for the session. */
   g_autoptr (tw_model) m2 = make_model (TRUE);
@@ -586,19 +594,7 @@ check_graph_edit (tw_exec_mode mode)
   g_assert_true (same_bytes (pw->state[0], m1));
   g_assert_null (tw_params_get (tw_trainer_params (ref), "fc2.bias"));
   g_assert_null (tw_params_get (tw_trainer_params (ref), "fc2.weight")->state[0]);
-  {
-    g_autoptr (tw_dataset) d = train_data ();
-    g_autoptr (tw_batcher) b = tw_batcher_new (d, 32, TRUE, m->recipe.seed, FALSE);
-    tw_batcher_reset (b, 0);
-    tw_batcher_seek (b, 2);
-    tw_tensor *x, *y;
-    while (tw_trainer_step_count (ref) < 4 && tw_batcher_next (b, &x, &y))
-      {
-        g_assert_true (tw_trainer_step (ref, x, y, NULL, &error));
-        tw_tensor_unref (x);
-        tw_tensor_unref (y);
-      }
-  }
+  reference_continue (ref, m, 4);
 
   /* The reference's trainer replaced m's graph: a fresh model for the session. */
   g_autoptr (tw_model) m2 = make_model (TRUE);
@@ -865,21 +861,8 @@ test_mode_switch (void)
 {
   g_autoptr (tw_model) m = make_model (TRUE);
   g_autoptr (tw_trainer) ref = reference_run (m, TW_MODE_EAGER, 2);
-  {
-    tw_trainer_set_mode (ref, TW_MODE_COMPILED);
-    g_autoptr (tw_dataset) d = train_data ();
-    g_autoptr (tw_batcher) b = tw_batcher_new (d, 32, TRUE, m->recipe.seed, FALSE);
-    tw_batcher_reset (b, 0);
-    tw_batcher_seek (b, 2);
-    g_autoptr (GError) error = NULL;
-    tw_tensor *x, *y;
-    while (tw_trainer_step_count (ref) < 4 && tw_batcher_next (b, &x, &y))
-      {
-        g_assert_true (tw_trainer_step (ref, x, y, NULL, &error));
-        tw_tensor_unref (x);
-        tw_tensor_unref (y);
-      }
-  }
+  tw_trainer_set_mode (ref, TW_MODE_COMPILED);
+  reference_continue (ref, m, 4);
   g_autoptr (tw_model) m2 = make_model (TRUE);
   g_autoptr (tw_session) s = new_session (m2, TW_MODE_EAGER, 4, 1);
   g_autoptr (GError) error = NULL;
