@@ -161,10 +161,18 @@ apply_overrides (tw_model *m, const char *optimizer, double lr, int batch, gint6
 static gboolean
 check_device_mode (const char *device, const char *mode, GError **error)
 {
-  if (device && strcmp (device, "cpu") != 0)
+  g_autoptr (GError) local = NULL;
+  const tw_device *dev = device ? tw_device_find (device, &local) : tw_device_cpu ();
+  if (dev == NULL)
     {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--device: %s", local->message);
+      return FALSE;
+    }
+  if (tw_device_get_kind (dev) != TW_DEVICE_CPU)
+    {
+      /* Devices other than the CPU have no kernels yet. */
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "--device %s: this build runs on the CPU only (cpu)", device);
+                   "--device %s: training runs on the CPU only so far", device);
       return FALSE;
     }
   if (mode && strcmp (mode, "eager") != 0 && strcmp (mode, "compiled") != 0)
