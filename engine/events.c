@@ -75,14 +75,28 @@ update_mask (tw_bus *bus)
 }
 
 guint
+tw_bus_reserve_id (tw_bus *bus)
+{
+  return (guint) g_atomic_int_add (&bus->next_id, 1);
+}
+
+void
+tw_bus_subscribe_id (tw_bus *bus, guint id, guint mask, tw_event_fn fn, gpointer user_data,
+                     GDestroyNotify destroy)
+{
+  client c = { id, mask & TW_EV_MASK_ALL, fn, user_data, destroy };
+  g_array_append_val (bus->clients, c);
+  update_mask (bus);
+}
+
+guint
 tw_bus_subscribe (tw_bus *bus, guint mask, tw_event_fn fn, gpointer user_data,
                   GDestroyNotify destroy)
 {
   g_return_val_if_fail (bus != NULL && fn != NULL, 0);
-  client c = { bus->next_id++, mask & TW_EV_MASK_ALL, fn, user_data, destroy };
-  g_array_append_val (bus->clients, c);
-  update_mask (bus);
-  return c.id;
+  guint id = tw_bus_reserve_id (bus);
+  tw_bus_subscribe_id (bus, id, mask, fn, user_data, destroy);
+  return id;
 }
 
 void

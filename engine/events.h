@@ -140,6 +140,11 @@ void tw_bus_unref (tw_bus *bus);
 guint tw_bus_subscribe (tw_bus *bus, guint mask, tw_event_fn fn, gpointer user_data,
                         GDestroyNotify destroy);
 void tw_bus_unsubscribe (tw_bus *bus, guint id);
+/* For owners that subscribe on the publishing thread on another's behalf
+ * (tw_session_subscribe): an id now (any thread), the subscription later. */
+guint tw_bus_reserve_id (tw_bus *bus);
+void tw_bus_subscribe_id (tw_bus *bus, guint id, guint mask, tw_event_fn fn, gpointer user_data,
+                          GDestroyNotify destroy);
 /* Change what a client wants; unlike (un)subscribing this is safe from
  * inside a callback of the same bus. */
 void tw_bus_set_mask (tw_bus *bus, guint id, guint mask);
@@ -154,7 +159,7 @@ struct tw_bus
   gint refcount;
   guint mask;                   /* union of the clients' masks */
   GArray *clients;
-  guint next_id;
+  gint next_id;
 };
 
 static inline gboolean

@@ -235,6 +235,8 @@ ses_cmd_free (command *c)
   if (c->graph)
     tw_graph_free (c->graph);
   ses_breakpoint_clear (&c->bp);
+  if (c->kind == CMD_SUBSCRIBE && c->destroy)
+    c->destroy (c->user_data);     /* never subscribed: the session ended first */
   g_free (c);
 }
 
@@ -519,6 +521,47 @@ tw_session_request (tw_session *s, const char *name, GError **error)
       return TRUE;
     }
   return ses_refuse (error, "copy a tensor (pause first)", st);
+}
+
+guint
+tw_session_subscribe (tw_session *s, guint mask, tw_event_fn fn, gpointer user_data,
+                      GDestroyNotify destroy)
+{
+  g_return_val_if_fail (fn != NULL, 0);
+  guint id = tw_bus_reserve_id (s->bus);
+  g_mutex_lock (&s->lock);
+  gboolean direct = (s->state == TW_SESSION_IDLE && !s->started) || ses_terminal (s->state);
+  if (!direct)
+    {
+      /* The worker subscribes it between two events it publishes. */
+      command *c = ses_cmd_new (CMD_SUBSCRIBE);
+      c->id = id;
+      c->mask = mask;
+      c->fn = fn;
+      c->user_data = user_data;
+      c->destroy = destroy;
+      ses_send (s, c);
+    }
+  g_mutex_unlock (&s->lock);
+  if (direct)
+    tw_bus_subscribe_id (s->bus, id, mask, fn, user_data, destroy);
+  return id;
+}
+
+void
+tw_session_unsubscribe (tw_session *s, guint id)
+{
+  g_mutex_lock (&s->lock);
+  gboolean direct = (s->state == TW_SESSION_IDLE && !s->started) || ses_terminal (s->state);
+  if (!direct)
+    {
+      command *c = ses_cmd_new (CMD_UNSUBSCRIBE);
+      c->id = id;
+      ses_send (s, c);
+    }
+  g_mutex_unlock (&s->lock);
+  if (direct)
+    tw_bus_unsubscribe (s->bus, id);
 }
 
 tw_snapshot *

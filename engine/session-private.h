@@ -25,6 +25,8 @@ typedef enum
   CMD_BREAK_CLEAR,
   CMD_WATCH,
   CMD_REQUEST,
+  CMD_SUBSCRIBE,
+  CMD_UNSUBSCRIBE,
 } cmd_kind;
 
 typedef enum
@@ -55,6 +57,11 @@ typedef struct
   char *node;
   tw_graph *graph;
   breakpoint bp;
+  /* SUBSCRIBE, UNSUBSCRIBE */
+  guint id, mask;
+  tw_event_fn fn;
+  gpointer user_data;
+  GDestroyNotify destroy;
 } command;
 
 typedef enum
@@ -128,6 +135,7 @@ struct tw_session
   gboolean stop_note;         /* a stop came during the updates */
   GArray *times;              /* double ms per step */
   int64_t per_epoch, total;
+  int64_t step_break_done;    /* the step a step=N breakpoint last paused before */
   guint client;               /* the session's own subscription to its bus */
 };
 

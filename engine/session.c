@@ -113,6 +113,17 @@ handle_change (tw_session *s, command *c)
       ses_request_tensor (s, c->node);
       ses_cmd_free (c);
       return TRUE;
+    case CMD_SUBSCRIBE:
+      /* On the publishing thread, between two events: the bus is not being
+       * walked by anyone else (events.c tolerates a change during its own walk). */
+      tw_bus_subscribe_id (s->bus, c->id, c->mask, c->fn, c->user_data, c->destroy);
+      c->destroy = NULL;
+      ses_cmd_free (c);
+      return TRUE;
+    case CMD_UNSUBSCRIBE:
+      tw_bus_unsubscribe (s->bus, c->id);
+      ses_cmd_free (c);
+      return TRUE;
     default:
       return FALSE;
     }
@@ -722,9 +733,14 @@ ses_worker (gpointer data)
         {
           /* The iteration boundary: changes apply, pauses may happen here. */
           gboolean go_on = poll_commands (s);
+          /* (An epoch that ends passes through here twice before the same step.) */
           const breakpoint *at = step_break (s);
-          if (go_on && at)
-            go_on = ses_pause_here (s, NULL, g_strdup_printf ("breakpoint %s", at->spec));
+          int64_t next = tw_trainer_step_count (s->trainer) + 1;
+          if (go_on && at && s->step_break_done != next)
+            {
+              s->step_break_done = next;
+              go_on = ses_pause_here (s, NULL, g_strdup_printf ("breakpoint %s", at->spec));
+            }
           else if (go_on && s->pause_requested)
             go_on = ses_pause_here (s, NULL, g_strdup ("paused between iterations"));
           if (go_on)

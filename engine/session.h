@@ -209,9 +209,17 @@ tw_snapshot *tw_session_pop (tw_session *s, gint64 timeout_us);
 /* The session's trainer, for reading results after FINISHED (or before the
  * first command).  Borrowed; never touch it while the worker runs. */
 tw_trainer *tw_session_trainer (tw_session *s);
-/* The worker's bus, for more clients: subscribe only before the first
- * command or after FINISHED.  Borrowed. */
+/* The worker's bus.  Borrowed.  Subscribe to it directly only before the
+ * first command or after FINISHED; while the session runs, use
+ * tw_session_subscribe. */
 tw_bus *tw_session_bus (tw_session *s);
+/* A client of the session's events (engine/events.h) at any time: while the
+ * worker runs it takes the client at its next op (the callback then runs on
+ * the worker's thread).  Returns the id for tw_session_unsubscribe, which is
+ * as safe; destroy (may be NULL) runs when the client goes. */
+guint tw_session_subscribe (tw_session *s, guint mask, tw_event_fn fn, gpointer user_data,
+                            GDestroyNotify destroy);
+void tw_session_unsubscribe (tw_session *s, guint id);
 
 /* Per-step wall times (ms) of the run so far, after FINISHED.  Borrowed. */
 const GArray *tw_session_step_times (tw_session *s);

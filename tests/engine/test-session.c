@@ -94,6 +94,8 @@ pop_kind (tw_session *s, tw_snapshot_kind kind)
       if (sn->kind == TW_SNAP_FINISHED)
         g_error ("the session finished (%s) while waiting for kind %d: %s",
                  tw_session_state_name (sn->state), kind, sn->message ? sn->message : "");
+      if (sn->kind == TW_SNAP_PAUSED)
+        g_test_message ("skipped a pause (%s) waiting for kind %d", sn->reason, kind);
       tw_snapshot_free (sn);
     }
 }
@@ -877,6 +879,37 @@ test_mode_switch (void)
                        "eager to compiled");
 }
 
+static gboolean
+count_iteration_ends (const tw_event *ev, gpointer user)
+{
+  if (ev->kind == TW_EV_ITERATION && ev->end)
+    g_atomic_int_inc ((gint *) user);
+  return TRUE;
+}
+
+/* A client can join and leave a session that is running or paused. */
+static void
+test_subscribe_live (void)
+{
+  g_autoptr (tw_model) m = make_model (TRUE);
+  g_autoptr (tw_session) s = new_session (m, TW_MODE_EAGER, 6, 1);
+  g_autoptr (GError) error = NULL;
+  gint seen = 0;
+  g_assert_true (tw_session_add_breakpoint (s, "step=3", &error));
+  g_assert_true (tw_session_run (s, &error));
+  tw_snapshot_free (pop_kind (s, TW_SNAP_PAUSED));       /* before iteration 3 */
+  guint id = tw_session_subscribe (s, TW_EV_BIT (TW_EV_ITERATION), count_iteration_ends, &seen,
+                                   NULL);
+  g_assert_cmpuint (id, >, 0);
+  g_assert_true (tw_session_add_breakpoint (s, "step=5", &error));
+  g_assert_true (tw_session_run (s, &error));
+  tw_snapshot_free (pop_kind (s, TW_SNAP_PAUSED));       /* before iteration 5 */
+  g_assert_cmpint (g_atomic_int_get (&seen), ==, 2);    /* iterations 3 and 4 */
+  tw_session_unsubscribe (s, id);
+  run_to_end (s);
+  g_assert_cmpint (g_atomic_int_get (&seen), ==, 2);
+}
+
 /* A client that poisons fc1's weight gradient as fc1's backward ends (after
  * the session's own client has seen that event): the NaN first exists in a
  * parameter gradient, which the NaN watch leaves to the optimizer's pass. */
@@ -1150,6 +1183,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/session/watch/compiled", test_watch_compiled);
   g_test_add_func ("/engine/session/nan-in-parameter-gradient", test_nan_in_param_grad);
   g_test_add_func ("/engine/session/request", test_request);
+  g_test_add_func ("/engine/session/subscribe-live", test_subscribe_live);
   g_test_add_func ("/engine/session/mode-switch", test_mode_switch);
   g_test_add_func ("/engine/bus/eager", test_bus_eager);
   g_test_add_func ("/engine/bus/compiled", test_bus_compiled);
