@@ -27,9 +27,11 @@
  *   ident->fused says so).  inputs: the op's inputs (data then parameters);
  *   outputs (end only): its outputs.
  * - TW_EV_BACKWARD: backward work for graph nodes.  Eager: the whole
- *   backward rule of one node (its kernels nest inside as TW_EV_KERNEL);
- *   inputs are the gradients of the node's outputs (entries may be NULL),
- *   outputs (end only) the gradients of its inputs (NULL where not needed).
+ *   backward rule of one node (its kernels nest inside as TW_EV_KERNEL) and
+ *   the adding of its results into its inputs' gradients; inputs are the
+ *   gradients of the node's outputs (entries may be NULL), outputs (end
+ *   only) the gradients of its inputs then of its parameters (NULL where not
+ *   needed).
  *   Compiled: one backward instruction (a node's backward may take several;
  *   they all name it), inputs and outputs as the instruction reads and writes.
  * - TW_EV_UPDATE: the optimizer update of one parameter (param is set).
