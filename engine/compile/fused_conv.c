@@ -11,6 +11,7 @@
  */
 #define G_LOG_DOMAIN "twb-compile"
 
+#include "engine/cpu/parallel.h"
 #include "engine/compile/fuse-private.h"
 #include "engine/ops/conv_private.h"
 
@@ -253,9 +254,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
   /* Windows do not overlap (stride = kernel, no padding, no dilation): each
    * element gets 0 + dp of its window where it is the window's first maximum
    * (a NaN wins, as max_pool2d_grad's max_window), masked by [y > 0]. */
-#pragma omp parallel for if (nt > 1 && planes * HW > 32768) num_threads (nt) schedule (static)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (nt > 1 && planes * HW > 32768, nt, pl, planes, {
       const float *yp = y + pl * HW, *dpp = dp + pl * P;
       float *dzp = dz + pl * HW;
       double s = 0;
@@ -319,7 +318,7 @@ tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const
         }
       if (sums)
         sums[pl] = s;
-    }
+    });
   if (sums)
     bias_from_planes (sums, N, C, tw_tensor_f32 (out[1]));
   return TRUE;
@@ -337,15 +336,13 @@ tw_fused_relu_conv_bias_bwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor 
   double *sums = tw_scratch (ctx, planes * sizeof (double));
   int nt = ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
 
-#pragma omp parallel for if (nt > 1 && planes * HW > 32768) num_threads (nt) schedule (static)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (nt > 1 && planes * HW > 32768, nt, pl, planes, {
       const float *yp = y + pl * HW, *gp = g + pl * HW;
       float *dzp = dz + pl * HW;
       for (int64_t i = 0; i < HW; i++)
         dzp[i] = yp[i] > 0 ? gp[i] : 0.0f;
       sums[pl] = plane_sum (dzp, HW);
-    }
+    });
   bias_from_planes (sums, N, C, tw_tensor_f32 (out[1]));
   return TRUE;
 }

@@ -7,6 +7,7 @@
  * float and double.  Every loop is a plain contiguous loop over restrict
  * pointers so gcc vectorises it; large loops are split across OpenMP threads
  * (element-wise results do not depend on the split). */
+#include "engine/cpu/parallel.h"
 #include "engine/op.h"
 
 #include <math.h>
@@ -240,21 +241,17 @@ bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
       {                                                                                     \
         /* One long row: split it in blocks of 4096 (a few pages per block). */            \
         int64_t nblk = (inner + 4095) / 4096;                                               \
-        _Pragma ("omp parallel for if (inner > EW_PAR_MIN) num_threads (nt) schedule (static)") \
-        for (int64_t k = 0; k < nblk; k++)                                                  \
-          {                                                                                 \
+        TW_PARALLEL_FOR (inner > EW_PAR_MIN, nt, k, nblk, {                                 \
             int64_t s = k * 4096, n = MIN (4096, inner - s);                                \
             NAME##_row_##T (n, a + s * sa, sa, b + s * sb, sb, y + s);                      \
-          }                                                                                 \
+          });                                                                               \
         return;                                                                             \
       }                                                                                     \
-    _Pragma ("omp parallel for if (rows * inner > EW_PAR_MIN) num_threads (nt) schedule (static)") \
-    for (int64_t r = 0; r < rows; r++)                                                      \
-      {                                                                                     \
+    TW_PARALLEL_FOR (rows * inner > EW_PAR_MIN, nt, r, rows, {                              \
         int64_t oa, ob;                                                                     \
         bcast_row_offsets (p, r, &oa, &ob);                                                 \
         NAME##_row_##T (inner, a + oa, sa, b + ob, sb, y + r * inner);                      \
-      }                                                                                     \
+      });                                                                                   \
   }
 
 #define BINARY_OP(NAME, EXPR)                                                               \
@@ -413,7 +410,18 @@ DEF_BINARY (div, "Div", "a / b (element-wise) with NumPy broadcasting")
     typedef TY T;                                                                           \
     const T p = (T) pd;                                                                     \
     (void) p;                                                                               \
-    _Pragma ("omp parallel for simd if (n > EW_PAR_MIN) num_threads (nt) schedule (static)") \
+    /* No OpenMP region at all when serial (engine/cpu/parallel.h says why). */             \
+    if (nt > 1 && n > EW_PAR_MIN)                                                           \
+      {                                                                                     \
+        _Pragma ("omp parallel for simd num_threads (nt) schedule (static)")                \
+        for (int64_t i = 0; i < n; i++)                                                     \
+          {                                                                                 \
+            const T x = xs[i];                                                              \
+            y[i] = (EXPR);                                                                  \
+          }                                                                                 \
+        return;                                                                             \
+      }                                                                                     \
+    _Pragma ("omp simd")                                                                    \
     for (int64_t i = 0; i < n; i++)                                                         \
       {                                                                                     \
         const T x = xs[i];                                                                  \
@@ -630,7 +638,17 @@ ACT_BACKWARD (tanh, out[0])
     typedef TY T;                                                                           \
     const T p = (T) pd;                                                                     \
     (void) p;                                                                               \
-    _Pragma ("omp parallel for simd if (n > EW_PAR_MIN) num_threads (nt) schedule (static)") \
+    if (nt > 1 && n > EW_PAR_MIN)                                                           \
+      {                                                                                     \
+        _Pragma ("omp parallel for simd num_threads (nt) schedule (static)")                \
+        for (int64_t i = 0; i < n; i++)                                                     \
+          {                                                                                 \
+            const T s = ss[i], d = ds[i];                                                   \
+            dx[i] = (EXPR);                                                                 \
+          }                                                                                 \
+        return;                                                                             \
+      }                                                                                     \
+    _Pragma ("omp simd")                                                                    \
     for (int64_t i = 0; i < n; i++)                                                         \
       {                                                                                     \
         const T s = ss[i], d = ds[i];                                                       \

@@ -8,6 +8,7 @@
  *
  * Typed kernels in norm_tmpl.h.
  */
+#include "engine/cpu/parallel.h"
 #include "engine/op.h"
 
 #include <math.h>

@@ -14,9 +14,7 @@ TW_FN (bn_stats) (int64_t N, int64_t C, int64_t S, int threads, const T *x, doub
                   double *var)
 {
   const double M = (double) (N * S);
-#pragma omp parallel for if (threads > 1 && N * C * S > 32768) num_threads (threads)
-  for (int64_t c = 0; c < C; c++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && N * C * S > 32768, threads, c, C, {
       double s = 0, q = 0;
       for (int64_t n = 0; n < N; n++)
         {
@@ -33,7 +31,7 @@ TW_FN (bn_stats) (int64_t N, int64_t C, int64_t S, int threads, const T *x, doub
         }
       mean[c] = m;
       var[c] = q / M;
-    }
+    });
 }
 
 /* y [N, C, S] = (x - mean[c]) * invstd[c] * w[c] + b[c]; w, b may be NULL. */
@@ -41,9 +39,7 @@ static void
 TW_FN (bn_apply) (int64_t N, int64_t C, int64_t S, int threads, const T *x, const double *mean,
                   const double *invstd, const T *w, const T *b, T *y)
 {
-#pragma omp parallel for if (threads > 1 && N * C * S > 32768) num_threads (threads)
-  for (int64_t r = 0; r < N * C; r++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && N * C * S > 32768, threads, r, N * C, {
       const int64_t c = r % C;
       const T m = (T) mean[c];
       const T scale = (T) (invstd[c] * (w ? (double) w[c] : 1.0));
@@ -52,7 +48,7 @@ TW_FN (bn_apply) (int64_t N, int64_t C, int64_t S, int threads, const T *x, cons
       T *yr = y + r * S;
       for (int64_t i = 0; i < S; i++)
         yr[i] = (xr[i] - m) * scale + shift;
-    }
+    });
 }
 
 /* Gradients of batch norm for x [N, C, S], dy [N, C, S], w [C] (NULL: 1).
@@ -65,9 +61,7 @@ TW_FN (bn_backward) (int64_t N, int64_t C, int64_t S, int threads, double eps, c
                      const T *w, const T *dy, const T *rm, const T *rv, T *dx, T *dw, T *db)
 {
   const double M = (double) (N * S);
-#pragma omp parallel for if (threads > 1 && N * C * S > 32768) num_threads (threads)
-  for (int64_t c = 0; c < C; c++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && N * C * S > 32768, threads, c, C, {
       double m, v;
       if (rm)
         m = rm[c], v = rv[c];
@@ -108,7 +102,7 @@ TW_FN (bn_backward) (int64_t N, int64_t C, int64_t S, int threads, double eps, c
         }
       dw[c] = (T) sdyx;
       db[c] = (T) sdy;
-    }
+    });
 }
 
 /* y [R, D] = (x - mean_r) invstd_r * w + b per row; w, b [D] may be NULL.
@@ -117,9 +111,7 @@ static void
 TW_FN (ln_forward) (int64_t R, int64_t D, int threads, double eps, const T *x, const T *w,
                     const T *b, T *y, double *mean, double *invstd)
 {
-#pragma omp parallel for if (threads > 1 && R * D > 32768) num_threads (threads)
-  for (int64_t r = 0; r < R; r++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && R * D > 32768, threads, r, R, {
       const T *xr = x + r * D;
       T *yr = y + r * D;
       double s = 0, q = 0;
@@ -138,7 +130,7 @@ TW_FN (ln_forward) (int64_t R, int64_t D, int threads, double eps, const T *x, c
       else
         for (int64_t i = 0; i < D; i++)
           yr[i] = (xr[i] - mt) * ist;
-    }
+    });
 }
 
 /* Gradients of layer norm for x [R, D], dy [R, D], w [D] (NULL: 1):
@@ -150,9 +142,7 @@ TW_FN (ln_backward) (int64_t R, int64_t D, int threads, double eps, const T *x, 
                      const T *dy, T *dx, T *dw, T *db, double *stats)
 {
   double *mean = stats, *invstd = stats + R;
-#pragma omp parallel for if (threads > 1 && R * D > 32768) num_threads (threads)
-  for (int64_t r = 0; r < R; r++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && R * D > 32768, threads, r, R, {
       const T *xr = x + r * D, *dr = dy + r * D;
       T *o = dx + r * D;
       double s = 0, q = 0;
@@ -176,13 +166,11 @@ TW_FN (ln_backward) (int64_t R, int64_t D, int threads, double eps, const T *x, 
           double gi = (double) dr[i] * (w ? (double) w[i] : 1.0);
           o[i] = (T) (is * (gi - sg - (xr[i] - m) * is * sgx));
         }
-    }
+    });
   /* Column sums in blocks of 64 columns (a fixed split): each block runs
    * over the rows in order. */
   const int64_t nblk = (D + 63) / 64;
-#pragma omp parallel for if (threads > 1 && R * D > 32768) num_threads (threads)
-  for (int64_t bk = 0; bk < nblk; bk++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && R * D > 32768, threads, bk, nblk, {
       const int64_t j0 = bk * 64, j1 = MIN (D, j0 + 64);
       double aw[64] = { 0 }, ab[64] = { 0 };
       for (int64_t r = 0; r < R; r++)
@@ -200,5 +188,5 @@ TW_FN (ln_backward) (int64_t R, int64_t D, int threads, double eps, const T *x, 
           dw[j] = (T) aw[j - j0];
           db[j] = (T) ab[j - j0];
         }
-    }
+    });
 }

@@ -7,6 +7,7 @@
  * PyTorch semantics in floor mode (ceil_mode = False).  Registered from
  * tw_ops_register_conv (conv.c); typed kernels in pool_tmpl.h.
  */
+#include "engine/cpu/parallel.h"
 #include "engine/ops/conv_private.h"
 
 #include <math.h>

@@ -45,9 +45,7 @@ static void
 TW_FN (max_pool_forward) (const conv_geom *g, const pool_ranges *r, const T *x, T *y)
 {
   const int64_t planes = g->n * g->c, HW = g->h * g->w, P = g->ho * g->wo;
-#pragma omp parallel for if (g->threads > 1 && planes * P > 32768) num_threads (g->threads)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (g->threads > 1 && planes * P > 32768, g->threads, pl, planes, {
       const T *xp = x + pl * HW;
       T *yp = y + pl * P;
       if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0
@@ -74,7 +72,7 @@ TW_FN (max_pool_forward) (const conv_geom *g, const pool_ranges *r, const T *x, 
       for (int64_t oh = 0; oh < g->ho; oh++)
         for (int64_t ow = 0; ow < g->wo; ow++)
           TW_FN (max_window) (g, r, xp, oh, ow, &yp[oh * g->wo + ow]);
-    }
+    });
 }
 
 /* dx [N*C, H, W] = dy [N*C, Ho, Wo] scattered to the argmax of each window
@@ -84,9 +82,7 @@ TW_FN (max_pool_backward) (const conv_geom *g, const pool_ranges *r, const T *x,
                            T *dx)
 {
   const int64_t planes = g->n * g->c, HW = g->h * g->w, P = g->ho * g->wo;
-#pragma omp parallel for if (g->threads > 1 && planes * P > 32768) num_threads (g->threads)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (g->threads > 1 && planes * P > 32768, g->threads, pl, planes, {
       const T *xp = x + pl * HW, *dyp = dy + pl * P;
       T *dxp = dx + pl * HW;
       memset (dxp, 0, (size_t) HW * sizeof (T));
@@ -98,7 +94,7 @@ TW_FN (max_pool_backward) (const conv_geom *g, const pool_ranges *r, const T *x,
             if (idx >= 0)
               dxp[idx] += dyp[oh * g->wo + ow];
           }
-    }
+    });
 }
 
 /* Divisor of window (oh, ow): kh*kw with count_include_pad (in floor mode
@@ -119,9 +115,7 @@ TW_FN (avg_pool_forward) (const conv_geom *g, const pool_ranges *r, gboolean inc
                           const T *x, T *y)
 {
   const int64_t planes = g->n * g->c, HW = g->h * g->w, P = g->ho * g->wo;
-#pragma omp parallel for if (g->threads > 1 && planes * P > 32768) num_threads (g->threads)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (g->threads > 1 && planes * P > 32768, g->threads, pl, planes, {
       const T *xp = x + pl * HW;
       T *yp = y + pl * P;
       for (int64_t oh = 0; oh < g->ho; oh++)
@@ -138,7 +132,7 @@ TW_FN (avg_pool_forward) (const conv_geom *g, const pool_ranges *r, gboolean inc
             T div = TW_FN (avg_divisor) (g, r, include_pad, oh, ow);
             yp[oh * g->wo + ow] = div > 0 ? (T) (s / div) : 0;
           }
-    }
+    });
 }
 
 /* dx [N*C, H, W] = each dy [N*C, Ho, Wo] / divisor spread over its window. */
@@ -147,9 +141,7 @@ TW_FN (avg_pool_backward) (const conv_geom *g, const pool_ranges *r, gboolean in
                            const T *dy, T *dx)
 {
   const int64_t planes = g->n * g->c, HW = g->h * g->w, P = g->ho * g->wo;
-#pragma omp parallel for if (g->threads > 1 && planes * P > 32768) num_threads (g->threads)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (g->threads > 1 && planes * P > 32768, g->threads, pl, planes, {
       const T *dyp = dy + pl * P;
       T *dxp = dx + pl * HW;
       memset (dxp, 0, (size_t) HW * sizeof (T));
@@ -168,34 +160,30 @@ TW_FN (avg_pool_backward) (const conv_geom *g, const pool_ranges *r, gboolean in
                   row[w0 + kj] += v;
               }
           }
-    }
+    });
 }
 
 /* y [planes] = mean of each plane of x [planes, HW], in double. */
 static void
 TW_FN (global_avg_forward) (int64_t planes, int64_t HW, int threads, const T *x, T *y)
 {
-#pragma omp parallel for if (threads > 1 && planes * HW > 32768) num_threads (threads)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && planes * HW > 32768, threads, pl, planes, {
       const T *xp = x + pl * HW;
       double s = 0;
       for (int64_t i = 0; i < HW; i++)
         s += xp[i];
       y[pl] = (T) (s / (double) HW);
-    }
+    });
 }
 
 /* dx [planes, HW] = dy [planes] / HW. */
 static void
 TW_FN (global_avg_backward) (int64_t planes, int64_t HW, int threads, const T *dy, T *dx)
 {
-#pragma omp parallel for if (threads > 1 && planes * HW > 32768) num_threads (threads)
-  for (int64_t pl = 0; pl < planes; pl++)
-    {
+  TW_PARALLEL_FOR (threads > 1 && planes * HW > 32768, threads, pl, planes, {
       const T v = (T) (dy[pl] / (double) HW);
       T *dxp = dx + pl * HW;
       for (int64_t i = 0; i < HW; i++)
         dxp[i] = v;
-    }
+    });
 }

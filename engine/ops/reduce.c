@@ -10,6 +10,7 @@
  * RED_BLOCK elements combined in order.  The summation order therefore
  * depends on the shapes only, never on the thread count: results are
  * bitwise identical for any num_threads.  f32 inputs accumulate in double. */
+#include "engine/cpu/parallel.h"
 #include "engine/op.h"
 
 #include <math.h>
@@ -236,9 +237,64 @@ plan_red_offset (const red_plan *p, int64_t k)
         return;                                                                             \
       }                                                                                     \
     /* Per-thread accumulators, taken before the team starts (kernels never allocate). */ \
-    gboolean par = total > RED_PAR_MIN && p->rows > 1;                                      \
+    gboolean par = nt > 1 && total > RED_PAR_MIN && p->rows > 1;                                    \
     double *acc_all = p->inner > 1 ? tw_scratch (NULL, (size_t) (par ? nt : 1) * p->inner * sizeof (double)) : NULL; \
-    _Pragma ("omp parallel if (par) num_threads (nt)")                                      \
+    if (par)                                                                                \
+      {                                                                                     \
+        _Pragma ("omp parallel num_threads (nt)")                                           \
+    {                                                                                       \
+      double *acc = acc_all ? acc_all + (size_t) omp_get_thread_num () * p->inner : NULL;   \
+      _Pragma ("omp for schedule (static)")                                                 \
+      for (int64_t r = 0; r < p->rows; r++)                                                 \
+        {                                                                                   \
+          const T *xr = x + plan_row_offset (p, r);                                         \
+          T *restrict yr = y + r * p->inner;                                                \
+          if (p->inner > 1 && !is_max)                                                      \
+            {                                                                               \
+              for (int64_t j = 0; j < p->inner; j++)                                        \
+                acc[j] = 0;                                                                 \
+              for (int64_t k = 0; k < p->rcount * p->span; k++)                             \
+                {                                                                           \
+                  /* span == 1 here: a trailing group is kept, not reduced */               \
+                  const T *restrict xk = xr + plan_red_offset (p, k);                       \
+                  _Pragma ("omp simd")                                                      \
+                  for (int64_t j = 0; j < p->inner; j++)                                    \
+                    acc[j] += (double) xk[j];                                               \
+                }                                                                           \
+              for (int64_t j = 0; j < p->inner; j++)                                        \
+                yr[j] = (T) (acc[j] * mul);                                                 \
+            }                                                                               \
+          else if (p->inner > 1)                                                            \
+            {                                                                               \
+              memcpy (yr, xr + plan_red_offset (p, 0), p->inner * sizeof (T));              \
+              for (int64_t k = 1; k < p->rcount; k++)                                       \
+                {                                                                           \
+                  const T *restrict xk = xr + plan_red_offset (p, k);                       \
+                  for (int64_t j = 0; j < p->inner; j++)                                    \
+                    yr[j] = (xk[j] > yr[j] || isnan (xk[j])) ? xk[j] : yr[j];               \
+                }                                                                           \
+            }                                                                               \
+          else if (!is_max)                                                                 \
+            {                                                                               \
+              double s = 0;                                                                 \
+              for (int64_t k = 0; k < p->rcount; k++)                                       \
+                s += span_sum_##T (xr + plan_red_offset (p, k), p->span, 1);                \
+              yr[0] = (T) (s * mul);                                                        \
+            }                                                                               \
+          else                                                                              \
+            {                                                                               \
+              T m = span_max_##T (xr + plan_red_offset (p, 0), p->span);                    \
+              for (int64_t k = 1; k < p->rcount; k++)                                       \
+                {                                                                           \
+                  T v = span_max_##T (xr + plan_red_offset (p, k), p->span);                \
+                  m = (v > m || isnan (v)) ? v : m;                                         \
+                }                                                                           \
+              yr[0] = m;                                                                    \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
+      }                                                                                     \
+    else  /* the same block on this thread alone: no OpenMP region */                       \
     {                                                                                       \
       double *acc = acc_all ? acc_all + (size_t) omp_get_thread_num () * p->inner : NULL;   \
       _Pragma ("omp for schedule (static)")                                                 \
@@ -299,9 +355,37 @@ plan_red_offset (const red_plan *p, int64_t k)
   {                                                                                         \
     int64_t total = p->rows * p->inner * p->rcount * p->span;                               \
     memset (dx, 0, total * sizeof (T));                                                     \
-    gboolean par = total > RED_PAR_MIN && p->rows > 1;                                      \
+    gboolean par = nt > 1 && total > RED_PAR_MIN && p->rows > 1;                                    \
     guint8 *done_all = tw_scratch (NULL, (size_t) (par ? nt : 1) * MAX (p->inner, 1));     \
-    _Pragma ("omp parallel if (par) num_threads (nt)")                                      \
+    if (par)                                                                                \
+      {                                                                                     \
+        _Pragma ("omp parallel num_threads (nt)")                                           \
+    {                                                                                       \
+      guint8 *done = done_all + (size_t) omp_get_thread_num () * MAX (p->inner, 1);         \
+      _Pragma ("omp for schedule (static)")                                                 \
+      for (int64_t r = 0; r < p->rows; r++)                                                 \
+        {                                                                                   \
+          int64_t base = plan_row_offset (p, r);                                            \
+          const T *yr = y + r * p->inner, *dyr = dy + r * p->inner;                         \
+          int64_t left = p->inner;                                                          \
+          memset (done, 0, p->inner);                                                       \
+          for (int64_t k = 0; k < p->rcount && left > 0; k++)                               \
+            for (int64_t s = 0; s < p->span && left > 0; s++)                               \
+              {                                                                             \
+                int64_t o = base + plan_red_offset (p, k) + s;                              \
+                for (int64_t j = 0; j < p->inner; j++)                                      \
+                  if (!done[j]                                                              \
+                      && (x[o + j] == yr[j] || (isnan (x[o + j]) && isnan (yr[j]))))        \
+                    {                                                                       \
+                      dx[o + j] = dyr[j];                                                   \
+                      done[j] = 1;                                                          \
+                      left--;                                                               \
+                    }                                                                       \
+              }                                                                             \
+        }                                                                                   \
+    }                                                                                       \
+      }                                                                                     \
+    else  /* the same block on this thread alone: no OpenMP region */                       \
     {                                                                                       \
       guint8 *done = done_all + (size_t) omp_get_thread_num () * MAX (p->inner, 1);         \
       _Pragma ("omp for schedule (static)")                                                 \
@@ -652,9 +736,7 @@ broadcast_to_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *o
     int64_t inner = shape[nd - 1], sx = xs[nd - 1], rows = 1;                               \
     for (int d = 0; d < nd - 1; d++)                                                        \
       rows *= shape[d];                                                                     \
-    _Pragma ("omp parallel for if (rows * inner > RED_PAR_MIN) num_threads (nt) schedule (static)") \
-    for (int64_t r = 0; r < rows; r++)                                                      \
-      {                                                                                     \
+    TW_PARALLEL_FOR (rows * inner > RED_PAR_MIN, nt, r, rows, {                             \
         int64_t o = 0, q = r;                                                               \
         for (int d = nd - 2; d >= 0; d--)                                                   \
           {                                                                                 \
@@ -668,7 +750,7 @@ broadcast_to_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *o
         else                                                                                \
           for (int64_t j = 0; j < inner; j++)                                               \
             yr[j] = xr[0];                                                                  \
-      }                                                                                     \
+      });                                                                                   \
   }
 
 EXPAND_KERNEL (float)

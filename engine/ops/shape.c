@@ -5,6 +5,7 @@
  * and indices are i64).  The kernels share one strided copy: dims of size 1
  * dropped, dims merged wherever both sides step contiguously, a memcpy for a
  * contiguous innermost run. */
+#include "engine/cpu/parallel.h"
 #include "engine/op.h"
 
 #include <string.h>
@@ -66,9 +67,7 @@ copy_nd (size_t es, int nd0, const int64_t *shape0, void *dst, const int64_t *ds
   int64_t inner = shape[nd - 1], dsi = ds[nd - 1], ssi = ss[nd - 1], rows = 1;
   for (int d = 0; d < nd - 1; d++)
     rows *= shape[d];
-#pragma omp parallel for if (rows * inner > SHAPE_PAR_MIN) num_threads (nt) schedule (static)
-  for (int64_t r = 0; r < rows; r++)
-    {
+  TW_PARALLEL_FOR (rows * inner > SHAPE_PAR_MIN, nt, r, rows, {
       int64_t od = 0, os = 0, q = r;
       for (int d = nd - 2; d >= 0; d--)
         {
@@ -90,7 +89,7 @@ copy_nd (size_t es, int nd0, const int64_t *shape0, void *dst, const int64_t *ds
       else
         for (int64_t j = 0; j < inner; j++)
           memcpy (dp + j * dsi * es, sp + j * ssi * es, es);
-    }
+    });
 }
 
 static int
