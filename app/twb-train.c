@@ -419,7 +419,15 @@ twb_cmd_train (int argc, char **argv)
     int64_t epoch = 0;
     for (;;)
       {
-        g_autoptr (tw_snapshot) sn = tw_session_pop (s, -1);
+        /* Polled, not waited for: a reader blocked on the queue is woken by
+         * every step's metrics (a context switch per step on a small
+         * machine); a look every 10 ms is plenty for a progress bar. */
+        g_autoptr (tw_snapshot) sn = tw_session_pop (s, 0);
+        if (sn == NULL)
+          {
+            g_usleep (10000);
+            continue;
+          }
         switch (sn->kind)
           {
           case TW_SNAP_METRICS:
