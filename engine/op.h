@@ -138,6 +138,7 @@ void tw_workspace_free (tw_workspace *ws);
 /* Bytes held, and how many times it had to grow. */
 size_t tw_workspace_size (const tw_workspace *ws);
 guint tw_workspace_growths (const tw_workspace *ws);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_workspace, tw_workspace_free)
 
 /* Emitter used by backward rules.  A tw_val is an opaque handle: a tensor in
  * eager mode, a graph value in compiled mode. */
