@@ -6,6 +6,8 @@
 #include "engine/model.h"
 #include "engine/session.h"
 
+#include <stdio.h>
+
 G_BEGIN_DECLS
 
 int twb_cmd_train (int argc, char **argv);
@@ -35,6 +37,10 @@ tw_tensor *twb_fit_samples (tw_tensor *x, const tw_node *input, const char *sour
 void twb_print_break (const tw_snapshot *paused);
 gboolean twb_dump_break (const tw_snapshot *paused, const char *path, const char *model,
                          GError **error);
+/* `twb train --debug`: commands read from in at a pause (c, s, n, i, p NAME,
+ * b WHEN, d, lr X, q; h lists them) until one resumes the session (TRUE) or
+ * quits, or in ends (FALSE). */
+gboolean twb_debug_prompt (tw_session *s, FILE *in);
 /* Peak resident set size of this process, in bytes. */
 gint64 twb_peak_rss_bytes (void);
 

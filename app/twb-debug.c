@@ -43,6 +43,17 @@ tensor_stats (const tw_tensor *t)
   return s;
 }
 
+static void
+print_tensor (const tw_snapshot_tensor *t)
+{
+  g_autofree char *shape = tw_shape_to_string (t->tensor->ndim, t->tensor->shape);
+  stats st = tensor_stats (t->tensor);
+  g_printerr ("  %-9s %-22s %s%s  min %-11.5g max %-11.5g mean %-11.5g NaN %" G_GINT64_FORMAT
+              " Inf %" G_GINT64_FORMAT "\n",
+              t->role, t->name, tw_dtype_name (t->tensor->dtype), shape, st.min, st.max, st.mean,
+              st.nan, st.inf);
+}
+
 void
 twb_print_break (const tw_snapshot *sn)
 {
@@ -57,15 +68,7 @@ twb_print_break (const tw_snapshot *sn)
                   sn->compiled ? ", compiled" : "");
     }
   for (guint i = 0; sn->tensors && i < sn->tensors->len; i++)
-    {
-      const tw_snapshot_tensor *t = g_ptr_array_index (sn->tensors, i);
-      g_autofree char *shape = tw_shape_to_string (t->tensor->ndim, t->tensor->shape);
-      stats st = tensor_stats (t->tensor);
-      g_printerr ("  %-9s %-22s %s%s  min %-11.5g max %-11.5g mean %-11.5g NaN %" G_GINT64_FORMAT
-                  " Inf %" G_GINT64_FORMAT "\n",
-                  t->role, t->name, tw_dtype_name (t->tensor->dtype), shape, st.min, st.max,
-                  st.mean, st.nan, st.inf);
-    }
+    print_tensor (g_ptr_array_index (sn->tensors, i));
   if (sn->trace && sn->trace[0])
     {
       guint n = g_strv_length (sn->trace);
@@ -108,4 +111,91 @@ twb_dump_break (const tw_snapshot *sn, const char *path, const char *model, GErr
       g_hash_table_insert (meta, g_strdup_printf ("role.%s", t->name), g_strdup (t->role));
     }
   return tw_safetensors_save (path, tensors, meta, error);
+}
+
+static const char help[] =
+  "  c, continue        run to the next break\n"
+  "  s, step            one op (eager) or one instruction (compiled)\n"
+  "  n, next            to the end of the next node's work (a layer)\n"
+  "  i, iter            to the end of the iteration\n"
+  "  p, print NAME      a parameter (fc1.weight), its gradient (grad:fc1.weight), its\n"
+  "                     optimizer state (state:fc1.weight:0) or, eager, a node output (fc1)\n"
+  "  b, break WHEN      another breakpoint (nan, inf, loss>X, grad-norm>X, node=ID[:phase], step=N)\n"
+  "  d, delete          remove every breakpoint\n"
+  "  lr X               learning rate from the next step on\n"
+  "  q, quit            stop training (exit status 2)\n";
+
+/* Wait for what a request answered: a tensor, or a note saying why not. */
+static void
+print_request (tw_session *s)
+{
+  for (;;)
+    {
+      g_autoptr (tw_snapshot) sn = tw_session_pop (s, -1);
+      if (sn->kind == TW_SNAP_TENSOR)
+        {
+          for (guint i = 0; sn->tensors && i < sn->tensors->len; i++)
+            print_tensor (g_ptr_array_index (sn->tensors, i));
+          return;
+        }
+      if (sn->kind == TW_SNAP_NOTE)
+        {
+          g_printerr ("  %s\n", sn->message);
+          if (g_str_has_prefix (sn->message, "no tensor"))
+            return;
+        }
+    }
+}
+
+gboolean
+twb_debug_prompt (tw_session *s, FILE *in)
+{
+  char line[1024];
+  for (;;)
+    {
+      g_printerr ("(twb) ");
+      if (fgets (line, sizeof line, in) == NULL)
+        {
+          g_printerr ("\n");
+          return FALSE;
+        }
+      g_strstrip (line);
+      char *arg = strchr (line, ' ');
+      if (arg)
+        *arg++ = '\0', arg = g_strstrip (arg);
+      const char *cmd = line;
+      g_autoptr (GError) error = NULL;
+      gboolean ok = TRUE, resume = FALSE;
+      if (*cmd == '\0')
+        continue;
+      if (strcmp (cmd, "c") == 0 || strcmp (cmd, "continue") == 0)
+        ok = resume = tw_session_run (s, &error);
+      else if (strcmp (cmd, "s") == 0 || strcmp (cmd, "step") == 0)
+        ok = resume = tw_session_step_op (s, &error);
+      else if (strcmp (cmd, "n") == 0 || strcmp (cmd, "next") == 0)
+        ok = resume = tw_session_step_layer (s, &error);
+      else if (strcmp (cmd, "i") == 0 || strcmp (cmd, "iter") == 0)
+        ok = resume = tw_session_step_iteration (s, &error);
+      else if ((strcmp (cmd, "p") == 0 || strcmp (cmd, "print") == 0) && arg && *arg)
+        {
+          if ((ok = tw_session_request (s, arg, &error)))
+            print_request (s);
+        }
+      else if ((strcmp (cmd, "b") == 0 || strcmp (cmd, "break") == 0) && arg && *arg)
+        ok = tw_session_add_breakpoint (s, arg, &error);
+      else if (strcmp (cmd, "d") == 0 || strcmp (cmd, "delete") == 0)
+        tw_session_clear_breakpoints (s);
+      else if (strcmp (cmd, "lr") == 0 && arg && *arg)
+        ok = tw_session_set_lr (s, g_ascii_strtod (arg, NULL), &error);
+      else if (strcmp (cmd, "q") == 0 || strcmp (cmd, "quit") == 0)
+        return FALSE;
+      else if (strcmp (cmd, "h") == 0 || strcmp (cmd, "help") == 0)
+        g_printerr ("%s", help);
+      else
+        g_printerr ("  unknown command '%s' (h lists them)\n", cmd);
+      if (!ok)
+        g_printerr ("  %s\n", error->message);
+      if (resume)
+        return TRUE;
+    }
 }

@@ -263,13 +263,16 @@ twb_cmd_train (int argc, char **argv)
   gint64 epochs = -1, max_steps = 0, seed = -1;
   int batch = -1, threads = 1;
   double lr = -1, val_split = -1;
-  gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE;
+  gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
   GOptionEntry entries[] = {
     { "data", 'd', 0, G_OPTION_ARG_STRING, &data,
       "Dataset: fashion-mnist, fashion-mnist-subset, spirals, circles, xor, blobs, a folder of IDX "
       "files, FILE.csv or FILE.npy (default: the model's recipe)", "DATA" },
     { "epochs", 'e', 0, G_OPTION_ARG_INT64, &epochs, "Epochs (default: recipe)", "N" },
     { "max-steps", 0, 0, G_OPTION_ARG_INT64, &max_steps, "Stop after N steps", "N" },
+    { "debug", 0, 0, G_OPTION_ARG_NONE, &debug,
+      "At each break (and before the first step, without --break-on) read debugger commands "
+      "from standard input: c, s, n, i, p NAME, b WHEN, d, lr X, q (h lists them)", NULL },
     { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default: recipe)", "N" },
     { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "Learning rate (default: recipe)", "X" },
     { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd, adam or adamw", "NAME" },
@@ -395,6 +398,8 @@ twb_cmd_train (int argc, char **argv)
           status = 2;
           goto out;
         }
+    if (debug && (breaks == NULL || breaks[0] == NULL))
+      tw_session_add_breakpoint (s, "step=1", NULL);
     if (resume)
       {
         if (!tw_session_load_checkpoint (s, resume, &error))
@@ -451,6 +456,8 @@ twb_cmd_train (int argc, char **argv)
               if (pr.tty && !pr.quiet)
                 g_printerr ("\n");
               twb_print_break (sn);
+              if (debug && twb_debug_prompt (s, stdin))
+                break;
               status = 2;
               if (dump && !twb_dump_break (sn, dump, argv[1], &error))
                 {

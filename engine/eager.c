@@ -693,14 +693,20 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
             }
         }
 
-      /* Adding into the inputs' gradients is part of this node's backward
-       * (its time counts in the event); gin_t stay valid until the emitter goes. */
+      /* Adding into the inputs' and the parameters' gradients is part of this
+       * node's backward (its time counts in the event, and a client paused at
+       * its end sees the parameters' gradients with it); gin_t stay valid
+       * until the emitter goes. */
       for (int k = 0; k < n_in; k++)
         if (gin_t[k])
           {
             tw_port p = n->in_ports[k];
             accumulate (ex, &ex->state[p.node].grad[p.output], gin_t[k]);
           }
+      for (int k = 0; k < n->n_params; k++)
+        if (gin_t[n_in + k])
+          accumulate_param (s->params[k], gin_t[n_in + k],
+                            set && g_hash_table_add (touched, s->params[k]));
       gboolean go_on = TRUE;
       if (listen)
         {
@@ -710,10 +716,6 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
           ev.n_outputs = n_all;
           go_on = publish (ex, &ev, error);
         }
-      for (int k = 0; k < n->n_params; k++)
-        if (gin_t[n_in + k])
-          accumulate_param (s->params[k], gin_t[n_in + k],
-                            set && g_hash_table_add (touched, s->params[k]));
       tw_eager_emit_free (e);
 
       /* This node's output gradients are consumed. */

@@ -28,7 +28,8 @@
  *   outputs (end only): its outputs.
  * - TW_EV_BACKWARD: backward work for graph nodes.  Eager: the whole
  *   backward rule of one node (its kernels nest inside as TW_EV_KERNEL) and
- *   the adding of its results into its inputs' gradients; inputs are the
+ *   the adding of its results into its inputs' and parameters' gradients
+ *   (tw_param.grad includes this node's share at its end); inputs are the
  *   gradients of the node's outputs (entries may be NULL), outputs (end
  *   only) the gradients of its inputs then of its parameters (NULL where not
  *   needed).

@@ -298,7 +298,8 @@ event_tensors (tw_session *s, const tw_event *ev)
           if (p == NULL)
             continue;
           ses_add_tensor (a, name, "parameter", p->value);
-          if (ev->ident->phase != TW_PHASE_FORWARD && p->grad
+          /* A backward event's outputs hold the gradients already. */
+          if (ev->ident->phase == TW_PHASE_UPDATE && p->grad
               && tw_trainer_get_mode (s->trainer) == TW_MODE_EAGER)
             {
               g_autofree char *gname = g_strconcat ("grad:", name, NULL);

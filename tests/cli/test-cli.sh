@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..27"
+echo "1..29"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -128,6 +128,13 @@ out=$("$twb" train "$tmp/planted-bwd.json" --break-on nan --break-on inf --max-s
 check "--break-on nan/inf: a value first non-finite in backward stops at that backward op" '[ $st = 2 ] && grep -qE "(NaN|Inf) first produced by node sq \([a-z_]+ kernel, backward\)" <<<"$out" && grep -q "› backward › sq" <<<"$out"' "$out"
 out=$("$twb" train "$assets/models/spirals.json" --break-on node=fc2:backward --max-steps 3 --no-eval -q 2>&1); st=$?
 check "--break-on node=ID:backward stops there with the gradients" '[ $st = 2 ] && grep -q "breakpoint node=fc2:backward" <<<"$out" && grep -q "gradient  grad:fc2.weight" <<<"$out"' "$out"
+# The interactive debugger: commands on standard input, one op and one layer
+# at a time, tensors printed by name, then on to the end.
+out=$(printf 's\ns\np fc1.weight\nn\nb node=fc3:backward\nc\np grad:fc3.weight\nd\nc\n' |
+      "$twb" train "$assets/models/spirals.json" --debug --max-steps 3 --no-eval -q 2>&1); st=$?
+check "--debug: step, step, print, next, break, continue to the end" '[ $st = 0 ] && grep -q "at iteration 1 › forward › tanh1 (op tanh)" <<<"$out" && grep -q "break: step layer" <<<"$out" && grep -q "breakpoint node=fc3:backward" <<<"$out" && grep -qE "parameter fc1.weight +f32\[64, 2\]" <<<"$out" && grep -q "steps 3, train loss" <<<"$out"' "$out"
+out=$(printf 'p nope\nfrobnicate\nq\n' | "$twb" train "$assets/models/spirals.json" --debug --max-steps 3 --no-eval -q 2>&1); st=$?
+check "--debug: unknown names and commands are said; q stops with exit 2" '[ $st = 2 ] && grep -q "no tensor .nope." <<<"$out" && grep -q "unknown command .frobnicate." <<<"$out"' "$out"
 out=$("$twb" train "$assets/models/spirals.json" --break-on "loss>" --max-steps 3 2>&1); st=$?
 check "--break-on with a bad condition: usage error" '[ $st = 2 ] && grep -q "loss>X" <<<"$out"' "$out"
 
