@@ -230,14 +230,6 @@ tw_eager_set_bus (tw_eager *ex, tw_bus *bus)
   ex->bus = bus;
 }
 
-const tw_op_ident *
-tw_eager_ident (tw_eager *ex, int node_index, tw_phase phase)
-{
-  if (node_index < 0 || node_index >= ex->n_state || phase > TW_PHASE_BACKWARD)
-    return NULL;
-  return &ex->state[node_index].ident[phase];
-}
-
 /* Forward costs depend on the batch: recomputed when it changes, and only
  * while someone listens. */
 static void

@@ -78,8 +78,6 @@ gboolean tw_eager_backward (tw_eager *ex, GError **error);
  * backward's gradient (zero where the loss does not reach it): no separate
  * zeroing pass, and weight gradients are taken over instead of copied. */
 gboolean tw_eager_backward_set (tw_eager *ex, GError **error);
-/* Graph-level identities of node index i (forward and backward events). */
-const tw_op_ident *tw_eager_ident (tw_eager *ex, int node_index, tw_phase phase);
 /* Drop the tape and all activations. */
 void tw_eager_release (tw_eager *ex);
 

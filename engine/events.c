@@ -124,12 +124,6 @@ tw_bus_set_mask (tw_bus *bus, guint id, guint mask)
   update_mask (bus);
 }
 
-guint
-tw_bus_mask (const tw_bus *bus)
-{
-  return bus ? bus->mask : 0;
-}
-
 gboolean
 tw_bus_publish (tw_bus *bus, const tw_event *ev)
 {

@@ -151,7 +151,6 @@ void tw_bus_subscribe_id (tw_bus *bus, guint id, guint mask, tw_event_fn fn, gpo
 /* Change what a client wants; unlike (un)subscribing this is safe from
  * inside a callback of the same bus. */
 void tw_bus_set_mask (tw_bus *bus, guint id, guint mask);
-guint tw_bus_mask (const tw_bus *bus);
 
 /* Nanoseconds on CLOCK_MONOTONIC. */
 gint64 tw_now_ns (void);

@@ -493,12 +493,20 @@ tw_session_watch (tw_session *s, const char *node_id, GError **error)
   return send_change (s, c, "watch a node", error);
 }
 
+/* No worker runs now (not started, or done): the caller may touch the
+ * trainer and the bus itself.  Call with the lock held. */
+static gboolean
+no_worker_locked (tw_session *s)
+{
+  return (s->state == TW_SESSION_IDLE && !s->started) || ses_terminal (s->state);
+}
+
 gboolean
 tw_session_request (tw_session *s, const char *name, GError **error)
 {
   g_mutex_lock (&s->lock);
   tw_session_state st = s->state;
-  gboolean started = s->started;
+  gboolean direct = no_worker_locked (s);
   if (st == TW_SESSION_PAUSED)
     {
       command *c = ses_cmd_new (CMD_REQUEST);
@@ -506,21 +514,9 @@ tw_session_request (tw_session *s, const char *name, GError **error)
       ses_send (s, c);
     }
   g_mutex_unlock (&s->lock);
-  if (st == TW_SESSION_PAUSED)
-    return TRUE;
-  if (st == TW_SESSION_IDLE && !started)
-    {
-      /* No worker yet: nothing else touches the trainer. */
-      ses_request_tensor (s, name);
-      return TRUE;
-    }
-  if (ses_terminal (st))
-    {
-      /* The worker is gone: its trainer is the caller's to read. */
-      ses_request_tensor (s, name);
-      return TRUE;
-    }
-  return ses_refuse (error, "copy a tensor (pause first)", st);
+  if (direct)
+    ses_request_tensor (s, name);
+  return st == TW_SESSION_PAUSED || direct || ses_refuse (error, "copy a tensor (pause first)", st);
 }
 
 guint
@@ -530,7 +526,7 @@ tw_session_subscribe (tw_session *s, guint mask, tw_event_fn fn, gpointer user_d
   g_return_val_if_fail (fn != NULL, 0);
   guint id = tw_bus_reserve_id (s->bus);
   g_mutex_lock (&s->lock);
-  gboolean direct = (s->state == TW_SESSION_IDLE && !s->started) || ses_terminal (s->state);
+  gboolean direct = no_worker_locked (s);
   if (!direct)
     {
       /* The worker subscribes it between two events it publishes. */
@@ -552,7 +548,7 @@ void
 tw_session_unsubscribe (tw_session *s, guint id)
 {
   g_mutex_lock (&s->lock);
-  gboolean direct = (s->state == TW_SESSION_IDLE && !s->started) || ses_terminal (s->state);
+  gboolean direct = no_worker_locked (s);
   if (!direct)
     {
       command *c = ses_cmd_new (CMD_UNSUBSCRIBE);

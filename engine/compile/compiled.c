@@ -24,16 +24,11 @@ typedef struct
   GStrv *nodes;            /* [n_instrs] NULL-terminated ids, owned */
   GStrv *names;            /* [2 * n_instrs] input / output slot names, owned */
   int **node_index;        /* [n_instrs] */
-  const tw_device *device;
+  const tw_device *device; /* the arena's */
   tw_forward_fn *fwd;      /* [n_instrs] the kernel of a registered op, or NULL */
   tw_kernel_fn *fused;     /* [n_instrs] the kernel of a fused op, or NULL */
 } runnable;
 
-static const tw_device *
-c_device (const runnable *r)
-{
-  return r->device;
-}
 
 struct tw_compiled
 {
@@ -81,7 +76,7 @@ runnable_free (gpointer data)
   g_free (r->fwd);
   g_free (r->fused);
   g_ptr_array_unref (r->ready_last);
-  tw_device_free (c_device (r), r->arena, MAX (r->prog->arena_bytes, 64));
+  tw_device_free (r->device, r->arena, MAX (r->prog->arena_bytes, 64));
   tw_program_free (r->prog);
   g_free (r);
 }
@@ -134,8 +129,8 @@ build_identities (tw_compiled *c, runnable *r)
       id->node_index = r->node_index[i];
       id->n_nodes = nn;
       id->phase = ins->phase;
-      id->fused = ins->kernel != NULL && ins->param == NULL ? TRUE
-                  : ins->param != NULL && ins->n_in > 2;   /* gradient + update */
+      /* What the report calls fused: several ops in one kernel. */
+      id->fused = g_str_has_prefix (ins->label, "fused ");
       id->flops = ins->cost.flops;
       id->bytes = ins->cost.bytes_read + ins->cost.bytes_written;
       id->device = tw_device_cpu ();

@@ -225,6 +225,56 @@ plan_red_offset (const red_plan *p, int64_t k)
     return nan ? (T) NAN : m[0];                                                            \
   }                                                                                         \
                                                                                             \
+  /* Row r of a reduction: y[r, :] from its part of x; acc: [inner] doubles. */             \
+  static void reduce_row_##T (const red_plan *p, const T *x, T *y, gboolean is_max, double mul,\
+                              double *acc, int64_t r)                                       \
+  {                                                                                         \
+    const T *xr = x + plan_row_offset (p, r);                                               \
+    T *restrict yr = y + r * p->inner;                                                      \
+    if (p->inner > 1 && !is_max)                                                            \
+      {                                                                                     \
+        for (int64_t j = 0; j < p->inner; j++)                                              \
+          acc[j] = 0;                                                                       \
+        for (int64_t k = 0; k < p->rcount * p->span; k++)                                   \
+          {                                                                                 \
+            /* span == 1 here: a trailing group is kept, not reduced */                     \
+            const T *restrict xk = xr + plan_red_offset (p, k);                             \
+            _Pragma ("omp simd")                                                            \
+            for (int64_t j = 0; j < p->inner; j++)                                          \
+              acc[j] += (double) xk[j];                                                     \
+          }                                                                                 \
+        for (int64_t j = 0; j < p->inner; j++)                                              \
+          yr[j] = (T) (acc[j] * mul);                                                       \
+      }                                                                                     \
+    else if (p->inner > 1)                                                                  \
+      {                                                                                     \
+        memcpy (yr, xr + plan_red_offset (p, 0), p->inner * sizeof (T));                    \
+        for (int64_t k = 1; k < p->rcount; k++)                                             \
+          {                                                                                 \
+            const T *restrict xk = xr + plan_red_offset (p, k);                             \
+            for (int64_t j = 0; j < p->inner; j++)                                          \
+              yr[j] = (xk[j] > yr[j] || isnan (xk[j])) ? xk[j] : yr[j];                     \
+          }                                                                                 \
+      }                                                                                     \
+    else if (!is_max)                                                                       \
+      {                                                                                     \
+        double s = 0;                                                                       \
+        for (int64_t k = 0; k < p->rcount; k++)                                             \
+          s += span_sum_##T (xr + plan_red_offset (p, k), p->span, 1);                      \
+        yr[0] = (T) (s * mul);                                                              \
+      }                                                                                     \
+    else                                                                                    \
+      {                                                                                     \
+        T m = span_max_##T (xr + plan_red_offset (p, 0), p->span);                          \
+        for (int64_t k = 1; k < p->rcount; k++)                                             \
+          {                                                                                 \
+            T v = span_max_##T (xr + plan_red_offset (p, k), p->span);                      \
+            m = (v > m || isnan (v)) ? v : m;                                               \
+          }                                                                                 \
+        yr[0] = m;                                                                          \
+      }                                                                                     \
+  }                                                                                         \
+                                                                                            \
   /* x: the plan's input; y: [rows, inner] = the output, contiguous.                        \
    * is_max: max instead of sum; sum results are multiplied by mul. */                      \
   static void reduce_##T (const red_plan *p, const T *x, T *y, gboolean is_max, double mul, \
@@ -236,116 +286,37 @@ plan_red_offset (const red_plan *p, int64_t k)
         y[0] = (T) (span_sum_##T (x, p->span, nt) * mul);                                   \
         return;                                                                             \
       }                                                                                     \
-    /* Per-thread accumulators, taken before the team starts (kernels never allocate). */ \
-    gboolean par = nt > 1 && total > RED_PAR_MIN && p->rows > 1;                                    \
-    double *acc_all = p->inner > 1 ? tw_scratch (NULL, (size_t) (par ? nt : 1) * p->inner * sizeof (double)) : NULL; \
-    if (par)                                                                                \
-      {                                                                                     \
-        _Pragma ("omp parallel num_threads (nt)")                                           \
-    {                                                                                       \
-      double *acc = acc_all ? acc_all + (size_t) omp_get_thread_num () * p->inner : NULL;   \
-      _Pragma ("omp for schedule (static)")                                                 \
-      for (int64_t r = 0; r < p->rows; r++)                                                 \
+    /* Per-thread accumulators, taken before the team starts (kernels never allocate). */   \
+    gboolean par = total > RED_PAR_MIN && p->rows > 1;                                      \
+    int team = par && nt > 1 ? nt : 1;                                                      \
+    double *acc_all = p->inner > 1 ? tw_scratch (NULL, (size_t) team * p->inner * sizeof (double))\
+                                   : NULL;                                                  \
+    TW_PARALLEL_FOR (par, nt, r, p->rows, {                                                 \
+        double *acc = acc_all ? acc_all + (size_t) omp_get_thread_num () * p->inner : NULL; \
+        reduce_row_##T (p, x, y, is_max, mul, acc, r);                                      \
+      });                                                                                   \
+  }                                                                                         \
+                                                                                            \
+  /* Row r of max_grad; done: [inner] flags. */                                             \
+  static void max_grad_row_##T (const red_plan *p, const T *x, const T *y, const T *dy, T *dx,\
+                                guint8 *done, int64_t r)                                    \
+  {                                                                                         \
+    int64_t base = plan_row_offset (p, r);                                                  \
+    const T *yr = y + r * p->inner, *dyr = dy + r * p->inner;                               \
+    int64_t left = p->inner;                                                                \
+    memset (done, 0, p->inner);                                                             \
+    for (int64_t k = 0; k < p->rcount && left > 0; k++)                                     \
+      for (int64_t s = 0; s < p->span && left > 0; s++)                                     \
         {                                                                                   \
-          const T *xr = x + plan_row_offset (p, r);                                         \
-          T *restrict yr = y + r * p->inner;                                                \
-          if (p->inner > 1 && !is_max)                                                      \
-            {                                                                               \
-              for (int64_t j = 0; j < p->inner; j++)                                        \
-                acc[j] = 0;                                                                 \
-              for (int64_t k = 0; k < p->rcount * p->span; k++)                             \
-                {                                                                           \
-                  /* span == 1 here: a trailing group is kept, not reduced */               \
-                  const T *restrict xk = xr + plan_red_offset (p, k);                       \
-                  _Pragma ("omp simd")                                                      \
-                  for (int64_t j = 0; j < p->inner; j++)                                    \
-                    acc[j] += (double) xk[j];                                               \
-                }                                                                           \
-              for (int64_t j = 0; j < p->inner; j++)                                        \
-                yr[j] = (T) (acc[j] * mul);                                                 \
-            }                                                                               \
-          else if (p->inner > 1)                                                            \
-            {                                                                               \
-              memcpy (yr, xr + plan_red_offset (p, 0), p->inner * sizeof (T));              \
-              for (int64_t k = 1; k < p->rcount; k++)                                       \
-                {                                                                           \
-                  const T *restrict xk = xr + plan_red_offset (p, k);                       \
-                  for (int64_t j = 0; j < p->inner; j++)                                    \
-                    yr[j] = (xk[j] > yr[j] || isnan (xk[j])) ? xk[j] : yr[j];               \
-                }                                                                           \
-            }                                                                               \
-          else if (!is_max)                                                                 \
-            {                                                                               \
-              double s = 0;                                                                 \
-              for (int64_t k = 0; k < p->rcount; k++)                                       \
-                s += span_sum_##T (xr + plan_red_offset (p, k), p->span, 1);                \
-              yr[0] = (T) (s * mul);                                                        \
-            }                                                                               \
-          else                                                                              \
-            {                                                                               \
-              T m = span_max_##T (xr + plan_red_offset (p, 0), p->span);                    \
-              for (int64_t k = 1; k < p->rcount; k++)                                       \
-                {                                                                           \
-                  T v = span_max_##T (xr + plan_red_offset (p, k), p->span);                \
-                  m = (v > m || isnan (v)) ? v : m;                                         \
-                }                                                                           \
-              yr[0] = m;                                                                    \
-            }                                                                               \
+          int64_t o = base + plan_red_offset (p, k) + s;                                    \
+          for (int64_t j = 0; j < p->inner; j++)                                            \
+            if (!done[j] && (x[o + j] == yr[j] || (isnan (x[o + j]) && isnan (yr[j]))))     \
+              {                                                                             \
+                dx[o + j] = dyr[j];                                                         \
+                done[j] = 1;                                                                \
+                left--;                                                                     \
+              }                                                                             \
         }                                                                                   \
-    }                                                                                       \
-      }                                                                                     \
-    else  /* the same block on this thread alone: no OpenMP region */                       \
-    {                                                                                       \
-      double *acc = acc_all ? acc_all + (size_t) omp_get_thread_num () * p->inner : NULL;   \
-      _Pragma ("omp for schedule (static)")                                                 \
-      for (int64_t r = 0; r < p->rows; r++)                                                 \
-        {                                                                                   \
-          const T *xr = x + plan_row_offset (p, r);                                         \
-          T *restrict yr = y + r * p->inner;                                                \
-          if (p->inner > 1 && !is_max)                                                      \
-            {                                                                               \
-              for (int64_t j = 0; j < p->inner; j++)                                        \
-                acc[j] = 0;                                                                 \
-              for (int64_t k = 0; k < p->rcount * p->span; k++)                             \
-                {                                                                           \
-                  /* span == 1 here: a trailing group is kept, not reduced */               \
-                  const T *restrict xk = xr + plan_red_offset (p, k);                       \
-                  _Pragma ("omp simd")                                                      \
-                  for (int64_t j = 0; j < p->inner; j++)                                    \
-                    acc[j] += (double) xk[j];                                               \
-                }                                                                           \
-              for (int64_t j = 0; j < p->inner; j++)                                        \
-                yr[j] = (T) (acc[j] * mul);                                                 \
-            }                                                                               \
-          else if (p->inner > 1)                                                            \
-            {                                                                               \
-              memcpy (yr, xr + plan_red_offset (p, 0), p->inner * sizeof (T));              \
-              for (int64_t k = 1; k < p->rcount; k++)                                       \
-                {                                                                           \
-                  const T *restrict xk = xr + plan_red_offset (p, k);                       \
-                  for (int64_t j = 0; j < p->inner; j++)                                    \
-                    yr[j] = (xk[j] > yr[j] || isnan (xk[j])) ? xk[j] : yr[j];               \
-                }                                                                           \
-            }                                                                               \
-          else if (!is_max)                                                                 \
-            {                                                                               \
-              double s = 0;                                                                 \
-              for (int64_t k = 0; k < p->rcount; k++)                                       \
-                s += span_sum_##T (xr + plan_red_offset (p, k), p->span, 1);                \
-              yr[0] = (T) (s * mul);                                                        \
-            }                                                                               \
-          else                                                                              \
-            {                                                                               \
-              T m = span_max_##T (xr + plan_red_offset (p, 0), p->span);                    \
-              for (int64_t k = 1; k < p->rcount; k++)                                       \
-                {                                                                           \
-                  T v = span_max_##T (xr + plan_red_offset (p, k), p->span);                \
-                  m = (v > m || isnan (v)) ? v : m;                                         \
-                }                                                                           \
-              yr[0] = m;                                                                    \
-            }                                                                               \
-        }                                                                                   \
-    }                                                                                       \
   }                                                                                         \
                                                                                             \
   /* dx (shaped like x) = 0 except dy at the first position (row-major over                 \
@@ -355,61 +326,13 @@ plan_red_offset (const red_plan *p, int64_t k)
   {                                                                                         \
     int64_t total = p->rows * p->inner * p->rcount * p->span;                               \
     memset (dx, 0, total * sizeof (T));                                                     \
-    gboolean par = nt > 1 && total > RED_PAR_MIN && p->rows > 1;                                    \
-    guint8 *done_all = tw_scratch (NULL, (size_t) (par ? nt : 1) * MAX (p->inner, 1));     \
-    if (par)                                                                                \
-      {                                                                                     \
-        _Pragma ("omp parallel num_threads (nt)")                                           \
-    {                                                                                       \
-      guint8 *done = done_all + (size_t) omp_get_thread_num () * MAX (p->inner, 1);         \
-      _Pragma ("omp for schedule (static)")                                                 \
-      for (int64_t r = 0; r < p->rows; r++)                                                 \
-        {                                                                                   \
-          int64_t base = plan_row_offset (p, r);                                            \
-          const T *yr = y + r * p->inner, *dyr = dy + r * p->inner;                         \
-          int64_t left = p->inner;                                                          \
-          memset (done, 0, p->inner);                                                       \
-          for (int64_t k = 0; k < p->rcount && left > 0; k++)                               \
-            for (int64_t s = 0; s < p->span && left > 0; s++)                               \
-              {                                                                             \
-                int64_t o = base + plan_red_offset (p, k) + s;                              \
-                for (int64_t j = 0; j < p->inner; j++)                                      \
-                  if (!done[j]                                                              \
-                      && (x[o + j] == yr[j] || (isnan (x[o + j]) && isnan (yr[j]))))        \
-                    {                                                                       \
-                      dx[o + j] = dyr[j];                                                   \
-                      done[j] = 1;                                                          \
-                      left--;                                                               \
-                    }                                                                       \
-              }                                                                             \
-        }                                                                                   \
-    }                                                                                       \
-      }                                                                                     \
-    else  /* the same block on this thread alone: no OpenMP region */                       \
-    {                                                                                       \
-      guint8 *done = done_all + (size_t) omp_get_thread_num () * MAX (p->inner, 1);         \
-      _Pragma ("omp for schedule (static)")                                                 \
-      for (int64_t r = 0; r < p->rows; r++)                                                 \
-        {                                                                                   \
-          int64_t base = plan_row_offset (p, r);                                            \
-          const T *yr = y + r * p->inner, *dyr = dy + r * p->inner;                         \
-          int64_t left = p->inner;                                                          \
-          memset (done, 0, p->inner);                                                       \
-          for (int64_t k = 0; k < p->rcount && left > 0; k++)                               \
-            for (int64_t s = 0; s < p->span && left > 0; s++)                               \
-              {                                                                             \
-                int64_t o = base + plan_red_offset (p, k) + s;                              \
-                for (int64_t j = 0; j < p->inner; j++)                                      \
-                  if (!done[j]                                                              \
-                      && (x[o + j] == yr[j] || (isnan (x[o + j]) && isnan (yr[j]))))        \
-                    {                                                                       \
-                      dx[o + j] = dyr[j];                                                   \
-                      done[j] = 1;                                                          \
-                      left--;                                                               \
-                    }                                                                       \
-              }                                                                             \
-        }                                                                                   \
-    }                                                                                       \
+    gboolean par = total > RED_PAR_MIN && p->rows > 1;                                      \
+    int team = par && nt > 1 ? nt : 1;                                                      \
+    int64_t width = MAX (p->inner, 1);                                                      \
+    guint8 *done_all = tw_scratch (NULL, (size_t) team * width);                            \
+    TW_PARALLEL_FOR (par, nt, r, p->rows, {                                                 \
+        max_grad_row_##T (p, x, y, dy, dx, done_all + (size_t) omp_get_thread_num () * width, r);\
+      });                                                                                   \
   }
 
 RED_KERNELS (float)
