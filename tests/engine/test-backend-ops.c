@@ -7,8 +7,8 @@
  *  1. the schema is complete: a CPU kernel, a cost callback and a backward
  *     rule, unless allow_list[] below exempts the op, with the reason; an op
  *     without a case generator in tw_boc_cases[] (backend-ops-cases.c)
- *     fails ("add one"), so a new op
- *     comes with its cases, its backward and its cost;
+ *     fails ("add one"), so a new op comes with its cases, its backward
+ *     and its cost;
  *  2. the op's generator gives a few cases with fixed seeds: batch 1, odd
  *     sizes (7, 13), broadcasting, the op's attributes, inputs valid for the
  *     op (indices in range, positive inputs for log and sqrt, no ties for
