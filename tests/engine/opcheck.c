@@ -259,3 +259,11 @@ twt_assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *in, i
   if (needle2)
     g_assert_nonnull (strstr (error->message, needle2));
 }
+
+tw_attrs *
+twt_attrs_int (const char *name, int64_t v)
+{
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, name, v);
+  return a;
+}

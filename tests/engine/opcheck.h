@@ -33,6 +33,9 @@ double twt_grad_check (const char *op, const tw_attrs *attrs, tw_tensor *const *
 
 double twt_max_error (const tw_tensor *a, const tw_tensor *b);
 
+/* A new attribute bag holding one int (caller frees). */
+tw_attrs *twt_attrs_int (const char *name, int64_t v);
+
 /* Shape inference of op on input types, defaults filled in from the schema;
  * FALSE with error when the attributes or the inputs do not fit. */
 gboolean twt_infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int n_in,

@@ -13,6 +13,7 @@
  * skipped. */
 #define _GNU_SOURCE
 #include "engine/data.h"
+#include "opcheck.h"
 #include "engine/device.h"
 #include "engine/rng.h"
 #include "engine/train.h"
@@ -128,14 +129,6 @@ find_libgomp (struct dl_phdr_info *info, size_t size, void *data)
 }
 #endif
 
-static tw_attrs *
-attrs_ints (const char *name, int64_t v)
-{
-  tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_int (a, name, v);
-  return a;
-}
-
 /* Convolutions (grouped too), batch norm, both poolings, layer norm, gelu,
  * dropout: every kernel that needs scratch. */
 static tw_model *
@@ -143,7 +136,7 @@ make_model (void)
 {
   tw_model *m = tw_model_new ("alloc-test");
   tw_graph *g = m->graph;
-  tw_attrs *c1 = attrs_ints ("out_channels", 8), *c2 = attrs_ints ("out_channels", 8);
+  tw_attrs *c1 = twt_attrs_int ("out_channels", 8), *c2 = twt_attrs_int ("out_channels", 8);
   tw_attrs_set_ints (c1, "kernel_size", 1, (int64_t[]) { 3 });
   tw_attrs_set_ints (c1, "padding", 1, (int64_t[]) { 1 });
   tw_attrs_set_ints (c2, "kernel_size", 1, (int64_t[]) { 3 });
@@ -151,7 +144,7 @@ make_model (void)
   tw_attrs_set_int (c2, "groups", 2);
   tw_attrs *pool = tw_attrs_new ();
   tw_attrs_set_ints (pool, "kernel_size", 1, (int64_t[]) { 2 });
-  tw_attrs *h = attrs_ints ("out_features", 32), *o = attrs_ints ("out_features", 4);
+  tw_attrs *h = twt_attrs_int ("out_features", 32), *o = twt_attrs_int ("out_features", 4);
   tw_attrs *drop = tw_attrs_new ();
   tw_attrs_set_float (drop, "p", 0.1);
   tw_graph_add_input (g, "x", TW_F32, 3, (int64_t[]) { 3, 12, 12 }, "data");

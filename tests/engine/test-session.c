@@ -7,6 +7,7 @@
  * steps or applies changes at a boundary must compute exactly what the same
  * trainer calls compute without it. */
 #include "engine/data.h"
+#include "opcheck.h"
 #include "engine/device.h"
 #include "engine/rng.h"
 #include "engine/session.h"
@@ -17,14 +18,6 @@
 /* A snapshot that does not come in this long means a hang. */
 #define POP_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
-static tw_attrs *
-attrs_int (const char *name, int64_t v)
-{
-  tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_int (a, name, v);
-  return a;
-}
-
 /* 2 -> 16 -> relu -> 16 -> tanh -> 2, cross-entropy; spirals, batch 32, SGD
  * with momentum (so optimizer state matters). */
 static tw_model *
@@ -32,8 +25,8 @@ make_model (gboolean fc2_bias)
 {
   tw_model *m = tw_model_new ("session-test");
   tw_graph *g = m->graph;
-  tw_attrs *h = attrs_int ("out_features", 16), *o = attrs_int ("out_features", 2);
-  tw_attrs *h2 = attrs_int ("out_features", 16);
+  tw_attrs *h = twt_attrs_int ("out_features", 16), *o = twt_attrs_int ("out_features", 2);
+  tw_attrs *h2 = twt_attrs_int ("out_features", 16);
   tw_attrs_set_bool (h2, "bias", fc2_bias);
   tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 2 }, "data");
   tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
@@ -1017,7 +1010,7 @@ check_bus (tw_exec_mode mode)
   g_autoptr (tw_model) m = tw_model_new ("bus-test");
   {
     tw_graph *g = m->graph;
-    tw_attrs *h = attrs_int ("out_features", 512), *o = attrs_int ("out_features", 10);
+    tw_attrs *h = twt_attrs_int ("out_features", 512), *o = twt_attrs_int ("out_features", 10);
     tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 256 }, "data");
     tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
     tw_graph_add (g, "fc1", "linear", h, "x", NULL);
