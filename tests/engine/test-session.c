@@ -643,6 +643,9 @@ static void
 test_bad_commands (void)
 {
   g_autoptr (tw_model) m = make_model (TRUE);
+  /* Long enough (thousands of steps) that it is still running when the
+   * commands below arrive; it is stopped long before the end. */
+  m->recipe.epochs = 100000;
   g_autoptr (tw_session) s = new_session (m, TW_MODE_EAGER, 0, 1);
   g_autoptr (GError) error = NULL;
   g_assert_false (tw_session_pause (s, &error));
