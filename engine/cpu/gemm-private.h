@@ -35,6 +35,14 @@ void tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t 
  * and the CPU runs it. */
 gboolean tw_gemm_avx512_supported (void);
 
+/* The AVX2 + FMA kernel (gemm_avx2.c), for x86-64 CPUs without AVX-512:
+ * the same packed, blocked structure with an MR × NR = 6 × 16 tile (12 ymm
+ * accumulators).  Same contract as tw_gemm_avx512_run. */
+#define TW_GEMM_AVX2_MR 6
+#define TW_GEMM_AVX2_NR 16
+void tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+gboolean tw_gemm_avx2_supported (void);
+
 /* The activation on an m × n block in place (rows ldc apart), and GELU on
  * one value: plain C, shared by the kernel's GELU epilogue and the
  * fallback. */
