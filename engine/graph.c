@@ -14,6 +14,7 @@ struct tw_graph
   GHashTable *index;       /* id → GINT index+1; rebuilt lazily */
   gboolean index_dirty;
   char **outputs;          /* NULL-terminated references */
+  char *loss;              /* id of the loss node to train, or NULL: the first loss */
   GArray *diags;           /* tw_diag */
 };
 
@@ -69,6 +70,7 @@ tw_graph_free (tw_graph *g)
   g_ptr_array_unref (g->nodes);
   g_hash_table_unref (g->index);
   g_strfreev (g->outputs);
+  g_free (g->loss);
   g_array_unref (g->diags);
   g_free (g);
 }
@@ -89,6 +91,7 @@ tw_graph_copy (const tw_graph *g)
       m->y = n->y;
     }
   tw_graph_set_outputs (c, (const char *const *) g->outputs);
+  c->loss = g_strdup (g->loss);
   return c;
 }
 
@@ -260,6 +263,11 @@ tw_graph_rename_node (tw_graph *g, const char *old_id, const char *new_id, GErro
           g_free (m->share);
           m->share = g_strdup (new_id);
         }
+    }
+  if (g_strcmp0 (g->loss, old) == 0)
+    {
+      g_free (g->loss);
+      g->loss = g_strdup (new_id);
     }
   for (char **o = g->outputs; *o; o++)
     {
@@ -684,9 +692,28 @@ tw_graph_find_source (const tw_graph *g, const char *role)
   return NULL;
 }
 
+void
+tw_graph_set_loss (tw_graph *g, const char *id)
+{
+  g_free (g->loss);
+  g->loss = g_strdup (id);
+}
+
+const char *
+tw_graph_get_loss (const tw_graph *g)
+{
+  return g->loss;
+}
+
 tw_node *
 tw_graph_find_loss (const tw_graph *g)
 {
+  if (g->loss)
+    {
+      tw_node *n = tw_graph_find (g, g->loss);
+      if (n && n->op && (n->op->flags & TW_OP_LOSS))
+        return n;
+    }
   for (guint i = 0; i < g->nodes->len; i++)
     {
       tw_node *n = g_ptr_array_index (g->nodes, i);

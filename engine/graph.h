@@ -135,7 +135,12 @@ gboolean tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
 
 /* Roles. */
 tw_node *tw_graph_find_source (const tw_graph *g, const char *role);   /* "data", "label" */
-tw_node *tw_graph_find_loss (const tw_graph *g);   /* the first TW_OP_LOSS node */
+/* The loss node training minimises: the one named by tw_graph_set_loss when
+ * it is a loss node (the model file's "training.loss", checked at load),
+ * else the first TW_OP_LOSS node.  A rename follows the named node. */
+tw_node *tw_graph_find_loss (const tw_graph *g);
+void tw_graph_set_loss (tw_graph *g, const char *id);     /* NULL: the first loss */
+const char *tw_graph_get_loss (const tw_graph *g);       /* borrowed, may be NULL */
 
 /* Totals after inference (per sample where the batch is symbolic). */
 int64_t tw_graph_param_count (const tw_graph *g);  /* shared scopes counted once */

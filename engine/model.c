@@ -724,6 +724,25 @@ load_recipe (loader *ld, tw_recipe *r, JsonNode *n)
 
 /* ---- Loading: the whole file ------------------------------------------- */
 
+/* training.loss names the node training minimises: it must be a loss node of
+ * the graph (an unknown op is left to inference to report). */
+static gboolean
+bind_loss (loader *ld, tw_model *model)
+{
+  const char *id = model->recipe.loss;
+  if (id == NULL)
+    return TRUE;
+  const tw_node *n = tw_graph_find (model->graph, id);
+  if (n == NULL)
+    return fail (ld, TW_MODEL_ERROR_FORMAT, "$.training.loss", "no node \"%s\" in the graph", id);
+  if (n->op && !(n->op->flags & TW_OP_LOSS))
+    return fail (ld, TW_MODEL_ERROR_FORMAT, "$.training.loss",
+                 "node \"%s\" is a %s, not a loss (cross_entropy, mse_loss, bce_with_logits, ...)",
+                 id, n->op->name);
+  tw_graph_set_loss (model->graph, id);
+  return TRUE;
+}
+
 static tw_model *
 load_model (loader *ld, JsonNode *root)
 {
@@ -778,6 +797,8 @@ load_model (loader *ld, JsonNode *root)
   if (m == NULL || !load_graph (ld, model->graph, m))
     return NULL;
   if ((m = member (ld, obj, "$", "training", FALSE)) && !load_recipe (ld, &model->recipe, m))
+    return NULL;
+  if (!bind_loss (ld, model))
     return NULL;
   if ((m = member (ld, obj, "$", "editor", FALSE)))
     {
@@ -1040,13 +1061,14 @@ node_to_json (const tw_node *node)
  * the ones that matter for the chosen optimizer and schedule always are, so
  * that a file says what it does and a round trip is exact. */
 static JsonObject *
-recipe_to_json (const tw_recipe *r)
+recipe_to_json (const tw_recipe *r, const tw_graph *g)
 {
   tw_recipe d;
   tw_recipe_init_defaults (&d);
 
   JsonObject *obj = json_object_new ();
-  if (r->loss)
+  /* A loss renamed away in the editor is not written: the file would not load. */
+  if (r->loss && tw_graph_find (g, r->loss))
     json_object_set_string_member (obj, "loss", r->loss);
   json_object_set_int_member (obj, "batch_size", r->batch_size);
   json_object_set_int_member (obj, "epochs", r->epochs);
@@ -1117,7 +1139,7 @@ tw_model_to_data (const tw_model *m, gsize *len)
   json_object_set_array_member (graph, "nodes", nodes);
   set_string_array (graph, "outputs", tw_graph_outputs (m->graph), -1);
   json_object_set_object_member (root, "graph", graph);
-  json_object_set_object_member (root, "training", recipe_to_json (&m->recipe));
+  json_object_set_object_member (root, "training", recipe_to_json (&m->recipe, m->graph));
   if (m->editor)
     json_object_set_member (root, "editor", json_node_copy (m->editor));
 
