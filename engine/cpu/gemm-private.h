@@ -50,4 +50,17 @@ void tw_gemm_act_block (tw_gemm_act act, float slope, float *c, int64_t ldc, int
                         int64_t n);
 float tw_gemm_gelu_tanh (float x);
 
+/* One whole call on nt threads: our kernel (split between threads along its
+ * tiles) or cblas_sgemm followed by the epilogue. */
+typedef void (*tw_gemm_runner) (const tw_gemm_args *g, int nt);
+
+/* Whether AUTO sends this call to our kernel: the remembered choice for its
+ * shape and thread count, measured now (both runners timed on scratch
+ * outputs) the first time it is seen on this machine.  gemm-choice.c. */
+gboolean tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours,
+                              tw_gemm_runner openblas);
+
+/* "avx512 14x32", "avx2 6x16", or NULL when the CPU runs neither. */
+const char *tw_gemm_kernel_name_ours (void);
+
 G_END_DECLS

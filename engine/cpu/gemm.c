@@ -1,6 +1,6 @@
-/* gemm.c — tw_gemm_f32: backend choice, threads, the OpenBLAS fallback, the
- * plain-C epilogue and the naive reference.  The AVX-512 kernel itself is in
- * gemm_avx512.c. */
+/* gemm.c — tw_gemm_f32: backend, threads, the OpenBLAS path, the plain-C
+ * epilogue and the naive reference.  Our kernels are in gemm_avx512.c and
+ * gemm_avx2.c; which of them and OpenBLAS runs a shape, in gemm-choice.c. */
 #define G_LOG_DOMAIN "twb-gemm"
 
 #include "engine/cpu/gemm-private.h"
@@ -15,17 +15,52 @@
 static gint backend_setting = -1; /* -1: not chosen yet (read TWB_GEMM) */
 static gint num_threads_setting = 0;
 
+/* Our kernels, best first: the first the CPU runs is "ours". */
+typedef struct
+{
+  const char *name;
+  int mr, nr;
+  gboolean (*supported) (void);
+  void (*run) (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+} kernel;
+
+static const kernel kernels[] = {
+  { "avx512 14x32", TW_GEMM_MR, TW_GEMM_NR, tw_gemm_avx512_supported, tw_gemm_avx512_run },
+  { "avx2 6x16", TW_GEMM_AVX2_MR, TW_GEMM_AVX2_NR, tw_gemm_avx2_supported, tw_gemm_avx2_run },
+};
+
+static const kernel *
+our_kernel (void)
+{
+  static gsize once = 0;
+  static const kernel *k;
+  if (g_once_init_enter (&once))
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (kernels) && k == NULL; i++)
+        if (kernels[i].supported ())
+          k = &kernels[i];
+      g_once_init_leave (&once, 1);
+    }
+  return k;
+}
+
 gboolean
 tw_gemm_have_avx512 (void)
 {
-  static gsize once = 0;
-  static gboolean have;
-  if (g_once_init_enter (&once))
-    {
-      have = tw_gemm_avx512_supported ();
-      g_once_init_leave (&once, 1);
-    }
-  return have;
+  return our_kernel () == &kernels[0];
+}
+
+gboolean
+tw_gemm_have_kernel (void)
+{
+  return our_kernel () != NULL;
+}
+
+const char *
+tw_gemm_kernel_name_ours (void)
+{
+  const kernel *k = our_kernel ();
+  return k ? k->name : NULL;
 }
 
 tw_gemm_backend
@@ -38,11 +73,12 @@ tw_gemm_get_backend (void)
       b = TW_GEMM_BACKEND_AUTO;
       if (env && g_ascii_strcasecmp (env, "openblas") == 0)
         b = TW_GEMM_BACKEND_OPENBLAS;
-      else if (env && g_ascii_strcasecmp (env, "avx512") == 0 && tw_gemm_have_avx512 ())
-        b = TW_GEMM_BACKEND_AVX512;
+      else if (env && (g_ascii_strcasecmp (env, "ours") == 0 || g_ascii_strcasecmp (env, "avx512") == 0)
+               && tw_gemm_have_kernel ())
+        b = TW_GEMM_BACKEND_OURS;
       else if (env && *env && g_ascii_strcasecmp (env, "auto") != 0)
-        g_warning ("TWB_GEMM=%s: not one of auto, avx512 (on a CPU with it), openblas; "
-                   "using auto", env);
+        g_warning ("TWB_GEMM=%s: not one of auto, ours (on a CPU with AVX-512 or AVX2), "
+                   "openblas; using auto", env);
       g_atomic_int_compare_and_exchange (&backend_setting, -1, b);
       b = g_atomic_int_get (&backend_setting);
     }
@@ -52,7 +88,7 @@ tw_gemm_get_backend (void)
 gboolean
 tw_gemm_set_backend (tw_gemm_backend backend)
 {
-  if (backend == TW_GEMM_BACKEND_AVX512 && !tw_gemm_have_avx512 ())
+  if (backend == TW_GEMM_BACKEND_OURS && !tw_gemm_have_kernel ())
     return FALSE;
   g_atomic_int_set (&backend_setting, backend);
   return TRUE;
@@ -61,9 +97,14 @@ tw_gemm_set_backend (tw_gemm_backend backend)
 const char *
 tw_gemm_kernel_name (void)
 {
-  if (tw_gemm_get_backend () != TW_GEMM_BACKEND_OPENBLAS && tw_gemm_have_avx512 ())
-    return "avx512 14x32";
-  return "openblas fallback";
+  const kernel *k = our_kernel ();
+  tw_gemm_backend b = tw_gemm_get_backend ();
+  if (k == NULL || b == TW_GEMM_BACKEND_OPENBLAS)
+    return "openblas fallback";
+  if (b == TW_GEMM_BACKEND_OURS)
+    return k->name;
+  return k == &kernels[0] ? "avx512 14x32 or openblas, per shape"
+                          : "avx2 6x16 or openblas, per shape";
 }
 
 void
@@ -135,38 +176,33 @@ epilogue_after (const tw_gemm_epilogue *ep, int64_t M, int64_t N, float *C, int6
 
 /* ---- dispatch -------------------------------------------------------------- */
 
-/* Whether AUTO sends this shape to the AVX-512 kernel.  A function of the
- * shape alone, never of the thread count, so that results stay the same
- * for any number of threads.  gemm-bench (all the training shapes of the MLPs
- * and LeNet-5, at 1 and 2 threads) found no class where OpenBLAS is faster
- * beyond the noise: the closest are the K = 10 products (dx of a 10-way
- * output layer, 64×128×10: 1.0-1.3x), bound by writing C either way.  So
- * every shape goes to the kernel; this is where a threshold would go. */
-static gboolean
-auto_uses_avx512 (const tw_gemm_args *g)
-{
-  return TRUE;
-}
-
 /* Work chunks per thread: a preempted thread then holds up a quarter of
  * its share at most, while each chunk re-packs the operand it shares (see
  * run_avx512), so more would cost packing. */
 #define CHUNKS_PER_THREAD 4
 
-static void
-run_avx512 (const tw_gemm_args *g)
+/* The threads a call of this size uses: each gets at least 2^21
+ * multiply-adds (~20 µs on one core at ~190 GFLOP/s): below that a second
+ * thread saved nothing measurable (64×128×256: 197 against 187 GFLOP/s),
+ * while on this shared machine a worker thread that is preempted holds the
+ * call up for a time slice.  1 inside a parallel region. */
+static int
+threads_for (const tw_gemm_args *g)
 {
+  if (omp_in_parallel ())
+    return 1;
+  double work = (double) g->M * g->N * g->K;
+  return (int) MIN ((double) tw_gemm_get_num_threads (), MAX (1.0, work / (1 << 21)));
+}
+
+static void
+run_ours (const tw_gemm_args *g, int nt)
+{
+  const kernel *kn = our_kernel ();
   int64_t M = g->M, N = g->N;
-  int nt = tw_gemm_get_num_threads ();
-  /* Each thread gets at least 2^21 multiply-adds (~20 µs on one core at
-   * ~190 GFLOP/s): below that a second thread saved nothing measurable
-   * (64×128×256: 197 against 187 GFLOP/s), while on this shared machine a
-   * worker thread that is preempted holds the call up for a time slice. */
-  double work = (double) M * N * g->K;
-  nt = (int) MIN ((double) nt, MAX (1.0, work / (1 << 21)));
-  if (nt <= 1 || omp_in_parallel ())
+  if (nt <= 1)
     {
-      tw_gemm_avx512_run (g, 0, M, 0, N);
+      kn->run (g, 0, M, 0, N);
       return;
     }
   /* Split the dimension whose split duplicates less packing: chunks that
@@ -175,15 +211,15 @@ run_avx512 (const tw_gemm_args *g)
    * per thread handed out dynamically: on a loaded machine (these 2 cores
    * are shared) a thread that is preempted for a time slice then delays
    * only its current chunk instead of the whole call. */
-  int64_t col_tiles = (N + TW_GEMM_NR - 1) / TW_GEMM_NR;
-  int64_t row_tiles = (M + TW_GEMM_MR - 1) / TW_GEMM_MR;
+  int64_t col_tiles = (N + kn->nr - 1) / kn->nr;
+  int64_t row_tiles = (M + kn->mr - 1) / kn->mr;
   gboolean split_n = (M <= N && col_tiles >= nt) || row_tiles < nt;
   /* Short K: the call is bound by writing C; whole rows per thread keep
    * each thread's writes contiguous. */
   if (g->K <= 32 && row_tiles >= (int64_t) nt * CHUNKS_PER_THREAD)
     split_n = FALSE;
   int64_t tiles = split_n ? col_tiles : row_tiles;
-  int64_t step = split_n ? TW_GEMM_NR : TW_GEMM_MR;
+  int64_t step = split_n ? kn->nr : kn->mr;
   int64_t extent = split_n ? N : M;
   nt = (int) MIN (nt, tiles);
   int64_t chunks = MIN (tiles, (int64_t) nt * CHUNKS_PER_THREAD);
@@ -198,10 +234,20 @@ run_avx512 (const tw_gemm_args *g)
       if (lo >= hi)
         continue;
       if (split_n)
-        tw_gemm_avx512_run (g, 0, M, lo, hi);
+        kn->run (g, 0, M, lo, hi);
       else
-        tw_gemm_avx512_run (g, lo, hi, 0, N);
+        kn->run (g, lo, hi, 0, N);
     }
+}
+
+static void
+run_openblas (const tw_gemm_args *g, int nt)
+{
+  cblas_sgemm (CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+               (blasint) g->M, (blasint) g->N, (blasint) g->K, g->alpha, g->A, (blasint) g->lda,
+               g->B, (blasint) g->ldb, g->beta, g->C, (blasint) g->ldc);
+  if (g->ep)
+    epilogue_after (g->ep, g->M, g->N, g->C, g->ldc);
 }
 
 void
@@ -232,20 +278,15 @@ tw_gemm_f32_ex (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_
     .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc, .ep = ep,
   };
   tw_gemm_backend backend = tw_gemm_get_backend ();
-  gboolean ours = tw_gemm_have_avx512 ()
-                  && (backend == TW_GEMM_BACKEND_AVX512
-                      || (backend == TW_GEMM_BACKEND_AUTO && auto_uses_avx512 (&g)));
+  int nt = threads_for (&g);
+  gboolean ours = tw_gemm_have_kernel ()
+                  && (backend == TW_GEMM_BACKEND_OURS
+                      || (backend == TW_GEMM_BACKEND_AUTO
+                          && tw_gemm_choice_ours (&g, nt, run_ours, run_openblas)));
   if (ours)
-    {
-      run_avx512 (&g);
-      return;
-    }
-
-  cblas_sgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-               trans_b ? CblasTrans : CblasNoTrans, (blasint) M, (blasint) N, (blasint) K, alpha,
-               A, (blasint) lda, B, (blasint) ldb, beta, C, (blasint) ldc);
-  if (ep)
-    epilogue_after (ep, M, N, C, ldc);
+    run_ours (&g, nt);
+  else
+    run_openblas (&g, nt);
 }
 
 void

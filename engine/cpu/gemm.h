@@ -1,7 +1,10 @@
 /* gemm.h — single-precision matrix product for the compiled executor.
  *
- * A packed, cache-blocked GEMM with an AVX-512 micro-kernel (picked at run
- * time: the binary runs on CPUs without AVX-512) and an OpenBLAS fallback.
+ * A packed, cache-blocked GEMM with an AVX-512 micro-kernel or, on x86-64
+ * CPUs without AVX-512, an AVX2 + FMA one (picked at run time: the binary
+ * runs on any x86-64), and OpenBLAS.  Which of our kernel and OpenBLAS runs
+ * a product is measured per shape on each machine and remembered (see
+ * tw_gemm_choices below).
  * The compiled executor calls it for linear layers (and convolution through
  * im2col); eager mode keeps calling OpenBLAS directly.
  *
@@ -63,10 +66,12 @@ typedef struct
 
 typedef enum
 {
-  TW_GEMM_BACKEND_AUTO,      /* AVX-512 kernel where the CPU has it and it is faster */
-  TW_GEMM_BACKEND_AVX512,    /* always the AVX-512 kernel (where the CPU has it) */
+  TW_GEMM_BACKEND_AUTO,      /* per shape, the faster of ours and OpenBLAS on this machine */
+  TW_GEMM_BACKEND_OURS,      /* always our kernel (where the CPU runs one) */
   TW_GEMM_BACKEND_OPENBLAS,  /* always cblas_sgemm, epilogue applied after it */
 } tw_gemm_backend;
+/* The old name of OURS, from when the AVX-512 kernel was the only one. */
+#define TW_GEMM_BACKEND_AVX512 TW_GEMM_BACKEND_OURS
 
 /* C = alpha · op(A) · op(B) + beta · C; see the top of this file. */
 void tw_gemm_f32 (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K,
@@ -86,24 +91,55 @@ void tw_gemm_f32_ref (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, 
                       float beta, float *C, int64_t ldc, const tw_gemm_epilogue *ep);
 
 /* The backend in force is, in order: the last tw_gemm_set_backend, else the
- * environment variable TWB_GEMM (auto, avx512, openblas) read at first use,
- * else AUTO.  Returns FALSE (and changes nothing) when AVX512 is asked for
- * on a CPU without it.  Process-wide; do not change it while another thread
- * is inside tw_gemm_f32. */
+ * environment variable TWB_GEMM (auto, ours, openblas; avx512 is read as
+ * ours) read at first use, else AUTO.  Returns FALSE (and changes nothing)
+ * when OURS is asked for on a CPU that runs none of our kernels.
+ * Process-wide; do not change it while another thread is inside
+ * tw_gemm_f32. */
 gboolean tw_gemm_set_backend (tw_gemm_backend backend);
 tw_gemm_backend tw_gemm_get_backend (void);
 
 /* TRUE when the CPU (and compiler) support the AVX-512 kernel. */
 gboolean tw_gemm_have_avx512 (void);
+/* TRUE when the CPU runs one of our kernels (AVX-512, else AVX2 + FMA). */
+gboolean tw_gemm_have_kernel (void);
 
-/* "avx512 14x32" or "openblas fallback": what tw_gemm_f32 uses with the
- * backend in force (AUTO could send some shape classes to OpenBLAS; none
- * at present, see auto_uses_avx512 in gemm.c).  Static string.  The tile is
- * 14 × 32, not 16 × 32: 16 rows × 2 vectors of accumulators plus the two B
- * vectors would need 34 of the 32 zmm registers. */
+/* What tw_gemm_f32 uses with the backend in force: "avx512 14x32", "avx2
+ * 6x16", "openblas fallback", or for AUTO "avx512 14x32 or openblas, per
+ * shape" (likewise for avx2).  Static string.  The AVX-512 tile is 14 × 32,
+ * not 16 × 32: 16 rows × 2 vectors of accumulators plus the two B vectors
+ * would need 34 of the 32 zmm registers. */
 const char *tw_gemm_kernel_name (void);
 
-/* Threads for the AVX-512 kernel (OpenMP); n <= 0 means omp_get_max_threads ()
+/* One remembered choice of AUTO: for this shape (op(A) [m, k], op(B) [k,
+ * n], with or without an epilogue) at this many threads, ours or OpenBLAS,
+ * with the per-call times that decided it. */
+typedef struct
+{
+  gboolean trans_a, trans_b;
+  int64_t m, n, k;
+  gboolean epilogue;
+  int threads;
+  gboolean ours;
+  double ours_us, openblas_us;
+} tw_gemm_choice;
+
+/* The choices known to this process (read from the machine's cache file or
+ * measured since), sorted by shape.  Free with g_array_unref. */
+GArray *tw_gemm_choices (void);
+/* The machine's cache file ($XDG_CACHE_HOME/twb/gemm-ID.json), or NULL when
+ * there is no cache directory.  g_free it. */
+char *tw_gemm_choice_cache_path (void);
+/* Shapes this process has timed (not read from the cache). */
+guint tw_gemm_choice_measured (void);
+/* Writes pending choices to the cache file now (otherwise at most once a
+ * second, and at exit). */
+void tw_gemm_choice_flush (void);
+/* Writes pending choices, then forgets the table: the next product reads the
+ * cache file again, as a new process would (and XDG_CACHE_HOME anew). */
+void tw_gemm_choice_forget (void);
+
+/* Threads for our kernels (OpenMP); n <= 0 means omp_get_max_threads ()
  * at call time (the default).  The OpenBLAS fallback keeps OpenBLAS's own
  * setting (openblas_set_num_threads), which eager mode owns. */
 void tw_gemm_set_num_threads (int n);

@@ -1,0 +1,487 @@
+/* gemm-choice.c — which implementation runs a product of a given shape on
+ * this machine: our kernel or OpenBLAS, measured once and remembered.
+ *
+ * Neither wins everywhere.  On the AMD EPYC the project was tuned on, the
+ * AVX-512 kernel beats OpenBLAS's Haswell kernels on every training shape;
+ * on an Intel Xeon, where OpenBLAS runs its SkylakeX kernels, it reached
+ * 0.84-0.97x on the large products and lost the batch-1 ones (call
+ * overhead).  So in AUTO mode the first call of each (trans_a, trans_b, M,
+ * N, K, epilogue or not, threads) times both on the caller's operands,
+ * writing into scratch outputs (so C is untouched and beta ≠ 0 stays
+ * correct), and keeps the faster.  OpenBLAS's time includes the epilogue
+ * pass it needs after the product: that pass is what our kernel saves.
+ *
+ * Timing: after one untimed call of each, ROUNDS alternating rounds (ours,
+ * OpenBLAS, ours, …: drift in clock speed or in the load of this shared
+ * machine hits both), each round long enough for the clock (≥ ROUND_NS, at
+ * least one call); each side's figure is its fastest round, per call.  The
+ * noise that remains is a few per cent, so OpenBLAS must win by more than
+ * MARGIN to be picked: in a tie our kernel keeps the fused epilogue and its
+ * results do not depend on OpenBLAS's thread count.
+ *
+ * The choices are kept per machine in $XDG_CACHE_HOME/twb/gemm-ID.json
+ * (~/.cache when XDG_CACHE_HOME is unset), ID a digest of what makes the
+ * timings valid: the CPU model and its online CPUs, our kernel and its
+ * revision, OpenBLAS's build and core, and OPENBLAS_CORETYPE.  Another
+ * machine (or an upgraded OpenBLAS, a changed kernel) reads another file and
+ * measures anew.  The file is rewritten whole, atomically: at most once a
+ * second while new shapes come in, and at exit.  An unreadable or foreign
+ * file is ignored (and replaced at the next write).
+ *
+ * The table is shared by all threads; a lookup takes a mutex (tens of ns,
+ * against the microseconds of the smallest product that matters). */
+#define G_LOG_DOMAIN "twb-gemm"
+
+#include "engine/cpu/gemm-private.h"
+
+#include <cblas.h>
+#include <json-glib/json-glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Bump when a kernel changes enough to move its timings: old caches then
+ * fall out of use. */
+#define KERNEL_REVISION 2
+#define FORMAT_VERSION 1
+#define ROUNDS 5
+#define ROUND_NS 200000       /* 0.2 ms of calls per round */
+#define SLOW_CALL_NS 20000000 /* one call over 20 ms: 2 rounds are enough */
+#define MARGIN 1.03
+#define SAVE_INTERVAL_US G_USEC_PER_SEC
+/* Scratch outputs above this are not allocated to measure: ours is kept. */
+#define MAX_SCRATCH_BYTES ((gint64) 512 << 20)
+
+typedef struct
+{
+  gint64 m, n, k;
+  gint32 threads;
+  guint8 ta, tb, ep;
+} choice_key;
+
+typedef struct
+{
+  choice_key key;
+  gboolean ours;
+  double ours_us, openblas_us;
+} choice;
+
+static GMutex lock;
+static GHashTable *table; /* choice_key * → choice * (the key is inside) */
+static char *cache_path;  /* NULL: no cache directory */
+static char *machine_id;
+static gboolean dirty;
+static gint64 last_save_us;
+static guint n_measured;
+
+static guint
+key_hash (gconstpointer p)
+{
+  const choice_key *k = p;
+  guint64 h = (guint64) k->m * 0x9e3779b97f4a7c15ull;
+  h ^= (guint64) k->n * 0xc2b2ae3d27d4eb4full + (h << 6) + (h >> 2);
+  h ^= (guint64) k->k * 0x165667b19e3779f9ull + (h << 6) + (h >> 2);
+  h ^= (guint64) ((k->threads << 3) | (k->ta << 2) | (k->tb << 1) | k->ep);
+  return (guint) (h ^ (h >> 32));
+}
+
+static gboolean
+key_equal (gconstpointer a, gconstpointer b)
+{
+  const choice_key *x = a, *y = b;
+  return x->m == y->m && x->n == y->n && x->k == y->k && x->threads == y->threads
+         && x->ta == y->ta && x->tb == y->tb && x->ep == y->ep;
+}
+
+/* ---- machine identity and the cache file ------------------------------ */
+
+static char *
+cpu_model (void)
+{
+  g_autofree char *text = NULL;
+  char *model = NULL;
+  if (g_file_get_contents ("/proc/cpuinfo", &text, NULL, NULL))
+    {
+      g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+      for (char **l = lines; *l && model == NULL; l++)
+        if (g_str_has_prefix (*l, "model name") && strchr (*l, ':'))
+          model = g_strstrip (g_strdup (strchr (*l, ':') + 1));
+    }
+  return model ? model : g_strdup ("unknown CPU");
+}
+
+static char *
+make_machine_id (void)
+{
+  g_autofree char *model = cpu_model ();
+  const char *coretype = g_getenv ("OPENBLAS_CORETYPE");
+  return g_strdup_printf ("%s; %ld CPUs; kernel %s rev %d; OpenBLAS %s, core %s; "
+                          "OPENBLAS_CORETYPE=%s",
+                          model, sysconf (_SC_NPROCESSORS_ONLN), tw_gemm_kernel_name_ours (),
+                          KERNEL_REVISION, openblas_get_config (), openblas_get_corename (),
+                          coretype ? coretype : "");
+}
+
+static char *
+make_cache_path (const char *id)
+{
+  const char *xdg = g_getenv ("XDG_CACHE_HOME");
+  const char *base = xdg && g_path_is_absolute (xdg) ? xdg : g_get_user_cache_dir ();
+  if (base == NULL || *base == '\0')
+    return NULL;
+  g_autofree char *digest = g_compute_checksum_for_string (G_CHECKSUM_SHA256, id, -1);
+  g_autofree char *name = g_strdup_printf ("gemm-%.16s.json", digest);
+  return g_build_filename (base, "twb", name, NULL);
+}
+
+static gint64
+member_int (JsonObject *o, const char *name, gboolean *ok)
+{
+  JsonNode *n = json_object_get_member (o, name);
+  if (n == NULL || json_node_get_value_type (n) != G_TYPE_INT64)
+    {
+      *ok = FALSE;
+      return 0;
+    }
+  return json_node_get_int (n);
+}
+
+static double
+member_double (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+  return n && JSON_NODE_HOLDS_VALUE (n) ? json_node_get_double (n) : 0.0;
+}
+
+/* Fills table from cache_path when the file is ours and for this machine;
+ * anything else in it is ignored.  Called with lock held. */
+static void
+load_cache (void)
+{
+  if (cache_path == NULL)
+    return;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  if (!json_parser_load_from_mapped_file (parser, cache_path, &error))
+    {
+      if (!g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        g_debug ("%s: %s; measuring anew", cache_path, error->message);
+      return;
+    }
+  JsonNode *root = json_parser_get_root (parser);
+  JsonObject *o = root && JSON_NODE_HOLDS_OBJECT (root) ? json_node_get_object (root) : NULL;
+  if (o == NULL || json_object_get_int_member_with_default (o, "format", 0) != FORMAT_VERSION
+      || g_strcmp0 (json_object_get_string_member_with_default (o, "machine", ""), machine_id) != 0)
+    return;
+  JsonArray *a = json_object_get_array_member (o, "choices");
+  for (guint i = 0; a && i < json_array_get_length (a); i++)
+    {
+      JsonNode *en = json_array_get_element (a, i);
+      if (!JSON_NODE_HOLDS_OBJECT (en))
+        continue;
+      JsonObject *e = json_node_get_object (en);
+      gboolean ok = TRUE;
+      choice c = { 0 };
+      c.key.m = member_int (e, "m", &ok);
+      c.key.n = member_int (e, "n", &ok);
+      c.key.k = member_int (e, "k", &ok);
+      c.key.threads = (gint32) member_int (e, "threads", &ok);
+      c.key.ta = member_int (e, "trans_a", &ok) != 0;
+      c.key.tb = member_int (e, "trans_b", &ok) != 0;
+      c.key.ep = member_int (e, "epilogue", &ok) != 0;
+      const char *k = json_object_get_string_member_with_default (e, "kernel", "");
+      if (!ok || c.key.m <= 0 || c.key.n <= 0 || c.key.k <= 0 || c.key.threads <= 0
+          || (strcmp (k, "ours") != 0 && strcmp (k, "openblas") != 0))
+        continue;
+      c.ours = strcmp (k, "ours") == 0;
+      c.ours_us = member_double (e, "ours_us");
+      c.openblas_us = member_double (e, "openblas_us");
+      choice *slot = g_memdup2 (&c, sizeof c);
+      g_hash_table_replace (table, &slot->key, slot);
+    }
+}
+
+static gint choice_cmp (gconstpointer a, gconstpointer b);
+
+/* The table's choices, sorted by shape (borrowed).  Called with lock held. */
+static GPtrArray *
+sorted_choices (void)
+{
+  GPtrArray *all = g_ptr_array_sized_new (g_hash_table_size (table));
+  GHashTableIter it;
+  gpointer v;
+  g_hash_table_iter_init (&it, table);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    g_ptr_array_add (all, v);
+  g_ptr_array_sort (all, choice_cmp);
+  return all;
+}
+
+static gint
+choice_cmp (gconstpointer a, gconstpointer b)
+{
+  const choice *x = *(choice *const *) a, *y = *(choice *const *) b;
+  const gint64 ax[] = { x->key.m, x->key.n, x->key.k, x->key.threads, x->key.ta, x->key.tb, x->key.ep };
+  const gint64 bx[] = { y->key.m, y->key.n, y->key.k, y->key.threads, y->key.ta, y->key.tb, y->key.ep };
+  for (guint i = 0; i < G_N_ELEMENTS (ax); i++)
+    if (ax[i] != bx[i])
+      return ax[i] < bx[i] ? -1 : 1;
+  return 0;
+}
+
+/* Writes the whole table to cache_path, atomically.  Called with lock held.
+ * A failure is reported once at debug level: the cache only saves time. */
+static void
+save_cache (void)
+{
+  dirty = FALSE;
+  last_save_us = g_get_monotonic_time ();
+  if (cache_path == NULL)
+    return;
+  g_autoptr (GPtrArray) all = sorted_choices ();
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "format");
+  json_builder_add_int_value (b, FORMAT_VERSION);
+  json_builder_set_member_name (b, "machine");
+  json_builder_add_string_value (b, machine_id);
+  json_builder_set_member_name (b, "choices");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < all->len; i++)
+    {
+      const choice *c = all->pdata[i];
+      json_builder_begin_object (b);
+#define INT_MEMBER(name, v)                 \
+  json_builder_set_member_name (b, name); \
+  json_builder_add_int_value (b, v)
+      INT_MEMBER ("trans_a", c->key.ta);
+      INT_MEMBER ("trans_b", c->key.tb);
+      INT_MEMBER ("m", c->key.m);
+      INT_MEMBER ("n", c->key.n);
+      INT_MEMBER ("k", c->key.k);
+      INT_MEMBER ("epilogue", c->key.ep);
+      INT_MEMBER ("threads", c->key.threads);
+#undef INT_MEMBER
+      json_builder_set_member_name (b, "kernel");
+      json_builder_add_string_value (b, c->ours ? "ours" : "openblas");
+      json_builder_set_member_name (b, "ours_us");
+      json_builder_add_double_value (b, c->ours_us);
+      json_builder_set_member_name (b, "openblas_us");
+      json_builder_add_double_value (b, c->openblas_us);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  json_generator_set_pretty (gen, TRUE);
+  gsize len = 0;
+  g_autofree char *text = json_generator_to_data (gen, &len);
+  g_autofree char *dir = g_path_get_dirname (cache_path);
+  g_autoptr (GError) error = NULL;
+  if (g_mkdir_with_parents (dir, 0700) != 0
+      || !g_file_set_contents_full (cache_path, text, (gssize) len,
+                                    G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
+    g_debug ("cannot write the GEMM choices to %s: %s", cache_path,
+             error ? error->message : g_strerror (errno));
+}
+
+static void
+save_at_exit (void)
+{
+  g_mutex_lock (&lock);
+  if (table && dirty)
+    save_cache ();
+  g_mutex_unlock (&lock);
+}
+
+/* Called with lock held. */
+static void
+ensure_table (void)
+{
+  if (table != NULL)
+    return;
+  static gboolean exit_hook;
+  table = g_hash_table_new_full (key_hash, key_equal, NULL, g_free);
+  if (machine_id == NULL)
+    machine_id = make_machine_id ();
+  g_free (cache_path);
+  cache_path = make_cache_path (machine_id);
+  load_cache ();
+  if (!exit_hook)
+    {
+      atexit (save_at_exit);
+      exit_hook = TRUE;
+    }
+}
+
+/* ---- measuring ---------------------------------------------------------- */
+
+static gint64
+now_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ns per call of fn over reps calls. */
+static double
+time_calls (tw_gemm_runner fn, const tw_gemm_args *g, int nt, int reps)
+{
+  gint64 t0 = now_ns ();
+  for (int i = 0; i < reps; i++)
+    fn (g, nt);
+  return (double) (now_ns () - t0) / reps;
+}
+
+static void
+measure (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner openblas,
+         choice *out)
+{
+  guint64 cbytes, pbytes = 0;
+  out->ours = TRUE;
+  if (!g_uint64_checked_mul (&cbytes, (guint64) g->M, (guint64) g->N)
+      || !g_uint64_checked_mul (&cbytes, cbytes, sizeof (float))
+      || cbytes > (guint64) MAX_SCRATCH_BYTES)
+    return;
+  if (g->ep && g->ep->pre)
+    pbytes = cbytes;
+  float *c = g_try_malloc0 ((gsize) cbytes), *pre = pbytes ? g_try_malloc ((gsize) pbytes) : NULL;
+  if (c == NULL || (pbytes && pre == NULL))
+    {
+      g_free (c);
+      g_free (pre);
+      return;
+    }
+  tw_gemm_epilogue ep;
+  tw_gemm_args s = *g;
+  s.C = c;
+  s.ldc = g->N;
+  if (g->ep)
+    {
+      ep = *g->ep;
+      if (ep.pre)
+        {
+          ep.pre = pre;
+          ep.ldpre = g->N;
+        }
+      s.ep = &ep;
+    }
+
+  double t_ours = time_calls (ours, &s, nt, 1), t_blas = time_calls (openblas, &s, nt, 1);
+  t_ours = time_calls (ours, &s, nt, 1);
+  int reps = (int) CLAMP (ROUND_NS / MAX (t_ours, 1.0), 1, 10000);
+  int rounds = t_ours > SLOW_CALL_NS ? 2 : ROUNDS;
+  t_ours = t_blas = G_MAXDOUBLE;
+  for (int r = 0; r < rounds; r++)
+    {
+      t_ours = MIN (t_ours, time_calls (ours, &s, nt, reps));
+      t_blas = MIN (t_blas, time_calls (openblas, &s, nt, reps));
+    }
+  g_free (c);
+  g_free (pre);
+  out->ours_us = t_ours / 1000.0;
+  out->openblas_us = t_blas / 1000.0;
+  out->ours = t_blas * MARGIN >= t_ours;
+}
+
+gboolean
+tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner openblas)
+{
+  choice_key key;
+  memset (&key, 0, sizeof key);
+  key.m = g->M;
+  key.n = g->N;
+  key.k = g->K;
+  key.threads = nt;
+  key.ta = g->ta != 0;
+  key.tb = g->tb != 0;
+  key.ep = g->ep != NULL;
+
+  g_mutex_lock (&lock);
+  ensure_table ();
+  const choice *c = g_hash_table_lookup (table, &key);
+  gboolean pick = c ? c->ours : TRUE;
+  g_mutex_unlock (&lock);
+  if (c != NULL)
+    return pick;
+
+  /* Measured outside the lock (another thread may measure the same shape
+   * meanwhile: the later result wins, either is valid). */
+  choice *fresh = g_new0 (choice, 1);
+  fresh->key = key;
+  measure (g, nt, ours, openblas, fresh);
+  pick = fresh->ours;
+
+  g_mutex_lock (&lock);
+  ensure_table ();
+  g_hash_table_replace (table, &fresh->key, fresh);
+  n_measured++;
+  dirty = TRUE;
+  if (g_get_monotonic_time () - last_save_us >= SAVE_INTERVAL_US)
+    save_cache ();
+  g_mutex_unlock (&lock);
+  return pick;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+GArray *
+tw_gemm_choices (void)
+{
+  GArray *out = g_array_new (FALSE, TRUE, sizeof (tw_gemm_choice));
+  g_mutex_lock (&lock);
+  ensure_table ();
+  g_autoptr (GPtrArray) all = sorted_choices ();
+  for (guint i = 0; i < all->len; i++)
+    {
+      const choice *c = all->pdata[i];
+      tw_gemm_choice e = {
+        .trans_a = c->key.ta, .trans_b = c->key.tb, .m = c->key.m, .n = c->key.n,
+        .k = c->key.k, .epilogue = c->key.ep, .threads = c->key.threads, .ours = c->ours,
+        .ours_us = c->ours_us, .openblas_us = c->openblas_us,
+      };
+      g_array_append_val (out, e);
+    }
+  g_mutex_unlock (&lock);
+  return out;
+}
+
+char *
+tw_gemm_choice_cache_path (void)
+{
+  g_mutex_lock (&lock);
+  ensure_table ();
+  char *p = g_strdup (cache_path);
+  g_mutex_unlock (&lock);
+  return p;
+}
+
+guint
+tw_gemm_choice_measured (void)
+{
+  g_mutex_lock (&lock);
+  guint n = n_measured;
+  g_mutex_unlock (&lock);
+  return n;
+}
+
+void
+tw_gemm_choice_flush (void)
+{
+  save_at_exit ();
+}
+
+void
+tw_gemm_choice_forget (void)
+{
+  g_mutex_lock (&lock);
+  if (table && dirty)
+    save_cache ();
+  g_clear_pointer (&table, g_hash_table_unref);
+  g_clear_pointer (&cache_path, g_free);
+  n_measured = 0;
+  g_mutex_unlock (&lock);
+}
