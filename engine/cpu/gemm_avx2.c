@@ -1,9 +1,625 @@
-/* gemm_avx2.c — packed, cache-blocked SGEMM with an AVX2 + FMA micro-kernel
- * (6 × 16), for x86-64 CPUs without AVX-512.  Not written yet: reports
- * itself unsupported, so the dispatch uses OpenBLAS. */
+/* gemm_avx2.c — packed, cache-blocked SGEMM with an AVX2 + FMA
+ * micro-kernel, for x86-64 CPUs without AVX-512 (Haswell and later, Zen 1-4).
+ *
+ * The structure of gemm_avx512.c (Goto/BLIS), for one thread's rectangle
+ * of C:
+ *
+ *   for jc in columns, NC at a time
+ *     for pc in K, kc at a time            pack op(B) [kc, nc] → NR-column panels
+ *       for ic in rows, MC at a time       pack op(A) [mc, kc] → row panels (≤ MR rows)
+ *         for jr in the NR-column panels
+ *           for ir in the row panels       micro-kernel: C [m, NR] (+)= A panel · B panel
+ *
+ * Packed layouts (the micro-kernel sees only these, whatever trans_a/trans_b):
+ *   A panel of m rows:   [kc][m]   (k-major: the m values of one k are adjacent)
+ *   B panel:             [kc][NR]  (columns past N are zero)
+ *
+ * Micro-kernel (MR × NR = 6 × 16): 12 ymm accumulators, two ymm loads of B
+ * and 6 broadcasts of A per k.  Haswell to Zen 4 have two 256-bit FMA pipes
+ * with a latency of 4 or 5 cycles, so 2 × 5 = 10 independent accumulators
+ * keep them busy; 12 plus the 2 B vectors and one broadcast fill 15 of the
+ * 16 ymm registers (the BLIS and OpenBLAS Haswell kernels use the same
+ * tile).  Per k, 8 loads feed 12 FMAs: within the 2-3 load ports.  Every
+ * tile height m = 1..6 and width (1 or 2 vectors) gets its own unrolled
+ * instance; a partial last vector of C, A or B is read and written with
+ * _mm256_maskload_ps / _mm256_maskstore_ps, which never touch the lanes
+ * masked off, so no access falls outside the matrices.
+ *
+ * Blocking, from the caches the CPU reports (sysconf, which glibc answers
+ * from cpuid, so it works where /sys/.../cache is absent, as in this VM):
+ *   KC: the B micro-panel [KC][NR] (64 bytes a k) takes half of L1d, the
+ *     other half holding the A micro-panel [KC][MR] and the C tile
+ *     (Low et al., "Analytical modeling is enough for high-performance
+ *     BLIS", 2016): 32 KiB → 256, 48 KiB → 384; clamped to [128, 512].
+ *     K is cut into equal blocks of at most KC (784 → 4 × 196): a function
+ *     of K and this machine constant only, never of the thread split, so
+ *     results are bitwise the same for any number of threads.
+ *   MC: the packed A block [MC][KC] takes half of L2, leaving the rest for
+ *     the B micro-panel streaming through and the C tiles (512 KiB and
+ *     KC = 256 → 126 rows; BLIS's Zen configuration uses 144).
+ *   NC = 4080 (255 panels): the packed B block [KC][NC] (4 MiB at
+ *     KC = 256) lives in L3; the hot shapes have N ≤ 4096, so B is packed
+ *     once per K block.
+ *   Fallbacks when sysconf reports nothing: L1d 32 KiB, L2 256 KiB (the
+ *   smallest of the CPUs above).  TW_GEMM_AVX2_KC / TW_GEMM_AVX2_MC in the
+ *   environment override both (for sweeps with gemm-bench; KC still must
+ *   not change within a process).
+ *
+ * The two departures of gemm_avx512.c carry over: when a thread's rows fit
+ * one row panel (M ≤ 6) B is read in place instead of packed, and when K
+ * blocks are short (≤ 32) and the B block fits in half of L2 the tiles go
+ * row panel by row panel, writing each row of C in one pass.
+ *
+ * The functions carry target attributes (no global -mavx2), so this file
+ * builds into a binary that runs on any x86-64; gemm.c calls in only after
+ * tw_gemm_avx2_supported ().
+ */
 #define G_LOG_DOMAIN "twb-gemm"
 
 #include "engine/cpu/gemm-private.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define TW_GEMM_AVX2_HAVE_KERNEL 1
+#include <immintrin.h>
+#endif
+
+#ifdef TW_GEMM_AVX2_HAVE_KERNEL
+
+#define TW_AVX2 __attribute__ ((target ("avx2,fma")))
+#define TW_AVX2_INLINE static inline __attribute__ ((always_inline)) TW_AVX2
+
+#define MR TW_GEMM_AVX2_MR
+#define NR TW_GEMM_AVX2_NR
+#define NC 4080
+#define ROWS_OUTER_MAX_KC 32
+/* Floats the pack stores may write past a panel's end (8-float stores of
+ * 6-float columns); the buffers have this much slack. */
+#define PACK_SLACK 8
+
+gboolean
+tw_gemm_avx2_supported (void)
+{
+  __builtin_cpu_init ();
+  return __builtin_cpu_supports ("avx2") && __builtin_cpu_supports ("fma");
+}
+
+/* ---- block sizes, from the caches ----------------------------------------- */
+
+typedef struct
+{
+  int64_t kc, mc;  /* see the top */
+  int64_t l2;      /* bytes */
+} blocking;
+
+static int64_t
+cache_bytes (int name, int64_t fallback)
+{
+  long v = sysconf (name);
+  /* 0 or -1 when unknown; anything below 4 KiB or above 64 MiB is not a
+   * per-core data cache either. */
+  return v >= 4096 && v <= (64l << 20) ? v : fallback;
+}
+
+static int64_t
+env_int (const char *name, int64_t lo, int64_t hi)
+{
+  const char *s = g_getenv (name);
+  if (!s || !*s)
+    return 0;
+  gint64 v = g_ascii_strtoll (s, NULL, 10);
+  return v >= lo && v <= hi ? v : 0;
+}
+
+static const blocking *
+get_blocking (void)
+{
+  static gsize once = 0;
+  static blocking b;
+  if (g_once_init_enter (&once))
+    {
+      int64_t l1 = cache_bytes (_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+      b.l2 = cache_bytes (_SC_LEVEL2_CACHE_SIZE, 256 << 10);
+      /* Half of L1 for the B micro-panel, NR floats a k; a multiple of 8
+       * (whole 8 × 8 transposes when packing). */
+      int64_t kc = l1 / 2 / (NR * (int64_t) sizeof (float)) / 8 * 8;
+      b.kc = CLAMP (kc, 128, 512);
+      /* Half of L2 for the A block, whole panels. */
+      int64_t mc = b.l2 / 2 / (b.kc * (int64_t) sizeof (float)) / MR * MR;
+      b.mc = CLAMP (mc, 4 * MR, 96 * MR);
+      int64_t kc_env = env_int ("TW_GEMM_AVX2_KC", 8, 4096);
+      int64_t mc_env = env_int ("TW_GEMM_AVX2_MC", MR, 4096);
+      if (kc_env)
+        b.kc = kc_env;
+      if (mc_env)
+        b.mc = mc_env / MR * MR;
+      g_debug ("avx2 kernel: L1d %" G_GINT64_FORMAT " B, L2 %" G_GINT64_FORMAT
+               " B → KC %" G_GINT64_FORMAT ", MC %" G_GINT64_FORMAT,
+               l1, b.l2, b.kc, b.mc);
+      g_once_init_leave (&once, 1);
+    }
+  return &b;
+}
+
+/* ---- pack buffers: per thread, grown on demand, kept for the next call --- */
+
+typedef struct
+{
+  float *a, *b;
+  size_t a_cap, b_cap;  /* in floats */
+} pack_bufs;
+
+static void
+pack_bufs_free (gpointer data)
+{
+  pack_bufs *p = data;
+  free (p->a);
+  free (p->b);
+  g_free (p);
+}
+
+/* OpenMP's pool threads live as long as the process, so a thread's buffers
+ * are allocated once; GPrivate frees them if a thread ends. */
+static GPrivate pack_bufs_key = G_PRIVATE_INIT (pack_bufs_free);
+
+static float *
+grow (float **p, size_t *cap, size_t n)
+{
+  if (*cap < n)
+    {
+      void *q = NULL;
+      free (*p);
+      *p = NULL;
+      *cap = 0;
+      /* 64 bytes: a cache line (the B panels are read with aligned loads). */
+      if (posix_memalign (&q, 64, n * sizeof (float)) != 0)
+        g_error ("gemm: cannot allocate %zu bytes of pack buffer", n * sizeof (float));
+      *p = q;
+      *cap = n;
+    }
+  return *p;
+}
+
+static pack_bufs *
+thread_bufs (void)
+{
+  pack_bufs *p = g_private_get (&pack_bufs_key);
+  if (p == NULL)
+    {
+      p = g_new0 (pack_bufs, 1);
+      g_private_set (&pack_bufs_key, p);
+    }
+  return p;
+}
+
+/* ---- masks and transposes ------------------------------------------------- */
+
+static const int32_t mask_table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+/* The first n lanes (0 ≤ n ≤ 8). */
+TW_AVX2_INLINE __m256i
+mask_n (int64_t n)
+{
+  return _mm256_loadu_si256 ((const __m256i *) (mask_table + 8 - n));
+}
+
+/* n ≤ 8 floats at p, zero beyond. */
+TW_AVX2_INLINE __m256
+load_n (const float *p, int64_t n)
+{
+  return n >= 8 ? _mm256_loadu_ps (p) : _mm256_maskload_ps (p, mask_n (n));
+}
+
+TW_AVX2_INLINE void
+store_n (float *p, int64_t n, __m256 x)
+{
+  if (n >= 8)
+    _mm256_storeu_ps (p, x);
+  else
+    _mm256_maskstore_ps (p, mask_n (n), x);
+}
+
+/* r [8] rows of 8 floats → r [8] columns, in registers. */
+TW_AVX2_INLINE void
+transpose8 (__m256 r[8])
+{
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; i++)
+    {
+      t[2 * i] = _mm256_unpacklo_ps (r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps (r[2 * i], r[2 * i + 1]);
+    }
+  /* u [4g + c], 128-bit lane l: rows 4g..4g+3 of column 4l + c. */
+  for (int g = 0; g < 2; g++)
+    {
+      u[4 * g + 0] = _mm256_shuffle_ps (t[4 * g], t[4 * g + 2], 0x44);
+      u[4 * g + 1] = _mm256_shuffle_ps (t[4 * g], t[4 * g + 2], 0xee);
+      u[4 * g + 2] = _mm256_shuffle_ps (t[4 * g + 1], t[4 * g + 3], 0x44);
+      u[4 * g + 3] = _mm256_shuffle_ps (t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+  for (int c = 0; c < 4; c++)
+    {
+      r[c] = _mm256_permute2f128_ps (u[c], u[4 + c], 0x20);
+      r[4 + c] = _mm256_permute2f128_ps (u[c], u[4 + c], 0x31);
+    }
+}
+
+/* ---- packing -------------------------------------------------------------- */
+
+/* The A block: rows ic.., columns p0..p0+kc-1 of op(A), into np panels,
+ * panel p (rows start[p] .. start[p]+size[p]-1 of the block) at
+ * dst + start[p]·kc as [kc][size[p]].  Each k's m ≤ 6 values go out as
+ * one 8-float store that spills into the next k's place (or the next
+ * panel's first, written later; PACK_SLACK after the last). */
+static TW_AVX2 void
+pack_a (const tw_gemm_args *g, int64_t ic, int np, const int *start, const int *size, int64_t p0,
+        int64_t kc, float *restrict dst)
+{
+  if (g->ta)
+    {
+      /* op(A) [i][k] = A [k][i]: walk A's rows in order (a strided walk
+       * down one panel at a time defeats the prefetcher when lda is large)
+       * and deal each row out to the panels.  Here a store spilling past
+       * the panel would land in one already written, so the last few k are
+       * masked. */
+      const float *src = g->A + p0 * g->lda + ic;
+      for (int64_t k = 0; k < kc; k++)
+        for (int p = 0; p < np; p++)
+          {
+            __m256i mm = mask_n (size[p]);
+            __m256 x = _mm256_maskload_ps (src + k * g->lda + start[p], mm);
+            float *d = dst + start[p] * kc + k * size[p];
+            if ((kc - k) * size[p] >= 8)
+              _mm256_storeu_ps (d, x);
+            else
+              _mm256_maskstore_ps (d, mm, x);
+          }
+      return;
+    }
+  /* op(A) [i][k] = A [i][k]: transpose 8 k at a time. */
+  for (int p = 0; p < np; p++)
+    {
+      const int m = size[p];
+      const float *src = g->A + (ic + start[p]) * g->lda + p0;
+      float *d = dst + start[p] * kc;
+      for (int64_t k = 0; k < kc; k += 8)
+        {
+          int64_t kk = MIN (8, kc - k);
+          __m256 r[8];
+          for (int i = 0; i < 8; i++)
+            r[i] = i < m ? load_n (src + i * g->lda + k, kk) : _mm256_setzero_ps ();
+          transpose8 (r);
+          for (int j = 0; j < kk; j++)
+            _mm256_storeu_ps (d + (k + j) * m, r[j]);
+        }
+    }
+}
+
+/* One panel of the B block when B is stored transposed: op(B) [k][j] =
+ * B [j][k], columns j0..j0+n-1, transposed 8 × 8 at a time. */
+static TW_AVX2 void
+pack_b_trans (const tw_gemm_args *g, int64_t j0, int64_t n, int64_t p0, int64_t kc,
+              float *restrict dst)
+{
+  for (int h = 0; h < 2; h++)
+    {
+      int64_t nh = MIN (8, n - 8 * h);
+      if (nh <= 0)
+        break;  /* a panel of n ≤ 8 is read by the one-vector tiles only */
+      const float *src = g->B + (j0 + 8 * h) * g->ldb + p0;
+      for (int64_t k = 0; k < kc; k += 8)
+        {
+          int64_t kk = MIN (8, kc - k);
+          __m256 r[8];
+          for (int j = 0; j < 8; j++)
+            r[j] = j < nh ? load_n (src + j * g->ldb + k, kk) : _mm256_setzero_ps ();
+          transpose8 (r);
+          for (int j = 0; j < kk; j++)
+            _mm256_store_ps (dst + (k + j) * NR + 8 * h, r[j]);
+        }
+    }
+}
+
+/* The B block: rows p0..p0+kc-1, columns jc..jc+nc-1 of op(B), into
+ * panels of NR columns, [kc][NR] each, kc·NR apart; zero past nc. */
+static TW_AVX2 void
+pack_b (const tw_gemm_args *g, int64_t jc, int64_t nc, int64_t p0, int64_t kc, float *restrict dst)
+{
+  if (!g->tb)
+    {
+      /* Row by row of B (see pack_a on strided walks). */
+      const float *src = g->B + p0 * g->ldb + jc;
+      for (int64_t k = 0; k < kc; k++)
+        {
+          const float *s = src + k * g->ldb;
+          float *d = dst + k * NR;
+          int64_t jr = 0;
+          for (; jr + NR <= nc; jr += NR, d += kc * NR)
+            {
+              _mm256_store_ps (d, _mm256_loadu_ps (s + jr));
+              _mm256_store_ps (d + 8, _mm256_loadu_ps (s + jr + 8));
+            }
+          if (jr < nc)
+            {
+              int64_t n = nc - jr;
+              _mm256_store_ps (d, load_n (s + jr, MIN (n, 8)));
+              _mm256_store_ps (d + 8, n > 8 ? load_n (s + jr + 8, n - 8) : _mm256_setzero_ps ());
+            }
+        }
+      return;
+    }
+  for (int64_t jr = 0; jr < nc; jr += NR)
+    pack_b_trans (g, jc + jr, MIN (NR, nc - jr), p0, kc, dst + jr * kc);
+}
+
+/* ---- micro-kernel --------------------------------------------------------- */
+
+/* What a tile's write-back does, fixed for one K block. */
+typedef struct
+{
+  int64_t kc;
+  float alpha;
+  float beta;        /* first K block: the caller's beta; later ones: C += */
+  gboolean first;    /* first K block: C is scaled by beta (not read if 0) */
+  gboolean last;     /* last K block: bias, pre and activation */
+  const float *bias; /* at the tile's first column, or NULL */
+  tw_gemm_act act;
+  float slope;
+  float *pre;        /* at the tile's first element, or NULL */
+  int64_t ldpre;
+} tile_ctx;
+
+/* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][ldbp]: a
+ * packed panel (direct FALSE, ldbp = NR) or B itself (direct TRUE, ldbp =
+ * ldb); m ≤ MR, n ≤ 8 · nv.  m, nv and direct are constants in each
+ * instance below.  The write-back goes step by step over all the tile's
+ * vectors, each step under one test, so a tile makes a handful of
+ * branches rather than a dozen per vector. */
+TW_AVX2_INLINE void
+tile (const int m, const int nv, const gboolean direct, const float *restrict ap,
+      const float *restrict bp, int64_t ldbp, float *restrict c, int64_t ldc, int64_t n,
+      const tile_ctx *t)
+{
+  __m256 acc[MR][2];
+  if (!direct)
+    ldbp = NR;
+
+#pragma GCC unroll 6
+  for (int i = 0; i < m; i++)
+    {
+      acc[i][0] = _mm256_setzero_ps ();
+      acc[i][1] = _mm256_setzero_ps ();
+      /* The row's line(s) of C (read for beta or C +=, or written anyway):
+       * the loads are a whole k loop away. */
+      _mm_prefetch ((const char *) (c + i * ldc), _MM_HINT_T0);
+      if (nv > 1)
+        _mm_prefetch ((const char *) (c + i * ldc + 15), _MM_HINT_T0);
+    }
+
+  const int64_t kc = t->kc;
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; k++)
+    {
+      __m256 b0 = _mm256_loadu_ps (bp);
+      __m256 b1 = nv > 1 ? _mm256_loadu_ps (bp + 8) : b0;
+      /* Unpacked B is a strided walk the hardware prefetcher may miss; 8
+       * rows ahead is ~50 cycles at 6 cycles per k.  (A packed panel is
+       * contiguous and stays in L1.) */
+      if (direct)
+        _mm_prefetch ((const char *) (bp + 8 * ldbp), _MM_HINT_T0);
+#pragma GCC unroll 6
+      for (int i = 0; i < m; i++)
+        {
+          __m256 a = _mm256_broadcast_ss (ap + i);
+          acc[i][0] = _mm256_fmadd_ps (a, b0, acc[i][0]);
+          if (nv > 1)
+            acc[i][1] = _mm256_fmadd_ps (a, b1, acc[i][1]);
+        }
+      ap += m;
+      bp += ldbp;
+    }
+
+  /* Floats in the last vector of each row (1..8); the others are full. */
+  const int64_t wl = n - 8 * (nv - 1);
+  const gboolean full = wl >= 8;
+  const __m256i ml = mask_n (MIN (wl, 8));
+#define TW_TILE_LOAD(p, v) (v < nv - 1 || full ? _mm256_loadu_ps (p) : _mm256_maskload_ps (p, ml))
+#define TW_TILE_STORE(p, v, x)                                                                      (v < nv - 1 || full ? _mm256_storeu_ps (p, x) : _mm256_maskstore_ps (p, ml, x))
+#define TW_TILE_EACH for (int i = 0; i < m; i++) for (int v = 0; v < nv; v++)
+
+  if (t->alpha != 1.0f)
+    {
+      const __m256 valpha = _mm256_set1_ps (t->alpha);
+#pragma GCC unroll 12
+      TW_TILE_EACH acc[i][v] = _mm256_mul_ps (acc[i][v], valpha);
+    }
+  if (!t->first)
+    {
+#pragma GCC unroll 12
+      TW_TILE_EACH acc[i][v] = _mm256_add_ps (acc[i][v], TW_TILE_LOAD (c + i * ldc + 8 * v, v));
+    }
+  else if (t->beta != 0)
+    {
+      const __m256 vbeta = _mm256_set1_ps (t->beta);
+#pragma GCC unroll 12
+      TW_TILE_EACH acc[i][v]
+        = _mm256_fmadd_ps (vbeta, TW_TILE_LOAD (c + i * ldc + 8 * v, v), acc[i][v]);
+    }
+  if (t->last)
+    {
+      const __m256 zero = _mm256_setzero_ps ();
+      if (t->bias)
+        {
+          __m256 bias[2];
+          for (int v = 0; v < nv; v++)
+            bias[v] = TW_TILE_LOAD (t->bias + 8 * v, v);
+#pragma GCC unroll 12
+          TW_TILE_EACH acc[i][v] = _mm256_add_ps (acc[i][v], bias[v]);
+        }
+      if (t->pre)
+        {
+#pragma GCC unroll 12
+          TW_TILE_EACH TW_TILE_STORE (t->pre + i * t->ldpre + 8 * v, v, acc[i][v]);
+        }
+      if (t->act == TW_GEMM_ACT_RELU)
+        {
+          /* max (0, x): NaN and -0 pass through, as x < 0 ? 0 : x. */
+#pragma GCC unroll 12
+          TW_TILE_EACH acc[i][v] = _mm256_max_ps (zero, acc[i][v]);
+        }
+      else if (t->act == TW_GEMM_ACT_LEAKY_RELU)
+        {
+          const __m256 vslope = _mm256_set1_ps (t->slope);
+#pragma GCC unroll 12
+          TW_TILE_EACH acc[i][v]
+            = _mm256_blendv_ps (acc[i][v], _mm256_mul_ps (acc[i][v], vslope),
+                                _mm256_cmp_ps (acc[i][v], zero, _CMP_LT_OQ));
+        }
+    }
+#pragma GCC unroll 12
+  TW_TILE_EACH TW_TILE_STORE (c + i * ldc + 8 * v, v, acc[i][v]);
+#undef TW_TILE_LOAD
+#undef TW_TILE_STORE
+#undef TW_TILE_EACH
+
+  if (t->last && t->act == TW_GEMM_ACT_GELU_TANH)
+    tw_gemm_act_block (t->act, t->slope, c, ldc, m, n);
+}
+
+typedef void (*tile_fn) (const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
+                         int64_t n, const tile_ctx *t);
+
+#define TILE_FN(M, NV, D)                                                                  \
+  static TW_AVX2 void tile_##M##_##NV##_##D (const float *ap, const float *bp, int64_t ldbp, \
+                                             float *c, int64_t ldc, int64_t n,              \
+                                             const tile_ctx *t)                             \
+  {                                                                                        \
+    tile (M, NV, D, ap, bp, ldbp, c, ldc, n, t);                                           \
+  }
+#define TILE_FNS(M) TILE_FN (M, 1, 0) TILE_FN (M, 2, 0) TILE_FN (M, 1, 1) TILE_FN (M, 2, 1)
+TILE_FNS (1)
+TILE_FNS (2)
+TILE_FNS (3)
+TILE_FNS (4)
+TILE_FNS (5)
+TILE_FNS (6)
+
+/* tiles [direct][m - 1][nv - 1] */
+static const tile_fn tiles[2][MR][2] = {
+  {
+    { tile_1_1_0, tile_1_2_0 }, { tile_2_1_0, tile_2_2_0 }, { tile_3_1_0, tile_3_2_0 },
+    { tile_4_1_0, tile_4_2_0 }, { tile_5_1_0, tile_5_2_0 }, { tile_6_1_0, tile_6_2_0 },
+  },
+  {
+    { tile_1_1_1, tile_1_2_1 }, { tile_2_1_1, tile_2_2_1 }, { tile_3_1_1, tile_3_2_1 },
+    { tile_4_1_1, tile_4_2_1 }, { tile_5_1_1, tile_5_2_1 }, { tile_6_1_1, tile_6_2_1 },
+  },
+};
+
+/* ---- blocking ------------------------------------------------------------- */
+
+/* Cuts mc rows into panels of MR, except that a short last panel (fewer
+ * than MR / 2 rows) is merged with the one before and the two split evenly:
+ * a 1- or 2-row tile has 2 or 4 accumulator chains, too few to hide the FMA
+ * latency.  Fills start[] and size[], returns the count. */
+static int
+row_panels (int64_t mc, int *start, int *size)
+{
+  int n = 0, r = 0;
+  while (r < mc)
+    {
+      int64_t left = mc - r;
+      int s = (int) MIN (MR, left);
+      if (left > MR && left < MR + MR / 2)
+        s = (int) ((left + 1) / 2);
+      start[n] = r;
+      size[n++] = s;
+      r += s;
+    }
+  return n;
+}
+
+void
+tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+  const blocking *bk = get_blocking ();
+  pack_bufs *bufs = thread_bufs ();
+  const int64_t K = g->K, MC = bk->mc;
+  /* Equal K blocks of at most KC: depends on K only (see the top). */
+  const int64_t nkb = (K + bk->kc - 1) / bk->kc;
+  const int64_t kcb = (K + nkb - 1) / nkb;
+  const int64_t ncmax = MIN (NC, (n1 - n0 + NR - 1) / NR * NR);
+  float *abuf = grow (&bufs->a, &bufs->a_cap, (size_t) MIN (MC, m1 - m0) * kcb + PACK_SLACK);
+  float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncmax * kcb);
+  const tw_gemm_epilogue *ep = g->ep;
+  int *pstart = g_alloca (sizeof (int) * (MC / MR + 1));
+  int *psize = g_alloca (sizeof (int) * (MC / MR + 1));
+  const gboolean direct_b = !g->tb && m1 - m0 <= MR;
+
+  for (int64_t jc = n0; jc < n1; jc += NC)
+    {
+      int64_t nc = MIN (NC, n1 - jc);
+      for (int64_t p0 = 0; p0 < K; p0 += kcb)
+        {
+          int64_t kc = MIN (kcb, K - p0);
+          tile_ctx t = {
+            .kc = kc,
+            .alpha = g->alpha,
+            .beta = p0 == 0 ? g->beta : 1.0f,
+            .first = p0 == 0,
+            .last = p0 + kc >= K,
+            .act = ep ? ep->act : TW_GEMM_ACT_NONE,
+            .slope = ep ? ep->slope : 0.0f,
+            .ldpre = ep ? ep->ldpre : 0,
+          };
+          if (!t.last)
+            t.act = TW_GEMM_ACT_NONE;
+
+          /* With a single row panel each B panel is used once: packing it
+           * would cost as much as the product (K · N floats through memory
+           * for M · N · K FMAs with M ≤ 6), so the tiles read B in place,
+           * except for a last partial panel (its masked edge is packed). */
+          int64_t nc_direct = direct_b ? nc / NR * NR : 0;
+          if (nc_direct < nc)
+            pack_b (g, jc + nc_direct, nc - nc_direct, p0, kc, bbuf + nc_direct * kc);
+
+          for (int64_t ic = m0; ic < m1; ic += MC)
+            {
+              int64_t mc = MIN (MC, m1 - ic);
+              int np = row_panels (mc, pstart, psize);
+              pack_a (g, ic, np, pstart, psize, p0, kc, abuf);
+
+              /* Column panels outer (the BLIS order: a B panel stays in L1
+               * while the A panels stream from L2), except when the product
+               * is bound by writing C (short K blocks) and the B block fits
+               * in half of L2: then rows outer, so each row of C is written
+               * left to right in one pass rather than 64 bytes at a time. */
+              int64_t ncp = (nc + NR - 1) / NR;
+              gboolean rows_outer = kc <= ROWS_OUTER_MAX_KC && kc * nc * 4 <= bk->l2 / 2;
+              int64_t outer = rows_outer ? np : ncp, inner = rows_outer ? ncp : np;
+              for (int64_t qo = 0; qo < outer; qo++)
+                for (int64_t qi = 0; qi < inner; qi++)
+                  {
+                    int64_t jr = (rows_outer ? qi : qo) * NR;
+                    int p = (int) (rows_outer ? qo : qi);
+                    int64_t n = MIN (NR, nc - jr), col = jc + jr;
+                    gboolean direct = jr < nc_direct;
+                    const float *bp = direct ? g->B + p0 * g->ldb + col : bbuf + jr * kc;
+                    int64_t row = ic + pstart[p];
+                    t.bias = t.last && ep && ep->bias ? ep->bias + col : NULL;
+                    t.pre = t.last && ep && ep->pre ? ep->pre + row * ep->ldpre + col : NULL;
+                    tiles[direct][psize[p] - 1][n > 8](abuf + pstart[p] * kc, bp, g->ldb,
+                                                       g->C + row * g->ldc + col, g->ldc, n, &t);
+                  }
+            }
+        }
+    }
+}
+
+#else /* !TW_GEMM_AVX2_HAVE_KERNEL */
 
 gboolean
 tw_gemm_avx2_supported (void)
@@ -16,3 +632,5 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
 {
   g_assert_not_reached ();
 }
+
+#endif
