@@ -37,9 +37,10 @@
  *   MC: the packed A block [MC][KC] takes half of L2, leaving the rest for
  *     the B micro-panel streaming through and the C tiles (512 KiB and
  *     KC = 256 → 126 rows; BLIS's Zen configuration uses 144).
- *   NC = 4080 (255 panels): the packed B block [KC][NC] (4 MiB at
- *     KC = 256) lives in L3; the hot shapes have N ≤ 4096, so B is packed
- *     once per K block.
+ *   NC = 4096: the packed B block [KC][NC] (4 MiB at KC = 256) lives in
+ *     L3; the hot shapes have N ≤ 4096, so B is packed once per K block.
+ *     Wider N is cut into equal column blocks (whole panels), so no thin
+ *     last block re-packs the whole of A for a few columns.
  *   Fallbacks when sysconf reports nothing: L1d 32 KiB, L2 256 KiB (the
  *   smallest of the CPUs above).  TW_GEMM_AVX2_KC / TW_GEMM_AVX2_MC in the
  *   environment override both (for sweeps with gemm-bench; KC still must
@@ -74,7 +75,7 @@
 
 #define MR TW_GEMM_AVX2_MR
 #define NR TW_GEMM_AVX2_NR
-#define NC 4080
+#define NC 4096
 #define ROWS_OUTER_MAX_KC 32
 /* Floats the pack stores may write past a panel's end (8-float stores of
  * 6-float columns); the buffers have this much slack. */
@@ -372,19 +373,22 @@ typedef struct
   int64_t ldpre;
 } tile_ctx;
 
-/* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][ldbp]: a
- * packed panel (direct FALSE, ldbp = NR) or B itself (direct TRUE, ldbp =
- * ldb); m ≤ MR, n ≤ 8 · nv.  m, nv and direct are constants in each
- * instance below.  The write-back goes step by step over all the tile's
- * vectors, each step under one test, so a tile makes a handful of
- * branches rather than a dozen per vector. */
+/* C [m, n] (rows ldc apart) = op(A) [m, kc] · op(B) [kc, n], m ≤ MR,
+ * n ≤ 8 · nv, where op(A) is at ap either k-major (arows FALSE: element
+ * (i, k) at ap [k · as + i]; a packed panel has as = m, A stored
+ * transposed as = lda) or row-major (arows TRUE: ap [i · as + k], A itself),
+ * and op(B) is at bp as [kc][ldbp]: a packed panel (bdirect FALSE, ldbp =
+ * NR) or B itself (bdirect TRUE, ldbp = ldb).  m, nv, arows and bdirect are
+ * constants in each instance below.  The write-back goes step by step over
+ * all the tile's vectors, each step under one test, so a tile makes a
+ * handful of branches rather than a dozen per vector. */
 TW_AVX2_INLINE void
-tile (const int m, const int nv, const gboolean direct, const float *restrict ap,
-      const float *restrict bp, int64_t ldbp, float *restrict c, int64_t ldc, int64_t n,
-      const tile_ctx *t)
+tile (const int m, const int nv, const gboolean arows, const gboolean bdirect,
+      const float *restrict ap, int64_t as, const float *restrict bp, int64_t ldbp,
+      float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
 {
   __m256 acc[MR][2];
-  if (!direct)
+  if (!bdirect)
     ldbp = NR;
 
 #pragma GCC unroll 6
@@ -400,6 +404,7 @@ tile (const int m, const int nv, const gboolean direct, const float *restrict ap
     }
 
   const int64_t kc = t->kc;
+  const int64_t astep = arows ? 1 : as;
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; k++)
     {
@@ -408,17 +413,17 @@ tile (const int m, const int nv, const gboolean direct, const float *restrict ap
       /* Unpacked B is a strided walk the hardware prefetcher may miss; 8
        * rows ahead is ~50 cycles at 6 cycles per k.  (A packed panel is
        * contiguous and stays in L1.) */
-      if (direct)
+      if (bdirect)
         _mm_prefetch ((const char *) (bp + 8 * ldbp), _MM_HINT_T0);
 #pragma GCC unroll 6
       for (int i = 0; i < m; i++)
         {
-          __m256 a = _mm256_broadcast_ss (ap + i);
+          __m256 a = _mm256_broadcast_ss (ap + (arows ? i * as : i));
           acc[i][0] = _mm256_fmadd_ps (a, b0, acc[i][0]);
           if (nv > 1)
             acc[i][1] = _mm256_fmadd_ps (a, b1, acc[i][1]);
         }
-      ap += m;
+      ap += astep;
       bp += ldbp;
     }
 
@@ -489,17 +494,21 @@ tile (const int m, const int nv, const gboolean direct, const float *restrict ap
     tw_gemm_act_block (t->act, t->slope, c, ldc, m, n);
 }
 
-typedef void (*tile_fn) (const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
-                         int64_t n, const tile_ctx *t);
+typedef void (*tile_fn) (const float *ap, int64_t as, const float *bp, int64_t ldbp, float *c,
+                         int64_t ldc, int64_t n, const tile_ctx *t);
 
-#define TILE_FN(M, NV, D)                                                                  \
-  static TW_AVX2 void tile_##M##_##NV##_##D (const float *ap, const float *bp, int64_t ldbp, \
-                                             float *c, int64_t ldc, int64_t n,              \
-                                             const tile_ctx *t)                             \
-  {                                                                                        \
-    tile (M, NV, D, ap, bp, ldbp, c, ldc, n, t);                                           \
+#define TILE_FN(M, NV, AR, BD)                                                                 \
+  static TW_AVX2 void tile_##M##_##NV##_##AR##BD (const float *ap, int64_t as, const float *bp, \
+                                                  int64_t ldbp, float *c, int64_t ldc,         \
+                                                  int64_t n, const tile_ctx *t)                \
+  {                                                                                            \
+    tile (M, NV, AR, BD, ap, as, bp, ldbp, c, ldc, n, t);                                      \
   }
-#define TILE_FNS(M) TILE_FN (M, 1, 0) TILE_FN (M, 2, 0) TILE_FN (M, 1, 1) TILE_FN (M, 2, 1)
+/* Packed (or k-major) A with packed B, with B in place, row-major A in
+ * place with packed B; one and two vectors wide. */
+#define TILE_FNS(M)                                                                            \
+  TILE_FN (M, 1, 0, 0) TILE_FN (M, 2, 0, 0) TILE_FN (M, 1, 0, 1) TILE_FN (M, 2, 0, 1)          \
+  TILE_FN (M, 1, 1, 0) TILE_FN (M, 2, 1, 0)
 TILE_FNS (1)
 TILE_FNS (2)
 TILE_FNS (3)
@@ -507,16 +516,15 @@ TILE_FNS (4)
 TILE_FNS (5)
 TILE_FNS (6)
 
-/* tiles [direct][m - 1][nv - 1] */
-static const tile_fn tiles[2][MR][2] = {
-  {
-    { tile_1_1_0, tile_1_2_0 }, { tile_2_1_0, tile_2_2_0 }, { tile_3_1_0, tile_3_2_0 },
-    { tile_4_1_0, tile_4_2_0 }, { tile_5_1_0, tile_5_2_0 }, { tile_6_1_0, tile_6_2_0 },
-  },
-  {
-    { tile_1_1_1, tile_1_2_1 }, { tile_2_1_1, tile_2_2_1 }, { tile_3_1_1, tile_3_2_1 },
-    { tile_4_1_1, tile_4_2_1 }, { tile_5_1_1, tile_5_2_1 }, { tile_6_1_1, tile_6_2_1 },
-  },
+#define TILE_ROW(M)                                                                            \
+  {                                                                                            \
+    { tile_##M##_1_00, tile_##M##_2_00 }, { tile_##M##_1_01, tile_##M##_2_01 },                \
+    { tile_##M##_1_10, tile_##M##_2_10 },                                                      \
+  }
+/* tiles [m - 1][mode][nv - 1], mode: 0 packed B, 1 B in place, 2 A in
+ * place (row-major) */
+static const tile_fn tiles[MR][3][2] = {
+  TILE_ROW (1), TILE_ROW (2), TILE_ROW (3), TILE_ROW (4), TILE_ROW (5), TILE_ROW (6),
 };
 
 /* ---- blocking ------------------------------------------------------------- */
@@ -551,17 +559,22 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
   /* Equal K blocks of at most KC: depends on K only (see the top). */
   const int64_t nkb = (K + bk->kc - 1) / bk->kc;
   const int64_t kcb = (K + nkb - 1) / nkb;
-  const int64_t ncmax = MIN (NC, (n1 - n0 + NR - 1) / NR * NR);
+  /* Equal column blocks of at most NC, whole panels but the last. */
+  const int64_t njb = (n1 - n0 + NC - 1) / NC;
+  const int64_t ncb = ((n1 - n0 + njb - 1) / njb + NR - 1) / NR * NR;
   float *abuf = grow (&bufs->a, &bufs->a_cap, (size_t) MIN (MC, m1 - m0) * kcb + PACK_SLACK);
-  float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncmax * kcb);
+  float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncb * kcb);
   const tw_gemm_epilogue *ep = g->ep;
   int *pstart = g_alloca (sizeof (int) * (MC / MR + 1));
   int *psize = g_alloca (sizeof (int) * (MC / MR + 1));
   const gboolean direct_b = !g->tb && m1 - m0 <= MR;
+  /* Likewise A when the columns fit one panel (N ≤ 16: a 10-way output
+   * layer's forward and dx): each A panel would be packed for one use. */
+  const gboolean direct_a = !direct_b && n1 - n0 <= NR;
 
-  for (int64_t jc = n0; jc < n1; jc += NC)
+  for (int64_t jc = n0; jc < n1; jc += ncb)
     {
-      int64_t nc = MIN (NC, n1 - jc);
+      int64_t nc = MIN (ncb, n1 - jc);
       for (int64_t p0 = 0; p0 < K; p0 += kcb)
         {
           int64_t kc = MIN (kcb, K - p0);
@@ -590,7 +603,8 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
             {
               int64_t mc = MIN (MC, m1 - ic);
               int np = row_panels (mc, pstart, psize);
-              pack_a (g, ic, np, pstart, psize, p0, kc, abuf);
+              if (!direct_a)
+                pack_a (g, ic, np, pstart, psize, p0, kc, abuf);
 
               /* Column panels outer (the BLIS order: a B panel stays in L1
                * while the A panels stream from L2), except when the product
@@ -606,13 +620,25 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
                     int64_t jr = (rows_outer ? qi : qo) * NR;
                     int p = (int) (rows_outer ? qo : qi);
                     int64_t n = MIN (NR, nc - jr), col = jc + jr;
-                    gboolean direct = jr < nc_direct;
-                    const float *bp = direct ? g->B + p0 * g->ldb + col : bbuf + jr * kc;
                     int64_t row = ic + pstart[p];
+                    int mode = 0;
+                    const float *bp = bbuf + jr * kc, *ap = abuf + pstart[p] * kc;
+                    int64_t as = psize[p];
+                    if (jr < nc_direct)
+                      {
+                        mode = 1;
+                        bp = g->B + p0 * g->ldb + col;
+                      }
+                    else if (direct_a)
+                      {
+                        mode = g->ta ? 0 : 2;
+                        ap = g->ta ? g->A + p0 * g->lda + row : g->A + row * g->lda + p0;
+                        as = g->lda;
+                      }
                     t.bias = t.last && ep && ep->bias ? ep->bias + col : NULL;
                     t.pre = t.last && ep && ep->pre ? ep->pre + row * ep->ldpre + col : NULL;
-                    tiles[direct][psize[p] - 1][n > 8](abuf + pstart[p] * kc, bp, g->ldb,
-                                                       g->C + row * g->ldc + col, g->ldc, n, &t);
+                    tiles[psize[p] - 1][mode][n > 8](ap, as, bp, g->ldb, g->C + row * g->ldc + col,
+                                                     g->ldc, n, &t);
                   }
             }
         }
