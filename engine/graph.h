@@ -133,6 +133,12 @@ char *tw_graph_errors_to_string (const tw_graph *g);
  * the ids of the nodes on it in the error.  Caller frees the array. */
 gboolean tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error);
 
+/* What every command and executor needs beyond shape inference, checked
+ * after tw_graph_infer so that a model refused nowhere is runnable
+ * everywhere: an input with role "data" and at least one prediction output.
+ * FALSE with a TW_GRAPH_ERROR_INVALID naming what is missing. */
+gboolean tw_graph_check_runnable (const tw_graph *g, GError **error);
+
 /* Roles. */
 tw_node *tw_graph_find_source (const tw_graph *g, const char *role);   /* "data", "label" */
 /* The loss node training minimises: the one named by tw_graph_set_loss when

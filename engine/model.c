@@ -8,6 +8,7 @@
 #define G_LOG_DOMAIN "tw-model"
 
 #include "engine/model.h"
+#include "engine/fileutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -269,14 +270,24 @@ prescan (loader *ld, const char *data, gsize len)
     return fail (ld, TW_MODEL_ERROR_PARSE, NULL, "line %d: not valid UTF-8 text",
                  line_at (data, (gsize) (end - data)));
 
-  gboolean in_string = FALSE;
+  gboolean in_string = FALSE, closed = FALSE;
   int depth = 0;
   int line = 1;
+  gsize line_start = 0;
   for (gsize i = 0; i < len; i++)
     {
       char c = data[i];
       if (c == '\n')
-        line++;
+        {
+          line++;
+          line_start = i + 1;
+        }
+      /* json-glib stops after the first value: "{...}{...}" would load as
+       * the first object.  Anything but white space after it is refused. */
+      if (closed && !in_string && !g_ascii_isspace (c))
+        return fail (ld, TW_MODEL_ERROR_PARSE, NULL,
+                     "line %d, column %d: content after the end of the top-level value "
+                     "(offset %" G_GSIZE_FORMAT ")", line, (int) (i - line_start) + 1, i);
       if (in_string)
         {
           if (c == '\\')
@@ -294,7 +305,7 @@ prescan (loader *ld, const char *data, gsize len)
                          line, MAX_DEPTH);
         }
       else if (c == ']' || c == '}')
-        depth--;
+        closed = --depth == 0;
       else if (c == '-' || g_ascii_isdigit (c))
         {
           gsize start = i;
@@ -845,9 +856,11 @@ tw_model_load (const char *path, GError **error)
   g_autofree char *data = NULL;
   gsize len;
   g_autoptr (GError) local = NULL;
-  if (!g_file_get_contents (path, &data, &len, &local))
+  /* Regular files only (/dev/zero would never end), and a model is text:
+   * TW_FILE_MAX_TEXT at most. */
+  if (!tw_file_read_regular (path, TW_FILE_MAX_TEXT, &data, &len, &local))
     {
-      g_set_error (error, TW_MODEL_ERROR, TW_MODEL_ERROR_IO, "%s: %s", display, local->message);
+      g_set_error_literal (error, TW_MODEL_ERROR, TW_MODEL_ERROR_IO, local->message);
       return NULL;
     }
   return tw_model_load_from_data (data, (gssize) len, display, error);
@@ -1159,49 +1172,12 @@ tw_model_save (const tw_model *m, const char *path, GError **error)
 
   gsize len;
   g_autofree char *data = tw_model_to_data (m, &len);
-  g_autofree char *tmp = g_strdup_printf ("%s.tmp-XXXXXX", path);
-  int saved_errno;
-
-  /* Write a temporary file beside path, sync it and rename it over path: a
-   * crash leaves either the old file or the new one, never half of one. */
-  int fd = g_mkstemp_full (tmp, O_WRONLY | O_CLOEXEC, 0666);
-  if (fd < 0)
+  g_autoptr (GError) local = NULL;
+  /* A crash leaves either the old file or the new one (engine/fileutil.h). */
+  if (!tw_file_save (path, data, len, &local))
     {
-      saved_errno = errno;
-      goto failed;
+      g_set_error_literal (error, TW_MODEL_ERROR, TW_MODEL_ERROR_IO, local->message);
+      return FALSE;
     }
-  GStatBuf st;
-  if (g_stat (path, &st) == 0)
-    fchmod (fd, st.st_mode & 07777);   /* keep the permissions of the file replaced */
-  for (gsize done = 0; done < len;)
-    {
-      ssize_t n = write (fd, data + done, len - done);
-      if (n < 0 && errno != EINTR)
-        goto failed_with_tmp;
-      done += n > 0 ? (gsize) n : 0;
-    }
-  if (fsync (fd) != 0)
-    goto failed_with_tmp;
-  if (close (fd) != 0)
-    {
-      fd = -1;
-      goto failed_with_tmp;
-    }
-  fd = -1;
-  if (g_rename (tmp, path) != 0)
-    goto failed_with_tmp;
   return TRUE;
-
-failed_with_tmp:
-  saved_errno = errno;
-  if (fd >= 0)
-    close (fd);
-  g_unlink (tmp);
-failed:
-  {
-    g_autofree char *display = g_filename_display_name (path);
-    g_set_error (error, TW_MODEL_ERROR, TW_MODEL_ERROR_IO, "%s: cannot save: %s", display,
-                 g_strerror (saved_errno));
-  }
-  return FALSE;
 }

@@ -57,12 +57,23 @@ tw_tinfo_numel (const tw_tinfo *t, gboolean *symbolic)
     {
       if (t->dims[i] == TW_DIM_N)
         sym = TRUE;
-      else
-        n *= t->dims[i];
+      else if (n != 0 && !tw_size_mul (n, MAX (t->dims[i], 0), &n))
+        n = G_MAXINT64;   /* saturated: refused by tw_tinfo_nbytes where it matters */
     }
   if (symbolic)
     *symbolic = sym;
   return n;
+}
+
+gboolean
+tw_tinfo_nbytes (const tw_tinfo *t, int64_t batch, size_t *nbytes)
+{
+  int64_t dims[TW_MAX_DIMS];
+  if (t->ndim < 0 || t->ndim > TW_MAX_DIMS)
+    return FALSE;
+  for (int d = 0; d < t->ndim; d++)
+    dims[d] = t->dims[d] == TW_DIM_N ? MAX (batch, 1) : t->dims[d];
+  return tw_shape_nbytes_checked (t->dtype, t->ndim, dims, nbytes);
 }
 
 /* ---- registry ---------------------------------------------------------- */

@@ -73,8 +73,13 @@ void tw_tinfo_set (tw_tinfo *t, tw_dtype dtype, int ndim, const int64_t *dims);
 void tw_tinfo_from_tensor (tw_tinfo *t, const tw_tensor *x);
 gboolean tw_tinfo_equal (const tw_tinfo *a, const tw_tinfo *b);
 char *tw_tinfo_to_string (const tw_tinfo *t);        /* "f32[N, 784]"; caller frees */
-/* Product of dims; a symbolic dim counts as 1 (*symbolic set when present). */
+/* Product of dims; a symbolic dim counts as 1 (*symbolic set when present).
+ * Saturates at G_MAXINT64 for shapes that are not representable. */
 int64_t tw_tinfo_numel (const tw_tinfo *t, gboolean *symbolic);
+/* Bytes of t with TW_DIM_N taken as batch (1 when batch <= 0): FALSE when a
+ * dim is negative or the shape is not representable (tw_shape_nbytes_checked).
+ * nbytes may be NULL. */
+gboolean tw_tinfo_nbytes (const tw_tinfo *t, int64_t batch, size_t *nbytes);
 
 typedef enum
 {
@@ -133,6 +138,11 @@ typedef struct
  * A workspace starts empty and grows to the largest single kernel's need:
  * after the first step of a static program it never allocates again. */
 void *tw_scratch (const tw_kctx *ctx, size_t nbytes);
+/* For scratch whose size the user's shapes set beyond the kernel's own
+ * tensors (im2col columns): NULL with an error "WHAT: out of memory for N
+ * of scratch" instead of aborting.  tw_scratch aborts when memory runs out;
+ * use it only for needs bounded by the kernel's inputs and outputs. */
+void *tw_scratch_try (const tw_kctx *ctx, size_t nbytes, const char *what, GError **error);
 tw_workspace *tw_workspace_new (const tw_device *dev);
 void tw_workspace_free (tw_workspace *ws);
 /* Bytes held, and how many times it had to grow. */

@@ -5,6 +5,8 @@
 #define G_LOG_DOMAIN "twb-safetensors"
 
 #include "engine/safetensors.h"
+#include "engine/fileutil.h"
+#include "engine/memory.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -299,11 +301,18 @@ tw_safetensors_load_from_data (const guint8 *data, gsize len, const char *filena
     return fail (error, filename, NULL, "tensors cover %" G_GUINT64_FORMAT " bytes of a %"
                  G_GUINT64_FORMAT "-byte data buffer", expect, buffer_len);
 
+  /* The copies take as much as the data buffer. */
+  g_autoptr (GError) oom = NULL;
+  if (!tw_memory_check (buffer_len, "its tensors", &oom))
+    return fail (error, filename, NULL, "%s", oom->message);
   g_autoptr (GHashTable) out = tw_tensor_table_new ();
   for (guint i = 0; i < entries->len; i++)
     {
       const entry *e = &g_array_index (entries, entry, i);
-      tw_tensor *t = tw_tensor_new (e->dtype, e->ndim, e->shape);
+      tw_tensor *t = tw_tensor_try_new (e->dtype, e->ndim, e->shape);
+      if (t == NULL)
+        return fail (error, filename, e->name, "out of memory for %" G_GUINT64_FORMAT " bytes",
+                     e->end - e->begin);
       if (e->end > e->begin)
         memcpy (tw_tensor_data (t), buffer + e->begin, (size_t) (e->end - e->begin));
       g_hash_table_replace (out, g_strdup (e->name), t);
@@ -322,11 +331,10 @@ tw_safetensors_load (const char *path, GHashTable **tensors, GHashTable **metada
                      GError **error)
 {
   g_autoptr (GError) ioerr = NULL;
-  g_autoptr (GMappedFile) map = g_mapped_file_new (path, FALSE, &ioerr);
+  g_autoptr (GMappedFile) map = tw_file_map_regular (path, &ioerr);
   if (map == NULL)
     {
-      g_set_error (error, TW_SAFETENSORS_ERROR, TW_SAFETENSORS_ERROR_IO, "%s: %s", path,
-                   ioerr->message);
+      g_set_error_literal (error, TW_SAFETENSORS_ERROR, TW_SAFETENSORS_ERROR_IO, ioerr->message);
       return FALSE;
     }
   /* An empty file maps to NULL contents; the parser reports it as too short. */
@@ -361,10 +369,10 @@ sorted_keys (GHashTable *table)
   return keys;
 }
 
-/* Tensors may have any layout (non-contiguous ones are copied); the file is
- * built in memory and written with g_file_set_contents_full, which writes a
- * temporary file in the same folder, syncs it and renames it over path: on any
- * failure path keeps its old contents. */
+/* Tensors may have any layout (non-contiguous ones are copied one at a
+ * time as they are written); the header is built in memory and the file is
+ * written through tw_save (engine/fileutil.h): on any failure path keeps its
+ * old contents. */
 gboolean
 tw_safetensors_save (const char *path, GHashTable *tensors, GHashTable *metadata,
                      GError **error)
@@ -372,7 +380,6 @@ tw_safetensors_save (const char *path, GHashTable *tensors, GHashTable *metadata
   g_return_val_if_fail (path != NULL && tensors != NULL, FALSE);
 
   g_autoptr (GPtrArray) names = sorted_keys (tensors);
-  g_autoptr (GPtrArray) dense = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref);
   g_autoptr (JsonBuilder) b = json_builder_new_immutable ();
   json_builder_begin_object (b);
 
@@ -406,9 +413,7 @@ tw_safetensors_save (const char *path, GHashTable *tensors, GHashTable *metadata
       if (dtype == NULL)
         return fail (error, path, name, "dtype %s has no safetensors name",
                      tw_dtype_name (t->dtype));
-      tw_tensor *c = tw_tensor_contiguous (t);
-      g_ptr_array_add (dense, c);
-      guint64 nbytes = tw_tensor_nbytes (c);
+      guint64 nbytes = tw_tensor_nbytes (t);
 
       json_builder_set_member_name (b, name);
       json_builder_begin_object (b);
@@ -416,8 +421,8 @@ tw_safetensors_save (const char *path, GHashTable *tensors, GHashTable *metadata
       json_builder_add_string_value (b, dtype);
       json_builder_set_member_name (b, "shape");
       json_builder_begin_array (b);
-      for (int d = 0; d < c->ndim; d++)
-        json_builder_add_int_value (b, c->shape[d]);
+      for (int d = 0; d < t->ndim; d++)
+        json_builder_add_int_value (b, t->shape[d]);
       json_builder_end_array (b);
       json_builder_set_member_name (b, "data_offsets");
       json_builder_begin_array (b);
@@ -436,30 +441,23 @@ tw_safetensors_save (const char *path, GHashTable *tensors, GHashTable *metadata
   g_autofree char *json = json_generator_to_data (gen, &json_len);
 
   gsize header_len = (json_len + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
-  gsize total = HEADER_LEN_BYTES + header_len + (gsize) offset;
-  g_autofree guint8 *file = g_malloc (total);
+  g_autofree char *header = g_malloc (header_len);
+  memcpy (header, json, json_len);
+  memset (header + json_len, ' ', header_len - json_len);
   guint64 n_le = GUINT64_TO_LE ((guint64) header_len);
-  memcpy (file, &n_le, sizeof n_le);
-  memcpy (file + HEADER_LEN_BYTES, json, json_len);
-  memset (file + HEADER_LEN_BYTES + json_len, ' ', header_len - json_len);
-  guint8 *dst = file + HEADER_LEN_BYTES + header_len;
-  for (guint i = 0; i < dense->len; i++)
-    {
-      tw_tensor *c = dense->pdata[i];
-      size_t nbytes = tw_tensor_nbytes (c);
-      if (nbytes > 0)
-        memcpy (dst, tw_tensor_data (c), nbytes);
-      dst += nbytes;
-    }
 
   g_autoptr (GError) ioerr = NULL;
-  /* 0666: the usual mode of a new file, narrowed by the umask. */
-  if (!g_file_set_contents_full (path, (const char *) file, (gssize) total,
-                                 G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
-                                 0666, &ioerr))
+  g_autoptr (tw_save) save = tw_save_begin (path, &ioerr);
+  gboolean ok = save != NULL && tw_save_write (save, &n_le, sizeof n_le, &ioerr)
+                && tw_save_write (save, header, header_len, &ioerr);
+  for (guint i = 0; ok && i < names->len; i++)
     {
-      g_set_error (error, TW_SAFETENSORS_ERROR, TW_SAFETENSORS_ERROR_IO, "%s: could not save: %s",
-                   path, ioerr->message);
+      g_autoptr (tw_tensor) c = tw_tensor_contiguous (g_hash_table_lookup (tensors, names->pdata[i]));
+      ok = tw_save_write (save, tw_tensor_data (c), tw_tensor_nbytes (c), &ioerr);
+    }
+  if (!ok || !tw_save_commit (g_steal_pointer (&save), &ioerr))
+    {
+      g_set_error_literal (error, TW_SAFETENSORS_ERROR, TW_SAFETENSORS_ERROR_IO, ioerr->message);
       return FALSE;
     }
   return TRUE;

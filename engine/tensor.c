@@ -3,6 +3,7 @@
 
 #include "engine/tensor.h"
 #include "engine/device.h"
+#include "engine/memory.h"
 
 #include <string.h>
 
@@ -44,6 +45,12 @@ tw_dtype_is_float (tw_dtype dtype)
 static tw_storage *
 storage_try_new (const tw_device *dev, size_t nbytes)
 {
+  /* Linux overcommits: refuse what cannot be backed before the pages are
+   * touched (and the process killed).  Small blocks skip the check, which
+   * reads /proc/meminfo. */
+  if (nbytes >= TW_TENSOR_CHECKED_BYTES && tw_device_is_host (dev)
+      && nbytes > tw_memory_available ())
+    return NULL;
   void *data = tw_device_alloc (dev, nbytes);
   if (data == NULL)
     return NULL;
@@ -77,6 +84,8 @@ storage_unref (tw_storage *s)
     }
 }
 
+/* Strides of a representable shape: a 0 counts as 1, so that they never
+ * overflow (tw_shape_numel_checked bounds that product). */
 static void
 set_contiguous_strides (tw_tensor *t)
 {
@@ -84,31 +93,44 @@ set_contiguous_strides (tw_tensor *t)
   for (int i = t->ndim - 1; i >= 0; i--)
     {
       t->strides[i] = s;
-      s *= t->shape[i];
+      s *= MAX (t->shape[i], 1);
     }
 }
 
+/* NULL when the shape is not representable. */
 static tw_tensor *
 tensor_alloc_header (tw_dtype dtype, int ndim, const int64_t *shape)
 {
   g_assert (ndim >= 0 && ndim <= TW_MAX_DIMS);
+  if (!tw_shape_nbytes_checked (dtype, ndim, shape, NULL))
+    return NULL;
   tw_tensor *t = g_new0 (tw_tensor, 1);
   t->refcount = 1;
   t->dtype = dtype;
   t->ndim = ndim;
   for (int i = 0; i < ndim; i++)
-    {
-      g_assert (shape[i] >= 0);
-      t->shape[i] = shape[i];
-    }
+    t->shape[i] = shape[i];
   set_contiguous_strides (t);
+  return t;
+}
+
+/* Programmer error: shapes reaching tw_tensor_new were checked upstream. */
+static tw_tensor *
+tensor_header_or_die (tw_dtype dtype, int ndim, const int64_t *shape)
+{
+  tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
+  if (t == NULL)
+    {
+      g_autofree char *s = tw_shape_to_string (ndim, shape);
+      g_error ("tensor of shape %s: negative size or larger than 2^63 bytes", s);
+    }
   return t;
 }
 
 tw_tensor *
 tw_tensor_new_on (const tw_device *dev, tw_dtype dtype, int ndim, const int64_t *shape)
 {
-  tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
+  tw_tensor *t = tensor_header_or_die (dtype, ndim, shape);
   t->storage = storage_new (dev, tw_tensor_nbytes (t));
   return t;
 }
@@ -117,6 +139,8 @@ tw_tensor *
 tw_tensor_try_new_on (const tw_device *dev, tw_dtype dtype, int ndim, const int64_t *shape)
 {
   tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
+  if (t == NULL)
+    return NULL;
   t->storage = storage_try_new (dev, tw_tensor_nbytes (t));
   if (t->storage == NULL)
     {
@@ -209,7 +233,7 @@ tw_tensor_from_data (tw_dtype dtype, int ndim, const int64_t *shape, const void 
 tw_tensor *
 tw_tensor_new_borrowed (tw_dtype dtype, int ndim, const int64_t *shape, void *data)
 {
-  tw_tensor *t = tensor_alloc_header (dtype, ndim, shape);
+  tw_tensor *t = tensor_header_or_die (dtype, ndim, shape);
   tw_storage *s = g_new0 (tw_storage, 1);
   s->refcount = 1;
   s->data = data;
@@ -268,6 +292,8 @@ tw_tensor_is_contiguous (const tw_tensor *t)
   int64_t s = 1;
   for (int i = t->ndim - 1; i >= 0; i--)
     {
+      if (t->shape[i] == 0)
+        return TRUE;     /* no element: any strides will do */
       if (t->shape[i] != 1 && t->strides[i] != s)
         return FALSE;
       s *= t->shape[i];
@@ -410,7 +436,6 @@ tw_tensor *
 tw_tensor_reshape (tw_tensor *t, int ndim, const int64_t *shape)
 {
   int64_t resolved[TW_MAX_DIMS];
-  int64_t known = 1;
   int infer = -1;
   g_assert (ndim <= TW_MAX_DIMS);
   for (int i = 0; i < ndim; i++)
@@ -420,11 +445,11 @@ tw_tensor_reshape (tw_tensor *t, int ndim, const int64_t *shape)
         {
           g_assert (infer < 0);
           infer = i;
+          resolved[i] = 1;
         }
-      else
-        known *= shape[i];
     }
-  int64_t numel = tw_tensor_numel (t);
+  int64_t numel = tw_tensor_numel (t), known;
+  g_return_val_if_fail (tw_shape_numel_checked (ndim, resolved, &known), NULL);
   if (infer >= 0)
     resolved[infer] = known ? numel / known : 0;
   g_return_val_if_fail (numel == (infer >= 0 ? known * resolved[infer] : known), NULL);
@@ -614,4 +639,77 @@ tw_shape_to_string (int ndim, const int64_t *shape)
     }
   g_string_append_c (s, ']');
   return g_string_free (s, FALSE);
+}
+
+/* ---- Checked size arithmetic ------------------------------------------ */
+
+gboolean
+tw_size_mul (int64_t a, int64_t b, int64_t *out)
+{
+  guint64 r;
+  if (a < 0 || b < 0 || !g_uint64_checked_mul (&r, (guint64) a, (guint64) b) || r > G_MAXINT64)
+    return FALSE;
+  *out = (int64_t) r;
+  return TRUE;
+}
+
+gboolean
+tw_size_add (int64_t a, int64_t b, int64_t *out)
+{
+  guint64 r;
+  if (a < 0 || b < 0 || !g_uint64_checked_add (&r, (guint64) a, (guint64) b) || r > G_MAXINT64)
+    return FALSE;
+  *out = (int64_t) r;
+  return TRUE;
+}
+
+/* The extent (dims, 0 counted as 1, times es) fits in int64; *numel the
+ * true product. */
+static gboolean
+shape_checked (int ndim, const int64_t *shape, int64_t es, int64_t *numel)
+{
+  int64_t extent = es, n = 1;
+  for (int i = 0; i < ndim; i++)
+    {
+      if (shape[i] < 0 || !tw_size_mul (extent, MAX (shape[i], 1), &extent))
+        return FALSE;
+      n = shape[i] == 0 ? 0 : n * shape[i];
+    }
+  if (numel)
+    *numel = n;
+  return TRUE;
+}
+
+gboolean
+tw_shape_numel_checked (int ndim, const int64_t *shape, int64_t *numel)
+{
+  return ndim >= 0 && ndim <= TW_MAX_DIMS && shape_checked (ndim, shape, 1, numel);
+}
+
+gboolean
+tw_shape_nbytes_checked (tw_dtype dtype, int ndim, const int64_t *shape, size_t *nbytes)
+{
+  int64_t n;
+  if (ndim < 0 || ndim > TW_MAX_DIMS || dtype >= TW_N_DTYPES
+      || !shape_checked (ndim, shape, (int64_t) tw_dtype_size (dtype), &n))
+    return FALSE;
+  if (nbytes)
+    *nbytes = (size_t) n * tw_dtype_size (dtype);
+  return TRUE;
+}
+
+char *
+tw_format_bytes (guint64 n)
+{
+  static const char *const units[] = { "kB", "MB", "GB", "TB", "PB", "EB" };
+  if (n < 1000)
+    return g_strdup_printf ("%" G_GUINT64_FORMAT " bytes", n);
+  double v = (double) n;
+  int u = -1;
+  while (v >= 1000 && u + 1 < (int) G_N_ELEMENTS (units))
+    {
+      v /= 1000;
+      u++;
+    }
+  return g_strdup_printf ("%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, units[u]);
 }

@@ -70,7 +70,13 @@ tw_tensor *tw_tensor_to_device (tw_tensor *t, const tw_device *dev);
  * them (loss values, the debugger's statistics): t itself on the CPU. */
 tw_tensor *tw_tensor_to_host (tw_tensor *t);
 tw_tensor *tw_tensor_new (tw_dtype dtype, int ndim, const int64_t *shape);
-/* Like tw_tensor_new, but returns NULL instead of aborting when memory runs out. */
+/* Like tw_tensor_new, but returns NULL instead of aborting when memory runs
+ * out, when the shape is not representable (see tw_shape_nbytes_checked) or
+ * when a host allocation of TW_TENSOR_CHECKED_BYTES or more exceeds
+ * tw_memory_available () (engine/memory.h): Linux overcommits, so a large
+ * malloc succeeds and the process is killed later, when the pages are
+ * touched.  Same for tw_tensor_try_new_on. */
+#define TW_TENSOR_CHECKED_BYTES ((size_t) 64 << 20)
 tw_tensor *tw_tensor_try_new (tw_dtype dtype, int ndim, const int64_t *shape);
 tw_tensor *tw_tensor_zeros (tw_dtype dtype, int ndim, const int64_t *shape);
 tw_tensor *tw_tensor_new_like (const tw_tensor *t);
@@ -128,6 +134,32 @@ gboolean tw_broadcast_shapes (int na, const int64_t *a, int nb, const int64_t *b
 
 /* "[64, 784]"; the caller frees the string. */
 char *tw_shape_to_string (int ndim, const int64_t *shape);
+
+/* ---- Checked size arithmetic -----------------------------------------
+ *
+ * Every element count and byte size computed from sizes a user wrote (model
+ * attributes, file headers, batch sizes, step counters) goes through these:
+ * they return FALSE instead of wrapping.  A shape is representable when its
+ * dims are >= 0 and its extent — the product of its dims with a 0 counted
+ * as 1, times the element size — fits in int64: then every element count,
+ * stride and byte offset into a tensor of that shape fits too, so kernels
+ * may multiply dims freely.
+ *
+ *   int64_t numel;
+ *   if (!tw_shape_numel_checked (ndim, shape, &numel))   // refuse, naming the shape
+ */
+/* *out = a * b or a + b, for a, b >= 0; FALSE (out untouched) when either is
+ * negative or the result exceeds G_MAXINT64. */
+gboolean tw_size_mul (int64_t a, int64_t b, int64_t *out);
+gboolean tw_size_add (int64_t a, int64_t b, int64_t *out);
+/* Elements of a representable shape of 1-byte elements (out may be NULL). */
+gboolean tw_shape_numel_checked (int ndim, const int64_t *shape, int64_t *numel);
+/* Bytes of a representable shape of dtype elements (out may be NULL). */
+gboolean tw_shape_nbytes_checked (tw_dtype dtype, int ndim, const int64_t *shape,
+                                  size_t *nbytes);
+/* "1.50 GB", "512 bytes": sizes in messages (powers of 1000, as df -H); the
+ * caller frees the string. */
+char *tw_format_bytes (guint64 nbytes);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_tensor, tw_tensor_unref)
 

@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "twb-workspace"
 
 #include "engine/device.h"
+#include "engine/memory.h"
 #include "engine/op.h"
 #include "engine/workspace-private.h"
 
@@ -96,23 +97,39 @@ tw_workspace_reset (tw_workspace *ws)
 }
 
 void *
-tw_workspace_take (tw_workspace *ws, size_t nbytes)
+tw_workspace_try_take (tw_workspace *ws, size_t nbytes)
 {
+  if (nbytes > G_MAXSIZE - ALIGN || ws->used > G_MAXSIZE - nbytes - ALIGN)
+    return NULL;
   size_t n = (MAX (nbytes, 1) + ALIGN - 1) / ALIGN * ALIGN;
-  ws->high = MAX (ws->high, ws->used + n);
   if (ws->base && ws->used + n <= ws->size)
     {
       void *p = ws->base + ws->used;
       ws->used += n;
+      ws->high = MAX (ws->high, ws->used);
       return p;
     }
-  /* Overflow: a block of its own until the next reset merges them. */
+  /* Overflow: a block of its own until the next reset merges them.  Large
+   * ones are checked first: Linux overcommits (engine/memory.h). */
+  if (n >= TW_TENSOR_CHECKED_BYTES && tw_device_is_host (ws->dev)
+      && n > tw_memory_available ())
+    return NULL;
   block b = { tw_device_alloc (ws->dev, n), n };
   if (b.ptr == NULL)
-    g_error ("out of memory allocating %zu bytes of kernel scratch", n);
+    return NULL;
   g_array_append_val (ws->extra, b);
   ws->used += n;
+  ws->high = MAX (ws->high, ws->used);
   return b.ptr;
+}
+
+void *
+tw_workspace_take (tw_workspace *ws, size_t nbytes)
+{
+  void *p = tw_workspace_try_take (ws, nbytes);
+  if (p == NULL)
+    g_error ("out of memory allocating %zu bytes of kernel scratch", nbytes);
+  return p;
 }
 
 tw_workspace *
@@ -140,8 +157,8 @@ tw_workspace_leave (tw_workspace *prev)
   current = prev;
 }
 
-void *
-tw_scratch (const tw_kctx *ctx, size_t nbytes)
+static tw_workspace *
+scratch_workspace (const tw_kctx *ctx)
 {
   tw_workspace *ws = ctx && ctx->ws ? ctx->ws : current;
   if (ws == NULL)
@@ -151,5 +168,26 @@ tw_scratch (const tw_kctx *ctx, size_t nbytes)
       tw_workspace_leave (tw_workspace_enter (NULL));
       ws = g_private_get (&fallback_key);
     }
-  return tw_workspace_take (ws, nbytes);
+  return ws;
+}
+
+void *
+tw_scratch (const tw_kctx *ctx, size_t nbytes)
+{
+  return tw_workspace_take (scratch_workspace (ctx), nbytes);
+}
+
+void *
+tw_scratch_try (const tw_kctx *ctx, size_t nbytes, const char *what, GError **error)
+{
+  void *p = tw_workspace_try_take (scratch_workspace (ctx), nbytes);
+  if (p == NULL)
+    {
+      g_autofree char *b = tw_format_bytes (nbytes);
+      g_autofree char *have = tw_format_bytes (tw_memory_available ());
+      g_set_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_EXHAUSTED,
+                   "%s: out of memory for %s of scratch (%zu bytes; %s available)", what, b,
+                   nbytes, have);
+    }
+  return p;
 }

@@ -115,7 +115,9 @@ tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * sizeof (float));
+  float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d", error);
+  if (ws == NULL)
+    return FALSE;
   conv_forward_act (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                     k->has_bias ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb,
                     k->relu);
@@ -129,7 +131,9 @@ tw_fused_conv_grad_input (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *co
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, out[0], in[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * sizeof (float));
+  float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d_grad_input", error);
+  if (ws == NULL)
+    return FALSE;
   conv_grad_input_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                          tw_tensor_f32 (out[0]), ws, nb);
   return TRUE;
@@ -142,7 +146,9 @@ tw_fused_conv_grad_weight (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *c
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[1], in[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * sizeof (float));
+  float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d_grad_weight", error);
+  if (ws == NULL)
+    return FALSE;
   conv_grad_weight_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                           tw_tensor_f32 (out[0]), ws, nb);
   return TRUE;

@@ -8,6 +8,8 @@
 #define G_LOG_DOMAIN "twb-data"
 
 #include "engine/data/data-private.h"
+#include "engine/fileutil.h"
+#include "engine/memory.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -279,20 +281,34 @@ tw_npy_load_from_data (const guint8 *data, gsize len, const char *filename, GErr
       return NULL;
     }
 
-  guint64 need = tw_dtype_size (dtype);
-  for (int i = 0; i < h.ndim; i++)
-    if (!g_uint64_checked_mul (&need, need, (guint64) h.shape[i]))
-      need = G_MAXUINT64;
+  size_t need;
+  if (!tw_shape_nbytes_checked (dtype, h.ndim, h.shape, &need))
+    {
+      g_autofree char *shape = tw_shape_to_string (h.ndim, h.shape);
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_FORMAT,
+                   "%s: shape %s of '%s' is larger than 2^63 bytes", filename, shape, descr);
+      return NULL;
+    }
   gsize data_start = start + header_len;
   if (need > len - data_start)
     {
       g_autofree char *shape = tw_shape_to_string (h.ndim, h.shape);
       g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_FORMAT,
-                   "%s: truncated: shape %s of '%s' needs %" G_GUINT64_FORMAT " bytes of data, "
+                   "%s: truncated: shape %s of '%s' needs %zu bytes of data, "
                    "found %zu", filename, shape, descr, need, len - data_start);
       return NULL;
     }
-  tw_tensor *t = tw_tensor_from_data (dtype, h.ndim, h.shape, data + data_start);
+  g_autoptr (GError) oom = NULL;
+  tw_tensor *t = tw_memory_check (need, "its array", &oom)
+                   ? tw_tensor_try_new (dtype, h.ndim, h.shape) : NULL;
+  if (t == NULL)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s: %s", filename,
+                   oom ? oom->message : "out of memory for its array");
+      return NULL;
+    }
+  if (need > 0)
+    memcpy (tw_tensor_data (t), data + data_start, need);
 #if G_BYTE_ORDER == G_BIG_ENDIAN
   if (tw_dtype_size (dtype) == 4)
     for (int64_t i = 0, n = tw_tensor_numel (t); i < n; i++)
@@ -311,31 +327,16 @@ tw_npy_load (const char *path, GError **error)
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   g_autoptr (GError) local = NULL;
-  g_autoptr (GMappedFile) file = g_mapped_file_new (path, FALSE, &local);
+  g_autoptr (GMappedFile) file = tw_file_map_regular (path, &local);
   if (file == NULL)
     {
-      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s", local->message);
+      g_set_error_literal (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, local->message);
       return NULL;
     }
-  return tw_npy_load_from_data ((const guint8 *) g_mapped_file_get_contents (file),
-                                g_mapped_file_get_length (file), path, error);
-}
-
-static gboolean
-write_all (int fd, const void *buf, gsize len)
-{
-  const guint8 *p = buf;
-  while (len > 0)
-    {
-      gssize w = write (fd, p, MIN (len, (gsize) G_MAXSSIZE));
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w <= 0)
-        return FALSE;
-      p += w;
-      len -= (gsize) w;
-    }
-  return TRUE;
+  static const guint8 empty[1] = { 0 };
+  const guint8 *data = (const guint8 *) g_mapped_file_get_contents (file);
+  return tw_npy_load_from_data (data ? data : empty, data ? g_mapped_file_get_length (file) : 0,
+                                path, error);
 }
 
 gboolean
@@ -378,32 +379,15 @@ tw_npy_save (const char *path, const tw_tensor *t, GError **error)
 #endif
 
   /* Written next to the target and renamed over it, so a crash never leaves
-   * a half-written file under the real name. */
-  g_autofree char *tmp = g_strdup_printf ("%s.tmp-XXXXXX", path);
-  int fd = g_mkstemp_full (tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-  if (fd < 0)
+   * a half-written file under the real name (engine/fileutil.h). */
+  g_autoptr (GError) local = NULL;
+  g_autoptr (tw_save) save = tw_save_begin (path, &local);
+  if (save == NULL || !tw_save_write (save, prefix, sizeof prefix, &local)
+      || !tw_save_write (save, header->str, header->len, &local)
+      || !tw_save_write (save, tw_tensor_data (c), tw_tensor_nbytes (c), &local)
+      || !tw_save_commit (g_steal_pointer (&save), &local))
     {
-      int e = errno;
-      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s: cannot create %s: %s", path,
-                   tmp, g_strerror (e));
-      return FALSE;
-    }
-  gboolean ok = write_all (fd, prefix, sizeof prefix)
-                && write_all (fd, header->str, header->len)
-                && write_all (fd, tw_tensor_data (c), tw_tensor_nbytes (c))
-                && fsync (fd) == 0;
-  int e = errno;
-  ok = g_close (fd, NULL) && ok;
-  if (ok && g_rename (tmp, path) != 0)
-    {
-      e = errno;
-      ok = FALSE;
-    }
-  if (!ok)
-    {
-      g_unlink (tmp);
-      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s: cannot write: %s", path,
-                   g_strerror (e));
+      g_set_error_literal (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, local->message);
       return FALSE;
     }
   return TRUE;

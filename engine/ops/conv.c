@@ -49,6 +49,20 @@ conv_is_pointwise (const conv_geom *g)
 
 /* ---- window geometry (shared with pool.c) ------------------------------ */
 
+/* Workspace elements per sample (col + tmp) and for the padded sample,
+ * checked: FALSE when they overflow int64. */
+static gboolean
+conv_ws_parts (const conv_geom *g, int64_t *per, int64_t *pad)
+{
+  int64_t cg = g->c / MAX (g->groups, 1), og = g->o / MAX (g->groups, 1), t, hp, wp, p2;
+  return tw_size_mul (cg, g->kh, &t) && tw_size_mul (t, g->kw, &t) && tw_size_add (t, og, &t)
+         && tw_size_mul (t, MAX (g->ho, 1), &t) && tw_size_mul (t, MAX (g->wo, 1), per)
+         && tw_size_mul (g->ph, 2, &p2) && tw_size_add (MAX (g->h, 0), p2, &hp)
+         && tw_size_mul (g->pw, 2, &p2) && tw_size_add (MAX (g->w, 0), p2, &wp)
+         && tw_size_mul (cg, hp, &t) && tw_size_mul (t, wp, pad);
+}
+
+
 static gboolean
 read_pair (const char *op, const tw_attrs *a, const char *name, int64_t fallback, int64_t min,
            int64_t out[2], GError **error)
@@ -109,16 +123,37 @@ tw_conv_out_size (int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_
       *out = TW_DIM_N;
       return TRUE;
     }
-  int64_t num = in + 2 * p - d * (k - 1) - 1;
-  if (num < 0)
+  int64_t padded, span;
+  if (!tw_conv_window_fits (in, k, p, d, &padded, &span))
     return FALSE;
-  *out = num / s + 1;
+  if (padded < span)
+    return FALSE;
+  *out = (padded - span) / s + 1;
   return TRUE;
+}
+
+gboolean
+tw_conv_window_fits (int64_t in, int64_t k, int64_t p, int64_t d, int64_t *padded, int64_t *span)
+{
+  int64_t pp, dk;
+  return tw_size_mul (p, 2, &pp) && tw_size_add (MAX (in, 0), pp, padded)
+         && tw_size_mul (d, k - 1, &dk) && tw_size_add (dk, 1, span);
 }
 
 gboolean
 tw_conv_check_spatial (const char *op, const tw_tinfo *x, conv_geom *g, GError **error)
 {
+  int64_t padded, span;
+  if (!tw_conv_window_fits (x->dims[2], g->kh, g->ph, g->dh, &padded, &span)
+      || !tw_conv_window_fits (x->dims[3], g->kw, g->pw, g->dw, &padded, &span))
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                   "%s: 'padding' [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "], 'dilation' [%"
+                   G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] and 'kernel_size' [%" G_GINT64_FORMAT
+                   ", %" G_GINT64_FORMAT "] overflow the window's size (more than 2^63)",
+                   op, g->ph, g->pw, g->dh, g->dw, g->kh, g->kw);
+      return FALSE;
+    }
   if (!tw_conv_out_size (x->dims[2], g->kh, g->sh, g->ph, g->dh, &g->ho)
       || !tw_conv_out_size (x->dims[3], g->kw, g->sw, g->pw, g->dw, &g->wo))
     {
@@ -237,7 +272,19 @@ conv_setup (const char *op, const tw_attrs *a, const tw_tinfo *x, int64_t o, con
                    op, g->groups, g->o);
       return FALSE;
     }
-  return tw_conv_check_spatial (op, x, g, error);
+  if (!tw_conv_check_spatial (op, x, g, error))
+    return FALSE;
+  int64_t per, pad;
+  if (!conv_ws_parts (g, &per, &pad) || !tw_size_mul (per, 8, &per) || !tw_size_mul (pad, 8, &pad))
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                   "%s: the im2col buffer of one sample (in_channels/groups x kernel_size x "
+                   "output size) would be larger than 2^63 bytes; check 'kernel_size' [%"
+                   G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] and 'padding' [%" G_GINT64_FORMAT
+                   ", %" G_GINT64_FORMAT "]", op, g->kh, g->kw, g->ph, g->pw);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 static gboolean
@@ -351,18 +398,35 @@ conv2d_params (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_param_spec *o
 int64_t
 tw_conv_chunk (const conv_geom *g, size_t es)
 {
-  int64_t per = (g->c / g->groups * g->kh * g->kw + g->o / g->groups) * g->ho * g->wo;
+  int64_t per, pad;
+  if (!conv_ws_parts (g, &per, &pad))
+    return 1;
   int64_t nb = (int64_t) (CONV_WS_BUDGET / es) / MAX (per, 1);
   return CLAMP (nb, 1, MAX (g->n, 1));
 }
 
-/* Elements of workspace for chunks of nb samples: col + tmp + padded sample. */
+/* Elements of workspace for chunks of nb samples: col + tmp + padded sample;
+ * SIZE_MAX when that overflows (tw_scratch then fails). */
 size_t
 tw_conv_workspace_elems (const conv_geom *g, int64_t nb)
 {
-  int64_t cg = g->c / g->groups, og = g->o / g->groups;
-  return (size_t) ((cg * g->kh * g->kw + og) * nb * g->ho * g->wo
-                   + cg * (g->h + 2 * g->ph) * (g->w + 2 * g->pw));
+  int64_t per, pad, t;
+  if (!conv_ws_parts (g, &per, &pad) || !tw_size_mul (per, nb, &t) || !tw_size_add (t, pad, &t)
+      || !tw_size_mul (t, 8, &pad))
+    return SIZE_MAX;
+  return (size_t) t;
+}
+
+void *
+tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, size_t es, const char *op,
+                 GError **error)
+{
+  size_t elems = tw_conv_workspace_elems (g, nb), bytes;
+  if (elems == SIZE_MAX || !g_size_checked_mul (&bytes, elems, es))
+    bytes = SIZE_MAX;
+  g_autofree char *what = g_strdup_printf ("%s: im2col columns of %" G_GINT64_FORMAT
+                                           " sample%s", op, nb, nb == 1 ? "" : "s");
+  return tw_scratch_try (ctx, bytes, what, error);
 }
 
 /* Concrete geometry at run time: x [N, C, H, W], output [N, O, Ho, Wo]. */
@@ -386,7 +450,9 @@ conv2d_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
   tw_conv_geom_run (ctx, a, in[0], out[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * es);
+  void *ws = tw_conv_scratch (ctx, &g, nb, es, "conv2d", error);
+  if (ws == NULL)
+    return FALSE;
   if (in[0]->dtype == TW_F32)
     conv_forward_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                       n_in > 2 ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb);
@@ -459,7 +525,7 @@ conv2d_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *ou
   tw_attrs_get_ints2 (a, "kernel_size", k, 1);
   int64_t cg = in[0].dims[1] / MAX (1, tw_attrs_get_int (a, "groups", 1));
   io_bytes (in, n_in, out, n_out, cost);
-  cost->flops = 2.0 * (double) tw_tinfo_numel (&out[0], NULL) * (double) (cg * k[0] * k[1]);
+  cost->flops = 2.0 * (double) tw_tinfo_numel (&out[0], NULL) * ((double) cg * (double) k[0] * (double) k[1]);
 }
 
 static const char *const conv2d_inputs[] = { "x", "weight", "bias", NULL };
@@ -514,7 +580,9 @@ grad_input_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
   tw_conv_geom_run (ctx, a, out[0], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * es);
+  void *ws = tw_conv_scratch (ctx, &g, nb, es, "conv2d_grad_input", error);
+  if (ws == NULL)
+    return FALSE;
   if (in[0]->dtype == TW_F32)
     conv_grad_input_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]), tw_tensor_f32 (out[0]),
                          ws, nb);
@@ -578,7 +646,9 @@ grad_weight_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in
   tw_conv_geom_run (ctx, a, in[1], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = tw_scratch (ctx, tw_conv_workspace_elems (&g, nb) * es);
+  void *ws = tw_conv_scratch (ctx, &g, nb, es, "conv2d_grad_weight", error);
+  if (ws == NULL)
+    return FALSE;
   if (g.n == 0)
     memset (tw_tensor_data (out[0]), 0, tw_tensor_nbytes (out[0]));
   else if (in[0]->dtype == TW_F32)

@@ -30,6 +30,10 @@ gboolean tw_conv_read_window (const char *op, const tw_attrs *a, gboolean stride
  * floor ((in + 2 p - d (k - 1) - 1) / s) + 1.  TW_DIM_N stays symbolic.
  * Returns FALSE when the window does not fit once (the result would be < 1). */
 gboolean tw_conv_out_size (int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *out);
+/* Checked: padded = in + 2 p, span = d (k - 1) + 1; FALSE when either
+ * overflows int64 (attributes of any size may reach here). */
+gboolean tw_conv_window_fits (int64_t in, int64_t k, int64_t p, int64_t d, int64_t *padded,
+                              int64_t *span);
 
 /* Checks the spatial sizes of x [N, C, H, W] against the window in g and sets
  * g->ho, g->wo (TW_DIM_N where H or W is symbolic).  The error names the op,
@@ -52,6 +56,10 @@ int64_t tw_conv_chunk (const conv_geom *g, size_t es);
 /* Workspace elements for chunks of nb samples: columns + GEMM output + one
  * padded sample. */
 size_t tw_conv_workspace_elems (const conv_geom *g, int64_t nb);
+/* Workspace for chunks of nb samples of es-byte elements (tw_scratch_try):
+ * NULL with an error naming op and the bytes when it cannot be had. */
+void *tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, size_t es,
+                       const char *op, GError **error);
 /* Concrete geometry at run time from x [N, C, H, W] and y [N, O, Ho, Wo]. */
 void tw_conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x,
                        const tw_tensor *y, conv_geom *g);

@@ -223,6 +223,13 @@ linear_params (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_param_spec *o
     }
   int64_t nin = in[0].dims[in[0].ndim - 1];
   tw_dtype dt = tw_dtype_is_float (in[0].dtype) ? in[0].dtype : TW_F32;
+  if (!tw_shape_nbytes_checked (dt, 2, (int64_t[]) { nout, nin }, NULL))
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                   "linear: out_features %" G_GINT64_FORMAT " with %" G_GINT64_FORMAT
+                   " in_features makes a weight of more than 2^63 bytes", nout, nin);
+      return -1;
+    }
   nn_param (&out[0], "weight", dt, 2, (int64_t[]) { nout, nin }, winit, nin, nout);
   if (!tw_attrs_get_bool (a, "bias", TRUE))
     return 1;
@@ -593,6 +600,13 @@ embedding_check_attrs (const tw_attrs *a, int64_t *num, int64_t *dim, GError **e
 {
   *num = tw_attrs_get_int (a, "num_embeddings", 0);
   *dim = tw_attrs_get_int (a, "embedding_dim", 0);
+  if (*num > 0 && *dim > 0 && !tw_shape_nbytes_checked (TW_F32, 2, (int64_t[]) { *num, *dim }, NULL))
+    {
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                   "embedding: num_embeddings %" G_GINT64_FORMAT " times embedding_dim %"
+                   G_GINT64_FORMAT " makes a weight of more than 2^63 bytes", *num, *dim);
+      return FALSE;
+    }
   if (*num > 0 && *dim > 0)
     return TRUE;
   g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,

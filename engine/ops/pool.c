@@ -178,7 +178,7 @@ pool_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out,
   int64_t k[2];
   tw_attrs_get_ints2 (a, "kernel_size", k, 1);
   io_bytes (in, n_in, out, n_out, cost);
-  cost->flops = (double) tw_tinfo_numel (&out[0], NULL) * (double) (k[0] * k[1]);
+  cost->flops = (double) tw_tinfo_numel (&out[0], NULL) * ((double) k[0] * (double) k[1]);
 }
 
 static void
@@ -188,7 +188,7 @@ pool_grad_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo 
   int64_t k[2];
   tw_attrs_get_ints2 (a, "kernel_size", k, 1);
   io_bytes (in, n_in, out, n_out, cost);
-  cost->flops = (double) tw_tinfo_numel (&in[n_in - 1], NULL) * (double) (k[0] * k[1]);
+  cost->flops = (double) tw_tinfo_numel (&in[n_in - 1], NULL) * ((double) k[0] * (double) k[1]);
 }
 
 static tw_attrs *

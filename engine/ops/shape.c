@@ -228,7 +228,7 @@ reshape_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, G
                        "reshape expects the batch dimension N first only, got %s", sx);
           return FALSE;
         }
-      per *= x->dims[d];
+      per *= x->dims[d];   /* representable: checked where x was inferred */
     }
   for (int i = 0; i < n; i++)
     {
@@ -241,8 +241,14 @@ reshape_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, G
                        "; entries must be positive, with at most one -1", i, shape[i]);
           return FALSE;
         }
-      else
-        known *= shape[i];
+      else if (!tw_size_mul (known, shape[i], &known))
+        {
+          g_autofree char *ss = tw_shape_to_string (n, shape);
+          g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                       "reshape: 'shape' %s has more than 2^63 elements per sample (input %s "
+                       "has %" G_GINT64_FORMAT ")", ss, sx, per);
+          return FALSE;
+        }
     }
   if (infer_at >= 0 && known > 0 && per % known == 0)
     shape[infer_at] = per / known;

@@ -37,6 +37,13 @@ input_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GEr
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR, "input: unknown dtype");
       return FALSE;
     }
+  if (!tw_shape_nbytes_checked (dt, n, shape, NULL))
+    {
+      g_autofree char *s = tw_shape_to_string (n, shape);
+      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
+                   "input: 'shape' %s makes one sample larger than 2^63 bytes", s);
+      return FALSE;
+    }
   out[0].dtype = dt;
   out[0].ndim = n + 1;
   out[0].dims[0] = TW_DIM_N;

@@ -1,0 +1,84 @@
+/* fileutil.h — reading and saving the user's files safely.
+ *
+ * Every file the engine, the command line and the editor write (models,
+ * checkpoints, .npy outputs, pictures, recovery files) goes through one
+ * atomic save: the data goes to a temporary file beside the target, which
+ * is synced and renamed over it, so a crash leaves the old file or the new
+ * one, never half of one.  The save
+ *
+ * - writes through a symbolic link: the link stays, its target is replaced
+ *   (the temporary goes beside the target);
+ * - keeps the mode (0600 stays 0600) and, where allowed, the owner of the
+ *   file it replaces; a new file gets 0666 less the umask;
+ * - refuses targets that are not regular files (devices such as /dev/full,
+ *   directories, fifos, sockets) instead of replacing them;
+ * - removes stale temporaries of its own naming left by a killed save of
+ *   the same target (see below).
+ *
+ *   g_autoptr (tw_save) s = tw_save_begin (path, &error);
+ *   if (s == NULL || !tw_save_write (s, header, n, &error) || !tw_save_write (s, data, m, &error)
+ *       || !tw_save_commit (g_steal_pointer (&s), &error))
+ *     return FALSE;                          // the error names the file
+ *
+ * Temporaries are named NAME.tmp-PID-XXXXXX (NAME: the target's file name,
+ * PID: the writing process).  When a save of NAME begins, temporaries
+ * NAME.tmp-PID-XXXXXX in the same folder whose process no longer runs, or
+ * that were last modified more than an hour ago (a save in progress writes
+ * to its file; a reused PID is caught by the age), are removed, as are
+ * NAME.tmp-XXXXXX of earlier builds last modified more than a minute ago.
+ * Nothing else is ever removed.
+ *
+ * Errors are G_FILE_ERROR, their messages start with the file's name.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Largest model or other JSON text read (256 MiB): a model file holds a
+ * graph, not weights. */
+#define TW_FILE_MAX_TEXT ((gsize) 256 << 20)
+
+/* Reads all of path into *contents (NUL-terminated; g_free it), refusing
+ * what is not a regular file (a device such as /dev/zero, a fifo, a
+ * directory: reading those need not end) and files larger than max bytes,
+ * with an error naming the file. */
+gboolean tw_file_read_regular (const char *path, gsize max, char **contents, gsize *len,
+                               GError **error);
+
+/* A read-only mapping of a regular file (NULL contents when it is empty),
+ * refusing other kinds as tw_file_read_regular does.  Unref it. */
+GMappedFile *tw_file_map_regular (const char *path, GError **error);
+
+/* Do a and b name the same file (same device and inode, links followed)?
+ * FALSE when either does not exist. */
+gboolean tw_file_same (const char *a, const char *b);
+/* FALSE, with an error "OUTPUT_ROLE PATH is INPUT_ROLE; ..." when writing
+ * output would overwrite input (tw_file_same).  Either may be NULL (TRUE). */
+gboolean tw_file_check_not_input (const char *output, const char *output_role, const char *input,
+                                  const char *input_role, GError **error);
+
+typedef struct tw_save tw_save;
+
+/* Starts saving path: resolves links, refuses a non-regular target, cleans
+ * stale temporaries and creates the temporary.  NULL with an error. */
+tw_save *tw_save_begin (const char *path, GError **error);
+gboolean tw_save_write (tw_save *s, const void *data, gsize len, GError **error);
+/* For writers that open files by name (cairo, GdkTexture): the temporary's
+ * path (lives in s).  Write it by name, then commit. */
+const char *tw_save_temp_path (const tw_save *s);
+/* Syncs the temporary and renames it over the target; frees s either way. */
+gboolean tw_save_commit (tw_save *s, GError **error);
+/* Removes the temporary and frees s (NULL-safe): the target is untouched. */
+void tw_save_abort (tw_save *s);
+/* The whole thing for data in memory. */
+gboolean tw_file_save (const char *path, const void *data, gsize len, GError **error);
+
+/* Removes the stale temporaries of saves of path (the rule above); returns
+ * how many.  tw_save_begin calls it. */
+guint tw_save_clean_stale (const char *path);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_save, tw_save_abort)
+
+G_END_DECLS
