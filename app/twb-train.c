@@ -116,9 +116,111 @@ print_json (JsonBuilder *b)
   g_print ("%s\n", text);
 }
 
+/* ---- Numeric options, checked as they are parsed ------------------------
+ *
+ * Each is finite, within its range and whole where it counts something, or
+ * the command stops with a usage error naming the option and the value;
+ * `set` says whether it was given (no value doubles as "unset"). */
+typedef struct
+{
+  const char *name;          /* long name, without "--" */
+  char short_name;           /* or 0 */
+  gboolean integer;
+  double min, max;
+  gboolean min_open;         /* min itself excluded (a learning rate > 0) */
+  gboolean max_open;
+  gboolean set;
+  gint64 i;                  /* the value of an integer option */
+  double d;                  /* of any option */
+} num_opt;
+
+#define NUM_INT(name, s, lo, hi) { name, s, TRUE, lo, hi, FALSE, FALSE, FALSE, 0, 0 }
+#define NUM_REAL(name, lo, lo_open, hi, hi_open) { name, 0, FALSE, lo, hi, lo_open, hi_open, FALSE, 0, 0 }
+
+/* Largest thread count accepted: far above any machine, low enough that a
+ * typo cannot ask OpenMP for a billion threads. */
+#define MAX_THREADS 4096
+
+static num_opt *
+num_opt_find (num_opt *opts, const char *option_name)
+{
+  for (num_opt *o = opts; o->name; o++)
+    if ((g_str_has_prefix (option_name, "--") && strcmp (option_name + 2, o->name) == 0)
+        || (option_name[0] == '-' && option_name[1] == o->short_name && option_name[1]
+            && option_name[2] == '\0'))
+      return o;
+  return NULL;
+}
+
+static void
+num_opt_describe (GString *s, const num_opt *o)
+{
+  g_string_append (s, o->integer ? "a whole number" : "a number");
+  gboolean lo = isfinite (o->min), hi = isfinite (o->max) && o->max < (double) G_MAXINT64;
+  if (lo && hi)
+    g_string_append_printf (s, " in %c%.15g, %.15g%c", o->min_open ? '(' : '[', o->min, o->max,
+                            o->max_open ? ')' : ']');
+  else if (lo)
+    g_string_append_printf (s, " %s %.15g", o->min_open ? ">" : ">=", o->min);
+}
+
 static gboolean
-apply_overrides (tw_model *m, const char *optimizer, double lr, int batch, gint64 epochs,
-                 gint64 seed, GError **error)
+parse_num_opt (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  num_opt *o = num_opt_find (data, option_name);
+  g_assert (o != NULL);
+  gboolean ok;
+  if (o->integer)
+    {
+      guint64 u = 0;
+      gint64 v = 0;
+      /* Whole numbers only: "1e3" or "2.5" are not step counts. */
+      if (value[0] == '-')
+        ok = g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &v, NULL);
+      else if ((ok = g_ascii_string_to_unsigned (value, 10, 0, G_MAXINT64, &u, NULL)))
+        v = (gint64) u;
+      ok = ok && (double) v >= o->min && (double) v <= o->max;
+      o->i = v;
+      o->d = (double) v;
+    }
+  else
+    {
+      char *end = NULL;
+      double v = g_ascii_strtod (value, &end);
+      ok = end != value && *end == '\0' && isfinite (v)
+           && (o->min_open ? v > o->min : v >= o->min) && (o->max_open ? v < o->max : v <= o->max);
+      o->d = v;
+    }
+  if (!ok)
+    {
+      g_autoptr (GString) want = g_string_new (NULL);
+      num_opt_describe (want, o);
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--%s: '%s' is not valid (expected %s)", o->name, value, want->str);
+      return FALSE;
+    }
+  o->set = TRUE;
+  return TRUE;
+}
+
+/* An option context whose callbacks see nums. */
+static GOptionContext *
+option_context_new (const char *parameter, const GOptionEntry *entries, num_opt *nums)
+{
+  GOptionContext *ctx = g_option_context_new (parameter);
+  GOptionGroup *g = g_option_group_new ("twb", "twb", "twb options", nums, NULL);
+  g_option_group_add_entries (g, entries);
+  g_option_context_set_main_group (ctx, g);
+  return ctx;
+}
+
+#define NUM_ENTRY(name, s, help, arg) \
+  { name, s, 0, G_OPTION_ARG_CALLBACK, (gpointer) parse_num_opt, help, arg }
+
+static gboolean
+apply_overrides (tw_model *m, const char *optimizer, const num_opt *lr, const num_opt *batch,
+                 const num_opt *epochs, const num_opt *seed, const num_opt *val_split,
+                 GError **error)
 {
   tw_recipe *r = &m->recipe;
   if (optimizer)
@@ -132,29 +234,16 @@ apply_overrides (tw_model *m, const char *optimizer, double lr, int batch, gint6
         }
       r->optimizer.type = t;
     }
-  if (lr > 0)
-    r->optimizer.lr = lr;
-  else if (lr == 0 || (lr < 0 && lr != -1))
-    {
-      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--lr must be positive");
-      return FALSE;
-    }
-  if (batch > 0)
-    r->batch_size = batch;
-  else if (batch != -1)
-    {
-      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--batch must be positive");
-      return FALSE;
-    }
-  if (epochs > 0)
-    r->epochs = epochs;
-  else if (epochs != -1)
-    {
-      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--epochs must be positive");
-      return FALSE;
-    }
-  if (seed >= 0)
-    r->seed = (guint64) seed;
+  if (lr->set)
+    r->optimizer.lr = lr->d;
+  if (batch->set)
+    r->batch_size = batch->i;
+  if (epochs->set)
+    r->epochs = epochs->i;
+  if (seed->set)
+    r->seed = (guint64) seed->i;
+  if (val_split->set)
+    r->validation_split = val_split->d;
   return TRUE;
 }
 
@@ -184,11 +273,41 @@ check_device_mode (const char *device, const char *mode, GError **error)
   return TRUE;
 }
 
+static void
+json_member_strv (JsonBuilder *b, const char *name, char **v)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_begin_array (b);
+  for (char **p = v; p && *p; p++)
+    json_builder_add_string_value (b, *p);
+  json_builder_end_array (b);
+}
+
+/* Keys of --init-weights that did not load, as torch's load_state_dict
+ * reports them (stderr). */
+static void
+print_state_dict_report (const char *path, const tw_state_dict_report *rep)
+{
+  g_printerr ("initial weights from %s: %u tensors loaded\n", path,
+              rep->loaded ? g_strv_length (rep->loaded) : 0);
+  if (rep->missing && rep->missing[0])
+    {
+      g_autofree char *k = g_strjoinv (", ", rep->missing);
+      g_printerr ("missing keys: %s (they keep their initial values)\n", k);
+    }
+  if (rep->unexpected && rep->unexpected[0])
+    {
+      g_autofree char *k = g_strjoinv (", ", rep->unexpected);
+      g_printerr ("unexpected keys: %s (not used)\n", k);
+    }
+}
+
 /* Results of a finished run, as text or one JSON object. */
 static void
 print_results (tw_session *s, const tw_model *m, const char *path, const tw_snapshot *fin,
                gboolean json, gboolean compiled, int nthreads, const char *checkpoint,
-               gboolean have_val, const tw_dataset *test)
+               gboolean have_val, const tw_dataset *test, const char *init_weights,
+               const tw_state_dict_report *init_report)
 {
   tw_trainer *tr = tw_session_trainer (s);
   const tw_recipe *r = &tw_trainer_model (tr)->recipe;
@@ -241,6 +360,18 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
                                                   r->batch_size, NULL);
           json_member_int (jb, "arena_bytes", prog ? (gint64) prog->arena_bytes : -1);
         }
+      if (init_weights)
+        {
+          json_builder_set_member_name (jb, "init_weights");
+          json_builder_begin_object (jb);
+          json_builder_set_member_name (jb, "file");
+          json_builder_add_string_value (jb, init_weights);
+          json_member_strv (jb, "loaded_keys", init_report->loaded);
+          json_member_strv (jb, "missing_keys", init_report->missing);
+          json_member_strv (jb, "unexpected_keys", init_report->unexpected);
+          json_member_strv (jb, "ignored_keys", init_report->ignored);
+          json_builder_end_object (jb);
+        }
       json_builder_end_object (jb);
       print_json (jb);
       return;
@@ -258,33 +389,47 @@ int
 twb_cmd_train (int argc, char **argv)
 {
   char *data = NULL, *optimizer = NULL, *device = NULL, *mode = NULL;
-  char *checkpoint = NULL, *resume = NULL, *dump = NULL;
+  char *checkpoint = NULL, *resume = NULL, *dump = NULL, *init_weights = NULL;
   char **breaks = NULL;
-  gint64 epochs = -1, max_steps = 0, seed = -1;
-  int batch = -1, threads = 1;
-  double lr = -1, val_split = -1;
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
+  gboolean strict = FALSE;
+  enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS };
+  num_opt nums[] = {
+    [EPOCHS] = NUM_INT ("epochs", 'e', 1, G_MAXINT64),
+    [MAX_STEPS] = NUM_INT ("max-steps", 0, 1, G_MAXINT64),
+    [BATCH] = NUM_INT ("batch", 'b', 1, G_MAXINT32),
+    [LR] = NUM_REAL ("lr", 0, TRUE, INFINITY, FALSE),
+    [SEED] = NUM_INT ("seed", 0, 0, G_MAXINT64),
+    [VAL_SPLIT] = NUM_REAL ("val-split", 0, FALSE, 1, TRUE),
+    [THREADS] = NUM_INT ("threads", 't', 0, MAX_THREADS),
+    { NULL },
+  };
   GOptionEntry entries[] = {
     { "data", 'd', 0, G_OPTION_ARG_STRING, &data,
       "Dataset: fashion-mnist, fashion-mnist-subset, spirals, circles, xor, blobs, a folder of IDX "
       "files, FILE.csv or FILE.npy (default: the model's recipe)", "DATA" },
-    { "epochs", 'e', 0, G_OPTION_ARG_INT64, &epochs, "Epochs (default: recipe)", "N" },
-    { "max-steps", 0, 0, G_OPTION_ARG_INT64, &max_steps, "Stop after N steps", "N" },
+    NUM_ENTRY ("epochs", 'e', "Epochs (default: recipe)", "N"),
+    NUM_ENTRY ("max-steps", 0, "Stop after N steps (in all, counting those of a resumed run)", "N"),
     { "debug", 0, 0, G_OPTION_ARG_NONE, &debug,
       "At each break (and before the first step, without --break-on) read debugger commands "
       "from standard input: c, s, n, i, p NAME, b WHEN, d, lr X, q (h lists them)", NULL },
-    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default: recipe)", "N" },
-    { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "Learning rate (default: recipe)", "X" },
+    NUM_ENTRY ("batch", 'b', "Batch size (default: recipe)", "N"),
+    NUM_ENTRY ("lr", 0, "Learning rate (default: recipe)", "X"),
     { "optimizer", 0, 0, G_OPTION_ARG_STRING, &optimizer, "sgd, adam or adamw", "NAME" },
-    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed for weights, shuffling and dropout", "N" },
-    { "val-split", 0, 0, G_OPTION_ARG_DOUBLE, &val_split,
-      "Hold out this fraction of the training data for validation after each epoch", "X" },
-    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
+    NUM_ENTRY ("seed", 0, "Seed for weights, shuffling and dropout", "N"),
+    NUM_ENTRY ("val-split", 0,
+               "Hold out this fraction of the training data for validation after each epoch", "X"),
+    NUM_ENTRY ("threads", 't', "CPU threads (default 1; 0 = all)", "N"),
     { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
     { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager (define-by-run) or compiled (static program)", "MODE" },
     { "checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
       "Save a checkpoint (safetensors) after every epoch and at the end", "FILE" },
     { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume, "Resume from a checkpoint", "FILE" },
+    { "init-weights", 0, 0, G_OPTION_ARG_FILENAME, &init_weights,
+      "Start from these weights: a state_dict as safetensors (PyTorch's names and shapes); "
+      "missing and unexpected keys are reported", "FILE" },
+    { "strict", 0, 0, G_OPTION_ARG_NONE, &strict,
+      "With --init-weights: refuse a file with missing or unexpected keys", NULL },
     { "break-on", 0, 0, G_OPTION_ARG_STRING_ARRAY, &breaks,
       "Stop and report where: nan, inf (the first op producing one), loss>X, grad-norm>X, "
       "node=ID[:forward|backward], step=N (repeatable)", "WHEN" },
@@ -296,11 +441,11 @@ twb_cmd_train (int argc, char **argv)
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress output", NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json — train a model");
+  g_autoptr (GOptionContext) ctx = option_context_new ("MODEL.json — train a model", entries, nums);
   g_autoptr (GError) error = NULL;
+  tw_state_dict_report init_report = { 0 };
   int status = 1;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
     {
       g_printerr ("usage: twb train MODEL.json [OPTIONS]   (twb train --help)\n");
@@ -321,27 +466,33 @@ twb_cmd_train (int argc, char **argv)
       status = 2;
       goto out;
     }
+  if (init_weights && resume)
+    {
+      g_printerr ("twb: --init-weights and --resume exclude each other (a checkpoint has its "
+                  "own weights)\n");
+      status = 2;
+      goto out;
+    }
+  if (strict && !init_weights)
+    {
+      g_printerr ("twb: --strict goes with --init-weights\n");
+      status = 2;
+      goto out;
+    }
 
   {
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
       goto out;
-    if (!apply_overrides (m, optimizer, lr, batch, epochs, seed, &error))
+    if (!apply_overrides (m, optimizer, &nums[LR], &nums[BATCH], &nums[EPOCHS], &nums[SEED],
+                          &nums[VAL_SPLIT], &error))
       {
         twb_print_error (NULL, error);
         status = 2;
         goto out;
       }
-    if (val_split >= 0)
-      {
-        if (val_split >= 1)
-          {
-            g_printerr ("twb: --val-split must be in [0, 1)\n");
-            status = 2;
-            goto out;
-          }
-        m->recipe.validation_split = val_split;
-      }
+    int threads = nums[THREADS].set ? (int) nums[THREADS].i : 1;
+    gint64 max_steps = nums[MAX_STEPS].set ? nums[MAX_STEPS].i : 0;
     tw_set_num_threads (threads);
     int nthreads = tw_get_num_threads ();
 
@@ -358,6 +509,20 @@ twb_cmd_train (int argc, char **argv)
         tw_dataset_split (train, m->recipe.validation_split, m->recipe.seed, &rest, &val);
         tw_dataset_free (train);
         train = rest;
+        if (tw_dataset_size (val) == 0)
+          {
+            g_printerr ("twb: a validation split of %g holds out none of the %" G_GINT64_FORMAT
+                        " training samples of %s\n",
+                        m->recipe.validation_split, tw_dataset_size (train),
+                        data ? data : m->recipe.dataset);
+            goto out;
+          }
+      }
+    if (tw_dataset_size (train) == 0)
+      {
+        g_printerr ("twb: %s: no training samples%s\n", data ? data : m->recipe.dataset,
+                    val ? " left after the validation split" : "");
+        goto out;
       }
     g_autoptr (tw_dataset) test = NULL;
     if (!no_eval)
@@ -410,6 +575,15 @@ twb_cmd_train (int argc, char **argv)
         if (!quiet)
           g_printerr ("resumed from %s at step %" G_GINT64_FORMAT "\n", resume,
                       tw_trainer_step_count (tw_session_trainer (s)));
+      }
+    if (init_weights)
+      {
+        if (!tw_session_init_weights (s, init_weights, strict, &init_report, &error))
+          {
+            twb_print_error (NULL, error);
+            goto out;
+          }
+        print_state_dict_report (init_weights, &init_report);
       }
 
     const tw_recipe *r = &m->recipe;
@@ -483,7 +657,7 @@ twb_cmd_train (int argc, char **argv)
             progress_update (&pr, tw_trainer_step_count (tw_session_trainer (s)),
                              MIN (epoch, r->epochs - 1), loss, sps, TRUE);
             print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
-                           test_ref);
+                           test_ref, init_weights, &init_report);
             status = 0;
             goto out;
           default:
@@ -499,8 +673,10 @@ out:
   g_free (mode);
   g_free (checkpoint);
   g_free (resume);
+  g_free (init_weights);
   g_free (dump);
   g_strfreev (breaks);
+  tw_state_dict_report_clear (&init_report);
   return status;
 }
 
@@ -508,26 +684,30 @@ int
 twb_cmd_eval (int argc, char **argv)
 {
   char *data = NULL, *weights = NULL, *device = NULL, *mode = NULL;
-  int batch = 256, threads = 1;
   gboolean json = FALSE;
+  enum { BATCH, THREADS };
+  num_opt nums[] = {
+    [BATCH] = NUM_INT ("batch", 'b', 1, G_MAXINT32),
+    [THREADS] = NUM_INT ("threads", 't', 0, MAX_THREADS),
+    { NULL },
+  };
   GOptionEntry entries[] = {
     { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights, "Weights or checkpoint (safetensors)",
       "FILE" },
     { "data", 'd', 0, G_OPTION_ARG_STRING, &data, "Dataset (default: the model's recipe)", "DATA" },
-    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default 256)", "N" },
-    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
+    NUM_ENTRY ("batch", 'b', "Batch size (default 256)", "N"),
+    NUM_ENTRY ("threads", 't', "CPU threads (default 1; 0 = all)", "N"),
     { "device", 0, 0, G_OPTION_ARG_STRING, &device, "cpu", "DEV" },
     { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager or compiled", "MODE" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json --weights FILE — evaluate");
+  g_autoptr (GOptionContext) ctx = option_context_new ("MODEL.json --weights FILE — evaluate",
+                                                       entries, nums);
   g_autoptr (GError) error = NULL;
   int status = 1;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || weights == NULL
-      || batch <= 0)
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || weights == NULL)
     {
       g_printerr ("usage: twb eval MODEL.json --weights FILE [--data DATA] [--json]\n");
       if (error)
@@ -545,11 +725,17 @@ twb_cmd_eval (int argc, char **argv)
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
       goto out;
-    tw_set_num_threads (threads);
+    int batch = nums[BATCH].set ? (int) nums[BATCH].i : 256;
+    tw_set_num_threads (nums[THREADS].set ? (int) nums[THREADS].i : 1);
     g_autoptr (tw_dataset) test = twb_open_dataset_for (m, data, TW_SPLIT_TEST, &error);
     if (test == NULL)
       {
         twb_print_error (NULL, error);
+        goto out;
+      }
+    if (tw_dataset_size (test) == 0)
+      {
+        g_printerr ("twb: %s: no test samples to evaluate\n", data ? data : m->recipe.dataset);
         goto out;
       }
     g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
@@ -596,11 +782,15 @@ out:
 int
 twb_cmd_compile (int argc, char **argv)
 {
-  int batch = -1;
   gboolean json = FALSE, dump = FALSE, infer = FALSE;
   char *passes_opt = NULL;
+  enum { BATCH };
+  num_opt nums[] = {
+    [BATCH] = NUM_INT ("batch", 'b', 1, G_MAXINT32),
+    { NULL },
+  };
   GOptionEntry entries[] = {
-    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch, "Batch size (default: recipe)", "N" },
+    NUM_ENTRY ("batch", 'b', "Batch size (default: recipe)", "N"),
     { "inference", 0, 0, G_OPTION_ARG_NONE, &infer, "The inference program (forward only)", NULL },
     { "passes", 0, 0, G_OPTION_ARG_STRING, &passes_opt,
       "Passes to run: all, none, or a comma list of constfold,dce,cse,fuse,inplace", "LIST" },
@@ -608,13 +798,13 @@ twb_cmd_compile (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the report as JSON", NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json — compile and report");
+  g_autoptr (GOptionContext) ctx = option_context_new ("MODEL.json — compile and report", entries,
+                                                       nums);
   g_autoptr (GError) error = NULL;
   int status = 1;
   tw_pass_flags passes = TW_PASS_ALL;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || batch == 0 || batch < -1)
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
     {
       g_printerr ("usage: twb compile MODEL.json [--batch N] [--inference] [--json] [--dump]\n");
       if (error)
@@ -652,7 +842,7 @@ twb_cmd_compile (int argc, char **argv)
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
       goto out;
-    int64_t b = batch > 0 ? batch : m->recipe.batch_size;
+    int64_t b = nums[BATCH].set ? nums[BATCH].i : m->recipe.batch_size;
     gint64 t0 = g_get_monotonic_time ();
     g_autoptr (tw_program) p = tw_program_build (m->graph, b, infer ? TW_PROGRAM_INFER : TW_PROGRAM_STEP,
                                                  &error);
@@ -728,22 +918,26 @@ int
 twb_cmd_predict (int argc, char **argv)
 {
   char *weights = NULL, *input = NULL, *output = NULL, *mode = NULL;
-  int threads = 1;
   gboolean json = FALSE;
+  enum { THREADS };
+  num_opt nums[] = {
+    [THREADS] = NUM_INT ("threads", 't', 0, MAX_THREADS),
+    { NULL },
+  };
   GOptionEntry entries[] = {
     { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights, "Weights or checkpoint (safetensors)", "FILE" },
     { "input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Samples as a NumPy .npy array [n, ...]", "FILE" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model's outputs to this .npy", "FILE" },
     { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager or compiled (default compiled)", "MODE" },
-    { "threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default 1; 0 = all)", "N" },
+    NUM_ENTRY ("threads", 't', "CPU threads (default 1; 0 = all)", "N"),
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print predictions as JSON", NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json --weights FILE --input FILE.npy — predict");
+  g_autoptr (GOptionContext) ctx = option_context_new (
+    "MODEL.json --weights FILE --input FILE.npy — predict", entries, nums);
   g_autoptr (GError) error = NULL;
   int status = 1;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || !weights || !input)
     {
       g_printerr ("usage: twb predict MODEL.json --weights FILE --input FILE.npy [--output OUT.npy] [--json]\n");
@@ -762,7 +956,7 @@ twb_cmd_predict (int argc, char **argv)
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
       goto out;
-    tw_set_num_threads (threads);
+    tw_set_num_threads (nums[THREADS].set ? (int) nums[THREADS].i : 1);
     g_autoptr (tw_tensor) raw = tw_npy_load (input, &error);
     if (raw == NULL)
       {

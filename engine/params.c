@@ -3,6 +3,7 @@
 
 #include "engine/params.h"
 #include "engine/rng.h"
+#include "engine/safetensors.h"
 
 #include <math.h>
 #include <string.h>
@@ -232,4 +233,165 @@ tw_param_init (tw_tensor *t, const tw_param_spec *spec, guint64 seed, const char
         tw_tensor_set_flat (t, i, out[i]);
       g_free (out);
     }
+}
+
+/* ---- Loading a state_dict ----------------------------------------------- */
+
+G_DEFINE_QUARK (tw-state-dict-error-quark, tw_state_dict_error)
+
+#define BATCH_COUNTER ".num_batches_tracked"
+
+void
+tw_state_dict_report_clear (tw_state_dict_report *report)
+{
+  if (report == NULL)
+    return;
+  g_clear_pointer (&report->loaded, g_strfreev);
+  g_clear_pointer (&report->missing, g_strfreev);
+  g_clear_pointer (&report->unexpected, g_strfreev);
+  g_clear_pointer (&report->ignored, g_strfreev);
+}
+
+static gboolean
+dtype_is_float (tw_dtype d)
+{
+  return d == TW_F32 || d == TW_F64;
+}
+
+/* PyTorch's batch counter of a batch norm whose running mean the store has. */
+static gboolean
+is_batch_counter (const tw_params *p, const char *key)
+{
+  if (!g_str_has_suffix (key, BATCH_COUNTER))
+    return FALSE;
+  g_autofree char *scope = g_strndup (key, strlen (key) - strlen (BATCH_COUNTER));
+  g_autofree char *mean = g_strconcat (scope, ".running_mean", NULL);
+  return tw_params_get (p, mean) != NULL;
+}
+
+/* "a, b, c" — at most 8 names, then how many more. */
+static char *
+join_keys (GPtrArray *keys)
+{
+  const guint shown = 8;
+  GString *s = g_string_new (NULL);
+  for (guint i = 0; i < keys->len && i < shown; i++)
+    g_string_append_printf (s, "%s%s", i ? ", " : "", (const char *) g_ptr_array_index (keys, i));
+  if (keys->len > shown)
+    g_string_append_printf (s, " and %u more", keys->len - shown);
+  return g_string_free (s, FALSE);
+}
+
+static char **
+steal_strv (GPtrArray *a)
+{
+  g_ptr_array_add (a, NULL);
+  return (char **) g_ptr_array_steal (a, NULL);
+}
+
+static int
+compare_str (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+gboolean
+tw_params_load_state_dict (tw_params *p, GHashTable *tensors, GHashTable *metadata,
+                           const char *source, gboolean strict, tw_state_dict_report *report,
+                           GError **error)
+{
+  g_return_val_if_fail (p != NULL && tensors != NULL, FALSE);
+  const char *src = source ? source : "state_dict";
+  gboolean checkpoint = metadata
+                        && g_strcmp0 (g_hash_table_lookup (metadata, "format"), "twb-checkpoint") == 0;
+  g_autoptr (GPtrArray) loaded = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) missing = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) unexpected = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) ignored = g_ptr_array_new_with_free_func (g_free);
+
+  /* Every check first: a failed load changes nothing. */
+  for (guint i = 0; i < p->entries->len; i++)
+    {
+      tw_param *e = g_ptr_array_index (p->entries, i);
+      tw_tensor *t = g_hash_table_lookup (tensors, e->name);
+      if (t == NULL)
+        {
+          g_ptr_array_add (missing, g_strdup (e->name));
+          continue;
+        }
+      if (!tw_tensor_same_shape (t, e->value))
+        {
+          g_autofree char *a = tw_shape_to_string (t->ndim, t->shape);
+          g_autofree char *b = tw_shape_to_string (e->value->ndim, e->value->shape);
+          g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_SHAPE,
+                       "%s: tensor '%s' has shape %s; the model's %s is %s", src, e->name, a,
+                       e->trainable ? "parameter" : "buffer", b);
+          return FALSE;
+        }
+      if (t->dtype != e->value->dtype
+          && !(dtype_is_float (t->dtype) && dtype_is_float (e->value->dtype)))
+        {
+          g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_DTYPE,
+                       "%s: tensor '%s' is %s; the model's %s is %s (floating point values "
+                       "expected)",
+                       src, e->name, tw_dtype_name (t->dtype),
+                       e->trainable ? "parameter" : "buffer", tw_dtype_name (e->value->dtype));
+          return FALSE;
+        }
+      g_ptr_array_add (loaded, g_strdup (e->name));
+    }
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init (&it, tensors);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    {
+      const char *k = key;
+      if (tw_params_get (p, k))
+        continue;
+      if (is_batch_counter (p, k) || (checkpoint && g_str_has_prefix (k, "optimizer.")))
+        g_ptr_array_add (ignored, g_strdup (k));
+      else
+        g_ptr_array_add (unexpected, g_strdup (k));
+    }
+  g_ptr_array_sort (unexpected, compare_str);
+  g_ptr_array_sort (ignored, compare_str);
+
+  if (strict && (missing->len || unexpected->len))
+    {
+      g_autofree char *m = join_keys (missing);
+      g_autofree char *u = join_keys (unexpected);
+      g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_STRICT,
+                   "%s: strict loading refused: %s%s%s%s%s", src,
+                   missing->len ? "missing keys: " : "", m, missing->len && unexpected->len ? "; " : "",
+                   unexpected->len ? "unexpected keys: " : "", u);
+      return FALSE;
+    }
+
+  for (guint i = 0; i < loaded->len; i++)
+    {
+      const char *name = g_ptr_array_index (loaded, i);
+      tw_param *e = tw_params_get (p, name);
+      tw_tensor_copy_into (e->value, g_hash_table_lookup (tensors, name));
+    }
+  if (report)
+    {
+      tw_state_dict_report_clear (report);
+      report->loaded = steal_strv (loaded);
+      report->missing = steal_strv (missing);
+      report->unexpected = steal_strv (unexpected);
+      report->ignored = steal_strv (ignored);
+    }
+  return TRUE;
+}
+
+gboolean
+tw_params_load_state_dict_file (tw_params *p, const char *path, gboolean strict,
+                                tw_state_dict_report *report, GError **error)
+{
+  g_autoptr (GHashTable) tensors = NULL;
+  g_autoptr (GHashTable) meta = NULL;
+  if (!tw_safetensors_load (path, &tensors, &meta, error))
+    return FALSE;
+  g_autofree char *display = g_filename_display_name (path);
+  return tw_params_load_state_dict (p, tensors, meta, display, strict, report, error);
 }

@@ -50,6 +50,60 @@ int64_t tw_params_numel (const tw_params *p, gboolean trainable_only);
  * t may have any dtype and layout (f32 contiguous is the fast path). */
 void tw_param_init (tw_tensor *t, const tw_param_spec *spec, guint64 seed, const char *name);
 
+/* ---- Starting from given weights (a PyTorch state_dict) -----------------
+ *
+ * A state_dict saved with safetensors.torch.save_file loads as it is: its
+ * keys are the parameter and buffer names above ("fc1.weight",
+ * "bn1.running_mean").  Each entry of the store found in the file takes the
+ * file's values; shapes must match exactly, and floating-point values are
+ * converted to the entry's dtype (F64 → F32); integer tensors for a
+ * floating-point entry are refused.  As torch's load_state_dict reports:
+ *
+ *   missing     entries of the store the file lacks: they keep their values
+ *   unexpected  tensors of the file no entry takes
+ *   ignored     tensors known and left out on purpose: a batch norm's
+ *               "<scope>.num_batches_tracked" (twb keeps no batch counter;
+ *               its momentum is never None) and a twb checkpoint's optimizer
+ *               state ("optimizer.*": use a resume for that)
+ *
+ *   tw_state_dict_report rep = { 0 };
+ *   if (!tw_params_load_state_dict_file (params, "init.safetensors", FALSE, &rep, &error))
+ *     ...;   // nothing changed
+ *   tw_state_dict_report_clear (&rep);
+ *
+ * Everything is checked before anything changes: on failure the store is as
+ * it was.  strict fails (TW_STATE_DICT_ERROR_STRICT) when any key is missing
+ * or unexpected.  Errors name the file and the key (a shape mismatch gives
+ * both shapes).  report may be NULL; its lists are NULL-terminated, in the
+ * store's order (missing, loaded) or sorted (unexpected, ignored), and owned
+ * by the report. */
+#define TW_STATE_DICT_ERROR (tw_state_dict_error_quark ())
+GQuark tw_state_dict_error_quark (void);
+
+typedef enum
+{
+  TW_STATE_DICT_ERROR_SHAPE,     /* a tensor's shape differs from the entry's */
+  TW_STATE_DICT_ERROR_DTYPE,     /* a dtype that cannot be converted */
+  TW_STATE_DICT_ERROR_STRICT,    /* strict, and keys are missing or unexpected */
+} tw_state_dict_error_code;
+
+typedef struct
+{
+  char **loaded;
+  char **missing;
+  char **unexpected;
+  char **ignored;
+} tw_state_dict_report;
+
+void tw_state_dict_report_clear (tw_state_dict_report *report);
+/* tensors: name → tw_tensor * (borrowed); source names them in errors. */
+gboolean tw_params_load_state_dict (tw_params *p, GHashTable *tensors, GHashTable *metadata,
+                                    const char *source, gboolean strict,
+                                    tw_state_dict_report *report, GError **error);
+/* The same from a safetensors file (errors of engine/safetensors.h too). */
+gboolean tw_params_load_state_dict_file (tw_params *p, const char *path, gboolean strict,
+                                         tw_state_dict_report *report, GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_params, tw_params_free)
 
 G_END_DECLS

@@ -983,6 +983,16 @@ tw_session_load_weights (tw_session *s, const char *path, GError **error)
   return tw_params_load_weights (tw_trainer_params (s->trainer), path, error);
 }
 
+gboolean
+tw_session_init_weights (tw_session *s, const char *path, gboolean strict,
+                         tw_state_dict_report *report, GError **error)
+{
+  if (!check_idle (s, "load weights", error))
+    return FALSE;
+  return tw_params_load_state_dict_file (tw_trainer_params (s->trainer), path, strict, report,
+                                         error);
+}
+
 void
 tw_session_free (tw_session *s)
 {

@@ -161,6 +161,11 @@ void tw_session_free (tw_session *s);
 gboolean tw_session_load_checkpoint (tw_session *s, const char *path, GError **error);
 /* Before the first command only: parameter values from a safetensors file. */
 gboolean tw_session_load_weights (tw_session *s, const char *path, GError **error);
+/* Before the first command only: start from a state_dict (a PyTorch one
+ * saved as safetensors loads as it is), reporting missing and unexpected
+ * keys; see tw_params_load_state_dict in engine/params.h. */
+gboolean tw_session_init_weights (tw_session *s, const char *path, gboolean strict,
+                                  tw_state_dict_report *report, GError **error);
 
 tw_session_state tw_session_get_state (tw_session *s);
 /* Steps the run will take: epochs × batches per epoch, or max_steps if fewer. */

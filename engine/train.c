@@ -648,11 +648,25 @@ tw_params_load_weights (tw_params *params, const char *path, GError **error)
   return TRUE;
 }
 
-static int64_t
-meta_int (GHashTable *meta, const char *key)
+/* Counters of a checkpoint's metadata are whole numbers from 0 to 2^53:
+ * more steps than any run takes, and still exact in the double arithmetic of
+ * learning-rate schedules.  An absent counter is 0. */
+#define CHECKPOINT_MAX_COUNT (G_GINT64_CONSTANT (1) << 53)
+
+static gboolean
+meta_count (GHashTable *meta, const char *key, const char *path, int64_t *out, GError **error)
 {
-  const char *v = meta ? g_hash_table_lookup (meta, key) : NULL;
-  return v ? g_ascii_strtoll (v, NULL, 10) : 0;
+  const char *v = g_hash_table_lookup (meta, key);
+  guint64 u = 0;
+  if (v && !g_ascii_string_to_unsigned (v, 10, 0, CHECKPOINT_MAX_COUNT, &u, NULL))
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "%s: checkpoint metadata \"%s\" is \"%s\" (expected a whole number from 0 to "
+                   "%" G_GINT64_FORMAT ")", path, key, v, CHECKPOINT_MAX_COUNT);
+      return FALSE;
+    }
+  *out = (int64_t) u;
+  return TRUE;
 }
 
 gboolean
@@ -661,36 +675,87 @@ tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
 {
   g_autoptr (GHashTable) tensors = NULL;
   g_autoptr (GHashTable) meta = NULL;
-  if (!tw_params_load_weights (tr->params, path, error))
-    return FALSE;
   if (!tw_safetensors_load (path, &tensors, &meta, error))
     return FALSE;
+
+  /* Everything is checked before anything changes. */
+  const char *format = g_hash_table_lookup (meta, "format");
+  if (g_strcmp0 (format, "twb-checkpoint") != 0)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "%s: not a twb checkpoint (its metadata has %s%s%s): only a checkpoint twb "
+                   "saved can be resumed; to start from these weights, load them as initial "
+                   "weights (twb train --init-weights)",
+                   path, format ? "format \"" : "no \"format\"", format ? format : "",
+                   format ? "\"" : "");
+      return FALSE;
+    }
+  int64_t step, opt_step, ep, batch;
+  if (!meta_count (meta, "step", path, &step, error)
+      || !meta_count (meta, "optimizer_step", path, &opt_step, error)
+      || !meta_count (meta, "epoch", path, &ep, error)
+      || !meta_count (meta, "batch", path, &batch, error))
+    return FALSE;
+  const char *seed = g_hash_table_lookup (meta, "seed");
+  guint64 seed_value = 0;
+  if (seed && !g_ascii_string_to_unsigned (seed, 10, 0, G_MAXUINT64, &seed_value, NULL))
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "%s: checkpoint metadata \"seed\" is \"%s\" (expected a whole number >= 0)",
+                   path, seed);
+      return FALSE;
+    }
   for (int i = 0; i < tw_params_count (tr->params); i++)
     {
       tw_param *p = tw_params_at (tr->params, i);
+      tw_tensor *src = g_hash_table_lookup (tensors, p->name);
+      if (src == NULL || !tw_tensor_same_shape (src, p->value))
+        {
+          g_autoptr (tw_tensor) scratch = tw_tensor_new_like (p->value);
+          return copy_named (scratch, tensors, p->name, path, error);
+        }
       for (int k = 0; k < 2; k++)
         {
           g_autofree char *name = g_strdup_printf ("optimizer.%s.%d", p->name, k);
-          tw_tensor *s = g_hash_table_lookup (tensors, name);
+          tw_tensor *st = g_hash_table_lookup (tensors, name);
+          if (st && (st->dtype != TW_F32 || !tw_tensor_same_shape (st, p->value)))
+            {
+              g_autofree char *a = tw_shape_to_string (st->ndim, st->shape);
+              g_autofree char *b = tw_shape_to_string (p->value->ndim, p->value->shape);
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                           "%s: optimizer state '%s' is %s %s; the parameter is f32 %s", path,
+                           name, tw_dtype_name (st->dtype), a, b);
+              return FALSE;
+            }
+        }
+    }
+
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      copy_named (p->value, tensors, p->name, path, NULL);
+      for (int k = 0; k < 2; k++)
+        {
+          g_autofree char *name = g_strdup_printf ("optimizer.%s.%d", p->name, k);
+          tw_tensor *st = g_hash_table_lookup (tensors, name);
           g_clear_pointer (&p->state[k], tw_tensor_unref);
-          if (s)
-            p->state[k] = tw_tensor_clone (s);
+          if (st)
+            p->state[k] = tw_tensor_clone (st);
         }
     }
   /* The run goes on with the seed it started with (dropout masks, shuffling). */
-  const char *seed = g_hash_table_lookup (meta, "seed");
   if (seed)
     {
-      tr->model->recipe.seed = g_ascii_strtoull (seed, NULL, 10);
+      tr->model->recipe.seed = seed_value;
       tw_eager_set_seed (tr->ex, tr->model->recipe.seed);
       if (tr->compiled)
         tw_compiled_set_seed (tr->compiled, tr->model->recipe.seed);
     }
-  tr->step = meta_int (meta, "step");
-  tw_optimizer_set_step (tr->opt, meta_int (meta, "optimizer_step"));
+  tr->step = step;
+  tw_optimizer_set_step (tr->opt, opt_step);
   if (epoch)
-    *epoch = meta_int (meta, "epoch");
+    *epoch = ep;
   if (batch_in_epoch)
-    *batch_in_epoch = meta_int (meta, "batch");
+    *batch_in_epoch = batch;
   return TRUE;
 }

@@ -104,7 +104,11 @@ int64_t tw_count_correct (tw_tensor *pred, const tw_tensor *labels);
  * names, optimizer state as "optimizer.<name>.<k>", and in the metadata the
  * step, epoch and batch within the epoch to resume at and the run's seed.
  * Loading sets the model's recipe seed to the checkpoint's, so a resumed run
- * shuffles and drops out exactly as the uninterrupted one would. */
+ * shuffles and drops out exactly as the uninterrupted one would.  It checks
+ * everything before changing anything: the "format" (twb-checkpoint), the
+ * counters (whole numbers from 0 to 2^53), the seed, every parameter's shape
+ * and the optimizer state's (f32, the parameter's shape); an error names the
+ * file and the member or tensor. */
 gboolean tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
                                      int64_t batch_in_epoch, GError **error);
 gboolean tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
