@@ -15,12 +15,18 @@ int twb_cmd_eval (int argc, char **argv);
 int twb_cmd_info (int argc, char **argv);
 int twb_cmd_compile (int argc, char **argv);
 int twb_cmd_predict (int argc, char **argv);
+int twb_cmd_devices (int argc, char **argv);
 
 /* Shared helpers. */
 void twb_print_error (const char *what, const GError *error);
 /* Load a model and infer its shapes; prints every shape error (node by node)
  * and returns NULL when there is any. */
 tw_model *twb_load_model_checked (const char *path);
+/* FALSE, with the error printed, when writing output (the file of option,
+ * "--checkpoint") would overwrite one of inputs (NULL-terminated; each named
+ * by input_roles[i], "the model"): compared by device and inode. */
+gboolean twb_check_output (const char *output, const char *option, const char *const *inputs,
+                           const char *const *input_roles);
 /* Open the dataset split named by spec (or the model's recipe) and check that
  * its samples fit the model's data input; reshapes x when only the layout
  * differs (same element count per sample). */

@@ -3,6 +3,7 @@
 
 #include "app/twb-cli.h"
 #include "engine/device.h"
+#include "engine/fileutil.h"
 
 #ifdef TWB_HAVE_GUI
 #include "app/twb-application.h"
@@ -50,7 +51,30 @@ twb_load_model_checked (const char *path)
         g_printerr ("  %s\n", *l);
       return NULL;
     }
+  /* Every model accepted here runs under every command. */
+  if (!tw_graph_check_runnable (m->graph, &error))
+    {
+      g_autofree char *display = g_filename_display_name (path);
+      g_printerr ("twb: %s: %s\n", display, error->message);
+      return NULL;
+    }
   return g_steal_pointer (&m);
+}
+
+gboolean
+twb_check_output (const char *output, const char *option, const char *const *inputs,
+                  const char *const *input_roles)
+{
+  for (int i = 0; inputs[i]; i++)
+    {
+      g_autoptr (GError) error = NULL;
+      if (!tw_file_check_not_input (output, option, inputs[i], input_roles[i], &error))
+        {
+          twb_print_error (NULL, error);
+          return FALSE;
+        }
+    }
+  return TRUE;
 }
 
 tw_dataset *
@@ -82,6 +106,19 @@ twb_open_dataset_for (const tw_model *m, const char *spec, tw_split split, GErro
 tw_tensor *
 twb_fit_samples (tw_tensor *x, const tw_node *input, const char *source, GError **error)
 {
+  if (input == NULL || input->out_info == NULL)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "the model has no input node with role \"data\" for %s", source);
+      return NULL;
+    }
+  if (x->ndim < 1 || x->shape[0] == 0)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   x->ndim < 1 ? "%s holds one scalar, not samples [n, ...]"
+                               : "%s holds no samples (its first dimension is 0)", source);
+      return NULL;
+    }
   const tw_tinfo *want = &input->out_info[0];
   gboolean same = x->ndim == want->ndim && x->dtype == want->dtype;
   for (int i = 1; same && i < want->ndim; i++)
@@ -249,6 +286,7 @@ usage (void)
               "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n"
               "  compile MODEL.json compile to a static program and report what the passes did\n"
               "  predict MODEL.json class predictions for samples in a .npy file\n"
+              "  devices            devices, and which kernel runs each matrix product here\n"
 #ifdef TWB_HAVE_GUI
               "\n"
               "without a command, with a display: the graph editor\n"
@@ -300,6 +338,8 @@ main (int argc, char **argv)
     return twb_cmd_compile (argc - 1, argv + 1);
   if (strcmp (cmd, "predict") == 0)
     return twb_cmd_predict (argc - 1, argv + 1);
+  if (strcmp (cmd, "devices") == 0)
+    return twb_cmd_devices (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
   usage ();
   return 2;

@@ -5,6 +5,7 @@
 #include "engine/eager.h"
 #include "engine/device.h"
 #include "engine/emit.h"
+#include "engine/memory.h"
 
 #include <math.h>
 #include <string.h>
@@ -43,6 +44,8 @@ struct tw_eager
   int n_state;
   int loss_node;              /* -1 when no loss */
   size_t live_bytes, peak_bytes;
+  int64_t mem_batch;          /* batch whose memory estimate was checked (0: none) */
+  gboolean mem_training;
 };
 
 static gboolean
@@ -56,7 +59,19 @@ params_sync_node (tw_params *params, const tw_node *n, guint64 seed, GError **er
       if (p && p->value->ndim == s->info.ndim
           && memcmp (p->value->shape, s->info.dims, s->info.ndim * sizeof (int64_t)) == 0)
         continue;
-      g_autoptr (tw_tensor) t = tw_tensor_new (TW_F32, s->info.ndim, s->info.dims);
+      g_autoptr (tw_tensor) t = tw_tensor_try_new (TW_F32, s->info.ndim, s->info.dims);
+      if (t == NULL)
+        {
+          g_autofree char *shape = tw_tinfo_to_string (&s->info);
+          size_t nbytes = 0;
+          tw_tinfo_nbytes (&s->info, 1, &nbytes);
+          g_autofree char *b = tw_format_bytes (nbytes);
+          g_autofree char *have = tw_format_bytes (tw_memory_available ());
+          g_set_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_EXHAUSTED,
+                       "node %s: out of memory for parameter %s (%s, %s; %s available)", n->id,
+                       name, shape, b, have);
+          return FALSE;
+        }
       tw_param_init (t, s, seed, name);
       tw_params_set (params, name, t, s->trainable);
     }
@@ -66,6 +81,9 @@ params_sync_node (tw_params *params, const tw_node *n, guint64 seed, GError **er
 gboolean
 tw_params_sync_graph (tw_params *params, const tw_graph *graph, guint64 seed, GError **error)
 {
+  /* Parameters (and one sample's activations) must fit before any is made. */
+  if (!tw_graph_check_memory (graph, 1, FALSE, error))
+    return FALSE;
   for (int i = 0; i < tw_graph_n_nodes (graph); i++)
     {
       const tw_node *n = tw_graph_node (graph, i);
@@ -112,6 +130,7 @@ tw_eager_rebuild (tw_eager *ex, GError **error)
     }
   if (!tw_graph_topo_order (ex->graph, &ex->order, error))
     return FALSE;
+  ex->mem_batch = 0;
   if (!tw_params_sync_graph (ex->params, ex->graph, ex->seed, error))
     return FALSE;
 
@@ -385,6 +404,17 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
   release_values (ex);
   ex->training = training;
   ex->step = step;
+
+  /* A batch whose activations cannot fit is refused before the first op
+   * allocates (Linux would overcommit and kill the process later). */
+  int64_t batch = data && data->ndim > 0 ? data->shape[0] : 1;
+  if (batch != ex->mem_batch || (training && !ex->mem_training))
+    {
+      if (!tw_graph_check_memory (ex->graph, batch, training, error))
+        return FALSE;
+      ex->mem_batch = batch;
+      ex->mem_training = training;
+    }
 
   for (const char *const *o = tw_graph_outputs (ex->graph); *o; o++)
     mark_needed (ex, needed, tw_graph_resolve (ex->graph, *o).node);

@@ -5,6 +5,7 @@
 #include "engine/op.h"
 #include "engine/emit.h"
 #include "engine/kernels.h"
+#include "engine/memory.h"
 #include "engine/workspace-private.h"
 
 #include <cblas.h>
@@ -295,9 +296,13 @@ tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tenso
       if (out[k] == NULL)
         {
           g_autofree char *s = tw_tinfo_to_string (&info_out[k]);
+          size_t nbytes = 0;
+          g_autofree char *b = tw_tinfo_nbytes (&info_out[k], 1, &nbytes)
+                                 ? tw_format_bytes (nbytes) : g_strdup ("more than 2^63 bytes");
+          g_autofree char *have = tw_format_bytes (tw_memory_available ());
           g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_UNSUPPORTED,
-                       "out of memory allocating output %d (%s, %.1f MB)", k, s,
-                       tw_tinfo_numel (&info_out[k], NULL) * tw_dtype_size (info_out[k].dtype) / 1e6);
+                       "out of memory allocating output %d (%s, %s; %s available)", k, s, b,
+                       have);
           for (int j = 0; j < k; j++)
             g_clear_pointer (&out[j], tw_tensor_unref);
           return FALSE;

@@ -139,10 +139,11 @@ typedef struct
  * after the first step of a static program it never allocates again. */
 void *tw_scratch (const tw_kctx *ctx, size_t nbytes);
 /* For scratch whose size the user's shapes set beyond the kernel's own
- * tensors (im2col columns): NULL with an error "WHAT: out of memory for N
- * of scratch" instead of aborting.  tw_scratch aborts when memory runs out;
- * use it only for needs bounded by the kernel's inputs and outputs. */
-void *tw_scratch_try (const tw_kctx *ctx, size_t nbytes, const char *what, GError **error);
+ * tensors (im2col columns): NULL instead of aborting, also when a large
+ * block exceeds tw_memory_available (engine/memory.h); the kernel then
+ * fails with an error naming the bytes.  tw_scratch aborts when memory runs
+ * out: use it only for needs bounded by the kernel's inputs and outputs. */
+void *tw_scratch_try (const tw_kctx *ctx, size_t nbytes);
 tw_workspace *tw_workspace_new (const tw_device *dev);
 void tw_workspace_free (tw_workspace *ws);
 /* Bytes held, and how many times it had to grow. */

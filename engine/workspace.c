@@ -178,16 +178,7 @@ tw_scratch (const tw_kctx *ctx, size_t nbytes)
 }
 
 void *
-tw_scratch_try (const tw_kctx *ctx, size_t nbytes, const char *what, GError **error)
+tw_scratch_try (const tw_kctx *ctx, size_t nbytes)
 {
-  void *p = tw_workspace_try_take (scratch_workspace (ctx), nbytes);
-  if (p == NULL)
-    {
-      g_autofree char *b = tw_format_bytes (nbytes);
-      g_autofree char *have = tw_format_bytes (tw_memory_available ());
-      g_set_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_EXHAUSTED,
-                   "%s: out of memory for %s of scratch (%zu bytes; %s available)", what, b,
-                   nbytes, have);
-    }
-  return p;
+  return tw_workspace_try_take (scratch_workspace (ctx), nbytes);
 }

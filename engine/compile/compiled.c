@@ -4,6 +4,7 @@
 #include "engine/compile/compiled.h"
 #include "engine/device.h"
 #include "engine/kernels.h"
+#include "engine/memory.h"
 #include "engine/workspace-private.h"
 
 #include <math.h>
@@ -456,11 +457,22 @@ get_runnable (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **erro
       tw_program_free (p);
       return NULL;
     }
+  /* The arena is planned, not yet allocated: refuse it with the figure when
+   * it cannot fit (Linux would overcommit and kill the process later). */
+  g_autofree char *what = g_strdup_printf ("the %s program's arena at batch %" G_GINT64_FORMAT,
+                                           kind == TW_PROGRAM_INFER ? "inference" : "training",
+                                           batch);
+  if (tw_device_is_host (c->device) && !tw_memory_check (p->arena_bytes, what, error))
+    {
+      tw_program_free (p);
+      return NULL;
+    }
   r = runnable_new (c, p);
   if (r == NULL)
     {
+      g_autofree char *b = tw_format_bytes (p->arena_bytes);
       g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
-                   "out of memory allocating the %zu-byte arena", p->arena_bytes);
+                   "out of memory allocating the %zu-byte arena (%s)", p->arena_bytes, b);
       tw_program_free (p);
       return NULL;
     }

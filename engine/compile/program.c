@@ -336,6 +336,13 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
   gboolean training = kind == TW_PROGRAM_TRAIN || kind == TW_PROGRAM_STEP;
   gboolean with_loss = kind != TW_PROGRAM_INFER;
 
+  if (batch < 1)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "a static program needs a batch of at least 1 sample, got %" G_GINT64_FORMAT,
+                   batch);
+      return NULL;
+    }
   p->kind = kind;
   p->batch = batch;
   p->graph = tw_graph_copy (graph);

@@ -9,6 +9,7 @@
  * window geometry (conv_private.h).
  */
 #include "engine/cpu/blas.h"
+#include "engine/memory.h"
 #include "engine/ops/conv_private.h"
 
 #include <cblas.h>
@@ -424,9 +425,17 @@ tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, size_t es, 
   size_t elems = tw_conv_workspace_elems (g, nb), bytes;
   if (elems == SIZE_MAX || !g_size_checked_mul (&bytes, elems, es))
     bytes = SIZE_MAX;
-  g_autofree char *what = g_strdup_printf ("%s: im2col columns of %" G_GINT64_FORMAT
-                                           " sample%s", op, nb, nb == 1 ? "" : "s");
-  return tw_scratch_try (ctx, bytes, what, error);
+  void *p = tw_scratch_try (ctx, bytes);
+  if (p == NULL)
+    {
+      g_autofree char *b = tw_format_bytes (bytes);
+      g_autofree char *have = tw_format_bytes (tw_memory_available ());
+      g_set_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_EXHAUSTED,
+                   "%s: out of memory for the im2col columns of %" G_GINT64_FORMAT " sample%s "
+                   "(%s of scratch; %s available)", op, nb, nb == 1 ? "" : "s",
+                   bytes == SIZE_MAX ? "more than 2^64 bytes" : b, have);
+    }
+  return p;
 }
 
 /* Concrete geometry at run time: x [N, C, H, W], output [N, O, Ho, Wo]. */
