@@ -19,6 +19,13 @@
  * MARGIN to be picked: in a tie our kernel keeps the fused epilogue and its
  * results do not depend on OpenBLAS's thread count.
  *
+ * Contention only ever adds time, and on a shared machine one measurement
+ * can be hit for its whole few milliseconds (a 2-thread call with one core
+ * taken by another process ran 10x slower).  So a choice is settled only
+ * after SETTLE measurements in different processes: until then each new
+ * process measures the shape once more at its first call, and each side's
+ * figure is the fastest seen over all of them.
+ *
  * The choices are kept per machine in $XDG_CACHE_HOME/twb/gemm-ID.json
  * (~/.cache when XDG_CACHE_HOME is unset), ID a digest of what makes the
  * timings valid: the CPU model and its online CPUs, our kernel and its
@@ -48,6 +55,7 @@
 #define ROUND_NS 200000       /* 0.2 ms of calls per round */
 #define SLOW_CALL_NS 20000000 /* one call over 20 ms: 2 rounds are enough */
 #define MARGIN 1.03
+#define SETTLE 3
 #define SAVE_INTERVAL_US G_USEC_PER_SEC
 /* Scratch outputs above this are not allocated to measure: ours is kept. */
 #define MAX_SCRATCH_BYTES ((gint64) 512 << 20)
@@ -64,6 +72,8 @@ typedef struct
   choice_key key;
   gboolean ours;
   double ours_us, openblas_us;
+  int samples;       /* measurements merged into the times */
+  gboolean checked;  /* measured by this process, or settled */
 } choice;
 
 static GMutex lock;
@@ -196,6 +206,8 @@ load_cache (void)
       c.ours = strcmp (k, "ours") == 0;
       c.ours_us = member_double (e, "ours_us");
       c.openblas_us = member_double (e, "openblas_us");
+      c.samples = (int) CLAMP (json_object_get_int_member_with_default (e, "samples", 1), 1, SETTLE);
+      c.checked = c.samples >= SETTLE;
       choice *slot = g_memdup2 (&c, sizeof c);
       g_hash_table_replace (table, &slot->key, slot);
     }
@@ -268,6 +280,8 @@ save_cache (void)
       json_builder_add_double_value (b, c->ours_us);
       json_builder_set_member_name (b, "openblas_us");
       json_builder_add_double_value (b, c->openblas_us);
+      json_builder_set_member_name (b, "samples");
+      json_builder_add_int_value (b, c->samples);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -341,7 +355,6 @@ measure (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner open
          choice *out)
 {
   guint64 cbytes, pbytes = 0;
-  out->ours = TRUE;
   if (!g_uint64_checked_mul (&cbytes, (guint64) g->M, (guint64) g->N)
       || !g_uint64_checked_mul (&cbytes, cbytes, sizeof (float))
       || cbytes > (guint64) MAX_SCRATCH_BYTES)
@@ -384,7 +397,6 @@ measure (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner open
   g_free (pre);
   out->ours_us = t_ours / 1000.0;
   out->openblas_us = t_blas / 1000.0;
-  out->ours = t_blas * MARGIN >= t_ours;
 }
 
 gboolean
@@ -402,22 +414,43 @@ tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm
 
   g_mutex_lock (&lock);
   ensure_table ();
-  const choice *c = g_hash_table_lookup (table, &key);
+  choice *c = g_hash_table_lookup (table, &key);
   gboolean pick = c ? c->ours : TRUE;
+  if (c != NULL && !c->checked)
+    c->checked = TRUE; /* this thread measures it once more, below */
+  else if (c != NULL)
+    {
+      g_mutex_unlock (&lock);
+      return pick;
+    }
   g_mutex_unlock (&lock);
-  if (c != NULL)
-    return pick;
 
-  /* Measured outside the lock (another thread may measure the same shape
+  /* Measured outside the lock (another thread may measure a new shape
    * meanwhile: the later result wins, either is valid). */
-  choice *fresh = g_new0 (choice, 1);
-  fresh->key = key;
-  measure (g, nt, ours, openblas, fresh);
-  pick = fresh->ours;
+  choice fresh = { .key = key };
+  measure (g, nt, ours, openblas, &fresh);
 
   g_mutex_lock (&lock);
   ensure_table ();
-  g_hash_table_replace (table, &fresh->key, fresh);
+  c = g_hash_table_lookup (table, &key);
+  if (c == NULL)
+    {
+      c = g_new0 (choice, 1);
+      c->key = key;
+      c->ours_us = fresh.ours_us;
+      c->openblas_us = fresh.openblas_us;
+      g_hash_table_replace (table, &c->key, c);
+    }
+  else if (fresh.ours_us > 0 && fresh.openblas_us > 0)
+    {
+      c->ours_us = c->ours_us > 0 ? MIN (c->ours_us, fresh.ours_us) : fresh.ours_us;
+      c->openblas_us = c->openblas_us > 0 ? MIN (c->openblas_us, fresh.openblas_us) : fresh.openblas_us;
+    }
+  c->samples = MIN (c->samples + 1, SETTLE);
+  c->checked = TRUE;
+  /* Not measurable (scratch too large): ours. */
+  c->ours = c->ours_us <= 0 || c->openblas_us <= 0 || c->openblas_us * MARGIN >= c->ours_us;
+  pick = c->ours;
   n_measured++;
   dirty = TRUE;
   if (g_get_monotonic_time () - last_save_us >= SAVE_INTERVAL_US)
@@ -441,7 +474,7 @@ tw_gemm_choices (void)
       tw_gemm_choice e = {
         .trans_a = c->key.ta, .trans_b = c->key.tb, .m = c->key.m, .n = c->key.n,
         .k = c->key.k, .epilogue = c->key.ep, .threads = c->key.threads, .ours = c->ours,
-        .ours_us = c->ours_us, .openblas_us = c->openblas_us,
+        .ours_us = c->ours_us, .openblas_us = c->openblas_us, .samples = c->samples,
       };
       g_array_append_val (out, e);
     }

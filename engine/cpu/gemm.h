@@ -113,7 +113,10 @@ const char *tw_gemm_kernel_name (void);
 
 /* One remembered choice of AUTO: for this shape (op(A) [m, k], op(B) [k,
  * n], with or without an epilogue) at this many threads, ours or OpenBLAS,
- * with the per-call times that decided it. */
+ * with the per-call times that decided it (the fastest of `samples`
+ * measurements, each in another process: a choice is re-measured by the
+ * first 3 processes that meet it, so one run on a busy machine cannot fix
+ * a wrong choice for good). */
 typedef struct
 {
   gboolean trans_a, trans_b;
@@ -122,6 +125,7 @@ typedef struct
   int threads;
   gboolean ours;
   double ours_us, openblas_us;
+  int samples;
 } tw_gemm_choice;
 
 /* The choices known to this process (read from the machine's cache file or
@@ -130,7 +134,8 @@ GArray *tw_gemm_choices (void);
 /* The machine's cache file ($XDG_CACHE_HOME/twb/gemm-ID.json), or NULL when
  * there is no cache directory.  g_free it. */
 char *tw_gemm_choice_cache_path (void);
-/* Shapes this process has timed (not read from the cache). */
+/* Shape measurements this process has made (a shape read from the cache
+ * with fewer than 3 measurements is measured once more). */
 guint tw_gemm_choice_measured (void);
 /* Writes pending choices to the cache file now (otherwise at most once a
  * second, and at exit). */
