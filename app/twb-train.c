@@ -3,6 +3,7 @@
 
 #include "app/twb-cli.h"
 #include "engine/device.h"
+#include "engine/memory.h"
 #include "engine/session.h"
 #include "engine/train.h"
 
@@ -479,6 +480,9 @@ twb_cmd_train (int argc, char **argv)
       status = 2;
       goto out;
     }
+  if (checkpoint && !twb_check_output (checkpoint, "--checkpoint", (const char *[]) { argv[1], NULL },
+                                       (const char *[]) { "the model", NULL }))
+    goto out;
 
   {
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
@@ -853,34 +857,12 @@ twb_cmd_compile (int argc, char **argv)
       }
     double ms = (g_get_monotonic_time () - t0) / 1000.0;
 
-    /* The eager executor's measured peak on one step of the same batch. */
-    g_autoptr (tw_params) params = tw_params_new ();
-    g_autoptr (tw_eager) ex = tw_eager_new (m->graph, params, m->recipe.seed, &error);
+    /* The eager executor's peak on one step of the same batch, estimated from
+     * the shapes (running a step at a large batch would take that memory). */
+    tw_memory_estimate est;
     size_t eager_peak = 0;
-    if (ex)
-      {
-        tw_node *src = tw_graph_find_source (m->graph, "data");
-        tw_node *lab = tw_graph_find_source (m->graph, "label");
-        int64_t shape[TW_MAX_DIMS];
-        const tw_tinfo *xi = &src->out_info[0];
-        shape[0] = b;
-        for (int d = 1; d < xi->ndim; d++)
-          shape[d] = xi->dims[d];
-        g_autoptr (tw_tensor) x = tw_tensor_zeros (xi->dtype, xi->ndim, shape);
-        g_autoptr (tw_tensor) y = NULL;
-        if (lab)
-          {
-            const tw_tinfo *yi = &lab->out_info[0];
-            shape[0] = b;
-            for (int d = 1; d < yi->ndim; d++)
-              shape[d] = yi->dims[d];
-            y = tw_tensor_zeros (yi->dtype, yi->ndim, shape);
-          }
-        if (tw_eager_forward (ex, x, infer ? NULL : y, !infer, 0, NULL)
-            && (infer || tw_eager_backward (ex, NULL)))
-          eager_peak = tw_eager_peak_bytes (ex);
-      }
-
+    if (tw_graph_estimate_memory (p->graph, b, &est, NULL))
+      eager_peak = (size_t) tw_memory_estimate_eager_peak (&est, !infer);
     if (json)
       {
         g_autoptr (JsonNode) root = tw_program_report_json (p);
@@ -898,7 +880,7 @@ twb_cmd_compile (int argc, char **argv)
         g_autofree char *report = tw_program_report (p);
         g_print ("%s", report);
         if (eager_peak)
-          g_print ("eager peak (measured, one step): %zu bytes; arena is %.0f%% of it\n", eager_peak,
+          g_print ("eager peak (estimated, one step): %zu bytes; arena is %.0f%% of it\n", eager_peak,
                    100.0 * p->arena_bytes / eager_peak);
         g_print ("compile time: %.2f ms\n", ms);
         if (dump)
@@ -952,6 +934,9 @@ twb_cmd_predict (int argc, char **argv)
       status = 2;
       goto out;
     }
+  if (output && !twb_check_output (output, "--output", (const char *[]) { input, weights, argv[1], NULL },
+                                   (const char *[]) { "--input", "--weights", "the model", NULL }))
+    goto out;
   {
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
