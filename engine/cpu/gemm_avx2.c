@@ -46,10 +46,17 @@
  *   environment override both (for sweeps with gemm-bench; KC still must
  *   not change within a process).
  *
- * The two departures of gemm_avx512.c carry over: when a thread's rows fit
- * one row panel (M ≤ 6) B is read in place instead of packed, and when K
- * blocks are short (≤ 32) and the B block fits in half of L2 the tiles go
- * row panel by row panel, writing each row of C in one pass.
+ * Departures from the textbook loops, measured with gemm-bench (those of
+ * gemm_avx512.c and more):
+ *   - B is read in place instead of packed when a thread's rows fit one row
+ *     panel (M ≤ 6: each B panel is used once), or three when B's rows stay
+ *     in L2 (see rows_stay_in_l2); A likewise when its columns fit one
+ *     panel (N ≤ 16: a 10-way output layer);
+ *   - B stored transposed is packed panel by panel just before its first
+ *     use, while it is in L1 for the tiles of the first row block;
+ *   - when K blocks are short (≤ 32) and the B block fits in half of L2 the
+ *     tiles go row panel by row panel, writing each row of C in one pass;
+ *   - rows are cut into even panels (7 → 4 + 3, not 6 + 1).
  *
  * The functions carry target attributes (no global -mavx2), so this file
  * builds into a binary that runs on any x86-64; gemm.c calls in only after
@@ -77,6 +84,7 @@
 #define NR TW_GEMM_AVX2_NR
 #define NC 4096
 #define ROWS_OUTER_MAX_KC 32
+#define DIRECT_B_PANELS 3
 /* Floats the pack stores may write past a panel's end (8-float stores of
  * 6-float columns); the buffers have this much slack. */
 #define PACK_SLACK 8
@@ -94,6 +102,7 @@ typedef struct
 {
   int64_t kc, mc;  /* see the top */
   int64_t l2;      /* bytes */
+  int64_t l2_ways;
 } blocking;
 
 static int64_t
@@ -124,6 +133,9 @@ get_blocking (void)
     {
       int64_t l1 = cache_bytes (_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
       b.l2 = cache_bytes (_SC_LEVEL2_CACHE_SIZE, 256 << 10);
+      long ways = sysconf (_SC_LEVEL2_CACHE_ASSOC);
+      /* 8: Haswell to Zen 4 (0 is "fully associative" or unknown). */
+      b.l2_ways = ways >= 1 && ways <= 64 ? ways : 8;
       /* Half of L1 for the B micro-panel, NR floats a k; a multiple of 8
        * (whole 8 × 8 transposes when packing). */
       int64_t kc = l1 / 2 / (NR * (int64_t) sizeof (float)) / 8 * 8;
@@ -143,6 +155,25 @@ get_blocking (void)
       g_once_init_leave (&once, 1);
     }
   return &b;
+}
+
+/* Whether kc rows ld floats apart stay in half of L2.  Rows whose stride
+ * is a multiple of a large power of two land in few of its sets: with a
+ * 64 KiB set period (512 KiB, 8 ways), rows 16 KiB apart (ld = 4096) use 4
+ * sets, 32 lines, and evict each other whatever L2's size. */
+static gboolean
+rows_stay_in_l2 (const blocking *bk, int64_t kc, int64_t ld)
+{
+  int64_t period = bk->l2 / bk->l2_ways; /* bytes between addresses of the same set */
+  int64_t stride = ld * (int64_t) sizeof (float), a = period, b = stride % period;
+  while (b != 0)
+    {
+      int64_t r = a % b;
+      a = b;
+      b = r;
+    }
+  int64_t sets = period / MAX (a, 64);
+  return kc * 2 <= sets * bk->l2_ways;
 }
 
 /* ---- pack buffers: per thread, grown on demand, kept for the next call --- */
@@ -338,6 +369,8 @@ pack_b (const tw_gemm_args *g, int64_t jc, int64_t nc, int64_t p0, int64_t kc, f
           const float *s = src + k * g->ldb;
           float *d = dst + k * NR;
           int64_t jr = 0;
+          if (nc <= NR)
+            _mm_prefetch ((const char *) (s + 8 * g->ldb), _MM_HINT_T0);
           for (; jr + NR <= nc; jr += NR, d += kc * NR)
             {
               _mm256_store_ps (d, _mm256_loadu_ps (s + jr));
@@ -529,25 +562,25 @@ static const tile_fn tiles[MR][3][2] = {
 
 /* ---- blocking ------------------------------------------------------------- */
 
-/* Cuts mc rows into panels of MR, except that a short last panel (fewer
- * than MR / 2 rows) is merged with the one before and the two split evenly:
- * a 1- or 2-row tile has 2 or 4 accumulator chains, too few to hide the FMA
- * latency.  Fills start[] and size[], returns the count. */
+/* Cuts mc rows into the fewest panels of at most MR rows, as even as they
+ * come (256 → 41 × 6 + 2 × 5, 7 → 4 + 3): a short tile has too few
+ * accumulator chains to hide the FMA latency (a 1-row tile 2, a 4-row one
+ * 8, the latency × the two FMA pipes 8-10), so a 6 + 1 split would run its
+ * last row at a fraction of the speed.  (Results do not depend on the
+ * panels: each element of C is summed in K order whichever tile holds it.)
+ * Fills start[] and size[], returns the count. */
 static int
 row_panels (int64_t mc, int *start, int *size)
 {
-  int n = 0, r = 0;
-  while (r < mc)
+  int np = (int) ((mc + MR - 1) / MR);
+  int base = (int) (mc / np), extra = (int) (mc % np);
+  for (int p = 0, r = 0; p < np; p++)
     {
-      int64_t left = mc - r;
-      int s = (int) MIN (MR, left);
-      if (left > MR && left < MR + MR / 2)
-        s = (int) ((left + 1) / 2);
-      start[n] = r;
-      size[n++] = s;
-      r += s;
+      start[p] = r;
+      size[p] = base + (p < extra);
+      r += size[p];
     }
-  return n;
+  return np;
 }
 
 void
@@ -567,7 +600,13 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
   const tw_gemm_epilogue *ep = g->ep;
   int *pstart = g_alloca (sizeof (int) * (MC / MR + 1));
   int *psize = g_alloca (sizeof (int) * (MC / MR + 1));
-  const gboolean direct_b = !g->tb && m1 - m0 <= MR;
+  /* B in place (see below) also for up to DIRECT_B_PANELS row panels
+   * when its rows stay in L2: re-reading a panel from L2 for each row
+   * panel costs less than packing it (LeNet's conv2 forward, M = 16: 1.3x;
+   * dW of a 10-way layer: 1.2-1.4x). */
+  const gboolean direct_b
+    = !g->tb
+      && (m1 - m0 <= MR || (m1 - m0 <= DIRECT_B_PANELS * MR && rows_stay_in_l2 (bk, kcb, g->ldb)));
   /* Likewise A when the columns fit one panel (N ≤ 16: a 10-way output
    * layer's forward and dx): each A panel would be packed for one use. */
   const gboolean direct_a = !direct_b && n1 - n0 <= NR;
@@ -596,7 +635,13 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
            * for M · N · K FMAs with M ≤ 6), so the tiles read B in place,
            * except for a last partial panel (its masked edge is packed). */
           int64_t nc_direct = direct_b ? nc / NR * NR : 0;
-          if (nc_direct < nc)
+          /* B stored transposed is packed panel by panel anyway (8 × 8
+           * transposes down 16 of its rows), so each panel is packed just
+           * before its first use, while the tiles of the first row block
+           * find it in L1; B stored as it is is packed row by row (see
+           * pack_b) up front. */
+          const gboolean pack_on_use = g->tb;
+          if (nc_direct < nc && !pack_on_use)
             pack_b (g, jc + nc_direct, nc - nc_direct, p0, kc, bbuf + nc_direct * kc);
 
           for (int64_t ic = m0; ic < m1; ic += MC)
@@ -624,6 +669,8 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
                     int mode = 0;
                     const float *bp = bbuf + jr * kc, *ap = abuf + pstart[p] * kc;
                     int64_t as = psize[p];
+                    if (pack_on_use && ic == m0 && p == 0 && jr >= nc_direct)
+                      pack_b (g, col, n, p0, kc, bbuf + jr * kc);
                     if (jr < nc_direct)
                       {
                         mode = 1;
