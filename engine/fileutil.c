@@ -286,6 +286,12 @@ tw_save_clean_stale (const char *path)
 tw_save *
 tw_save_begin (const char *path, GError **error)
 {
+  return tw_save_begin_mode (path, 0666, error);
+}
+
+tw_save *
+tw_save_begin_mode (const char *path, int new_mode, GError **error)
+{
   g_return_val_if_fail (path != NULL, NULL);
   g_autofree char *display = g_filename_display_name (path);
   g_autofree char *target = resolve_links (path, display, error);
@@ -303,8 +309,8 @@ tw_save_begin (const char *path, GError **error)
   tw_save_clean_stale (target);
 
   g_autofree char *tmp = g_strdup_printf ("%s.tmp-%ld-XXXXXX", target, (long) getpid ());
-  /* 0666 less the umask for a new file; the old file's mode otherwise. */
-  int fd = g_mkstemp_full (tmp, O_WRONLY | O_CLOEXEC, 0666);
+  /* new_mode less the umask for a new file; the old file's mode otherwise. */
+  int fd = g_mkstemp_full (tmp, O_WRONLY | O_CLOEXEC, new_mode);
   if (fd < 0)
     {
       set_errno_error (error, errno, display, "cannot create a temporary file beside it");
@@ -428,7 +434,13 @@ tw_save_commit (tw_save *s, GError **error)
 gboolean
 tw_file_save (const char *path, const void *data, gsize len, GError **error)
 {
-  g_autoptr (tw_save) s = tw_save_begin (path, error);
+  return tw_file_save_mode (path, data, len, 0666, error);
+}
+
+gboolean
+tw_file_save_mode (const char *path, const void *data, gsize len, int new_mode, GError **error)
+{
+  g_autoptr (tw_save) s = tw_save_begin_mode (path, new_mode, error);
   return s != NULL && tw_save_write (s, data, len, error)
          && tw_save_commit (g_steal_pointer (&s), error);
 }

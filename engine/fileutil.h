@@ -64,6 +64,9 @@ typedef struct tw_save tw_save;
 /* Starts saving path: resolves links, refuses a non-regular target, cleans
  * stale temporaries and creates the temporary.  NULL with an error. */
 tw_save *tw_save_begin (const char *path, GError **error);
+/* The same with the mode of a new file (0600 for private ones; the umask
+ * still applies).  A file replaced keeps its own mode. */
+tw_save *tw_save_begin_mode (const char *path, int new_mode, GError **error);
 gboolean tw_save_write (tw_save *s, const void *data, gsize len, GError **error);
 /* For writers that open files by name (cairo, GdkTexture): the temporary's
  * path (lives in s).  Write it by name, then commit. */
@@ -74,6 +77,8 @@ gboolean tw_save_commit (tw_save *s, GError **error);
 void tw_save_abort (tw_save *s);
 /* The whole thing for data in memory. */
 gboolean tw_file_save (const char *path, const void *data, gsize len, GError **error);
+gboolean tw_file_save_mode (const char *path, const void *data, gsize len, int new_mode,
+                            GError **error);
 
 /* Removes the stale temporaries of saves of path (the rule above); returns
  * how many.  tw_save_begin calls it. */

@@ -2,12 +2,13 @@
  *
  * One file per document in $XDG_STATE_HOME/twb/recovery/: named after a
  * hash of the document's path, or a random id while it has none; written
- * atomically (g_file_set_contents writes a temporary file and renames it);
+ * atomically (engine/fileutil.h: a temporary file renamed over it);
  * removed on a clean save or close.  The original path is kept in the
  * file's "editor" member as "recovery_of". */
 #define G_LOG_DOMAIN "twb-document"
 
 #include "graph_editor/twb-document-private.h"
+#include "engine/fileutil.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -65,7 +66,8 @@ twb_document_autosave (TwbDocument *doc, GError **error)
   doc->model->editor = saved;
 
   g_autoptr (GError) local = NULL;
-  if (!g_file_set_contents_full (file, data, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &local))
+  /* Recovery files hold the user's work: 0600 when new. */
+  if (!tw_file_save_mode (file, data, strlen (data), 0600, &local))
     {
       g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_IO, "%s", local->message);
       return FALSE;

@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-graph-render"
 
 #include "graph_editor/twb-graph-render.h"
+#include "engine/fileutil.h"
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
@@ -583,7 +584,11 @@ twb_graph_export (const TwbGraphScene *s, const char *path, gboolean dark_theme,
       return FALSE;
     }
 
-  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int) getpid ());
+  /* Through the engine's atomic save: cairo writes the temporary by name. */
+  g_autoptr (tw_save) save = tw_save_begin (path, error);
+  if (save == NULL)
+    return FALSE;
+  const char *tmp = tw_save_temp_path (save);
   /* PNG at 2 device pixels per unit: crisp text when zoomed in a viewer. */
   double scale = fmt == PNG ? 2 : 1;
   cairo_surface_t *surf;
@@ -619,18 +624,9 @@ twb_graph_export (const TwbGraphScene *s, const char *path, gboolean dark_theme,
   cairo_surface_destroy (surf);
   if (st != CAIRO_STATUS_SUCCESS)
     {
-      g_unlink (tmp);
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write: %s", path,
                    cairo_status_to_string (st));
       return FALSE;
     }
-  if (g_rename (tmp, path) != 0)
-    {
-      int e = errno;
-      g_unlink (tmp);
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: cannot write: %s", path,
-                   g_strerror (e));
-      return FALSE;
-    }
-  return TRUE;
+  return tw_save_commit (g_steal_pointer (&save), error);
 }

@@ -3,6 +3,7 @@
 
 #include "ui/twb-window-private.h"
 
+#include "engine/fileutil.h"
 #include "graph_editor/twb-minimap.h"
 
 #include <glib/gstdio.h>
@@ -525,16 +526,18 @@ twb_window_save_screenshot_sized (TwbWindow *self, const char *path, int width, 
   GdkTexture *tex = gsk_renderer_render_texture (renderer, node,
                                                  &GRAPHENE_RECT_INIT (0, 0, width, height));
   gsk_render_node_unref (node);
-  g_autofree char *tmp = g_strdup_printf ("%s.tmp-%d", path, (int) getpid ());
-  gboolean ok = gdk_texture_save_to_png (tex, tmp);
+  /* Through the engine's atomic save: GDK writes the temporary by name. */
+  g_autoptr (tw_save) save = tw_save_begin (path, error);
+  gboolean ok = save != NULL && gdk_texture_save_to_png (tex, tw_save_temp_path (save));
   g_object_unref (tex);
-  if (!ok || g_rename (tmp, path) != 0)
+  if (save == NULL)
+    return FALSE;
+  if (!ok)
     {
-      g_unlink (tmp);
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write the screenshot", path);
       return FALSE;
     }
-  return TRUE;
+  return tw_save_commit (g_steal_pointer (&save), error);
 }
 
 gboolean
