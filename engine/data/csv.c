@@ -2,6 +2,8 @@
 #define G_LOG_DOMAIN "twb-data"
 
 #include "engine/data/data-private.h"
+#include "engine/fileutil.h"
+#include "engine/memory.h"
 
 #include <math.h>
 #include <string.h>
@@ -64,9 +66,11 @@ tw_dataset_load_csv (const char *path, int label_column, GError **error)
 
   g_autofree char *text = NULL;
   g_autoptr (GError) local = NULL;
-  if (!g_file_get_contents (path, &text, NULL, &local))
+  /* A regular file (a device or fifo need not end), no larger than half the
+   * memory available: its numbers take about as much again as the text. */
+  if (!tw_file_read_regular (path, tw_memory_available () / 2, &text, NULL, &local))
     {
-      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s", local->message);
+      g_set_error_literal (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, local->message);
       return NULL;
     }
 

@@ -16,6 +16,12 @@ tw_tensor *tw_data_gather_rows (const tw_tensor *t, const int64_t *rows, int64_t
 tw_tensor *tw_data_labels_to_i64 (const tw_tensor *t, const char *path, int *n_classes,
                                   GError **error);
 
+/* A tensor for data read from path, refused (NULL, TW_DATA_ERROR_IO naming
+ * path and the bytes) when its shape is not representable or it cannot fit
+ * in the memory available (engine/memory.h). */
+tw_tensor *tw_data_try_alloc (tw_dtype dtype, int ndim, const int64_t *shape, const char *path,
+                              GError **error);
+
 /* The name of a file without folder and, if it has one, the extension
  * ext (".csv"); newly allocated. */
 char *tw_data_stem (const char *path, const char *ext);

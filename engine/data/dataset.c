@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-data"
 
 #include "engine/data/data-private.h"
+#include "engine/memory.h"
 #include "engine/rng.h"
 
 #include <math.h>
@@ -113,6 +114,32 @@ tw_data_labels_to_i64 (const tw_tensor *t, const char *path, int *n_classes, GEr
     }
   *n_classes = (int) (max + 1);
   return g_steal_pointer (&y);
+}
+
+tw_tensor *
+tw_data_try_alloc (tw_dtype dtype, int ndim, const int64_t *shape, const char *path,
+                   GError **error)
+{
+  size_t nbytes;
+  g_autofree char *s = tw_shape_to_string (ndim, shape);
+  if (!tw_shape_nbytes_checked (dtype, ndim, shape, &nbytes))
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_FORMAT,
+                   "%s: an array of shape %s is larger than 2^63 bytes", path, s);
+      return NULL;
+    }
+  g_autoptr (GError) local = NULL;
+  g_autofree char *what = g_strdup_printf ("%s: an array %s%s", path, tw_dtype_name (dtype), s);
+  if (!tw_memory_check (nbytes, what, &local))
+    {
+      g_set_error_literal (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, local->message);
+      return NULL;
+    }
+  tw_tensor *t = tw_tensor_try_new (dtype, ndim, shape);
+  if (t == NULL)
+    g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s: out of memory for an array %s%s "
+                 "(%zu bytes)", path, tw_dtype_name (dtype), s, nbytes);
+  return t;
 }
 
 char *

@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "twb-data"
 
 #include "engine/data/data-private.h"
+#include "engine/fileutil.h"
 
 #include <string.h>
 #include <zlib.h>
@@ -262,7 +263,16 @@ idx_read (idx_source *src, GError **error)
       return NULL;
     }
 
-  g_autoptr (tw_tensor) t = tw_tensor_new (dtype, ndim, shape);
+  size_t tbytes;
+  if (!tw_shape_nbytes_checked (dtype, ndim, shape, &tbytes))
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_FORMAT,
+                   "%s: dimensions %s are larger than 2^63 bytes", src->path, shape_str);
+      return NULL;
+    }
+  g_autoptr (tw_tensor) t = tw_data_try_alloc (dtype, ndim, shape, src->path, error);
+  if (t == NULL)
+    return NULL;
   guint8 *buf = tw_tensor_data (t);
   if (!source_read (src, buf, need, &got, &cut, error))
     return NULL;
@@ -286,10 +296,10 @@ tw_idx_load (const char *path, GError **error)
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   g_autoptr (GError) local = NULL;
-  g_autoptr (GMappedFile) file = g_mapped_file_new (path, FALSE, &local);
+  g_autoptr (GMappedFile) file = tw_file_map_regular (path, &local);
   if (file == NULL)
     {
-      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "%s", local->message);
+      g_set_error_literal (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, local->message);
       return NULL;
     }
   idx_source src = {
@@ -350,7 +360,9 @@ tw_dataset_load_idx (const char *images_path, const char *labels_path, GError **
   for (int v = 0; v < 256; v++)
     scale[v] = (float) v / 255.0f;
   int64_t shape[4] = { images->shape[0], 1, images->shape[1], images->shape[2] };
-  g_autoptr (tw_tensor) x = tw_tensor_new (TW_F32, 4, shape);
+  g_autoptr (tw_tensor) x = tw_data_try_alloc (TW_F32, 4, shape, images_path, error);
+  if (x == NULL)
+    return NULL;
   const guint8 *src = tw_tensor_u8 (images);
   float *dst = tw_tensor_f32 (x);
   int64_t numel = tw_tensor_numel (x);
