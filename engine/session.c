@@ -713,7 +713,10 @@ ses_worker (gpointer data)
   int64_t epoch_loss_n = 0;
 
   tw_set_thread_num_threads (s->opt.threads);
-  tw_trainer_set_total_steps (s->trainer, per_epoch * r->epochs);
+  int64_t all_epochs;
+  if (!tw_size_mul (per_epoch, r->epochs, &all_epochs))
+    all_epochs = G_MAXINT64;   /* epochs from the file may be any count: saturate */
+  tw_trainer_set_total_steps (s->trainer, all_epochs);
   if (!wait_for_go (s))
     return GINT_TO_POINTER (finish_with (s, TW_SESSION_STOPPED, "stopped before the first step",
                                          NAN, NAN, NAN, NAN, NAN));
@@ -944,7 +947,8 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
     const tw_recipe *r = &s->model->recipe;
     g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
     s->per_epoch = tw_batcher_batches_per_epoch (b);
-    s->total = s->per_epoch * r->epochs;
+    if (!tw_size_mul (s->per_epoch, r->epochs, &s->total))
+      s->total = G_MAXINT64;   /* epochs from the file may be any count: saturate */
     if (s->opt.max_steps > 0 && s->opt.max_steps < s->total)
       s->total = s->opt.max_steps;
   }
