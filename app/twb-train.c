@@ -328,7 +328,7 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
       median = g_array_index (times, double, times->len / 2);
       mean = sum_ms / times->len;
     }
-  double sps = times->len ? r->batch_size * times->len / MAX (sum_ms * 1e-3, 1e-9) : 0;
+  double sps = times->len ? (double) r->batch_size * times->len / MAX (sum_ms * 1e-3, 1e-9) : 0;
   size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
   if (json)
     {

@@ -15,6 +15,9 @@
 
 #define ALIGN 64
 #define GUARD_BYTES 64
+/* Programs whose slots add up to more are not placed (offsets stay within
+ * int64 below it): their arena is SIZE_MAX, which no allocation grants. */
+#define MAX_PLANNED ((size_t) 1 << 62)
 
 typedef struct
 {
@@ -50,7 +53,8 @@ tw_program_plan_memory (tw_program *p, gboolean guards)
       sl->offset = -1;
       if (sl->kind != TW_SLOT_ACT)
         continue;
-      p->unplanned_bytes += tw_slot_bytes (sl);
+      if (!g_size_checked_add (&p->unplanned_bytes, p->unplanned_bytes, tw_slot_bytes (sl)))
+        p->unplanned_bytes = SIZE_MAX;
       int r = tw_program_alias_root (p, s);
       if (tw_program_slot (p, r)->kind != TW_SLOT_ACT)
         continue;     /* a view of data or a parameter: no arena space */
@@ -61,6 +65,11 @@ tw_program_plan_memory (tw_program *p, gboolean guards)
           g_array_append_val (bufs, b);
         }
       buf_of[s] = buf_of[r];
+    }
+  if (p->unplanned_bytes > MAX_PLANNED)
+    {
+      p->arena_bytes = SIZE_MAX;
+      return;
     }
   /* Lifetimes: from the first writer to the last reader of any member. */
   for (int i = 0; i < ni; i++)

@@ -713,7 +713,9 @@ tw_program_report_json (const tw_program *p)
 size_t
 tw_slot_bytes (const tw_slot *s)
 {
-  return (size_t) tw_tinfo_numel (&s->info, NULL) * tw_dtype_size (s->info.dtype);
+  size_t n;
+  /* Slots come from inferred shapes, representable (engine/graph.c). */
+  return tw_tinfo_nbytes (&s->info, 1, &n) ? n : SIZE_MAX;
 }
 
 int
