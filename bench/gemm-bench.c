@@ -1,5 +1,7 @@
-/* gemm-bench.c — tw_gemm_f32 (AVX-512 kernel) against cblas_sgemm on the
- * GEMMs the engine runs in training, in the same process and environment.
+/* gemm-bench.c — tw_gemm_f32 with our kernel (the AVX-512 one, or the AVX2
+ * + FMA one on CPUs without AVX-512: whichever the CPU runs) against
+ * cblas_sgemm on the GEMMs the engine runs in training, in the same process
+ * and environment, next to the machine's FMA peak.
  *
  * Shapes (row-major, C [M, N] = op(A) [M, K] · op(B) [K, N]); for a linear
  * layer with W [out, in] and batch B:
@@ -12,12 +14,22 @@
  *
  * At one thread the two implementations are timed in alternating rounds
  * (so drift in clock speed or in the other workers' load hits both), each
- * round long enough (≥ 20 µs) for the clock; the figure is the median round.
- * Two untimed calls of each come first.  With more threads, alternating
- * rounds would measure each library against the other's idle threads, which
- * keep spinning after a call (OpenBLAS's for up to 2^28 cycles, ~0.1 s, by
- * default; libgomp's for a shorter while), so each implementation gets two
- * phases of its own (ours, OpenBLAS, ours, OpenBLAS) after a 0.2 s pause.
+ * round long enough (≥ 20 µs) for the clock; the figure is the median round,
+ * and "best ratio" compares the fastest rounds (the ones no other process
+ * interrupted: on a shared machine the steadier figure of the kernels
+ * themselves).  Two untimed calls of each come first.  With more threads,
+ * alternating rounds would measure each library against the other's idle
+ * threads, which keep spinning after a call (OpenBLAS's for up to 2^28
+ * cycles, ~0.1 s, by default; libgomp's for a shorter while), so each
+ * implementation gets two phases of its own (ours, OpenBLAS, ours, OpenBLAS)
+ * after a 0.2 s pause.
+ *
+ * Peak: at start, the single-precision FMA throughput of one core at the
+ * width of our kernel (12 independent chains of vector FMAs on registers,
+ * the fastest of 2000 bursts of ~10 µs after 20 ms of warm-up, so a burst
+ * that kept the core to itself sets it); "% peak" is our figure against threads × that.
+ * build/bench/fma-peak measures the same ceiling over longer runs and all
+ * cores.
  *
  *   gemm-bench [--threads 1,2] [--min-time 0.2] [--filter SUBSTRING]
  *
@@ -30,6 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#endif
 
 typedef struct
 {
@@ -108,6 +125,73 @@ fill (float *p, size_t n, unsigned *state)
     }
 }
 
+/* ---- FMA peak of one core ------------------------------------------------ */
+
+#define PEAK_CHAINS 12
+#define PEAK_ITERS 4096 /* per burst: 12 · 4096 vector FMAs, ~10 µs */
+
+#ifdef HAVE_X86
+__attribute__ ((target ("avx2,fma"), noinline)) static float
+peak_burst_avx2 (void)
+{
+  __m256 acc[PEAK_CHAINS];
+  const __m256 a = _mm256_set1_ps (0.999f), b = _mm256_set1_ps (1e-3f);
+  for (int c = 0; c < PEAK_CHAINS; c++)
+    acc[c] = _mm256_set1_ps ((float) c);
+  for (int i = 0; i < PEAK_ITERS; i++)
+    for (int c = 0; c < PEAK_CHAINS; c++)
+      acc[c] = _mm256_fmadd_ps (acc[c], a, b);
+  __m256 s = acc[0];
+  for (int c = 1; c < PEAK_CHAINS; c++)
+    s = _mm256_add_ps (s, acc[c]);
+  return _mm256_cvtss_f32 (s);
+}
+
+/* 24 chains: the AVX-512 kernel's width, two pipes × 4 cycles with room. */
+__attribute__ ((target ("avx512f,fma"), noinline)) static float
+peak_burst_avx512 (void)
+{
+  __m512 acc[2 * PEAK_CHAINS];
+  const __m512 a = _mm512_set1_ps (0.999f), b = _mm512_set1_ps (1e-3f);
+  for (int c = 0; c < 2 * PEAK_CHAINS; c++)
+    acc[c] = _mm512_set1_ps ((float) c);
+  for (int i = 0; i < PEAK_ITERS; i++)
+    for (int c = 0; c < 2 * PEAK_CHAINS; c++)
+      acc[c] = _mm512_fmadd_ps (acc[c], a, b);
+  __m512 s = acc[0];
+  for (int c = 1; c < 2 * PEAK_CHAINS; c++)
+    s = _mm512_add_ps (s, acc[c]);
+  return _mm512_reduce_add_ps (s);
+}
+#endif
+
+/* GFLOP/s of one core at the width of our kernel; 0 when it has none. */
+static double
+fma_peak_one_core (const char **width)
+{
+#ifdef HAVE_X86
+  gboolean wide = tw_gemm_have_avx512 ();
+  if (!wide && !tw_gemm_have_kernel ())
+    return 0;
+  *width = wide ? "AVX-512" : "AVX2";
+  double best = G_MAXDOUBLE;
+  volatile float sink = 0;
+  /* Warm-up: the clock rises under load. */
+  for (double end = now_s () + 0.02; now_s () < end;)
+    sink += wide ? peak_burst_avx512 () : peak_burst_avx2 ();
+  for (int r = 0; r < 2000; r++)
+    {
+      double t0 = now_s ();
+      sink += wide ? peak_burst_avx512 () : peak_burst_avx2 ();
+      best = MIN (best, now_s () - t0);
+    }
+  double flop = 2.0 * PEAK_ITERS * PEAK_CHAINS * (wide ? 2 * 16 : 8);
+  return flop / best * 1e-9;
+#else
+  return 0;
+#endif
+}
+
 static void
 call (gboolean ours, const shape *s, const float *a, const float *b, float *c)
 {
@@ -120,10 +204,11 @@ call (gboolean ours, const shape *s, const float *a, const float *b, float *c)
                  c, s->n);
 }
 
-/* Seconds per call of ours [0] and OpenBLAS [1]. */
+/* Seconds per call of ours [0] and OpenBLAS [1]: median rounds in out,
+ * fastest rounds in best. */
 static void
 time_shape (const shape *s, const float *a, const float *b, float *c, double min_time,
-            int nthreads, double out[2])
+            int nthreads, double out[2], double best[2])
 {
   static double t[2][MAX_ROUNDS];
   int reps = 1, rounds = 0;
@@ -159,6 +244,8 @@ time_shape (const shape *s, const float *a, const float *b, float *c, double min
         }
       out[0] = median (t[0], rounds);
       out[1] = median (t[1], rounds);
+      best[0] = t[0][0]; /* sorted by median () */
+      best[1] = t[1][0];
       return;
     }
 
@@ -180,6 +267,8 @@ time_shape (const shape *s, const float *a, const float *b, float *c, double min
     }
   out[0] = median (t[0], n[0]);
   out[1] = median (t[1], n[1]);
+  best[0] = t[0][0];
+  best[1] = t[1][0];
 }
 
 int
@@ -205,13 +294,18 @@ main (int argc, char **argv)
         }
     }
 
-  if (!tw_gemm_set_backend (TW_GEMM_BACKEND_AVX512))
-    printf ("# no AVX-512 on this CPU: 'ours' is the OpenBLAS fallback\n");
+  if (!tw_gemm_set_backend (TW_GEMM_BACKEND_OURS))
+    printf ("# no AVX-512 nor AVX2 + FMA on this CPU: 'ours' is the OpenBLAS fallback\n");
+  const char *width = NULL;
+  double peak = fma_peak_one_core (&width);
   printf ("# kernel: %s; OPENBLAS_CORETYPE=%s; %s\n", tw_gemm_kernel_name (),
           g_getenv ("OPENBLAS_CORETYPE") ? g_getenv ("OPENBLAS_CORETYPE") : "(unset)",
           openblas_get_config ());
-  printf ("| shape | trans | M×N×K | threads | ours GFLOP/s | OpenBLAS GFLOP/s | ratio |\n");
-  printf ("| --- | --- | --- | --- | --- | --- | --- |\n");
+  if (peak > 0)
+    printf ("# FMA peak of one core (%s): %.1f GFLOP/s\n", width, peak);
+  printf ("| shape | trans | M×N×K | threads | ours GFLOP/s | OpenBLAS GFLOP/s | ratio | best ratio "
+          "| ours %% peak |\n");
+  printf ("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 
   g_auto (GStrv) tl = g_strsplit (threads_arg, ",", -1);
   for (guint si = 0; si < G_N_ELEMENTS (shapes); si++)
@@ -226,13 +320,17 @@ main (int argc, char **argv)
       for (int ti = 0; tl[ti]; ti++)
         {
           int nt = atoi (tl[ti]);
-          double sec[2], flop = 2.0 * s->m * s->n * s->k;
+          double sec[2], best[2], flop = 2.0 * s->m * s->n * s->k;
           tw_gemm_set_num_threads (nt);
           openblas_set_num_threads (nt);
-          time_shape (s, a, b, c, min_time, nt, sec);
-          printf ("| %s | %c%c | %d×%d×%d | %d | %.1f | %.1f | %.2f |\n", s->name,
+          time_shape (s, a, b, c, min_time, nt, sec, best);
+          g_autofree char *pct
+            = peak > 0 ? g_strdup_printf ("%.0f", 100 * flop / sec[0] * 1e-9 / (peak * nt))
+                       : g_strdup ("-");
+          printf ("| %s | %c%c | %d×%d×%d | %d | %.1f | %.1f | %.2f | %.2f | %s |\n", s->name,
                   s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->m, s->n, s->k, nt,
-                  flop / sec[0] * 1e-9, flop / sec[1] * 1e-9, sec[1] / sec[0]);
+                  flop / sec[0] * 1e-9, flop / sec[1] * 1e-9, sec[1] / sec[0], best[1] / best[0],
+                  pct);
           fflush (stdout);
         }
       g_free (a);

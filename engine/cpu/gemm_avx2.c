@@ -150,7 +150,7 @@ get_blocking (void)
       if (mc_env)
         b.mc = mc_env / MR * MR;
       g_debug ("avx2 kernel: L1d %" G_GINT64_FORMAT " B, L2 %" G_GINT64_FORMAT
-               " B → KC %" G_GINT64_FORMAT ", MC %" G_GINT64_FORMAT,
+               " B -> KC %" G_GINT64_FORMAT ", MC %" G_GINT64_FORMAT,
                l1, b.l2, b.kc, b.mc);
       g_once_init_leave (&once, 1);
     }
