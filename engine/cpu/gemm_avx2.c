@@ -51,7 +51,9 @@
  *   - B is read in place instead of packed when a thread's rows fit one row
  *     panel (M ≤ 6: each B panel is used once), or three when B's rows stay
  *     in L2 (see rows_stay_in_l2); A likewise when its columns fit one
- *     panel (N ≤ 16: a 10-way output layer);
+ *     panel (N ≤ 16: a 10-way output layer), or eight when A's rows stay
+ *     in L2 (the narrow column chunks gemm.c gives each thread: packing
+ *     A for each chunk cost up to a third of the time);
  *   - B stored transposed is packed panel by panel just before its first
  *     use, while it is in L1 for the tiles of the first row block;
  *   - when K blocks are short (≤ 32) and the B block fits in half of L2 the
@@ -85,6 +87,7 @@
 #define NC 4096
 #define ROWS_OUTER_MAX_KC 32
 #define DIRECT_B_PANELS 3
+#define DIRECT_A_PANELS 8
 /* Floats the pack stores may write past a panel's end (8-float stores of
  * 6-float columns); the buffers have this much slack. */
 #define PACK_SLACK 8
@@ -157,12 +160,12 @@ get_blocking (void)
   return &b;
 }
 
-/* Whether kc rows ld floats apart stay in half of L2.  Rows whose stride
+/* Whether n rows ld floats apart stay in half of L2.  Rows whose stride
  * is a multiple of a large power of two land in few of its sets: with a
  * 64 KiB set period (512 KiB, 8 ways), rows 16 KiB apart (ld = 4096) use 4
  * sets, 32 lines, and evict each other whatever L2's size. */
 static gboolean
-rows_stay_in_l2 (const blocking *bk, int64_t kc, int64_t ld)
+rows_stay_in_l2 (const blocking *bk, int64_t n, int64_t ld)
 {
   int64_t period = bk->l2 / bk->l2_ways; /* bytes between addresses of the same set */
   int64_t stride = ld * (int64_t) sizeof (float), a = period, b = stride % period;
@@ -173,7 +176,7 @@ rows_stay_in_l2 (const blocking *bk, int64_t kc, int64_t ld)
       b = r;
     }
   int64_t sets = period / MAX (a, 64);
-  return kc * 2 <= sets * bk->l2_ways;
+  return n * 2 <= sets * bk->l2_ways;
 }
 
 /* ---- pack buffers: per thread, grown on demand, kept for the next call --- */
@@ -608,8 +611,16 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
     = !g->tb
       && (m1 - m0 <= MR || (m1 - m0 <= DIRECT_B_PANELS * MR && rows_stay_in_l2 (bk, kcb, g->ldb)));
   /* Likewise A when the columns fit one panel (N ≤ 16: a 10-way output
-   * layer's forward and dx): each A panel would be packed for one use. */
-  const gboolean direct_a = !direct_b && n1 - n0 <= NR;
+   * layer's forward and dx), where each A panel would be packed for one
+   * use, and up to DIRECT_A_PANELS when A's rows stay in L2: re-reading
+   * them from L2 for each column panel costs less than packing (the
+   * narrow column chunks gemm.c hands each thread: 1.2-1.6x at 32
+   * columns, 1.03-1.13x at 112 on the MLP's products). */
+  const int64_t a_rows = g->ta ? kcb : MIN (MC, m1 - m0);
+  const gboolean direct_a
+    = !direct_b
+      && (n1 - n0 <= NR
+          || (n1 - n0 <= DIRECT_A_PANELS * NR && rows_stay_in_l2 (bk, a_rows, g->lda)));
 
   for (int64_t jc = n0; jc < n1; jc += ncb)
     {

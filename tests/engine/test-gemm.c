@@ -296,6 +296,30 @@ test_sizes (gconstpointer data)
   g_test_message ("%d problems, worst normalised error %.3g", count, worst);
 }
 
+/* The same edges with N past 128, where the AVX2 kernel packs A rather
+ * than read it in place (it does for up to 8 column panels): every M and K
+ * of `sizes`, all four trans combinations. */
+static void
+test_wide (gconstpointer data)
+{
+  const impl *im = data;
+  if (!impl_ready (im))
+    return;
+  int count = 0;
+  for (int t = 0; t < 4; t++)
+    for (guint i = 0; i < G_N_ELEMENTS (sizes); i++, count++)
+      {
+        int v = count % G_N_ELEMENTS (alphas);
+        int64_t pad = count % 3 == 1 ? 5 : 0;
+        problem p = {
+          .ta = t & 1, .tb = (t >> 1) & 1, .M = sizes[i],
+          .N = 129 + (int64_t) (i * 7 % 40), .K = sizes[(i * 5 + t) % G_N_ELEMENTS (sizes)],
+          .pad_a = pad, .pad_b = 2 * pad, .pad_c = count % 2, .alpha = alphas[v], .beta = betas[v],
+        };
+        check_problem (im, &p, NULL, 2000 + count, 'r');
+      }
+}
+
 /* beta = 0: C is not read, so NaNs in it must not come through; K = 0 and
  * K = 1 included. */
 static void
@@ -657,6 +681,7 @@ main (int argc, char **argv)
   for (guint i = 0; i < G_N_ELEMENTS (impls); i++)
     {
       add_impl_test ("sizes", &impls[i], test_sizes);
+      add_impl_test ("wide", &impls[i], test_wide);
       add_impl_test ("beta-zero-nan", &impls[i], test_beta_zero_nan);
       add_impl_test ("epilogue", &impls[i], test_epilogue);
       add_impl_test ("k-blocks", &impls[i], test_k_blocks);
