@@ -225,7 +225,7 @@ parse_temp_suffix (const char *rest, long *pid)
   const char *p = rest;
   while (g_ascii_isdigit (*p))
     p++;
-  gboolean has_pid = p > rest && p - rest < 10;
+  gboolean has_pid = p > rest && p - rest <= 10;   /* pid_t: at most 10 digits */
   if (has_pid && (*p == '\0' || *p == '-'))
     {
       const char *r = *p == '-' ? p + 1 : p;

@@ -537,6 +537,14 @@ infer_node (tw_graph *g, tw_node *n, int64_t batch)
       return;
     }
   const tw_op_def *def = n->op;
+  if (def->flags & TW_OP_INTERNAL)
+    {
+      /* Gradient ops and the compiler's fused ops: emitted by backward rules
+       * and passes, they have no gradient of their own. */
+      node_fail (g, n, "'%s' is an internal op (used by backward rules and the compiler), not one "
+                 "a model may use", def->name);
+      return;
+    }
   /* tw_graph_infer_from may hand back the node's own resolved attrs when
    * neither its op nor its attrs changed. */
   if (n->resolved == NULL)

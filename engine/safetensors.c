@@ -215,6 +215,35 @@ parse_metadata (const char *filename, JsonNode *node, GHashTable *out, GError **
   return TRUE;
 }
 
+/* Offset of the first byte after the top-level object of a header that
+ * starts with '{' (strings and escapes skipped), or len when it never ends.
+ * json-glib stops after the first value: "{...}{...}" would read as the
+ * first object. */
+static gsize
+object_end (const char *text, gsize len)
+{
+  int depth = 0;
+  gboolean in_string = FALSE;
+  for (gsize i = 0; i < len; i++)
+    {
+      char c = text[i];
+      if (in_string)
+        {
+          if (c == '\\')
+            i++;
+          else if (c == '"')
+            in_string = FALSE;
+        }
+      else if (c == '"')
+        in_string = TRUE;
+      else if (c == '{' || c == '[')
+        depth++;
+      else if ((c == '}' || c == ']') && --depth == 0)
+        return i + 1;
+    }
+  return len;
+}
+
 /* Parses the whole file image.  On failure the outputs are left untouched. */
 gboolean
 tw_safetensors_load_from_data (const guint8 *data, gsize len, const char *filename,
@@ -244,6 +273,11 @@ tw_safetensors_load_from_data (const guint8 *data, gsize len, const char *filena
   if (n == 0 || header[0] != '{')
     return fail (error, filename, NULL, "header does not start with '{'");
 
+  /* After the object only the padding spaces may follow. */
+  for (gsize i = object_end (header, (gsize) n); i < n; i++)
+    if (!g_ascii_isspace (header[i]))
+      return fail (error, filename, NULL, "header has content after its JSON object (at byte %"
+                   G_GSIZE_FORMAT " of %" G_GUINT64_FORMAT ")", i, n);
   g_autoptr (JsonParser) parser = json_parser_new_immutable ();
   g_autoptr (GError) jerr = NULL;
   if (!json_parser_load_from_data (parser, header, (gssize) n, &jerr))
