@@ -6,12 +6,13 @@
  *
  * Bitwise notes: the masking and column sums are the generic kernels'
  * expressions in the generic kernels' order (relu_grad: y > 0 ? g : 0,
- * linear_grad_bias: db[j] = 0, then += row i for i = 0..M-1), so only the
- * GEMMs differ from the unfused program, by float32 rounding of the sums.
+ * linear_grad_bias: tw_colsum_f32's blocked order), so only the GEMMs
+ * differ from the unfused program, by float32 rounding of the sums.
  */
 #define G_LOG_DOMAIN "twb-compile"
 
 #include "engine/compile/fuse-private.h"
+#include "engine/cpu/scan.h"
 
 #include <string.h>
 
@@ -44,10 +45,9 @@ tw_fused_linear_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *
   return TRUE;
 }
 
-/* Row i of dz [., N] (g may be dz itself) masked by act' (y row), added to db when db != NULL. */
+/* Row i of dz [., N] (g may be dz itself) masked by act' (y row). */
 static inline void
-mask_row (const tw_fused_act_bwd *k, const float *restrict y, const float *g, float *dz,
-          float *restrict db, int64_t N)
+mask_row (const tw_fused_act_bwd *k, const float *restrict y, const float *g, float *dz, int64_t N)
 {
   if (k->mode == TW_FUSED_GEMM)
     {
@@ -67,31 +67,17 @@ mask_row (const tw_fused_act_bwd *k, const float *restrict y, const float *g, fl
       for (int64_t j = 0; j < N; j++)
         dz[j] = y[j] > 0 ? g[j] : 0.0f;
     }
-  if (db)
-    {
-#pragma omp simd
-      for (int64_t j = 0; j < N; j++)
-        db[j] += dz[j];
-    }
 }
 
-/* Column sums of dz [M, N] into db [N] in row order, in blocks of 256
- * columns (one block per thread at a time: the order within a column never
- * depends on the thread count). */
+/* Column sums of dz [M, N] into db [N] (tw_colsum_f32's order), in blocks
+ * of 256 columns, one block per thread at a time. */
 static void
 colsum (const float *dz, float *db, int64_t M, int64_t N, int nt)
 {
   int64_t nblk = (N + 255) / 256;
 #pragma omp parallel for num_threads (nt) schedule (static)
   for (int64_t b = 0; b < nblk; b++)
-    {
-      int64_t j0 = b * 256, j1 = MIN (N, j0 + 256);
-      for (int64_t j = j0; j < j1; j++)
-        db[j] = 0;
-      for (int64_t i = 0; i < M; i++)
-        for (int64_t j = j0; j < j1; j++)
-          db[j] += dz[i * N + j];
-    }
+    tw_colsum_f32 (dz, db, M, N, b * 256, MIN (N, b * 256 + 256));
 }
 
 gboolean
@@ -133,15 +119,23 @@ tw_fused_act_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const 
     {
 #pragma omp parallel for num_threads (nt) schedule (static)
       for (int64_t i = 0; i < M; i++)
-        mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, NULL, N);
+        mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, N);
       if (db)
         colsum (dz, db, M, N, nt);
       return TRUE;
     }
   if (db)
     memset (db, 0, N * sizeof (float));
-  for (int64_t i = 0; i < M; i++)
-    mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, db, N);
+  /* Row blocks of the column sum's: each block is masked, then added to db
+   * while it is still in cache. */
+  for (int64_t i0 = 0; i0 < M; i0 += TW_COLSUM_ROWS)
+    {
+      int64_t rows = MIN (TW_COLSUM_ROWS, M - i0);
+      for (int64_t i = i0; i < i0 + rows; i++)
+        mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, N);
+      if (db)
+        tw_colsum_block_add_f32 (dz + i0 * N, db, rows, N, 0, N);
+    }
   return TRUE;
 }
 

@@ -2,6 +2,7 @@
 #include "engine/cpu/scan.h"
 
 #include <math.h>
+#include <string.h>
 
 /* 64 floats per block: with AVX-512 four registers of sums, with AVX2 eight,
  * with SSE sixteen — enough independent additions to cover the adder's
@@ -56,4 +57,37 @@ tw_scan_sumsq_f32 (const float *restrict x, int64_t n)
   for (int j = 0; j < LANES / 2; j++)
     s += acc[j];
   return s;
+}
+
+/* Columns a partial sum covers at a time: 1 KiB on the stack. */
+#define COLSUM_COLS 256
+
+void
+tw_colsum_block_add_f32 (const float *dy, float *db, int64_t rows, int64_t N, int64_t j0,
+                         int64_t j1)
+{
+  for (int64_t c0 = j0; c0 < j1; c0 += COLSUM_COLS)
+    {
+      int64_t w = MIN (COLSUM_COLS, j1 - c0);
+      float part[COLSUM_COLS];
+      memcpy (part, dy + c0, w * sizeof (float));
+      for (int64_t i = 1; i < rows; i++)
+        {
+          const float *row = dy + i * N + c0;
+#pragma omp simd
+          for (int64_t j = 0; j < w; j++)
+            part[j] += row[j];
+        }
+#pragma omp simd
+      for (int64_t j = 0; j < w; j++)
+        db[c0 + j] += part[j];
+    }
+}
+
+void
+tw_colsum_f32 (const float *dy, float *db, int64_t M, int64_t N, int64_t j0, int64_t j1)
+{
+  memset (db + j0, 0, MAX (j1 - j0, 0) * sizeof (float));
+  for (int64_t i = 0; i < M; i += TW_COLSUM_ROWS)
+    tw_colsum_block_add_f32 (dy + i * N, db, MIN (TW_COLSUM_ROWS, M - i), N, j0, j1);
 }

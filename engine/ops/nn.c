@@ -11,6 +11,7 @@
 #define G_LOG_DOMAIN "twb-ops-nn"
 
 #include "engine/cpu/blas.h"
+#include "engine/cpu/scan.h"
 #include "engine/ops/nn-private.h"
 
 #include <cblas.h>
@@ -518,32 +519,34 @@ linear_grad_bias_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinf
  * f32 are 1 KiB, a few cache lines per row per block. */
 #define NN_COLSUM_BLOCK 256
 
-#define NN_DEFINE_COLSUM(T, SFX)                                                              \
-  /* Columns [j0, j1) of db (N) = sum over the rows of dy (M, N), in row order. */         \
-  static inline void colsum_block_##SFX (const T *restrict dy, T *restrict db, int64_t M,   \
-                                         int64_t N, int64_t j0, int64_t j1)                 \
-  {                                                                                         \
-    for (int64_t j = j0; j < j1; j++)                                                       \
-      db[j] = 0;                                                                            \
-    for (int64_t i = 0; i < M; i++)                                                         \
-      {                                                                                     \
-        const T *row = dy + i * N;                                                          \
-        _Pragma ("omp simd")                                                                \
-        for (int64_t j = j0; j < j1; j++)                                                   \
-          db[j] += row[j];                                                                  \
-      }                                                                                     \
-  }                                                                                         \
-                                                                                            \
+/* f64: in row order (double is exact enough); f32: blocked, see
+ * tw_colsum_f32 (engine/cpu/scan.h). */
+static inline void
+colsum_block_f64 (const double *restrict dy, double *restrict db, int64_t M, int64_t N,
+                  int64_t j0, int64_t j1)
+{
+  for (int64_t j = j0; j < j1; j++)
+    db[j] = 0;
+  for (int64_t i = 0; i < M; i++)
+    {
+      const double *row = dy + i * N;
+#pragma omp simd
+      for (int64_t j = j0; j < j1; j++)
+        db[j] += row[j];
+    }
+}
+
+#define NN_DEFINE_COLSUM(T, SFX, BLOCK)                                                       \
   static void colsum_##SFX (const T *dy, T *db, int64_t M, int64_t N, int nthreads)         \
   {                                                                                         \
     int64_t nblocks = (N + NN_COLSUM_BLOCK - 1) / NN_COLSUM_BLOCK;                          \
     TW_NN_FOR (blk, nblocks, M * N, nthreads,                                               \
-               colsum_block_##SFX (dy, db, M, N, blk * NN_COLSUM_BLOCK,                     \
-                                   MIN (N, (blk + 1) * NN_COLSUM_BLOCK)));                  \
+               BLOCK (dy, db, M, N, blk * NN_COLSUM_BLOCK,                                  \
+                      MIN (N, (blk + 1) * NN_COLSUM_BLOCK)));                               \
   }
 
-NN_DEFINE_COLSUM (float, f32)
-NN_DEFINE_COLSUM (double, f64)
+NN_DEFINE_COLSUM (float, f32, tw_colsum_f32)
+NN_DEFINE_COLSUM (double, f64, colsum_block_f64)
 
 static gboolean
 linear_grad_bias_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
