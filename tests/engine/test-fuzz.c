@@ -1043,7 +1043,7 @@ wide_graph_seconds (int n)
 static void
 test_wide_graph (void)
 {
-  int n = g_test_slow () ? 200000 : 40000;
+  int n = g_test_slow () ? 200000 : 20000;
   double small = wide_graph_seconds (n / 4), big = wide_graph_seconds (n);
   g_test_message ("%d siblings: loaded and inferred in %.2f s (%d in %.2f s)", n, big, n / 4,
                   small);
