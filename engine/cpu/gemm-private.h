@@ -50,6 +50,12 @@ void tw_gemm_act_block (tw_gemm_act act, float slope, float *c, int64_t ldc, int
                         int64_t n);
 float tw_gemm_gelu_tanh (float x);
 
+/* The calling thread's pack buffer `which` (0: A, 1: B) of at least n
+ * floats, 64-byte aligned (a cache line; the kernels' B panels are read
+ * with aligned loads); grown on demand and kept for the thread's next
+ * call (OpenMP's pool threads live as long as the process). */
+float *tw_gemm_pack_buffer (int which, size_t n);
+
 /* One whole call on nt threads: our kernel (split between threads along its
  * tiles) or cblas_sgemm followed by the epilogue. */
 typedef void (*tw_gemm_runner) (const tw_gemm_args *g, int nt);

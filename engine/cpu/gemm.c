@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- settings ------------------------------------------------------------ */
@@ -118,6 +119,50 @@ tw_gemm_get_num_threads (void)
 {
   int n = g_atomic_int_get (&num_threads_setting);
   return n > 0 ? n : omp_get_max_threads ();
+}
+
+/* ---- pack buffers ------------------------------------------------------ */
+
+typedef struct
+{
+  float *buf[2];
+  size_t cap[2]; /* in floats */
+} pack_bufs;
+
+static void
+pack_bufs_free (gpointer data)
+{
+  pack_bufs *p = data;
+  free (p->buf[0]);
+  free (p->buf[1]);
+  g_free (p);
+}
+
+/* GPrivate frees a thread's buffers if the thread ends. */
+static GPrivate pack_bufs_key = G_PRIVATE_INIT (pack_bufs_free);
+
+float *
+tw_gemm_pack_buffer (int which, size_t n)
+{
+  pack_bufs *p = g_private_get (&pack_bufs_key);
+  if (p == NULL)
+    {
+      p = g_new0 (pack_bufs, 1);
+      g_private_set (&pack_bufs_key, p);
+    }
+  if (p->cap[which] < n)
+    {
+      void *q = NULL;
+      free (p->buf[which]);
+      p->buf[which] = NULL;
+      p->cap[which] = 0;
+      /* Bounded by the block sizes (a few MiB), not by the product. */
+      if (posix_memalign (&q, 64, n * sizeof (float)) != 0)
+        g_error ("gemm: cannot allocate %zu bytes of pack buffer", n * sizeof (float));
+      p->buf[which] = q;
+      p->cap[which] = n;
+    }
+  return p->buf[which];
 }
 
 /* ---- epilogue in plain C --------------------------------------------------- */

@@ -179,57 +179,6 @@ rows_stay_in_l2 (const blocking *bk, int64_t n, int64_t ld)
   return n * 2 <= sets * bk->l2_ways;
 }
 
-/* ---- pack buffers: per thread, grown on demand, kept for the next call --- */
-
-typedef struct
-{
-  float *a, *b;
-  size_t a_cap, b_cap;  /* in floats */
-} pack_bufs;
-
-static void
-pack_bufs_free (gpointer data)
-{
-  pack_bufs *p = data;
-  free (p->a);
-  free (p->b);
-  g_free (p);
-}
-
-/* OpenMP's pool threads live as long as the process, so a thread's buffers
- * are allocated once; GPrivate frees them if a thread ends. */
-static GPrivate pack_bufs_key = G_PRIVATE_INIT (pack_bufs_free);
-
-static float *
-grow (float **p, size_t *cap, size_t n)
-{
-  if (*cap < n)
-    {
-      void *q = NULL;
-      free (*p);
-      *p = NULL;
-      *cap = 0;
-      /* 64 bytes: a cache line (the B panels are read with aligned loads). */
-      if (posix_memalign (&q, 64, n * sizeof (float)) != 0)
-        g_error ("gemm: cannot allocate %zu bytes of pack buffer", n * sizeof (float));
-      *p = q;
-      *cap = n;
-    }
-  return *p;
-}
-
-static pack_bufs *
-thread_bufs (void)
-{
-  pack_bufs *p = g_private_get (&pack_bufs_key);
-  if (p == NULL)
-    {
-      p = g_new0 (pack_bufs, 1);
-      g_private_set (&pack_bufs_key, p);
-    }
-  return p;
-}
-
 /* ---- masks and transposes ------------------------------------------------- */
 
 static const int32_t mask_table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -590,7 +539,6 @@ void
 tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
   const blocking *bk = get_blocking ();
-  pack_bufs *bufs = thread_bufs ();
   const int64_t K = g->K, MC = bk->mc;
   /* Equal K blocks of at most KC: depends on K only (see the top). */
   const int64_t nkb = (K + bk->kc - 1) / bk->kc;
@@ -598,8 +546,8 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
   /* Equal column blocks of at most NC, whole panels but the last. */
   const int64_t njb = (n1 - n0 + NC - 1) / NC;
   const int64_t ncb = ((n1 - n0 + njb - 1) / njb + NR - 1) / NR * NR;
-  float *abuf = grow (&bufs->a, &bufs->a_cap, (size_t) MIN (MC, m1 - m0) * kcb + PACK_SLACK);
-  float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncb * kcb);
+  float *abuf = tw_gemm_pack_buffer (0, (size_t) MIN (MC, m1 - m0) * kcb + PACK_SLACK);
+  float *bbuf = tw_gemm_pack_buffer (1, (size_t) ncb * kcb);
   const tw_gemm_epilogue *ep = g->ep;
   int *pstart = g_alloca (sizeof (int) * (MC / MR + 1));
   int *psize = g_alloca (sizeof (int) * (MC / MR + 1));

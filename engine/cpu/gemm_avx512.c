@@ -94,58 +94,6 @@ tw_gemm_avx512_supported (void)
          && __builtin_cpu_supports ("fma");
 }
 
-/* ---- pack buffers: per thread, grown on demand, kept for the next call --- */
-
-typedef struct
-{
-  float *a, *b;
-  size_t a_cap, b_cap;  /* in floats */
-} pack_bufs;
-
-static void
-pack_bufs_free (gpointer data)
-{
-  pack_bufs *p = data;
-  free (p->a);
-  free (p->b);
-  g_free (p);
-}
-
-/* OpenMP's pool threads live as long as the process, so a thread's buffers
- * are allocated once; GPrivate frees them if a thread ends. */
-static GPrivate pack_bufs_key = G_PRIVATE_INIT (pack_bufs_free);
-
-static float *
-grow (float **p, size_t *cap, size_t n)
-{
-  if (*cap < n)
-    {
-      void *q = NULL;
-      free (*p);
-      *p = NULL;
-      *cap = 0;
-      /* 64 bytes: a cache line and a zmm vector (the B panels are read with
-       * aligned loads). */
-      if (posix_memalign (&q, 64, n * sizeof (float)) != 0)
-        g_error ("gemm: cannot allocate %zu bytes of pack buffer", n * sizeof (float));
-      *p = q;
-      *cap = n;
-    }
-  return *p;
-}
-
-static pack_bufs *
-thread_bufs (void)
-{
-  pack_bufs *p = g_private_get (&pack_bufs_key);
-  if (p == NULL)
-    {
-      p = g_new0 (pack_bufs, 1);
-      g_private_set (&pack_bufs_key, p);
-    }
-  return p;
-}
-
 /* ---- packing ------------------------------------------------------------ */
 
 static inline __mmask16
@@ -441,14 +389,13 @@ row_panels (int64_t mc, int *start, int *size)
 void
 tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
-  pack_bufs *bufs = thread_bufs ();
   const int64_t K = g->K;
   /* Equal K blocks of at most KC: depends on K only (see the top). */
   const int64_t nkb = (K + KC - 1) / KC;
   const int64_t kcb = (K + nkb - 1) / nkb;
   const int64_t ncmax = MIN (NC, (n1 - n0 + NR - 1) / NR * NR);
-  float *abuf = grow (&bufs->a, &bufs->a_cap, (size_t) MC * kcb);
-  float *bbuf = grow (&bufs->b, &bufs->b_cap, (size_t) ncmax * kcb);
+  float *abuf = tw_gemm_pack_buffer (0, (size_t) MC * kcb);
+  float *bbuf = tw_gemm_pack_buffer (1, (size_t) ncmax * kcb);
   const tw_gemm_epilogue *ep = g->ep;
   int pstart[MC / MR + 1], psize[MC / MR + 1];
   const gboolean direct_b = !g->tb && m1 - m0 <= MR;
