@@ -226,18 +226,20 @@ epilogue_after (const tw_gemm_epilogue *ep, int64_t M, int64_t N, float *C, int6
  * run_avx512), so more would cost packing. */
 #define CHUNKS_PER_THREAD 4
 
-/* The threads a call of this size uses: each gets at least 2^21
- * multiply-adds (~20 µs on one core at ~190 GFLOP/s): below that a second
- * thread saved nothing measurable (64×128×256: 197 against 187 GFLOP/s),
- * while on this shared machine a worker thread that is preempted holds the
- * call up for a time slice.  1 inside a parallel region. */
+/* The threads a call of this size uses: each gets at least 2^19
+ * multiply-adds (~5 µs on one core at ~100 GFLOP/s, several times what
+ * waking OpenMP's pool costs).  2^21 was measured on an AVX-512 machine,
+ * where a preempted worker held calls up; on AVX2 it left most products of
+ * the MLP at batch 64 on one thread, and the compiled step at 2 threads
+ * slower than eager's (OpenBLAS threads everything): median of 5 runs 1.06
+ * ms at 2^21, 0.78 at 2^19, 0.82 at 2^18.  1 inside a parallel region. */
 static int
 threads_for (const tw_gemm_args *g)
 {
   if (omp_in_parallel ())
     return 1;
   double work = (double) g->M * g->N * g->K;
-  return (int) MIN ((double) tw_gemm_get_num_threads (), MAX (1.0, work / (1 << 21)));
+  return (int) MIN ((double) tw_gemm_get_num_threads (), MAX (1.0, work / (1 << 19)));
 }
 
 static void
