@@ -4,6 +4,7 @@
 #define G_LOG_DOMAIN "twb-gemm"
 
 #include "engine/cpu/gemm-private.h"
+#include "engine/cpu/blas.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -287,10 +288,14 @@ run_ours (const tw_gemm_args *g, int nt)
     }
 }
 
+/* At nt > 1 through tw_blas_sgemm, which splits C over the engine's OpenMP
+ * team as eager mode does (OpenBLAS itself runs single-threaded under the
+ * engine: engine/cpu/blas.h), so a shape given to OpenBLAS keeps its
+ * threads. */
 static void
 run_openblas (const tw_gemm_args *g, int nt)
 {
-  cblas_sgemm (CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+  (nt > 1 ? tw_blas_sgemm : cblas_sgemm) (CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
                (blasint) g->M, (blasint) g->N, (blasint) g->K, g->alpha, g->A, (blasint) g->lda,
                g->B, (blasint) g->ldb, g->beta, g->C, (blasint) g->ldc);
   if (g->ep)
