@@ -201,6 +201,8 @@ set_recipe (TwbDocument *doc, const tw_recipe *r)
 {
   tw_recipe_clear (&doc->model->recipe);
   tw_recipe_copy (&doc->model->recipe, r);
+  /* The loss training minimises is the recipe's, kept on the graph. */
+  tw_graph_set_loss (doc->model->graph, r->loss);
 }
 
 static tw_recipe *

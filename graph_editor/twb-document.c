@@ -1008,6 +1008,16 @@ twb_document_rename_node (TwbDocument *doc, const char *id, const char *new_id, 
     twb_document_prim_blocks (doc, blocks);
   else
     g_ptr_array_unref (blocks);
+  /* The recipe names the loss it trains. */
+  if (g_strcmp0 (doc->model->recipe.loss, old) == 0)
+    {
+      tw_recipe r;
+      tw_recipe_copy (&r, &doc->model->recipe);
+      g_free (r.loss);
+      r.loss = g_strdup (new_id);
+      twb_document_prim_recipe (doc, &r);
+      tw_recipe_clear (&r);
+    }
   gboolean selected = g_hash_table_remove (doc->selection, old);
   if (selected)
     g_hash_table_add (doc->selection, g_strdup (new_id));

@@ -715,6 +715,28 @@ test_signals (void)
   g_assert_cmpuint (seen[1], ==, TWB_CHANGE_LAYOUT);
 }
 
+/* Renaming the loss node renames the recipe's loss with it (the loss that
+ * training minimises), undoably, and the saved file names the new id. */
+static void
+test_rename_loss (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("TWB_ASSETS_DIR"), "models", "mlp.json", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
+  g_assert_no_error (error);
+  tw_model *m = twb_document_get_model (doc);
+  g_assert_cmpstr (m->recipe.loss, ==, "loss");
+  ASSERT_OK (twb_document_rename_node (doc, "loss", "xent", &_e));
+  g_assert_cmpstr (m->recipe.loss, ==, "xent");
+  g_assert_cmpstr (tw_graph_get_loss (m->graph), ==, "xent");
+  g_autofree char *data = twb_document_to_data (doc);
+  g_assert_nonnull (strstr (data, "\"loss\": \"xent\""));
+  twb_document_undo (doc);
+  g_assert_cmpstr (m->recipe.loss, ==, "loss");
+  g_assert_cmpstr (tw_graph_get_loss (m->graph), ==, "loss");
+  g_assert_nonnull (tw_graph_find (m->graph, "loss"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -732,5 +754,6 @@ main (int argc, char **argv)
   g_test_add_func ("/editor/document/layout", test_layout);
   g_test_add_func ("/editor/document/recovery", test_recovery);
   g_test_add_func ("/editor/document/signals", test_signals);
+  g_test_add_func ("/editor/document/rename-loss", test_rename_loss);
   return g_test_run ();
 }
