@@ -40,6 +40,7 @@
 #define G_LOG_DOMAIN "twb-gemm"
 
 #include "engine/cpu/gemm-private.h"
+#include "engine/fileutil.h"
 
 #include <cblas.h>
 #include <json-glib/json-glib.h>
@@ -295,8 +296,7 @@ save_cache (void)
   g_autofree char *dir = g_path_get_dirname (cache_path);
   g_autoptr (GError) error = NULL;
   if (g_mkdir_with_parents (dir, 0700) != 0
-      || !g_file_set_contents_full (cache_path, text, (gssize) len,
-                                    G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
+      || !tw_file_save_mode (cache_path, text, len, 0600, &error))
     g_debug ("cannot write the GEMM choices to %s: %s", cache_path,
              error ? error->message : g_strerror (errno));
 }
