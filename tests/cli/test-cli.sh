@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..29"
+echo "1..31"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -140,4 +140,19 @@ check "--break-on with a bad condition: usage error" '[ $st = 2 ] && grep -q "lo
 
 out=$("$twb" train "$m" --batch 0 2>&1); st=$?
 check "bad option value: usage error" '[ $st = 2 ]' "$out"
+# twb devices: after a compiled run in a fresh cache, the choices it made
+# (one row per product shape, with both times) are listed and in the file.
+cache=$(mktemp -d)
+XDG_CACHE_HOME=$cache TWB_GEMM=auto "$twb" train "$assets/models/spirals.json" --mode compiled --max-steps 2 --no-eval -q >/dev/null 2>&1
+out=$(XDG_CACHE_HOME=$cache "$twb" devices --json 2>&1); st=$?
+check "twb devices --json: the device and the per-shape choices of the run" '[ $st = 0 ] && /usr/bin/python3 -c "
+import json, sys
+d = json.loads(sys.argv[1]); g = d[\"gemm\"]
+assert d[\"devices\"][0] == \"cpu\" and g[\"cache\"].startswith(sys.argv[2])
+assert g[\"kernel\"] == \"openblas fallback\" or len(g[\"choices\"]) >= 3, g
+assert all(c[\"kernel\"] in (\"ours\", \"openblas\") and c[\"m\"] > 0 for c in g[\"choices\"])
+" "$out" "$cache"' "$out"
+out=$(XDG_CACHE_HOME=$cache "$twb" devices 2>&1); st=$?
+check "twb devices: a table with the kernel and the cache file" '[ $st = 0 ] && grep -q "cpu matrix products:" <<<"$out" && grep -q "$cache/twb/gemm-" <<<"$out"' "$out"
+rm -rf "$cache"
 exit $fail
