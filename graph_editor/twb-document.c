@@ -751,6 +751,72 @@ twb_document_disconnect (TwbDocument *doc, const char *to, int port, GError **er
   return TRUE;
 }
 
+const char *
+twb_document_get_input (TwbDocument *doc, const char *id, int port)
+{
+  g_return_val_if_fail (TWB_IS_DOCUMENT (doc), NULL);
+  tw_node *n = id ? tw_graph_find (doc->model->graph, id) : NULL;
+  if (n == NULL || port < 0 || port >= n->n_inputs || n->inputs[port] == NULL
+      || n->inputs[port][0] == '\0')
+    return NULL;
+  return n->inputs[port];
+}
+
+static gboolean
+check_port_free (TwbDocument *doc, const char *to, int port, GError **error)
+{
+  const char *taken = twb_document_get_input (doc, to, port);
+  if (taken == NULL)
+    return TRUE;
+  tw_node *dst = tw_graph_find (doc->model->graph, to);
+  const char *name = dst->op ? port_name (dst->op, port) : NULL;
+  g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_EDGE,
+               "input %d%s%s%s of %s is taken by %s: delete that edge or drag it off first",
+               port, name ? " (" : "", name ? name : "", name ? ")" : "", to, taken);
+  return FALSE;
+}
+
+gboolean
+twb_document_connect_free (TwbDocument *doc, const char *from, const char *to, int port,
+                           GError **error)
+{
+  if (!twb_document_can_connect (doc, from, to, port, error))
+    return FALSE;
+  if (!check_port_free (doc, to, port, error))
+    return FALSE;
+  return twb_document_connect (doc, from, to, port, error);
+}
+
+gboolean
+twb_document_move_edge (TwbDocument *doc, const char *to, int port, const char *new_to,
+                        int new_port, GError **error)
+{
+  g_return_val_if_fail (TWB_IS_DOCUMENT (doc), FALSE);
+  const char *src = twb_document_get_input (doc, to, port);
+  if (src == NULL)
+    {
+      g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_EDGE,
+                   "port %d of %s is not connected", port, to ? to : "(null)");
+      return FALSE;
+    }
+  if (new_to && strcmp (new_to, to) == 0 && new_port == port)
+    return TRUE;
+  g_autofree char *from = g_strdup (src);
+  if (!twb_document_can_connect (doc, from, new_to, new_port, error)
+      || !check_port_free (doc, new_to, new_port, error))
+    return FALSE;
+  /* Connect first: disconnecting first could drop a trailing port the new
+   * edge's port number counts on. */
+  g_autofree char *label = g_strdup_printf ("Move edge %s to %s", from, new_to);
+  twb_document_begin_group (doc, label);
+  gboolean connected = twb_document_connect (doc, from, new_to, new_port, error);
+  gboolean ok = connected && twb_document_disconnect (doc, to, port, error);
+  twb_document_end_group (doc);
+  if (connected && !ok)
+    twb_document_undo (doc);    /* the group: nothing changes */
+  return ok;
+}
+
 static const tw_attr_spec *
 attr_spec (const tw_op_def *def, const char *name)
 {

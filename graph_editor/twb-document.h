@@ -96,6 +96,19 @@ gboolean twb_document_remove_nodes (TwbDocument *doc, const char *const *ids, GE
 gboolean twb_document_connect (TwbDocument *doc, const char *from, const char *to, int port,
                                GError **error);
 gboolean twb_document_disconnect (TwbDocument *doc, const char *to, int port, GError **error);
+/* What the editor's pointer does: connect only into a free input port; a
+ * port that already has an edge is refused with the edge it has (delete or
+ * drag that edge off first). */
+gboolean twb_document_connect_free (TwbDocument *doc, const char *from, const char *to, int port,
+                                    GError **error);
+/* The output connected to input `port` of `id` ("fc1", "split:1"), NULL when
+ * the port is free; borrowed until the next edit. */
+const char *twb_document_get_input (TwbDocument *doc, const char *id, int port);
+/* Move the edge into input `port` of `to` so that it goes into input
+ * `new_port` of `new_to` (a free port): one undo step; on error nothing
+ * changes. */
+gboolean twb_document_move_edge (TwbDocument *doc, const char *to, int port, const char *new_to,
+                                 int new_port, GError **error);
 /* Validation without changing anything: FALSE with the reason. */
 gboolean twb_document_can_connect (TwbDocument *doc, const char *from, const char *to, int port,
                                    GError **error);

@@ -12,6 +12,8 @@
 #define MAX_ZOOM 4.0
 /* Port hit radius in device pixels (a finger-sized 10 px target either side). */
 #define PORT_SLOP_PX 10.0
+/* Edge hit tolerance either side of the drawn curve, device pixels. */
+#define EDGE_SLOP_PX 6.0
 
 typedef enum
 {
@@ -20,6 +22,7 @@ typedef enum
   DRAG_BAND,
   DRAG_CONNECT,
   DRAG_PAN,
+  DRAG_DETACH,          /* an edge's end dragged off its input port */
 } DragMode;
 
 struct _TwbGraphCanvas
@@ -35,6 +38,10 @@ struct _TwbGraphCanvas
   gboolean space_down;
   char *focus_id;
   char *message;
+  /* The selected edge, as the document knows it (input port of a node);
+   * NULL when none.  Selecting an edge clears the node selection. */
+  char *edge_to;
+  int edge_port;
 
   DragMode mode;
   double drag_x, drag_y;          /* start, widget coordinates */
@@ -48,6 +55,8 @@ struct _TwbGraphCanvas
   int connect_port;
   double pan_tx, pan_ty;
   double zoom_start;
+  char *detach_to;                /* DRAG_DETACH: the edge's input port */
+  int detach_port;
 };
 
 G_DEFINE_FINAL_TYPE (TwbGraphCanvas, twb_graph_canvas, GTK_TYPE_WIDGET)
@@ -109,6 +118,10 @@ rebuild_scene (TwbGraphCanvas *self)
     g_clear_pointer (&self->focus_id, g_free);
   self->view.hover = -1;
   self->view.hover_edge = -1;
+  self->view.selected_edge = twb_graph_scene_find_edge (self->scene, self->edge_to,
+                                                        self->edge_port);
+  if (self->view.selected_edge < 0)
+    g_clear_pointer (&self->edge_to, g_free);
   update_accessible (self);
   view_changed (self);
 }
@@ -122,6 +135,10 @@ on_doc_changed (TwbDocument *doc, guint flags, TwbGraphCanvas *self)
 static void
 on_selection_changed (TwbDocument *doc, TwbGraphCanvas *self)
 {
+  /* Selecting nodes deselects the edge. */
+  g_auto (GStrv) sel = twb_document_get_selection (doc);
+  if (sel && sel[0])
+    g_clear_pointer (&self->edge_to, g_free);
   rebuild_scene (self);
 }
 
@@ -138,6 +155,7 @@ twb_graph_canvas_set_document (TwbGraphCanvas *self, TwbDocument *doc)
       g_clear_object (&self->doc);
     }
   g_clear_pointer (&self->focus_id, g_free);
+  g_clear_pointer (&self->edge_to, g_free);
   if (doc)
     {
       self->doc = g_object_ref (doc);
@@ -323,11 +341,64 @@ twb_graph_canvas_try_connect (TwbGraphCanvas *self, const char *from, const char
   g_autoptr (GError) error = NULL;
   if (self->doc == NULL)
     return FALSE;
-  if (!twb_document_connect (self->doc, from, to, port, &error))
+  if (!twb_document_connect_free (self->doc, from, to, port, &error))
     {
       g_autofree char *msg = g_strdup_printf ("Cannot connect %s to %s: %s", from, to,
                                               error->message);
       set_message (self, msg);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+twb_graph_canvas_select_edge (TwbGraphCanvas *self, const char *to, int port)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  if (to == NULL)
+    {
+      gboolean had = self->edge_to != NULL;
+      g_clear_pointer (&self->edge_to, g_free);
+      self->view.selected_edge = -1;
+      if (had)
+        update_accessible (self);
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+      return TRUE;
+    }
+  if (twb_graph_scene_find_edge (self->scene, to, port) < 0)
+    return FALSE;
+  g_free (self->edge_to);
+  self->edge_to = g_strdup (to);
+  self->edge_port = port;
+  /* Clearing the node selection rebuilds the scene, which resolves the edge. */
+  g_auto (GStrv) sel = twb_document_get_selection (self->doc);
+  if (sel && sel[0])
+    twb_document_clear_selection (self->doc);
+  else
+    rebuild_scene (self);
+  return TRUE;
+}
+
+const char *
+twb_graph_canvas_get_selected_edge (TwbGraphCanvas *self, int *port)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), NULL);
+  if (port)
+    *port = self->edge_to ? self->edge_port : -1;
+  return self->edge_to;
+}
+
+gboolean
+twb_graph_canvas_delete_selected_edge (TwbGraphCanvas *self)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  if (self->doc == NULL || self->edge_to == NULL)
+    return FALSE;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *to = g_steal_pointer (&self->edge_to);
+  if (!twb_document_disconnect (self->doc, to, self->edge_port, &error))
+    {
+      set_message (self, error->message);
       return FALSE;
     }
   return TRUE;
@@ -477,6 +548,25 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
   int port;
   int pn = twb_graph_scene_hit_port (self->scene, mx, my, PORT_SLOP_PX / self->view.scale, &dir,
                                      &port);
+  int held = -1;
+  if (pn >= 0 && dir == TWB_PORT_INPUT && !self->scene->nodes[pn].is_block)
+    held = twb_graph_scene_find_edge (self->scene, self->scene->nodes[pn].id, port);
+  if (held >= 0 && self->view.scale >= TWB_RENDER_PORT_SCALE)
+    {
+      /* A connected input: its edge's end comes off the port with the pointer. */
+      const TwbSceneEdge *e = &self->scene->edges[held];
+      self->mode = DRAG_DETACH;
+      g_free (self->detach_to);
+      self->detach_to = g_strdup (e->to_id);
+      self->detach_port = e->to_input;
+      twb_graph_scene_port_pos (self->scene, e->from, TWB_PORT_OUTPUT, e->from_port,
+                                &self->view.cx0, &self->view.cy0);
+      self->view.cx1 = mx;
+      self->view.cy1 = my;
+      self->view.connecting = TRUE;
+      self->view.connect_ok = FALSE;
+      return;
+    }
   if (pn >= 0 && self->view.scale >= TWB_RENDER_PORT_SCALE)
     {
       self->mode = DRAG_CONNECT;
@@ -493,6 +583,17 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
   GdkModifierType mods = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (g));
   gboolean extend = (mods & (GDK_SHIFT_MASK | GDK_CONTROL_MASK)) != 0;
   int hit = twb_graph_scene_hit_node (self->scene, mx, my);
+  if (hit >= 0)
+    twb_graph_canvas_select_edge (self, NULL, 0);
+  int edge = hit < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my,
+                                                  EDGE_SLOP_PX / self->view.scale)
+                     : -1;
+  if (edge >= 0)
+    {
+      g_autofree char *to = g_strdup (self->scene->edges[edge].to_id);
+      twb_graph_canvas_select_edge (self, to, self->scene->edges[edge].to_input);
+      return;
+    }
   if (hit >= 0)
     {
       if (!self->scene->nodes[hit].selected || extend)
@@ -514,7 +615,10 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
       return;
     }
   if (!extend)
-    twb_document_clear_selection (self->doc);
+    {
+      twb_graph_canvas_select_edge (self, NULL, 0);
+      twb_document_clear_selection (self->doc);
+    }
   self->mode = DRAG_BAND;
   self->view.banding = TRUE;
   self->view.bx0 = self->view.bx1 = mx;
@@ -568,7 +672,26 @@ drag_update (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
         g_autofree char *from = NULL, *to = NULL;
         int to_port;
         if (pn >= 0 && connection_for (self, pn, dir, port, &from, &to, &to_port))
-          self->view.connect_ok = twb_document_can_connect (self->doc, from, to, to_port, NULL);
+          self->view.connect_ok = twb_document_get_input (self->doc, to, to_port) == NULL
+                                  && twb_document_can_connect (self->doc, from, to, to_port, NULL);
+        gtk_widget_queue_draw (GTK_WIDGET (self));
+        break;
+      }
+    case DRAG_DETACH:
+      {
+        self->view.cx1 = mx;
+        self->view.cy1 = my;
+        TwbPortDirection dir;
+        int port;
+        int pn = twb_graph_scene_hit_port (self->scene, mx, my, PORT_SLOP_PX / self->view.scale,
+                                           &dir, &port);
+        const char *from = twb_document_get_input (self->doc, self->detach_to, self->detach_port);
+        self->view.connect_ok = pn >= 0 && dir == TWB_PORT_INPUT && from
+                                && !self->scene->nodes[pn].is_block
+                                && twb_document_get_input (self->doc, self->scene->nodes[pn].id,
+                                                           port) == NULL
+                                && twb_document_can_connect (self->doc, from,
+                                                             self->scene->nodes[pn].id, port, NULL);
         gtk_widget_queue_draw (GTK_WIDGET (self));
         break;
       }
@@ -609,6 +732,35 @@ drag_end (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
           twb_document_select (self->doc, (const char *const *) ids->pdata,
                                (mods & (GDK_SHIFT_MASK | GDK_CONTROL_MASK)) != 0);
         }
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
+  else if (self->mode == DRAG_DETACH)
+    {
+      self->view.connecting = FALSE;
+      g_autofree char *to = g_steal_pointer (&self->detach_to);
+      g_autoptr (GError) error = NULL;
+      TwbPortDirection dir;
+      int port;
+      int pn = twb_graph_scene_hit_port (self->scene, mx, my, PORT_SLOP_PX / self->view.scale,
+                                         &dir, &port);
+      if (fabs (ox) <= 3 && fabs (oy) <= 3)
+        /* A click on a connected input picks its edge. */
+        twb_graph_canvas_select_edge (self, to, self->detach_port);
+      else if (pn >= 0 && dir == TWB_PORT_INPUT && !self->scene->nodes[pn].is_block)
+        {
+          g_autofree char *new_to = g_strdup (self->scene->nodes[pn].id);
+          if (!twb_document_move_edge (self->doc, to, self->detach_port, new_to, port, &error))
+            {
+              g_autofree char *msg = g_strdup_printf ("Cannot move the edge into %s: %s", new_to,
+                                                      error->message);
+              set_message (self, msg);
+            }
+        }
+      else if (pn >= 0 || twb_graph_scene_hit_node (self->scene, mx, my) >= 0)
+        set_message (self, "Drop the edge on a free input port to move it, or on empty canvas "
+                           "to disconnect it");
+      else if (!twb_document_disconnect (self->doc, to, self->detach_port, &error))
+        set_message (self, error->message);
       gtk_widget_queue_draw (GTK_WIDGET (self));
     }
   else if (self->mode == DRAG_CONNECT)
@@ -732,7 +884,7 @@ motion (GtkEventControllerMotion *c, double x, double y, TwbGraphCanvas *self)
   double mx, my;
   to_model (self, x, y, &mx, &my);
   int hover = twb_graph_scene_hit_node (self->scene, mx, my);
-  int edge = hover < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my, 6 / self->view.scale) : -1;
+  int edge = hover < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my, EDGE_SLOP_PX / self->view.scale) : -1;
   if (hover != self->view.hover || edge != self->view.hover_edge)
     {
       self->view.hover = hover;
@@ -799,7 +951,7 @@ query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *t
       g_string_free (t, TRUE);
       return TRUE;
     }
-  int e = twb_graph_scene_hit_edge (self->scene, mx, my, 6 / self->view.scale);
+  int e = twb_graph_scene_hit_edge (self->scene, mx, my, EDGE_SLOP_PX / self->view.scale);
   if (e >= 0)
     {
       const TwbSceneEdge *ed = &self->scene->edges[e];
@@ -851,7 +1003,13 @@ key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode, GdkModifierT
           return TRUE;
         }
       return FALSE;
+    case GDK_KEY_Delete:
+    case GDK_KEY_KP_Delete:
+    case GDK_KEY_BackSpace:
+      /* Nodes are deleted by the window's graph.delete; an edge here. */
+      return twb_graph_canvas_delete_selected_edge (self);
     case GDK_KEY_Escape:
+      twb_graph_canvas_select_edge (self, NULL, 0);
       if (self->doc)
         twb_document_clear_selection (self->doc);
       self->view.connecting = FALSE;
@@ -958,6 +1116,8 @@ twb_graph_canvas_dispose (GObject *object)
   g_clear_pointer (&self->focus_id, g_free);
   g_clear_pointer (&self->message, g_free);
   g_clear_pointer (&self->drag_block, g_free);
+  g_clear_pointer (&self->edge_to, g_free);
+  g_clear_pointer (&self->detach_to, g_free);
   G_OBJECT_CLASS (twb_graph_canvas_parent_class)->dispose (object);
 }
 

@@ -3,7 +3,9 @@
  * A TwbGraphCanvas is a view and controller of a TwbDocument: it draws the
  * document's TwbGraphScene (rebuilt on every "changed") with the shared
  * cairo renderer, and turns pointer and keyboard input into document edits:
- * drop a layer from the palette, drag port to port to connect, click and
+ * drop a layer from the palette, drag port to port to connect (a taken
+ * input port refuses), drag an edge's end off its input port to move or
+ * disconnect it, click an edge and press Delete to remove it, click and
  * rubber-band to select, drag to move (snapped to the grid), middle-drag or
  * Space+drag to pan, Ctrl+wheel or pinch to zoom.  Refused edits (an invalid
  * connection) are reported through the "message" signal and
@@ -55,6 +57,14 @@ const char *twb_graph_canvas_add_node_at (TwbGraphCanvas *self, const char *op, 
 /* Connect, or refuse with the reason as a "message". */
 gboolean twb_graph_canvas_try_connect (TwbGraphCanvas *self, const char *from, const char *to,
                                        int port);
+/* Edge selection: the edge into input `port` of node `to` (NULL: none).
+ * Selecting an edge clears the node selection and selecting a node clears
+ * the edge.  FALSE when there is no such edge. */
+gboolean twb_graph_canvas_select_edge (TwbGraphCanvas *self, const char *to, int port);
+/* The selected edge's node (borrowed) and input port, NULL / -1 when none. */
+const char *twb_graph_canvas_get_selected_edge (TwbGraphCanvas *self, int *port);
+/* Disconnect the selected edge (Delete, BackSpace): one undo step. */
+gboolean twb_graph_canvas_delete_selected_edge (TwbGraphCanvas *self);
 /* Move the focus ring to the next (+1) or previous (-1) node and select it. */
 gboolean twb_graph_canvas_focus_next (TwbGraphCanvas *self, int dir);
 const char *twb_graph_canvas_get_focus_node (TwbGraphCanvas *self);

@@ -111,6 +111,7 @@ twb_render_view_init (TwbRenderView *v)
   v->focus = -1;
   v->hover = -1;
   v->hover_edge = -1;
+  v->selected_edge = -1;
   v->grid = 20;
 }
 
@@ -287,15 +288,27 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       cairo_stroke (cr);
       cairo_set_dash (cr, NULL, 0, 0);
     }
-  if (v->hover_edge >= 0 && v->hover_edge < s->n_edges)
+  for (int pass = 0; pass < 2; pass++)
     {
-      const TwbSceneEdge *e = &s->edges[v->hover_edge];
+      int ei = pass == 0 ? v->hover_edge : v->selected_edge;
+      if (ei < 0 || ei >= s->n_edges)
+        continue;
+      const TwbSceneEdge *e = &s->edges[ei];
       double x0, y0, x3, y3;
       twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
       twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
+      /* Selected: a wide pale halo under a thick accent line, so it reads as
+       * picked (not merely hovered) in both themes. */
+      if (pass == 1)
+        {
+          edge_path (cr, s, x0, y0, x3, y3, straight);
+          cairo_set_source_rgba (cr, p->accent.r, p->accent.g, p->accent.b, 0.3);
+          cairo_set_line_width (cr, lw * 7);
+          cairo_stroke (cr);
+        }
       edge_path (cr, s, x0, y0, x3, y3, straight);
       set_rgb (cr, p->accent);
-      cairo_set_line_width (cr, lw * 2);
+      cairo_set_line_width (cr, lw * (pass == 1 ? 3 : 2));
       cairo_stroke (cr);
     }
 
@@ -319,7 +332,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       rounded_rect (cr, mx - w / 2.0 - 4, my - h / 2.0 - 1, w + 8, h + 2, (h + 2) / 2.0);
       set_rgb (cr, p->label_bg);
       cairo_fill_preserve (cr);
-      set_rgb (cr, i == v->hover_edge ? p->accent : p->border);
+      set_rgb (cr, i == v->hover_edge || i == v->selected_edge ? p->accent : p->border);
       cairo_set_line_width (cr, 1);
       cairo_stroke (cr);
       set_rgb (cr, p->text);

@@ -35,6 +35,7 @@ typedef struct
   int focus;                    /* scene index with keyboard focus, -1 */
   int hover;                    /* scene index under the pointer, -1 */
   int hover_edge;               /* edge under the pointer, -1 */
+  int selected_edge;            /* selected edge (drawn thick in the accent colour), -1 */
   /* An edge being dragged: from (x0, y0) to (x1, y1), model coordinates. */
   gboolean connecting;
   gboolean connect_ok;

@@ -93,7 +93,10 @@ twb_graph_scene_free (TwbGraphScene *s)
   for (int i = 0; i < s->n_nodes; i++)
     node_clear (&s->nodes[i]);
   for (int i = 0; i < s->n_edges; i++)
-    g_free (s->edges[i].label);
+    {
+      g_free (s->edges[i].label);
+      g_free (s->edges[i].to_id);
+    }
   g_free (s->nodes);
   g_free (s->edges);
   g_clear_pointer (&s->index, g_hash_table_unref);
@@ -277,6 +280,8 @@ twb_graph_scene_new (TwbDocument *doc)
           const tw_tinfo *t = output_info (g, p.node, p.output);
           e.label = t ? shape_label (t) : NULL;
           e.invalid = t == NULL;
+          e.to_id = g_strdup (n->id);
+          e.to_input = k;
           g_array_append_val (edges, e);
         }
     }
@@ -485,4 +490,15 @@ twb_graph_scene_nodes_in_rect (const TwbGraphScene *s, double x0, double y0, dou
         g_array_append_val (out, i);
     }
   return out;
+}
+
+int
+twb_graph_scene_find_edge (const TwbGraphScene *s, const char *id, int port)
+{
+  if (s == NULL || id == NULL)
+    return -1;
+  for (int i = 0; i < s->n_edges; i++)
+    if (s->edges[i].to_input == port && g_strcmp0 (s->edges[i].to_id, id) == 0)
+      return i;
+  return -1;
 }

@@ -55,6 +55,8 @@ typedef struct
   int to, to_port;
   char *label;               /* "[N, 784]" or NULL when unknown */
   gboolean invalid;
+  char *to_id;               /* the document's edge: input to_input of node to_id */
+  int to_input;
 } TwbSceneEdge;
 
 typedef struct
@@ -103,6 +105,9 @@ int twb_graph_scene_hit_port (const TwbGraphScene *s, double x, double y, double
                               TwbPortDirection *dir, int *port);
 /* The edge whose label box or curve is near the point, or -1. */
 int twb_graph_scene_hit_edge (const TwbGraphScene *s, double x, double y, double slop);
+
+/* The edge into input `port` of node `id` (document ids), or -1. */
+int twb_graph_scene_find_edge (const TwbGraphScene *s, const char *id, int port);
 
 /* Node indices whose boxes intersect the rectangle; caller frees. */
 GArray *twb_graph_scene_nodes_in_rect (const TwbGraphScene *s, double x0, double y0, double x1,

@@ -737,6 +737,64 @@ test_rename_loss (void)
   g_assert_nonnull (tw_graph_find (m->graph, "loss"));
 }
 
+/* The editor's pointer edits of edges: a taken input port refuses a new
+ * edge (nothing changes), an edge moves into a free port in one undo step,
+ * and a move into a taken port or a cycle changes nothing. */
+static void
+test_edge_edits (void)
+{
+  g_autoptr (TwbDocument) doc = build_mlp (NULL);
+  add (doc, "relu", "act2", 600);
+  g_autofree char *before = twb_document_to_data (doc);
+  g_autoptr (GError) error = NULL;
+
+  g_assert_cmpstr (twb_document_get_input (doc, "act", 0), ==, "fc1");
+  g_assert_null (twb_document_get_input (doc, "act2", 0));
+  g_assert_null (twb_document_get_input (doc, "act", 1));
+  g_assert_null (twb_document_get_input (doc, "nosuch", 0));
+
+  /* act's input is taken by fc1: flat → act is refused, naming the edge. */
+  g_assert_false (twb_document_connect_free (doc, "flat", "act", 0, &error));
+  g_assert_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_EDGE);
+  g_assert_nonnull (strstr (error->message, "taken by fc1"));
+  g_clear_error (&error);
+  g_autofree char *after_refusal = twb_document_to_data (doc);
+  g_assert_cmpstr (after_refusal, ==, before);
+  /* Into a free port it connects. */
+  ASSERT_OK (twb_document_connect_free (doc, "fc1", "act2", 0, &_e));
+  g_assert_cmpstr (twb_document_get_input (doc, "act2", 0), ==, "fc1");
+  g_assert_true (twb_document_undo (doc));
+  g_assert_null (twb_document_get_input (doc, "act2", 0));
+
+  /* Move fc1 → act to fc1 → act2: one undo step. */
+  ASSERT_OK (twb_document_move_edge (doc, "act", 0, "act2", 0, &_e));
+  g_assert_null (twb_document_get_input (doc, "act", 0));
+  g_assert_cmpstr (twb_document_get_input (doc, "act2", 0), ==, "fc1");
+  g_assert_true (twb_document_undo (doc));
+  g_autofree char *undone = twb_document_to_data (doc);
+  g_assert_cmpstr (undone, ==, before);
+  g_assert_true (twb_document_redo (doc));
+  g_assert_cmpstr (twb_document_get_input (doc, "act2", 0), ==, "fc1");
+  g_assert_true (twb_document_undo (doc));
+
+  /* Into a taken port (fc2's input has act): refused, nothing changes. */
+  g_assert_false (twb_document_move_edge (doc, "act", 0, "fc2", 0, &error));
+  g_assert_nonnull (strstr (error->message, "taken by act"));
+  g_clear_error (&error);
+  /* act → fc2 moved into fc1 would close a cycle fc1 → act → fc1. */
+  g_assert_false (twb_document_move_edge (doc, "fc2", 0, "fc1", 0, &error));
+  g_assert_nonnull (strstr (error->message, "cycle"));
+  g_clear_error (&error);
+  /* A free port has no edge to move. */
+  g_assert_false (twb_document_move_edge (doc, "act2", 0, "fc2", 0, &error));
+  g_assert_nonnull (strstr (error->message, "not connected"));
+  g_clear_error (&error);
+  g_autofree char *after = twb_document_to_data (doc);
+  g_assert_cmpstr (after, ==, before);
+  /* The refusals pushed no undo step: undo takes away act2 itself. */
+  g_assert_cmpstr (twb_document_undo_label (doc), ==, "Add relu");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -755,5 +813,6 @@ main (int argc, char **argv)
   g_test_add_func ("/editor/document/recovery", test_recovery);
   g_test_add_func ("/editor/document/signals", test_signals);
   g_test_add_func ("/editor/document/rename-loss", test_rename_loss);
+  g_test_add_func ("/editor/document/edge-edits", test_edge_edits);
   return g_test_run ();
 }

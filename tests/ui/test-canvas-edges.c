@@ -1,0 +1,312 @@
+/* test-canvas-edges.c — edges on the graph canvas under Xvfb, driven through
+ * the canvas's own gesture and key controllers (their signals emitted with
+ * widget coordinates taken from the scene): click an edge to select it,
+ * Delete it, Escape, drag its end off an input port onto empty canvas or
+ * into another port, and a new connection dropped on a taken port.  Each
+ * step asserts the document and its undo.  A screenshot of a selected edge
+ * goes to TWB_TEST_SHOTS (or a temporary directory). */
+#include "graph_editor/twb-graph-canvas.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+static GtkWidget *window;
+static TwbGraphCanvas *canvas;
+static TwbDocument *doc;
+
+static void
+pump (void)
+{
+  for (int round = 0; round < 5; round++)
+    {
+      gint64 end = g_get_monotonic_time () + 20000;
+      while (g_get_monotonic_time () < end)
+        if (!g_main_context_iteration (NULL, FALSE))
+          g_usleep (1000);
+    }
+}
+
+static GtkEventController *
+controller (GType type, guint button)
+{
+  g_autoptr (GListModel) list = gtk_widget_observe_controllers (GTK_WIDGET (canvas));
+  for (guint i = 0; i < g_list_model_get_n_items (list); i++)
+    {
+      g_autoptr (GtkEventController) c = g_list_model_get_item (list, i);
+      if (G_OBJECT_TYPE (c) == type
+          && (button == 0 || gtk_gesture_single_get_button (GTK_GESTURE_SINGLE (c)) == button))
+        return c;   /* the widget keeps its reference */
+    }
+  g_assert_not_reached ();
+}
+
+/* Model coordinates to widget coordinates. */
+static void
+to_widget (double mx, double my, double *wx, double *wy)
+{
+  double vx, vy, vw, vh;
+  twb_graph_canvas_get_visible (canvas, &vx, &vy, &vw, &vh);
+  double scale = gtk_widget_get_width (GTK_WIDGET (canvas)) / vw;
+  *wx = (mx - vx) * scale;
+  *wy = (my - vy) * scale;
+}
+
+static void
+port_at (const char *id, TwbPortDirection dir, int port, double *wx, double *wy)
+{
+  const TwbGraphScene *s = twb_graph_canvas_get_scene (canvas);
+  int i = twb_graph_scene_find (s, id);
+  g_assert_cmpint (i, >=, 0);
+  double mx, my;
+  twb_graph_scene_port_pos (s, i, dir, port, &mx, &my);
+  to_widget (mx, my, wx, wy);
+}
+
+/* The primary button pressed at (x0, y0), moved to (x1, y1) in steps and
+ * released, as GtkGestureDrag reports it. */
+static void
+drag (double x0, double y0, double x1, double y1)
+{
+  GtkEventController *d = controller (GTK_TYPE_GESTURE_DRAG, GDK_BUTTON_PRIMARY);
+  g_signal_emit_by_name (d, "drag-begin", x0, y0);
+  for (int k = 1; k <= 4; k++)
+    g_signal_emit_by_name (d, "drag-update", (x1 - x0) * k / 4, (y1 - y0) * k / 4);
+  g_signal_emit_by_name (d, "drag-end", x1 - x0, y1 - y0);
+  pump ();
+}
+
+static gboolean
+key (guint keyval)
+{
+  gboolean handled = FALSE;
+  g_signal_emit_by_name (controller (GTK_TYPE_EVENT_CONTROLLER_KEY, 0), "key-pressed", keyval, 0,
+                         (GdkModifierType) 0, &handled);
+  pump ();
+  return handled;
+}
+
+/* The middle of the edge fc → act: a forward edge's Bezier midpoint is the
+ * midpoint of its ends. */
+static void
+edge_middle (double *wx, double *wy)
+{
+  double ax, ay, bx, by;
+  port_at ("fc", TWB_PORT_OUTPUT, 0, &ax, &ay);
+  port_at ("act", TWB_PORT_INPUT, 0, &bx, &by);
+  *wx = (ax + bx) / 2;
+  *wy = (ay + by) / 2;
+}
+
+static void
+add (const char *op, const char *id, double x, double y)
+{
+  g_autoptr (GError) error = NULL;
+  g_assert_cmpstr (twb_document_add_node (doc, op, id, x, y, &error), ==, id);
+  g_assert_no_error (error);
+}
+
+static void
+setup (void)
+{
+  g_autoptr (GError) error = NULL;
+  doc = twb_document_new ();
+  add ("input", "x", 0, 100);
+  g_assert_true (twb_document_set_attr_text (doc, "x", "shape", "[8]", &error));
+  add ("linear", "fc", 300, 100);
+  g_assert_true (twb_document_set_attr_int (doc, "fc", "out_features", 4, &error));
+  add ("relu", "act", 650, 100);
+  add ("relu", "act2", 650, 320);
+  g_assert_true (twb_document_connect (doc, "x", "fc", 0, &error));
+  g_assert_true (twb_document_connect (doc, "fc", "act", 0, &error));
+  g_assert_no_error (error);
+
+  window = gtk_window_new ();
+  gtk_window_set_default_size (GTK_WINDOW (window), 1100, 600);
+  canvas = TWB_GRAPH_CANVAS (twb_graph_canvas_new ());
+  gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (canvas));
+  twb_graph_canvas_set_document (canvas, doc);
+  gtk_window_present (GTK_WINDOW (window));
+  pump ();
+  twb_graph_canvas_zoom_to_fit (canvas);
+  pump ();
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (canvas)), >, 0);
+}
+
+static void
+teardown (void)
+{
+  gtk_window_destroy (GTK_WINDOW (window));
+  pump ();
+  g_clear_object (&doc);
+}
+
+static void
+screenshot (const char *name)
+{
+  const char *dir = g_getenv ("TWB_TEST_SHOTS");
+  g_autofree char *tmp = dir ? NULL : g_dir_make_tmp ("twb-canvas-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir ? dir : tmp, name, NULL);
+  g_autoptr (GdkPaintable) p = gtk_widget_paintable_new (window);
+  GtkSnapshot *snap = gtk_snapshot_new ();
+  gdk_paintable_snapshot (p, snap, gtk_widget_get_width (window), gtk_widget_get_height (window));
+  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snap);
+  g_assert_nonnull (node);
+  g_autoptr (GdkTexture) tex
+    = gsk_renderer_render_texture (gtk_native_get_renderer (GTK_NATIVE (window)), node, NULL);
+  g_assert_true (gdk_texture_save_to_png (tex, path));
+  g_test_message ("screenshot: %s", path);
+}
+
+static const char *
+input_of (const char *id)
+{
+  return twb_document_get_input (doc, id, 0);
+}
+
+static void
+test_select_delete (void)
+{
+  setup ();
+  double ex, ey;
+  edge_middle (&ex, &ey);
+  const char *ids[] = { "fc", NULL };
+  twb_document_select (doc, ids, FALSE);
+
+  /* A click on the curve selects the edge and clears the node selection. */
+  drag (ex, ey + 3, ex, ey + 3);
+  int port = -1;
+  g_assert_cmpstr (twb_graph_canvas_get_selected_edge (canvas, &port), ==, "act");
+  g_assert_cmpint (port, ==, 0);
+  g_auto (GStrv) sel = twb_document_get_selection (doc);
+  g_assert_null (sel[0]);
+  screenshot ("canvas-edge-selected.png");
+
+  /* Selecting a node clears it; clicking the node's box. */
+  double nx, ny;
+  port_at ("fc", TWB_PORT_INPUT, 0, &nx, &ny);
+  drag (nx + 40, ny, nx + 40, ny);
+  g_assert_null (twb_graph_canvas_get_selected_edge (canvas, &port));
+  g_assert_true (twb_document_is_selected (doc, "fc"));
+
+  /* Escape deselects the edge; a click on empty canvas does too. */
+  drag (ex, ey, ex, ey);
+  g_assert_nonnull (twb_graph_canvas_get_selected_edge (canvas, NULL));
+  g_assert_true (key (GDK_KEY_Escape));
+  g_assert_null (twb_graph_canvas_get_selected_edge (canvas, NULL));
+  drag (ex, ey, ex, ey);
+  drag (ex, ey + 150, ex, ey + 150);
+  g_assert_null (twb_graph_canvas_get_selected_edge (canvas, NULL));
+  /* 20 px off the curve is a miss. */
+  drag (ex, ey - 20, ex, ey - 20);
+  g_assert_null (twb_graph_canvas_get_selected_edge (canvas, NULL));
+
+  /* Delete with nothing selected is not the canvas's. */
+  g_assert_false (key (GDK_KEY_Delete));
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+
+  /* Delete removes the selected edge: one undo step brings it back. */
+  drag (ex, ey, ex, ey);
+  g_assert_true (key (GDK_KEY_Delete));
+  g_assert_null (input_of ("act"));
+  g_assert_null (twb_graph_canvas_get_selected_edge (canvas, NULL));
+  g_assert_cmpstr (twb_document_undo_label (doc), ==, "Disconnect act");
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+  /* BackSpace too. */
+  drag (ex, ey, ex, ey);
+  g_assert_true (key (GDK_KEY_BackSpace));
+  g_assert_null (input_of ("act"));
+  g_assert_true (twb_document_undo (doc));
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+  teardown ();
+}
+
+static void
+test_detach (void)
+{
+  setup ();
+  g_autofree char *before = twb_document_to_data (doc);
+  double ix, iy;
+  port_at ("act", TWB_PORT_INPUT, 0, &ix, &iy);
+
+  /* Off the port onto empty canvas: disconnected, one undo step. */
+  drag (ix, iy, ix - 60, iy + 150);
+  g_assert_null (input_of ("act"));
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+
+  /* Into act2's free input: moved, one undo step. */
+  double jx, jy;
+  port_at ("act2", TWB_PORT_INPUT, 0, &jx, &jy);
+  drag (ix, iy, jx, jy);
+  g_assert_null (input_of ("act"));
+  g_assert_cmpstr (input_of ("act2"), ==, "fc");
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_autofree char *undone = twb_document_to_data (doc);
+  g_assert_cmpstr (undone, ==, before);
+
+  /* Dropped on a node's body: refused with a message, nothing changes. */
+  double nx, ny;
+  port_at ("fc", TWB_PORT_INPUT, 0, &nx, &ny);
+  drag (ix, iy, nx + 40, ny);
+  g_autofree char *after = twb_document_to_data (doc);
+  g_assert_cmpstr (after, ==, before);
+  g_assert_nonnull (strstr (twb_graph_canvas_get_last_message (canvas), "free input port"));
+
+  /* A click on a connected input selects its edge. */
+  drag (ix, iy, ix, iy);
+  g_assert_cmpstr (twb_graph_canvas_get_selected_edge (canvas, NULL), ==, "act");
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+  teardown ();
+}
+
+static void
+test_taken_port (void)
+{
+  setup ();
+  g_autofree char *before = twb_document_to_data (doc);
+  gboolean can_undo = twb_document_can_undo (doc);
+  const char *label = twb_document_undo_label (doc);
+  g_autofree char *label0 = g_strdup (label);
+
+  /* x's output dropped on act's input, which fc holds: refused. */
+  double ox, oy, ix, iy;
+  port_at ("x", TWB_PORT_OUTPUT, 0, &ox, &oy);
+  port_at ("act", TWB_PORT_INPUT, 0, &ix, &iy);
+  drag (ox, oy, ix, iy);
+  g_autofree char *after = twb_document_to_data (doc);
+  g_assert_cmpstr (after, ==, before);
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+  g_assert_nonnull (strstr (twb_graph_canvas_get_last_message (canvas), "taken by fc"));
+  g_assert_cmpint (twb_document_can_undo (doc), ==, can_undo);
+  g_assert_cmpstr (twb_document_undo_label (doc), ==, label0);
+  g_assert_false (twb_graph_canvas_try_connect (canvas, "x", "act", 0));
+
+  /* Into act2's free input the same drag connects. */
+  double jx, jy;
+  port_at ("act2", TWB_PORT_INPUT, 0, &jx, &jy);
+  drag (ox, oy, jx, jy);
+  g_assert_cmpstr (input_of ("act2"), ==, "x");
+  g_assert_true (twb_document_undo (doc));
+  g_assert_null (input_of ("act2"));
+  teardown ();
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  if (!gtk_init_check ())
+    {
+      g_print ("1..0 # SKIP no display\n");
+      return 0;
+    }
+  tw_ops_init ();
+  g_test_add_func ("/canvas/edges/select-delete", test_select_delete);
+  g_test_add_func ("/canvas/edges/detach", test_detach);
+  g_test_add_func ("/canvas/edges/taken-port", test_taken_port);
+  return g_test_run ();
+}
