@@ -422,6 +422,12 @@ twb_window_close_now (TwbWindow *self)
 static void
 unsaved_response (GtkDialog *dialog, int response, TwbWindow *self)
 {
+  /* The dialog outlives this handler (its "response" emission holds a
+   * reference) while Discard and Save destroy and finalize the window in it.
+   * GTK 4.8 keeps a destroyed dialog's transient parent and disconnects from
+   * it only in finalize: untie the dialog from the window first, or that
+   * finalize runs on the freed window. */
+  gtk_window_set_transient_for (GTK_WINDOW (dialog), NULL);
   gtk_window_destroy (GTK_WINDOW (dialog));
   if (response == GTK_RESPONSE_REJECT)
     twb_window_close_now (self);
