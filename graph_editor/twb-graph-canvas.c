@@ -57,6 +57,7 @@ struct _TwbGraphCanvas
   double zoom_start;
   char *detach_to;                /* DRAG_DETACH: the edge's input port */
   int detach_port;
+  GtkWidget *menu;                /* the context menu (GtkPopoverMenu), created on first use */
 };
 
 G_DEFINE_FINAL_TYPE (TwbGraphCanvas, twb_graph_canvas, GTK_TYPE_WIDGET)
@@ -964,6 +965,142 @@ query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *t
   return FALSE;
 }
 
+/* ---- Context menu ------------------------------------------------------------- */
+
+static void
+update_menu_actions (TwbGraphCanvas *self)
+{
+  g_auto (GStrv) sel = selection_ids (self);
+  gboolean nodes = sel && sel[0];
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "canvas.delete", nodes || self->edge_to);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "canvas.disconnect", self->edge_to != NULL);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "canvas.duplicate", nodes);
+}
+
+static void
+act_delete (GtkWidget *w, const char *name, GVariant *param)
+{
+  TwbGraphCanvas *self = TWB_GRAPH_CANVAS (w);
+  if (self->edge_to)
+    {
+      twb_graph_canvas_delete_selected_edge (self);
+      return;
+    }
+  g_auto (GStrv) sel = selection_ids (self);
+  g_autoptr (GError) error = NULL;
+  if (sel && sel[0] && !twb_document_remove_nodes (self->doc, (const char *const *) sel, &error))
+    set_message (self, error->message);
+}
+
+static void
+act_disconnect (GtkWidget *w, const char *name, GVariant *param)
+{
+  twb_graph_canvas_delete_selected_edge (TWB_GRAPH_CANVAS (w));
+}
+
+static void
+act_duplicate (GtkWidget *w, const char *name, GVariant *param)
+{
+  TwbGraphCanvas *self = TWB_GRAPH_CANVAS (w);
+  g_autoptr (GError) error = NULL;
+  if (self->doc && !twb_document_duplicate_selection (self->doc, &error))
+    set_message (self, error->message);
+}
+
+gboolean
+twb_graph_canvas_popup_menu_at (TwbGraphCanvas *self, double x, double y)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  if (self->scene == NULL)
+    return FALSE;
+  double mx, my;
+  to_model (self, x, y, &mx, &my);
+  int hit = twb_graph_scene_hit_node (self->scene, mx, my);
+  int edge = hit < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my,
+                                                  EDGE_SLOP_PX / self->view.scale)
+                     : -1;
+  /* The menu acts on what is under the pointer: select it first (a node
+   * already in a multiple selection keeps the selection). */
+  if (hit >= 0 && !self->scene->nodes[hit].selected)
+    {
+      twb_graph_canvas_select_edge (self, NULL, 0);
+      select_scene_node (self, hit, FALSE);
+    }
+  else if (edge >= 0)
+    {
+      g_autofree char *to = g_strdup (self->scene->edges[edge].to_id);
+      twb_graph_canvas_select_edge (self, to, self->scene->edges[edge].to_input);
+    }
+  else if (hit < 0)
+    return FALSE;
+  update_menu_actions (self);
+  if (self->menu == NULL)
+    {
+      g_autoptr (GMenu) model = g_menu_new ();
+      g_menu_append (model, "_Delete", "canvas.delete");
+      g_menu_append (model, "Dis_connect", "canvas.disconnect");
+      g_menu_append (model, "D_uplicate", "canvas.duplicate");
+      self->menu = gtk_popover_menu_new_from_model (G_MENU_MODEL (model));
+      gtk_widget_set_parent (self->menu, GTK_WIDGET (self));
+      gtk_popover_set_has_arrow (GTK_POPOVER (self->menu), FALSE);
+      gtk_widget_set_halign (self->menu, GTK_ALIGN_START);
+    }
+  gtk_popover_set_pointing_to (GTK_POPOVER (self->menu), &(GdkRectangle) { (int) x, (int) y, 1, 1 });
+  gtk_popover_popup (GTK_POPOVER (self->menu));
+  return TRUE;
+}
+
+GtkWidget *
+twb_graph_canvas_get_context_menu (TwbGraphCanvas *self)
+{
+  return self->menu;
+}
+
+/* Menu key / Shift+F10: at the selected edge's middle or the focus node. */
+static gboolean
+popup_menu_key (TwbGraphCanvas *self)
+{
+  if (self->scene == NULL)
+    return FALSE;
+  double mx, my;
+  int e = self->view.selected_edge, n = twb_graph_scene_find (self->scene, self->focus_id);
+  if (self->edge_to && e >= 0)
+    {
+      const TwbSceneEdge *ed = &self->scene->edges[e];
+      double x0, y0, x3, y3;
+      twb_graph_scene_port_pos (self->scene, ed->from, TWB_PORT_OUTPUT, ed->from_port, &x0, &y0);
+      twb_graph_scene_port_pos (self->scene, ed->to, TWB_PORT_INPUT, ed->to_port, &x3, &y3);
+      if (twb_graph_scene_edge_route (self->scene, x0, y0, x3, y3, (double[6][2]) { { 0 } }) > 0)
+        {
+          /* A routed edge: its output end. */
+          mx = x0 + 4;
+          my = y0;
+        }
+      else
+        {
+          mx = (x0 + x3) / 2;
+          my = (y0 + y3) / 2;
+        }
+    }
+  else if (n >= 0)
+    {
+      mx = self->scene->nodes[n].x + self->scene->nodes[n].w / 2;
+      my = self->scene->nodes[n].y + self->scene->nodes[n].h / 2;
+    }
+  else
+    return FALSE;
+  return twb_graph_canvas_popup_menu_at (self, mx * self->view.scale + self->view.tx,
+                                         my * self->view.scale + self->view.ty);
+}
+
+static void
+secondary_pressed (GtkGestureClick *g, int n_press, double x, double y, TwbGraphCanvas *self)
+{
+  gtk_widget_grab_focus (GTK_WIDGET (self));
+  if (twb_graph_canvas_popup_menu_at (self, x, y))
+    gtk_gesture_set_state (GTK_GESTURE (g), GTK_EVENT_SEQUENCE_CLAIMED);
+}
+
 /* ---- Keyboard --------------------------------------------------------------- */
 
 static gboolean
@@ -1003,6 +1140,10 @@ key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode, GdkModifierT
           return TRUE;
         }
       return FALSE;
+    case GDK_KEY_Menu:
+      return popup_menu_key (self);
+    case GDK_KEY_F10:
+      return (state & GDK_SHIFT_MASK) ? popup_menu_key (self) : FALSE;
     case GDK_KEY_Delete:
     case GDK_KEY_KP_Delete:
     case GDK_KEY_BackSpace:
@@ -1086,6 +1227,8 @@ size_allocate (GtkWidget *widget, int width, int height, int baseline)
   TwbGraphCanvas *self = TWB_GRAPH_CANVAS (widget);
   if (self->fit_pending && width > 0 && height > 0)
     fit_in (self, width, height);
+  if (self->menu)
+    gtk_popover_present (GTK_POPOVER (self->menu));
 }
 
 static void
@@ -1118,6 +1261,7 @@ twb_graph_canvas_dispose (GObject *object)
   g_clear_pointer (&self->drag_block, g_free);
   g_clear_pointer (&self->edge_to, g_free);
   g_clear_pointer (&self->detach_to, g_free);
+  g_clear_pointer (&self->menu, gtk_widget_unparent);
   G_OBJECT_CLASS (twb_graph_canvas_parent_class)->dispose (object);
 }
 
@@ -1141,6 +1285,10 @@ twb_graph_canvas_class_init (TwbGraphCanvasClass *klass)
   signals[SIGNAL_VIEW_CHANGED] = g_signal_new ("view-changed", G_TYPE_FROM_CLASS (klass),
                                                G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                                G_TYPE_NONE, 0);
+
+  gtk_widget_class_install_action (wc, "canvas.delete", NULL, act_delete);
+  gtk_widget_class_install_action (wc, "canvas.disconnect", NULL, act_disconnect);
+  gtk_widget_class_install_action (wc, "canvas.duplicate", NULL, act_duplicate);
 
   gtk_widget_class_set_css_name (wc, "graphcanvas");
   gtk_widget_class_set_accessible_role (wc, GTK_ACCESSIBLE_ROLE_GROUP);
@@ -1176,6 +1324,11 @@ twb_graph_canvas_init (TwbGraphCanvas *self)
   g_signal_connect (click, "pressed", G_CALLBACK (click_pressed), self);
   gtk_widget_add_controller (w, GTK_EVENT_CONTROLLER (click));
   gtk_gesture_group (click, drag);
+
+  GtkGesture *menu_click = gtk_gesture_click_new ();
+  gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (menu_click), GDK_BUTTON_SECONDARY);
+  g_signal_connect (menu_click, "pressed", G_CALLBACK (secondary_pressed), self);
+  gtk_widget_add_controller (w, GTK_EVENT_CONTROLLER (menu_click));
 
   GtkGesture *zoom = gtk_gesture_zoom_new ();
   g_signal_connect (zoom, "begin", G_CALLBACK (zoom_begin), self);

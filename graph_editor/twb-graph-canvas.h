@@ -65,6 +65,13 @@ gboolean twb_graph_canvas_select_edge (TwbGraphCanvas *self, const char *to, int
 const char *twb_graph_canvas_get_selected_edge (TwbGraphCanvas *self, int *port);
 /* Disconnect the selected edge (Delete, BackSpace): one undo step. */
 gboolean twb_graph_canvas_delete_selected_edge (TwbGraphCanvas *self);
+/* Context menu (right click, Menu key, Shift+F10) for what is under (x, y),
+ * widget coordinates: selects the node or edge there and pops up Delete,
+ * Disconnect (an edge) and Duplicate (nodes), the canvas's actions
+ * "canvas.delete", "canvas.disconnect", "canvas.duplicate".  FALSE (no
+ * menu) over empty canvas. */
+gboolean twb_graph_canvas_popup_menu_at (TwbGraphCanvas *self, double x, double y);
+GtkWidget *twb_graph_canvas_get_context_menu (TwbGraphCanvas *self);   /* NULL until first popup */
 /* Move the focus ring to the next (+1) or previous (-1) node and select it. */
 gboolean twb_graph_canvas_focus_next (TwbGraphCanvas *self, int dir);
 const char *twb_graph_canvas_get_focus_node (TwbGraphCanvas *self);

@@ -295,6 +295,86 @@ test_taken_port (void)
   teardown ();
 }
 
+static void
+right_click (double x, double y)
+{
+  g_signal_emit_by_name (controller (GTK_TYPE_GESTURE_CLICK, GDK_BUTTON_SECONDARY), "pressed", 1,
+                         x, y);
+  pump ();
+}
+
+static void
+activate (const char *name)
+{
+  gtk_widget_activate_action (GTK_WIDGET (canvas), name, NULL);
+  pump ();
+}
+
+static void
+test_context_menu (void)
+{
+  setup ();
+  g_autofree char *before = twb_document_to_data (doc);
+  /* Over empty canvas: no menu. */
+  double ex, ey;
+  edge_middle (&ex, &ey);
+  right_click (ex, ey + 150);
+  g_assert_null (twb_graph_canvas_get_context_menu (canvas));
+
+  /* On an edge: it is selected, the menu is up, Duplicate is off. */
+  right_click (ex, ey);
+  GtkWidget *menu = twb_graph_canvas_get_context_menu (canvas);
+  g_assert_true (GTK_IS_POPOVER_MENU (menu));
+  g_assert_true (gtk_widget_get_visible (menu));
+  g_assert_cmpstr (twb_graph_canvas_get_selected_edge (canvas, NULL), ==, "act");
+  activate ("canvas.duplicate");     /* off for an edge: nothing changes */
+  g_autofree char *same = twb_document_to_data (doc);
+  g_assert_cmpstr (same, ==, before);
+  gtk_popover_popdown (GTK_POPOVER (menu));
+  pump ();
+  /* Disconnect: the edge goes, one undo step. */
+  activate ("canvas.disconnect");
+  g_assert_null (input_of ("act"));
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+
+  /* On a node: the node is selected (the edge no longer), Disconnect is off,
+   * Duplicate adds one node, Delete removes the node. */
+  double nx, ny;
+  port_at ("act", TWB_PORT_INPUT, 0, &nx, &ny);
+  right_click (ex, ey);
+  right_click (nx + 40, ny);
+  g_assert_null (twb_graph_canvas_get_selected_edge (canvas, NULL));
+  g_assert_true (twb_document_is_selected (doc, "act"));
+  g_assert_true (gtk_widget_get_visible (menu));
+  gtk_popover_popdown (GTK_POPOVER (menu));
+  activate ("canvas.disconnect");    /* off for a node */
+  g_assert_cmpstr (input_of ("act"), ==, "fc");
+  int n = tw_graph_n_nodes (twb_document_get_graph (doc));
+  activate ("canvas.duplicate");
+  g_assert_cmpint (tw_graph_n_nodes (twb_document_get_graph (doc)), ==, n + 1);
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_assert_cmpint (tw_graph_n_nodes (twb_document_get_graph (doc)), ==, n);
+  right_click (nx + 40, ny);
+  gtk_popover_popdown (GTK_POPOVER (menu));
+  activate ("canvas.delete");
+  g_assert_null (tw_graph_find (twb_document_get_graph (doc), "act"));
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_autofree char *undone = twb_document_to_data (doc);
+  g_assert_cmpstr (undone, ==, before);
+
+  /* The Menu key opens it on the selected edge. */
+  drag (ex, ey, ex, ey);
+  g_assert_true (key (GDK_KEY_Menu));
+  g_assert_true (gtk_widget_get_visible (menu));
+  g_assert_cmpstr (twb_graph_canvas_get_selected_edge (canvas, NULL), ==, "act");
+  gtk_popover_popdown (GTK_POPOVER (menu));
+  teardown ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -308,5 +388,6 @@ main (int argc, char **argv)
   g_test_add_func ("/canvas/edges/select-delete", test_select_delete);
   g_test_add_func ("/canvas/edges/detach", test_detach);
   g_test_add_func ("/canvas/edges/taken-port", test_taken_port);
+  g_test_add_func ("/canvas/edges/context-menu", test_context_menu);
   return g_test_run ();
 }
