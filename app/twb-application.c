@@ -279,6 +279,13 @@ twb_application_open (GApplication *app, GFile **files, int n_files, const char 
   TwbApplication *self = TWB_APPLICATION (app);
   for (int i = 0; i < n_files; i++)
     {
+      TwbWindow *open = twb_window_find_for_file (GTK_APPLICATION (app), files[i]);
+      if (open)
+        {
+          /* Already open: show that window rather than a second copy. */
+          gtk_window_present (GTK_WINDOW (open));
+          continue;
+        }
       g_autofree char *path = g_file_get_path (files[i]);
       g_autoptr (GError) error = NULL;
       g_autoptr (TwbDocument) doc = path ? twb_document_new_from_file (path, &error) : NULL;

@@ -183,6 +183,21 @@ twb_document_duplicate_selection (TwbDocument *doc, GError **error)
 {
   g_return_val_if_fail (TWB_IS_DOCUMENT (doc), FALSE);
   g_autofree char *text = twb_document_copy_selection (doc);
-  /* Offset by about a third of a box: the copy shows beside the original. */
-  return twb_document_paste (doc, text, 40, 40, error);
+  /* The copy goes into free space beside the original, not on top of it. */
+  g_auto (GStrv) sel = twb_document_get_selection (doc);
+  double x0 = G_MAXDOUBLE, y0 = G_MAXDOUBLE, x1 = -G_MAXDOUBLE, y1 = -G_MAXDOUBLE;
+  for (int i = 0; sel && sel[i]; i++)
+    {
+      tw_node *n = tw_graph_find (doc->model->graph, sel[i]);
+      double w, h;
+      twb_document_node_size (doc, sel[i], &w, &h);
+      x0 = MIN (x0, n->x);
+      y0 = MIN (y0, n->y);
+      x1 = MAX (x1, n->x + w);
+      y1 = MAX (y1, n->y + h);
+    }
+  double x = x0 + 40, y = y0 + 40;
+  if (x0 != G_MAXDOUBLE)
+    twb_document_free_position (doc, x0 + 40, y0 + 40, x1 - x0, y1 - y0, NULL, &x, &y);
+  return twb_document_paste (doc, text, x - x0, y - y0, error);
 }

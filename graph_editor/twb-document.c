@@ -933,6 +933,28 @@ twb_document_set_attr_int (TwbDocument *doc, const char *id, const char *name, i
   return edit_attr (doc, id, name, &value, error);
 }
 
+/* What a value of this type looks like, for errors. */
+static const char *
+attr_type_expected (tw_attr_type type)
+{
+  switch (type)
+    {
+    case TW_ATTR_INT:
+      return "a whole number like 128";
+    case TW_ATTR_FLOAT:
+      return "a number like 0.1";
+    case TW_ATTR_BOOL:
+      return "true or false";
+    case TW_ATTR_STRING:
+      return "a word like mean";
+    case TW_ATTR_INTS:
+      return "a whole number like 3 or a list like [3, 3]";
+    case TW_ATTR_FLOATS:
+      return "a number like 0.5 or a list like [0.5, 0.5]";
+    }
+  return "a valid value";
+}
+
 gboolean
 twb_document_set_attr_text (TwbDocument *doc, const char *id, const char *name, const char *text,
                             GError **error)
@@ -970,8 +992,10 @@ twb_document_set_attr_text (TwbDocument *doc, const char *id, const char *name, 
   g_autoptr (GError) local = NULL;
   if (!tw_attr_value_parse (type, t, &v, &local))
     {
-      g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR, "%s.%s: %s", id,
-                   name, local->message);
+      /* The parser's own words ("<data>:1:4: Parse error: unexpected
+       * identifier") mean nothing to someone typing a value: say what fits. */
+      g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
+                   "%s.%s: expected %s, not '%s'", id, name, attr_type_expected (type), owned);
       return FALSE;
     }
   gboolean ok = edit_attr (doc, id, name, &v, error);

@@ -174,6 +174,24 @@ void twb_document_node_size (TwbDocument *doc, const char *id, double *width, do
 /* Ports the canvas draws: returns the input ports (all of a fixed op's, one
  * free port more than connected for a variadic op), outputs in *n_outputs. */
 int twb_document_node_ports (TwbDocument *doc, const char *id, int *n_outputs);
+/* Top-left corner (*x, *y) for a w × h box at or near (near_x, near_y) that
+ * overlaps no node box, keeping a margin for edges; the nearest such spot
+ * right of or below the wanted one is preferred.  Nodes in `ignore`
+ * (NULL-terminated, may be NULL) do not count. */
+void twb_document_free_position (TwbDocument *doc, double near_x, double near_y, double w,
+                                 double h, const char *const *ignore, double *x, double *y);
+/* Lay the nodes `ids` out left to right, wrapping into rows, as one block
+ * in free space near (near_x, near_y); one undo step (joins an open group). */
+void twb_document_place_block (TwbDocument *doc, const char *const *ids, double near_x,
+                               double near_y);
+/* The spot right of node id where the next layer after it goes. */
+void twb_document_after_node (TwbDocument *doc, const char *id, double *x, double *y);
+/* Add a node of op where there is room: with one node selected, after it and
+ * fed by its output (when the op has an input and the edge is valid);
+ * otherwise near (near_x, near_y), top left.  One undo step; the new node
+ * becomes the selection.  Returns its id (owned by the document). */
+const char *twb_document_insert_node (TwbDocument *doc, const char *op, double near_x,
+                                      double near_y, GError **error);
 
 /* Collapse the selection into a named block: an editor-level group drawn as
  * one node; the graph itself is unchanged.  Saved in the model file. */

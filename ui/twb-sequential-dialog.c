@@ -5,10 +5,6 @@
 
 #include <string.h>
 
-/* Horizontal step between stacked layers: a node's width plus room for the
- * edge's shape label (see the model files in assets/models). */
-#define STEP_X 240.0
-
 static char *
 default_anchor (TwbDocument *doc)
 {
@@ -34,8 +30,7 @@ twb_sequential_apply (TwbDocument *doc, const char *after, const char *text, GEr
                        "no node '%s' to stack the layers after", anchor);
           return -1;
         }
-      x = a->x + STEP_X;
-      y = a->y;
+      twb_document_after_node (doc, anchor, &x, &y);
     }
 
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
@@ -52,17 +47,48 @@ twb_sequential_apply (TwbDocument *doc, const char *after, const char *text, GEr
                        "line %d: unknown layer '%s'", i + 1, words[0]);
           return -1;
         }
+      int depth = 0;   /* inside a list value: "kernel_size=[3, 3]" */
       for (int k = 1; words[k]; k++)
-        if (words[k][0] && strchr (words[k], '=') == NULL)
-          {
-            g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
-                         "line %d: '%s' is not name=value", i + 1, words[k]);
-            return -1;
-          }
+        {
+          gboolean in_list = depth > 0;
+          for (const char *c = words[k]; *c; c++)
+            depth += *c == '[' ? 1 : *c == ']' ? -1 : 0;
+          if (in_list || words[k][0] == '\0')
+            continue;
+          const char *eq = strchr (words[k], '=');
+          if (eq == NULL || eq == words[k])
+            {
+              g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
+                           "line %d (%s): '%s' is not name=value, like out_features=128",
+                           i + 1, words[0], words[k]);
+              return -1;
+            }
+          g_autofree char *name = g_strndup (words[k], eq - words[k]);
+          gboolean known = FALSE;
+          g_autoptr (GString) names = g_string_new (NULL);
+          for (const tw_attr_spec *a = def->attrs; a && a->name; a++)
+            {
+              known = known || strcmp (a->name, name) == 0;
+              g_string_append_printf (names, "%s%s", names->len ? ", " : "", a->name);
+            }
+          if (!known)
+            {
+              if (names->len)
+                g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
+                             "line %d (%s): %s has no setting '%s' (it has %s)", i + 1, words[0],
+                             words[0], name, names->str);
+              else
+                g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
+                             "line %d (%s): %s takes no settings, not '%s'", i + 1, words[0],
+                             words[0], name);
+              return -1;
+            }
+        }
     }
 
   int added = 0;
   g_autofree char *prev = g_strdup (anchor);
+  g_autoptr (GPtrArray) new_ids = g_ptr_array_new_with_free_func (g_free);
   twb_document_begin_group (doc, "Add layers");
   for (int i = 0; lines[i]; i++)
     {
@@ -99,15 +125,27 @@ twb_sequential_apply (TwbDocument *doc, const char *after, const char *text, GEr
         }
       g_free (prev);
       prev = g_strdup (nid);
-      x += STEP_X;
+      g_ptr_array_add (new_ids, g_strdup (nid));
       added++;
       continue;
     fail_line:
-      g_prefix_error (error, "line %d: ", i + 1);
+      /* Name the line and layer as typed, not the id the layer was given:
+       * "line 2 (linear): out_features: expected a whole number like 128". */
+      if (error && *error && nid && g_str_has_prefix ((*error)->message, nid)
+          && (*error)->message[strlen (nid)] == '.')
+        {
+          char *plain = g_strdup ((*error)->message + strlen (nid) + 1);
+          g_free ((*error)->message);
+          (*error)->message = plain;
+        }
+      g_prefix_error (error, "line %d (%s): ", i + 1, op);
       twb_document_end_group (doc);
       twb_document_undo (doc);
       return -1;
     }
+  /* The new layers go into free space as one block, rows left to right. */
+  g_ptr_array_add (new_ids, NULL);
+  twb_document_place_block (doc, (const char *const *) new_ids->pdata, x, y);
   twb_document_end_group (doc);
   if (prev && added)
     {

@@ -296,10 +296,52 @@ doc_is_pristine (TwbDocument *doc)
          && tw_graph_n_nodes (twb_document_get_graph (doc)) == 0;
 }
 
+/* Same file: equal GFiles, else the same file id (device and inode: a
+ * symlink or another spelling of the path). */
+static gboolean
+same_file (GFile *a, GFile *b)
+{
+  if (g_file_equal (a, b))
+    return TRUE;
+  g_autoptr (GFileInfo) ia = g_file_query_info (a, G_FILE_ATTRIBUTE_ID_FILE, 0, NULL, NULL);
+  g_autoptr (GFileInfo) ib = g_file_query_info (b, G_FILE_ATTRIBUTE_ID_FILE, 0, NULL, NULL);
+  const char *x = ia ? g_file_info_get_attribute_string (ia, G_FILE_ATTRIBUTE_ID_FILE) : NULL;
+  const char *y = ib ? g_file_info_get_attribute_string (ib, G_FILE_ATTRIBUTE_ID_FILE) : NULL;
+  return x && y && strcmp (x, y) == 0;
+}
+
+TwbWindow *
+twb_window_find_for_file (GtkApplication *app, GFile *file)
+{
+  g_return_val_if_fail (GTK_IS_APPLICATION (app), NULL);
+  for (GList *l = gtk_application_get_windows (app); l; l = l->next)
+    {
+      if (!TWB_IS_WINDOW (l->data))
+        continue;
+      TwbDocument *doc = TWB_WINDOW (l->data)->doc;
+      const char *p = doc ? twb_document_get_path (doc) : NULL;
+      if (p == NULL)
+        continue;
+      g_autoptr (GFile) f = g_file_new_for_path (p);
+      if (same_file (f, file))
+        return TWB_WINDOW (l->data);
+    }
+  return NULL;
+}
+
 TwbWindow *
 twb_window_open_file (TwbWindow *self, const char *path)
 {
   g_autoptr (GError) error = NULL;
+  GtkApplication *app = gtk_window_get_application (GTK_WINDOW (self));
+  g_autoptr (GFile) wanted = g_file_new_for_path (path);
+  TwbWindow *open = app ? twb_window_find_for_file (app, wanted) : NULL;
+  if (open)
+    {
+      /* Already open: show that window rather than a second copy. */
+      gtk_window_present (GTK_WINDOW (open));
+      return open;
+    }
   g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
   if (doc == NULL)
     {
@@ -559,11 +601,19 @@ twb_window_save_screenshot (TwbWindow *self, const char *path, GError **error)
 static void
 palette_op_activated (TwbPalette *p, const char *op, TwbWindow *self)
 {
-  /* Keyboard path for the palette: add at the centre of the view. */
-  GtkWidget *c = GTK_WIDGET (self->canvas);
-  twb_graph_canvas_add_node_at (self->canvas, op, gtk_widget_get_width (c) / 2.0,
-                                gtk_widget_get_height (c) / 2.0);
-  gtk_widget_grab_focus (c);
+  /* Keyboard path for the palette: after the selected node, fed by it, or
+   * in free space near the centre of the view. */
+  double x, y, w, h;
+  twb_graph_canvas_get_visible (self->canvas, &x, &y, &w, &h);
+  g_autoptr (GError) error = NULL;
+  const char *id = twb_document_insert_node (self->doc, op, x + w / 2 - 80, y + h / 2 - 32, &error);
+  if (id == NULL)
+    {
+      twb_window_show_toast (self, error->message);
+      return;
+    }
+  twb_graph_canvas_reveal_node (self->canvas, id);
+  gtk_widget_grab_focus (GTK_WIDGET (self->canvas));
 }
 
 static void

@@ -30,10 +30,14 @@ TwbGraphCanvas *twb_window_get_canvas (TwbWindow *self);
 TwbInspector *twb_window_get_inspector (TwbWindow *self);
 TwbPalette *twb_window_get_palette (TwbWindow *self);
 
-/* Load a model: into this window when its document is empty and unmodified,
+/* Load a model: when a window already shows that file, present it;
+ * otherwise into this window when its document is empty and unmodified,
  * else into a new window.  On error shows why and changes nothing; returns
  * the window showing it, or NULL. */
 TwbWindow *twb_window_open_file (TwbWindow *self, const char *path);
+/* The window of app showing file (the same file under another path or
+ * through a symlink counts), or NULL. */
+TwbWindow *twb_window_find_for_file (GtkApplication *app, GFile *file);
 gboolean twb_window_save_to (TwbWindow *self, const char *path, GError **error);
 
 /* "training", "debugger" or "profiler". */

@@ -5,6 +5,7 @@
 #include "graph_editor/twb-document.h"
 
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 
 #define ASSERT_OK(expr)                                                                          \
@@ -795,6 +796,137 @@ test_edge_edits (void)
   g_assert_cmpstr (twb_document_undo_label (doc), ==, "Add relu");
 }
 
+
+/* ---- Placing new nodes ---------------------------------------------------- */
+
+/* The first pair of node boxes that overlap (or come closer than `margin`),
+ * as "a/b", NULL when none do. */
+static char *
+find_overlap (TwbDocument *doc, double margin)
+{
+  tw_graph *g = twb_document_get_graph (doc);
+  int n = tw_graph_n_nodes (g);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      {
+        tw_node *a = tw_graph_node (g, i), *b = tw_graph_node (g, j);
+        double aw, ah, bw, bh;
+        twb_document_node_size (doc, a->id, &aw, &ah);
+        twb_document_node_size (doc, b->id, &bw, &bh);
+        if (a->x < b->x + bw + margin && b->x < a->x + aw + margin && a->y < b->y + bh + margin
+            && b->y < a->y + ah + margin)
+          return g_strdup_printf ("%s/%s", a->id, b->id);
+      }
+  return NULL;
+}
+
+static TwbDocument *
+load_example_mlp (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("TWB_ASSETS_DIR"), "models", "mlp.json", NULL);
+  g_autoptr (GError) error = NULL;
+  TwbDocument *doc = twb_document_new_from_file (path, &error);
+  g_assert_no_error (error);
+  g_autofree char *overlap = find_overlap (doc, 0);
+  g_assert_null (overlap);
+  return doc;
+}
+
+/* Inserting into the example MLP, with nothing selected, aimed right at an
+ * existing node each time (where the view centre would put it): no new box
+ * overlaps any other, and each insert is one undo step. */
+static void
+test_insert_free_space (void)
+{
+  g_autoptr (TwbDocument) doc = load_example_mlp ();
+  tw_graph *g = twb_document_get_graph (doc);
+  int n0 = tw_graph_n_nodes (g);
+  tw_node *first = tw_graph_node (g, 0);
+  double aim_x = first->x, aim_y = first->y;
+  const char *ops[] = { "relu", "linear", "dropout", "batch_norm", "sigmoid", "linear" };
+  for (guint k = 0; k < G_N_ELEMENTS (ops); k++)
+    {
+      twb_document_clear_selection (doc);
+      g_autoptr (GError) error = NULL;
+      const char *id = twb_document_insert_node (doc, ops[k], aim_x, aim_y, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (id);
+      g_autofree char *overlap = find_overlap (doc, 0);
+      if (overlap)
+        g_error ("insert %s overlaps %s", ops[k], overlap);
+      g_autofree char *label = g_strdup_printf ("Add %s", ops[k]);
+      g_assert_cmpstr (twb_document_undo_label (doc), ==, label);
+      /* Near the wanted spot, not flung across the canvas. */
+      tw_node *nd = tw_graph_find (g, id);
+      g_assert_cmpfloat (fabs (nd->x - aim_x) + fabs (nd->y - aim_y), <, 1200);
+    }
+  g_assert_cmpint (tw_graph_n_nodes (g), ==, n0 + (int) G_N_ELEMENTS (ops));
+  /* free_position itself keeps the 40 px margin. */
+  double x, y;
+  twb_document_free_position (doc, aim_x, aim_y, 160, 64, NULL, &x, &y);
+  twb_document_add_node (doc, "relu", "probe", x, y, NULL);
+  g_autofree char *tight = find_overlap (doc, 39);
+  g_assert_null (tight);
+}
+
+/* With one node selected, an insert goes right of it, fed by its output, in
+ * one undo step; undo removes node and edge together. */
+static void
+test_insert_after_selection (void)
+{
+  g_autoptr (TwbDocument) doc = load_example_mlp ();
+  tw_graph *g = twb_document_get_graph (doc);
+  int n0 = tw_graph_n_nodes (g);
+  /* The last node before the loss: its output already feeds the loss, and
+   * that edge stays. */
+  const char *sel[] = { tw_graph_node (g, 1)->id, NULL };
+  g_autofree char *anchor = g_strdup (sel[0]);
+  twb_document_select (doc, sel, FALSE);
+  g_autoptr (GError) error = NULL;
+  const char *id = twb_document_insert_node (doc, "relu", 0, 0, &error);
+  g_assert_no_error (error);
+  g_autofree char *nid = g_strdup (id);
+  g_assert_cmpstr (twb_document_get_input (doc, nid, 0), ==, anchor);
+  tw_node *a = tw_graph_find (g, anchor), *nd = tw_graph_find (g, nid);
+  double aw;
+  twb_document_node_size (doc, anchor, &aw, NULL);
+  g_assert_cmpfloat (nd->x, >=, a->x + aw);
+  g_autofree char *overlap = find_overlap (doc, 0);
+  g_assert_null (overlap);
+  g_auto (GStrv) now = twb_document_get_selection (doc);
+  g_assert_cmpstr (now[0], ==, nid);
+  g_assert_null (now[1]);
+  g_assert_cmpstr (twb_document_undo_label (doc), ==, "Add relu");
+  g_assert_true (twb_document_undo (doc));
+  g_assert_cmpint (tw_graph_n_nodes (g), ==, n0);
+  g_assert_null (tw_graph_find (g, nid));
+  /* An op without inputs is placed after the selection but not connected. */
+  twb_document_select (doc, sel, FALSE);
+  const char *in = twb_document_insert_node (doc, "input", 0, 0, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (tw_graph_find (g, in));
+  g_assert_cmpfloat (tw_graph_find (g, in)->x, >=, a->x + aw);
+}
+
+/* Ctrl+D: the copy lands in free space beside the original (it used to sit
+ * 40 px off, on top of it), edges among the copied nodes kept. */
+static void
+test_duplicate_free_space (void)
+{
+  g_autoptr (TwbDocument) doc = load_example_mlp ();
+  tw_graph *g = twb_document_get_graph (doc);
+  int n0 = tw_graph_n_nodes (g);
+  twb_document_select_all (doc);
+  ASSERT_OK (twb_document_duplicate_selection (doc, &_e));
+  g_assert_cmpint (tw_graph_n_nodes (g), ==, 2 * n0);
+  g_autofree char *overlap = find_overlap (doc, 0);
+  g_assert_null (overlap);
+  /* Once more, with the copy selected: still nothing on top of anything. */
+  ASSERT_OK (twb_document_duplicate_selection (doc, &_e));
+  g_autofree char *overlap2 = find_overlap (doc, 0);
+  g_assert_null (overlap2);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -814,5 +946,8 @@ main (int argc, char **argv)
   g_test_add_func ("/editor/document/signals", test_signals);
   g_test_add_func ("/editor/document/rename-loss", test_rename_loss);
   g_test_add_func ("/editor/document/edge-edits", test_edge_edits);
+  g_test_add_func ("/editor/document/insert-free-space", test_insert_free_space);
+  g_test_add_func ("/editor/document/insert-after-selection", test_insert_after_selection);
+  g_test_add_func ("/editor/document/duplicate-free-space", test_duplicate_free_space);
   return g_test_run ();
 }
