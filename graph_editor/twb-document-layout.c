@@ -294,20 +294,38 @@ twb_document_auto_layout (TwbDocument *doc)
 #define PLACE_BACK 20       /* steps searched left of / above it */
 #define BLOCK_ROW_WIDTH 1200.0
 
-static gboolean
-box_is_free (TwbDocument *doc, double x, double y, double w, double h, GHashTable *ignore)
+typedef struct
+{
+  double x, y, w, h;
+} place_box;
+
+/* The boxes that count, computed once per search. */
+static GArray *
+placed_boxes (TwbDocument *doc, GHashTable *ignore)
 {
   tw_graph *g = doc->model->graph;
   int n = tw_graph_n_nodes (g);
+  GArray *boxes = g_array_sized_new (FALSE, FALSE, sizeof (place_box), n);
   for (int i = 0; i < n; i++)
     {
       tw_node *nd = tw_graph_node (g, i);
-      if (!nd->has_pos || (ignore && g_hash_table_contains (ignore, nd->id)))
+      if (!nd->has_pos || g_hash_table_contains (ignore, nd->id))
         continue;
-      double nw, nh;
-      node_box (nd, &nw, &nh);
-      if (x < nd->x + nw + PLACE_MARGIN && nd->x < x + w + PLACE_MARGIN
-          && y < nd->y + nh + PLACE_MARGIN && nd->y < y + h + PLACE_MARGIN)
+      place_box b = { nd->x, nd->y, 0, 0 };
+      node_box (nd, &b.w, &b.h);
+      g_array_append_val (boxes, b);
+    }
+  return boxes;
+}
+
+static gboolean
+box_is_free (const GArray *boxes, double x, double y, double w, double h)
+{
+  for (guint i = 0; i < boxes->len; i++)
+    {
+      const place_box *b = &g_array_index (boxes, place_box, i);
+      if (x < b->x + b->w + PLACE_MARGIN && b->x < x + w + PLACE_MARGIN
+          && y < b->y + b->h + PLACE_MARGIN && b->y < y + h + PLACE_MARGIN)
         return FALSE;
     }
   return TRUE;
@@ -328,6 +346,7 @@ twb_document_free_position (TwbDocument *doc, double near_x, double near_y, doub
 {
   g_return_if_fail (TWB_IS_DOCUMENT (doc));
   g_autoptr (GHashTable) skip = id_set (ignore);
+  g_autoptr (GArray) boxes = placed_boxes (doc, skip);
   /* Cheapest free spot on a grid around the wanted one; going right costs
    * least, then down, going left or up three times as much. */
   double best = G_MAXDOUBLE, bx = near_x, by = near_y;
@@ -338,7 +357,7 @@ twb_document_free_position (TwbDocument *doc, double near_x, double near_y, doub
         if (cost >= best)
           continue;
         double cx = near_x + a * PLACE_STEP, cy = near_y + b * PLACE_STEP;
-        if (box_is_free (doc, cx, cy, w, h, skip))
+        if (box_is_free (boxes, cx, cy, w, h))
           {
             best = cost;
             bx = cx;
@@ -348,16 +367,11 @@ twb_document_free_position (TwbDocument *doc, double near_x, double near_y, doub
   if (best == G_MAXDOUBLE)
     {
       /* Crowded all around: right of everything. */
-      tw_graph *g = doc->model->graph;
       double right = near_x;
-      for (int i = 0; i < tw_graph_n_nodes (g); i++)
+      for (guint i = 0; i < boxes->len; i++)
         {
-          tw_node *nd = tw_graph_node (g, i);
-          double nw;
-          if (!nd->has_pos || g_hash_table_contains (skip, nd->id))
-            continue;
-          node_box (nd, &nw, NULL);
-          right = MAX (right, nd->x + nw + PLACE_MARGIN + 1);
+          const place_box *pb = &g_array_index (boxes, place_box, i);
+          right = MAX (right, pb->x + pb->w + PLACE_MARGIN + 1);
         }
       bx = right;
       by = near_y;
