@@ -58,6 +58,17 @@ struct _TwbGraphCanvas
   char *detach_to;                /* DRAG_DETACH: the edge's input port */
   int detach_port;
   GtkWidget *menu;                /* the context menu (GtkPopoverMenu), created on first use */
+  /* The pointer over the canvas (motion controller), widget coordinates:
+   * Ctrl+wheel zooms about it. */
+  gboolean pointer_in;
+  double pointer_x, pointer_y;
+  gboolean ctrl_down;             /* a Control key held (key controller) */
+  gboolean show_minimap;
+  /* The minimap's rectangle over the canvas, widget coordinates (0 x 0:
+   * none); fit-to-window leaves it free. */
+  graphene_rect_t minimap_rect;
+  TwbRenderView fitted;           /* the view the last fit made, and the canvas size then */
+  int fitted_w, fitted_h;
 };
 
 G_DEFINE_FINAL_TYPE (TwbGraphCanvas, twb_graph_canvas, GTK_TYPE_WIDGET)
@@ -70,6 +81,20 @@ enum
   N_SIGNALS
 };
 static guint signals[N_SIGNALS];
+
+enum
+{
+  PROP_0,
+  PROP_SHOW_MINIMAP,
+  N_PROPS
+};
+static GParamSpec *props[N_PROPS];
+
+/* The hint on an empty canvas; the accelerators are the application's
+ * (win.sequential: Ctrl+Shift+A). */
+#define EMPTY_HINT \
+  "Drag a layer from the palette (or select it and press Enter),\n" \
+  "or press Ctrl+Shift+A to build a Sequential model"
 
 static void
 to_model (TwbGraphCanvas *self, double wx, double wy, double *mx, double *my)
@@ -228,13 +253,53 @@ fit_in (TwbGraphCanvas *self, int w, int h)
       return;
     }
   /* 40 px margin for the ports and edge labels at the border; never zoom in
-   * beyond 100 % (small graphs stay at their natural size). */
+   * beyond 100 % (small graphs stay at their natural size).  With the
+   * minimap shown, the graph goes where it does not cover it: the whole
+   * canvas if it stays clear, else the larger of the strip left of it and
+   * the strip above it. */
   double bw = self->scene->max_x - self->scene->min_x, bh = self->scene->max_y - self->scene->min_y;
-  double s = MIN ((w - 80) / MAX (bw, 1), (h - 80) / MAX (bh, 1));
-  s = CLAMP (s, MIN_ZOOM, 1.0);
-  self->view.scale = s;
-  self->view.tx = w / 2.0 - (self->scene->min_x + bw / 2) * s;
-  self->view.ty = h / 2.0 - (self->scene->min_y + bh / 2) * s;
+  double cx = self->scene->min_x + bw / 2, cy = self->scene->min_y + bh / 2;
+  /* Candidate areas: x, y, width, height in widget coordinates. */
+  double areas[3][4] = { { 0, 0, w, h } };
+  int n_areas = 1;
+  const graphene_rect_t *m = &self->minimap_rect;
+  if (self->show_minimap && m->size.width > 0 && m->size.height > 0)
+    {
+      areas[1][0] = 0, areas[1][1] = 0, areas[1][2] = MAX (m->origin.x, 1), areas[1][3] = h;
+      areas[2][0] = 0, areas[2][1] = 0, areas[2][2] = w, areas[2][3] = MAX (m->origin.y, 1);
+      n_areas = 3;
+    }
+  double best_s = -1, best_tx = 0, best_ty = 0;
+  for (int a = 0; a < n_areas; a++)
+    {
+      double ax = areas[a][0], ay = areas[a][1], aw = areas[a][2], ah = areas[a][3];
+      double s = MIN ((aw - 80) / MAX (bw, 1), (ah - 80) / MAX (bh, 1));
+      s = CLAMP (s, MIN_ZOOM, 1.0);
+      double tx = ax + aw / 2.0 - cx * s, ty = ay + ah / 2.0 - cy * s;
+      if (a == 0 && n_areas > 1)
+        {
+          /* The whole canvas, if the graph and its margin miss the minimap. */
+          graphene_rect_t g = GRAPHENE_RECT_INIT (self->scene->min_x * s + tx - 40,
+                                                  self->scene->min_y * s + ty - 40,
+                                                  bw * s + 80, bh * s + 80);
+          if (graphene_rect_intersection (&g, m, NULL))
+            continue;
+        }
+      if (s > best_s)
+        {
+          best_s = s;
+          best_tx = tx;
+          best_ty = ty;
+        }
+      if (a == 0)
+        break;
+    }
+  self->view.scale = best_s;
+  self->view.tx = best_tx;
+  self->view.ty = best_ty;
+  self->fitted = self->view;
+  self->fitted_w = w;
+  self->fitted_h = h;
   view_changed (self);
 }
 
@@ -242,6 +307,72 @@ void
 twb_graph_canvas_zoom_to_fit (TwbGraphCanvas *self)
 {
   fit_in (self, gtk_widget_get_width (GTK_WIDGET (self)), gtk_widget_get_height (GTK_WIDGET (self)));
+}
+
+/* A view still as the last fit left it, at the same canvas size, follows
+ * the minimap (a resized canvas keeps its view, as it always has). */
+static void
+refit_if_fitted (TwbGraphCanvas *self)
+{
+  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
+  gboolean still = self->fitted.scale > 0 && self->view.scale == self->fitted.scale
+                   && self->view.tx == self->fitted.tx && self->view.ty == self->fitted.ty
+                   && w == self->fitted_w && h == self->fitted_h;
+  if (still && !self->fit_pending && w > 0)
+    twb_graph_canvas_zoom_to_fit (self);
+}
+
+void
+twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show)
+{
+  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
+  show = !!show;
+  if (self->show_minimap == show)
+    return;
+  self->show_minimap = show;
+  g_object_notify_by_pspec (G_OBJECT (self), props[PROP_SHOW_MINIMAP]);
+  refit_if_fitted (self);
+}
+
+gboolean
+twb_graph_canvas_get_show_minimap (TwbGraphCanvas *self)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  return self->show_minimap;
+}
+
+void
+twb_graph_canvas_set_minimap_rect (TwbGraphCanvas *self, const graphene_rect_t *rect)
+{
+  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
+  graphene_rect_t r = rect ? *rect : GRAPHENE_RECT_INIT (0, 0, 0, 0);
+  if (graphene_rect_equal (&r, &self->minimap_rect))
+    return;
+  self->minimap_rect = r;
+  if (rect == NULL)
+    return;   /* the minimap going away */
+  /* The minimap is allocated after the canvas: a view still as the last
+   * fit left it is fitted again around the minimap's new place. */
+  refit_if_fitted (self);
+}
+
+gboolean
+twb_graph_canvas_get_minimap_rect (TwbGraphCanvas *self, graphene_rect_t *rect)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  if (rect)
+    *rect = self->minimap_rect;
+  return self->show_minimap && self->minimap_rect.size.width > 0
+         && self->minimap_rect.size.height > 0;
+}
+
+const char *
+twb_graph_canvas_get_hint (TwbGraphCanvas *self)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), NULL);
+  if (self->doc == NULL || (self->scene && self->scene->n_nodes > 0))
+    return NULL;
+  return EMPTY_HINT;
 }
 
 void
@@ -827,13 +958,22 @@ static gboolean
 on_scroll (GtkEventControllerScroll *c, double dx, double dy, TwbGraphCanvas *self)
 {
   GdkModifierType mods = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (c));
-  if (mods & GDK_CONTROL_MASK)
+  GdkEvent *ev = gtk_event_controller_get_current_event (GTK_EVENT_CONTROLLER (c));
+  /* Without an event (a synthesised scroll), the Control key as the key
+   * controller last saw it. */
+  if ((mods & GDK_CONTROL_MASK) || (ev == NULL && self->ctrl_down))
     {
+      /* About the pointer: where the motion controller last saw it, else
+       * the event's position, else the centre. */
       double px = gtk_widget_get_width (GTK_WIDGET (self)) / 2.0;
       double py = gtk_widget_get_height (GTK_WIDGET (self)) / 2.0;
-      GdkEvent *ev = gtk_event_controller_get_current_event (GTK_EVENT_CONTROLLER (c));
       double ex, ey;
-      if (ev && gdk_event_get_position (ev, &ex, &ey))
+      if (self->pointer_in)
+        {
+          px = self->pointer_x;
+          py = self->pointer_y;
+        }
+      else if (ev && gdk_event_get_position (ev, &ex, &ey))
         {
           graphene_point_t p;
           GtkNative *native = gtk_widget_get_native (GTK_WIDGET (self));
@@ -878,8 +1018,17 @@ zoom_scale_changed (GtkGestureZoom *g, double scale, TwbGraphCanvas *self)
 }
 
 static void
+pointer_leave (GtkEventControllerMotion *c, TwbGraphCanvas *self)
+{
+  self->pointer_in = FALSE;
+}
+
+static void
 motion (GtkEventControllerMotion *c, double x, double y, TwbGraphCanvas *self)
 {
+  self->pointer_in = TRUE;
+  self->pointer_x = x;
+  self->pointer_y = y;
   if (self->scene == NULL || self->mode != DRAG_NONE)
     return;
   double mx, my;
@@ -1110,6 +1259,10 @@ key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode, GdkModifierT
   double step = self->view.grid * ((state & GDK_SHIFT_MASK) ? 5 : 1);
   switch (keyval)
     {
+    case GDK_KEY_Control_L:
+    case GDK_KEY_Control_R:
+      self->ctrl_down = TRUE;
+      return FALSE;
     case GDK_KEY_space:
       self->space_down = TRUE;
       gtk_widget_set_cursor_from_name (GTK_WIDGET (self), "grab");
@@ -1165,6 +1318,8 @@ static void
 key_released (GtkEventControllerKey *c, guint keyval, guint keycode, GdkModifierType state,
               TwbGraphCanvas *self)
 {
+  if (keyval == GDK_KEY_Control_L || keyval == GDK_KEY_Control_R)
+    self->ctrl_down = FALSE;
   if (keyval == GDK_KEY_space)
     {
       self->space_down = FALSE;
@@ -1207,6 +1362,7 @@ twb_graph_canvas_draw (TwbGraphCanvas *self, cairo_t *cr, int width, int height)
   v.focus = self->scene ? twb_graph_scene_find (self->scene, self->focus_id) : -1;
   if (!gtk_widget_has_focus (GTK_WIDGET (self)))
     v.focus = -1;
+  v.hint = twb_graph_canvas_get_hint (self);
   if (self->scene)
     twb_graph_render (cr, self->scene, &v);
 }
@@ -1266,11 +1422,45 @@ twb_graph_canvas_dispose (GObject *object)
 }
 
 static void
+twb_graph_canvas_set_property (GObject *object, guint id, const GValue *value, GParamSpec *pspec)
+{
+  TwbGraphCanvas *self = TWB_GRAPH_CANVAS (object);
+  switch (id)
+    {
+    case PROP_SHOW_MINIMAP:
+      twb_graph_canvas_set_show_minimap (self, g_value_get_boolean (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
+    }
+}
+
+static void
+twb_graph_canvas_get_property (GObject *object, guint id, GValue *value, GParamSpec *pspec)
+{
+  TwbGraphCanvas *self = TWB_GRAPH_CANVAS (object);
+  switch (id)
+    {
+    case PROP_SHOW_MINIMAP:
+      g_value_set_boolean (value, self->show_minimap);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
+    }
+}
+
+static void
 twb_graph_canvas_class_init (TwbGraphCanvasClass *klass)
 {
   GObjectClass *oc = G_OBJECT_CLASS (klass);
   GtkWidgetClass *wc = GTK_WIDGET_CLASS (klass);
   oc->dispose = twb_graph_canvas_dispose;
+  oc->set_property = twb_graph_canvas_set_property;
+  oc->get_property = twb_graph_canvas_get_property;
+  props[PROP_SHOW_MINIMAP]
+    = g_param_spec_boolean ("show-minimap", NULL, NULL, TRUE,
+                            G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (oc, N_PROPS, props);
   wc->snapshot = snapshot;
   wc->size_allocate = size_allocate;
   wc->measure = measure;
@@ -1289,6 +1479,7 @@ twb_graph_canvas_class_init (TwbGraphCanvasClass *klass)
   gtk_widget_class_install_action (wc, "canvas.delete", NULL, act_delete);
   gtk_widget_class_install_action (wc, "canvas.disconnect", NULL, act_disconnect);
   gtk_widget_class_install_action (wc, "canvas.duplicate", NULL, act_duplicate);
+  gtk_widget_class_install_property_action (wc, "canvas.toggle-minimap", "show-minimap");
 
   gtk_widget_class_set_css_name (wc, "graphcanvas");
   gtk_widget_class_set_accessible_role (wc, GTK_ACCESSIBLE_ROLE_GROUP);
@@ -1300,6 +1491,7 @@ twb_graph_canvas_init (TwbGraphCanvas *self)
   GtkWidget *w = GTK_WIDGET (self);
   twb_render_view_init (&self->view);
   self->snap = TRUE;
+  self->show_minimap = TRUE;
   gtk_widget_set_focusable (w, TRUE);
   gtk_widget_set_has_tooltip (w, TRUE);
   gtk_widget_set_overflow (w, GTK_OVERFLOW_HIDDEN);
@@ -1341,7 +1533,9 @@ twb_graph_canvas_init (TwbGraphCanvas *self)
   gtk_widget_add_controller (w, scroll);
 
   GtkEventController *mot = gtk_event_controller_motion_new ();
+  g_signal_connect (mot, "enter", G_CALLBACK (motion), self);
   g_signal_connect (mot, "motion", G_CALLBACK (motion), self);
+  g_signal_connect (mot, "leave", G_CALLBACK (pointer_leave), self);
   gtk_widget_add_controller (w, mot);
 
   GtkEventController *keys = gtk_event_controller_key_new ();

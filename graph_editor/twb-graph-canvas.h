@@ -7,9 +7,10 @@
  * input port refuses), drag an edge's end off its input port to move or
  * disconnect it, click an edge and press Delete to remove it, click and
  * rubber-band to select, drag to move (snapped to the grid), middle-drag or
- * Space+drag to pan, Ctrl+wheel or pinch to zoom.  Refused edits (an invalid
- * connection) are reported through the "message" signal and
- * twb_graph_canvas_get_last_message ().
+ * Space+drag to pan, Ctrl+wheel (about the pointer) or pinch to zoom.
+ * Refused edits (an invalid connection) are reported through the "message"
+ * signal and twb_graph_canvas_get_last_message ().  An empty document
+ * shows a hint (twb_graph_canvas_get_hint ()).
  *
  *   GtkWidget *c = twb_graph_canvas_new ();
  *   twb_graph_canvas_set_document (TWB_GRAPH_CANVAS (c), doc);
@@ -45,6 +46,18 @@ void twb_graph_canvas_center_on (TwbGraphCanvas *self, double x, double y);   /*
 /* The visible part of the model, model coordinates. */
 void twb_graph_canvas_get_visible (TwbGraphCanvas *self, double *x, double *y, double *w,
                                    double *h);
+/* The minimap (property "show-minimap", default TRUE; the stateful action
+ * "canvas.toggle-minimap" flips it).  A TwbMinimap follows it, hiding
+ * itself and its GtkFrame, and reports where it sits over the canvas;
+ * fit-to-window leaves that rectangle (widget coordinates) free. */
+void twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show);
+gboolean twb_graph_canvas_get_show_minimap (TwbGraphCanvas *self);
+void twb_graph_canvas_set_minimap_rect (TwbGraphCanvas *self, const graphene_rect_t *rect);
+/* FALSE when no minimap is shown over the canvas. */
+gboolean twb_graph_canvas_get_minimap_rect (TwbGraphCanvas *self, graphene_rect_t *rect);
+/* The hint drawn on an empty canvas (a document without nodes), NULL when
+ * there are nodes. */
+const char *twb_graph_canvas_get_hint (TwbGraphCanvas *self);
 void twb_graph_canvas_set_snap_to_grid (TwbGraphCanvas *self, gboolean snap);
 gboolean twb_graph_canvas_get_snap_to_grid (TwbGraphCanvas *self);
 /* Show the node: select it, give it the keyboard focus ring and scroll to it. */

@@ -115,12 +115,26 @@ twb_render_view_init (TwbRenderView *v)
   v->grid = 20;
 }
 
-static int last_drawn;   /* main thread only */
+/* Main thread only. */
+static int last_drawn, last_labels;
+static gboolean last_hint;
 
 int
 twb_graph_render_last_drawn_nodes (void)
 {
   return last_drawn;
+}
+
+int
+twb_graph_render_last_drawn_labels (void)
+{
+  return last_labels;
+}
+
+gboolean
+twb_graph_render_last_drew_hint (void)
+{
+  return last_hint;
 }
 
 static void
@@ -258,6 +272,50 @@ draw_grid (cairo_t *cr, const TwbRenderView *v, const Palette *p)
   cairo_fill (cr);
 }
 
+typedef struct
+{
+  int edge;
+  double mx, my;     /* the label's centre, model coordinates */
+  double length;     /* the edge's span */
+} LabelSpot;
+
+static int
+cmp_label_spot (gconstpointer a, gconstpointer b)
+{
+  const LabelSpot *x = a, *y = b;
+  if (x->length != y->length)
+    return x->length < y->length ? -1 : 1;
+  return x->edge - y->edge;
+}
+
+typedef struct
+{
+  double x0, y0, x1, y1;
+} Box;
+
+static gboolean
+boxes_overlap (const Box *a, const Box *b)
+{
+  return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* Whether box (model coordinates) overlaps a node box or a placed label. */
+static gboolean
+label_collides (const TwbGraphScene *s, GArray *placed, const Box *box)
+{
+  for (int n = 0; n < s->n_nodes; n++)
+    {
+      const TwbSceneNode *nd = &s->nodes[n];
+      Box r = { nd->x, nd->y, nd->x + nd->w, nd->y + nd->h };
+      if (boxes_overlap (&r, box))
+        return TRUE;
+    }
+  for (guint k = 0; k < placed->len; k++)
+    if (boxes_overlap (&g_array_index (placed, Box, k), box))
+      return TRUE;
+  return FALSE;
+}
+
 static void
 draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const Palette *p,
             PangoLayout *l)
@@ -314,20 +372,40 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
 
   if (v->scale < TWB_RENDER_TEXT_SCALE || l == NULL)
     return;
+  /* Labels on visible edges, shortest edge first: a label overlapping a
+   * node box or a label already placed is left out. */
+  g_autoptr (GArray) cand = g_array_new (FALSE, FALSE, sizeof (LabelSpot));
   for (int i = 0; i < s->n_edges; i++)
     {
       const TwbSceneEdge *e = &s->edges[i];
       if (e->label == NULL)
         continue;
-      double x0, y0, x3, y3, mx, my;
+      double x0, y0, x3, y3;
+      LabelSpot c = { .edge = i };
       twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
       twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
-      bezier_mid (s, x0, y0, x3, y3, &mx, &my);
-      if (!visible (v, mx - 60, my - 10, mx + 60, my + 10))
+      bezier_mid (s, x0, y0, x3, y3, &c.mx, &c.my);
+      if (!visible (v, c.mx - 60, c.my - 10, c.mx + 60, c.my + 10))
         continue;
+      c.length = hypot (x3 - x0, y3 - y0);
+      g_array_append_val (cand, c);
+    }
+  g_array_sort (cand, cmp_label_spot);
+  g_autoptr (GArray) placed = g_array_new (FALSE, FALSE, sizeof (Box));
+  for (guint k = 0; k < cand->len; k++)
+    {
+      const LabelSpot *c = &g_array_index (cand, LabelSpot, k);
+      int i = c->edge;
+      const TwbSceneEdge *e = &s->edges[i];
+      double mx = c->mx, my = c->my;
       layout_text (l, e->label, -1, FALSE, 10);
       int w, h;
       pango_layout_get_pixel_size (l, &w, &h);
+      Box box = { mx - w / 2.0 - 4, my - h / 2.0 - 1, mx + w / 2.0 + 4, my + h / 2.0 + 1 };
+      if (label_collides (s, placed, &box))
+        continue;
+      g_array_append_val (placed, box);
+      last_labels++;
       /* The pill sits on the curve; the curve passes behind it. */
       rounded_rect (cr, mx - w / 2.0 - 4, my - h / 2.0 - 1, w + 8, h + 2, (h + 2) / 2.0);
       set_rgb (cr, p->label_bg);
@@ -473,11 +551,31 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
     }
 }
 
+/* The empty canvas's hint: centred in the viewport at screen size, muted. */
+static void
+draw_hint (cairo_t *cr, const TwbRenderView *v, const Palette *p)
+{
+  PangoLayout *l = pango_cairo_create_layout (cr);
+  layout_text (l, v->hint, MAX (v->width - 40, 100), FALSE, 15);
+  pango_layout_set_alignment (l, PANGO_ALIGN_CENTER);
+  pango_layout_set_ellipsize (l, PANGO_ELLIPSIZE_NONE);
+  pango_layout_set_wrap (l, PANGO_WRAP_WORD);
+  int w, h;
+  pango_layout_get_pixel_size (l, &w, &h);
+  set_rgb (cr, p->dim_text);
+  cairo_move_to (cr, (v->width - MAX (v->width - 40, 100)) / 2.0, (v->height - h) / 2.0);
+  pango_cairo_show_layout (cr, l);
+  g_object_unref (l);
+  last_hint = TRUE;
+}
+
 void
 twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
 {
   const Palette *p = v->dark ? &dark : &light;
   last_drawn = 0;
+  last_labels = 0;
+  last_hint = FALSE;
 
   cairo_save (cr);
   if (v->width > 0 && v->height > 0)
@@ -573,6 +671,8 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
     }
   g_clear_object (&l);
   cairo_restore (cr);
+  if (v->hint && s->n_nodes == 0 && v->width > 0 && v->height > 0)
+    draw_hint (cr, v, p);
 }
 
 gboolean

@@ -43,6 +43,8 @@ typedef struct
   /* A rubber band, model coordinates. */
   gboolean banding;
   double bx0, by0, bx1, by1;
+  /* Drawn centred in muted text when the scene has no nodes; NULL: none. */
+  const char *hint;
 } TwbRenderView;
 
 void twb_render_view_init (TwbRenderView *v);
@@ -51,6 +53,11 @@ void twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView 
 
 /* Nodes drawn by the last twb_graph_render call (benchmark; main thread). */
 int twb_graph_render_last_drawn_nodes (void);
+/* Edge labels drawn by the last call: a label that would overlap another
+ * label or a node box is left out, the one on the shorter edge kept. */
+int twb_graph_render_last_drawn_labels (void);
+/* Whether the last call drew the view's empty-scene hint. */
+gboolean twb_graph_render_last_drew_hint (void);
 
 /* Whole graph at scale 1 (PNG at 2x) with a 40-unit margin.  The format
  * comes from the file name's extension: .png, .svg or .pdf.  Written to a

@@ -7,7 +7,7 @@ struct _TwbMinimap
 {
   GtkWidget parent_instance;
   TwbGraphCanvas *canvas;   /* weak */
-  gulong view_id;
+  gulong view_id, show_id;
   double scale, ox, oy;     /* minimap px = (model - min) * scale + o */
 };
 
@@ -97,6 +97,42 @@ view_changed (TwbGraphCanvas *canvas, TwbMinimap *self)
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+/* What shows or hides with the canvas's "show-minimap": the minimap, or
+ * the GtkFrame around it when it is the frame's child. */
+static GtkWidget *
+outer (TwbMinimap *self)
+{
+  GtkWidget *parent = gtk_widget_get_parent (GTK_WIDGET (self));
+  return GTK_IS_FRAME (parent) ? parent : GTK_WIDGET (self);
+}
+
+static void
+show_changed (TwbGraphCanvas *canvas, GParamSpec *pspec, TwbMinimap *self)
+{
+  gboolean show = twb_graph_canvas_get_show_minimap (canvas);
+  gtk_widget_set_visible (GTK_WIDGET (self), show);
+  gtk_widget_set_visible (outer (self), show);
+}
+
+static void
+size_allocate (GtkWidget *widget, int width, int height, int baseline)
+{
+  TwbMinimap *self = TWB_MINIMAP (widget);
+  graphene_rect_t r;
+  /* Tell the canvas where the minimap covers it (its fit avoids that). */
+  if (self->canvas && gtk_widget_compute_bounds (outer (self), GTK_WIDGET (self->canvas), &r))
+    twb_graph_canvas_set_minimap_rect (self->canvas, &r);
+}
+
+static void
+root (GtkWidget *widget)
+{
+  GTK_WIDGET_CLASS (twb_minimap_parent_class)->root (widget);
+  TwbMinimap *self = TWB_MINIMAP (widget);
+  if (self->canvas)
+    show_changed (self->canvas, NULL, self);
+}
+
 static void
 measure (GtkWidget *widget, GtkOrientation o, int for_size, int *min, int *nat, int *min_b,
          int *nat_b)
@@ -112,6 +148,8 @@ twb_minimap_dispose (GObject *object)
   if (self->canvas)
     {
       g_clear_signal_handler (&self->view_id, self->canvas);
+      g_clear_signal_handler (&self->show_id, self->canvas);
+      twb_graph_canvas_set_minimap_rect (self->canvas, NULL);
       g_object_remove_weak_pointer (G_OBJECT (self->canvas), (gpointer *) &self->canvas);
       self->canvas = NULL;
     }
@@ -124,6 +162,8 @@ twb_minimap_class_init (TwbMinimapClass *klass)
   G_OBJECT_CLASS (klass)->dispose = twb_minimap_dispose;
   GTK_WIDGET_CLASS (klass)->snapshot = snapshot;
   GTK_WIDGET_CLASS (klass)->measure = measure;
+  GTK_WIDGET_CLASS (klass)->size_allocate = size_allocate;
+  GTK_WIDGET_CLASS (klass)->root = root;
   gtk_widget_class_set_css_name (GTK_WIDGET_CLASS (klass), "minimap");
   gtk_widget_class_set_accessible_role (GTK_WIDGET_CLASS (klass), GTK_ACCESSIBLE_ROLE_IMG);
 }
@@ -147,5 +187,7 @@ twb_minimap_new (TwbGraphCanvas *canvas)
   self->canvas = canvas;
   g_object_add_weak_pointer (G_OBJECT (canvas), (gpointer *) &self->canvas);
   self->view_id = g_signal_connect (canvas, "view-changed", G_CALLBACK (view_changed), self);
+  self->show_id = g_signal_connect (canvas, "notify::show-minimap", G_CALLBACK (show_changed),
+                                    self);
   return GTK_WIDGET (self);
 }

@@ -3,11 +3,16 @@
  * widget coordinates taken from the scene): click an edge to select it,
  * Delete it, Escape, drag its end off an input port onto empty canvas or
  * into another port, and a new connection dropped on a taken port.  Each
- * step asserts the document and its undo.  A screenshot of a selected edge
- * goes to TWB_TEST_SHOTS (or a temporary directory). */
+ * step asserts the document and its undo.  Also the view: Ctrl+wheel
+ * zooms about the pointer, the minimap hides and fit-to-window keeps clear
+ * of it, the empty canvas's hint, edge labels that would collide left out.
+ * Screenshots go to TWB_TEST_SHOTS (or a temporary directory). */
 #include "graph_editor/twb-graph-canvas.h"
+#include "graph_editor/twb-minimap.h"
 
 #include <glib/gstdio.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static GtkWidget *window;
@@ -105,8 +110,43 @@ add (const char *op, const char *id, double x, double y)
   g_assert_no_error (error);
 }
 
+static GtkWidget *minimap_frame;
+
+/* The canvas in a window, in a GtkOverlay with the minimap in a frame at
+ * its bottom-right corner when `with_minimap`, as the main window has it. */
 static void
-setup (void)
+show_canvas (gboolean with_minimap)
+{
+  window = gtk_window_new ();
+  gtk_window_set_default_size (GTK_WINDOW (window), 1100, 600);
+  canvas = TWB_GRAPH_CANVAS (twb_graph_canvas_new ());
+  if (with_minimap)
+    {
+      GtkWidget *overlay = gtk_overlay_new ();
+      gtk_overlay_set_child (GTK_OVERLAY (overlay), GTK_WIDGET (canvas));
+      minimap_frame = gtk_frame_new (NULL);
+      gtk_widget_set_halign (minimap_frame, GTK_ALIGN_END);
+      gtk_widget_set_valign (minimap_frame, GTK_ALIGN_END);
+      gtk_widget_set_margin_end (minimap_frame, 12);
+      gtk_widget_set_margin_bottom (minimap_frame, 12);
+      GtkWidget *minimap = twb_minimap_new (canvas);
+      gtk_widget_set_size_request (minimap, 200, 120);
+      gtk_frame_set_child (GTK_FRAME (minimap_frame), minimap);
+      gtk_overlay_add_overlay (GTK_OVERLAY (overlay), minimap_frame);
+      gtk_window_set_child (GTK_WINDOW (window), overlay);
+    }
+  else
+    gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (canvas));
+  twb_graph_canvas_set_document (canvas, doc);
+  gtk_window_present (GTK_WINDOW (window));
+  pump ();
+  twb_graph_canvas_zoom_to_fit (canvas);
+  pump ();
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (canvas)), >, 0);
+}
+
+static void
+make_doc (void)
 {
   g_autoptr (GError) error = NULL;
   doc = twb_document_new ();
@@ -119,17 +159,13 @@ setup (void)
   g_assert_true (twb_document_connect (doc, "x", "fc", 0, &error));
   g_assert_true (twb_document_connect (doc, "fc", "act", 0, &error));
   g_assert_no_error (error);
+}
 
-  window = gtk_window_new ();
-  gtk_window_set_default_size (GTK_WINDOW (window), 1100, 600);
-  canvas = TWB_GRAPH_CANVAS (twb_graph_canvas_new ());
-  gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (canvas));
-  twb_graph_canvas_set_document (canvas, doc);
-  gtk_window_present (GTK_WINDOW (window));
-  pump ();
-  twb_graph_canvas_zoom_to_fit (canvas);
-  pump ();
-  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (canvas)), >, 0);
+static void
+setup (void)
+{
+  make_doc ();
+  show_canvas (FALSE);
 }
 
 static void
@@ -137,6 +173,7 @@ teardown (void)
 {
   gtk_window_destroy (GTK_WINDOW (window));
   pump ();
+  minimap_frame = NULL;
   g_clear_object (&doc);
 }
 
@@ -375,6 +412,242 @@ test_context_menu (void)
   teardown ();
 }
 
+/* The model point under widget point (wx, wy). */
+static void
+to_model_pt (double wx, double wy, double *mx, double *my)
+{
+  double vx, vy, vw, vh;
+  twb_graph_canvas_get_visible (canvas, &vx, &vy, &vw, &vh);
+  double scale = gtk_widget_get_width (GTK_WIDGET (canvas)) / vw;
+  *mx = vx + wx / scale;
+  *my = vy + wy / scale;
+}
+
+static gboolean
+scroll (double dy)
+{
+  gboolean handled = FALSE;
+  g_signal_emit_by_name (controller (GTK_TYPE_EVENT_CONTROLLER_SCROLL, 0), "scroll", 0.0, dy,
+                         &handled);
+  pump ();
+  return handled;
+}
+
+static void
+test_zoom_pointer (void)
+{
+  setup ();
+  GtkEventController *keys = controller (GTK_TYPE_EVENT_CONTROLLER_KEY, 0);
+  GtkEventController *mot = controller (GTK_TYPE_EVENT_CONTROLLER_MOTION, 0);
+  int w = gtk_widget_get_width (GTK_WIDGET (canvas)), h = gtk_widget_get_height (GTK_WIDGET (canvas));
+  /* Two pointer places away from the centre; in then out. */
+  const double places[][3] = { { 180, 140, -1 }, { 900, 470, -1 }, { 300, 420, 2 } };
+  for (guint k = 0; k < G_N_ELEMENTS (places); k++)
+    {
+      double px = places[k][0], py = places[k][1];
+      g_signal_emit_by_name (mot, "motion", px, py);
+      gboolean handled = FALSE;
+      g_signal_emit_by_name (keys, "key-pressed", GDK_KEY_Control_L, 0, GDK_CONTROL_MASK, &handled);
+      double zoom0 = twb_graph_canvas_get_zoom (canvas);
+      double ax, ay, cx0, cy0;
+      to_model_pt (px, py, &ax, &ay);
+      to_model_pt (w / 2.0, h / 2.0, &cx0, &cy0);
+      g_assert_true (scroll (places[k][2]));
+      g_signal_emit_by_name (keys, "key-released", GDK_KEY_Control_L, 0, GDK_CONTROL_MASK);
+      double zoom1 = twb_graph_canvas_get_zoom (canvas);
+      g_assert_cmpfloat_with_epsilon (zoom1 / zoom0, pow (1.1, -places[k][2]), 1e-9);
+      /* The point under the pointer stays there (in device px)... */
+      double bx, by, cx1, cy1;
+      to_model_pt (px, py, &bx, &by);
+      g_assert_cmpfloat (fabs (bx - ax) * zoom1, <, 0.5);
+      g_assert_cmpfloat (fabs (by - ay) * zoom1, <, 0.5);
+      /* ...while the centre's does not: not a zoom about the centre. */
+      to_model_pt (w / 2.0, h / 2.0, &cx1, &cy1);
+      g_assert_cmpfloat (hypot (cx1 - cx0, cy1 - cy0) * zoom1, >, 10);
+    }
+  /* Without Ctrl the wheel pans and the zoom stays. */
+  double zoom = twb_graph_canvas_get_zoom (canvas), vx0, vy0, vx1, vy1, vw, vh;
+  twb_graph_canvas_get_visible (canvas, &vx0, &vy0, &vw, &vh);
+  g_assert_true (scroll (1));
+  twb_graph_canvas_get_visible (canvas, &vx1, &vy1, &vw, &vh);
+  g_assert_cmpfloat (twb_graph_canvas_get_zoom (canvas), ==, zoom);
+  g_assert_cmpfloat_with_epsilon ((vy1 - vy0) * zoom, 40, 1e-6);
+  teardown ();
+}
+
+/* The graph's bounding box in widget coordinates. */
+static graphene_rect_t
+graph_box (void)
+{
+  const TwbGraphScene *s = twb_graph_canvas_get_scene (canvas);
+  double x0, y0, x1, y1;
+  to_widget (s->min_x, s->min_y, &x0, &y0);
+  to_widget (s->max_x, s->max_y, &x1, &y1);
+  return GRAPHENE_RECT_INIT (x0, y0, x1 - x0, y1 - y0);
+}
+
+static void
+test_minimap (void)
+{
+  make_doc ();
+  /* A node far to the bottom right: a centred fit would run under the minimap. */
+  add ("relu", "far", 1500, 700);
+  show_canvas (TRUE);
+  g_assert_true (twb_graph_canvas_get_show_minimap (canvas));
+  g_assert_true (gtk_widget_get_visible (minimap_frame));
+  graphene_rect_t m, frame;
+  g_assert_true (twb_graph_canvas_get_minimap_rect (canvas, &m));
+  g_assert_true (gtk_widget_compute_bounds (minimap_frame, GTK_WIDGET (canvas), &frame));
+  g_assert_true (graphene_rect_equal (&m, &frame));
+  int w = gtk_widget_get_width (GTK_WIDGET (canvas)), h = gtk_widget_get_height (GTK_WIDGET (canvas));
+  g_assert_cmpfloat (m.origin.x + m.size.width, ==, w - 12);
+  g_assert_cmpfloat (m.origin.y + m.size.height, ==, h - 12);
+
+  /* Fit to window: the graph is clear of the minimap and inside the canvas. */
+  twb_graph_canvas_zoom_to_fit (canvas);
+  pump ();
+  graphene_rect_t g = graph_box ();
+  g_assert_false (graphene_rect_intersection (&g, &m, NULL));
+  g_assert_cmpfloat (g.origin.x, >=, 0);
+  g_assert_cmpfloat (g.origin.y, >=, 0);
+  g_assert_cmpfloat (g.origin.x + g.size.width, <=, w);
+  g_assert_cmpfloat (g.origin.y + g.size.height, <=, h);
+  double zoom_with = twb_graph_canvas_get_zoom (canvas);
+  screenshot ("canvas-minimap-fit.png");
+
+  /* canvas.toggle-minimap hides it (and its frame); the fitted view takes
+   * the whole canvas back, at a larger zoom. */
+  activate ("canvas.toggle-minimap");
+  g_assert_false (twb_graph_canvas_get_show_minimap (canvas));
+  g_assert_false (gtk_widget_get_visible (minimap_frame));
+  g_assert_false (twb_graph_canvas_get_minimap_rect (canvas, NULL));
+  g_assert_cmpfloat (twb_graph_canvas_get_zoom (canvas), >, zoom_with * 1.02);
+  g = graph_box ();
+  g_assert_true (graphene_rect_intersection (&g, &m, NULL));
+
+  /* And back: shown, and the fit keeps clear again. */
+  activate ("canvas.toggle-minimap");
+  g_assert_true (twb_graph_canvas_get_show_minimap (canvas));
+  g_assert_true (gtk_widget_get_visible (minimap_frame));
+  g_assert_cmpfloat_with_epsilon (twb_graph_canvas_get_zoom (canvas), zoom_with, 1e-9);
+  g = graph_box ();
+  g_assert_false (graphene_rect_intersection (&g, &m, NULL));
+
+  /* A graph that fits at 100 % away from the corner keeps the whole canvas. */
+  g_assert_true (twb_document_undo (doc));   /* the far node */
+  pump ();
+  g_assert_null (tw_graph_find (twb_document_get_graph (doc), "far"));
+  twb_graph_canvas_zoom_to_fit (canvas);
+  pump ();
+  g = graph_box ();
+  g_assert_false (graphene_rect_intersection (&g, &m, NULL));
+  teardown ();
+}
+
+/* Pixels clearly off the background in the middle band of a rendering. */
+static int
+hint_pixels (cairo_surface_t *surf)
+{
+  cairo_surface_flush (surf);
+  const guint8 *data = cairo_image_surface_get_data (surf);
+  int stride = cairo_image_surface_get_stride (surf);
+  int w = cairo_image_surface_get_width (surf), h = cairo_image_surface_get_height (surf);
+  const guint32 bg = *(const guint32 *) (data + stride * 3 + 4 * 3);
+  int n = 0;
+  for (int y = h / 2 - 30; y < h / 2 + 30; y++)
+    for (int x = w / 6; x < w * 5 / 6; x++)
+      {
+        guint32 px = *(const guint32 *) (data + stride * y + 4 * x);
+        int d = 0;
+        for (int c = 0; c < 3; c++)
+          d += abs ((int) ((px >> (8 * c)) & 0xff) - (int) ((bg >> (8 * c)) & 0xff));
+        n += d > 120;
+      }
+  return n;
+}
+
+static void
+test_empty_hint (void)
+{
+  doc = twb_document_new ();
+  show_canvas (FALSE);
+  const char *hint = twb_graph_canvas_get_hint (canvas);
+  g_assert_nonnull (hint);
+  g_assert_nonnull (strstr (hint, "palette"));
+  g_assert_nonnull (strstr (hint, "Ctrl+Shift+A"));
+  cairo_surface_t *surf = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 900, 500);
+  cairo_t *cr = cairo_create (surf);
+  twb_graph_canvas_draw (canvas, cr, 900, 500);
+  g_assert_true (twb_graph_render_last_drew_hint ());
+  g_assert_cmpint (hint_pixels (surf), >, 300);
+  screenshot ("canvas-empty-hint.png");
+
+  /* One node: no hint, even with the node out of view. */
+  add ("relu", "r", 0, 0);
+  pump ();
+  g_assert_null (twb_graph_canvas_get_hint (canvas));
+  twb_graph_canvas_center_on (canvas, -3000, -3000);
+  twb_graph_canvas_draw (canvas, cr, 900, 500);
+  g_assert_false (twb_graph_render_last_drew_hint ());
+  g_assert_cmpint (hint_pixels (surf), <, 20);
+  /* Undone to empty: the hint is back. */
+  g_assert_true (twb_document_undo (doc));
+  pump ();
+  g_assert_nonnull (twb_graph_canvas_get_hint (canvas));
+  twb_graph_canvas_draw (canvas, cr, 900, 500);
+  g_assert_true (twb_graph_render_last_drew_hint ());
+  cairo_destroy (cr);
+  cairo_surface_destroy (surf);
+  teardown ();
+}
+
+static int
+labels_drawn (void)
+{
+  cairo_surface_t *surf = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 1100, 600);
+  cairo_t *cr = cairo_create (surf);
+  twb_graph_canvas_draw (canvas, cr, 1100, 600);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surf);
+  return twb_graph_render_last_drawn_labels ();
+}
+
+static void
+test_edge_labels (void)
+{
+  /* Apart, both edges x → fc and fc → act carry their shape label. */
+  setup ();
+  g_assert_cmpfloat (twb_graph_canvas_get_zoom (canvas), >=, TWB_RENDER_TEXT_SCALE);
+  g_assert_cmpint (labels_drawn (), ==, 2);
+  teardown ();
+
+  /* Close: x feeds a and b stacked 20 units apart, whose labels would sit
+   * on each other: one is left out. */
+  g_autoptr (GError) error = NULL;
+  doc = twb_document_new ();
+  add ("input", "x", 0, 100);
+  g_assert_true (twb_document_set_attr_text (doc, "x", "shape", "[8]", &error));
+  add ("relu", "a", 300, 100);
+  add ("relu", "b", 320, 120);
+  g_assert_true (twb_document_connect (doc, "x", "a", 0, &error));
+  g_assert_true (twb_document_connect (doc, "x", "b", 0, &error));
+  g_assert_no_error (error);
+  show_canvas (FALSE);
+  g_assert_cmpint (labels_drawn (), ==, 1);
+  screenshot ("canvas-close-labels.png");
+  /* Moved apart, both come back. */
+  const char *ids[] = { "b", NULL };
+  twb_document_select (doc, ids, FALSE);
+  twb_graph_canvas_move_selection (canvas, 0, 200);
+  pump ();
+  g_assert_cmpint (labels_drawn (), ==, 2);
+  /* A node box under an edge's label hides it. */
+  add ("relu", "over", 150, 80);
+  pump ();
+  g_assert_cmpint (labels_drawn (), <, 2);
+  teardown ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -389,5 +662,9 @@ main (int argc, char **argv)
   g_test_add_func ("/canvas/edges/detach", test_detach);
   g_test_add_func ("/canvas/edges/taken-port", test_taken_port);
   g_test_add_func ("/canvas/edges/context-menu", test_context_menu);
+  g_test_add_func ("/canvas/view/zoom-about-pointer", test_zoom_pointer);
+  g_test_add_func ("/canvas/view/minimap", test_minimap);
+  g_test_add_func ("/canvas/view/empty-hint", test_empty_hint);
+  g_test_add_func ("/canvas/view/edge-labels", test_edge_labels);
   return g_test_run ();
 }

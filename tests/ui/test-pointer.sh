@@ -51,16 +51,21 @@ session () {
   xdotool type --delay 20 sigmoid; sleep 0.8
   drag 50 142 410 580
   # fc3's output port → the new node's input port.
-  drag 727 380 344 577
+  drag 727 308 344 577
   # The new node's output → fc3's input would close a cycle: refused.
-  drag 455 577 619 380
+  drag 455 577 619 308
   xdotool key --window "$wid" ctrl+s; sleep 1.2
   # Undo the edge (the file keeps it), close with Ctrl+W and answer the
   # prompt with Discard (Alt+D): the last window goes and twb quits.
   xdotool key --window "$wid" ctrl+z; sleep 0.5
+  # Alt+D again while twb runs: a loaded machine may map the prompt late,
+  # and an ASan build takes seconds to exit (its leak check).
   xdotool key --window "$wid" ctrl+w; sleep 1
-  xdotool key alt+d
-  for _ in $(seq 30); do kill -0 $app 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 10); do
+    kill -0 $app 2>/dev/null || break
+    xdotool key alt+d
+    for _ in $(seq 20); do kill -0 $app 2>/dev/null || break; sleep 0.1; done
+  done
   kill -0 $app 2>/dev/null || touch "$tmp/closed"
   cleanup
   cat "$tmp/app.log" >>"$tmp/all.log"
