@@ -493,6 +493,9 @@ twb_window_install_actions (TwbWindow *self)
   self->graph_actions = g_simple_action_group_new ();
   g_action_map_add_action_entries (G_ACTION_MAP (self->graph_actions), graph_entries,
                                    G_N_ELEMENTS (graph_entries), self);
+  /* View ▸ Show Minimap: the canvas's own property, toggled from the menu. */
+  g_autoptr (GPropertyAction) minimap = g_property_action_new ("show-minimap", self->canvas, "show-minimap");
+  g_action_map_add_action (G_ACTION_MAP (self->graph_actions), G_ACTION (minimap));
   gtk_widget_insert_action_group (GTK_WIDGET (self), "graph", G_ACTION_GROUP (self->graph_actions));
   g_signal_connect (self, "notify::focus-widget", G_CALLBACK (focus_changed), self);
 }

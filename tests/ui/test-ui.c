@@ -289,6 +289,13 @@ test_collapse_expand (void)
   const char *ids[] = { "conv1", "relu1", "pool1", NULL };
   twb_document_select (doc, ids, FALSE);
   pump ();
+  /* The menu's Show Minimap toggles the canvas's minimap, and back. */
+  TwbGraphCanvas *canvas = twb_window_get_canvas (w);
+  g_assert_true (twb_graph_canvas_get_show_minimap (canvas));
+  act (w, "graph.show-minimap");
+  g_assert_false (twb_graph_canvas_get_show_minimap (canvas));
+  act (w, "graph.show-minimap");
+  g_assert_true (twb_graph_canvas_get_show_minimap (canvas));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.collapse-named", "s", "features"));
   pump ();
   s = twb_graph_canvas_get_scene (twb_window_get_canvas (w));
