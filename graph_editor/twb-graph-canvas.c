@@ -1,75 +1,10 @@
 /* twb-graph-canvas.c — the node-graph editor widget. */
 #define G_LOG_DOMAIN "twb-graph-canvas"
 
-#include "graph_editor/twb-graph-canvas.h"
+#include "graph_editor/twb-graph-canvas-private.h"
 
 #include <math.h>
 #include <string.h>
-
-/* Zoom limits: 5 % shows 5,000 nodes at once; 400 % is enough to read port
- * types on a laptop screen. */
-#define MIN_ZOOM 0.05
-#define MAX_ZOOM 4.0
-/* Port hit radius in device pixels (a finger-sized 10 px target either side). */
-#define PORT_SLOP_PX 10.0
-/* Edge hit tolerance either side of the drawn curve, device pixels. */
-#define EDGE_SLOP_PX 6.0
-
-typedef enum
-{
-  DRAG_NONE,
-  DRAG_MOVE,
-  DRAG_BAND,
-  DRAG_CONNECT,
-  DRAG_PAN,
-  DRAG_DETACH,          /* an edge's end dragged off its input port */
-} DragMode;
-
-struct _TwbGraphCanvas
-{
-  GtkWidget parent_instance;
-
-  TwbDocument *doc;
-  gulong changed_id, selection_id;
-  TwbGraphScene *scene;
-  TwbRenderView view;
-  gboolean snap;
-  gboolean fit_pending;
-  gboolean space_down;
-  char *focus_id;
-  char *message;
-  /* The selected edge, as the document knows it (input port of a node);
-   * NULL when none.  Selecting an edge clears the node selection. */
-  char *edge_to;
-  int edge_port;
-
-  DragMode mode;
-  double drag_x, drag_y;          /* start, widget coordinates */
-  double moved_x, moved_y;        /* model delta applied so far */
-  int anchor;                     /* node dragged */
-  double anchor_x, anchor_y;      /* its position at the start */
-  gboolean first_move;
-  char *drag_block;               /* collapsed block being dragged, or NULL */
-  int connect_node;
-  TwbPortDirection connect_dir;
-  int connect_port;
-  double pan_tx, pan_ty;
-  double zoom_start;
-  char *detach_to;                /* DRAG_DETACH: the edge's input port */
-  int detach_port;
-  GtkWidget *menu;                /* the context menu (GtkPopoverMenu), created on first use */
-  /* The pointer over the canvas (motion controller), widget coordinates:
-   * Ctrl+wheel zooms about it. */
-  gboolean pointer_in;
-  double pointer_x, pointer_y;
-  gboolean ctrl_down;             /* a Control key held (key controller) */
-  gboolean show_minimap;
-  /* The minimap's rectangle over the canvas, widget coordinates (0 x 0:
-   * none); fit-to-window leaves it free. */
-  graphene_rect_t minimap_rect;
-  TwbRenderView fitted;           /* the view the last fit made, and the canvas size then */
-  int fitted_w, fitted_h;
-};
 
 G_DEFINE_FINAL_TYPE (TwbGraphCanvas, twb_graph_canvas, GTK_TYPE_WIDGET)
 
@@ -90,36 +25,31 @@ enum
 };
 static GParamSpec *props[N_PROPS];
 
-/* The hint on an empty canvas; the accelerators are the application's
- * (win.sequential: Ctrl+Shift+A). */
-#define EMPTY_HINT \
-  "Drag a layer from the palette (or select it and press Enter),\n" \
-  "or press Ctrl+Shift+A to build a Sequential model"
 
-static void
-to_model (TwbGraphCanvas *self, double wx, double wy, double *mx, double *my)
+void
+twb_canvas_to_model (TwbGraphCanvas *self, double wx, double wy, double *mx, double *my)
 {
   *mx = (wx - self->view.tx) / self->view.scale;
   *my = (wy - self->view.ty) / self->view.scale;
 }
 
-static void
-view_changed (TwbGraphCanvas *self)
+void
+twb_canvas_view_changed (TwbGraphCanvas *self)
 {
   gtk_widget_queue_draw (GTK_WIDGET (self));
   g_signal_emit (self, signals[SIGNAL_VIEW_CHANGED], 0);
 }
 
-static void
-set_message (TwbGraphCanvas *self, const char *text)
+void
+twb_canvas_set_message (TwbGraphCanvas *self, const char *text)
 {
   g_free (self->message);
   self->message = g_strdup (text);
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, text);
 }
 
-static void
-update_accessible (TwbGraphCanvas *self)
+void
+twb_canvas_update_accessible (TwbGraphCanvas *self)
 {
   g_autofree char *label = NULL;
   const char *desc = "No node has the focus. Tab moves between nodes.";
@@ -148,8 +78,8 @@ rebuild_scene (TwbGraphCanvas *self)
                                                         self->edge_port);
   if (self->view.selected_edge < 0)
     g_clear_pointer (&self->edge_to, g_free);
-  update_accessible (self);
-  view_changed (self);
+  twb_canvas_update_accessible (self);
+  twb_canvas_view_changed (self);
 }
 
 static void
@@ -213,219 +143,6 @@ twb_graph_canvas_get_last_message (TwbGraphCanvas *self)
   return self->message;
 }
 
-/* ---- View ------------------------------------------------------------------ */
-
-static void
-zoom_about (TwbGraphCanvas *self, double new_scale, double wx, double wy)
-{
-  new_scale = CLAMP (new_scale, MIN_ZOOM, MAX_ZOOM);
-  double mx, my;
-  to_model (self, wx, wy, &mx, &my);
-  self->view.scale = new_scale;
-  self->view.tx = wx - mx * new_scale;
-  self->view.ty = wy - my * new_scale;
-  view_changed (self);
-}
-
-void
-twb_graph_canvas_zoom_by (TwbGraphCanvas *self, double factor)
-{
-  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
-  zoom_about (self, self->view.scale * factor, w / 2.0, h / 2.0);
-}
-
-double
-twb_graph_canvas_get_zoom (TwbGraphCanvas *self)
-{
-  return self->view.scale;
-}
-
-static void
-fit_in (TwbGraphCanvas *self, int w, int h)
-{
-  self->fit_pending = FALSE;
-  if (self->scene == NULL || self->scene->n_nodes == 0 || w <= 0 || h <= 0)
-    {
-      self->view.scale = 1;
-      self->view.tx = 40;
-      self->view.ty = 40;
-      view_changed (self);
-      return;
-    }
-  /* 40 px margin for the ports and edge labels at the border; never zoom in
-   * beyond 100 % (small graphs stay at their natural size).  With the
-   * minimap shown, the graph goes where it does not cover it: the whole
-   * canvas if it stays clear, else the larger of the strip left of it and
-   * the strip above it. */
-  double bw = self->scene->max_x - self->scene->min_x, bh = self->scene->max_y - self->scene->min_y;
-  double cx = self->scene->min_x + bw / 2, cy = self->scene->min_y + bh / 2;
-  /* Candidate areas: x, y, width, height in widget coordinates. */
-  double areas[3][4] = { { 0, 0, w, h } };
-  int n_areas = 1;
-  const graphene_rect_t *m = &self->minimap_rect;
-  if (self->show_minimap && m->size.width > 0 && m->size.height > 0)
-    {
-      areas[1][0] = 0, areas[1][1] = 0, areas[1][2] = MAX (m->origin.x, 1), areas[1][3] = h;
-      areas[2][0] = 0, areas[2][1] = 0, areas[2][2] = w, areas[2][3] = MAX (m->origin.y, 1);
-      n_areas = 3;
-    }
-  double best_s = -1, best_tx = 0, best_ty = 0;
-  for (int a = 0; a < n_areas; a++)
-    {
-      double ax = areas[a][0], ay = areas[a][1], aw = areas[a][2], ah = areas[a][3];
-      double s = MIN ((aw - 80) / MAX (bw, 1), (ah - 80) / MAX (bh, 1));
-      s = CLAMP (s, MIN_ZOOM, 1.0);
-      double tx = ax + aw / 2.0 - cx * s, ty = ay + ah / 2.0 - cy * s;
-      if (a == 0 && n_areas > 1)
-        {
-          /* The whole canvas, if the graph and its margin miss the minimap. */
-          graphene_rect_t g = GRAPHENE_RECT_INIT (self->scene->min_x * s + tx - 40,
-                                                  self->scene->min_y * s + ty - 40,
-                                                  bw * s + 80, bh * s + 80);
-          if (graphene_rect_intersection (&g, m, NULL))
-            continue;
-        }
-      if (s > best_s)
-        {
-          best_s = s;
-          best_tx = tx;
-          best_ty = ty;
-        }
-      if (a == 0)
-        break;
-    }
-  self->view.scale = best_s;
-  self->view.tx = best_tx;
-  self->view.ty = best_ty;
-  self->fitted = self->view;
-  self->fitted_w = w;
-  self->fitted_h = h;
-  view_changed (self);
-}
-
-void
-twb_graph_canvas_zoom_to_fit (TwbGraphCanvas *self)
-{
-  fit_in (self, gtk_widget_get_width (GTK_WIDGET (self)), gtk_widget_get_height (GTK_WIDGET (self)));
-}
-
-/* A view still as the last fit left it, at the same canvas size, follows
- * the minimap (a resized canvas keeps its view, as it always has). */
-static void
-refit_if_fitted (TwbGraphCanvas *self)
-{
-  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
-  gboolean still = self->fitted.scale > 0 && self->view.scale == self->fitted.scale
-                   && self->view.tx == self->fitted.tx && self->view.ty == self->fitted.ty
-                   && w == self->fitted_w && h == self->fitted_h;
-  if (still && !self->fit_pending && w > 0)
-    twb_graph_canvas_zoom_to_fit (self);
-}
-
-void
-twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show)
-{
-  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
-  show = !!show;
-  if (self->show_minimap == show)
-    return;
-  self->show_minimap = show;
-  g_object_notify_by_pspec (G_OBJECT (self), props[PROP_SHOW_MINIMAP]);
-  refit_if_fitted (self);
-}
-
-gboolean
-twb_graph_canvas_get_show_minimap (TwbGraphCanvas *self)
-{
-  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
-  return self->show_minimap;
-}
-
-void
-twb_graph_canvas_set_minimap_rect (TwbGraphCanvas *self, const graphene_rect_t *rect)
-{
-  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
-  graphene_rect_t r = rect ? *rect : GRAPHENE_RECT_INIT (0, 0, 0, 0);
-  if (graphene_rect_equal (&r, &self->minimap_rect))
-    return;
-  self->minimap_rect = r;
-  if (rect == NULL)
-    return;   /* the minimap going away */
-  /* The minimap is allocated after the canvas: a view still as the last
-   * fit left it is fitted again around the minimap's new place. */
-  refit_if_fitted (self);
-}
-
-gboolean
-twb_graph_canvas_get_minimap_rect (TwbGraphCanvas *self, graphene_rect_t *rect)
-{
-  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
-  if (rect)
-    *rect = self->minimap_rect;
-  return self->show_minimap && self->minimap_rect.size.width > 0
-         && self->minimap_rect.size.height > 0;
-}
-
-const char *
-twb_graph_canvas_get_hint (TwbGraphCanvas *self)
-{
-  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), NULL);
-  if (self->doc == NULL || (self->scene && self->scene->n_nodes > 0))
-    return NULL;
-  return EMPTY_HINT;
-}
-
-void
-twb_graph_canvas_center_on (TwbGraphCanvas *self, double x, double y)
-{
-  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
-  self->view.tx = w / 2.0 - x * self->view.scale;
-  self->view.ty = h / 2.0 - y * self->view.scale;
-  view_changed (self);
-}
-
-void
-twb_graph_canvas_get_visible (TwbGraphCanvas *self, double *x, double *y, double *w, double *h)
-{
-  int ww = gtk_widget_get_width (GTK_WIDGET (self)), wh = gtk_widget_get_height (GTK_WIDGET (self));
-  to_model (self, 0, 0, x, y);
-  *w = ww / self->view.scale;
-  *h = wh / self->view.scale;
-}
-
-void
-twb_graph_canvas_set_snap_to_grid (TwbGraphCanvas *self, gboolean snap)
-{
-  self->snap = snap;
-}
-
-gboolean
-twb_graph_canvas_get_snap_to_grid (TwbGraphCanvas *self)
-{
-  return self->snap;
-}
-
-void
-twb_graph_canvas_reveal_node (TwbGraphCanvas *self, const char *id)
-{
-  if (self->doc == NULL || id == NULL)
-    return;
-  const char *ids[] = { id, NULL };
-  g_free (self->focus_id);
-  self->focus_id = g_strdup (id);
-  twb_document_select (self->doc, ids, FALSE);
-  int i = self->scene ? twb_graph_scene_find (self->scene, id) : -1;
-  if (i < 0)
-    return;
-  const TwbSceneNode *n = &self->scene->nodes[i];
-  double vx, vy, vw, vh;
-  twb_graph_canvas_get_visible (self, &vx, &vy, &vw, &vh);
-  if (n->x < vx || n->y < vy || n->x + n->w > vx + vw || n->y + n->h > vy + vh)
-    twb_graph_canvas_center_on (self, n->x + n->w / 2, n->y + n->h / 2);
-  update_accessible (self);
-  gtk_widget_queue_draw (GTK_WIDGET (self));
-}
-
 /* ---- Edits --------------------------------------------------------------- */
 
 static double
@@ -443,7 +160,7 @@ twb_graph_canvas_add_node_at (TwbGraphCanvas *self, const char *op, double x, do
   if (self->doc == NULL)
     return NULL;
   double mx, my;
-  to_model (self, x, y, &mx, &my);
+  twb_canvas_to_model (self, x, y, &mx, &my);
   /* Centre the box on the drop point, with the size of an existing node of
    * this op (the document decides sizes). */
   double w = 160, h = 64;
@@ -456,14 +173,14 @@ twb_graph_canvas_add_node_at (TwbGraphCanvas *self, const char *op, double x, do
                                           snap_value (self, my - h / 2), &error);
   if (id == NULL)
     {
-      set_message (self, error->message);
+      twb_canvas_set_message (self, error->message);
       return NULL;
     }
   const char *ids[] = { id, NULL };
   twb_document_select (self->doc, ids, FALSE);
   g_free (self->focus_id);
   self->focus_id = g_strdup (id);
-  update_accessible (self);
+  twb_canvas_update_accessible (self);
   return id;
 }
 
@@ -477,7 +194,7 @@ twb_graph_canvas_try_connect (TwbGraphCanvas *self, const char *from, const char
     {
       g_autofree char *msg = g_strdup_printf ("Cannot connect %s to %s: %s", from, to,
                                               error->message);
-      set_message (self, msg);
+      twb_canvas_set_message (self, msg);
       return FALSE;
     }
   return TRUE;
@@ -493,7 +210,7 @@ twb_graph_canvas_select_edge (TwbGraphCanvas *self, const char *to, int port)
       g_clear_pointer (&self->edge_to, g_free);
       self->view.selected_edge = -1;
       if (had)
-        update_accessible (self);
+        twb_canvas_update_accessible (self);
       gtk_widget_queue_draw (GTK_WIDGET (self));
       return TRUE;
     }
@@ -530,14 +247,14 @@ twb_graph_canvas_delete_selected_edge (TwbGraphCanvas *self)
   g_autofree char *to = g_steal_pointer (&self->edge_to);
   if (!twb_document_disconnect (self->doc, to, self->edge_port, &error))
     {
-      set_message (self, error->message);
+      twb_canvas_set_message (self, error->message);
       return FALSE;
     }
   return TRUE;
 }
 
-static char **
-selection_ids (TwbGraphCanvas *self)
+char **
+twb_canvas_selection_ids (TwbGraphCanvas *self)
 {
   return self->doc ? twb_document_get_selection (self->doc) : NULL;
 }
@@ -545,7 +262,7 @@ selection_ids (TwbGraphCanvas *self)
 void
 twb_graph_canvas_move_selection (TwbGraphCanvas *self, double dx, double dy)
 {
-  g_auto (GStrv) ids = selection_ids (self);
+  g_auto (GStrv) ids = twb_canvas_selection_ids (self);
   if (ids == NULL || ids[0] == NULL)
     return;
   twb_document_move_nodes (self->doc, (const char *const *) ids, dx, dy, FALSE);
@@ -598,7 +315,7 @@ twb_graph_canvas_focus_next (TwbGraphCanvas *self, int dir)
       twb_document_select (self->doc, (const char *const *) members, FALSE);
       g_free (self->focus_id);
       self->focus_id = g_strdup (id);
-      update_accessible (self);
+      twb_canvas_update_accessible (self);
       gtk_widget_queue_draw (GTK_WIDGET (self));
       return TRUE;
     }
@@ -608,8 +325,8 @@ twb_graph_canvas_focus_next (TwbGraphCanvas *self, int dir)
 
 /* ---- Pointer --------------------------------------------------------------- */
 
-static void
-select_scene_node (TwbGraphCanvas *self, int i, gboolean extend)
+void
+twb_canvas_select_scene_node (TwbGraphCanvas *self, int i, gboolean extend)
 {
   const TwbSceneNode *sn = &self->scene->nodes[i];
   g_free (self->focus_id);
@@ -624,7 +341,7 @@ select_scene_node (TwbGraphCanvas *self, int i, gboolean extend)
       const char *ids[] = { sn->id, NULL };
       twb_document_select (self->doc, ids, extend);
     }
-  update_accessible (self);
+  twb_canvas_update_accessible (self);
 }
 
 static char *
@@ -675,7 +392,7 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
       return;
     }
   double mx, my;
-  to_model (self, x, y, &mx, &my);
+  twb_canvas_to_model (self, x, y, &mx, &my);
   TwbPortDirection dir;
   int port;
   int pn = twb_graph_scene_hit_port (self->scene, mx, my, PORT_SLOP_PX / self->view.scale, &dir,
@@ -729,7 +446,7 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
   if (hit >= 0)
     {
       if (!self->scene->nodes[hit].selected || extend)
-        select_scene_node (self, hit, extend);
+        twb_canvas_select_scene_node (self, hit, extend);
       hit = twb_graph_scene_find (self->scene, self->focus_id);
       if (hit < 0)
         return;
@@ -761,13 +478,13 @@ static void
 drag_update (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
 {
   double x = self->drag_x + ox, y = self->drag_y + oy, mx, my;
-  to_model (self, x, y, &mx, &my);
+  twb_canvas_to_model (self, x, y, &mx, &my);
   switch (self->mode)
     {
     case DRAG_PAN:
       self->view.tx = self->pan_tx + ox;
       self->view.ty = self->pan_ty + oy;
-      view_changed (self);
+      twb_canvas_view_changed (self);
       break;
     case DRAG_MOVE:
       {
@@ -778,7 +495,7 @@ drag_update (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
         if (dx == 0 && dy == 0)
           break;
         g_auto (GStrv) ids = self->drag_block ? twb_document_block_members (self->doc, self->drag_block)
-                                              : selection_ids (self);
+                                              : twb_canvas_selection_ids (self);
         if (ids == NULL || ids[0] == NULL)
           break;
         twb_document_move_nodes (self->doc, (const char *const *) ids, dx, dy, !self->first_move);
@@ -837,7 +554,7 @@ static void
 drag_end (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
 {
   double x = self->drag_x + ox, y = self->drag_y + oy, mx, my;
-  to_model (self, x, y, &mx, &my);
+  twb_canvas_to_model (self, x, y, &mx, &my);
   if (self->mode == DRAG_BAND)
     {
       self->view.banding = FALSE;
@@ -885,14 +602,14 @@ drag_end (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
             {
               g_autofree char *msg = g_strdup_printf ("Cannot move the edge into %s: %s", new_to,
                                                       error->message);
-              set_message (self, msg);
+              twb_canvas_set_message (self, msg);
             }
         }
       else if (pn >= 0 || twb_graph_scene_hit_node (self->scene, mx, my) >= 0)
-        set_message (self, "Drop the edge on a free input port to move it, or on empty canvas "
+        twb_canvas_set_message (self, "Drop the edge on a free input port to move it, or on empty canvas "
                            "to disconnect it");
       else if (!twb_document_disconnect (self->doc, to, self->detach_port, &error))
-        set_message (self, error->message);
+        twb_canvas_set_message (self, error->message);
       gtk_widget_queue_draw (GTK_WIDGET (self));
     }
   else if (self->mode == DRAG_CONNECT)
@@ -906,11 +623,11 @@ drag_end (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
       int to_port;
       if (pn >= 0 && (self->scene->nodes[pn].is_block
                       || self->scene->nodes[self->connect_node].is_block))
-        set_message (self, "Cannot connect to a collapsed block: expand it first");
+        twb_canvas_set_message (self, "Cannot connect to a collapsed block: expand it first");
       else if (pn >= 0 && connection_for (self, pn, dir, port, &from, &to, &to_port))
         twb_graph_canvas_try_connect (self, from, to, to_port);
       else if (pn >= 0 && pn != self->connect_node)
-        set_message (self, dir == TWB_PORT_INPUT
+        twb_canvas_set_message (self, dir == TWB_PORT_INPUT
                              ? "Cannot connect an input to an input: drag to an output port"
                              : "Cannot connect an output to an output: drag to an input port");
       gtk_widget_queue_draw (GTK_WIDGET (self));
@@ -930,7 +647,7 @@ pan_update (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
 {
   self->view.tx = self->pan_tx + ox;
   self->view.ty = self->pan_ty + oy;
-  view_changed (self);
+  twb_canvas_view_changed (self);
 }
 
 static void
@@ -939,7 +656,7 @@ click_pressed (GtkGestureClick *g, int n_press, double x, double y, TwbGraphCanv
   if (n_press != 2 || self->scene == NULL)
     return;
   double mx, my;
-  to_model (self, x, y, &mx, &my);
+  twb_canvas_to_model (self, x, y, &mx, &my);
   int hit = twb_graph_scene_hit_node (self->scene, mx, my);
   if (hit < 0)
     return;
@@ -948,7 +665,7 @@ click_pressed (GtkGestureClick *g, int n_press, double x, double y, TwbGraphCanv
     {
       g_autoptr (GError) error = NULL;
       if (!twb_document_expand_block (self->doc, id, &error))
-        set_message (self, error->message);
+        twb_canvas_set_message (self, error->message);
       return;
     }
   g_signal_emit (self, signals[SIGNAL_ACTIVATE_NODE], 0, id);
@@ -989,13 +706,13 @@ on_scroll (GtkEventControllerScroll *c, double dx, double dy, TwbGraphCanvas *se
             }
         }
       /* One wheel notch: 10 % zoom. */
-      zoom_about (self, self->view.scale * pow (1.1, -dy), px, py);
+      twb_canvas_zoom_about (self, self->view.scale * pow (1.1, -dy), px, py);
       return TRUE;
     }
   /* Without Ctrl the wheel pans; 40 px per notch as GtkScrolledWindow does. */
   self->view.tx -= dx * 40;
   self->view.ty -= dy * 40;
-  view_changed (self);
+  twb_canvas_view_changed (self);
   return TRUE;
 }
 
@@ -1014,7 +731,7 @@ zoom_scale_changed (GtkGestureZoom *g, double scale, TwbGraphCanvas *self)
       cx = gtk_widget_get_width (GTK_WIDGET (self)) / 2.0;
       cy = gtk_widget_get_height (GTK_WIDGET (self)) / 2.0;
     }
-  zoom_about (self, self->zoom_start * scale, cx, cy);
+  twb_canvas_zoom_about (self, self->zoom_start * scale, cx, cy);
 }
 
 static void
@@ -1032,7 +749,7 @@ motion (GtkEventControllerMotion *c, double x, double y, TwbGraphCanvas *self)
   if (self->scene == NULL || self->mode != DRAG_NONE)
     return;
   double mx, my;
-  to_model (self, x, y, &mx, &my);
+  twb_canvas_to_model (self, x, y, &mx, &my);
   int hover = twb_graph_scene_hit_node (self->scene, mx, my);
   int edge = hover < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my, EDGE_SLOP_PX / self->view.scale) : -1;
   if (hover != self->view.hover || edge != self->view.hover_edge)
@@ -1060,7 +777,7 @@ query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *t
       my = self->scene->nodes[i].y + 1;
     }
   else
-    to_model (self, x, y, &mx, &my);
+    twb_canvas_to_model (self, x, y, &mx, &my);
 
   TwbPortDirection dir;
   int port;
@@ -1114,142 +831,6 @@ query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *t
   return FALSE;
 }
 
-/* ---- Context menu ------------------------------------------------------------- */
-
-static void
-update_menu_actions (TwbGraphCanvas *self)
-{
-  g_auto (GStrv) sel = selection_ids (self);
-  gboolean nodes = sel && sel[0];
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "canvas.delete", nodes || self->edge_to);
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "canvas.disconnect", self->edge_to != NULL);
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "canvas.duplicate", nodes);
-}
-
-static void
-act_delete (GtkWidget *w, const char *name, GVariant *param)
-{
-  TwbGraphCanvas *self = TWB_GRAPH_CANVAS (w);
-  if (self->edge_to)
-    {
-      twb_graph_canvas_delete_selected_edge (self);
-      return;
-    }
-  g_auto (GStrv) sel = selection_ids (self);
-  g_autoptr (GError) error = NULL;
-  if (sel && sel[0] && !twb_document_remove_nodes (self->doc, (const char *const *) sel, &error))
-    set_message (self, error->message);
-}
-
-static void
-act_disconnect (GtkWidget *w, const char *name, GVariant *param)
-{
-  twb_graph_canvas_delete_selected_edge (TWB_GRAPH_CANVAS (w));
-}
-
-static void
-act_duplicate (GtkWidget *w, const char *name, GVariant *param)
-{
-  TwbGraphCanvas *self = TWB_GRAPH_CANVAS (w);
-  g_autoptr (GError) error = NULL;
-  if (self->doc && !twb_document_duplicate_selection (self->doc, &error))
-    set_message (self, error->message);
-}
-
-gboolean
-twb_graph_canvas_popup_menu_at (TwbGraphCanvas *self, double x, double y)
-{
-  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
-  if (self->scene == NULL)
-    return FALSE;
-  double mx, my;
-  to_model (self, x, y, &mx, &my);
-  int hit = twb_graph_scene_hit_node (self->scene, mx, my);
-  int edge = hit < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my,
-                                                  EDGE_SLOP_PX / self->view.scale)
-                     : -1;
-  /* The menu acts on what is under the pointer: select it first (a node
-   * already in a multiple selection keeps the selection). */
-  if (hit >= 0 && !self->scene->nodes[hit].selected)
-    {
-      twb_graph_canvas_select_edge (self, NULL, 0);
-      select_scene_node (self, hit, FALSE);
-    }
-  else if (edge >= 0)
-    {
-      g_autofree char *to = g_strdup (self->scene->edges[edge].to_id);
-      twb_graph_canvas_select_edge (self, to, self->scene->edges[edge].to_input);
-    }
-  else if (hit < 0)
-    return FALSE;
-  update_menu_actions (self);
-  if (self->menu == NULL)
-    {
-      g_autoptr (GMenu) model = g_menu_new ();
-      g_menu_append (model, "_Delete", "canvas.delete");
-      g_menu_append (model, "Dis_connect", "canvas.disconnect");
-      g_menu_append (model, "D_uplicate", "canvas.duplicate");
-      self->menu = gtk_popover_menu_new_from_model (G_MENU_MODEL (model));
-      gtk_widget_set_parent (self->menu, GTK_WIDGET (self));
-      gtk_popover_set_has_arrow (GTK_POPOVER (self->menu), FALSE);
-      gtk_widget_set_halign (self->menu, GTK_ALIGN_START);
-    }
-  gtk_popover_set_pointing_to (GTK_POPOVER (self->menu), &(GdkRectangle) { (int) x, (int) y, 1, 1 });
-  gtk_popover_popup (GTK_POPOVER (self->menu));
-  return TRUE;
-}
-
-GtkWidget *
-twb_graph_canvas_get_context_menu (TwbGraphCanvas *self)
-{
-  return self->menu;
-}
-
-/* Menu key / Shift+F10: at the selected edge's middle or the focus node. */
-static gboolean
-popup_menu_key (TwbGraphCanvas *self)
-{
-  if (self->scene == NULL)
-    return FALSE;
-  double mx, my;
-  int e = self->view.selected_edge, n = twb_graph_scene_find (self->scene, self->focus_id);
-  if (self->edge_to && e >= 0)
-    {
-      const TwbSceneEdge *ed = &self->scene->edges[e];
-      double x0, y0, x3, y3;
-      twb_graph_scene_port_pos (self->scene, ed->from, TWB_PORT_OUTPUT, ed->from_port, &x0, &y0);
-      twb_graph_scene_port_pos (self->scene, ed->to, TWB_PORT_INPUT, ed->to_port, &x3, &y3);
-      if (twb_graph_scene_edge_route (self->scene, x0, y0, x3, y3, (double[6][2]) { { 0 } }) > 0)
-        {
-          /* A routed edge: its output end. */
-          mx = x0 + 4;
-          my = y0;
-        }
-      else
-        {
-          mx = (x0 + x3) / 2;
-          my = (y0 + y3) / 2;
-        }
-    }
-  else if (n >= 0)
-    {
-      mx = self->scene->nodes[n].x + self->scene->nodes[n].w / 2;
-      my = self->scene->nodes[n].y + self->scene->nodes[n].h / 2;
-    }
-  else
-    return FALSE;
-  return twb_graph_canvas_popup_menu_at (self, mx * self->view.scale + self->view.tx,
-                                         my * self->view.scale + self->view.ty);
-}
-
-static void
-secondary_pressed (GtkGestureClick *g, int n_press, double x, double y, TwbGraphCanvas *self)
-{
-  gtk_widget_grab_focus (GTK_WIDGET (self));
-  if (twb_graph_canvas_popup_menu_at (self, x, y))
-    gtk_gesture_set_state (GTK_GESTURE (g), GTK_EVENT_SEQUENCE_CLAIMED);
-}
-
 /* ---- Keyboard --------------------------------------------------------------- */
 
 static gboolean
@@ -1294,9 +875,9 @@ key_pressed (GtkEventControllerKey *c, guint keyval, guint keycode, GdkModifierT
         }
       return FALSE;
     case GDK_KEY_Menu:
-      return popup_menu_key (self);
+      return twb_canvas_popup_menu_key (self);
     case GDK_KEY_F10:
-      return (state & GDK_SHIFT_MASK) ? popup_menu_key (self) : FALSE;
+      return (state & GDK_SHIFT_MASK) ? twb_canvas_popup_menu_key (self) : FALSE;
     case GDK_KEY_Delete:
     case GDK_KEY_KP_Delete:
     case GDK_KEY_BackSpace:
@@ -1382,7 +963,7 @@ size_allocate (GtkWidget *widget, int width, int height, int baseline)
 {
   TwbGraphCanvas *self = TWB_GRAPH_CANVAS (widget);
   if (self->fit_pending && width > 0 && height > 0)
-    fit_in (self, width, height);
+    twb_canvas_fit_in (self, width, height);
   if (self->menu)
     gtk_popover_present (GTK_POPOVER (self->menu));
 }
@@ -1476,9 +1057,9 @@ twb_graph_canvas_class_init (TwbGraphCanvasClass *klass)
                                                G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                                G_TYPE_NONE, 0);
 
-  gtk_widget_class_install_action (wc, "canvas.delete", NULL, act_delete);
-  gtk_widget_class_install_action (wc, "canvas.disconnect", NULL, act_disconnect);
-  gtk_widget_class_install_action (wc, "canvas.duplicate", NULL, act_duplicate);
+  gtk_widget_class_install_action (wc, "canvas.delete", NULL, twb_canvas_act_delete);
+  gtk_widget_class_install_action (wc, "canvas.disconnect", NULL, twb_canvas_act_disconnect);
+  gtk_widget_class_install_action (wc, "canvas.duplicate", NULL, twb_canvas_act_duplicate);
   gtk_widget_class_install_property_action (wc, "canvas.toggle-minimap", "show-minimap");
 
   gtk_widget_class_set_css_name (wc, "graphcanvas");
@@ -1519,7 +1100,7 @@ twb_graph_canvas_init (TwbGraphCanvas *self)
 
   GtkGesture *menu_click = gtk_gesture_click_new ();
   gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (menu_click), GDK_BUTTON_SECONDARY);
-  g_signal_connect (menu_click, "pressed", G_CALLBACK (secondary_pressed), self);
+  g_signal_connect (menu_click, "pressed", G_CALLBACK (twb_canvas_secondary_pressed), self);
   gtk_widget_add_controller (w, GTK_EVENT_CONTROLLER (menu_click));
 
   GtkGesture *zoom = gtk_gesture_zoom_new ();
@@ -1547,7 +1128,7 @@ twb_graph_canvas_init (TwbGraphCanvas *self)
   g_signal_connect (drop, "drop", G_CALLBACK (on_drop), self);
   gtk_widget_add_controller (w, GTK_EVENT_CONTROLLER (drop));
 
-  update_accessible (self);
+  twb_canvas_update_accessible (self);
 }
 
 GtkWidget *

@@ -1,0 +1,221 @@
+/* twb-graph-canvas-view.c — the canvas view: zoom, fit (clear of the minimap), centring, snapping and the hint. */
+#define G_LOG_DOMAIN "twb-graph-canvas"
+
+#include "graph_editor/twb-graph-canvas-private.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- View ------------------------------------------------------------------ */
+
+void
+twb_canvas_zoom_about (TwbGraphCanvas *self, double new_scale, double wx, double wy)
+{
+  new_scale = CLAMP (new_scale, MIN_ZOOM, MAX_ZOOM);
+  double mx, my;
+  twb_canvas_to_model (self, wx, wy, &mx, &my);
+  self->view.scale = new_scale;
+  self->view.tx = wx - mx * new_scale;
+  self->view.ty = wy - my * new_scale;
+  twb_canvas_view_changed (self);
+}
+
+void
+twb_graph_canvas_zoom_by (TwbGraphCanvas *self, double factor)
+{
+  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
+  twb_canvas_zoom_about (self, self->view.scale * factor, w / 2.0, h / 2.0);
+}
+
+double
+twb_graph_canvas_get_zoom (TwbGraphCanvas *self)
+{
+  return self->view.scale;
+}
+
+void
+twb_canvas_fit_in (TwbGraphCanvas *self, int w, int h)
+{
+  self->fit_pending = FALSE;
+  if (self->scene == NULL || self->scene->n_nodes == 0 || w <= 0 || h <= 0)
+    {
+      self->view.scale = 1;
+      self->view.tx = 40;
+      self->view.ty = 40;
+      twb_canvas_view_changed (self);
+      return;
+    }
+  /* 40 px margin for the ports and edge labels at the border; never zoom in
+   * beyond 100 % (small graphs stay at their natural size).  With the
+   * minimap shown, the graph goes where it does not cover it: the whole
+   * canvas if it stays clear, else the larger of the strip left of it and
+   * the strip above it. */
+  double bw = self->scene->max_x - self->scene->min_x, bh = self->scene->max_y - self->scene->min_y;
+  double cx = self->scene->min_x + bw / 2, cy = self->scene->min_y + bh / 2;
+  /* Candidate areas: x, y, width, height in widget coordinates. */
+  double areas[3][4] = { { 0, 0, w, h } };
+  int n_areas = 1;
+  const graphene_rect_t *m = &self->minimap_rect;
+  if (self->show_minimap && m->size.width > 0 && m->size.height > 0)
+    {
+      areas[1][0] = 0, areas[1][1] = 0, areas[1][2] = MAX (m->origin.x, 1), areas[1][3] = h;
+      areas[2][0] = 0, areas[2][1] = 0, areas[2][2] = w, areas[2][3] = MAX (m->origin.y, 1);
+      n_areas = 3;
+    }
+  double best_s = -1, best_tx = 0, best_ty = 0;
+  for (int a = 0; a < n_areas; a++)
+    {
+      double ax = areas[a][0], ay = areas[a][1], aw = areas[a][2], ah = areas[a][3];
+      double s = MIN ((aw - 80) / MAX (bw, 1), (ah - 80) / MAX (bh, 1));
+      s = CLAMP (s, MIN_ZOOM, 1.0);
+      double tx = ax + aw / 2.0 - cx * s, ty = ay + ah / 2.0 - cy * s;
+      if (a == 0 && n_areas > 1)
+        {
+          /* The whole canvas, if the graph and its margin miss the minimap. */
+          graphene_rect_t g = GRAPHENE_RECT_INIT (self->scene->min_x * s + tx - 40,
+                                                  self->scene->min_y * s + ty - 40,
+                                                  bw * s + 80, bh * s + 80);
+          if (graphene_rect_intersection (&g, m, NULL))
+            continue;
+        }
+      if (s > best_s)
+        {
+          best_s = s;
+          best_tx = tx;
+          best_ty = ty;
+        }
+      if (a == 0)
+        break;
+    }
+  self->view.scale = best_s;
+  self->view.tx = best_tx;
+  self->view.ty = best_ty;
+  self->fitted = self->view;
+  self->fitted_w = w;
+  self->fitted_h = h;
+  twb_canvas_view_changed (self);
+}
+
+void
+twb_graph_canvas_zoom_to_fit (TwbGraphCanvas *self)
+{
+  twb_canvas_fit_in (self, gtk_widget_get_width (GTK_WIDGET (self)), gtk_widget_get_height (GTK_WIDGET (self)));
+}
+
+/* A view still as the last fit left it, at the same canvas size, follows
+ * the minimap (a resized canvas keeps its view, as it always has). */
+void
+twb_canvas_refit_if_fitted (TwbGraphCanvas *self)
+{
+  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
+  gboolean still = self->fitted.scale > 0 && self->view.scale == self->fitted.scale
+                   && self->view.tx == self->fitted.tx && self->view.ty == self->fitted.ty
+                   && w == self->fitted_w && h == self->fitted_h;
+  if (still && !self->fit_pending && w > 0)
+    twb_graph_canvas_zoom_to_fit (self);
+}
+
+void
+twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show)
+{
+  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
+  show = !!show;
+  if (self->show_minimap == show)
+    return;
+  self->show_minimap = show;
+  g_object_notify (G_OBJECT (self), "show-minimap");
+  twb_canvas_refit_if_fitted (self);
+}
+
+gboolean
+twb_graph_canvas_get_show_minimap (TwbGraphCanvas *self)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  return self->show_minimap;
+}
+
+void
+twb_graph_canvas_set_minimap_rect (TwbGraphCanvas *self, const graphene_rect_t *rect)
+{
+  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
+  graphene_rect_t r = rect ? *rect : GRAPHENE_RECT_INIT (0, 0, 0, 0);
+  if (graphene_rect_equal (&r, &self->minimap_rect))
+    return;
+  self->minimap_rect = r;
+  if (rect == NULL)
+    return;   /* the minimap going away */
+  /* The minimap is allocated after the canvas: a view still as the last
+   * fit left it is fitted again around the minimap's new place. */
+  twb_canvas_refit_if_fitted (self);
+}
+
+gboolean
+twb_graph_canvas_get_minimap_rect (TwbGraphCanvas *self, graphene_rect_t *rect)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), FALSE);
+  if (rect)
+    *rect = self->minimap_rect;
+  return self->show_minimap && self->minimap_rect.size.width > 0
+         && self->minimap_rect.size.height > 0;
+}
+
+const char *
+twb_graph_canvas_get_hint (TwbGraphCanvas *self)
+{
+  g_return_val_if_fail (TWB_IS_GRAPH_CANVAS (self), NULL);
+  if (self->doc == NULL || (self->scene && self->scene->n_nodes > 0))
+    return NULL;
+  return EMPTY_HINT;
+}
+
+void
+twb_graph_canvas_center_on (TwbGraphCanvas *self, double x, double y)
+{
+  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
+  self->view.tx = w / 2.0 - x * self->view.scale;
+  self->view.ty = h / 2.0 - y * self->view.scale;
+  twb_canvas_view_changed (self);
+}
+
+void
+twb_graph_canvas_get_visible (TwbGraphCanvas *self, double *x, double *y, double *w, double *h)
+{
+  int ww = gtk_widget_get_width (GTK_WIDGET (self)), wh = gtk_widget_get_height (GTK_WIDGET (self));
+  twb_canvas_to_model (self, 0, 0, x, y);
+  *w = ww / self->view.scale;
+  *h = wh / self->view.scale;
+}
+
+void
+twb_graph_canvas_set_snap_to_grid (TwbGraphCanvas *self, gboolean snap)
+{
+  self->snap = snap;
+}
+
+gboolean
+twb_graph_canvas_get_snap_to_grid (TwbGraphCanvas *self)
+{
+  return self->snap;
+}
+
+void
+twb_graph_canvas_reveal_node (TwbGraphCanvas *self, const char *id)
+{
+  if (self->doc == NULL || id == NULL)
+    return;
+  const char *ids[] = { id, NULL };
+  g_free (self->focus_id);
+  self->focus_id = g_strdup (id);
+  twb_document_select (self->doc, ids, FALSE);
+  int i = self->scene ? twb_graph_scene_find (self->scene, id) : -1;
+  if (i < 0)
+    return;
+  const TwbSceneNode *n = &self->scene->nodes[i];
+  double vx, vy, vw, vh;
+  twb_graph_canvas_get_visible (self, &vx, &vy, &vw, &vh);
+  if (n->x < vx || n->y < vy || n->x + n->w > vx + vw || n->y + n->h > vy + vh)
+    twb_graph_canvas_center_on (self, n->x + n->w / 2, n->y + n->h / 2);
+  twb_canvas_update_accessible (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
