@@ -1,4 +1,5 @@
-/* twb-graph-canvas-view.c — the canvas view: zoom, fit (clear of the minimap), centring, snapping and the hint. */
+/* twb-graph-canvas-view.c — the canvas view: zoom, fit (clear of the
+ * minimap), centring, snapping and the empty-canvas hint. */
 #define G_LOG_DOMAIN "twb-graph-canvas"
 
 #include "graph_editor/twb-graph-canvas-private.h"

@@ -7,6 +7,7 @@
  * zooms about the pointer, the minimap hides and fit-to-window keeps clear
  * of it, the empty canvas's hint, edge labels that would collide left out.
  * Screenshots go to TWB_TEST_SHOTS (or a temporary directory). */
+#include "ui-test.h"
 #include "graph_editor/twb-graph-canvas.h"
 #include "graph_editor/twb-minimap.h"
 
@@ -18,18 +19,6 @@
 static GtkWidget *window;
 static TwbGraphCanvas *canvas;
 static TwbDocument *doc;
-
-static void
-pump (void)
-{
-  for (int round = 0; round < 5; round++)
-    {
-      gint64 end = g_get_monotonic_time () + 20000;
-      while (g_get_monotonic_time () < end)
-        if (!g_main_context_iteration (NULL, FALSE))
-          g_usleep (1000);
-    }
-}
 
 static GtkEventController *
 controller (GType type, guint button)
@@ -77,7 +66,7 @@ drag (double x0, double y0, double x1, double y1)
   for (int k = 1; k <= 4; k++)
     g_signal_emit_by_name (d, "drag-update", (x1 - x0) * k / 4, (y1 - y0) * k / 4);
   g_signal_emit_by_name (d, "drag-end", x1 - x0, y1 - y0);
-  pump ();
+  twt_ui_pump ();
 }
 
 static gboolean
@@ -86,7 +75,7 @@ key (guint keyval)
   gboolean handled = FALSE;
   g_signal_emit_by_name (controller (GTK_TYPE_EVENT_CONTROLLER_KEY, 0), "key-pressed", keyval, 0,
                          (GdkModifierType) 0, &handled);
-  pump ();
+  twt_ui_pump ();
   return handled;
 }
 
@@ -139,9 +128,9 @@ show_canvas (gboolean with_minimap)
     gtk_window_set_child (GTK_WINDOW (window), GTK_WIDGET (canvas));
   twb_graph_canvas_set_document (canvas, doc);
   gtk_window_present (GTK_WINDOW (window));
-  pump ();
+  twt_ui_pump ();
   twb_graph_canvas_zoom_to_fit (canvas);
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (canvas)), >, 0);
 }
 
@@ -172,7 +161,7 @@ static void
 teardown (void)
 {
   gtk_window_destroy (GTK_WINDOW (window));
-  pump ();
+  twt_ui_pump ();
   minimap_frame = NULL;
   g_clear_object (&doc);
 }
@@ -248,7 +237,7 @@ test_select_delete (void)
   g_assert_null (twb_graph_canvas_get_selected_edge (canvas, NULL));
   g_assert_cmpstr (twb_document_undo_label (doc), ==, "Disconnect act");
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpstr (input_of ("act"), ==, "fc");
   /* BackSpace too. */
   drag (ex, ey, ex, ey);
@@ -271,7 +260,7 @@ test_detach (void)
   drag (ix, iy, ix - 60, iy + 150);
   g_assert_null (input_of ("act"));
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpstr (input_of ("act"), ==, "fc");
 
   /* Into act2's free input: moved, one undo step. */
@@ -281,7 +270,7 @@ test_detach (void)
   g_assert_null (input_of ("act"));
   g_assert_cmpstr (input_of ("act2"), ==, "fc");
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_autofree char *undone = twb_document_to_data (doc);
   g_assert_cmpstr (undone, ==, before);
 
@@ -337,14 +326,14 @@ right_click (double x, double y)
 {
   g_signal_emit_by_name (controller (GTK_TYPE_GESTURE_CLICK, GDK_BUTTON_SECONDARY), "pressed", 1,
                          x, y);
-  pump ();
+  twt_ui_pump ();
 }
 
 static void
 activate (const char *name)
 {
   gtk_widget_activate_action (GTK_WIDGET (canvas), name, NULL);
-  pump ();
+  twt_ui_pump ();
 }
 
 static void
@@ -368,12 +357,12 @@ test_context_menu (void)
   g_autofree char *same = twb_document_to_data (doc);
   g_assert_cmpstr (same, ==, before);
   gtk_popover_popdown (GTK_POPOVER (menu));
-  pump ();
+  twt_ui_pump ();
   /* Disconnect: the edge goes, one undo step. */
   activate ("canvas.disconnect");
   g_assert_null (input_of ("act"));
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpstr (input_of ("act"), ==, "fc");
 
   /* On a node: the node is selected (the edge no longer), Disconnect is off,
@@ -392,14 +381,14 @@ test_context_menu (void)
   activate ("canvas.duplicate");
   g_assert_cmpint (tw_graph_n_nodes (twb_document_get_graph (doc)), ==, n + 1);
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (tw_graph_n_nodes (twb_document_get_graph (doc)), ==, n);
   right_click (nx + 40, ny);
   gtk_popover_popdown (GTK_POPOVER (menu));
   activate ("canvas.delete");
   g_assert_null (tw_graph_find (twb_document_get_graph (doc), "act"));
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_autofree char *undone = twb_document_to_data (doc);
   g_assert_cmpstr (undone, ==, before);
 
@@ -429,7 +418,7 @@ scroll (double dy)
   gboolean handled = FALSE;
   g_signal_emit_by_name (controller (GTK_TYPE_EVENT_CONTROLLER_SCROLL, 0), "scroll", 0.0, dy,
                          &handled);
-  pump ();
+  twt_ui_pump ();
   return handled;
 }
 
@@ -505,7 +494,7 @@ test_minimap (void)
 
   /* Fit to window: the graph is clear of the minimap and inside the canvas. */
   twb_graph_canvas_zoom_to_fit (canvas);
-  pump ();
+  twt_ui_pump ();
   graphene_rect_t g = graph_box ();
   g_assert_false (graphene_rect_intersection (&g, &m, NULL));
   g_assert_cmpfloat (g.origin.x, >=, 0);
@@ -535,10 +524,10 @@ test_minimap (void)
 
   /* A graph that fits at 100 % away from the corner keeps the whole canvas. */
   g_assert_true (twb_document_undo (doc));   /* the far node */
-  pump ();
+  twt_ui_pump ();
   g_assert_null (tw_graph_find (twb_document_get_graph (doc), "far"));
   twb_graph_canvas_zoom_to_fit (canvas);
-  pump ();
+  twt_ui_pump ();
   g = graph_box ();
   g_assert_false (graphene_rect_intersection (&g, &m, NULL));
   teardown ();
@@ -584,7 +573,7 @@ test_empty_hint (void)
 
   /* One node: no hint, even with the node out of view. */
   add ("relu", "r", 0, 0);
-  pump ();
+  twt_ui_pump ();
   g_assert_null (twb_graph_canvas_get_hint (canvas));
   twb_graph_canvas_center_on (canvas, -3000, -3000);
   twb_graph_canvas_draw (canvas, cr, 900, 500);
@@ -592,7 +581,7 @@ test_empty_hint (void)
   g_assert_cmpint (hint_pixels (surf), <, 20);
   /* Undone to empty: the hint is back. */
   g_assert_true (twb_document_undo (doc));
-  pump ();
+  twt_ui_pump ();
   g_assert_nonnull (twb_graph_canvas_get_hint (canvas));
   twb_graph_canvas_draw (canvas, cr, 900, 500);
   g_assert_true (twb_graph_render_last_drew_hint ());
@@ -639,11 +628,11 @@ test_edge_labels (void)
   const char *ids[] = { "b", NULL };
   twb_document_select (doc, ids, FALSE);
   twb_graph_canvas_move_selection (canvas, 0, 200);
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (labels_drawn (), ==, 2);
   /* A node box under an edge's label hides it. */
   add ("relu", "over", 150, 80);
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (labels_drawn (), <, 2);
   teardown ();
 }

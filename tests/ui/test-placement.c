@@ -4,6 +4,7 @@
  * and fed by the selected node), and opening a file that is already open
  * presenting its window instead of a second one.  State is asserted on the
  * document and the application's window list. */
+#include "ui-test.h"
 #include "app/twb-application.h"
 #include "graph_editor/twb-graph-canvas.h"
 #include "ui/twb-sequential-dialog.h"
@@ -13,18 +14,6 @@
 #include <string.h>
 
 static TwbApplication *app;
-
-static void
-pump (void)
-{
-  for (int round = 0; round < 5; round++)
-    {
-      gint64 end = g_get_monotonic_time () + 20000;
-      while (g_get_monotonic_time () < end)
-        if (!g_main_context_iteration (NULL, FALSE))
-          g_usleep (1000);
-    }
-}
 
 static char *
 mlp_path (void)
@@ -159,7 +148,7 @@ window_for (TwbDocument *doc)
 {
   TwbWindow *w = twb_application_new_window (app, doc);
   gtk_window_set_default_size (GTK_WINDOW (w), 1200, 800);
-  pump ();
+  twt_ui_pump ();
   return w;
 }
 
@@ -177,7 +166,7 @@ test_palette_and_duplicate (void)
 
   twb_document_clear_selection (doc);
   g_signal_emit_by_name (p, "op-activated", "relu");
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (tw_graph_n_nodes (g), ==, n0 + 1);
   g_autofree char *o1 = find_overlap (doc);
   g_assert_null (o1);
@@ -186,7 +175,7 @@ test_palette_and_duplicate (void)
   g_autofree char *anchor = g_strdup (sel[0]);
   twb_document_select (doc, sel, FALSE);
   g_signal_emit_by_name (p, "op-activated", "linear");
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (tw_graph_n_nodes (g), ==, n0 + 2);
   tw_node *nd = tw_graph_node (g, n0 + 1);
   g_assert_cmpstr (nd->op_name, ==, "linear");
@@ -196,17 +185,17 @@ test_palette_and_duplicate (void)
   g_assert_null (o2);
   /* One undo step takes node and edge. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.undo", NULL));
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (tw_graph_n_nodes (g), ==, n0 + 1);
 
   twb_document_select (doc, sel, FALSE);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.duplicate", NULL));
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpint (tw_graph_n_nodes (g), ==, n0 + 2);
   g_autofree char *o3 = find_overlap (doc);
   g_assert_null (o3);
   twb_window_close_now (w);
-  pump ();
+  twt_ui_pump ();
 }
 
 static guint
@@ -237,7 +226,7 @@ test_open_twice (void)
   g_autoptr (GFile) f = g_file_new_for_path (path);
   GFile *files[] = { f };
   g_application_open (G_APPLICATION (app), files, 1, "");
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpuint (n_windows (), ==, n0 + 1);
   TwbWindow *w = twb_window_find_for_file (GTK_APPLICATION (app), f);
   g_assert_nonnull (w);
@@ -252,7 +241,7 @@ test_open_twice (void)
       g_assert_true (twb_window_find_for_file (GTK_APPLICATION (app), g) == w);
       GFile *more[] = { g };
       g_application_open (G_APPLICATION (app), more, 1, "");
-      pump ();
+      twt_ui_pump ();
       g_assert_cmpuint (n_windows (), ==, n0 + 1);
     }
   /* From a window (Ctrl+O, recent files): the same window comes back. */
@@ -263,14 +252,14 @@ test_open_twice (void)
   g_autoptr (GFile) fo = g_file_new_for_path (other);
   g_assert_null (twb_window_find_for_file (GTK_APPLICATION (app), fo));
   TwbWindow *w2 = twb_window_open_file (w, other);
-  pump ();
+  twt_ui_pump ();
   g_assert_nonnull (w2);
   g_assert_true (w2 != w);
   g_assert_cmpuint (n_windows (), ==, n0 + 2);
 
   twb_window_close_now (w2);
   twb_window_close_now (w);
-  pump ();
+  twt_ui_pump ();
   g_unlink (link);
   g_unlink (path);
   g_unlink (other);

@@ -2,6 +2,7 @@
  * document API; state asserted on the models, screenshots saved for a
  * person to look at (in the test's temporary directory; TWB_TEST_SHOTS=DIR
  * keeps them). */
+#include "ui-test.h"
 #include "app/twb-application.h"
 #include "graph_editor/twb-graph-canvas.h"
 #include "ui/twb-sequential-dialog.h"
@@ -12,26 +13,13 @@
 
 static TwbApplication *app;
 
-static void
-pump (void)
-{
-  /* Let layout, drawing and idle handlers run: a few frames' worth. */
-  for (int round = 0; round < 5; round++)
-    {
-      gint64 end = g_get_monotonic_time () + 20000;
-      while (g_get_monotonic_time () < end)
-        if (!g_main_context_iteration (NULL, FALSE))
-          g_usleep (1000);
-    }
-}
-
 static TwbWindow *
 new_window (TwbDocument *doc)
 {
   TwbWindow *w = twb_window_new (GTK_APPLICATION (app), doc);
   gtk_window_set_default_size (GTK_WINDOW (w), 1200, 800);
   gtk_window_present (GTK_WINDOW (w));
-  pump ();
+  twt_ui_pump ();
   return w;
 }
 
@@ -39,14 +27,14 @@ static void
 close_window (TwbWindow *w)
 {
   twb_window_close_now (w);
-  pump ();
+  twt_ui_pump ();
 }
 
 static void
 act (TwbWindow *w, const char *action)
 {
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), action, NULL));
-  pump ();
+  twt_ui_pump ();
 }
 
 static const char *
@@ -89,10 +77,10 @@ build_small_model (void)
   /* Set out_features in the inspector, as typed. */
   const char *ids[] = { fc, NULL };
   twb_document_select (doc, ids, FALSE);
-  pump ();
+  twt_ui_pump ();
   g_assert_cmpstr (twb_inspector_get_node (twb_window_get_inspector (w)), ==, fc);
   g_assert_true (twb_inspector_edit_attr (twb_window_get_inspector (w), "out_features", "10"));
-  pump ();
+  twt_ui_pump ();
   return w;
 }
 
@@ -154,7 +142,7 @@ test_invalid_edge (void)
   g_autofree char *before = twb_document_to_data (doc);
   /* A cycle: relu back into flatten. */
   g_assert_false (twb_graph_canvas_try_connect (twb_window_get_canvas (w), "relu1", "flatten1", 0));
-  pump ();
+  twt_ui_pump ();
   const char *toast = twb_window_get_toast (w);
   g_assert_nonnull (toast);
   g_assert_nonnull (strstr (toast, "Cannot connect relu1 to flatten1"));
@@ -179,7 +167,7 @@ test_shape_error (void)
   g_assert_true (twb_document_set_attr_text (doc, cid, "kernel_size", "3", &error));
   g_assert_true (twb_document_connect (doc, "flatten1", cid, 0, &error));
   g_assert_no_error (error);
-  pump ();
+  twt_ui_pump ();
   const TwbGraphScene *s = twb_graph_canvas_get_scene (twb_window_get_canvas (w));
   int i = twb_graph_scene_find (s, cid);
   g_assert_nonnull (s->nodes[i].error);
@@ -192,7 +180,7 @@ test_shape_error (void)
   /* Clicking the issue selects the node. */
   twb_document_clear_selection (doc);
   twb_window_activate_issue (w, 0);
-  pump ();
+  twt_ui_pump ();
   g_auto (GStrv) sel = twb_document_get_selection (doc);
   g_assert_cmpint (g_strv_length (sel), ==, 1);
   g_assert_cmpstr (sel[0], ==, cid);
@@ -200,7 +188,7 @@ test_shape_error (void)
 
   /* Fix it: feed the conv from the image input instead. */
   g_assert_true (twb_document_connect (doc, "x", cid, 0, &error));
-  pump ();
+  twt_ui_pump ();
   s = twb_graph_canvas_get_scene (twb_window_get_canvas (w));
   g_assert_null (s->nodes[twb_graph_scene_find (s, cid)].error);
   g_assert_cmpint (twb_window_count_issues (w), ==, 0);
@@ -215,7 +203,7 @@ test_inspector_validation (void)
   TwbInspector *insp = twb_window_get_inspector (w);
   const char *ids[] = { "x", NULL };
   twb_document_select (doc, ids, FALSE);
-  pump ();
+  twt_ui_pump ();
   g_autofree char *before = twb_document_to_data (doc);
   g_assert_false (twb_inspector_edit_attr (insp, "shape", "[1, twenty]"));
   g_assert_nonnull (twb_inspector_get_attr_error (insp, "shape"));
@@ -234,7 +222,7 @@ test_copy_paste (void)
   const char *ids[] = { "linear1", NULL };
   twb_document_select (doc, ids, FALSE);
   gtk_widget_grab_focus (GTK_WIDGET (twb_window_get_canvas (w)));
-  pump ();
+  twt_ui_pump ();
   int n = tw_graph_n_nodes (twb_document_get_graph (doc));
   act (w, "graph.copy");
   g_assert_nonnull (twb_window_get_clipboard_text (w));
@@ -288,7 +276,7 @@ test_collapse_expand (void)
   int n0 = s->n_nodes;
   const char *ids[] = { "conv1", "relu1", "pool1", NULL };
   twb_document_select (doc, ids, FALSE);
-  pump ();
+  twt_ui_pump ();
   /* The menu's Show Minimap toggles the canvas's minimap, and back. */
   TwbGraphCanvas *canvas = twb_window_get_canvas (w);
   g_assert_true (twb_graph_canvas_get_show_minimap (canvas));
@@ -297,7 +285,7 @@ test_collapse_expand (void)
   act (w, "graph.show-minimap");
   g_assert_true (twb_graph_canvas_get_show_minimap (canvas));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.collapse-named", "s", "features"));
-  pump ();
+  twt_ui_pump ();
   s = twb_graph_canvas_get_scene (twb_window_get_canvas (w));
   g_assert_cmpint (s->n_nodes, ==, n0 - 2);
   int b = twb_graph_scene_find (s, "features");
@@ -374,7 +362,7 @@ test_screenshot_and_export (void)
       g_autofree char *name = g_strdup_printf ("mlp-drawing.%s", exts[i]);
       g_autofree char *out = g_build_filename (shots_dir (), name, NULL);
       g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "win.export-to", "s", out));
-      pump ();
+      twt_ui_pump ();
       GStatBuf st;
       g_assert_cmpint (g_stat (out, &st), ==, 0);
       g_assert_cmpint (st.st_size, >, 1000);
@@ -422,7 +410,7 @@ test_keyboard (void)
       g_assert_false (g_action_group_get_action_enabled (G_ACTION_GROUP (w->graph_actions), "copy"));
     }
   gtk_widget_grab_focus (GTK_WIDGET (c));
-  pump ();
+  twt_ui_pump ();
   g_assert_true (g_action_group_get_action_enabled (G_ACTION_GROUP (w->graph_actions), "delete"));
   close_window (w);
 }
@@ -473,7 +461,7 @@ test_bad_file_and_close_prompt (void)
   /* Unsaved changes: closing asks instead of closing. */
   g_assert_true (twb_document_get_dirty (doc));
   gtk_window_close (GTK_WINDOW (w));
-  pump ();
+  twt_ui_pump ();
   g_assert_true (gtk_widget_get_visible (GTK_WIDGET (w)));
   GList *tops = gtk_window_list_toplevels ();
   gboolean asked = FALSE;
@@ -533,7 +521,7 @@ test_close_prompt_answers (void)
       const char *id = twb_graph_canvas_add_node_at (twb_window_get_canvas (w), "relu", 600, 600);
       g_assert_nonnull (id);
       g_autofree char *added = g_strdup (id);
-      pump ();
+      twt_ui_pump ();
       g_assert_true (twb_document_get_dirty (doc));
 
       /* Cancel: the window stays, still modified. */
@@ -541,7 +529,7 @@ test_close_prompt_answers (void)
       GtkDialog *d = find_prompt ();
       g_assert_nonnull (d);
       gtk_dialog_response (d, GTK_RESPONSE_CANCEL);
-      pump ();
+      twt_ui_pump ();
       g_assert_nonnull (w);
       g_assert_null (find_prompt ());
       g_assert_true (twb_document_get_dirty (doc));
@@ -550,7 +538,7 @@ test_close_prompt_answers (void)
       d = find_prompt ();
       g_assert_nonnull (d);
       gtk_dialog_response (d, answers[k]);
-      pump ();
+      twt_ui_pump ();
       g_assert_null (w);
       g_assert_null (find_prompt ());
       g_autoptr (TwbDocument) back = twb_document_new_from_file (path, &error);
