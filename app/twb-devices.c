@@ -48,30 +48,7 @@ print_json (GArray *choices, const char *cache)
   json_builder_set_member_name (b, "choices");
   json_builder_begin_array (b);
   for (guint i = 0; i < choices->len; i++)
-    {
-      const tw_gemm_choice *c = &g_array_index (choices, tw_gemm_choice, i);
-      json_builder_begin_object (b);
-      json_builder_set_member_name (b, "trans");
-      json_builder_add_string_value (b, c->trans_a ? (c->trans_b ? "TT" : "TN")
-                                                   : (c->trans_b ? "NT" : "NN"));
-      json_builder_set_member_name (b, "m");
-      json_builder_add_int_value (b, c->m);
-      json_builder_set_member_name (b, "n");
-      json_builder_add_int_value (b, c->n);
-      json_builder_set_member_name (b, "k");
-      json_builder_add_int_value (b, c->k);
-      json_builder_set_member_name (b, "epilogue");
-      json_builder_add_boolean_value (b, c->epilogue);
-      json_builder_set_member_name (b, "threads");
-      json_builder_add_int_value (b, c->threads);
-      json_builder_set_member_name (b, "kernel");
-      json_builder_add_string_value (b, c->ours ? "ours" : "openblas");
-      json_builder_set_member_name (b, "ours_us");
-      json_builder_add_double_value (b, c->ours_us);
-      json_builder_set_member_name (b, "openblas_us");
-      json_builder_add_double_value (b, c->openblas_us);
-      json_builder_end_object (b);
-    }
+    tw_gemm_choice_to_json (&g_array_index (choices, tw_gemm_choice, i), b);
   json_builder_end_array (b);
   json_builder_end_object (b);
   json_builder_end_object (b);

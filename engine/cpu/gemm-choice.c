@@ -242,6 +242,44 @@ choice_cmp (gconstpointer a, gconstpointer b)
   return 0;
 }
 
+static tw_gemm_choice
+to_public (const choice *c)
+{
+  return (tw_gemm_choice) {
+    .trans_a = c->key.ta, .trans_b = c->key.tb, .m = c->key.m, .n = c->key.n,
+    .k = c->key.k, .epilogue = c->key.ep, .threads = c->key.threads, .ours = c->ours,
+    .ours_us = c->ours_us, .openblas_us = c->openblas_us, .samples = c->samples,
+  };
+}
+
+void
+tw_gemm_choice_to_json (const tw_gemm_choice *c, JsonBuilder *b)
+{
+  json_builder_begin_object (b);
+  const struct
+  {
+    const char *name;
+    gint64 v;
+  } ints[] = {
+    { "trans_a", c->trans_a != 0 }, { "trans_b", c->trans_b != 0 }, { "m", c->m },
+    { "n", c->n }, { "k", c->k }, { "epilogue", c->epilogue != 0 }, { "threads", c->threads },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (ints); i++)
+    {
+      json_builder_set_member_name (b, ints[i].name);
+      json_builder_add_int_value (b, ints[i].v);
+    }
+  json_builder_set_member_name (b, "kernel");
+  json_builder_add_string_value (b, c->ours ? "ours" : "openblas");
+  json_builder_set_member_name (b, "ours_us");
+  json_builder_add_double_value (b, c->ours_us);
+  json_builder_set_member_name (b, "openblas_us");
+  json_builder_add_double_value (b, c->openblas_us);
+  json_builder_set_member_name (b, "samples");
+  json_builder_add_int_value (b, c->samples);
+  json_builder_end_object (b);
+}
+
 /* Writes the whole table to cache_path, atomically.  Called with lock held.
  * A failure is reported once at debug level: the cache only saves time. */
 static void
@@ -262,28 +300,8 @@ save_cache (void)
   json_builder_begin_array (b);
   for (guint i = 0; i < all->len; i++)
     {
-      const choice *c = all->pdata[i];
-      json_builder_begin_object (b);
-#define INT_MEMBER(name, v)                 \
-  json_builder_set_member_name (b, name); \
-  json_builder_add_int_value (b, v)
-      INT_MEMBER ("trans_a", c->key.ta);
-      INT_MEMBER ("trans_b", c->key.tb);
-      INT_MEMBER ("m", c->key.m);
-      INT_MEMBER ("n", c->key.n);
-      INT_MEMBER ("k", c->key.k);
-      INT_MEMBER ("epilogue", c->key.ep);
-      INT_MEMBER ("threads", c->key.threads);
-#undef INT_MEMBER
-      json_builder_set_member_name (b, "kernel");
-      json_builder_add_string_value (b, c->ours ? "ours" : "openblas");
-      json_builder_set_member_name (b, "ours_us");
-      json_builder_add_double_value (b, c->ours_us);
-      json_builder_set_member_name (b, "openblas_us");
-      json_builder_add_double_value (b, c->openblas_us);
-      json_builder_set_member_name (b, "samples");
-      json_builder_add_int_value (b, c->samples);
-      json_builder_end_object (b);
+      tw_gemm_choice e = to_public (all->pdata[i]);
+      tw_gemm_choice_to_json (&e, b);
     }
   json_builder_end_array (b);
   json_builder_end_object (b);
@@ -470,12 +488,7 @@ tw_gemm_choices (void)
   g_autoptr (GPtrArray) all = sorted_choices ();
   for (guint i = 0; i < all->len; i++)
     {
-      const choice *c = all->pdata[i];
-      tw_gemm_choice e = {
-        .trans_a = c->key.ta, .trans_b = c->key.tb, .m = c->key.m, .n = c->key.n,
-        .k = c->key.k, .epilogue = c->key.ep, .threads = c->key.threads, .ours = c->ours,
-        .ours_us = c->ours_us, .openblas_us = c->openblas_us, .samples = c->samples,
-      };
+      tw_gemm_choice e = to_public (all->pdata[i]);
       g_array_append_val (out, e);
     }
   g_mutex_unlock (&lock);

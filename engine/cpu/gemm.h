@@ -128,6 +128,12 @@ typedef struct
   int samples;
 } tw_gemm_choice;
 
+/* Adds c to b as one JSON object: trans_a, trans_b, m, n, k, epilogue,
+ * threads (integers), kernel ("ours" or "openblas"), ours_us, openblas_us,
+ * samples — the form of the cache file and of `twb devices --json`. */
+struct _JsonBuilder;
+void tw_gemm_choice_to_json (const tw_gemm_choice *c, struct _JsonBuilder *b);
+
 /* The choices known to this process (read from the machine's cache file or
  * measured since), sorted by shape.  Free with g_array_unref. */
 GArray *tw_gemm_choices (void);
