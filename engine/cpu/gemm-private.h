@@ -22,6 +22,22 @@ typedef struct
   const tw_gemm_epilogue *ep;
 } tw_gemm_args;
 
+/* What a micro-tile's write-back does, fixed for one K block (both
+ * kernels). */
+typedef struct
+{
+  int64_t kc;
+  float alpha;
+  float beta;        /* first K block: the caller's beta; later ones: C += */
+  gboolean first;    /* first K block: C is scaled by beta (not read if 0) */
+  gboolean last;     /* last K block: bias, pre and activation */
+  const float *bias; /* at the tile's first column, or NULL */
+  tw_gemm_act act;
+  float slope;
+  float *pre;        /* at the tile's first element, or NULL */
+  int64_t ldpre;
+} tw_gemm_tile_ctx;
+
 /* Micro-tile of the AVX-512 kernel: MR rows × NR columns of C (NR = two
  * 16-float zmm vectors).  gemm.c splits work between threads along these. */
 #define TW_GEMM_MR 14

@@ -343,21 +343,6 @@ pack_b (const tw_gemm_args *g, int64_t jc, int64_t nc, int64_t p0, int64_t kc, f
 
 /* ---- micro-kernel --------------------------------------------------------- */
 
-/* What a tile's write-back does, fixed for one K block. */
-typedef struct
-{
-  int64_t kc;
-  float alpha;
-  float beta;        /* first K block: the caller's beta; later ones: C += */
-  gboolean first;    /* first K block: C is scaled by beta (not read if 0) */
-  gboolean last;     /* last K block: bias, pre and activation */
-  const float *bias; /* at the tile's first column, or NULL */
-  tw_gemm_act act;
-  float slope;
-  float *pre;        /* at the tile's first element, or NULL */
-  int64_t ldpre;
-} tile_ctx;
-
 /* C [m, n] (rows ldc apart) = op(A) [m, kc] · op(B) [kc, n], m ≤ MR,
  * n ≤ 8 · nv, where op(A) is at ap either k-major (arows FALSE: element
  * (i, k) at ap [k · as + i]; a packed panel has as = m, A stored
@@ -370,7 +355,7 @@ typedef struct
 TW_AVX2_INLINE void
 tile (const int m, const int nv, const gboolean arows, const gboolean bdirect,
       const float *restrict ap, int64_t as, const float *restrict bp, int64_t ldbp,
-      float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
+      float *restrict c, int64_t ldc, int64_t n, const tw_gemm_tile_ctx *t)
 {
   __m256 acc[MR][2];
   if (!bdirect)
@@ -480,12 +465,12 @@ tile (const int m, const int nv, const gboolean arows, const gboolean bdirect,
 }
 
 typedef void (*tile_fn) (const float *ap, int64_t as, const float *bp, int64_t ldbp, float *c,
-                         int64_t ldc, int64_t n, const tile_ctx *t);
+                         int64_t ldc, int64_t n, const tw_gemm_tile_ctx *t);
 
 #define TILE_FN(M, NV, AR, BD)                                                                 \
   static TW_AVX2 void tile_##M##_##NV##_##AR##BD (const float *ap, int64_t as, const float *bp, \
                                                   int64_t ldbp, float *c, int64_t ldc,         \
-                                                  int64_t n, const tile_ctx *t)                \
+                                                  int64_t n, const tw_gemm_tile_ctx *t)                \
   {                                                                                            \
     tile (M, NV, AR, BD, ap, as, bp, ldbp, c, ldc, n, t);                                      \
   }
@@ -576,7 +561,7 @@ tw_gemm_avx2_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int
       for (int64_t p0 = 0; p0 < K; p0 += kcb)
         {
           int64_t kc = MIN (kcb, K - p0);
-          tile_ctx t = {
+          tw_gemm_tile_ctx t = {
             .kc = kc,
             .alpha = g->alpha,
             .beta = p0 == 0 ? g->beta : 1.0f,

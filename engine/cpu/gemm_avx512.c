@@ -231,27 +231,12 @@ pack_b (const tw_gemm_args *g, int64_t jc, int64_t nc, int64_t p0, int64_t kc, f
 
 /* ---- micro-kernel ------------------------------------------------------- */
 
-/* What a tile's write-back does, fixed for one K block. */
-typedef struct
-{
-  int64_t kc;
-  float alpha;
-  float beta;        /* first K block: the caller's beta; later ones: C += */
-  gboolean first;    /* first K block: C is scaled by beta (not read if 0) */
-  gboolean last;     /* last K block: bias, pre and activation */
-  const float *bias; /* at the tile's first column, or NULL */
-  tw_gemm_act act;
-  float slope;
-  float *pre;        /* at the tile's first element, or NULL */
-  int64_t ldpre;
-} tile_ctx;
-
 /* C [m, n] (rows ldc apart) from packed ap [kc][m] and bp [kc][ldbp] (a
  * packed panel, ldbp = NR, or B itself, ldbp = ldb); m ≤ MR, n ≤ 16 · nv.
  * m and nv are constants in each instance below. */
 TW_AVX512_INLINE void
 tile (const int m, const int nv, const float *restrict ap, const float *restrict bp,
-      int64_t ldbp, float *restrict c, int64_t ldc, int64_t n, const tile_ctx *t)
+      int64_t ldbp, float *restrict c, int64_t ldc, int64_t n, const tw_gemm_tile_ctx *t)
 {
   __m512 acc[MR][2];
   const __mmask16 last_mask = mask_n (n - 16 * (nv - 1));
@@ -330,11 +315,11 @@ tile (const int m, const int nv, const float *restrict ap, const float *restrict
 }
 
 typedef void (*tile_fn) (const float *ap, const float *bp, int64_t ldbp, float *c, int64_t ldc,
-                         int64_t n, const tile_ctx *t);
+                         int64_t n, const tw_gemm_tile_ctx *t);
 
 #define TILE_FN(M, NV)                                                                        \
   static TW_AVX512 void tile_##M##_##NV (const float *ap, const float *bp, int64_t ldbp,     \
-                                         float *c, int64_t ldc, int64_t n, const tile_ctx *t) \
+                                         float *c, int64_t ldc, int64_t n, const tw_gemm_tile_ctx *t) \
   {                                                                                           \
     tile (M, NV, ap, bp, ldbp, c, ldc, n, t);                                                 \
   }
@@ -406,7 +391,7 @@ tw_gemm_avx512_run (const tw_gemm_args *g, int64_t m0, int64_t m1, int64_t n0, i
       for (int64_t p0 = 0; p0 < K; p0 += kcb)
         {
           int64_t kc = MIN (kcb, K - p0);
-          tile_ctx t = {
+          tw_gemm_tile_ctx t = {
             .kc = kc,
             .alpha = g->alpha,
             .beta = p0 == 0 ? g->beta : 1.0f,
