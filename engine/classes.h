@@ -1,0 +1,43 @@
+/* classes.h — a classifier's results on a dataset, class by class: the
+ * confusion matrix and a sample of predictions (wrong ones first), for the
+ * dashboard's epoch-end view.
+ *
+ *   tw_class_report r;
+ *   if (tw_trainer_classify (tr, test, 256, 32, &r, &error)) ...
+ *   r.confusion[true * r.n_classes + predicted]
+ *   tw_class_report_clear (&r);
+ *
+ * Runs the model in eval mode (as tw_trainer_evaluate does) in the mode the
+ * trainer is in; the matrix sums to the dataset's size.
+ */
+#pragma once
+
+#include "engine/train.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  int64_t index;          /* in the dataset */
+  int label, predicted;
+  float confidence;       /* softmax probability of the predicted class */
+} tw_class_sample;
+
+typedef struct
+{
+  int n_classes;
+  int64_t total, correct;
+  int64_t *confusion;     /* [n_classes × n_classes], row = true label; owned */
+  GArray *samples;        /* tw_class_sample: up to max_samples, wrong first (by
+                           * confidence, highest first), then right ones; owned */
+  tw_tensor *images;      /* the samples' inputs [k, ...] in samples' order (a copy), or NULL */
+} tw_class_report;
+
+/* FALSE with an error when the model's output is not [N, C] logits with C >=
+ * the dataset's classes, or the labels are not class indices. */
+gboolean tw_trainer_classify (tw_trainer *tr, const tw_dataset *d, int64_t batch_size,
+                              int max_samples, tw_class_report *out, GError **error);
+void tw_class_report_copy (tw_class_report *dst, const tw_class_report *src);
+void tw_class_report_clear (tw_class_report *r);
+
+G_END_DECLS

@@ -1,0 +1,46 @@
+/* twb-tensor-view.h — the tensor inspector: everything about one tensor
+ * snapshot (a copy the debugger received; never live engine memory).
+ *
+ * Shows the name, role, shape and dtype; min / max / mean / std, NaN and Inf
+ * counts (engine/tensor-stats.h computes them); a histogram; and pages:
+ *   Values   a table of any rank: the last two dimensions as rows × columns,
+ *            a slice selector (spin button) for each leading dimension
+ *   Heat map a 2-D tensor (or the selected 2-D slice) as colours, with a scale
+ *   Images   NCHW activations ([N, C, H, W]: one tile per (n, c)) and conv
+ *            filters ([O, I, kh, kw]), each tile normalised, labelled
+ *   Diff     against the same tensor at the previous iteration (when given):
+ *            statistics and heat map of the difference
+ *
+ *   GtkWidget *v = twb_tensor_view_new ();
+ *   twb_tensor_view_set_tensor (TWB_TENSOR_VIEW (v), "fc1.weight", "parameter", t, prev);
+ *
+ * The view takes references on the tensors (host tensors; device ones are
+ * copied to the host first).
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "engine/tensor-stats.h"
+
+G_BEGIN_DECLS
+
+#define TWB_TYPE_TENSOR_VIEW (twb_tensor_view_get_type ())
+G_DECLARE_FINAL_TYPE (TwbTensorView, twb_tensor_view, TWB, TENSOR_VIEW, GtkWidget)
+
+GtkWidget *twb_tensor_view_new (void);
+/* previous may be NULL (Diff page then says there is none yet); t NULL
+ * clears the view. */
+void twb_tensor_view_set_tensor (TwbTensorView *v, const char *name, const char *role,
+                                 tw_tensor *t, tw_tensor *previous);
+/* "values", "heatmap", "images", "diff". */
+void twb_tensor_view_show_page (TwbTensorView *v, const char *page);
+/* Index of a leading dimension shown by the values / heat map pages. */
+void twb_tensor_view_set_slice (TwbTensorView *v, int dim, int64_t index);
+/* For tests: the statistics shown, the text of a values cell (row, col of
+ * the current slice), and the text of the stats labels ("mean" → "0.0123"). */
+const tw_tensor_stats *twb_tensor_view_get_stats (TwbTensorView *v);
+char *twb_tensor_view_cell_text (TwbTensorView *v, int64_t row, int64_t col);
+const char *twb_tensor_view_stat_text (TwbTensorView *v, const char *stat);
+
+G_END_DECLS
