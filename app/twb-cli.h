@@ -2,7 +2,7 @@
  * process exit status (0 ok, 1 error, 2 usage) and prints its own errors. */
 #pragma once
 
-#include "engine/data.h"
+#include "engine/data-fit.h"
 #include "engine/model.h"
 #include "engine/session.h"
 
@@ -27,16 +27,6 @@ tw_model *twb_load_model_checked (const char *path);
  * by input_roles[i], "the model"): compared by device and inode. */
 gboolean twb_check_output (const char *output, const char *option, const char *const *inputs,
                            const char *const *input_roles);
-/* Open the dataset split named by spec (or the model's recipe) and check that
- * its samples fit the model's data input; reshapes x when only the layout
- * differs (same element count per sample). */
-tw_dataset *twb_open_dataset_for (const tw_model *m, const char *spec, tw_split split,
-                                  GError **error);
-/* Samples x [n, ...] laid out as the model's data input wants (same elements
- * per sample, cast to its dtype): a new reference, x itself when it already
- * fits.  NULL with an error naming `source` and the input otherwise. */
-tw_tensor *twb_fit_samples (tw_tensor *x, const tw_node *input, const char *source,
-                            GError **error);
 /* The command-line debugger (twb-debug.c): a break's position and the
  * min / max / mean / NaN / Inf of each of its tensors, on stderr; and the
  * tensors as a safetensors file (names as the debugger shows them). */

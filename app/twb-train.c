@@ -500,44 +500,16 @@ twb_cmd_train (int argc, char **argv)
     tw_set_num_threads (threads);
     int nthreads = tw_get_num_threads ();
 
-    g_autoptr (tw_dataset) train = twb_open_dataset_for (m, data, TW_SPLIT_TRAIN, &error);
-    if (train == NULL)
+    tw_dataset *train_set = NULL, *val_set = NULL, *test_set = NULL;
+    if (!tw_datasets_open_for_training (m, data, !no_eval, &train_set, &val_set, &test_set,
+                                        &error))
       {
         twb_print_error (NULL, error);
         goto out;
       }
-    g_autoptr (tw_dataset) val = NULL;
-    if (m->recipe.validation_split > 0)
-      {
-        tw_dataset *rest = NULL;
-        tw_dataset_split (train, m->recipe.validation_split, m->recipe.seed, &rest, &val);
-        tw_dataset_free (train);
-        train = rest;
-        if (tw_dataset_size (val) == 0)
-          {
-            g_printerr ("twb: a validation split of %g holds out none of the %" G_GINT64_FORMAT
-                        " training samples of %s\n",
-                        m->recipe.validation_split, tw_dataset_size (train),
-                        data ? data : m->recipe.dataset);
-            goto out;
-          }
-      }
-    if (tw_dataset_size (train) == 0)
-      {
-        g_printerr ("twb: %s: no training samples%s\n", data ? data : m->recipe.dataset,
-                    val ? " left after the validation split" : "");
-        goto out;
-      }
-    g_autoptr (tw_dataset) test = NULL;
-    if (!no_eval)
-      {
-        test = twb_open_dataset_for (m, data, TW_SPLIT_TEST, &error);
-        if (test == NULL)
-          {
-            twb_print_error (NULL, error);
-            goto out;
-          }
-      }
+    g_autoptr (tw_dataset) train = train_set;
+    g_autoptr (tw_dataset) val = val_set;
+    g_autoptr (tw_dataset) test = test_set;
 
     gboolean compiled = g_strcmp0 (mode, "compiled") == 0;
     tw_session_options o;
@@ -731,7 +703,7 @@ twb_cmd_eval (int argc, char **argv)
       goto out;
     int batch = nums[BATCH].set ? (int) nums[BATCH].i : 256;
     tw_set_num_threads (nums[THREADS].set ? (int) nums[THREADS].i : 1);
-    g_autoptr (tw_dataset) test = twb_open_dataset_for (m, data, TW_SPLIT_TEST, &error);
+    g_autoptr (tw_dataset) test = tw_dataset_open_for_model (m, data, TW_SPLIT_TEST, &error);
     if (test == NULL)
       {
         twb_print_error (NULL, error);
@@ -948,7 +920,7 @@ twb_cmd_predict (int argc, char **argv)
         twb_print_error (NULL, error);
         goto out;
       }
-    g_autoptr (tw_tensor) x = twb_fit_samples (raw, tw_graph_find_source (m->graph, "data"),
+    g_autoptr (tw_tensor) x = tw_samples_fit_input (raw, tw_graph_find_source (m->graph, "data"),
                                                input, &error);
     if (x == NULL)
       {
