@@ -27,6 +27,7 @@ typedef enum
   CMD_REQUEST,
   CMD_SUBSCRIBE,
   CMD_UNSUBSCRIBE,
+  CMD_SAVE_WEIGHTS,
 } cmd_kind;
 
 typedef enum
@@ -137,6 +138,11 @@ struct tw_session
   int64_t per_epoch, total;
   int64_t step_break_done;    /* the step a step=N breakpoint last paused before */
   guint client;               /* the session's own subscription to its bus */
+  int paused_phase;           /* tw_phase of the pause, -1 between iterations */
+  /* CMD_SAVE_WEIGHTS's answer, under lock. */
+  GCond reply;
+  gboolean reply_ready;
+  GError *reply_error;
 };
 
 /* session-commands.c */

@@ -124,6 +124,23 @@ handle_change (tw_session *s, command *c)
       tw_bus_unsubscribe (s->bus, c->id);
       ses_cmd_free (c);
       return TRUE;
+    case CMD_SAVE_WEIGHTS:
+      {
+        GError *err = NULL;
+        if (s->paused_phase == TW_PHASE_UPDATE)
+          g_set_error (&err, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
+                       "cannot save weights in the middle of the step's updates: step to the "
+                       "end of the iteration first");
+        else
+          tw_trainer_save_weights (s->trainer, c->node, &err);
+        g_mutex_lock (&s->lock);
+        s->reply_error = err;
+        s->reply_ready = TRUE;
+        g_cond_broadcast (&s->reply);
+        g_mutex_unlock (&s->lock);
+        ses_cmd_free (c);
+        return TRUE;
+      }
     default:
       return FALSE;
     }
@@ -315,6 +332,7 @@ gboolean
 ses_pause_here (tw_session *s, const tw_event *ev, char *reason /* taken */)
 {
   ses_set_state (s, TW_SESSION_PAUSED);
+  s->paused_phase = ev && ev->ident ? ev->ident->phase : -1;
   tw_snapshot *sn = ses_snap_new (s, TW_SNAP_PAUSED);
   sn->reason = reason;
   sn->iteration = tw_trainer_step_count (s->trainer) + 1;
@@ -898,6 +916,8 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
 {
   tw_session *s = g_new0 (tw_session, 1);
   g_mutex_init (&s->lock);
+  g_cond_init (&s->reply);
+  s->paused_phase = -1;
   s->cmds = g_async_queue_new ();
   s->snaps = g_async_queue_new ();
   s->train = train;
@@ -997,6 +1017,36 @@ tw_session_init_weights (tw_session *s, const char *path, gboolean strict,
                                          error);
 }
 
+gboolean
+tw_session_save_weights (tw_session *s, const char *path, GError **error)
+{
+  g_mutex_lock (&s->lock);
+  tw_session_state st = s->state;
+  gboolean started = s->started;
+  if (st == TW_SESSION_PAUSED)
+    {
+      /* The worker waits for commands while paused: it saves and answers. */
+      command *c = ses_cmd_new (CMD_SAVE_WEIGHTS);
+      c->node = g_strdup (path);
+      s->reply_ready = FALSE;
+      ses_send (s, c);
+      while (!s->reply_ready)
+        g_cond_wait (&s->reply, &s->lock);
+      GError *err = g_steal_pointer (&s->reply_error);
+      g_mutex_unlock (&s->lock);
+      if (err)
+        {
+          g_propagate_error (error, err);
+          return FALSE;
+        }
+      return TRUE;
+    }
+  g_mutex_unlock (&s->lock);
+  if ((st == TW_SESSION_IDLE && !started) || ses_terminal (st))
+    return tw_trainer_save_weights (s->trainer, path, error);
+  return ses_refuse (error, "save weights", st);
+}
+
 void
 tw_session_free (tw_session *s)
 {
@@ -1042,6 +1092,8 @@ tw_session_free (tw_session *s)
   g_free (s->pred_ref);
   g_free (s->fail_message);
   tw_session_options_clear (&s->opt);
+  g_clear_error (&s->reply_error);
+  g_cond_clear (&s->reply);
   g_mutex_clear (&s->lock);
   g_free (s);
 }

@@ -167,6 +167,12 @@ gboolean tw_session_load_weights (tw_session *s, const char *path, GError **erro
 gboolean tw_session_init_weights (tw_session *s, const char *path, gboolean strict,
                                   tw_state_dict_report *report, GError **error);
 
+/* The parameters and buffers as a state_dict (tw_trainer_save_weights):
+ * before the first command, while paused (between iterations or inside the
+ * forward or backward, not inside the updates) or after the end; refused
+ * while running.  Blocks until written. */
+gboolean tw_session_save_weights (tw_session *s, const char *path, GError **error);
+
 tw_session_state tw_session_get_state (tw_session *s);
 /* Steps the run will take: epochs × batches per epoch, or max_steps if fewer. */
 int64_t tw_session_total_steps (tw_session *s);

@@ -600,6 +600,22 @@ tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
   return tw_safetensors_save (path, tensors, meta, error);
 }
 
+gboolean
+tw_trainer_save_weights (tw_trainer *tr, const char *path, GError **error)
+{
+  g_autoptr (GHashTable) tensors = tw_tensor_table_new ();
+  g_autoptr (GHashTable) meta = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      g_hash_table_insert (tensors, g_strdup (p->name), tw_tensor_ref (p->value));
+    }
+  g_hash_table_insert (meta, g_strdup ("format"), g_strdup ("twb-weights"));
+  g_hash_table_insert (meta, g_strdup ("model"), g_strdup (tr->model->name ? tr->model->name : ""));
+  g_hash_table_insert (meta, g_strdup ("step"), g_strdup_printf ("%" G_GINT64_FORMAT, tr->step));
+  return tw_safetensors_save (path, tensors, meta, error);
+}
+
 static gboolean
 copy_named (tw_tensor *dst, GHashTable *tensors, const char *name, const char *path,
             GError **error)

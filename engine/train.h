@@ -114,6 +114,11 @@ gboolean tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t e
 gboolean tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
                                      int64_t *batch_in_epoch, GError **error);
 
+/* The parameters and buffers alone, under their state_dict names (what
+ * PyTorch's load_state_dict and `--init-weights` read), metadata "format":
+ * "twb-weights", the model's name and the step.  Atomic. */
+gboolean tw_trainer_save_weights (tw_trainer *tr, const char *path, GError **error);
+
 /* Load parameter values (a checkpoint or any safetensors file with matching
  * names and shapes) into params; every parameter must be present. */
 gboolean tw_params_load_weights (tw_params *params, const char *path, GError **error);

@@ -11,6 +11,9 @@
 #include "engine/device.h"
 #include "engine/rng.h"
 #include "engine/session.h"
+#include "engine/safetensors.h"
+
+#include <glib/gstdio.h>
 
 #include <math.h>
 #include <string.h>
@@ -852,6 +855,72 @@ test_request (void)
   g_assert_nonnull (strstr (cn->message, "watch"));
 }
 
+/* Save Weights: between iterations the file holds the weights of the
+ * steps done, bit for bit; inside the updates it is refused; after the end
+ * it holds the final weights. */
+static void
+check_weights_file (const char *path, tw_trainer *ref)
+{
+  g_autoptr (GHashTable) tensors = NULL;
+  g_autoptr (GHashTable) meta = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_safetensors_load (path, &tensors, &meta, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (g_hash_table_lookup (meta, "format"), ==, "twb-weights");
+  tw_params *p = tw_trainer_params (ref);
+  g_assert_cmpuint (g_hash_table_size (tensors), ==, tw_params_count (p));
+  for (int i = 0; i < tw_params_count (p); i++)
+    {
+      tw_param *pa = tw_params_at (p, i);
+      tw_tensor *t = g_hash_table_lookup (tensors, pa->name);
+      g_assert_nonnull (t);
+      g_assert_true (same_bytes (t, pa->value));
+    }
+}
+
+static void
+test_save_weights (void)
+{
+  g_autoptr (tw_model) m = make_model (TRUE);
+  g_autoptr (tw_trainer) after2 = reference_run (m, TW_MODE_EAGER, 2);
+  g_autoptr (tw_trainer) after3 = reference_run (m, TW_MODE_EAGER, 3);
+  g_autoptr (tw_session) s = new_session (m, TW_MODE_EAGER, 3, 1);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("twb-weights-XXXXXX", &error);
+  g_autofree char *path = g_build_filename (dir, "w.safetensors", NULL);
+  g_assert_true (tw_session_add_breakpoint (s, "step=3", &error));
+  g_assert_true (tw_session_run (s, &error));
+  tw_snapshot_free (pop_kind (s, TW_SNAP_PAUSED));
+  g_assert_true (tw_session_save_weights (s, path, &error));
+  g_assert_no_error (error);
+  check_weights_file (path, after2);
+  /* Running: refused, nothing written. */
+  tw_session_clear_breakpoints (s);
+  g_assert_true (tw_session_step_op (s, &error));
+  g_autoptr (tw_snapshot) op = pop_kind (s, TW_SNAP_PAUSED);
+  /* Step into the updates of iteration 3. */
+  int guard = 0;
+  while (tw_session_get_state (s) == TW_SESSION_PAUSED && guard++ < 200)
+    {
+      g_autoptr (tw_snapshot) sn = NULL;
+      g_assert_true (tw_session_step_op (s, &error));
+      sn = pop_kind (s, TW_SNAP_PAUSED);
+      if (sn->phase == TW_PHASE_UPDATE)
+        break;
+    }
+  g_assert_false (tw_session_save_weights (s, path, &error));
+  g_assert_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE);
+  g_assert_nonnull (strstr (error->message, "updates"));
+  g_clear_error (&error);
+  check_weights_file (path, after2);
+  g_assert_true (tw_session_run (s, &error));
+  tw_snapshot_free (pop_kind (s, TW_SNAP_FINISHED));
+  g_assert_true (tw_session_save_weights (s, path, &error));
+  check_weights_file (path, after3);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 /* Eager to compiled at an iteration boundary: the same as a trainer that
  * switches at the same step. */
 static void
@@ -1181,6 +1250,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/session/request", test_request);
   g_test_add_func ("/engine/session/subscribe-live", test_subscribe_live);
   g_test_add_func ("/engine/session/mode-switch", test_mode_switch);
+  g_test_add_func ("/engine/session/save-weights", test_save_weights);
   g_test_add_func ("/engine/bus/eager", test_bus_eager);
   g_test_add_func ("/engine/bus/compiled", test_bus_compiled);
   return g_test_run ();
