@@ -33,8 +33,16 @@ typedef struct
   tw_tensor *images;      /* the samples' inputs [k, ...] in samples' order (a copy), or NULL */
 } tw_class_report;
 
-/* FALSE with an error when the model's output is not [N, C] logits with C >=
- * the dataset's classes, or the labels are not class indices. */
+/* FALSE with an error (*out then zeroed) when the dataset is empty, the
+ * model's output is not [N, C] logits with the dataset's classes <= C <=
+ * TW_CLASS_REPORT_MAX_CLASSES, or a label is not a class index (the error
+ * names the sample and its label).  Predictions run as `twb predict` runs
+ * them (eval mode, no loss): the trainer's parameters, step and random
+ * streams are left as they were, so training after it goes on bit for bit
+ * as it would have.  Samples that are right come after the wrong ones,
+ * least confident first (the near misses); ties keep dataset order.
+ * images has x's row shape: [k, ...] for x [n, ...]; NULL when k = 0. */
+#define TW_CLASS_REPORT_MAX_CLASSES 4096   /* a 128 MiB matrix */
 gboolean tw_trainer_classify (tw_trainer *tr, const tw_dataset *d, int64_t batch_size,
                               int max_samples, tw_class_report *out, GError **error);
 void tw_class_report_copy (tw_class_report *dst, const tw_class_report *src);
