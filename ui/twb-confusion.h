@@ -5,8 +5,15 @@
  *
  *   twb_confusion_view_set_report (TWB_CONFUSION_VIEW (v), &report, epoch);
  *
- * Images: a sample of [C, H, W] (C = 1 or 3) or a flat one whose size is a
- * square (784 → 28 × 28) is drawn; other inputs show only the labels.
+ * Images: a sample of [C, H, W] (C = 1 or 3), [H, W], or a flat one whose
+ * size is a square (784 → 28 × 28) is drawn; other inputs show only the
+ * labels.  Values in [0, 1] are drawn as they are, other ranges stretched
+ * over the samples' smallest to largest value.  Cells are coloured by the
+ * square root of count / largest count (or of the row share when
+ * normalised) so that a good classifier's few mistakes still show; counts
+ * are written in cells when they fit (not at 100 classes: hover then).
+ * Wrong samples have their caption "5 → 3" (predicted → true) and frame in
+ * the error colour.  Light or dark follows the widget's theme, exports too.
  */
 #pragma once
 
@@ -29,5 +36,22 @@ char *twb_confusion_view_cell_text (TwbConfusionView *v, int true_label, int pre
 void twb_confusion_view_draw (TwbConfusionView *v, cairo_t *cr, int width, int height);
 gboolean twb_confusion_view_export (TwbConfusionView *v, const char *path, int width, int height,
                                     GError **error);
+gboolean twb_confusion_view_get_normalised (TwbConfusionView *v);
+
+/* Geometry and colours of a drawing at width × height, for tests and the
+ * dashboard's screenshots.  The cell's rectangle (FALSE outside the matrix
+ * or without a report); the colour a cell is filled with (the background's
+ * without one) and the colour of wrong samples' captions and frames, both
+ * in the widget's current theme.  tile_rect returns how many sample tiles
+ * the drawing shows (samples' order: wrong ones first) and, for k below
+ * that, tile k's image square (empty when the inputs are not images) and
+ * its caption strip; image and caption may be NULL. */
+gboolean twb_confusion_view_cell_rect (TwbConfusionView *v, int width, int height, int true_label,
+                                       int predicted, graphene_rect_t *out);
+int twb_confusion_view_tile_rect (TwbConfusionView *v, int width, int height, int k,
+                                  graphene_rect_t *image, graphene_rect_t *caption);
+void twb_confusion_view_cell_color (TwbConfusionView *v, int true_label, int predicted,
+                                    GdkRGBA *out);
+void twb_confusion_view_error_color (TwbConfusionView *v, GdkRGBA *out);
 
 G_END_DECLS
