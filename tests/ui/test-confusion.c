@@ -428,6 +428,30 @@ test_flat (void)
       g_assert_cmpfloat_with_epsilon (got.red, (float) ((23 + k) % 28) / 27, 1.01 / 255);
     }
   picture_clear (&p);
+
+  /* Inputs that are no images ([k, 2] points): captions only. */
+  ten_class_report (&r);
+  g_autoptr (tw_tensor) pts = tw_tensor_zeros (TW_F32, 2, (int64_t[]) { 3, 2 });
+  for (int k = 0; k < 3; k++)
+    {
+      tw_class_sample s = { .index = k, .label = 1, .predicted = k == 0 ? 4 : 1 };
+      g_array_append_val (r.samples, s);
+    }
+  r.images = tw_tensor_ref (pts);
+  twb_confusion_view_set_report (v, &r, 9);
+  tw_class_report_clear (&r);
+  g_autofree char *ppath = shot_path ("confusion-10-points.png");
+  g_assert_true (twb_confusion_view_export (v, ppath, 420, 300, &error));
+  picture_load (&p, ppath);
+  g_assert_cmpint (twb_confusion_view_tile_rect (v, 420, 300, 0, NULL, NULL), ==, 3);
+  for (int k = 0; k < 3; k++)
+    {
+      graphene_rect_t im, cap;
+      twb_confusion_view_tile_rect (v, 420, 300, k, &im, &cap);
+      g_assert_cmpfloat (im.size.width, ==, 0);
+      g_assert_true (rect_has (&p, &cap, err) == (k == 0));
+    }
+  picture_clear (&p);
   g_object_unref (w);
 }
 
