@@ -592,7 +592,7 @@ twb_cmd_train (int argc, char **argv)
             progress_update (&pr, sn->step, sn->epoch, sn->loss, sn->samples_per_s, FALSE);
             break;
           case TW_SNAP_EPOCH:
-            if (!pr.quiet)
+            if (!pr.quiet && !isnan (sn->val_loss))
               g_printerr ("%sepoch %" G_GINT64_FORMAT ": validation accuracy %.2f%% (loss %.4f)\n",
                           pr.tty ? "\n" : "", sn->epoch + 1, sn->val_accuracy * 100,
                           sn->val_loss);

@@ -62,6 +62,11 @@ tw_snapshot_free (tw_snapshot *s)
   if (s->tensors)
     g_ptr_array_unref (s->tensors);
   tw_graph_change_clear (&s->change);
+  if (s->classes)
+    {
+      tw_class_report_clear (s->classes);
+      g_free (s->classes);
+    }
   g_free (s->message);
   g_free (s);
 }
@@ -439,6 +444,16 @@ tw_session_replace_graph (tw_session *s, const tw_graph *graph, GError **error)
   c->graph = g_steal_pointer (&g);
   ses_send (s, c);
   g_mutex_unlock (&s->lock);
+  return TRUE;
+}
+
+gboolean
+tw_session_check_breakpoint (const char *spec, GError **error)
+{
+  breakpoint b;
+  if (!ses_breakpoint_parse (spec, &b, error))
+    return FALSE;
+  ses_breakpoint_clear (&b);
   return TRUE;
 }
 

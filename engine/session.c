@@ -838,12 +838,23 @@ ses_worker (gpointer data)
           if (s->go == GO_STEP_ITER)
             s->pause_requested = TRUE;
         }
-      if (s->val && k >= per_epoch)
+      if (k >= per_epoch)
         {
           g_autoptr (GError) error = NULL;
           s->in_eval = TRUE;
-          gboolean ok = tw_trainer_evaluate (s->trainer, s->val, s->opt.eval_batch, &val_loss,
-                                             &val_acc, &error);
+          gboolean ok = s->val == NULL
+                        || tw_trainer_evaluate (s->trainer, s->val, s->opt.eval_batch, &val_loss,
+                                                &val_acc, &error);
+          tw_class_report *classes = NULL;
+          const tw_dataset *judge = s->test ? s->test : s->val;
+          if (ok && s->opt.class_samples > 0 && judge && judge->n_classes > 1)
+            {
+              classes = g_new0 (tw_class_report, 1);
+              /* Not a classifier after all (an output that is not [N, C]): no report. */
+              if (!tw_trainer_classify (s->trainer, judge, s->opt.eval_batch,
+                                        s->opt.class_samples, classes, NULL))
+                g_clear_pointer (&classes, g_free);
+            }
           s->in_eval = FALSE;
           if (!ok && s->stop_requested)
             return GINT_TO_POINTER (finish_with (s, TW_SESSION_STOPPED, "stopped", NAN, NAN,
@@ -859,6 +870,7 @@ ses_worker (gpointer data)
           sn->val_loss = val_loss;
           sn->val_accuracy = val_acc;
           sn->train_loss = epoch_loss_n ? epoch_loss_sum / epoch_loss_n : NAN;
+          sn->classes = classes;
           ses_push (s, sn);
         }
       if (s->opt.checkpoint)

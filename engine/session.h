@@ -55,6 +55,7 @@
  */
 #pragma once
 
+#include "engine/classes.h"
 #include "engine/train.h"
 
 G_BEGIN_DECLS
@@ -95,6 +96,9 @@ typedef struct
   char *checkpoint;           /* save after each epoch and at the end (NULL: never); owned */
   int64_t epoch0, batch0;     /* where to start (after a resume) */
   int max_queued;             /* metric snapshots queued before new ones are dropped (1024) */
+  int class_samples;          /* > 0: each EPOCH snapshot of a classifier carries a class report
+                               * (engine/classes.h) on the test set (else the validation set)
+                               * with this many samples; default 0 */
 } tw_session_options;
 
 void tw_session_options_init (tw_session_options *o);
@@ -103,7 +107,7 @@ void tw_session_options_clear (tw_session_options *o);
 typedef enum
 {
   TW_SNAP_METRICS,            /* after each step */
-  TW_SNAP_EPOCH,              /* after each epoch: validation */
+  TW_SNAP_EPOCH,              /* after each epoch: validation (NaN without a validation set) */
   TW_SNAP_PAUSED,             /* the run is paused: position, reason, tensors */
   TW_SNAP_TENSOR,             /* a watched or requested tensor */
   TW_SNAP_GRAPH_CHANGED,      /* a replaced graph was applied: kept / reinitialised nodes */
@@ -131,6 +135,7 @@ typedef struct
   double *grad_norm;
   /* EPOCH and FINISHED */
   double val_loss, val_accuracy, test_loss, test_accuracy, train_loss;
+  tw_class_report *classes;      /* EPOCH with options.class_samples: owned, or NULL */
   /* PAUSED: where, and why */
   int64_t iteration;          /* 1-based iteration the position is in */
   int phase;                  /* tw_phase, or -1 between iterations */
@@ -202,6 +207,9 @@ gboolean tw_session_replace_graph (tw_session *s, const tw_graph *graph, GError 
  * "step=N" (1-based: pause before iteration N).  Checked at once. */
 gboolean tw_session_add_breakpoint (tw_session *s, const char *spec, GError **error);
 void tw_session_clear_breakpoints (tw_session *s);
+/* Whether spec is a breakpoint as above, without a session (node ids are
+ * not looked up). */
+gboolean tw_session_check_breakpoint (const char *spec, GError **error);
 /* Copies of a node's outputs (forward) and their gradients (backward) as
  * TW_SNAP_TENSOR each time its op ends; NULL clears the list. */
 gboolean tw_session_watch (tw_session *s, const char *node_id, GError **error);
