@@ -81,6 +81,11 @@ twb_graph_canvas_popup_menu_at (TwbGraphCanvas *self, double x, double y)
       g_menu_append (model, "_Delete", "canvas.delete");
       g_menu_append (model, "Dis_connect", "canvas.disconnect");
       g_menu_append (model, "D_uplicate", "canvas.duplicate");
+      /* The window's debugger actions, on the selected node ('' = the selection). */
+      g_autoptr (GMenu) debug = g_menu_new ();
+      g_menu_append (debug, "Toggle _Breakpoint", "debugger.toggle-breakpoint('')");
+      g_menu_append (debug, "_Freeze Parameters", "debugger.toggle-freeze('')");
+      g_menu_append_section (model, NULL, G_MENU_MODEL (debug));
       self->menu = gtk_popover_menu_new_from_model (G_MENU_MODEL (model));
       gtk_widget_set_parent (self->menu, GTK_WIDGET (self));
       gtk_popover_set_has_arrow (GTK_POPOVER (self->menu), FALSE);

@@ -79,6 +79,9 @@ struct _TwbGraphCanvas
   "or press Ctrl+Shift+A to build a Sequential model"
 
 /* twb-graph-canvas.c */
+/* Whether model point (mx, my) is in the header margin of scene node i
+ * (where a click toggles a breakpoint); never for blocks. */
+gboolean twb_canvas_in_margin (TwbGraphCanvas *self, int i, double mx, double my);
 void twb_canvas_to_model (TwbGraphCanvas *self, double wx, double wy, double *mx, double *my);
 void twb_canvas_view_changed (TwbGraphCanvas *self);
 void twb_canvas_set_message (TwbGraphCanvas *self, const char *text);

@@ -220,3 +220,59 @@ twb_graph_canvas_reveal_node (TwbGraphCanvas *self, const char *id)
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+
+/* ---- Debugger marks and fused-group tints ------------------------------------------- */
+
+gboolean
+twb_canvas_in_margin (TwbGraphCanvas *self, int i, double mx, double my)
+{
+  const TwbSceneNode *n = &self->scene->nodes[i];
+  return !n->is_block && self->view.scale >= TWB_RENDER_TEXT_SCALE && mx >= n->x
+         && mx < n->x + TWB_RENDER_MARGIN_W && my >= n->y && my < n->y + TWB_RENDER_HEADER_H;
+}
+
+static GHashTable *
+copy_table (GHashTable *t)
+{
+  if (t == NULL || g_hash_table_size (t) == 0)
+    return NULL;
+  GHashTable *c = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init (&it, t);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    g_hash_table_insert (c, g_strdup (k), v);
+  return c;
+}
+
+void
+twb_graph_canvas_set_marks (TwbGraphCanvas *self, GHashTable *marks)
+{
+  g_clear_pointer (&self->view.marks, g_hash_table_unref);
+  self->view.marks = copy_table (marks);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+guint
+twb_graph_canvas_get_mark (TwbGraphCanvas *self, const char *id)
+{
+  if (self->view.marks == NULL || id == NULL)
+    return 0;
+  return GPOINTER_TO_UINT (g_hash_table_lookup (self->view.marks, id));
+}
+
+void
+twb_graph_canvas_set_tints (TwbGraphCanvas *self, GHashTable *tints)
+{
+  g_clear_pointer (&self->view.tints, g_hash_table_unref);
+  self->view.tints = copy_table (tints);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+guint
+twb_graph_canvas_get_tint (TwbGraphCanvas *self, const char *id)
+{
+  if (self->view.tints == NULL || id == NULL)
+    return 0;
+  return GPOINTER_TO_UINT (g_hash_table_lookup (self->view.tints, id));
+}

@@ -13,6 +13,7 @@ enum
   SIGNAL_MESSAGE,
   SIGNAL_ACTIVATE_NODE,
   SIGNAL_VIEW_CHANGED,
+  SIGNAL_MARGIN_CLICKED,
   N_SIGNALS
 };
 static guint signals[N_SIGNALS];
@@ -432,6 +433,12 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
   GdkModifierType mods = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (g));
   gboolean extend = (mods & (GDK_SHIFT_MASK | GDK_CONTROL_MASK)) != 0;
   int hit = twb_graph_scene_hit_node (self->scene, mx, my);
+  if (hit >= 0 && !extend && twb_canvas_in_margin (self, hit, mx, my))
+    {
+      g_autofree char *id = g_strdup (self->scene->nodes[hit].id);
+      g_signal_emit (self, signals[SIGNAL_MARGIN_CLICKED], 0, id);
+      return;
+    }
   if (hit >= 0)
     twb_graph_canvas_select_edge (self, NULL, 0);
   int edge = hit < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my,
@@ -752,9 +759,11 @@ motion (GtkEventControllerMotion *c, double x, double y, TwbGraphCanvas *self)
   twb_canvas_to_model (self, x, y, &mx, &my);
   int hover = twb_graph_scene_hit_node (self->scene, mx, my);
   int edge = hover < 0 ? twb_graph_scene_hit_edge (self->scene, mx, my, EDGE_SLOP_PX / self->view.scale) : -1;
-  if (hover != self->view.hover || edge != self->view.hover_edge)
+  int margin = hover >= 0 && twb_canvas_in_margin (self, hover, mx, my) ? hover : -1;
+  if (hover != self->view.hover || edge != self->view.hover_edge || margin != self->view.hover_margin)
     {
       self->view.hover = hover;
+      self->view.hover_margin = margin;
       self->view.hover_edge = edge;
       gtk_widget_queue_draw (GTK_WIDGET (self));
     }
@@ -798,6 +807,14 @@ query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *t
     }
   if (i < 0)
     i = twb_graph_scene_hit_node (self->scene, mx, my);
+  if (i >= 0 && !keyboard && twb_canvas_in_margin (self, i, mx, my))
+    {
+      guint m = twb_graph_canvas_get_mark (self, self->scene->nodes[i].id);
+      gtk_tooltip_set_text (tooltip, (m & (TWB_MARK_BREAK_FORWARD | TWB_MARK_BREAK_BACKWARD))
+                                       ? "Breakpoint: click to remove it (F9)"
+                                       : "Click to stop training here (F9 sets a breakpoint on the selected node)");
+      return TRUE;
+    }
   if (i >= 0)
     {
       const TwbSceneNode *n = &self->scene->nodes[i];
@@ -998,6 +1015,8 @@ twb_graph_canvas_dispose (GObject *object)
   g_clear_pointer (&self->drag_block, g_free);
   g_clear_pointer (&self->edge_to, g_free);
   g_clear_pointer (&self->detach_to, g_free);
+  g_clear_pointer (&self->view.marks, g_hash_table_unref);
+  g_clear_pointer (&self->view.tints, g_hash_table_unref);
   g_clear_pointer (&self->menu, gtk_widget_unparent);
   G_OBJECT_CLASS (twb_graph_canvas_parent_class)->dispose (object);
 }
@@ -1056,6 +1075,9 @@ twb_graph_canvas_class_init (TwbGraphCanvasClass *klass)
   signals[SIGNAL_VIEW_CHANGED] = g_signal_new ("view-changed", G_TYPE_FROM_CLASS (klass),
                                                G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                                G_TYPE_NONE, 0);
+  signals[SIGNAL_MARGIN_CLICKED]
+    = g_signal_new ("margin-clicked", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                    NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 
   gtk_widget_class_install_action (wc, "canvas.delete", NULL, twb_canvas_act_delete);
   gtk_widget_class_install_action (wc, "canvas.disconnect", NULL, twb_canvas_act_disconnect);

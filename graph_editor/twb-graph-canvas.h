@@ -17,7 +17,9 @@
  *   g_signal_connect (c, "message", G_CALLBACK (show_toast), win);
  *
  * Signals: "message" (const char *text), "activate-node" (const char *id:
- * Enter or double-click), "view-changed" () (zoom or pan; the minimap).
+ * Enter or double-click), "view-changed" () (zoom or pan; the minimap),
+ * "margin-clicked" (const char *id: a click in a node header's left margin,
+ * where the debugger's breakpoint dot sits).
  */
 #pragma once
 
@@ -58,6 +60,14 @@ gboolean twb_graph_canvas_get_minimap_rect (TwbGraphCanvas *self, graphene_rect_
 /* The hint drawn on an empty canvas (a document without nodes), NULL when
  * there are nodes. */
 const char *twb_graph_canvas_get_hint (TwbGraphCanvas *self);
+/* The debugger's marks on nodes (id → GUINT_TO_POINTER (TwbNodeMark
+ * flags)) and fused-group tints (id → GUINT_TO_POINTER (0x1000000 |
+ * 0xRRGGBB)); the tables are copied, NULL clears.  get_ returns 0 when
+ * none. */
+void twb_graph_canvas_set_marks (TwbGraphCanvas *self, GHashTable *marks);
+guint twb_graph_canvas_get_mark (TwbGraphCanvas *self, const char *id);
+void twb_graph_canvas_set_tints (TwbGraphCanvas *self, GHashTable *tints);
+guint twb_graph_canvas_get_tint (TwbGraphCanvas *self, const char *id);
 void twb_graph_canvas_set_snap_to_grid (TwbGraphCanvas *self, gboolean snap);
 gboolean twb_graph_canvas_get_snap_to_grid (TwbGraphCanvas *self);
 /* Show the node: select it, give it the keyboard focus ring and scroll to it. */

@@ -14,7 +14,7 @@
 #include <pango/pangocairo.h>
 #include <string.h>
 
-#define HEADER_H 24.0
+#define HEADER_H TWB_RENDER_HEADER_H
 #define RADIUS 6.0
 #define PORT_R 5.0
 
@@ -112,6 +112,7 @@ twb_render_view_init (TwbRenderView *v)
   v->hover = -1;
   v->hover_edge = -1;
   v->selected_edge = -1;
+  v->hover_margin = -1;
   v->grid = 20;
 }
 
@@ -419,6 +420,62 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
     }
 }
 
+static guint
+node_marks (const TwbRenderView *v, const char *id)
+{
+  return v->marks ? GPOINTER_TO_UINT (g_hash_table_lookup (v->marks, id)) : 0;
+}
+
+/* The breakpoint dot in the header's margin: whole for both phases, the
+ * left half for forward only, the right half for backward only; faint
+ * where the pointer offers one. */
+static void
+draw_breakpoint (cairo_t *cr, const Palette *p, double cx, double cy, guint marks, gboolean faint)
+{
+  const double r = 5.5;
+  cairo_new_path (cr);
+  cairo_arc (cr, cx, cy, r, 0, 2 * G_PI);
+  cairo_set_source_rgba (cr, 1, 1, 1, faint ? 0.35 : 0.95);
+  cairo_set_line_width (cr, 1.5);
+  cairo_stroke_preserve (cr);
+  if (faint)
+    {
+      cairo_set_source_rgba (cr, 1, 1, 1, 0.25);
+      cairo_fill (cr);
+      return;
+    }
+  gboolean fwd = (marks & TWB_MARK_BREAK_FORWARD) != 0, bwd = (marks & TWB_MARK_BREAK_BACKWARD) != 0;
+  cairo_new_path (cr);
+  if (fwd && bwd)
+    cairo_arc (cr, cx, cy, r, 0, 2 * G_PI);
+  else
+    {
+      /* Forward: the left half (what comes in); backward: the right half. */
+      double a0 = fwd ? G_PI / 2 : -G_PI / 2;
+      cairo_move_to (cr, cx, cy);
+      cairo_arc (cr, cx, cy, r, a0, a0 + G_PI);
+      cairo_close_path (cr);
+    }
+  set_rgb (cr, p->error);
+  cairo_fill (cr);
+}
+
+/* A padlock: the node's parameters are frozen. */
+static void
+draw_lock (cairo_t *cr, double cx, double cy)
+{
+  cairo_new_path (cr);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_set_line_width (cr, 1.6);
+  cairo_arc (cr, cx, cy - 2, 3.2, G_PI, 2 * G_PI);
+  cairo_line_to (cr, cx + 3.2, cy);
+  cairo_move_to (cr, cx - 3.2, cy);
+  cairo_line_to (cr, cx - 3.2, cy - 2);
+  cairo_stroke (cr);
+  cairo_rectangle (cr, cx - 5, cy, 10, 7);
+  cairo_fill (cr);
+}
+
 static void
 draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderView *v,
                     const Palette *p, PangoLayout *l)
@@ -441,6 +498,16 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
   rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
   set_rgb (cr, p->body);
   cairo_fill (cr);
+  guint tint = v->tints ? GPOINTER_TO_UINT (g_hash_table_lookup (v->tints, n->id)) : 0;
+  if (tint)
+    {
+      /* A fused group's colour over the body, light enough for the text. */
+      rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
+      cairo_set_source_rgba (cr, ((tint >> 16) & 0xff) / 255.0, ((tint >> 8) & 0xff) / 255.0,
+                             (tint & 0xff) / 255.0, v->dark ? 0.45 : 0.35);
+      cairo_fill (cr);
+    }
+  guint marks = node_marks (v, n->id);
 
   /* Header band. */
   cairo_save (cr);
@@ -482,6 +549,17 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
       cairo_set_line_width (cr, 2);
       cairo_stroke (cr);
     }
+  if (marks & (TWB_MARK_CURRENT | TWB_MARK_FAULT))
+    {
+      /* Where a paused run is (amber), or where it failed (red). */
+      rounded_rect (cr, n->x - 4, n->y - 4, n->w + 8, n->h + 8, RADIUS + 3);
+      if (marks & TWB_MARK_FAULT)
+        set_rgb (cr, p->error);
+      else
+        cairo_set_source_rgb (cr, 0.96, 0.66, 0.0);      /* GNOME yellow 5 (#e5a50a), both themes */
+      cairo_set_line_width (cr, 3.5);
+      cairo_stroke (cr);
+    }
   if (i == v->focus)
     {
       rounded_rect (cr, n->x - 7, n->y - 7, n->w + 14, n->h + 14, RADIUS + 5);
@@ -492,12 +570,19 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
       cairo_set_dash (cr, NULL, 0, 0);
     }
 
+  gboolean dot = (marks & (TWB_MARK_BREAK_FORWARD | TWB_MARK_BREAK_BACKWARD)) != 0;
+  gboolean faint_dot = !dot && v->hover_margin == i && !n->is_block;
+  if (dot || faint_dot)
+    draw_breakpoint (cr, p, n->x + TWB_RENDER_MARGIN_W / 2, n->y + HEADER_H / 2, marks, faint_dot);
+  if (marks & TWB_MARK_FROZEN)
+    draw_lock (cr, n->x + n->w - (n->error ? 36 : 14), n->y + HEADER_H / 2 - 2);
   if (text)
     {
-      double badge = n->error ? 22 : 0;
-      layout_text (l, n->title, n->w - 16 - badge, TRUE, 13);
+      double badge = (n->error ? 22 : 0) + ((marks & TWB_MARK_FROZEN) ? 18 : 0);
+      double indent = dot || faint_dot ? TWB_RENDER_MARGIN_W : 8;
+      layout_text (l, n->title, n->w - 8 - indent - badge, TRUE, 13);
       cairo_set_source_rgb (cr, 1, 1, 1);
-      draw_text (cr, l, n->x + 8, n->y + HEADER_H / 2);
+      draw_text (cr, l, n->x + indent, n->y + HEADER_H / 2);
 
       /* Two 13-unit lines (10.5 px font) fit in the 32-unit body of the
        * document's smallest box (56 - 24). */

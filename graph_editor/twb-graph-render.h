@@ -25,6 +25,23 @@ G_BEGIN_DECLS
 /* Below 0.25 a 5-unit port is under 1.25 px: invisible, so skip. */
 #define TWB_RENDER_PORT_SCALE 0.25
 
+/* What the debugger marks on nodes: TwbRenderView.marks maps a node id to
+ * GUINT_TO_POINTER (flags). */
+typedef enum
+{
+  TWB_MARK_BREAK_FORWARD = 1 << 0,    /* a breakpoint: a red dot in the header's margin */
+  TWB_MARK_BREAK_BACKWARD = 1 << 1,   /* (half a dot for one phase, a whole one for both) */
+  TWB_MARK_FROZEN = 1 << 2,           /* parameters frozen: a lock badge */
+  TWB_MARK_CURRENT = 1 << 3,          /* the op a paused run is at: an amber ring */
+  TWB_MARK_FAULT = 1 << 4,            /* where a run failed (NaN, divergence): a red ring */
+} TwbNodeMark;
+
+/* The left end of a node's header, model units: a click there toggles the
+ * node's breakpoint (as in a code editor's gutter). */
+#define TWB_RENDER_MARGIN_W 18.0
+/* The header's height, model units. */
+#define TWB_RENDER_HEADER_H 24.0
+
 typedef struct
 {
   double scale;                 /* device px per model unit */
@@ -45,6 +62,12 @@ typedef struct
   double bx0, by0, bx1, by1;
   /* Drawn centred in muted text when the scene has no nodes; NULL: none. */
   const char *hint;
+  /* Debugger marks (id → TwbNodeMark flags) and tints (id →
+   * GUINT_TO_POINTER (0x1000000 | 0xRRGGBB): a fused group's colour over
+   * the body); both borrowed, may be NULL. */
+  GHashTable *marks;
+  GHashTable *tints;
+  int hover_margin;             /* scene index whose margin is under the pointer, -1 */
 } TwbRenderView;
 
 void twb_render_view_init (TwbRenderView *v);
