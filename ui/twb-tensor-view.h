@@ -40,7 +40,37 @@ void twb_tensor_view_set_slice (TwbTensorView *v, int dim, int64_t index);
 /* For tests: the statistics shown, the text of a values cell (row, col of
  * the current slice), and the text of the stats labels ("mean" → "0.0123"). */
 const tw_tensor_stats *twb_tensor_view_get_stats (TwbTensorView *v);
+/* Row and column count from 0 within the current slice (not the 64 × 64
+ * window shown); "%.6g" for floats, integers as integers, NULL outside the
+ * slice or without a tensor.  The caller frees the string. */
 char *twb_tensor_view_cell_text (TwbTensorView *v, int64_t row, int64_t col);
+/* stat: "count", "finite", "min", "max", "mean", "std", "abs_max", "zeros",
+ * "nan", "inf"; the Diff page's "diff.abs_max", "diff.mean", "diff.std",
+ * "diff.changed", "diff.nan", "diff.inf".  Owned by the view (valid until
+ * the next set_tensor); NULL for an unknown name. */
 const char *twb_tensor_view_stat_text (TwbTensorView *v, const char *stat);
+
+/* ---- Added beyond the first header (tests, screenshots) ---- */
+
+/* The label that shows a statistic (names as for stat_text; it carries the
+ * "error" style class when a NaN / Inf count is above 0).  Owned by the view. */
+GtkWidget *twb_tensor_view_get_stat_label (TwbTensorView *v, const char *stat);
+/* The statistics of t - previous; NULL without a previous tensor of t's shape. */
+const tw_tensor_stats *twb_tensor_view_get_diff_stats (TwbTensorView *v);
+/* A page's note or explanation ("values": "first 64 of 300 columns";
+ * "images": "Images need a 4-D tensor [N, C, H, W]…" or "first 64 of 100
+ * tiles"; "heatmap": why there is none; "diff": "max |Δ| = 0.5" or why there
+ * is none); "" when there is nothing to say.  Owned by the view. */
+const char *twb_tensor_view_page_note (TwbTensorView *v, const char *page);
+/* Draws "histogram", "heatmap", "images" or "diff" (the difference heat
+ * map) into cr exactly as the view's drawing area of width × height shows
+ * it (no background).  FALSE, drawing nothing, when the page does not apply. */
+gboolean twb_tensor_view_draw_page (TwbTensorView *v, const char *page, cairo_t *cr, int width,
+                                    int height);
+/* The hover readout of the "heatmap" or "diff" map drawn at width × height
+ * at the point (x, y): "[i, j] = v" (leading slice indices first for rank > 2);
+ * NULL outside the map.  The caller frees the string. */
+char *twb_tensor_view_readout_at (TwbTensorView *v, const char *page, double x, double y,
+                                  int width, int height);
 
 G_END_DECLS

@@ -1,0 +1,499 @@
+/* test-tensor-view.c — the tensor inspector: the statistics it shows equal a
+ * naive float64 computation here; cells and slices of a 4-D tensor; the
+ * Diff page (stats, no previous, shapes that differ); which pages apply;
+ * the pixels of the drawn heat map (diverging and sequential), histogram
+ * and image tiles; the hover readout; a 360 × 420 side panel; light and
+ * dark screenshots saved for a person to look at (TWB_TEST_SHOTS or a
+ * temporary folder).  GLib warnings and criticals are fatal. */
+#include "ui-test.h"
+#include "ui/twb-tensor-view.h"
+
+#include <math.h>
+#include <string.h>
+
+static char *
+shot_path (const char *name)
+{
+  static char *dir;
+  if (dir == NULL)
+    {
+      const char *env = g_getenv ("TWB_TEST_SHOTS");
+      dir = env ? g_strdup (env) : g_dir_make_tmp ("twb-tensor-view-XXXXXX", NULL);
+      g_mkdir_with_parents (dir, 0755);
+    }
+  return g_build_filename (dir, name, NULL);
+}
+
+static TwbTensorView *
+new_view (void)
+{
+  return TWB_TENSOR_VIEW (g_object_ref_sink (twb_tensor_view_new ()));
+}
+
+static char *
+fmt (double x)
+{
+  return g_strdup_printf ("%.6g", x);
+}
+
+/* A 3 × 4 f32 tensor with a NaN and an Inf: every statistic against a
+ * two-pass float64 computation over the finite values. */
+static void
+test_stats (void)
+{
+  const float vals[12] = { 1.5f, -2.25f, 3, 0, 4.125f, NAN, 7, -8.5f, 0, 10, INFINITY, 0.001f };
+  g_autoptr (tw_tensor) t = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 3, 4 }, vals);
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "fc1.weight", "parameter", t, NULL);
+
+  double sum = 0, lo = INFINITY, hi = -INFINITY;
+  int n = 0, zeros = 0;
+  for (int i = 0; i < 12; i++)
+    if (isfinite (vals[i]))
+      {
+        sum += vals[i];
+        lo = MIN (lo, vals[i]);
+        hi = MAX (hi, vals[i]);
+        zeros += vals[i] == 0;
+        n++;
+      }
+  double mean = sum / n, ss = 0;
+  for (int i = 0; i < 12; i++)
+    if (isfinite (vals[i]))
+      ss += (vals[i] - mean) * (vals[i] - mean);
+  double std = sqrt (ss / n);
+
+  const tw_tensor_stats *st = twb_tensor_view_get_stats (v);
+  g_assert_nonnull (st);
+  g_assert_cmpint (st->count, ==, 12);
+  g_assert_cmpint (st->finite, ==, 10);
+  g_assert_cmpfloat_with_epsilon (st->mean, mean, 1e-12 * fabs (mean));
+  g_assert_cmpfloat_with_epsilon (st->std, std, 1e-12 * std);
+  g_autofree char *smean = fmt (mean), *sstd = fmt (std), *smin = fmt (lo), *smax = fmt (hi);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "mean"), ==, smean);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "std"), ==, sstd);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "min"), ==, smin);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "max"), ==, smax);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "abs_max"), ==, "10");
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "count"), ==, "12");
+  g_autofree char *szeros = g_strdup_printf ("%d", zeros);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "zeros"), ==, szeros);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "nan"), ==, "1");
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "inf"), ==, "1");
+  g_assert_null (twb_tensor_view_stat_text (v, "median"));
+  /* NaN / Inf counts above 0 in the error colour, and back when they go. */
+  g_assert_true (gtk_widget_has_css_class (twb_tensor_view_get_stat_label (v, "nan"), "error"));
+  g_assert_true (gtk_widget_has_css_class (twb_tensor_view_get_stat_label (v, "inf"), "error"));
+  g_assert_false (gtk_widget_has_css_class (twb_tensor_view_get_stat_label (v, "mean"), "error"));
+
+  /* Cells: "%.6g", row-major, NaN as "nan". */
+  g_autofree char *c01 = twb_tensor_view_cell_text (v, 0, 1);
+  g_autofree char *c11 = twb_tensor_view_cell_text (v, 1, 1);
+  g_autofree char *c23 = twb_tensor_view_cell_text (v, 2, 3);
+  g_assert_cmpstr (c01, ==, "-2.25");
+  g_assert_cmpstr (c11, ==, "nan");
+  g_assert_cmpstr (c23, ==, "0.001");
+  g_assert_null (twb_tensor_view_cell_text (v, 3, 0));
+  g_assert_null (twb_tensor_view_cell_text (v, 0, 4));
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "values"), ==, "");
+
+  g_autoptr (tw_tensor) clean = tw_tensor_zeros (TW_F32, 1, (int64_t[]) { 5 });
+  twb_tensor_view_set_tensor (v, "b", "output", clean, NULL);
+  g_assert_false (gtk_widget_has_css_class (twb_tensor_view_get_stat_label (v, "nan"), "error"));
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "zeros"), ==, "5");
+  g_autofree char *c04 = twb_tensor_view_cell_text (v, 0, 4);
+  g_assert_cmpstr (c04, ==, "0");   /* 1-D: one row */
+  g_assert_null (twb_tensor_view_cell_text (v, 1, 0));
+
+  /* Cleared: no stats, no cells. */
+  twb_tensor_view_set_tensor (v, NULL, NULL, NULL, NULL);
+  g_assert_null (twb_tensor_view_get_stats (v));
+  g_assert_null (twb_tensor_view_cell_text (v, 0, 0));
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "values"), ==, "No tensor selected");
+  g_object_unref (v);
+}
+
+/* [2, 3, 4, 5] with element = flat index: the slice selectors pick the
+ * leading indices; rows × columns are the last two dims. */
+static void
+test_slices (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_new (TW_I64, 4, (int64_t[]) { 2, 3, 4, 5 });
+  for (int64_t i = 0; i < 120; i++)
+    tw_tensor_i64 (t)[i] = i * 1000003;   /* large: integers stay integers */
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "act", "output", t, NULL);
+  g_autofree char *a = twb_tensor_view_cell_text (v, 1, 2);
+  g_autofree char *want_a = g_strdup_printf ("%d", 7 * 1000003);
+  g_assert_cmpstr (a, ==, want_a);
+  twb_tensor_view_set_slice (v, 0, 1);
+  twb_tensor_view_set_slice (v, 1, 2);
+  g_autofree char *b = twb_tensor_view_cell_text (v, 1, 2);
+  g_autofree char *want_b = g_strdup_printf ("%d", (60 + 40 + 7) * 1000003);
+  g_assert_cmpstr (b, ==, want_b);
+  g_assert_null (twb_tensor_view_cell_text (v, 4, 0));
+  /* Clamped to the dimension. */
+  twb_tensor_view_set_slice (v, 1, 99);
+  g_autofree char *c = twb_tensor_view_cell_text (v, 0, 0);
+  g_autofree char *want_c = g_strdup_printf ("%d", (60 + 40) * 1000003);
+  g_assert_cmpstr (c, ==, want_c);
+  /* The heat map readout follows the slice: [1, 2, i, j]. */
+  g_autofree char *ro = twb_tensor_view_readout_at (v, "heatmap", 8, 8, 240, 240);
+  g_autofree char *want_ro = g_strdup_printf ("[1, 2, 0, 0] = %s", want_c);
+  g_assert_cmpstr (ro, ==, want_ro);
+  /* Setting the same tensor again keeps the slice (the debugger steps). */
+  twb_tensor_view_set_tensor (v, "act", "output", t, NULL);
+  g_autofree char *d = twb_tensor_view_cell_text (v, 0, 0);
+  g_assert_cmpstr (d, ==, want_c);
+  g_object_unref (v);
+}
+
+/* 100 × 300: the values window shows 64 × 64 and says so. */
+static void
+test_window (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_new (TW_F32, 2, (int64_t[]) { 100, 300 });
+  for (int64_t i = 0; i < 30000; i++)
+    tw_tensor_f32 (t)[i] = (float) i / 7;
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "w", "parameter", t, NULL);
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "values"), ==,
+                   "first 64 of 100 rows · first 64 of 300 columns");
+  g_autofree char *c = twb_tensor_view_cell_text (v, 99, 299);
+  g_autofree char *want = fmt ((float) 29999 / 7);
+  g_assert_cmpstr (c, ==, want);
+  g_object_unref (v);
+}
+
+static void
+test_diff (void)
+{
+  g_autoptr (tw_tensor) prev = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 2, 3 },
+                                                    (float[]) { 1, 2, 3, 4, 5, 6 });
+  g_autoptr (tw_tensor) t = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 2, 3 },
+                                                 (float[]) { 1, 2.5f, 3, 3.75f, 5, 6 });
+  TwbTensorView *v = new_view ();
+
+  twb_tensor_view_set_tensor (v, "fc1.weight", "parameter", t, NULL);
+  g_assert_null (twb_tensor_view_get_diff_stats (v));
+  g_assert_nonnull (strstr (twb_tensor_view_page_note (v, "diff"), "No previous"));
+  g_assert_false (twb_tensor_view_draw_page (v, "diff", NULL, 10, 10));
+
+  twb_tensor_view_set_tensor (v, "fc1.weight", "parameter", t, prev);
+  const tw_tensor_stats *d = twb_tensor_view_get_diff_stats (v);
+  g_assert_nonnull (d);
+  /* Δ = { 0, 0.5, 0, -0.25, 0, 0 }. */
+  g_assert_cmpfloat (d->abs_max, ==, 0.5);
+  g_assert_cmpfloat_with_epsilon (d->mean, 0.25 / 6, 1e-15);
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "diff"), ==, "max |Δ| = 0.5");
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "diff.abs_max"), ==, "0.5");
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "diff.changed"), ==, "2");
+  g_autofree char *m = fmt (0.25 / 6);
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "diff.mean"), ==, m);
+  g_autofree char *ro = twb_tensor_view_readout_at (v, "diff", 100, 8, 240, 240);
+  g_assert_cmpstr (ro, ==, "[0, 1] = 0.5");
+
+  /* Shapes that differ: the page names both. */
+  g_autoptr (tw_tensor) other = tw_tensor_zeros (TW_F32, 2, (int64_t[]) { 3, 2 });
+  twb_tensor_view_set_tensor (v, "fc1.weight", "parameter", t, other);
+  g_assert_null (twb_tensor_view_get_diff_stats (v));
+  const char *note = twb_tensor_view_page_note (v, "diff");
+  g_assert_nonnull (strstr (note, "[2, 3]"));
+  g_assert_nonnull (strstr (note, "[3, 2]"));
+  g_assert_cmpstr (twb_tensor_view_stat_text (v, "diff.abs_max"), ==, "—");
+  g_object_unref (v);
+}
+
+/* Pages that do not apply say why. */
+static void
+test_pages_apply (void)
+{
+  TwbTensorView *v = new_view ();
+  g_autoptr (tw_tensor) m = tw_tensor_zeros (TW_F32, 2, (int64_t[]) { 4, 4 });
+  twb_tensor_view_set_tensor (v, "m", "output", m, NULL);
+  g_assert_true (g_str_has_prefix (twb_tensor_view_page_note (v, "images"),
+                                   "Images need a 4-D tensor [N, C, H, W]"));
+  g_assert_nonnull (strstr (twb_tensor_view_page_note (v, "images"), "[4, 4]"));
+  g_assert_false (twb_tensor_view_draw_page (v, "images", NULL, 10, 10));
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "heatmap"), ==, "");
+
+  g_autoptr (tw_tensor) s = tw_tensor_scalar_f32 (2.5f);
+  twb_tensor_view_set_tensor (v, "loss", "output", s, NULL);
+  g_autofree char *c = twb_tensor_view_cell_text (v, 0, 0);
+  g_assert_cmpstr (c, ==, "2.5");
+  g_assert_null (twb_tensor_view_cell_text (v, 0, 1));
+  g_assert_nonnull (strstr (twb_tensor_view_page_note (v, "heatmap"), "scalar"));
+  g_assert_false (twb_tensor_view_draw_page (v, "heatmap", NULL, 10, 10));
+
+  g_autoptr (tw_tensor) e = tw_tensor_new (TW_F32, 2, (int64_t[]) { 0, 5 });
+  twb_tensor_view_set_tensor (v, "e", "output", e, NULL);
+  g_assert_nonnull (strstr (twb_tensor_view_page_note (v, "values"), "Empty"));
+  g_assert_null (twb_tensor_view_cell_text (v, 0, 0));
+
+  g_autoptr (tw_tensor) big = tw_tensor_zeros (TW_F32, 4, (int64_t[]) { 10, 10, 2, 2 });
+  twb_tensor_view_set_tensor (v, "x", "output", big, NULL);
+  g_assert_true (g_str_has_prefix (twb_tensor_view_page_note (v, "images"), "first 64 of 100 tiles"));
+  g_autoptr (tw_tensor) few = tw_tensor_zeros (TW_F32, 4, (int64_t[]) { 2, 3, 8, 8 });
+  twb_tensor_view_set_tensor (v, "x", "output", few, NULL);
+  g_assert_true (g_str_has_prefix (twb_tensor_view_page_note (v, "images"), "6 tiles"));
+  g_object_unref (v);
+}
+
+/* ---- Pixels -------------------------------------------------------------------- */
+
+typedef struct
+{
+  cairo_surface_t *s;
+  int w, h;
+} picture;
+
+static picture
+draw (TwbTensorView *v, const char *page, int w, int h)
+{
+  picture p = { cairo_image_surface_create (CAIRO_FORMAT_ARGB32, w, h), w, h };
+  cairo_t *cr = cairo_create (p.s);
+  g_assert_true (twb_tensor_view_draw_page (v, page, cr, w, h));
+  cairo_destroy (cr);
+  cairo_surface_flush (p.s);
+  return p;
+}
+
+/* r, g, b, a in [0, 1] (un-premultiplied). */
+static void
+pixel (const picture *p, int x, int y, double rgba[4])
+{
+  const guint32 *row = (const guint32 *) (cairo_image_surface_get_data (p->s)
+                                          + (size_t) y * cairo_image_surface_get_stride (p->s));
+  guint32 v = row[x];
+  double a = (v >> 24) / 255.0;
+  rgba[3] = a;
+  for (int k = 0; k < 3; k++)
+    rgba[k] = a > 0 ? ((v >> (16 - 8 * k)) & 0xff) / 255.0 / a : 0;
+}
+
+static void
+save (picture *p, const char *name)
+{
+  g_autofree char *path = shot_path (name);
+  g_assert_cmpint (cairo_surface_write_to_png (p->s, path), ==, CAIRO_STATUS_SUCCESS);
+  cairo_surface_destroy (p->s);
+}
+
+static void
+test_draw_heatmap (void)
+{
+  TwbTensorView *v = new_view ();
+  /* Both signs: diverging around 0 — blue, grey, red. */
+  g_autoptr (tw_tensor) t = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 2, 2 },
+                                                 (float[]) { -1, 0, 0, 1 });
+  twb_tensor_view_set_tensor (v, "t", "output", t, NULL);
+  picture p = draw (v, "heatmap", 240, 240);
+  double c[4];
+  pixel (&p, 60, 50, c);   /* [0, 0] = -1 */
+  g_assert_cmpfloat (c[3], ==, 1);
+  g_assert_cmpfloat (c[2], >, c[0] + 0.3);
+  pixel (&p, 180, 150, c); /* [1, 1] = 1 */
+  g_assert_cmpfloat (c[0], >, c[2] + 0.3);
+  pixel (&p, 180, 50, c);  /* [0, 1] = 0: grey */
+  g_assert_cmpfloat (fabs (c[0] - c[2]), <, 0.05);
+  g_assert_cmpfloat (c[1], >, 0.7);
+  save (&p, "heatmap-diverging.png");
+  g_autofree char *ro = twb_tensor_view_readout_at (v, "heatmap", 60, 50, 240, 240);
+  g_assert_cmpstr (ro, ==, "[0, 0] = -1");
+  g_autofree char *ro2 = twb_tensor_view_readout_at (v, "heatmap", 180, 150, 240, 240);
+  g_assert_cmpstr (ro2, ==, "[1, 1] = 1");
+  g_assert_null (twb_tensor_view_readout_at (v, "heatmap", 1, 1, 240, 240));
+
+  /* One sign: sequential (viridis) — dark purple at the min, yellow at the max. */
+  g_autoptr (tw_tensor) u = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 2, 2 },
+                                                 (float[]) { 0, 1, 2, 3 });
+  twb_tensor_view_set_tensor (v, "u", "output", u, NULL);
+  p = draw (v, "heatmap", 240, 240);
+  pixel (&p, 60, 50, c);
+  g_assert_cmpfloat (c[0] + c[1] + c[2], <, 0.8);
+  g_assert_cmpfloat (c[2], >, c[1]);
+  pixel (&p, 180, 150, c);
+  g_assert_cmpfloat (c[0], >, 0.9);
+  g_assert_cmpfloat (c[1], >, 0.8);
+  g_assert_cmpfloat (c[2], <, 0.3);
+  save (&p, "heatmap-sequential.png");
+  g_object_unref (v);
+}
+
+/* 900 zeros and 100 ones: a bar at each end, the left one 9 times the
+ * height of the right one, nothing between. */
+static void
+test_draw_histogram (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_zeros (TW_F32, 1, (int64_t[]) { 1000 });
+  for (int i = 900; i < 1000; i++)
+    tw_tensor_f32 (t)[i] = 1;
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "t", "output", t, NULL);
+  picture p = draw (v, "histogram", 320, 120);
+  int bar[320] = { 0 };
+  for (int x = 0; x < p.w; x++)
+    for (int y = 0; y < p.h; y++)
+      {
+        double c[4];
+        pixel (&p, x, y, c);
+        bar[x] += c[3] > 0.9 && c[2] > c[0] + 0.4;   /* the accent blue */
+      }
+  int first = -1, last = -1;
+  for (int x = 0; x < p.w; x++)
+    if (bar[x])
+      {
+        if (first < 0)
+          first = x;
+        last = x;
+      }
+  g_assert_cmpint (first, >=, 0);
+  g_assert_cmpint (first, <, 10);
+  g_assert_cmpint (last, >, p.w - 10);
+  /* A bar is (320 - 8) / 64 ≈ 4.9 px wide: nothing between the two. */
+  int h_first = 0, h_last = 0;
+  for (int x = 0; x < p.w; x++)
+    {
+      if (x < first + 6)
+        h_first = MAX (h_first, bar[x]);
+      else if (x > last - 6)
+        h_last = MAX (h_last, bar[x]);
+      else
+        g_assert_cmpint (bar[x], ==, 0);
+    }
+  /* Heights 900 : 100, to a pixel of rounding. */
+  g_assert_cmpint (h_last, >, 5);
+  g_assert_cmpfloat (fabs ((double) h_first / h_last - 9), <, 1);
+  save (&p, "histogram.png");
+  g_object_unref (v);
+}
+
+/* A [1, 2, 2, 2] tensor: tile 0 is [[0, 1], [2, 3]], black to white; tile 1
+ * is constant (mid grey); tiles scaled to 32 px. */
+static void
+test_draw_images (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_from_data (TW_F32, 4, (int64_t[]) { 1, 2, 2, 2 },
+                                                 (float[]) { 0, 1, 2, 3, 5, 5, 5, 5 });
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "x", "output", t, NULL);
+  picture p = draw (v, "images", 200, 80);
+  double c[4];
+  pixel (&p, 4 + 8, 4 + 8, c);     /* tile 0 at (4, 4), 32 × 32: value 0 */
+  g_assert_cmpfloat (c[3], ==, 1);
+  g_assert_cmpfloat (c[0], <, 0.05);
+  pixel (&p, 4 + 24, 4 + 24, c);   /* value 3 */
+  g_assert_cmpfloat (c[0], >, 0.95);
+  pixel (&p, 4 + 24, 4 + 8, c);    /* value 1: a third */
+  g_assert_cmpfloat (fabs (c[0] - 1.0 / 3), <, 0.02);
+  pixel (&p, 4 + 32 + 8 + 16, 4 + 16, c);  /* tile 1, after an 8 px gap */
+  g_assert_cmpfloat (fabs (c[0] - 0.5), <, 0.02);
+  save (&p, "images.png");
+  g_object_unref (v);
+}
+
+/* ---- In a window --------------------------------------------------------------- */
+
+static void
+save_window (GtkWidget *win, const char *name)
+{
+  int w = gtk_widget_get_width (win), h = gtk_widget_get_height (win);
+  GdkPaintable *paintable = gtk_widget_paintable_new (win);
+  GtkSnapshot *snap = gtk_snapshot_new ();
+  gdk_paintable_snapshot (paintable, snap, w, h);
+  g_object_unref (paintable);
+  GskRenderNode *node = gtk_snapshot_free_to_node (snap);
+  g_assert_nonnull (node);
+  GdkTexture *tex = gsk_renderer_render_texture (gtk_native_get_renderer (GTK_NATIVE (win)), node,
+                                                 &GRAPHENE_RECT_INIT (0, 0, w, h));
+  gsk_render_node_unref (node);
+  g_autofree char *path = shot_path (name);
+  g_assert_true (gdk_texture_save_to_png (tex, path));
+  g_object_unref (tex);
+}
+
+/* A 4-D activation with a long name in a 360 × 420 side panel: the view
+ * asks for no more than that, the header ellipsizes, every page draws
+ * without a warning; screenshots of each page in light and dark. */
+static void
+test_side_panel (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_new (TW_F32, 4, (int64_t[]) { 4, 8, 12, 12 });
+  g_autoptr (tw_tensor) prev = tw_tensor_new (TW_F32, 4, (int64_t[]) { 4, 8, 12, 12 });
+  int64_t n = tw_tensor_numel (t);
+  for (int64_t i = 0; i < n; i++)
+    {
+      tw_tensor_f32 (t)[i] = (float) sin (i * 0.37) * (float) (1 + i % 5);
+      tw_tensor_f32 (prev)[i] = tw_tensor_f32 (t)[i] + (float) cos (i * 0.11) * 0.01f;
+    }
+  tw_tensor_f32 (t)[5] = NAN;
+  GtkWidget *v = twb_tensor_view_new ();
+  twb_tensor_view_set_tensor (TWB_TENSOR_VIEW (v),
+                              "encoder.block3.conv2.activation_after_batchnorm_and_relu",
+                              "output", t, prev);
+  int min_w, min_h;
+  gtk_widget_measure (v, GTK_ORIENTATION_HORIZONTAL, -1, &min_w, NULL, NULL, NULL);
+  gtk_widget_measure (v, GTK_ORIENTATION_VERTICAL, 360, &min_h, NULL, NULL, NULL);
+  g_assert_cmpint (min_w, <=, 360);
+  g_assert_cmpint (min_h, <=, 420);
+
+  GtkWidget *win = gtk_window_new ();
+  gtk_window_set_default_size (GTK_WINDOW (win), 360, 420);
+  gtk_window_set_decorated (GTK_WINDOW (win), FALSE);
+  gtk_widget_set_margin_start (v, 6);
+  gtk_widget_set_margin_end (v, 6);
+  gtk_widget_set_margin_top (v, 6);
+  gtk_widget_set_margin_bottom (v, 6);
+  gtk_window_set_child (GTK_WINDOW (win), v);
+  gtk_window_present (GTK_WINDOW (win));
+  GtkSettings *settings = gtk_settings_get_default ();
+  const char *pages[] = { "values", "heatmap", "images", "diff" };
+  for (int dark = 0; dark < 2; dark++)
+    {
+      g_object_set (settings, "gtk-application-prefer-dark-theme", dark, NULL);
+      for (guint i = 0; i < G_N_ELEMENTS (pages); i++)
+        {
+          twb_tensor_view_show_page (TWB_TENSOR_VIEW (v), pages[i]);
+          twt_ui_pump ();
+          g_assert_cmpint (gtk_widget_get_width (win), <=, 360);
+          g_assert_cmpint (gtk_widget_get_height (win), <=, 420);
+          /* The error labels switch to a lighter red on dark backgrounds. */
+          g_assert_cmpint (gtk_widget_has_css_class (v, "on-dark"), ==, dark);
+          g_autofree char *name = g_strdup_printf ("tensor-view-%s-%s.png", pages[i],
+                                                   dark ? "dark" : "light");
+          save_window (win, name);
+        }
+    }
+  g_object_set (settings, "gtk-application-prefer-dark-theme", FALSE, NULL);
+  twb_tensor_view_set_slice (TWB_TENSOR_VIEW (v), 0, 3);
+  twb_tensor_view_set_slice (TWB_TENSOR_VIEW (v), 1, 7);
+  twb_tensor_view_show_page (TWB_TENSOR_VIEW (v), "values");
+  twt_ui_pump ();
+  g_autofree char *c = twb_tensor_view_cell_text (TWB_TENSOR_VIEW (v), 11, 11);
+  g_autofree char *want = fmt (tw_tensor_f32 (t)[n - 1]);
+  g_assert_cmpstr (c, ==, want);
+  gtk_window_destroy (GTK_WINDOW (win));
+  twt_ui_pump ();
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+  if (!gtk_init_check ())
+    {
+      g_print ("1..0 # SKIP no display\n");
+      return 0;
+    }
+  g_test_add_func ("/tensor-view/stats", test_stats);
+  g_test_add_func ("/tensor-view/slices", test_slices);
+  g_test_add_func ("/tensor-view/window", test_window);
+  g_test_add_func ("/tensor-view/diff", test_diff);
+  g_test_add_func ("/tensor-view/pages-apply", test_pages_apply);
+  g_test_add_func ("/tensor-view/draw/heatmap", test_draw_heatmap);
+  g_test_add_func ("/tensor-view/draw/histogram", test_draw_histogram);
+  g_test_add_func ("/tensor-view/draw/images", test_draw_images);
+  g_test_add_func ("/tensor-view/side-panel", test_side_panel);
+  return g_test_run ();
+}
