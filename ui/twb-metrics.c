@@ -470,6 +470,7 @@ static void
 bucket_walk (BucketCache *c, const Point *p, const double *v, gsize from, gsize n)
 {
   double span = c->x1 - c->x0;
+  double n_cols = c->n;
   for (gsize i = from; i < n; i++)
     {
       double x = p[i].x;
@@ -480,8 +481,9 @@ bucket_walk (BucketCache *c, const Point *p, const double *v, gsize from, gsize 
       guint col = 0;
       if (span > 0)
         {
-          double f = floor ((x - c->x0) * c->n / span);
-          col = f >= c->n ? c->n - 1 : (guint) f;
+          /* x >= x0: truncation is the floor of the header's definition. */
+          double f = (x - c->x0) * n_cols / span;
+          col = f >= n_cols ? c->n - 1 : (guint) f;
         }
       bucket_add (&c->b[col], v ? v[i] : p[i].y);
     }

@@ -275,6 +275,33 @@ test_png (Fixture *f, gconstpointer data)
       g_assert_false (near_is (&png, px, py + 40, 2, BLUE));
       g_assert_false (near_is (&png, px, py - 40, 2, BLUE));
     }
+  /* A dense curve (points in every column: drawn as bands) y = 100 - x,
+   * with a gap of NaN over 40 < x < 60. */
+  guint dense = twb_metrics_add_series (f->m, "run-1", "dense");
+  for (int i = 0; i <= 20000; i++)
+    {
+      double x = i * 0.005;
+      twb_metrics_append (f->m, dense, x, x > 40 && x < 60 ? NAN : 100 - x);
+    }
+  twb_plot_add_curve (f->plot, dense, NULL, FALSE);
+  g_autofree char *path2 = out_path ("plot-dense.png");
+  g_assert_true (twb_plot_export (f->plot, path2, W, H, &error));
+  g_assert_true (twb_plot_get_view (f->plot, W, H, &x0, &x1, &y0, &y1));
+  g_assert_cmpfloat (x1, ==, 100);
+  Png png2;
+  png_load (&png2, path2);
+  for (int x = 5; x <= 95; x += 10)
+    {
+      double px = a.origin.x + x / 100.0 * a.size.width;
+      double py = a.origin.y + a.size.height - (100 - x - y0) / (y1 - y0) * a.size.height;
+      gboolean in_gap = x > 42 && x < 58;
+      if (near_is (&png2, px, py, 2, ORANGE) == in_gap)
+        g_error ("dense curve at x = %d (%.1f, %.1f): %s", x, px, py,
+                 in_gap ? "drawn in the gap" : "not drawn");
+      g_assert_false (near_is (&png2, px, py + 30, 2, ORANGE));
+      g_assert_false (near_is (&png2, px, py - 30, 2, ORANGE));
+    }
+  cairo_surface_destroy (png2.s);
   /* The background: white under the default (dark) text. */
   guint32 corner = *(const guint32 *) (const void *) png.data;
   g_assert_cmphex (corner & 0xffffff, ==, 0xffffff);
@@ -527,6 +554,8 @@ test_empty_small_dark (Fixture *f, gconstpointer data)
   Png png;
   png_load (&png, path);
   g_assert_cmpuint (count_colour (&png, BLUE), ==, 0);
+  /* Not in a window: the light theme's colours still (white background). */
+  g_assert_cmphex (*(const guint32 *) (const void *) png.data & 0xffffff, ==, 0xffffff);
   /* "No data yet" in the middle: some pixels not white there. */
   guint ink = 0;
   for (int y = 80; y < 160; y++)
