@@ -940,8 +940,10 @@ twb_plot_draw_frame (TwbPlot *p, cairo_t *cr, Frame *f, gboolean interactive)
   draw_header (p, cr, f, &fg);
   if (!g->has_data)
     {
-      const char *what = g->has_points && p->log_y ? "No positive values for a log axis"
-                                                   : "No data yet";
+      const char *what = !g->has_points ? "No data yet"
+                         : p->zoomed     ? "No points here (double-click to see all)"
+                         : p->log_y      ? "No positive values for a log axis"
+                                         : "No data yet";
       set_source (cr, &fg, 0.45);
       text_at (cr, f->small, what, g->ax + g->aw / 2, g->ay + g->ah / 2, 0.5, 0.5);
       return;

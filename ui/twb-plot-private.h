@@ -41,6 +41,7 @@ struct _TwbPlot
   gboolean y_fixed; /* y range fixed by a rectangle (log10 units on a log axis) */
   double zy0, zy1;
 
+  gboolean wheel_needs_ctrl;
   gboolean hover;
   double hover_x, hover_y;
   gboolean dragging;

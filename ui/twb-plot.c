@@ -23,6 +23,7 @@ enum
   PROP_SMOOTHING,
   PROP_X_LABEL,
   PROP_ZOOMED,
+  PROP_WHEEL_NEEDS_CTRL,
   N_PROPS
 };
 static GParamSpec *props[N_PROPS];
@@ -129,6 +130,10 @@ on_scroll (GtkEventControllerScroll *c, double dx, double dy, TwbPlot *p)
 {
   if (dy == 0)
     return FALSE;
+  if (p->wheel_needs_ctrl
+      && !(gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (c))
+           & GDK_CONTROL_MASK))
+    return FALSE; /* the wheel scrolls what holds the plot */
   Geom g;
   widget_geom (p, &g);
   if (!g.has_points)
@@ -233,6 +238,9 @@ twb_plot_get_property (GObject *object, guint id, GValue *value, GParamSpec *psp
     case PROP_ZOOMED:
       g_value_set_boolean (value, p->zoomed);
       break;
+    case PROP_WHEEL_NEEDS_CTRL:
+      g_value_set_boolean (value, p->wheel_needs_ctrl);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
     }
@@ -264,6 +272,9 @@ twb_plot_set_property (GObject *object, guint id, const GValue *value, GParamSpe
       g_free (p->x_label);
       p->x_label = g_value_dup_string (value);
       gtk_widget_queue_draw (GTK_WIDGET (p));
+      break;
+    case PROP_WHEEL_NEEDS_CTRL:
+      p->wheel_needs_ctrl = g_value_get_boolean (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, id, pspec);
@@ -297,6 +308,9 @@ twb_plot_class_init (TwbPlotClass *klass)
                                              G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
   props[PROP_ZOOMED] = g_param_spec_boolean ("zoomed", NULL, NULL, FALSE,
                                              G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  props[PROP_WHEEL_NEEDS_CTRL] = g_param_spec_boolean ("wheel-needs-ctrl", NULL, NULL, FALSE,
+                                                       G_PARAM_READWRITE
+                                                         | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (oc, N_PROPS, props);
   gtk_widget_class_set_accessible_role (wc, GTK_ACCESSIBLE_ROLE_IMG);
   gtk_widget_class_set_css_name (wc, "twb-plot");

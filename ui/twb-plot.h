@@ -16,7 +16,10 @@
  * Properties: "title", "log-y", "smoothing", "x-label" (default "step"),
  * "metrics" (construct-only; NULL makes an empty model), "zoomed"
  * (read-only: TRUE while the x range is fixed by a zoom or set_x_range;
- * FALSE: all points shown, following new ones).
+ * FALSE: all points shown, following new ones), "wheel-needs-ctrl"
+ * (default FALSE: the plain wheel zooms; TRUE: only Ctrl+wheel does, and
+ * the plain wheel scrolls whatever holds the plot, e.g. a scrolled
+ * dashboard).
  *
  * The view: not zoomed, x runs from the data's first x to its last, both
  * rounded out to a whole tick-sized step (so a growing curve keeps its

@@ -475,6 +475,13 @@ test_zoom (Fixture *f, gconstpointer data)
   g_signal_emit_by_name (scroll, "scroll", 0.0, 1.0, &handled);
   g_signal_emit_by_name (scroll, "scroll", 0.0, 1.0, &handled);
   g_assert_false (zoomed (f->plot));
+  /* With wheel-needs-ctrl the plain wheel passes (no Ctrl held here). */
+  g_object_set (f->plot, "wheel-needs-ctrl", TRUE, NULL);
+  handled = TRUE;
+  g_signal_emit_by_name (scroll, "scroll", 0.0, -1.0, &handled);
+  g_assert_false (handled);
+  g_assert_false (zoomed (f->plot));
+  g_object_set (f->plot, "wheel-needs-ctrl", FALSE, NULL);
 
   /* A rectangle fixes y too. */
   double top = 60, bottom = 160;
