@@ -25,6 +25,8 @@
  * answers NULL names and length 0 (twb_metrics_has_series tells).
  * Ownership: strings returned are borrowed from the model and live as long
  * as the series.
+ * Threads: one thread (the main loop's); the training worker's numbers
+ * come through the session's queue and are appended there.
  */
 #pragma once
 
