@@ -8,7 +8,6 @@
 #define G_LOG_DOMAIN "twb-compile-view"
 
 #include "ui/twb-compile-view.h"
-#include "engine/compile/compiled.h"
 #include "engine/fileutil.h"
 
 #include <cairo-svg.h>
@@ -515,15 +514,16 @@ twb_compile_view_set_model (TwbCompileView *v, const tw_model *model, GError **e
       show_state (v);
       return TRUE;
     }
-  /* A copy with fresh parameters: nothing of a running session is touched.
-   * The program is the one compiled training runs (forward, backward and
-   * each update). */
+  /* As `twb compile` does: the program is built from a copy of the graph
+   * (tw_program_build copies it) and needs no parameter values, so nothing
+   * of a running session is touched and no weights are allocated.  It is
+   * the program compiled training runs (forward, backward and each update;
+   * tw_compiled's default passes, no guard bytes). */
   g_autoptr (GError) local = NULL;
-  g_autoptr (tw_graph) g = tw_graph_copy (model->graph);
-  g_autoptr (tw_params) params = tw_params_new ();
-  g_autoptr (tw_compiled) c = tw_compiled_new (g, params, model->recipe.seed, &local);
-  tw_program *p =
-    c ? tw_compiled_program (c, TW_PROGRAM_STEP, model->recipe.batch_size, &local) : NULL;
+  g_autoptr (tw_program) p =
+    tw_program_build (model->graph, model->recipe.batch_size, TW_PROGRAM_STEP, &local);
+  if (p && !tw_program_optimize (p, TW_PASS_ALL, &local))
+    g_clear_pointer (&p, tw_program_free);
   if (p == NULL)
     {
       v->error = g_strdup (local->message);

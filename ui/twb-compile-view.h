@@ -10,8 +10,9 @@
  *   twb_compile_view_set_model (v, model, &error);   // compiles a copy
  *   GHashTable *groups = twb_compile_view_node_groups (v);  // id → group
  *
- * Compiles a copy of the graph with fresh parameters at the recipe's batch
- * size (nothing of a running session is touched); errors show in the view.
+ * Compiles a copy of the graph at the recipe's batch size as `twb compile`
+ * does (no parameter values needed, nothing of a running session touched);
+ * errors show in the view.
  * The program is the training step compiled training runs (TW_PROGRAM_STEP:
  * forward, backward and each parameter's update).  Fused groups are the
  * forward fused kernels covering two or more nodes (backward fusions are

@@ -146,13 +146,21 @@ pass_summary (const tw_program *p, const tw_pass_record *r)
   return g_steal_pointer (&text);
 }
 
-/* A name for a buffer: its slot's (a node output) or, for the temporaries of
- * backward, what produces it and for which nodes. */
+/* A name for a buffer: its slot's (a node output); a parameter's final
+ * gradient ("fc2.bias gradient"); else, for the temporaries
+ * of backward, what produces it and for which nodes, with the output's
+ * number when the producer has several. */
 static char *
 buffer_name (const tw_program *p, const tw_slot *sl)
 {
   if (sl->name)
     return g_strdup (sl->name);
+  GHashTableIter it;
+  gpointer name, slot1;
+  g_hash_table_iter_init (&it, p->grad_slot);
+  while (g_hash_table_iter_next (&it, &name, &slot1))
+    if (tw_program_alias_root (p, GPOINTER_TO_INT (slot1) - 1) == sl->id)
+      return g_strdup_printf ("%s gradient", (const char *) name);
   if (sl->producer < 0 || sl->producer >= (int) p->instrs->len)
     return g_strdup_printf ("%%%d", sl->id);
   const tw_instr *ins = g_ptr_array_index (p->instrs, sl->producer);
@@ -162,6 +170,9 @@ buffer_name (const tw_program *p, const tw_slot *sl)
       g_string_append (s, " · ");
       append_sources (s, ins);
     }
+  for (int k = 0; k < ins->n_out && ins->n_out > 1; k++)
+    if (ins->out[k] == sl->id)
+      g_string_append_printf (s, " (output %d of %d)", k + 1, ins->n_out);
   return g_string_free (s, FALSE);
 }
 

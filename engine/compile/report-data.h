@@ -50,8 +50,8 @@ typedef struct
 typedef struct
 {
   int slot;        /* the root slot's id */
-  char *name;      /* "fc1" (an activation), "relu_grad · fc1" (a temporary: its
-                        * producer's label and nodes) */
+  char *name;      /* "fc1" (an activation), "fc2.bias gradient" (read by an update),
+                    * "relu_grad · fc1" (a temporary: its producer's label and nodes) */
   gsize bytes;     /* its slot's size (the planner rounds up to 64 bytes) */
   gint64 offset;   /* in the arena */
   int first, last; /* instructions using it, inclusive */

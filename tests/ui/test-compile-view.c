@@ -191,6 +191,8 @@ check_memory (TwbCompileView *v, JsonObject *ref, gsize ref_eager)
   gsize total = 0;
   for (guint i = 0; i < n; i++)
     {
+      g_test_message ("buffer %s: %zu bytes at %" G_GINT64_FORMAT ", instructions %d-%d", b[i].name,
+                      b[i].bytes, b[i].offset, b[i].first, b[i].last);
       g_assert_cmpint (b[i].first, >=, 0);
       g_assert_cmpint (b[i].first, <=, b[i].last);
       g_assert_cmpint (b[i].last, <=, n_instrs);
