@@ -95,9 +95,10 @@ tw_tensor_stats_bin (const tw_tensor_stats *s, double x)
     return -1;
   if (s->n_bins == 1)
     return 0;
-  /* Halves: max - min of finite values may exceed DBL_MAX. */
+  /* Halves: max - min of finite values may exceed DBL_MAX.  One rounding
+   * of (x - lo) · n, one of the division: exact for integer data. */
   double range = s->hist_hi * 0.5 - s->hist_lo * 0.5;
-  double f = (x * 0.5 - s->hist_lo * 0.5) / range * s->n_bins;
+  double f = (x * 0.5 - s->hist_lo * 0.5) * s->n_bins / range;
   if (!(f >= 0))
     return 0;
   return f >= s->n_bins ? s->n_bins - 1 : (int) f;
@@ -119,6 +120,7 @@ tw_tensor_stats_compute (const tw_tensor *t, int n_bins, tw_tensor_stats *out)
   double buf[CHUNK];
   int64_t n = out->count;
   double lo = INFINITY, hi = -INFINITY;
+  ksum raw = { 0, 0 };
 
   for (int64_t i0 = 0; i0 < n; i0 += CHUNK)
     {
@@ -137,6 +139,7 @@ tw_tensor_stats_compute (const tw_tensor *t, int n_bins, tw_tensor_stats *out)
               out->zeros += x == 0;
               lo = MIN (lo, x);
               hi = MAX (hi, x);
+              ksum_add (&raw, x);
             }
         }
     }
@@ -147,24 +150,31 @@ tw_tensor_stats_compute (const tw_tensor *t, int n_bins, tw_tensor_stats *out)
   out->abs_max = MAX (fabs (lo), fabs (hi));
 
   /* Sums over x · 2^-e with abs_max · 2^-e in [0.5, 1): exact scaling, and
-   * the squares cannot overflow.  e >= -1020 keeps 2^-e finite. */
+   * the squares cannot overflow.  e >= -1020 keeps 2^-e finite.  The sum
+   * of the unscaled values (pass one) is the same sum times 2^e unless it
+   * overflowed; only then is it taken again, scaled. */
   int e = 0;
   if (out->abs_max > 0)
     frexp (out->abs_max, &e);
   e = MAX (e, -1020);
   double scale = ldexp (1.0, -e);
 
-  ksum sum = { 0, 0 };
-  for (int64_t i0 = 0; i0 < n; i0 += CHUNK)
+  double total = ksum_value (&raw) * scale;
+  if (!isfinite (ksum_value (&raw)))
     {
-      int64_t m = MIN (CHUNK, n - i0);
-      load_chunk (p, c->dtype, i0, m, buf);
-      for (int64_t k = 0; k < m; k++)
-        if (isfinite (buf[k]))
-          ksum_add (&sum, buf[k] * scale);
+      ksum sum = { 0, 0 };
+      for (int64_t i0 = 0; i0 < n; i0 += CHUNK)
+        {
+          int64_t m = MIN (CHUNK, n - i0);
+          load_chunk (p, c->dtype, i0, m, buf);
+          for (int64_t k = 0; k < m; k++)
+            if (isfinite (buf[k]))
+              ksum_add (&sum, buf[k] * scale);
+        }
+      total = ksum_value (&sum);
     }
   double nf = (double) out->finite;
-  double mean_s = ksum_value (&sum) / nf;
+  double mean_s = total / nf;
 
   if (n_bins > 0)
     {

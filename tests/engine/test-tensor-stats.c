@@ -257,6 +257,15 @@ test_huge (void)
   g_assert_cmpint (st.hist[1], ==, 2);
   g_assert_true (isfinite (st.std));
   tw_tensor_stats_clear (&st);
+
+  /* A sum beyond DBL_MAX: mean (3 · 1e308 + 1.7e308) / 4 = 1.175e308,
+   * deviations -0.175e308 (three) and 0.525e308, variance 0.091875e616. */
+  g_autoptr (tw_tensor) o = tw_tensor_from_data (TW_F64, 1, (int64_t[]) { 4 },
+                                                 (double[]) { 1e308, 1e308, 1e308, 1.7e308 });
+  tw_tensor_stats_compute (o, 2, &st);
+  assert_rel (st.mean, 1.175e308, 1e-15);
+  assert_rel (st.std, sqrt (0.091875) * 1e308, 1e-15);
+  tw_tensor_stats_clear (&st);
 }
 
 /* Views: a transpose and a stepped slice give the stats of their
