@@ -1346,6 +1346,17 @@ twb_tensor_view_set_slice (TwbTensorView *self, int dim, int64_t index)
     }
 }
 
+void
+twb_tensor_view_set_values_offset (TwbTensorView *self, int64_t row0, int64_t col0)
+{
+  g_return_if_fail (TWB_IS_TENSOR_VIEW (self));
+  self->building = TRUE;
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->row_spin), (double) row0);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (self->col_spin), (double) col0);
+  self->building = FALSE;
+  offsets_changed (NULL, self);
+}
+
 const tw_tensor_stats *
 twb_tensor_view_get_stats (TwbTensorView *self)
 {

@@ -55,6 +55,9 @@ const char *twb_tensor_view_stat_text (TwbTensorView *v, const char *stat);
 /* The label that shows a statistic (names as for stat_text; it carries the
  * "error" style class when a NaN / Inf count is above 0).  Owned by the view. */
 GtkWidget *twb_tensor_view_get_stat_label (TwbTensorView *v, const char *stat);
+/* The first row and column of the values page's 64 × 64 window (clamped to
+ * the slice; the row / column spin buttons show them). */
+void twb_tensor_view_set_values_offset (TwbTensorView *v, int64_t row0, int64_t col0);
 /* The statistics of t - previous; NULL without a previous tensor of t's shape. */
 const tw_tensor_stats *twb_tensor_view_get_diff_stats (TwbTensorView *v);
 /* A page's note or explanation ("values": "first 64 of 300 columns";

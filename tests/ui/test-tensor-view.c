@@ -162,6 +162,13 @@ test_window (void)
   g_autofree char *c = twb_tensor_view_cell_text (v, 99, 299);
   g_autofree char *want = fmt ((float) 29999 / 7);
   g_assert_cmpstr (c, ==, want);
+  /* Offsets move the window (the spin buttons clamp them to the slice). */
+  twb_tensor_view_set_values_offset (v, 90, 64);
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "values"), ==,
+                   "rows 90–99 of 100 · columns 64–127 of 300");
+  twb_tensor_view_set_values_offset (v, 0, 1000);
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "values"), ==,
+                   "first 64 of 100 rows · columns 299–299 of 300");
   g_object_unref (v);
 }
 
