@@ -470,7 +470,11 @@ update_summary (TwbCompileView *v)
   gtk_widget_remove_css_class (v->summary, "error");
   if (v->error)
     {
-      g_autofree char *text = g_strdup_printf ("Does not compile: %s", v->error);
+      /* The executor's preamble says what the heading already does. */
+      const char *msg = v->error;
+      if (g_str_has_prefix (msg, "the graph has errors:\n"))
+        msg += strlen ("the graph has errors:\n");
+      g_autofree char *text = g_strdup_printf ("Does not compile — %s", msg);
       gtk_label_set_text (l, text);
       gtk_widget_add_css_class (v->summary, "error");
     }
