@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-application"
 
 #include "app/twb-application.h"
+#include "ui/twb-run.h"
 
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -20,7 +21,18 @@ struct _TwbApplication
   int shot_status;
   TwbWindow *shot_window;
   int shot_ticks;
+  char **shot_do;            /* --do: detailed action names, in order */
+  int shot_do_next;
+  int shot_settle_frame;     /* the frame count when the last action finished */
+  gint64 shot_settle_time;
+  guint shot_timer;
+  gboolean shot_done;
+  gint64 shot_deadline;      /* monotonic µs: an action that takes longer fails */
+  char *shot_theme;
 };
+
+/* How long one --do action may take (a training run to its end). */
+#define SHOT_ACTION_TIMEOUT_US (600 * G_USEC_PER_SEC)
 
 G_DEFINE_FINAL_TYPE (TwbApplication, twb_application, GTK_TYPE_APPLICATION)
 
@@ -186,10 +198,126 @@ offer_recovery (TwbApplication *self, GtkWindow *parent)
 
 /* ---- Screenshot mode ------------------------------------------------------------ */
 
+/* Whether the last --do action is still at work: a run training. */
+static gboolean
+shot_busy (TwbApplication *self)
+{
+  TwbRun *run = twb_window_get_run (self->shot_window);
+  return run && twb_run_get_state (run) == TW_SESSION_RUNNING;
+}
+
+/* Run the next --do action once the previous one has finished; FALSE while
+ * actions remain or one is at work. */
+static gboolean
+shot_do_step (TwbApplication *self)
+{
+  if (self->shot_do == NULL)
+    return TRUE;
+  if (shot_busy (self))
+    {
+      if (g_get_monotonic_time () > self->shot_deadline)
+        {
+          g_printerr ("twb: --do: %s did not finish within %d s\n",
+                      self->shot_do[self->shot_do_next - 1],
+                      (int) (SHOT_ACTION_TIMEOUT_US / G_USEC_PER_SEC));
+          self->shot_status = 2;
+          return TRUE;
+        }
+      self->shot_settle_frame = -1;
+      return FALSE;
+    }
+  /* A few frames between actions (or 0.3 s if frames do not come):
+   * snapshots drained, views laid out and redrawn. */
+  gint64 now = g_get_monotonic_time ();
+  if (self->shot_settle_frame < 0)
+    {
+      self->shot_settle_frame = self->shot_ticks;
+      self->shot_settle_time = now;
+    }
+  if (self->shot_ticks - self->shot_settle_frame < 3 && now - self->shot_settle_time < 300000)
+    return FALSE;
+  const char *item = self->shot_do[self->shot_do_next];
+  if (item == NULL)
+    return TRUE;
+  self->shot_do_next++;
+  self->shot_settle_frame = -1;
+  g_autofree char *name = NULL;
+  g_autoptr (GVariant) target = NULL;
+  g_autoptr (GError) error = NULL;
+  if (!g_action_parse_detailed_name (item, &name, &target, &error))
+    {
+      g_printerr ("twb: --do: %s: %s\n", item, error->message);
+      self->shot_status = 2;
+      self->shot_do_next = g_strv_length (self->shot_do);
+      return TRUE;
+    }
+  if (!gtk_widget_activate_action_variant (GTK_WIDGET (self->shot_window), name, target))
+    {
+      /* app.* actions live on the application. */
+      const char *dot = strchr (name, '.');
+      GAction *a = dot && g_str_has_prefix (name, "app.")
+                     ? g_action_map_lookup_action (G_ACTION_MAP (self), dot + 1) : NULL;
+      if (a == NULL || !g_action_get_enabled (a))
+        {
+          g_printerr ("twb: --do: %s: no such action here, or it is disabled now (actions: "
+                      "win.*, graph.*, debugger.*, app.*)\n", item);
+          self->shot_status = 2;
+          self->shot_do_next = g_strv_length (self->shot_do);
+          return TRUE;
+        }
+      g_action_activate (a, target);
+    }
+  self->shot_deadline = g_get_monotonic_time () + SHOT_ACTION_TIMEOUT_US;
+  return FALSE;
+}
+
+static void
+shot_finish (TwbApplication *self)
+{
+  self->shot_done = TRUE;
+  if (self->shot_status == 2)
+    {
+      twb_window_stop_run_now (self->shot_window);
+      twb_window_close_now (self->shot_window);
+      return;
+    }
+  g_autoptr (GError) error = NULL;
+  if (!twb_window_save_screenshot_sized (self->shot_window, self->shot_path, self->shot_w,
+                                         self->shot_h, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      self->shot_status = 1;
+    }
+  else
+    {
+      self->shot_status = 0;
+      g_print ("%s: %dx%d\n", self->shot_path, self->shot_w, self->shot_h);
+    }
+  twb_window_stop_run_now (self->shot_window);
+  twb_window_close_now (self->shot_window);
+}
+
+/* The --do actions run from a timer, not from frames: the frame clock may
+ * idle while nothing changes on screen, a timer does not.  Each pass asks
+ * for a frame, so what the actions changed is laid out and drawn. */
+static gboolean
+shot_timer (gpointer data)
+{
+  TwbApplication *self = data;
+  gtk_widget_queue_draw (GTK_WIDGET (self->shot_window));
+  if (!shot_do_step (self))
+    return G_SOURCE_CONTINUE;
+  self->shot_timer = 0;
+  shot_finish (self);
+  return G_SOURCE_REMOVE;
+}
+
 static gboolean
 shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
 {
   TwbApplication *self = data;
+  if (self->shot_done)
+    return G_SOURCE_REMOVE;
   /* A few frames: the first lays out and zooms to fit, the next draw it.
    * Window decorations may take part of the default size: grow it by the
    * difference once so the picture has the size asked for. */
@@ -205,20 +333,15 @@ shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
     twb_graph_canvas_zoom_to_fit (twb_window_get_canvas (self->shot_window));
   if (self->shot_ticks < 8)
     return G_SOURCE_CONTINUE;
-  g_autoptr (GError) error = NULL;
-  if (!twb_window_save_screenshot_sized (self->shot_window, self->shot_path, self->shot_w,
-                                         self->shot_h, &error))
+  if (self->shot_do == NULL)
     {
-      g_printerr ("twb: %s\n", error->message);
-      self->shot_status = 1;
+      shot_finish (self);
+      return G_SOURCE_REMOVE;
     }
-  else
-    {
-      self->shot_status = 0;
-      g_print ("%s: %dx%d\n", self->shot_path, self->shot_w, self->shot_h);
-    }
-  twb_window_close_now (self->shot_window);
-  return G_SOURCE_REMOVE;
+  /* Frames go on being counted: settle waits for a few after each action. */
+  if (self->shot_timer == 0 && self->shot_ticks == 8)
+    self->shot_timer = g_timeout_add (20, shot_timer, self);
+  return G_SOURCE_CONTINUE;
 }
 
 static void
@@ -236,6 +359,9 @@ activate_screenshot (TwbApplication *self)
           return;
         }
     }
+  if (self->shot_theme)
+    g_object_set (gtk_settings_get_default (), "gtk-application-prefer-dark-theme",
+                  strcmp (self->shot_theme, "dark") == 0, NULL);
   self->shot_window = twb_window_new (GTK_APPLICATION (self), doc);
   gtk_window_set_default_size (GTK_WINDOW (self->shot_window), self->shot_w, self->shot_h);
   if (self->shot_panel)
@@ -314,6 +440,9 @@ twb_application_dispose (GObject *object)
   g_clear_pointer (&self->shot_path, g_free);
   g_clear_pointer (&self->shot_model, g_free);
   g_clear_pointer (&self->shot_panel, g_free);
+  g_clear_handle_id (&self->shot_timer, g_source_remove);
+  g_clear_pointer (&self->shot_do, g_strfreev);
+  g_clear_pointer (&self->shot_theme, g_free);
   g_clear_pointer (&self->shot_select, g_free);
   G_OBJECT_CLASS (twb_application_parent_class)->dispose (object);
 }
@@ -348,6 +477,7 @@ int
 twb_gui_main (int argc, char **argv)
 {
   g_autofree char *shot = NULL, *model = NULL, *size = NULL, *panel = NULL, *select = NULL;
+  g_autofree char *do_actions = NULL, *theme = NULL;
   g_auto (GStrv) rest = NULL;
   GOptionEntry entries[] = {
     { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, &shot,
@@ -358,6 +488,10 @@ twb_gui_main (int argc, char **argv)
       "Bottom panel tab to show: training, debugger or profiler", "NAME" },
     { "select", 0, 0, G_OPTION_ARG_STRING, &select,
       "Select this node (its attributes show in the inspector)", "NODE" },
+    { "do", 0, 0, G_OPTION_ARG_STRING, &do_actions,
+      "With --screenshot: run these actions first, in order, each to its end "
+      "(\"win.train-steps(300);debugger.toggle-breakpoint('fc2');debugger.run\")", "ACTIONS" },
+    { "theme", 0, 0, G_OPTION_ARG_STRING, &theme, "With --screenshot: light or dark", "THEME" },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MODEL.json…]" },
     { NULL }
   };
@@ -377,9 +511,20 @@ twb_gui_main (int argc, char **argv)
       g_printerr ("twb: --size %s: expected WxH, for example 1280x800 (200x150 to 8192x8192)\n", size);
       return 2;
     }
-  if (panel && strcmp (panel, "training") && strcmp (panel, "debugger") && strcmp (panel, "profiler"))
+  if (panel && strcmp (panel, "training") && strcmp (panel, "debugger") && strcmp (panel, "compiled")
+      && strcmp (panel, "profiler"))
     {
-      g_printerr ("twb: --panel %s: expected training, debugger or profiler\n", panel);
+      g_printerr ("twb: --panel %s: expected training, debugger, compiled or profiler\n", panel);
+      return 2;
+    }
+  if (theme && strcmp (theme, "light") && strcmp (theme, "dark"))
+    {
+      g_printerr ("twb: --theme %s: expected light or dark\n", theme);
+      return 2;
+    }
+  if ((do_actions || theme) && !shot)
+    {
+      g_printerr ("twb: --do and --theme go with --screenshot\n");
       return 2;
     }
   if (!gtk_init_check ())
@@ -396,9 +541,37 @@ twb_gui_main (int argc, char **argv)
       app->shot_model = model ? g_steal_pointer (&model) : (rest && rest[0] ? g_strdup (rest[0]) : NULL);
       app->shot_panel = g_steal_pointer (&panel);
       app->shot_select = g_steal_pointer (&select);
+      app->shot_theme = g_steal_pointer (&theme);
+      if (do_actions)
+        {
+          /* ';' separates actions; inside a quoted target it is text. */
+          GPtrArray *items = g_ptr_array_new ();
+          GString *cur = g_string_new (NULL);
+          char quote = 0;
+          for (const char *c = do_actions;; c++)
+            {
+              if (*c == '\0' || (*c == ';' && !quote))
+                {
+                  g_strstrip (cur->str);
+                  if (cur->str[0])
+                    g_ptr_array_add (items, g_strdup (cur->str));
+                  g_string_truncate (cur, 0);
+                  if (*c == '\0')
+                    break;
+                  continue;
+                }
+              if ((*c == '\'' || *c == '"') && (!quote || quote == *c))
+                quote = quote ? 0 : *c;
+              g_string_append_c (cur, *c);
+            }
+          g_string_free (cur, TRUE);
+          g_ptr_array_add (items, NULL);
+          app->shot_do = (char **) g_ptr_array_free (items, FALSE);
+        }
       app->shot_w = w;
       app->shot_h = h;
       app->shot_status = 1;
+      app->shot_settle_frame = -1;
       char *args[] = { argv[0], NULL };
       int st = g_application_run (G_APPLICATION (app), 1, args);
       return st ? st : app->shot_status;

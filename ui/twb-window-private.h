@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ui/twb-window.h"
+#include "ui/twb-run.h"
 
 G_BEGIN_DECLS
 
@@ -28,6 +29,10 @@ struct _TwbWindow
   GtkWidget *status_zoom;
   GMenu *template_menu;
   GMenu *recent_menu;
+  GtkWidget *run_box;
+  GtkWidget *training_page, *debugger_page, *compiled_page;
+  GtkWidget *vpaned;
+  GtkWidget *status_run;
 
   TwbDocument *doc;
   gulong changed_id, selection_id, notify_id;
@@ -40,9 +45,31 @@ struct _TwbWindow
   gulong recent_changed_id;
   gboolean close_confirmed;
   int paste_count;
+
+  /* Training and debugging (twb-window-run.c). */
+  GSimpleActionGroup *debugger_actions;
+  TwbMetrics *metrics;
+  TwbRun *run;                  /* the current or last run, NULL before the first */
+  GPtrArray *breakpoints;       /* char* specs, as tw_session_add_breakpoint reads them */
+  GHashTable *frozen;           /* node ids whose parameters are frozen */
+  char *init_weights;           /* Load Weights: runs start from this state_dict */
+  gboolean graph_pending;       /* the document changed since the run's graph */
+  gboolean compile_stale;       /* the compile view shows an older graph */
+  gboolean close_after_stop;
+  char *last_graph_notice;
+  double applied_lr, applied_momentum, applied_wd;
+  GtkWidget *run_button;
+  GtkWidget *dashboard, *debugger_panel, *compile_view;
 };
 
 /* twb-window-actions.c */
 void twb_window_save_as (TwbWindow *self, gboolean then_close);
+
+/* twb-window-run.c */
+void twb_window_run_init (TwbWindow *self);
+void twb_window_run_dispose (TwbWindow *self);
+void twb_window_run_doc_changed (TwbWindow *self, guint flags);
+/* TRUE when it asked the user (training is running): the close waits. */
+gboolean twb_window_run_close_request (TwbWindow *self);
 
 G_END_DECLS

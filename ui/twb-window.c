@@ -204,6 +204,7 @@ doc_changed (TwbDocument *doc, guint flags, TwbWindow *self)
     }
   update_title (self);
   twb_window_update_actions (self);
+  twb_window_run_doc_changed (self, flags);
 }
 
 static void
@@ -493,6 +494,8 @@ static gboolean
 close_request (GtkWindow *window)
 {
   TwbWindow *self = TWB_WINDOW (window);
+  if (twb_window_run_close_request (self))
+    return TRUE;
   if (!self->close_confirmed && self->doc && twb_document_get_dirty (self->doc))
     {
       g_autofree char *title = twb_document_get_title (self->doc);
@@ -629,6 +632,7 @@ twb_window_dispose (GObject *object)
   g_clear_handle_id (&self->toast_timeout, g_source_remove);
   g_clear_handle_id (&self->autosave_timeout, g_source_remove);
   g_clear_signal_handler (&self->recent_changed_id, gtk_recent_manager_get_default ());
+  twb_window_run_dispose (self);
   if (self->doc)
     {
       g_clear_signal_handler (&self->changed_id, self->doc);
@@ -681,6 +685,12 @@ twb_window_class_init (TwbWindowClass *klass)
   gtk_widget_class_bind_template_child (wc, TwbWindow, status_zoom);
   gtk_widget_class_bind_template_child (wc, TwbWindow, template_menu);
   gtk_widget_class_bind_template_child (wc, TwbWindow, recent_menu);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, run_box);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, training_page);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, debugger_page);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, compiled_page);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, vpaned);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, status_run);
 }
 
 static void
@@ -705,6 +715,7 @@ twb_window_init (TwbWindow *self)
   self->recent_changed_id = g_signal_connect (gtk_recent_manager_get_default (), "changed",
                                               G_CALLBACK (recent_changed), self);
   twb_window_install_actions (self);
+  twb_window_run_init (self);
 
   const char *env = g_getenv ("TWB_AUTOSAVE_SECONDS");
   int period = env ? atoi (env) : AUTOSAVE_SECONDS;

@@ -63,6 +63,18 @@ gboolean twb_window_save_screenshot (TwbWindow *self, const char *path, GError *
 gboolean twb_window_save_screenshot_sized (TwbWindow *self, const char *path, int width,
                                            int height, GError **error);
 
+/* Training (twb-window-run.c; the "debugger" action group and
+ * win.train-steps, win.save-weights …).  The run is borrowed, NULL before
+ * the first. */
+typedef struct _TwbRun TwbRun;
+TwbRun *twb_window_get_run (TwbWindow *self);
+gboolean twb_window_run_is_active (TwbWindow *self);
+gboolean twb_window_add_breakpoint (TwbWindow *self, const char *spec, GError **error);
+gboolean twb_window_save_weights_to (TwbWindow *self, const char *path, GError **error);
+gboolean twb_window_load_weights_from (TwbWindow *self, const char *path, GError **error);
+/* Drop the run at once (its worker stopped and joined), without asking. */
+void twb_window_stop_run_now (TwbWindow *self);
+
 /* Close without the unsaved-changes prompt (after it was answered). */
 void twb_window_close_now (TwbWindow *self);
 

@@ -1,0 +1,599 @@
+/* twb-dashboard.c — the Training tab. */
+#define G_LOG_DOMAIN "twb-dashboard"
+
+#include "ui/twb-dashboard.h"
+#include "ui/twb-confusion.h"
+#include "ui/twb-run-store.h"
+#include "engine/fileutil.h"
+
+#include <cairo-svg.h>
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+/* One chart per concept; the series each shows (per run), dashed ones per epoch. */
+typedef struct
+{
+  const char *name, *title;
+  const char *series[4];
+  gboolean dashed[4];
+  const char *prefix;        /* every series whose name starts so (grad norms) */
+  gboolean log_default;
+} ChartSpec;
+
+static const ChartSpec charts[] = {
+  { "loss", "Loss", { "loss", "train_loss", "val_loss", "test_loss" }, { FALSE, TRUE, TRUE, TRUE },
+    NULL, FALSE },
+  { "accuracy", "Accuracy", { "accuracy", "val_accuracy", "test_accuracy" }, { FALSE, TRUE, TRUE },
+    NULL, FALSE },
+  { "lr", "Learning rate", { "lr" }, { FALSE }, NULL, FALSE },
+  { "throughput", "Samples/s", { "samples_per_s" }, { FALSE }, NULL, FALSE },
+  { "grad-norm", "Gradient norm per layer", { NULL }, { FALSE }, "grad_norm:", TRUE },
+};
+#define N_CHARTS G_N_ELEMENTS (charts)
+
+/* Exported pictures: each chart at this size, two to a row. */
+#define EXPORT_W 560
+#define EXPORT_H 300
+
+struct _TwbDashboard
+{
+  GtkWidget parent_instance;
+
+  TwbMetrics *metrics;
+  TwbRun *run;
+  char *runs_dir;
+  GtkWidget *box;
+  GtkWidget *progress_bar, *progress_label;
+  GtkWidget *runs_list;
+  GtkWidget *smoothing, *log_check;
+  GtkWidget *grid;
+  GtkWidget *plots[N_CHARTS];
+  GtkWidget *classes_box, *classes_title, *confusion;
+  GHashTable *curves;        /* series id + 1 → TRUE: already on a chart */
+  GHashTable *shown;         /* run ids overlaid (the current run's always is) */
+  char *progress_text;
+  guint n_runs_listed;
+};
+
+G_DEFINE_FINAL_TYPE (TwbDashboard, twb_dashboard, GTK_TYPE_WIDGET)
+
+static int
+chart_for_series (const char *name, gboolean *dashed)
+{
+  for (guint c = 0; c < N_CHARTS; c++)
+    {
+      if (charts[c].prefix && g_str_has_prefix (name, charts[c].prefix))
+        {
+          *dashed = FALSE;
+          return (int) c;
+        }
+      for (int k = 0; k < 4 && charts[c].series[k]; k++)
+        if (strcmp (charts[c].series[k], name) == 0)
+          {
+            *dashed = charts[c].dashed[k];
+            return (int) c;
+          }
+    }
+  return -1;
+}
+
+/* Put every series of the shown runs on its chart (once). */
+static void
+add_new_curves (TwbDashboard *d)
+{
+  guint n = twb_metrics_n_series (d->metrics);
+  for (guint s = 0; s < n; s++)
+    {
+      if (g_hash_table_contains (d->curves, GUINT_TO_POINTER (s + 1)))
+        continue;
+      const char *run = twb_metrics_series_run (d->metrics, s);
+      gboolean current = d->run && g_strcmp0 (run, twb_run_get_id (d->run)) == 0;
+      if (!current && !g_hash_table_contains (d->shown, run))
+        continue;
+      gboolean dashed = FALSE;
+      int c = chart_for_series (twb_metrics_series_name (d->metrics, s), &dashed);
+      if (c < 0)
+        continue;
+      twb_plot_add_curve (TWB_PLOT (d->plots[c]), s, NULL, dashed);
+      g_hash_table_add (d->curves, GUINT_TO_POINTER (s + 1));
+    }
+}
+
+static void
+remove_run_curves (TwbDashboard *d, const char *run)
+{
+  guint n = twb_metrics_n_series (d->metrics);
+  for (guint s = 0; s < n; s++)
+    if (g_strcmp0 (twb_metrics_series_run (d->metrics, s), run) == 0
+        && g_hash_table_remove (d->curves, GUINT_TO_POINTER (s + 1)))
+      for (guint c = 0; c < N_CHARTS; c++)
+        twb_plot_remove_curve (TWB_PLOT (d->plots[c]), s);
+}
+
+static char *
+format_eta (double s)
+{
+  if (s < 0 || !isfinite (s))
+    return g_strdup ("—");
+  int64_t t = (int64_t) (s + 0.5);
+  if (t >= 3600)
+    return g_strdup_printf ("%" G_GINT64_FORMAT ":%02d:%02d", t / 3600, (int) (t / 60 % 60),
+                            (int) (t % 60));
+  return g_strdup_printf ("%d:%02d", (int) (t / 60), (int) (t % 60));
+}
+
+static void
+update_progress (TwbDashboard *d)
+{
+  g_clear_pointer (&d->progress_text, g_free);
+  if (d->run == NULL)
+    {
+      gtk_progress_bar_set_fraction (GTK_PROGRESS_BAR (d->progress_bar), 0);
+      gtk_label_set_text (GTK_LABEL (d->progress_label),
+                          "Not trained yet: Run (F5) trains with the model's recipe; "
+                          "F10 / F11 step through it.");
+      return;
+    }
+  TwbRunProgress p;
+  twb_run_get_progress (d->run, &p);
+  double frac = p.total_steps > 0 ? (double) p.step / p.total_steps : 0;
+  gtk_progress_bar_set_fraction (GTK_PROGRESS_BAR (d->progress_bar), CLAMP (frac, 0, 1));
+  tw_session_state st = twb_run_get_state (d->run);
+  g_autofree char *eta = format_eta (p.eta_s);
+  GString *t = g_string_new (NULL);
+  const char *id = twb_run_get_id (d->run);
+  switch (st)
+    {
+    case TW_SESSION_IDLE:
+      g_string_append_printf (t, "%s · ready", id);
+      break;
+    case TW_SESSION_RUNNING:
+    case TW_SESSION_PAUSED:
+      g_string_append_printf (t, "%s · %s · epoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+                                 " · step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+                              id, st == TW_SESSION_PAUSED ? "paused" : "training",
+                              MIN (p.epoch + 1, p.epochs), p.epochs, p.step, p.total_steps);
+      if (st == TW_SESSION_RUNNING && p.samples_per_s > 0)
+        g_string_append_printf (t, " · %.0f samples/s · ETA %s", p.samples_per_s, eta);
+      break;
+    default:
+      {
+        const tw_snapshot *res = twb_run_get_result (d->run);
+        g_string_append_printf (t, "%s · %s after %" G_GINT64_FORMAT " steps", id,
+                                tw_session_state_name (st), p.step);
+        if (res && !isnan (res->test_accuracy))
+          g_string_append_printf (t, " · test accuracy %.2f %%", res->test_accuracy * 100);
+        else if (res && !isnan (res->test_loss))
+          g_string_append_printf (t, " · test loss %.4g", res->test_loss);
+        if (twb_run_get_error (d->run))
+          g_string_append_printf (t, " · %s", twb_run_get_error (d->run));
+        break;
+      }
+    }
+  if (!isnan (p.loss) && (st == TW_SESSION_RUNNING || st == TW_SESSION_PAUSED))
+    g_string_append_printf (t, " · loss %.4g", p.loss);
+  d->progress_text = g_string_free (t, FALSE);
+  gtk_label_set_text (GTK_LABEL (d->progress_label), d->progress_text);
+}
+
+void
+twb_dashboard_update (TwbDashboard *d)
+{
+  add_new_curves (d);
+  update_progress (d);
+  for (guint c = 0; c < N_CHARTS; c++)
+    gtk_widget_queue_draw (d->plots[c]);
+}
+
+void
+twb_dashboard_update_classes (TwbDashboard *d)
+{
+  int64_t epoch = 0;
+  const tw_class_report *r = d->run ? twb_run_get_class_report (d->run, &epoch) : NULL;
+  gtk_widget_set_visible (d->classes_box, r != NULL);
+  if (r == NULL)
+    return;
+  twb_confusion_view_set_report (TWB_CONFUSION_VIEW (d->confusion), r, epoch);
+  g_autofree char *t = g_strdup_printf ("Epoch %" G_GINT64_FORMAT ": %" G_GINT64_FORMAT " of %"
+                                        G_GINT64_FORMAT " test samples right (%.1f %%)",
+                                        epoch + 1, r->correct, r->total,
+                                        r->total ? 100.0 * r->correct / r->total : 0.0);
+  gtk_label_set_text (GTK_LABEL (d->classes_title), t);
+}
+
+void
+twb_dashboard_set_run (TwbDashboard *d, TwbRun *run)
+{
+  if (run)
+    g_object_ref (run);
+  g_clear_object (&d->run);
+  d->run = run;
+  twb_dashboard_update (d);
+  twb_dashboard_update_classes (d);
+}
+
+/* ---- Runs list -------------------------------------------------------------------------- */
+
+static void
+run_toggled (GtkCheckButton *b, TwbDashboard *d)
+{
+  const char *id = g_object_get_data (G_OBJECT (b), "run");
+  g_autoptr (GError) error = NULL;
+  if (!twb_dashboard_show_run (d, id, gtk_check_button_get_active (b), &error))
+    {
+      g_message ("%s", error->message);
+      gtk_check_button_set_active (b, FALSE);
+    }
+}
+
+gboolean
+twb_dashboard_show_run (TwbDashboard *d, const char *run_id, gboolean shown, GError **error)
+{
+  gboolean current = d->run && g_strcmp0 (run_id, twb_run_get_id (d->run)) == 0;
+  if (!shown)
+    {
+      g_hash_table_remove (d->shown, run_id);
+      if (!current)
+        {
+          remove_run_curves (d, run_id);
+          twb_metrics_remove_run (d->metrics, run_id);
+        }
+      twb_dashboard_update (d);
+      return TRUE;
+    }
+  if (g_hash_table_contains (d->shown, run_id) || current)
+    return TRUE;
+  g_autofree char *csv = g_strdup_printf ("%s/%s.csv", d->runs_dir ? d->runs_dir : ".", run_id);
+  if (!twb_metrics_import_csv (d->metrics, csv, run_id, error))
+    return FALSE;
+  g_hash_table_add (d->shown, g_strdup (run_id));
+  twb_dashboard_update (d);
+  return TRUE;
+}
+
+void
+twb_dashboard_reload_runs (TwbDashboard *d)
+{
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child (d->runs_list)))
+    gtk_list_box_remove (GTK_LIST_BOX (d->runs_list), child);
+  g_autoptr (GPtrArray) runs = twb_run_store_list (d->runs_dir);
+  d->n_runs_listed = runs->len;
+  for (guint i = 0; i < runs->len; i++)
+    {
+      const TwbRunRecord *r = g_ptr_array_index (runs, i);
+      gboolean current = d->run && g_strcmp0 (r->id, twb_run_get_id (d->run)) == 0;
+      GString *l = g_string_new (r->id);
+      g_string_append_printf (l, " · %s · %" G_GINT64_FORMAT " steps", r->mode, r->steps);
+      if (!isnan (r->test_accuracy))
+        g_string_append_printf (l, " · %.1f %%", r->test_accuracy * 100);
+      else if (!isnan (r->final_loss))
+        g_string_append_printf (l, " · loss %.3g", r->final_loss);
+      GtkWidget *check = gtk_check_button_new_with_label (l->str);
+      g_string_free (l, TRUE);
+      g_object_set_data_full (G_OBJECT (check), "run", g_strdup (r->id), g_free);
+      gtk_check_button_set_active (GTK_CHECK_BUTTON (check),
+                                   current || g_hash_table_contains (d->shown, r->id));
+      gtk_widget_set_sensitive (check, !current);
+      g_autoptr (GDateTime) when = g_date_time_new_from_unix_local (r->created);
+      g_autofree char *date = when ? g_date_time_format (when, "%Y-%m-%d %H:%M") : g_strdup ("");
+      g_autofree char *tip = g_strdup_printf ("%s, %s%s%s\nTick to overlay its curves", date,
+                                              r->state, r->summary ? "\n" : "",
+                                              r->summary ? r->summary : "");
+      gtk_widget_set_tooltip_text (check, tip);
+      GtkWidget *label = gtk_check_button_get_child (GTK_CHECK_BUTTON (check));
+      if (GTK_IS_LABEL (label))
+        gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+      g_signal_connect (check, "toggled", G_CALLBACK (run_toggled), d);
+      gtk_list_box_append (GTK_LIST_BOX (d->runs_list), check);
+    }
+  if (runs->len == 0)
+    {
+      GtkWidget *l = gtk_label_new ("Runs of this model are kept here");
+      gtk_widget_add_css_class (l, "dim-label");
+      gtk_list_box_append (GTK_LIST_BOX (d->runs_list), l);
+    }
+}
+
+void
+twb_dashboard_set_runs_dir (TwbDashboard *d, const char *dir)
+{
+  if (g_strcmp0 (dir, d->runs_dir) == 0)
+    return;
+  g_free (d->runs_dir);
+  d->runs_dir = g_strdup (dir);
+  twb_dashboard_reload_runs (d);
+}
+
+guint
+twb_dashboard_n_runs_listed (TwbDashboard *d)
+{
+  return d->n_runs_listed;
+}
+
+/* ---- Controls and export ---------------------------------------------------------------- */
+
+static void
+smoothing_changed (GtkRange *r, TwbDashboard *d)
+{
+  for (guint c = 0; c < N_CHARTS; c++)
+    twb_plot_set_smoothing (TWB_PLOT (d->plots[c]), gtk_range_get_value (r));
+}
+
+static void
+log_toggled (GtkCheckButton *b, TwbDashboard *d)
+{
+  gboolean on = gtk_check_button_get_active (b);
+  /* Loss and gradient norms read best on a log axis; accuracy never does. */
+  twb_plot_set_log_y (TWB_PLOT (d->plots[0]), on);
+  twb_plot_set_log_y (TWB_PLOT (d->plots[4]), on || charts[4].log_default);
+}
+
+gboolean
+twb_dashboard_export (TwbDashboard *d, const char *path, GError **error)
+{
+  if (g_str_has_suffix (path, ".csv"))
+    return twb_metrics_export_csv (d->metrics, path, error);
+  gboolean svg = g_str_has_suffix (path, ".svg");
+  if (!svg && !g_str_has_suffix (path, ".png"))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   "%s: export curves as .csv, .png or .svg", path);
+      return FALSE;
+    }
+  int cols = 2, rows = (N_CHARTS + cols - 1) / cols;
+  int w = cols * EXPORT_W, h = rows * EXPORT_H;
+  g_autofree char *tmp = g_strconcat (path, ".part", NULL);
+  cairo_surface_t *surf = svg ? cairo_svg_surface_create (tmp, w, h)
+                              : cairo_image_surface_create (CAIRO_FORMAT_ARGB32, w, h);
+  cairo_t *cr = cairo_create (surf);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  for (guint c = 0; c < N_CHARTS; c++)
+    {
+      cairo_save (cr);
+      cairo_translate (cr, (c % cols) * EXPORT_W, (c / cols) * EXPORT_H);
+      twb_plot_draw (TWB_PLOT (d->plots[c]), cr, EXPORT_W, EXPORT_H);
+      cairo_restore (cr);
+    }
+  cairo_destroy (cr);
+  cairo_status_t st = CAIRO_STATUS_SUCCESS;
+  if (!svg)
+    st = cairo_surface_write_to_png (surf, tmp);
+  cairo_surface_finish (surf);
+  if (st == CAIRO_STATUS_SUCCESS)
+    st = cairo_surface_status (surf);
+  cairo_surface_destroy (surf);
+  if (st != CAIRO_STATUS_SUCCESS)
+    {
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", path,
+                   cairo_status_to_string (st));
+      return FALSE;
+    }
+  if (g_rename (tmp, path) != 0)
+    {
+      int e = errno;
+      g_unlink (tmp);
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+export_response (GtkNativeDialog *dlg, int response, TwbDashboard *d)
+{
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr (GFile) f = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dlg));
+      g_autofree char *path = g_file_get_path (f);
+      g_autoptr (GError) error = NULL;
+      if (path && !twb_dashboard_export (d, path, &error))
+        g_message ("%s", error->message);
+    }
+  g_object_unref (dlg);
+}
+
+static void
+export_clicked (GtkButton *b, TwbDashboard *d)
+{
+  const char *ext = g_object_get_data (G_OBJECT (b), "ext");
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (d));
+  GtkFileChooserNative *dlg = gtk_file_chooser_native_new (
+    "Export Curves", GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+    GTK_FILE_CHOOSER_ACTION_SAVE, "_Export", "_Cancel");
+  g_autofree char *name = g_strdup_printf ("%s-curves.%s", d->run ? twb_run_get_id (d->run) : "runs",
+                                           ext);
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dlg), name);
+  g_signal_connect (dlg, "response", G_CALLBACK (export_response), d);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dlg));
+}
+
+static GtkWidget *
+export_menu (TwbDashboard *d)
+{
+  GtkWidget *pop_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  const char *exts[] = { "csv", "png", "svg" };
+  const char *labels[] = { "Points as CSV…", "Charts as PNG…", "Charts as SVG…" };
+  for (int i = 0; i < 3; i++)
+    {
+      GtkWidget *b = gtk_button_new_with_label (labels[i]);
+      gtk_widget_add_css_class (b, "flat");
+      g_object_set_data (G_OBJECT (b), "ext", (gpointer) exts[i]);
+      g_signal_connect (b, "clicked", G_CALLBACK (export_clicked), d);
+      gtk_box_append (GTK_BOX (pop_box), b);
+    }
+  GtkWidget *pop = gtk_popover_new ();
+  gtk_popover_set_child (GTK_POPOVER (pop), pop_box);
+  GtkWidget *mb = gtk_menu_button_new ();
+  gtk_menu_button_set_label (GTK_MENU_BUTTON (mb), "Export");
+  gtk_menu_button_set_popover (GTK_MENU_BUTTON (mb), pop);
+  gtk_widget_set_tooltip_text (mb, "Export the curves (twb train --metrics FILE.csv writes the "
+                                   "points from the command line)");
+  return mb;
+}
+
+/* ---- The widget ------------------------------------------------------------------------- */
+
+TwbPlot *
+twb_dashboard_get_plot (TwbDashboard *d, const char *name)
+{
+  for (guint c = 0; c < N_CHARTS; c++)
+    if (strcmp (charts[c].name, name) == 0)
+      return TWB_PLOT (d->plots[c]);
+  return NULL;
+}
+
+const char *
+twb_dashboard_get_progress_text (TwbDashboard *d)
+{
+  return d->progress_text;
+}
+
+static void
+twb_dashboard_dispose (GObject *o)
+{
+  TwbDashboard *d = TWB_DASHBOARD (o);
+  g_clear_object (&d->run);
+  g_clear_pointer (&d->box, gtk_widget_unparent);
+  g_clear_object (&d->metrics);
+  G_OBJECT_CLASS (twb_dashboard_parent_class)->dispose (o);
+}
+
+static void
+twb_dashboard_finalize (GObject *o)
+{
+  TwbDashboard *d = TWB_DASHBOARD (o);
+  g_free (d->runs_dir);
+  g_free (d->progress_text);
+  g_hash_table_unref (d->curves);
+  g_hash_table_unref (d->shown);
+  G_OBJECT_CLASS (twb_dashboard_parent_class)->finalize (o);
+}
+
+static void
+twb_dashboard_class_init (TwbDashboardClass *klass)
+{
+  GObjectClass *oc = G_OBJECT_CLASS (klass);
+  oc->dispose = twb_dashboard_dispose;
+  oc->finalize = twb_dashboard_finalize;
+  gtk_widget_class_set_layout_manager_type (GTK_WIDGET_CLASS (klass), GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (GTK_WIDGET_CLASS (klass), "dashboard");
+}
+
+static void
+twb_dashboard_init (TwbDashboard *d)
+{
+  d->curves = g_hash_table_new (g_direct_hash, g_direct_equal);
+  d->shown = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+}
+
+static GtkWidget *
+heading (const char *text)
+{
+  GtkWidget *l = gtk_label_new (text);
+  gtk_label_set_xalign (GTK_LABEL (l), 0);
+  gtk_widget_add_css_class (l, "heading");
+  return l;
+}
+
+GtkWidget *
+twb_dashboard_new (TwbMetrics *metrics)
+{
+  TwbDashboard *d = g_object_new (TWB_TYPE_DASHBOARD, NULL);
+  d->metrics = g_object_ref (metrics);
+  d->box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+  gtk_widget_set_margin_start (d->box, 8);
+  gtk_widget_set_margin_end (d->box, 8);
+  gtk_widget_set_margin_bottom (d->box, 6);
+  gtk_widget_set_parent (d->box, GTK_WIDGET (d));
+
+  /* Left: progress, controls, runs. */
+  GtkWidget *left = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_size_request (left, 240, -1);
+  d->progress_bar = gtk_progress_bar_new ();
+  gtk_accessible_update_property (GTK_ACCESSIBLE (d->progress_bar), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  "Training progress", -1);
+  d->progress_label = gtk_label_new (NULL);
+  gtk_label_set_wrap (GTK_LABEL (d->progress_label), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (d->progress_label), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_xalign (GTK_LABEL (d->progress_label), 0);
+  gtk_label_set_max_width_chars (GTK_LABEL (d->progress_label), 30);
+  gtk_label_set_lines (GTK_LABEL (d->progress_label), 3);
+  gtk_label_set_ellipsize (GTK_LABEL (d->progress_label), PANGO_ELLIPSIZE_END);
+  gtk_box_append (GTK_BOX (left), d->progress_bar);
+  gtk_box_append (GTK_BOX (left), d->progress_label);
+
+  GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  GtkWidget *sl = gtk_label_new ("Smoothing");
+  gtk_widget_add_css_class (sl, "dim-label");
+  d->smoothing = gtk_scale_new_with_range (GTK_ORIENTATION_HORIZONTAL, 0, 0.99, 0.01);
+  gtk_range_set_value (GTK_RANGE (d->smoothing), 0.6);
+  gtk_scale_set_draw_value (GTK_SCALE (d->smoothing), FALSE);
+  gtk_widget_set_hexpand (d->smoothing, TRUE);
+  gtk_widget_set_tooltip_text (d->smoothing, "Exponential moving average, as TensorBoard's");
+  gtk_accessible_update_property (GTK_ACCESSIBLE (d->smoothing), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  "Smoothing", -1);
+  g_signal_connect (d->smoothing, "value-changed", G_CALLBACK (smoothing_changed), d);
+  gtk_box_append (GTK_BOX (row), sl);
+  gtk_box_append (GTK_BOX (row), d->smoothing);
+  gtk_box_append (GTK_BOX (left), row);
+  GtkWidget *row2 = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  d->log_check = gtk_check_button_new_with_label ("Log scale");
+  gtk_widget_set_hexpand (d->log_check, TRUE);
+  g_signal_connect (d->log_check, "toggled", G_CALLBACK (log_toggled), d);
+  gtk_box_append (GTK_BOX (row2), d->log_check);
+  gtk_box_append (GTK_BOX (row2), export_menu (d));
+  gtk_box_append (GTK_BOX (left), row2);
+
+  gtk_box_append (GTK_BOX (left), heading ("Runs"));
+  GtkWidget *sw = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_widget_set_vexpand (sw, TRUE);
+  d->runs_list = gtk_list_box_new ();
+  gtk_list_box_set_selection_mode (GTK_LIST_BOX (d->runs_list), GTK_SELECTION_NONE);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (d->runs_list), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  "Runs of this model: tick one to overlay its curves", -1);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), d->runs_list);
+  gtk_box_append (GTK_BOX (left), sw);
+  gtk_box_append (GTK_BOX (d->box), left);
+
+  /* Centre: the charts, three to a row. */
+  d->grid = gtk_grid_new ();
+  gtk_grid_set_column_homogeneous (GTK_GRID (d->grid), TRUE);
+  gtk_grid_set_row_homogeneous (GTK_GRID (d->grid), TRUE);
+  gtk_grid_set_column_spacing (GTK_GRID (d->grid), 6);
+  gtk_grid_set_row_spacing (GTK_GRID (d->grid), 6);
+  gtk_widget_set_hexpand (d->grid, TRUE);
+  for (guint c = 0; c < N_CHARTS; c++)
+    {
+      d->plots[c] = twb_plot_new (metrics, charts[c].title);
+      gtk_widget_set_size_request (d->plots[c], 200, 110);
+      twb_plot_set_smoothing (TWB_PLOT (d->plots[c]), 0.6);
+      if (charts[c].log_default)
+        twb_plot_set_log_y (TWB_PLOT (d->plots[c]), TRUE);
+      gtk_grid_attach (GTK_GRID (d->grid), d->plots[c], c % 3, c / 3, 1, 1);
+    }
+  gtk_box_append (GTK_BOX (d->box), d->grid);
+
+  /* Right: the epoch's class report (classifiers only). */
+  d->classes_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
+  d->classes_title = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (d->classes_title), 0);
+  gtk_label_set_ellipsize (GTK_LABEL (d->classes_title), PANGO_ELLIPSIZE_END);
+  gtk_widget_add_css_class (d->classes_title, "heading");
+  d->confusion = twb_confusion_view_new ();
+  gtk_widget_set_size_request (d->confusion, 360, 180);
+  gtk_widget_set_vexpand (d->confusion, TRUE);
+  gtk_box_append (GTK_BOX (d->classes_box), d->classes_title);
+  gtk_box_append (GTK_BOX (d->classes_box), d->confusion);
+  gtk_widget_set_visible (d->classes_box, FALSE);
+  gtk_box_append (GTK_BOX (d->box), d->classes_box);
+
+  update_progress (d);
+  twb_dashboard_reload_runs (d);
+  return GTK_WIDGET (d);
+}

@@ -1,0 +1,557 @@
+/* twb-run.c — one training run, drained on the main loop. */
+#define G_LOG_DOMAIN "twb-run"
+
+#include "ui/twb-run.h"
+#include "engine/data-fit.h"
+
+#include <math.h>
+
+/* How often the main loop takes the session's snapshots: 30 ms keeps the
+ * curves moving smoothly (33 updates a second) at a negligible cost. */
+#define DRAIN_INTERVAL_MS 30
+/* Snapshots taken per drain at most: the rest wait for the next one, so a
+ * fast run cannot hold the main loop (input is answered between drains). */
+#define DRAIN_MAX 4096
+/* The window over which samples/s is measured for the progress line. */
+#define RATE_WINDOW_US (1 * G_USEC_PER_SEC)
+
+typedef struct
+{
+  int64_t iteration;
+  tw_tensor *tensor;
+} Seen;
+
+static void
+seen_free (gpointer p)
+{
+  Seen *s = p;
+  tw_tensor_unref (s->tensor);
+  g_free (s);
+}
+
+struct _TwbRun
+{
+  GObject parent_instance;
+
+  char *id;
+  tw_session *session;
+  TwbMetrics *metrics;
+  guint drain_source;
+  tw_session_state state;
+  int64_t total_steps, epochs, per_epoch, batch;
+  TwbRunProgress progress;
+  /* samples/s over the last second: (time, step) at the window's start. */
+  gint64 rate_t0;
+  int64_t rate_step0;
+  gint64 last_t;
+  int64_t last_step;
+  tw_snapshot *pause;
+  tw_snapshot *result;
+  char *error;
+  GHashTable *last_seen;       /* tensor name → Seen: the latest copy */
+  GHashTable *previous;        /* tensor name → Seen: the latest from an earlier iteration */
+  tw_class_report *classes;
+  int64_t classes_epoch;
+  guint series_loss, series_acc, series_lr, series_rate, series_ms;
+  GHashTable *grad_series;     /* param name → series id + 1 */
+};
+
+G_DEFINE_FINAL_TYPE (TwbRun, twb_run, G_TYPE_OBJECT)
+
+enum
+{
+  SIGNAL_PROGRESS,
+  SIGNAL_PAUSED,
+  SIGNAL_EPOCH,
+  SIGNAL_NOTICE,
+  SIGNAL_GRAPH_CHANGED,
+  SIGNAL_STATE_CHANGED,
+  SIGNAL_FINISHED,
+  N_SIGNALS
+};
+static guint signals[N_SIGNALS];
+
+static void
+clear_classes (TwbRun *r)
+{
+  if (r->classes)
+    {
+      tw_class_report_clear (r->classes);
+      g_clear_pointer (&r->classes, g_free);
+    }
+}
+
+static void
+twb_run_dispose (GObject *object)
+{
+  TwbRun *r = TWB_RUN (object);
+  g_clear_handle_id (&r->drain_source, g_source_remove);
+  /* Stops the worker at its next op and joins it: closing a window during
+   * training leaves no thread behind. */
+  g_clear_pointer (&r->session, tw_session_free);
+  g_clear_object (&r->metrics);
+  G_OBJECT_CLASS (twb_run_parent_class)->dispose (object);
+}
+
+static void
+twb_run_finalize (GObject *object)
+{
+  TwbRun *r = TWB_RUN (object);
+  g_free (r->id);
+  g_clear_pointer (&r->pause, tw_snapshot_free);
+  g_clear_pointer (&r->result, tw_snapshot_free);
+  g_free (r->error);
+  g_hash_table_unref (r->last_seen);
+  g_hash_table_unref (r->previous);
+  g_hash_table_unref (r->grad_series);
+  clear_classes (r);
+  G_OBJECT_CLASS (twb_run_parent_class)->finalize (object);
+}
+
+static void
+twb_run_class_init (TwbRunClass *klass)
+{
+  GObjectClass *oc = G_OBJECT_CLASS (klass);
+  oc->dispose = twb_run_dispose;
+  oc->finalize = twb_run_finalize;
+  GType t = G_TYPE_FROM_CLASS (klass);
+  signals[SIGNAL_PROGRESS] = g_signal_new ("progress", t, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                           G_TYPE_NONE, 0);
+  signals[SIGNAL_PAUSED] = g_signal_new ("paused", t, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                         G_TYPE_NONE, 0);
+  signals[SIGNAL_EPOCH] = g_signal_new ("epoch", t, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                        G_TYPE_NONE, 1, G_TYPE_INT64);
+  signals[SIGNAL_NOTICE] = g_signal_new ("notice", t, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                         G_TYPE_NONE, 1, G_TYPE_STRING);
+  signals[SIGNAL_GRAPH_CHANGED] = g_signal_new ("graph-changed", t, G_SIGNAL_RUN_LAST, 0, NULL,
+                                                NULL, NULL, G_TYPE_NONE, 1, G_TYPE_POINTER);
+  signals[SIGNAL_STATE_CHANGED] = g_signal_new ("state-changed", t, G_SIGNAL_RUN_LAST, 0, NULL,
+                                                NULL, NULL, G_TYPE_NONE, 0);
+  signals[SIGNAL_FINISHED] = g_signal_new ("finished", t, G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                           G_TYPE_NONE, 0);
+}
+
+static void
+twb_run_init (TwbRun *r)
+{
+  r->last_seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, seen_free);
+  r->previous = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, seen_free);
+  r->grad_series = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  r->progress.eta_s = -1;
+  r->progress.loss = r->progress.accuracy = r->progress.lr = NAN;
+  r->state = TW_SESSION_IDLE;
+}
+
+static gboolean
+drain_tick (gpointer data)
+{
+  twb_run_drain (TWB_RUN (data));
+  return G_SOURCE_CONTINUE;
+}
+
+TwbRun *
+twb_run_new (const tw_model *model, const TwbRunConfig *cfg, TwbMetrics *metrics, GError **error)
+{
+  tw_dataset *train = NULL, *val = NULL, *test = NULL;
+  if (!tw_datasets_open_for_training (model, cfg->data, TRUE, &train, &val, &test, error))
+    return NULL;
+  int64_t n_train = tw_dataset_size (train);
+
+  tw_session_options o;
+  tw_session_options_init (&o);
+  o.mode = cfg->mode;
+  o.max_steps = cfg->max_steps;
+  o.threads = cfg->threads > 0 ? cfg->threads : MIN ((int) g_get_num_processors (), 4);
+  o.class_samples = 32;
+  tw_session *s = tw_session_new (model, train, val, test, &o, error);
+  tw_session_options_clear (&o);
+  if (s == NULL)
+    return NULL;
+  if (cfg->init_weights)
+    {
+      tw_state_dict_report rep = { 0 };
+      gboolean ok = tw_session_init_weights (s, cfg->init_weights, FALSE, &rep, error);
+      tw_state_dict_report_clear (&rep);
+      if (!ok)
+        {
+          tw_session_free (s);
+          return NULL;
+        }
+    }
+  for (const char *const *b = cfg->breakpoints; b && *b; b++)
+    if (!tw_session_add_breakpoint (s, *b, error))
+      {
+        tw_session_free (s);
+        return NULL;
+      }
+  for (const char *const *f = cfg->frozen; f && *f; f++)
+    if (!tw_session_freeze (s, *f, TRUE, error))
+      {
+        tw_session_free (s);
+        return NULL;
+      }
+
+  TwbRun *r = g_object_new (TWB_TYPE_RUN, NULL);
+  r->id = g_strdup (cfg->run_id ? cfg->run_id : "run");
+  r->session = s;
+  r->metrics = g_object_ref (metrics);
+  r->total_steps = tw_session_total_steps (s);
+  r->batch = MAX (model->recipe.batch_size, 1);
+  r->per_epoch = MAX ((n_train + r->batch - 1) / r->batch, 1);
+  r->epochs = MAX ((r->total_steps + r->per_epoch - 1) / r->per_epoch, 1);
+  r->progress.total_steps = r->total_steps;
+  r->progress.epochs = r->epochs;
+  twb_metrics_clear_run (metrics, r->id);
+  r->series_loss = twb_metrics_add_series (metrics, r->id, "loss");
+  r->series_acc = twb_metrics_add_series (metrics, r->id, "accuracy");
+  r->series_lr = twb_metrics_add_series (metrics, r->id, "lr");
+  r->series_rate = twb_metrics_add_series (metrics, r->id, "samples_per_s");
+  r->series_ms = twb_metrics_add_series (metrics, r->id, "step_ms");
+  r->drain_source = g_timeout_add (DRAIN_INTERVAL_MS, drain_tick, r);
+  return r;
+}
+
+const char *
+twb_run_get_id (TwbRun *r)
+{
+  return r->id;
+}
+
+tw_session *
+twb_run_get_session (TwbRun *r)
+{
+  return r->session;
+}
+
+tw_session_state
+twb_run_get_state (TwbRun *r)
+{
+  return r->state;
+}
+
+gboolean
+twb_run_is_active (TwbRun *r)
+{
+  return r->state == TW_SESSION_RUNNING || r->state == TW_SESSION_PAUSED;
+}
+
+static void
+set_state (TwbRun *r, tw_session_state st)
+{
+  if (r->state == st)
+    return;
+  r->state = st;
+  if (st != TW_SESSION_PAUSED)
+    g_clear_pointer (&r->pause, tw_snapshot_free);
+  g_signal_emit (r, signals[SIGNAL_STATE_CHANGED], 0);
+}
+
+/* A command that sets the worker going: the state is RUNNING from now on
+ * (the next PAUSED or FINISHED snapshot says otherwise). */
+static gboolean
+go (TwbRun *r, gboolean ok)
+{
+  if (ok)
+    set_state (r, TW_SESSION_RUNNING);
+  return ok;
+}
+
+gboolean
+twb_run_run (TwbRun *r, GError **error)
+{
+  return go (r, tw_session_run (r->session, error));
+}
+
+gboolean
+twb_run_pause (TwbRun *r, GError **error)
+{
+  return tw_session_pause (r->session, error);
+}
+
+gboolean
+twb_run_stop (TwbRun *r, GError **error)
+{
+  return tw_session_stop (r->session, error);
+}
+
+gboolean
+twb_run_step_op (TwbRun *r, GError **error)
+{
+  return go (r, tw_session_step_op (r->session, error));
+}
+
+gboolean
+twb_run_step_layer (TwbRun *r, GError **error)
+{
+  return go (r, tw_session_step_layer (r->session, error));
+}
+
+gboolean
+twb_run_step_iteration (TwbRun *r, GError **error)
+{
+  return go (r, tw_session_step_iteration (r->session, error));
+}
+
+gboolean
+twb_run_run_steps (TwbRun *r, int64_t n, GError **error)
+{
+  int64_t at = r->progress.step;
+  if (r->pause && r->pause->phase >= 0)
+    at = r->pause->iteration - 1;     /* inside an iteration: it counts as the first */
+  g_autofree char *spec = g_strdup_printf ("step=%" G_GINT64_FORMAT, at + MAX (n, 1) + 1);
+  /* A step=N breakpoint pauses before iteration N; it stays set (harmless:
+   * the run never comes back to that step). */
+  if (!tw_session_add_breakpoint (r->session, spec, error))
+    return FALSE;
+  return twb_run_run (r, error);
+}
+
+gboolean
+twb_run_set_breakpoints (TwbRun *r, const char *const *specs, GError **error)
+{
+  tw_session_clear_breakpoints (r->session);
+  gboolean ok = TRUE;
+  for (const char *const *b = specs; b && *b; b++)
+    if (!tw_session_add_breakpoint (r->session, *b, ok ? error : NULL))
+      ok = FALSE;
+  return ok;
+}
+
+/* ---- Snapshots ----------------------------------------------------------------------- */
+
+static guint
+grad_series (TwbRun *r, const char *param)
+{
+  gpointer v = g_hash_table_lookup (r->grad_series, param);
+  if (v)
+    return GPOINTER_TO_UINT (v) - 1;
+  g_autofree char *name = g_strconcat ("grad_norm:", param, NULL);
+  guint id = twb_metrics_add_series (r->metrics, r->id, name);
+  g_hash_table_insert (r->grad_series, g_strdup (param), GUINT_TO_POINTER (id + 1));
+  return id;
+}
+
+static void
+take_metrics (TwbRun *r, const tw_snapshot *sn)
+{
+  double x = (double) sn->step;
+  twb_metrics_append (r->metrics, r->series_loss, x, sn->loss);
+  twb_metrics_append (r->metrics, r->series_acc, x, sn->accuracy);
+  twb_metrics_append (r->metrics, r->series_lr, x, sn->lr);
+  twb_metrics_append (r->metrics, r->series_rate, x, sn->samples_per_s);
+  twb_metrics_append (r->metrics, r->series_ms, x, sn->step_ms);
+  for (int i = 0; sn->param_names && sn->param_names[i]; i++)
+    twb_metrics_append (r->metrics, grad_series (r, sn->param_names[i]), x, sn->grad_norm[i]);
+  r->progress.step = sn->step;
+  r->progress.epoch = sn->epoch;
+  r->progress.loss = sn->loss;
+  r->progress.accuracy = sn->accuracy;
+  r->progress.lr = sn->lr;
+  r->progress.dropped += sn->dropped;
+}
+
+static void
+take_tensors (TwbRun *r, const tw_snapshot *sn)
+{
+  if (sn->tensors == NULL)
+    return;
+  int64_t iter = sn->iteration > 0 ? sn->iteration : sn->step + 1;
+  for (guint i = 0; i < sn->tensors->len; i++)
+    {
+      const tw_snapshot_tensor *t = g_ptr_array_index (sn->tensors, i);
+      Seen *old = g_hash_table_lookup (r->last_seen, t->name);
+      if (old && old->iteration < iter)
+        {
+          Seen *keep = g_new0 (Seen, 1);
+          keep->iteration = old->iteration;
+          keep->tensor = tw_tensor_ref (old->tensor);
+          g_hash_table_replace (r->previous, g_strdup (t->name), keep);
+        }
+      Seen *now = g_new0 (Seen, 1);
+      now->iteration = iter;
+      now->tensor = tw_tensor_ref (t->tensor);
+      g_hash_table_replace (r->last_seen, g_strdup (t->name), now);
+    }
+}
+
+static void
+take_epoch (TwbRun *r, tw_snapshot *sn)
+{
+  double x = (double) sn->step;
+  const struct
+  {
+    const char *name;
+    double v;
+  } per_epoch[] = {
+    { "train_loss", sn->train_loss },
+    { "val_loss", sn->val_loss },
+    { "val_accuracy", sn->val_accuracy },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (per_epoch); i++)
+    if (!isnan (per_epoch[i].v) || twb_metrics_find_series (r->metrics, r->id, per_epoch[i].name)
+                                     != G_MAXUINT)
+      twb_metrics_append (r->metrics,
+                          twb_metrics_add_series (r->metrics, r->id, per_epoch[i].name), x,
+                          per_epoch[i].v);
+  if (sn->classes)
+    {
+      clear_classes (r);
+      r->classes = g_steal_pointer (&sn->classes);
+      r->classes_epoch = sn->epoch;
+    }
+}
+
+static void
+take_finished (TwbRun *r, tw_snapshot *sn)
+{
+  double x = (double) sn->step;
+  if (!isnan (sn->test_loss))
+    {
+      twb_metrics_append (r->metrics, twb_metrics_add_series (r->metrics, r->id, "test_loss"), x,
+                          sn->test_loss);
+      twb_metrics_append (r->metrics,
+                          twb_metrics_add_series (r->metrics, r->id, "test_accuracy"), x,
+                          sn->test_accuracy);
+    }
+  g_free (r->error);
+  r->error = sn->state == TW_SESSION_FAILED ? g_strdup (sn->message ? sn->message : "failed")
+                                             : NULL;
+  r->progress.eta_s = 0;
+  g_clear_pointer (&r->result, tw_snapshot_free);
+  r->result = sn;
+}
+
+static void
+update_rate (TwbRun *r)
+{
+  gint64 now = g_get_monotonic_time ();
+  if (r->rate_t0 == 0)
+    {
+      r->rate_t0 = now;
+      r->rate_step0 = r->progress.step;
+      return;
+    }
+  gint64 dt = now - r->rate_t0;
+  if (dt < RATE_WINDOW_US)
+    return;
+  int64_t ds = r->progress.step - r->rate_step0;
+  if (r->state == TW_SESSION_RUNNING && ds > 0)
+    {
+      r->progress.samples_per_s = (double) ds * r->batch / (dt * 1e-6);
+      double steps_per_s = ds / (dt * 1e-6);
+      r->progress.eta_s = (r->total_steps - r->progress.step) / steps_per_s;
+    }
+  r->rate_t0 = now;
+  r->rate_step0 = r->progress.step;
+}
+
+guint
+twb_run_drain (TwbRun *r)
+{
+  g_object_ref (r);
+  guint n = 0;
+  gboolean progress = FALSE;
+  tw_snapshot *sn;
+  while (r->session && n < DRAIN_MAX && (sn = tw_session_pop (r->session, 0)))
+    {
+      n++;
+      switch (sn->kind)
+        {
+        case TW_SNAP_METRICS:
+          take_metrics (r, sn);
+          progress = TRUE;
+          tw_snapshot_free (sn);
+          break;
+        case TW_SNAP_EPOCH:
+          take_epoch (r, sn);
+          g_signal_emit (r, signals[SIGNAL_EPOCH], 0, (gint64) sn->epoch);
+          tw_snapshot_free (sn);
+          break;
+        case TW_SNAP_PAUSED:
+          take_tensors (r, sn);
+          g_clear_pointer (&r->pause, tw_snapshot_free);
+          r->pause = sn;
+          /* Paused between iterations: the steps done are the position. */
+          r->progress.step = MAX (r->progress.step, sn->step);
+          set_state (r, TW_SESSION_PAUSED);
+          g_signal_emit (r, signals[SIGNAL_PAUSED], 0);
+          break;
+        case TW_SNAP_TENSOR:
+          take_tensors (r, sn);
+          tw_snapshot_free (sn);
+          g_signal_emit (r, signals[SIGNAL_PAUSED], 0);
+          break;
+        case TW_SNAP_GRAPH_CHANGED:
+          g_signal_emit (r, signals[SIGNAL_GRAPH_CHANGED], 0, &sn->change);
+          tw_snapshot_free (sn);
+          break;
+        case TW_SNAP_NOTE:
+          g_signal_emit (r, signals[SIGNAL_NOTICE], 0, sn->message);
+          tw_snapshot_free (sn);
+          break;
+        case TW_SNAP_FINISHED:
+          {
+            tw_session_state st = sn->state;
+            take_finished (r, sn);
+            set_state (r, st);
+            g_clear_handle_id (&r->drain_source, g_source_remove);
+            g_signal_emit (r, signals[SIGNAL_FINISHED], 0);
+            break;
+          }
+        default:
+          tw_snapshot_free (sn);
+          break;
+        }
+    }
+  update_rate (r);
+  if (progress)
+    g_signal_emit (r, signals[SIGNAL_PROGRESS], 0);
+  g_object_unref (r);
+  return n;
+}
+
+void
+twb_run_get_progress (TwbRun *r, TwbRunProgress *out)
+{
+  *out = r->progress;
+}
+
+const tw_snapshot *
+twb_run_get_pause (TwbRun *r)
+{
+  return r->state == TW_SESSION_PAUSED ? r->pause : NULL;
+}
+
+tw_tensor *
+twb_run_get_tensor (TwbRun *r, const char *name)
+{
+  Seen *s = g_hash_table_lookup (r->last_seen, name);
+  return s ? s->tensor : NULL;
+}
+
+tw_tensor *
+twb_run_get_previous_tensor (TwbRun *r, const char *name)
+{
+  Seen *s = g_hash_table_lookup (r->previous, name);
+  return s ? s->tensor : NULL;
+}
+
+const tw_class_report *
+twb_run_get_class_report (TwbRun *r, int64_t *epoch)
+{
+  if (epoch)
+    *epoch = r->classes_epoch;
+  return r->classes;
+}
+
+const char *
+twb_run_get_error (TwbRun *r)
+{
+  return r->error;
+}
+
+const tw_snapshot *
+twb_run_get_result (TwbRun *r)
+{
+  return r->result;
+}

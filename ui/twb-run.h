@@ -1,0 +1,112 @@
+/* twb-run.h — one training run of a model, as the window drives it.
+ *
+ * A TwbRun opens the model's datasets (engine/data-fit.h), makes a
+ * tw_session over a copy of the model and drains its snapshots on the main
+ * loop (every 30 ms, and at once through twb_run_drain), turning them into
+ * metric series (TwbMetrics, under the run's id), progress, the last pause
+ * and notices.  It computes nothing of the training itself: the session's
+ * worker does, and the run only copies what comes out.  GTK-free (GObject
+ * and the GLib main loop), so it is tested without a display.
+ *
+ *   g_autoptr (TwbRun) r = twb_run_new (model, &config, metrics, &error);
+ *   g_signal_connect (r, "paused", G_CALLBACK (show_position), win);
+ *   twb_run_run (r, &error);            // start, or go on after a pause
+ *
+ * The session's snapshot queue is bounded (metrics are dropped, never
+ * queued without end, when the main loop is slow), so a busy window never
+ * slows training.
+ *
+ * Series (run id, name): "loss", "accuracy", "lr", "samples_per_s",
+ * "step_ms", "grad_norm:PARAM" per step (x = step); "train_loss",
+ * "val_loss", "val_accuracy", "test_loss", "test_accuracy" per epoch (x =
+ * the step the epoch ended at).
+ *
+ * Signals:
+ *   "progress" ()                 metrics arrived (at most once per drain)
+ *   "paused" ()                   the run paused: twb_run_get_pause ()
+ *   "epoch" (gint64 epoch)        an epoch ended: validation, class report
+ *   "notice" (const char *text)   something the session did on its own
+ *   "graph-changed" (gpointer tw_graph_change*) an edit was applied
+ *   "state-changed" ()            running / paused / finished …
+ *   "finished" ()                 the worker is done (twb_run_get_error)
+ * Ownership: getters return borrowed pointers valid until the next drain.
+ */
+#pragma once
+
+#include <glib-object.h>
+
+#include "engine/classes.h"
+#include "engine/session.h"
+#include "ui/twb-metrics.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  tw_exec_mode mode;
+  int threads;                 /* 0: the machine's cores, at most 4 (the UI keeps one) */
+  int64_t max_steps;           /* 0: the recipe's epochs */
+  const char *init_weights;    /* a state_dict to start from, or NULL */
+  const char *data;            /* a dataset overriding the recipe's, or NULL */
+  const char *run_id;          /* the series' run name ("run-3") */
+  const char *const *breakpoints;   /* specs (tw_session_add_breakpoint), NULL-terminated */
+  const char *const *frozen;   /* node ids whose parameters start frozen */
+} TwbRunConfig;
+
+#define TWB_TYPE_RUN (twb_run_get_type ())
+G_DECLARE_FINAL_TYPE (TwbRun, twb_run, TWB, RUN, GObject)
+
+/* NULL with an error (the dataset, the model's input, the weights file)
+ * when the run cannot start; nothing is made then. */
+TwbRun *twb_run_new (const tw_model *model, const TwbRunConfig *config, TwbMetrics *metrics,
+                     GError **error);
+
+const char *twb_run_get_id (TwbRun *r);
+tw_session *twb_run_get_session (TwbRun *r);           /* borrowed: commands */
+tw_session_state twb_run_get_state (TwbRun *r);
+gboolean twb_run_is_active (TwbRun *r);                /* running or paused */
+
+gboolean twb_run_run (TwbRun *r, GError **error);
+gboolean twb_run_pause (TwbRun *r, GError **error);
+gboolean twb_run_stop (TwbRun *r, GError **error);
+gboolean twb_run_step_op (TwbRun *r, GError **error);
+gboolean twb_run_step_layer (TwbRun *r, GError **error);
+gboolean twb_run_step_iteration (TwbRun *r, GError **error);
+/* Run n more steps, then pause between iterations. */
+gboolean twb_run_run_steps (TwbRun *r, int64_t n, GError **error);
+/* Replace the breakpoints with specs (NULL-terminated); a bad one fails
+ * naming it, the others stay set. */
+gboolean twb_run_set_breakpoints (TwbRun *r, const char *const *specs, GError **error);
+
+/* Take every queued snapshot now (the timer does it every 30 ms); returns
+ * how many. */
+guint twb_run_drain (TwbRun *r);
+
+/* Progress: steps done and to do, epoch (0-based) and epochs, samples/s
+ * (over the last second), seconds left (-1 unknown). */
+typedef struct
+{
+  int64_t step, total_steps;
+  int64_t epoch, epochs;
+  double samples_per_s, eta_s;
+  double loss, accuracy, lr;
+  guint dropped;               /* metric snapshots the window skipped so far */
+} TwbRunProgress;
+void twb_run_get_progress (TwbRun *r, TwbRunProgress *out);
+
+/* The last pause (NULL when not paused).  Borrowed. */
+const tw_snapshot *twb_run_get_pause (TwbRun *r);
+/* The tensor of the last pause, or of a request, by name; and the same
+ * tensor at the previous pause in an earlier iteration (for the inspector's
+ * difference), or NULL.  Borrowed. */
+tw_tensor *twb_run_get_tensor (TwbRun *r, const char *name);
+tw_tensor *twb_run_get_previous_tensor (TwbRun *r, const char *name);
+/* The last epoch's class report on the test (or validation) set, NULL for
+ * models that are not classifiers or before the first epoch ends. */
+const tw_class_report *twb_run_get_class_report (TwbRun *r, int64_t *epoch);
+/* The error that ended a failed run, NULL otherwise. */
+const char *twb_run_get_error (TwbRun *r);
+/* The finished snapshot (results), NULL before the end.  Borrowed. */
+const tw_snapshot *twb_run_get_result (TwbRun *r);
+
+G_END_DECLS
