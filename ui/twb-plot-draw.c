@@ -368,13 +368,26 @@ legend_layout (TwbPlot *p, PangoLayout *title_l, PangoLayout *small, double widt
   /* Rows: one on a small plot, two where there is room. */
   guint max_rows = height < 220 ? 1 : 2;
   double x = tw > 0 ? PAD + tw + 3 * GAP : PAD;
-  guint row = 0, n = 0;
+  guint row = 0, n = 0, alive = 0, seen = 0;
+  for (guint i = 0; i < p->curves->len; i++)
+    alive += twb_plot_curve_alive (p, &g_array_index (p->curves, Curve, i));
+  /* Room kept at the end of the last row for "+N". */
+  double reserve;
+  text_size (small, "+999", &reserve, NULL);
+  reserve += 2 * GAP;
+  gboolean full = FALSE;
   *left_out = 0;
   for (guint i = 0; i < p->curves->len; i++)
     {
       const Curve *c = &g_array_index (p->curves, Curve, i);
       if (!twb_plot_curve_alive (p, c))
         continue;
+      seen++;
+      if (full)
+        {
+          (*left_out)++;
+          continue;
+        }
       g_autofree char *label = twb_plot_curve_label (p, c, multi_run);
       double lw;
       text_size (small, label, &lw, NULL);
@@ -384,8 +397,10 @@ legend_layout (TwbPlot *p, PangoLayout *title_l, PangoLayout *small, double widt
           row++;
           x = PAD;
         }
-      if (row >= max_rows)
+      double room = width - PAD - (row + 1 == max_rows && seen < alive ? reserve : 0);
+      if (row >= max_rows || n >= TWB_PLOT_MAX_LEGEND || (row + 1 == max_rows && x + w > room))
         {
+          full = TRUE;
           (*left_out)++;
           continue;
         }

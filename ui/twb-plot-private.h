@@ -7,6 +7,8 @@
 G_BEGIN_DECLS
 
 #define TWB_PLOT_N_COLOURS 8
+/* Legend entries shown at most (the rest count in "+N"). */
+#define TWB_PLOT_MAX_LEGEND 64
 
 /* Spacing in pixels: padding around the chart, between a label and its
  * axis, pixels per x tick label and per y tick (a label is ~50 px wide,
@@ -79,7 +81,7 @@ typedef struct
 {
   Geom g;
   PangoLayout *title, *small;
-  LegendItem items[64];
+  LegendItem items[TWB_PLOT_MAX_LEGEND];
   guint n_items, left_out;
   double row_h;
 } Frame;

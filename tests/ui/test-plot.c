@@ -589,6 +589,27 @@ test_empty_small_dark (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_colour (&png, ORANGE), >, 10);
   cairo_surface_destroy (png.s);
 
+  /* More curves than the legend holds (100 at 16,000 px, 12 at 240 px):
+   * the rest count as "+N", the curves are all drawn. */
+  g_autoptr (TwbMetrics) many = twb_metrics_new ();
+  GtkWidget *crowd = g_object_ref_sink (twb_plot_new (many, NULL));
+  for (int i = 0; i < 100; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("g%d", i);
+      guint id = twb_metrics_add_series (many, "r", name);
+      twb_metrics_append (many, id, 0, i);
+      twb_metrics_append (many, id, 1, i + 1);
+      twb_plot_add_curve (TWB_PLOT (crowd), id, NULL, FALSE);
+    }
+  g_autofree char *wide = out_path ("plot-crowd-wide.png");
+  g_assert_true (twb_plot_export (TWB_PLOT (crowd), wide, 16000, 300, NULL));
+  g_autofree char *narrow = out_path ("plot-crowd-small.png");
+  g_assert_true (twb_plot_export (TWB_PLOT (crowd), narrow, 240, 160, NULL));
+  png_load (&png, narrow);
+  g_assert_cmpuint (count_colour (&png, BLUE), >, 10);
+  cairo_surface_destroy (png.s);
+  g_object_unref (crowd);
+
   /* Dark: light text, a dark background in exports. */
   GtkSettings *settings = gtk_settings_get_default ();
   g_object_set (settings, "gtk-application-prefer-dark-theme", TRUE, NULL);
