@@ -139,6 +139,7 @@ struct tw_session
   int64_t step_break_done;    /* the step a step=N breakpoint last paused before */
   guint client;               /* the session's own subscription to its bus */
   int paused_phase;           /* tw_phase of the pause, -1 between iterations */
+  guint notes_seen;           /* compiled-executor notes already forwarded */
   /* CMD_SAVE_WEIGHTS's answer, under lock. */
   GCond reply;
   gboolean reply_ready;
@@ -170,6 +171,7 @@ gpointer ses_worker (gpointer data);
 void ses_request_tensor (tw_session *s, const char *name);
 /* Pause here: tell the callers where and why (reason taken), and wait for
  * the next go.  FALSE: stop. */
+void ses_forward_compile_notes (tw_session *s);
 gboolean ses_pause_here (tw_session *s, const tw_event *ev, char *reason);
 
 /* session-watch.c */

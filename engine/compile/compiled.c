@@ -48,6 +48,7 @@ struct tw_compiled
   gboolean allow_nan;
   runnable *last;
   GPtrArray *notes;
+  const char *rebuild_reason;  /* why the cache was emptied, for the next program's note */
   gboolean grad_norms;     /* fused gradient+update kernels report their gradient's norm */
   gboolean updating;       /* this run has updated a parameter */
   gboolean stop_pending;   /* a client asked to stop after that */
@@ -351,11 +352,19 @@ tw_compiled_set_bus (tw_compiled *c, tw_bus *bus)
   c->bus = bus;
 }
 
+static void
+invalidate_because (tw_compiled *c, const char *reason)
+{
+  if (g_hash_table_size (c->cache) > 0)
+    c->rebuild_reason = reason;
+  g_hash_table_remove_all (c->cache);
+  c->last = NULL;
+}
+
 void
 tw_compiled_invalidate (tw_compiled *c)
 {
-  g_hash_table_remove_all (c->cache);
-  c->last = NULL;
+  invalidate_because (c, "recompiled on request");
 }
 
 gboolean
@@ -368,7 +377,7 @@ tw_compiled_set_graph (tw_compiled *c, tw_graph *graph, GError **error)
       return FALSE;
     }
   c->graph = graph;
-  tw_compiled_invalidate (c);
+  invalidate_because (c, "the graph was edited");
   return TRUE;
 }
 
@@ -396,7 +405,7 @@ tw_compiled_set_keep_nodes (tw_compiled *c, const char *const *node_ids)
     return FALSE;
   g_clear_pointer (&c->keep_nodes, g_hash_table_unref);
   c->keep_nodes = g_steal_pointer (&set);
-  tw_compiled_invalidate (c);
+  invalidate_because (c, "the nodes kept out of fusion for the debugger changed");
   return TRUE;
 }
 
@@ -482,11 +491,15 @@ get_runnable (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **erro
       return NULL;
     }
   gboolean first = g_hash_table_size (c->cache) == 0;
+  const char *why = c->rebuild_reason ? c->rebuild_reason
+                    : first           ? "first use"
+                                      : "a new input shape";
+  c->rebuild_reason = NULL;
   g_ptr_array_add (c->notes,
                    g_strdup_printf ("%s program, batch %" G_GINT64_FORMAT ": compiled in %.2f ms (%s)",
-                                    kind == TW_PROGRAM_TRAIN ? "training" : kind == TW_PROGRAM_EVAL ? "evaluation" : "inference", batch,
-                                    (g_get_monotonic_time () - t0) / 1000.0,
-                                    first ? "first use" : "new input shape"));
+                                    kind == TW_PROGRAM_TRAIN || kind == TW_PROGRAM_STEP ? "training"
+                                    : kind == TW_PROGRAM_EVAL ? "evaluation" : "inference", batch,
+                                    (g_get_monotonic_time () - t0) / 1000.0, why));
   gint64 *k = g_new (gint64, 1);
   *k = key;
   g_hash_table_insert (c->cache, k, r);

@@ -519,6 +519,17 @@ test_cache (void)
   g_assert_nonnull (strstr (g_ptr_array_index (notes, 0), "first use"));
   g_assert_nonnull (strstr (g_ptr_array_index (notes, 1), "batch 4"));
   g_assert_nonnull (strstr (g_ptr_array_index (notes, 1), "new input shape"));
+  /* After the cache is emptied the next program's note says why, not "first use". */
+  tw_compiled_invalidate (c);
+  {
+    g_autoptr (tw_tensor) x = NULL;
+    g_autoptr (tw_tensor) y = NULL;
+    make_batch (m, 6, 0, 3, &x, &y);
+    tw_optimizer_begin_step (opt, 0.1);
+    g_assert_true (tw_compiled_run (c, TW_PROGRAM_STEP, x, y, 7, &error));
+  }
+  g_assert_cmpuint (notes->len, ==, 3);
+  g_assert_nonnull (strstr (g_ptr_array_index (notes, 2), "recompiled on request"));
 
   /* A wrong sample shape is refused with the input named. */
   g_autoptr (tw_tensor) bad = tw_tensor_zeros (TW_F32, 2, (int64_t[]) { 6, 7 });

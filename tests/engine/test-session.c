@@ -855,6 +855,28 @@ test_request (void)
   g_assert_nonnull (strstr (cn->message, "watch"));
 }
 
+/* Compiled mode says when it compiled a program and why. */
+static void
+test_compile_notes (void)
+{
+  g_autoptr (tw_model) m = make_model (TRUE);
+  g_autoptr (tw_session) s = new_session (m, TW_MODE_COMPILED, 2, 1);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_session_run (s, &error));
+  gboolean saw = FALSE;
+  for (;;)
+    {
+      g_autoptr (tw_snapshot) sn = tw_session_pop (s, POP_TIMEOUT_US);
+      g_assert_nonnull (sn);
+      if (sn->kind == TW_SNAP_NOTE && strstr (sn->message, "training program, batch 32: compiled")
+          && strstr (sn->message, "first use"))
+        saw = TRUE;
+      if (sn->kind == TW_SNAP_FINISHED)
+        break;
+    }
+  g_assert_true (saw);
+}
+
 /* Save Weights: between iterations the file holds the weights of the
  * steps done, bit for bit; inside the updates it is refused; after the end
  * it holds the final weights. */
@@ -1251,6 +1273,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/session/subscribe-live", test_subscribe_live);
   g_test_add_func ("/engine/session/mode-switch", test_mode_switch);
   g_test_add_func ("/engine/session/save-weights", test_save_weights);
+  g_test_add_func ("/engine/session/compile-notes", test_compile_notes);
   g_test_add_func ("/engine/bus/eager", test_bus_eager);
   g_test_add_func ("/engine/bus/compiled", test_bus_compiled);
   return g_test_run ();
