@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
+#include "engine/fileutil.h"
 #include "engine/device.h"
 #include "engine/memory.h"
 #include "engine/session.h"
@@ -386,11 +387,67 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
     g_print ("checkpoint saved to %s\n", checkpoint);
 }
 
+/* --metrics FILE.csv: the curves the window's dashboard draws, in its CSV
+ * format (run,series,x,y; %.17g; nan), run "train". */
+static void
+metric_row (GString *csv, const char *series, int64_t x, double y)
+{
+  if (csv == NULL)
+    return;
+  char num[G_ASCII_DTOSTR_BUF_SIZE];
+  if (isnan (y))
+    g_strlcpy (num, "nan", sizeof num);
+  else if (isinf (y))
+    g_strlcpy (num, y > 0 ? "inf" : "-inf", sizeof num);
+  else
+    g_ascii_formatd (num, sizeof num, "%.17g", y);
+  g_string_append_printf (csv, "train,%s,%" G_GINT64_FORMAT ",%s\n", series, x, num);
+}
+
+static void
+metric_rows (GString *csv, const tw_snapshot *sn)
+{
+  if (csv == NULL)
+    return;
+  switch (sn->kind)
+    {
+    case TW_SNAP_METRICS:
+      metric_row (csv, "loss", sn->step, sn->loss);
+      metric_row (csv, "accuracy", sn->step, sn->accuracy);
+      metric_row (csv, "lr", sn->step, sn->lr);
+      metric_row (csv, "samples_per_s", sn->step, sn->samples_per_s);
+      metric_row (csv, "step_ms", sn->step, sn->step_ms);
+      for (int i = 0; sn->param_names && sn->param_names[i]; i++)
+        {
+          g_autofree char *name = g_strconcat ("grad_norm:", sn->param_names[i], NULL);
+          metric_row (csv, name, sn->step, sn->grad_norm[i]);
+        }
+      break;
+    case TW_SNAP_EPOCH:
+      metric_row (csv, "train_loss", sn->step, sn->train_loss);
+      if (!isnan (sn->val_loss))
+        {
+          metric_row (csv, "val_loss", sn->step, sn->val_loss);
+          metric_row (csv, "val_accuracy", sn->step, sn->val_accuracy);
+        }
+      break;
+    case TW_SNAP_FINISHED:
+      if (!isnan (sn->test_loss))
+        {
+          metric_row (csv, "test_loss", sn->step, sn->test_loss);
+          metric_row (csv, "test_accuracy", sn->step, sn->test_accuracy);
+        }
+      break;
+    default:
+      break;
+    }
+}
+
 int
 twb_cmd_train (int argc, char **argv)
 {
   char *data = NULL, *optimizer = NULL, *device = NULL, *mode = NULL;
-  char *checkpoint = NULL, *resume = NULL, *dump = NULL, *init_weights = NULL;
+  char *checkpoint = NULL, *resume = NULL, *dump = NULL, *init_weights = NULL, *metrics = NULL;
   char **breaks = NULL;
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
   gboolean strict = FALSE;
@@ -434,6 +491,9 @@ twb_cmd_train (int argc, char **argv)
     { "break-on", 0, 0, G_OPTION_ARG_STRING_ARRAY, &breaks,
       "Stop and report where: nan, inf (the first op producing one), loss>X, grad-norm>X, "
       "node=ID[:forward|backward], step=N (repeatable)", "WHEN" },
+    { "metrics", 0, 0, G_OPTION_ARG_FILENAME, &metrics,
+      "Write every step's loss, accuracy, learning rate, throughput and gradient norms, and "
+      "each epoch's, as CSV (run,series,x,y: the window's dashboard format)", "FILE.csv" },
     { "dump-on-break", 0, 0, G_OPTION_ARG_FILENAME, &dump,
       "At a break, write the op's tensors to FILE (safetensors)", "FILE" },
     { "allow-nan", 0, 0, G_OPTION_ARG_NONE, &allow_nan, "Go on when values are not finite", NULL },
@@ -480,6 +540,9 @@ twb_cmd_train (int argc, char **argv)
       status = 2;
       goto out;
     }
+  if (metrics && !twb_check_output (metrics, "--metrics", (const char *[]) { argv[1], NULL },
+                                    (const char *[]) { "the model", NULL }))
+    goto out;
   if (checkpoint && !twb_check_output (checkpoint, "--checkpoint", (const char *[]) { argv[1], NULL },
                                        (const char *[]) { "the model", NULL }))
     goto out;
@@ -522,6 +585,7 @@ twb_cmd_train (int argc, char **argv)
     o.grad_norms = FALSE;     /* the command line shows none; break-on grad-norm turns them on */
     for (char **b = breaks; b && *b; b++)
       o.grad_norms |= g_str_has_prefix (*b, "grad-norm");
+    o.grad_norms |= metrics != NULL;
     const tw_dataset *test_ref = test;
     gboolean have_val = val != NULL;
     g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),
@@ -572,6 +636,7 @@ twb_cmd_train (int argc, char **argv)
       }
     double loss = NAN, sps = 0;
     int64_t epoch = 0;
+    g_autoptr (GString) csv = metrics ? g_string_new ("run,series,x,y\n") : NULL;
     for (;;)
       {
         /* Polled, not waited for: a reader blocked on the queue is woken by
@@ -583,6 +648,7 @@ twb_cmd_train (int argc, char **argv)
             g_usleep (10000);
             continue;
           }
+        metric_rows (csv, sn);
         switch (sn->kind)
           {
           case TW_SNAP_METRICS:
@@ -635,6 +701,11 @@ twb_cmd_train (int argc, char **argv)
             print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
                            test_ref, init_weights, &init_report);
             status = 0;
+            if (csv && !tw_file_save (metrics, csv->str, csv->len, &error))
+              {
+                twb_print_error (NULL, error);
+                status = 1;
+              }
             goto out;
           default:
             break;
@@ -651,6 +722,7 @@ out:
   g_free (resume);
   g_free (init_weights);
   g_free (dump);
+  g_free (metrics);
   g_strfreev (breaks);
   tw_state_dict_report_clear (&init_report);
   return status;

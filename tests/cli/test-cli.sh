@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..31"
+echo "1..32"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -138,6 +138,22 @@ check "--debug: unknown names and commands are said; q stops with exit 2" '[ $st
 out=$("$twb" train "$assets/models/spirals.json" --break-on "loss>" --max-steps 3 2>&1); st=$?
 check "--break-on with a bad condition: usage error" '[ $st = 2 ] && grep -q "loss>X" <<<"$out"' "$out"
 
+# --metrics: the dashboard's CSV, every step's loss (as --json's final loss),
+# lr and gradient norms, and the test results.
+out=$("$twb" train "$assets/models/spirals.json" --max-steps 12 --metrics "$tmp/m.csv" --json 2>&1); st=$?
+check "train --metrics writes the curves as CSV" '[ $st = 0 ] && /usr/bin/python3 -c "
+import csv, json, math, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0] == [\"run\", \"series\", \"x\", \"y\"], rows[0]
+by = {}
+for r in rows[1:]:
+    by.setdefault(r[1], []).append((int(r[2]), float(r[3])))
+assert [x for x, _ in by[\"loss\"]] == list(range(1, 13)), by[\"loss\"]
+assert all(math.isfinite(y) for _, y in by[\"loss\"])
+assert any(k.startswith(\"grad_norm:\") for k in by), list(by)
+res = json.loads(sys.argv[2])
+assert abs(by[\"test_accuracy\"][0][1] - res[\"test_accuracy\"]) < 1e-9, (by[\"test_accuracy\"], res)
+" "$tmp/m.csv" "$(grep "^{" <<<"$out")"' "$out"
 out=$("$twb" train "$m" --batch 0 2>&1); st=$?
 check "bad option value: usage error" '[ $st = 2 ]' "$out"
 # twb devices: after a compiled run in a fresh cache, the choices it made
