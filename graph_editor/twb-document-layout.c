@@ -21,6 +21,13 @@
 #define ROW_GAP 40.0
 #define DUMMY_HEIGHT 16.0
 #define SWEEPS 4
+/* Between wrapped rows: the edge from one row's end to the next row's start
+ * runs here, 14 below the boxes, with its label (16 high) on it. */
+#define WRAP_GAP 64.0
+#define MAX_ROWS 12
+/* The canvas a fitted layout aims at, see wrap_rows. */
+#define FIT_W 700.0
+#define FIT_H 470.0
 
 static int
 n_input_ports (const tw_node *n)
@@ -85,6 +92,7 @@ typedef struct
 {
   int layer;
   double order;        /* position key inside the layer */
+  int pos;             /* place in the layer before this sweep: breaks ties */
   double w, h;
   GArray *pred, *succ; /* of int: vertex indices (nodes first, then dummies) */
 } vertex;
@@ -93,8 +101,10 @@ static int
 cmp_by_order (gconstpointer a, gconstpointer b, gpointer user)
 {
   const vertex *v = user;
-  double x = v[*(const int *) a].order, y = v[*(const int *) b].order;
-  return x < y ? -1 : x > y ? 1 : *(const int *) a - *(const int *) b;
+  const vertex *p = &v[*(const int *) a], *q = &v[*(const int *) b];
+  if (p->order != q->order)
+    return p->order < q->order ? -1 : 1;
+  return p->pos != q->pos ? p->pos - q->pos : *(const int *) a - *(const int *) b;
 }
 
 static void
@@ -104,6 +114,8 @@ sweep (vertex *v, GPtrArray *layers, gboolean down)
   for (int li = down ? 1 : n_layers - 2; down ? li < n_layers : li >= 0; li += down ? 1 : -1)
     {
       GArray *layer = g_ptr_array_index (layers, li);
+      for (guint k = 0; k < layer->len; k++)
+        v[g_array_index (layer, int, k)].pos = (int) k;
       for (guint k = 0; k < layer->len; k++)
         {
           vertex *x = &v[g_array_index (layer, int, k)];
@@ -119,6 +131,71 @@ sweep (vertex *v, GPtrArray *layers, gboolean down)
       for (guint k = 0; k < layer->len; k++)
         v[g_array_index (layer, int, k)].order = k;
     }
+}
+
+/* Which row each layer goes on.  A long chain on one row fits the window
+ * at a zoom where the canvas draws no labels (TWB_RENDER_TEXT_SCALE); so
+ * the layers are cut into rows of about equal width, as many as give the
+ * largest zoom at which the graph fits a FIT_W × FIT_H canvas (the canvas
+ * left of the minimap in a 1280 × 800 window with the default panels; the
+ * fit keeps a 40-unit margin on each side and never zooms beyond 100 %).
+ * The fewest rows that come within 10 % of that zoom win: rows are harder
+ * to follow than one line.  Caller frees the result. */
+static int *
+wrap_rows (int n_layers, const double *w, const double *top, const double *bottom)
+{
+  int *best = g_new0 (int, MAX (n_layers, 1));
+  int *rows = g_new0 (int, MAX (n_layers, 1));
+  double total = 0;
+  for (int l = 0; l < n_layers; l++)
+    total += w[l] + (l > 0 ? LAYER_GAP : 0);
+  double scales[MAX_ROWS + 1] = { 0 };
+  int max_rows = MIN (n_layers, MAX_ROWS);
+  for (int pass = 0; pass < 2; pass++)
+    {
+      double best_scale = 0;
+      for (int r = 1; r <= max_rows; r++)
+        if (scales[r] > best_scale)
+          best_scale = scales[r];
+      for (int r = 1; r <= max_rows; r++)
+        {
+          /* Greedy cut: a new row when the layer's middle would pass the
+           * target width. */
+          double target = total / r, x = 0, width = 0, height = 0;
+          double row_top = G_MAXDOUBLE, row_bottom = -G_MAXDOUBLE;
+          int row = 0;
+          for (int l = 0; l < n_layers; l++)
+            {
+              if (x > 0 && x + w[l] / 2 > target && row + 1 < r)
+                {
+                  height += MAX (row_bottom - row_top, 0) + WRAP_GAP;
+                  row_top = G_MAXDOUBLE;
+                  row_bottom = -G_MAXDOUBLE;
+                  row++;
+                  x = 0;
+                }
+              x += w[l];
+              width = MAX (width, x);
+              x += LAYER_GAP;
+              if (top[l] <= bottom[l])
+                {
+                  row_top = MIN (row_top, top[l]);
+                  row_bottom = MAX (row_bottom, bottom[l]);
+                }
+              rows[l] = row;
+            }
+          height += MAX (row_bottom - row_top, 0);
+          double scale = MIN ((FIT_W - 80) / MAX (width, 1), (FIT_H - 80) / MAX (height, 1));
+          scales[r] = MIN (scale, 1.0);
+          if (pass == 1 && scales[r] >= 0.9 * best_scale)
+            {
+              memcpy (best, rows, sizeof (int) * n_layers);
+              break;
+            }
+        }
+    }
+  g_free (rows);
+  return best;
 }
 
 void
@@ -164,6 +241,31 @@ twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys)
         }
       g_array_index (verts, vertex, i).layer = layer;
     }
+  /* A source (an input) goes in the layer just before its first consumer,
+   * not in layer 0: the label input sits beside the logits it meets at the
+   * loss, not at the far start of the graph (or another row). */
+  g_autofree int *first_use = g_new (int, n);
+  for (int i = 0; i < n; i++)
+    first_use[i] = G_MAXINT;
+  for (int i = 0; i < n; i++)
+    {
+      tw_node *nd = tw_graph_node (g, i);
+      for (int p = 0; p < nd->n_inputs; p++)
+        {
+          tw_port pt = tw_graph_resolve (g, nd->inputs[p]);
+          if (pt.node >= 0 && rank[pt.node] < rank[i])
+            first_use[pt.node] = MIN (first_use[pt.node], g_array_index (verts, vertex, i).layer);
+        }
+    }
+  for (int i = 0; i < n; i++)
+    {
+      tw_node *nd = tw_graph_node (g, i);
+      gboolean source = TRUE;
+      for (int p = 0; p < nd->n_inputs && source; p++)
+        source = tw_graph_resolve (g, nd->inputs[p]).node < 0;
+      if (source && first_use[i] != G_MAXINT && first_use[i] > 1)
+        g_array_index (verts, vertex, i).layer = first_use[i] - 1;
+    }
   /* Edges, with dummies across skipped layers. */
   for (int i = 0; i < n; i++)
     {
@@ -177,7 +279,7 @@ twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys)
           int to_layer = g_array_index (verts, vertex, i).layer;
           for (int l = g_array_index (verts, vertex, pt.node).layer + 1; l < to_layer; l++)
             {
-              vertex d = { l, 0, 0, DUMMY_HEIGHT, g_array_new (FALSE, FALSE, sizeof (int)),
+              vertex d = { l, 0, 0, 0, DUMMY_HEIGHT, g_array_new (FALSE, FALSE, sizeof (int)),
                            g_array_new (FALSE, FALSE, sizeof (int)) };
               g_array_append_val (verts, d);
               int di = (int) verts->len - 1;
@@ -197,12 +299,16 @@ twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys)
   g_autoptr (GPtrArray) layers = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
   for (int l = 0; l < n_layers; l++)
     g_ptr_array_add (layers, g_array_new (FALSE, FALSE, sizeof (int)));
-  /* Initial order: nodes in topological order, dummies after their source. */
-  for (int k = 0; k < n; k++)
-    {
-      int i = g_array_index (order, int, k);
-      g_array_append_val (g_ptr_array_index (layers, v[i].layer), i);
-    }
+  /* Initial order: nodes in topological order, inputs moved beside their
+   * consumer after the layer's own nodes, dummies after their source. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < n; k++)
+      {
+        int i = g_array_index (order, int, k);
+        gboolean moved = v[i].layer > 0 && v[i].pred->len == 0;
+        if (moved == (pass == 1))
+          g_array_append_val (g_ptr_array_index (layers, v[i].layer), i);
+      }
   for (int i = n; i < nv; i++)
     g_array_append_val (g_ptr_array_index (layers, v[i].layer), i);
   for (int l = 0; l < n_layers; l++)
@@ -217,18 +323,19 @@ twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys)
       sweep (v, layers, FALSE);
     }
 
-  /* Coordinates. */
+  /* Coordinates: y within the layers as if on one row; then the layers are
+   * cut into rows (see wrap_rows) and each row is placed below the last. */
   g_autofree double *vx = g_new0 (double, nv);
   g_autofree double *vy = g_new0 (double, nv);
-  double x = 40.0;
+  g_autofree double *layer_w = g_new0 (double, n_layers);
   for (int l = 0; l < n_layers; l++)
     {
       GArray *layer = g_ptr_array_index (layers, l);
-      double maxw = 0, bottom = -G_MAXDOUBLE;
+      double bottom = -G_MAXDOUBLE;
       for (guint k = 0; k < layer->len; k++)
         {
           int i = g_array_index (layer, int, k);
-          maxw = MAX (maxw, v[i].w);
+          layer_w[l] = MAX (layer_w[l], v[i].w);
           /* Centre on the predecessors where there is room. */
           double want = 40.0;
           if (v[i].pred->len > 0)
@@ -241,12 +348,51 @@ twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys)
                 }
               want = sum / v[i].pred->len - v[i].h / 2;
             }
-          double y = bottom == -G_MAXDOUBLE ? want : MAX (want, bottom + ROW_GAP);
-          vx[i] = x;
-          vy[i] = y;
-          bottom = y + v[i].h;
+          vy[i] = bottom == -G_MAXDOUBLE ? want : MAX (want, bottom + ROW_GAP);
+          bottom = vy[i] + v[i].h;
         }
-      x += maxw + LAYER_GAP;
+    }
+  /* Each layer's extent over the real nodes (dummies are not drawn). */
+  g_autofree double *layer_top = g_new (double, n_layers);
+  g_autofree double *layer_bottom = g_new (double, n_layers);
+  for (int l = 0; l < n_layers; l++)
+    {
+      layer_top[l] = G_MAXDOUBLE;
+      layer_bottom[l] = -G_MAXDOUBLE;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      layer_top[v[i].layer] = MIN (layer_top[v[i].layer], vy[i]);
+      layer_bottom[v[i].layer] = MAX (layer_bottom[v[i].layer], vy[i] + v[i].h);
+    }
+  g_autofree int *row_of = wrap_rows (n_layers, layer_w, layer_top, layer_bottom);
+  double row_y = 40.0;
+  for (int l = 0; l < n_layers;)
+    {
+      int end = l;
+      double top = G_MAXDOUBLE, bottom = -G_MAXDOUBLE;
+      while (end < n_layers && row_of[end] == row_of[l])
+        {
+          top = MIN (top, layer_top[end]);
+          bottom = MAX (bottom, layer_bottom[end]);
+          end++;
+        }
+      if (top == G_MAXDOUBLE)
+        top = bottom = 0;
+      double x = 40.0;
+      for (int k = l; k < end; k++)
+        {
+          GArray *layer = g_ptr_array_index (layers, k);
+          for (guint j = 0; j < layer->len; j++)
+            {
+              int i = g_array_index (layer, int, j);
+              vx[i] = x;
+              vy[i] = vy[i] - top + row_y;
+            }
+          x += layer_w[k] + LAYER_GAP;
+        }
+      row_y += bottom - top + WRAP_GAP;
+      l = end;
     }
   double min_y = G_MAXDOUBLE;
   for (int i = 0; i < nv; i++)

@@ -381,50 +381,181 @@ twb_graph_scene_edge_bend (double x0, double x3)
   return x3 >= x0 ? MAX (40.0, (x3 - x0) / 2) : 80.0;
 }
 
-/* Does the horizontal segment y, [xa, xb] pass through a node box (with a
- * 6-unit margin)? */
+/* Routed edges keep this far from every box: the line's width and the
+ * curve of a rounded corner (10 units, cutting at most 3 into the corner). */
+#define ROUTE_MARGIN 6.0
+/* Points sampled along a Bezier edge to see whether it crosses a box. */
+#define BEZIER_SAMPLES 24
+
+/* Does the axis-aligned segment a–b pass through the box of node i, grown
+ * by margin m? */
 static gboolean
-row_blocked (const TwbGraphScene *s, double y, double xa, double xb)
+seg_hits_box (const TwbSceneNode *n, double ax, double ay, double bx, double by, double m)
+{
+  return n->x - m < MAX (ax, bx) && MIN (ax, bx) < n->x + n->w + m && n->y - m < MAX (ay, by)
+         && MIN (ay, by) < n->y + n->h + m;
+}
+
+/* The box a segment runs into first (any but skip0/skip1), or -1. */
+static int
+seg_blocker (const TwbGraphScene *s, double ax, double ay, double bx, double by, int skip0,
+             int skip1)
+{
+  for (int i = 0; s && i < s->n_nodes; i++)
+    if (i != skip0 && i != skip1 && seg_hits_box (&s->nodes[i], ax, ay, bx, by, ROUTE_MARGIN))
+      return i;
+  return -1;
+}
+
+/* The node whose output (right = TRUE) or input port sits at (x, y). */
+static int
+port_owner (const TwbGraphScene *s, double x, double y, gboolean right)
 {
   for (int i = 0; s && i < s->n_nodes; i++)
     {
       const TwbSceneNode *n = &s->nodes[i];
-      if (n->x - 6 < xb && xa < n->x + n->w + 6 && n->y - 6 < y && y < n->y + n->h + 6)
-        return TRUE;
+      double ex = right ? n->x + n->w : n->x;
+      if (fabs (ex - x) < 0.5 && y >= n->y && y <= n->y + n->h)
+        return i;
+    }
+  return -1;
+}
+
+static void
+bezier_point (double x0, double y0, double x3, double y3, double t, double *x, double *y)
+{
+  double dx = twb_graph_scene_edge_bend (x0, x3), u = 1 - t;
+  *x = u * u * u * x0 + 3 * u * u * t * (x0 + dx) + 3 * u * t * t * (x3 - dx) + t * t * t * x3;
+  *y = u * u * u * y0 + 3 * u * u * t * y0 + 3 * u * t * t * y3 + t * t * t * y3;
+}
+
+/* Whether the forward Bezier from (x0, y0) to (x3, y3) passes through a box
+ * other than its ends'. */
+static gboolean
+bezier_blocked (const TwbGraphScene *s, double x0, double y0, double x3, double y3, int from,
+                int to)
+{
+  for (int k = 1; k < BEZIER_SAMPLES; k++)
+    {
+      double x, y;
+      bezier_point (x0, y0, x3, y3, k / (double) BEZIER_SAMPLES, &x, &y);
+      for (int i = 0; i < s->n_nodes; i++)
+        if (i != from && i != to && seg_hits_box (&s->nodes[i], x, y, x, y, 2))
+          return TRUE;
     }
   return FALSE;
+}
+
+/* Moves a vertical run at x (from ya to yb) sideways, by `dir`, past the
+ * boxes it would cross; the moved x. */
+static double
+clear_column (const TwbGraphScene *s, double x, double ya, double yb, int dir, int from, int to)
+{
+  for (int tries = 0; tries < 8; tries++)
+    {
+      int b = seg_blocker (s, x, ya, x, yb, from, to);
+      if (b < 0)
+        break;
+      const TwbSceneNode *n = &s->nodes[b];
+      x = dir > 0 ? n->x + n->w + 20 : n->x - 20;
+    }
+  return x;
 }
 
 int
 twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
                             double pts[6][2])
 {
-  /* 20 units: room for the port circle and a rounded corner. */
-  if (x3 >= x0 + 20)
+  int from = port_owner (s, x0, y0, TRUE), to = port_owner (s, x3, y3, FALSE);
+  /* 20 units: room for the port circle and a rounded corner.  A forward
+   * edge is a curve unless the curve would cross a box. */
+  gboolean forward = x3 >= x0 + 20;
+  if (forward && (s == NULL || !bezier_blocked (s, x0, y0, x3, y3, from, to)))
     return 0;
-  /* The horizontal run goes halfway between the rows, or — when a node sits
-   * there — along the free line nearest to halfway: just above or below one
-   * of the boxes it would cross. */
-  double xa = x3 - 20, xb = x0 + 20, mid = (y0 + y3) / 2, ym = mid;
-  if (row_blocked (s, mid, xa, xb))
+  /* Out to the right, along a horizontal run, in from the left.  The run
+   * goes halfway between the ports' heights, or along the free line nearest
+   * to it: the ports' own heights (forward edges) or just above or below a
+   * box it would cross; the vertical runs step aside from boxes in their
+   * way.  The cheapest route that crosses no box wins. */
+  double xb0 = x0 + 20, xa0 = x3 - 20, mid = (y0 + y3) / 2;
+  double best_cost = G_MAXDOUBLE, best[3] = { xb0, mid, xa0 };
+  int n_cand = 3 + 2 * (s ? s->n_nodes : 0);
+  for (int c = 0; c < n_cand; c++)
     {
-      double best = G_MAXDOUBLE;
-      for (int i = 0; i < s->n_nodes; i++)
+      double ym;
+      if (c < 3)
+        ym = c == 0 ? mid : c == 1 ? y0 : y3;
+      else
         {
-          const TwbSceneNode *n = &s->nodes[i];
-          if (!(n->x - 6 < xb && xa < n->x + n->w + 6))
-            continue;
-          double cand[2] = { n->y - 14, n->y + n->h + 14 };
-          for (int k = 0; k < 2; k++)
-            if (fabs (cand[k] - mid) < fabs (best - mid) && !row_blocked (s, cand[k], xa, xb))
-              best = cand[k];
+          const TwbSceneNode *n = &s->nodes[(c - 3) / 2];
+          ym = (c - 3) % 2 == 0 ? n->y - 14 : n->y + n->h + 14;
         }
-      if (best != G_MAXDOUBLE)
-        ym = best;
+      if (c > 0 && c < 3 && !forward)
+        continue;
+      double cost = fabs (ym - mid);
+      if (cost >= best_cost)
+        continue;
+      double xb = clear_column (s, xb0, y0, ym, +1, from, to);
+      double xa = clear_column (s, xa0, ym, y3, -1, from, to);
+      cost += (xb - xb0) + (xa0 - xa);
+      if (cost >= best_cost)
+        continue;
+      if (seg_blocker (s, x0, y0, xb, y0, from, to) >= 0
+          || seg_blocker (s, xb, y0, xb, ym, from, to) >= 0
+          || seg_blocker (s, xb, ym, xa, ym, -1, -1) >= 0
+          || seg_blocker (s, xa, ym, xa, y3, from, to) >= 0
+          || seg_blocker (s, xa, y3, x3, y3, from, to) >= 0)
+        continue;
+      best_cost = cost;
+      best[0] = xb;
+      best[1] = ym;
+      best[2] = xa;
     }
-  double r[6][2] = { { x0, y0 }, { xb, y0 }, { xb, ym }, { xa, ym }, { xa, y3 }, { x3, y3 } };
+  if (best_cost == G_MAXDOUBLE && forward)
+    return 0;   /* boxed in: the curve is the lesser evil */
+  double r[6][2] = { { x0, y0 },           { best[0], y0 }, { best[0], best[1] },
+                     { best[2], best[1] }, { best[2], y3 }, { x3, y3 } };
   memcpy (pts, r, sizeof r);
   return 6;
+}
+
+int
+twb_graph_scene_edge_sample (const TwbGraphScene *s, int edge, int n, double (*pts)[2])
+{
+  g_return_val_if_fail (s && edge >= 0 && edge < s->n_edges && n >= 2, 0);
+  const TwbSceneEdge *e = &s->edges[edge];
+  double x0, y0, x3, y3;
+  twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
+  twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
+  double route[6][2];
+  int nr = twb_graph_scene_edge_route (s, x0, y0, x3, y3, route);
+  if (nr == 0)
+    {
+      for (int k = 0; k < n; k++)
+        bezier_point (x0, y0, x3, y3, k / (double) (n - 1), &pts[k][0], &pts[k][1]);
+      return n;
+    }
+  double len = 0;
+  for (int k = 1; k < nr; k++)
+    len += hypot (route[k][0] - route[k - 1][0], route[k][1] - route[k - 1][1]);
+  int seg = 1;
+  double done = 0;
+  for (int k = 0; k < n; k++)
+    {
+      double at = len * k / (n - 1);
+      while (seg < nr - 1
+             && done + hypot (route[seg][0] - route[seg - 1][0], route[seg][1] - route[seg - 1][1])
+                    < at)
+        {
+          done += hypot (route[seg][0] - route[seg - 1][0], route[seg][1] - route[seg - 1][1]);
+          seg++;
+        }
+      double sl = hypot (route[seg][0] - route[seg - 1][0], route[seg][1] - route[seg - 1][1]);
+      double t = sl > 0 ? CLAMP ((at - done) / sl, 0, 1) : 0;
+      pts[k][0] = route[seg - 1][0] + t * (route[seg][0] - route[seg - 1][0]);
+      pts[k][1] = route[seg - 1][1] + t * (route[seg][1] - route[seg - 1][1]);
+    }
+  return n;
 }
 
 static double
@@ -447,9 +578,8 @@ twb_graph_scene_hit_edge (const TwbGraphScene *s, double x, double y, double slo
       double x0, y0, x3, y3;
       twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
       twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
-      if (x < MIN (x0, x3) - slop - 200 || x > MAX (x0, x3) + slop + 200
-          || y < MIN (y0, y3) - slop || y > MAX (y0, y3) + slop)
-        continue;
+      /* Routes leave the ports' span (a run above or below the boxes): the
+       * route is tested before the bounding box of a curve is. */
       double route[6][2];
       int nr = twb_graph_scene_edge_route (s, x0, y0, x3, y3, route);
       if (nr > 0)
@@ -460,6 +590,9 @@ twb_graph_scene_hit_edge (const TwbGraphScene *s, double x, double y, double slo
               return i;
           continue;
         }
+      if (x < MIN (x0, x3) - slop - 200 || x > MAX (x0, x3) + slop + 200
+          || y < MIN (y0, y3) - slop || y > MAX (y0, y3) + slop)
+        continue;
       double dx = twb_graph_scene_edge_bend (x0, x3);
       double px = x0, py = y0;
       for (int k = 1; k <= 16; k++)

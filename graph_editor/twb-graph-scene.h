@@ -88,15 +88,18 @@ void twb_graph_scene_port_pos (const TwbGraphScene *s, int node, TwbPortDirectio
  * backwards (a wrapped row), so it does not swing wide across the graph. */
 double twb_graph_scene_edge_bend (double x0, double x3);
 
-/* Route of an edge that runs backwards (into a node left of its source,
- * as in a wrapped row): out to the right, along the gap halfway between the
- * ports' heights, into the input from the left.  Fills pts (x, y pairs) and
- * returns the number of points (6); 0 for a forward edge (a Bezier curve). */
-/* Orthogonal route of an edge that runs backwards (x3 left of x0), avoiding
- * node boxes on its horizontal run; 0 for forward edges (drawn as curves).
- * s may be NULL (no avoidance). */
+/* Orthogonal route of an edge that cannot be drawn as a curve: one that
+ * runs backwards (into a node left of its source, as in a wrapped row), or
+ * a forward one whose curve would cross another node's box.  Out to the
+ * right, along a horizontal run clear of the boxes, into the input from the
+ * left; vertical runs step aside from boxes.  Fills pts (x, y pairs) and
+ * returns the number of points (6); 0 for an edge drawn as a Bezier curve.
+ * s may be NULL (no avoidance: backward edges only). */
 int twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
                                 double pts[6][2]);
+/* n points (n >= 2) evenly along edge `edge` as the canvas draws it (route
+ * or curve, without the rounding of corners), into pts; returns n. */
+int twb_graph_scene_edge_sample (const TwbGraphScene *s, int edge, int n, double (*pts)[2]);
 
 /* Hit tests in model coordinates; `slop` is the hit radius for ports.
  * Return the topmost node / the port under the point, or -1. */
