@@ -573,6 +573,8 @@ twb_dashboard_new (TwbMetrics *metrics)
       d->plots[c] = twb_plot_new (metrics, charts[c].title);
       gtk_widget_set_size_request (d->plots[c], 200, 110);
       twb_plot_set_smoothing (TWB_PLOT (d->plots[c]), 0.6);
+      /* The tab scrolls: the plain wheel scrolls it, Ctrl+wheel zooms a chart. */
+      g_object_set (d->plots[c], "wheel-needs-ctrl", TRUE, NULL);
       if (charts[c].log_default)
         twb_plot_set_log_y (TWB_PLOT (d->plots[c]), TRUE);
       gtk_grid_attach (GTK_GRID (d->grid), d->plots[c], c % 3, c / 3, 1, 1);

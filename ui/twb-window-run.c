@@ -339,10 +339,22 @@ update_tints (TwbWindow *self)
   twb_graph_canvas_set_tints (self->canvas, tints);
 }
 
+/* Room for the curves, the debugger or the memory plan: the bottom panel
+ * grows when it is small (the user may drag it anywhere afterwards). */
+static void
+grow_bottom_panel (TwbWindow *self)
+{
+  int h = gtk_widget_get_height (self->vpaned);
+  if (h > 0 && h - gtk_paned_get_position (GTK_PANED (self->vpaned)) < TRAINING_PANEL_H)
+    gtk_paned_set_position (GTK_PANED (self->vpaned), MAX (h - TRAINING_PANEL_H, h / 3));
+}
+
 static void
 panel_changed (GObject *stack, GParamSpec *p, TwbWindow *self)
 {
   update_tints (self);
+  if (g_strcmp0 (twb_window_get_panel (self), "profiler") != 0)
+    grow_bottom_panel (self);
 }
 
 /* ---- Runs ------------------------------------------------------------------------------ */
@@ -547,10 +559,7 @@ ensure_run (TwbWindow *self, GError **error)
   twb_debugger_panel_set_run (TWB_DEBUGGER_PANEL (self->debugger_panel), run);
   twb_debugger_panel_set_hyper (TWB_DEBUGGER_PANEL (self->debugger_panel), r->optimizer.lr,
                                 r->optimizer.momentum, r->optimizer.weight_decay);
-  /* Room for the curves: the bottom panel grows when it is small. */
-  int h = gtk_widget_get_height (self->vpaned);
-  if (h > 0 && h - gtk_paned_get_position (GTK_PANED (self->vpaned)) < TRAINING_PANEL_H)
-    gtk_paned_set_position (GTK_PANED (self->vpaned), MAX (h - TRAINING_PANEL_H, h / 3));
+  grow_bottom_panel (self);
   return run;
 }
 

@@ -542,8 +542,14 @@ snapshot_at (TwbWindow *self, int width, int height)
   if (bar)
     gtk_widget_measure (bar, GTK_ORIENTATION_VERTICAL, width, NULL, &bar_h, NULL, NULL);
   GtkSnapshot *snap = gtk_snapshot_new ();
-  gtk_snapshot_append_color (snap, &(GdkRGBA) { 0.98f, 0.98f, 0.98f, 1.0f },
-                             &GRAPHENE_RECT_INIT (0, 0, width, height));
+  /* The theme's window background (light or dark) under what has none. */
+  GdkRGBA bg = { 0.98f, 0.98f, 0.98f, 1.0f };
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  GtkStyleContext *sc = gtk_widget_get_style_context (w);
+  if (!gtk_style_context_lookup_color (sc, "window_bg_color", &bg))
+    gtk_style_context_lookup_color (sc, "theme_bg_color", &bg);
+  G_GNUC_END_IGNORE_DEPRECATIONS
+  gtk_snapshot_append_color (snap, &bg, &GRAPHENE_RECT_INIT (0, 0, width, height));
   if (bar)
     {
       gtk_widget_size_allocate (bar, &(GtkAllocation) { 0, 0, width, bar_h }, -1);
