@@ -269,6 +269,80 @@ twb_document_move_block (TwbDocument *doc, const char *name, double dx, double d
   return set_block (doc, name, "Move block", FALSE, b ? b->collapsed : FALSE, dx, dy, error);
 }
 
+gboolean
+twb_document_rename_block (TwbDocument *doc, const char *name, const char *new_name,
+                           GError **error)
+{
+  g_return_val_if_fail (TWB_IS_DOCUMENT (doc), FALSE);
+  if (find_block (doc, name) == NULL)
+    {
+      g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_NO_SUCH_NODE, "no block '%s'",
+                   name ? name : "(null)");
+      return FALSE;
+    }
+  if (new_name == NULL || !g_utf8_validate (new_name, -1, NULL))
+    new_name = "";
+  g_autofree char *clean = g_strstrip (g_strdup (new_name));
+  if (clean[0] == '\0')
+    {
+      g_set_error_literal (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ID,
+                           "a block needs a name");
+      return FALSE;
+    }
+  if (strcmp (clean, name) == 0)
+    return TRUE;
+  /* Blocks and nodes share one namespace on the canvas (a collapsed block
+   * is found by its name like a node by its id). */
+  if (find_block (doc, clean))
+    {
+      g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ID,
+                   "there is already a block '%s'", clean);
+      return FALSE;
+    }
+  if (tw_graph_find (doc->model->graph, clean))
+    {
+      g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ID,
+                   "'%s' is the id of a node; a block needs a name of its own", clean);
+      return FALSE;
+    }
+  GPtrArray *blocks = twb_blocks_copy (doc->blocks);
+  for (guint i = 0; i < blocks->len; i++)
+    {
+      TwbBlock *b = g_ptr_array_index (blocks, i);
+      if (strcmp (b->name, name) == 0)
+        {
+          g_free (b->name);
+          b->name = g_strdup (clean);
+          break;
+        }
+    }
+  g_autofree char *label = g_strdup_printf ("Rename block %s", name);
+  twb_document_edit_begin (doc, label);
+  twb_document_prim_blocks (doc, blocks);
+  twb_document_edit_end (doc);
+  return TRUE;
+}
+
+const char *
+twb_document_block_of_selection (TwbDocument *doc)
+{
+  g_return_val_if_fail (TWB_IS_DOCUMENT (doc), NULL);
+  g_auto (GStrv) sel = twb_document_get_selection (doc);
+  if (sel == NULL || sel[0] == NULL)
+    return NULL;
+  const char *block = twb_document_block_of (doc, sel[0]);
+  if (block == NULL)
+    return NULL;
+  TwbBlock *b = find_block (doc, block);
+  guint n_sel = g_strv_length (sel);
+  if (n_sel != g_strv_length (b->nodes))
+    return NULL;
+  for (guint i = 0; i < n_sel; i++)
+    if (!g_strv_contains ((const char *const *) b->nodes, sel[i]))
+      return NULL;
+  return b->name;
+}
+
 const char *
 twb_document_block_of (TwbDocument *doc, const char *id)
 {

@@ -202,6 +202,13 @@ gboolean twb_document_expand_block (TwbDocument *doc, const char *name, GError *
 gboolean twb_document_remove_block (TwbDocument *doc, const char *name, GError **error);
 gboolean twb_document_move_block (TwbDocument *doc, const char *name, double dx, double dy,
                                   GError **error);
+/* Rename a block; refuses an empty name, another block's name and a node's
+ * id.  Undoable; the members stay selected. */
+gboolean twb_document_rename_block (TwbDocument *doc, const char *name, const char *new_name,
+                                    GError **error);
+/* The collapsed block whose members are exactly the selection (what a click
+ * on the block or Ctrl+G leaves selected), NULL otherwise; owned by doc. */
+const char *twb_document_block_of_selection (TwbDocument *doc);
 /* Block containing the node, NULL when it is in no collapsed block. */
 const char *twb_document_block_of (TwbDocument *doc, const char *id);
 /* Names of all blocks, NULL-terminated; caller frees with g_strfreev. */

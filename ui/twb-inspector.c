@@ -25,6 +25,7 @@ struct _TwbInspector
   TwbDocument *doc;
   gulong changed_id, selection_id;
   char *node_id;
+  char *block_name;           /* the collapsed block the node page shows, or NULL */
   gboolean building;          /* widgets are being filled: ignore their signals */
   gboolean applying;          /* our own edit: don't rebuild under the user's fingers */
 };
@@ -44,6 +45,23 @@ current_node (TwbInspector *self)
   return tw_graph_find (twb_document_get_graph (self->doc), self->node_id);
 }
 
+/* The line under a field for its error: always there, one line high, so
+ * that an error appearing never moves the fields below (a click meant for
+ * one would land on the next).  A long message is ellipsized; the whole of
+ * it is the line's tooltip and the field's accessible description. */
+static GtkWidget *
+error_line (void)
+{
+  GtkWidget *err = gtk_label_new (NULL);
+  gtk_widget_add_css_class (err, "error");
+  gtk_widget_add_css_class (err, "caption");
+  gtk_label_set_xalign (GTK_LABEL (err), 0);
+  gtk_label_set_single_line_mode (GTK_LABEL (err), TRUE);
+  gtk_label_set_ellipsize (GTK_LABEL (err), PANGO_ELLIPSIZE_END);
+  gtk_label_set_width_chars (GTK_LABEL (err), 1);
+  return err;
+}
+
 static void
 show_attr_error (TwbInspector *self, const char *attr, const char *message)
 {
@@ -52,7 +70,8 @@ show_attr_error (TwbInspector *self, const char *attr, const char *message)
   if (label == NULL)
     return;
   gtk_label_set_text (GTK_LABEL (label), message ? message : "");
-  gtk_widget_set_visible (label, message != NULL);
+  gtk_widget_set_tooltip_text (label, message);
+  g_object_set_data_full (G_OBJECT (label), "message", g_strdup (message), g_free);
   if (w)
     {
       if (message)
@@ -141,6 +160,69 @@ rename_activate (GtkEntry *e, TwbInspector *self)
   twb_document_select (self->doc, ids, FALSE);
 }
 
+static void
+block_rename_activate (GtkEntry *e, TwbInspector *self)
+{
+  g_autoptr (GError) error = NULL;
+  const char *new_name = gtk_editable_get_text (GTK_EDITABLE (e));
+  if (self->block_name == NULL || g_strcmp0 (new_name, self->block_name) == 0)
+    return;
+  g_autofree char *old = g_strdup (self->block_name);
+  if (!twb_document_rename_block (self->doc, old, new_name, &error))
+    show_attr_error (self, "$id", error->message);
+}
+
+/* The page of a collapsed block (its members are the selection): its name,
+ * to rename it, what it holds, and Expand. */
+static void
+build_block_page (TwbInspector *self, const char *block)
+{
+  g_auto (GStrv) members = twb_document_block_members (self->doc, block);
+  guint n = g_strv_length (members);
+  GtkWidget *title = gtk_label_new (NULL);
+  g_autofree char *markup = g_markup_printf_escaped ("<b>Block</b>\n%u node%s collapsed into one box",
+                                                     n, n == 1 ? "" : "s");
+  gtk_label_set_markup (GTK_LABEL (title), markup);
+  gtk_label_set_xalign (GTK_LABEL (title), 0);
+  gtk_label_set_wrap (GTK_LABEL (title), TRUE);
+  gtk_box_append (GTK_BOX (self->node_box), title);
+
+  GtkWidget *grid = gtk_grid_new ();
+  gtk_grid_set_row_spacing (GTK_GRID (grid), 4);
+  gtk_grid_set_column_spacing (GTK_GRID (grid), 8);
+  GtkWidget *nl = gtk_label_new ("name");
+  gtk_label_set_xalign (GTK_LABEL (nl), 0);
+  GtkWidget *ne = gtk_entry_new ();
+  gtk_editable_set_text (GTK_EDITABLE (ne), block);
+  gtk_widget_set_hexpand (ne, TRUE);
+  gtk_widget_set_tooltip_text (ne, "the block's name on the canvas; Enter renames it");
+  gtk_accessible_update_relation (GTK_ACCESSIBLE (ne), GTK_ACCESSIBLE_RELATION_LABELLED_BY, nl,
+                                  NULL, -1);
+  g_signal_connect (ne, "activate", G_CALLBACK (block_rename_activate), self);
+  gtk_grid_attach (GTK_GRID (grid), nl, 0, 0, 1, 1);
+  gtk_grid_attach (GTK_GRID (grid), ne, 1, 0, 1, 1);
+  GtkWidget *err = error_line ();
+  gtk_grid_attach (GTK_GRID (grid), err, 0, 1, 2, 1);
+  g_hash_table_insert (self->attr_errors, g_strdup ("$id"), err);
+  g_hash_table_insert (self->attr_widgets, g_strdup ("$id"), ne);
+  self->first_field = ne;
+  gtk_box_append (GTK_BOX (self->node_box), grid);
+
+  g_autofree char *list = g_strjoinv (", ", members);
+  GtkWidget *ml = gtk_label_new (list);
+  gtk_label_set_xalign (GTK_LABEL (ml), 0);
+  gtk_label_set_wrap (GTK_LABEL (ml), TRUE);
+  gtk_label_set_selectable (GTK_LABEL (ml), TRUE);
+  gtk_widget_add_css_class (ml, "dim-label");
+  gtk_box_append (GTK_BOX (self->node_box), ml);
+
+  GtkWidget *expand = gtk_button_new_with_mnemonic ("_Expand");
+  gtk_widget_set_halign (expand, GTK_ALIGN_START);
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (expand), "graph.expand-named");
+  gtk_actionable_set_action_target (GTK_ACTIONABLE (expand), "s", block);
+  gtk_box_append (GTK_BOX (self->node_box), expand);
+}
+
 static char *
 value_text (const tw_attr_value *v)
 {
@@ -150,6 +232,25 @@ value_text (const tw_attr_value *v)
     return g_strdup (v->s);
   g_autoptr (JsonNode) node = tw_attr_value_to_json (v);
   return json_to_string (node, FALSE);
+}
+
+/* The dim text of an empty entry: what applies when the attribute is not
+ * set, in words ("default: 1", "default: the kernel size" from the schema's
+ * doc), never something that reads like a value the user typed. */
+static char *
+default_hint (const tw_attr_spec *spec)
+{
+  if (spec->default_value)
+    return g_strdup_printf ("default: %s", spec->default_value);
+  const char *d = spec->doc ? strstr (spec->doc, "(default: ") : NULL;
+  if (d)
+    {
+      d += strlen ("(default: ");
+      const char *end = strchr (d, ')');
+      g_autofree char *what = g_strndup (d, end ? (gsize) (end - d) : strlen (d));
+      return g_strdup_printf ("default: %s", what);
+    }
+  return spec->required ? g_strdup ("required") : g_strdup ("not set");
 }
 
 static GtkWidget *
@@ -196,10 +297,9 @@ attr_widget (TwbInspector *self, const tw_attr_spec *spec, const tw_attr_value *
       w = gtk_entry_new ();
       g_autofree char *text = cur ? value_text (cur) : g_strdup ("");
       gtk_editable_set_text (GTK_EDITABLE (w), text);
-      if (!cur && spec->default_value)
-        gtk_entry_set_placeholder_text (GTK_ENTRY (w), spec->default_value);
-      else if (!cur && spec->type == TW_ATTR_INTS)
-        gtk_entry_set_placeholder_text (GTK_ENTRY (w), "[5, 5]");
+      g_autofree char *hint = cur ? NULL : default_hint (spec);
+      if (hint)
+        gtk_entry_set_placeholder_text (GTK_ENTRY (w), hint);
       g_object_set_data_full (G_OBJECT (w), "orig", g_strdup (text), g_free);
       g_signal_connect (w, "activate", G_CALLBACK (entry_activate), self);
       GtkEventController *fc = gtk_event_controller_focus_new ();
@@ -266,11 +366,18 @@ rebuild_node_page (TwbInspector *self)
   g_auto (GStrv) sel = self->doc ? twb_document_get_selection (self->doc) : NULL;
   int n_sel = sel ? (int) g_strv_length (sel) : 0;
   g_clear_pointer (&self->node_id, g_free);
-  if (n_sel == 1)
+  g_clear_pointer (&self->block_name, g_free);
+  const char *block = self->doc ? twb_document_block_of_selection (self->doc) : NULL;
+  if (n_sel == 1 && block == NULL)
     self->node_id = g_strdup (sel[0]);
   tw_node *n = current_node (self);
 
-  if (n == NULL)
+  if (block)
+    {
+      self->block_name = g_strdup (block);
+      build_block_page (self, block);
+    }
+  else if (n == NULL)
     {
       g_autofree char *msg = n_sel > 1 ? g_strdup_printf ("%d nodes selected.\nSelect one node to edit its attributes.", n_sel)
                                        : g_strdup ("No node selected.\nClick a node, or press Tab in the canvas, to edit its attributes.");
@@ -284,7 +391,7 @@ rebuild_node_page (TwbInspector *self)
   else
     {
       GtkWidget *grid = gtk_grid_new ();
-      gtk_grid_set_row_spacing (GTK_GRID (grid), 4);
+      gtk_grid_set_row_spacing (GTK_GRID (grid), 2);   /* the error lines space the fields */
       gtk_grid_set_column_spacing (GTK_GRID (grid), 8);
       int row = 0;
 
@@ -314,11 +421,7 @@ rebuild_node_page (TwbInspector *self)
       g_signal_connect (ide, "activate", G_CALLBACK (rename_activate), self);
       gtk_grid_attach (GTK_GRID (grid), idl, 0, row, 1, 1);
       gtk_grid_attach (GTK_GRID (grid), ide, 1, row++, 1, 1);
-      GtkWidget *ide_err = gtk_label_new (NULL);
-      gtk_widget_add_css_class (ide_err, "error");
-      gtk_label_set_wrap (GTK_LABEL (ide_err), TRUE);
-      gtk_label_set_xalign (GTK_LABEL (ide_err), 0);
-      gtk_widget_set_visible (ide_err, FALSE);
+      GtkWidget *ide_err = error_line ();
       gtk_grid_attach (GTK_GRID (grid), ide_err, 0, row++, 2, 1);
       g_hash_table_insert (self->attr_errors, g_strdup ("$id"), ide_err);
       g_hash_table_insert (self->attr_widgets, g_strdup ("$id"), ide);
@@ -341,11 +444,7 @@ rebuild_node_page (TwbInspector *self)
                                             GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, spec->doc, -1);
           gtk_grid_attach (GTK_GRID (grid), label, 0, row, 1, 1);
           gtk_grid_attach (GTK_GRID (grid), w, 1, row++, 1, 1);
-          GtkWidget *err = gtk_label_new (NULL);
-          gtk_widget_add_css_class (err, "error");
-          gtk_label_set_wrap (GTK_LABEL (err), TRUE);
-          gtk_label_set_xalign (GTK_LABEL (err), 0);
-          gtk_widget_set_visible (err, FALSE);
+          GtkWidget *err = error_line ();
           gtk_grid_attach (GTK_GRID (grid), err, 0, row++, 2, 1);
           g_hash_table_insert (self->attr_errors, g_strdup (spec->name), err);
           g_hash_table_insert (self->attr_widgets, g_strdup (spec->name), w);
@@ -592,6 +691,9 @@ on_changed (TwbDocument *doc, guint flags, TwbInspector *self)
     }
   if (flags & (TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE))
     rebuild_node_page (self);
+  else if (flags & TWB_CHANGE_LAYOUT
+           && g_strcmp0 (twb_document_block_of_selection (doc), self->block_name) != 0)
+    rebuild_node_page (self);   /* collapsed (Ctrl+G), expanded or renamed */
   else if (flags & TWB_CHANGE_SHAPES)
     refresh_node_info (self);
 }
@@ -643,13 +745,23 @@ twb_inspector_get_node (TwbInspector *self)
   return self->node_id;
 }
 
+GtkWidget *
+twb_inspector_get_attr_widget (TwbInspector *self, const char *attr)
+{
+  return g_hash_table_lookup (self->attr_widgets, attr);
+}
+
+const char *
+twb_inspector_get_block (TwbInspector *self)
+{
+  return self->block_name;
+}
+
 const char *
 twb_inspector_get_attr_error (TwbInspector *self, const char *attr)
 {
   GtkWidget *l = g_hash_table_lookup (self->attr_errors, attr);
-  if (l == NULL || !gtk_widget_get_visible (l))
-    return NULL;
-  return gtk_label_get_text (GTK_LABEL (l));
+  return l ? g_object_get_data (G_OBJECT (l), "message") : NULL;
 }
 
 gboolean
@@ -677,6 +789,7 @@ twb_inspector_dispose (GObject *object)
   g_clear_pointer (&self->attr_widgets, g_hash_table_unref);
   g_clear_pointer (&self->recipe_widgets, g_hash_table_unref);
   g_clear_pointer (&self->node_id, g_free);
+  g_clear_pointer (&self->block_name, g_free);
   G_OBJECT_CLASS (twb_inspector_parent_class)->dispose (object);
 }
 

@@ -5,7 +5,9 @@
  * for ints and floats, switches for bools, drop-downs for choices, entries
  * for lists and free strings), the node's id (rename), its output shape,
  * parameters and FLOPs, and its shape error.  A value the document refuses
- * is shown inline under its widget; the document is unchanged.
+ * is shown inline under its widget, in a line kept for it (the fields below
+ * never move); the document is unchanged.  A selection that is exactly a
+ * collapsed block shows the block: its name (rename), members, Expand.
  * Recipe page: optimizer, learning rate, schedule, batch size, epochs, seed,
  * dataset, validation split.
  */
@@ -28,8 +30,15 @@ gboolean twb_inspector_focus_node (TwbInspector *self);
 void twb_inspector_show_page (TwbInspector *self, const char *page);
 /* The node the node page shows, NULL if none (tests). */
 const char *twb_inspector_get_node (TwbInspector *self);
+/* The collapsed block the node page shows (its members are the selection:
+ * after Ctrl+G or a click on the block), NULL if none.  Its name is edited
+ * as attribute "$id" (twb_inspector_edit_attr). */
+const char *twb_inspector_get_block (TwbInspector *self);
 /* The inline error under an attribute's widget, NULL if none (tests). */
 const char *twb_inspector_get_attr_error (TwbInspector *self, const char *attr);
+/* The widget that edits attribute attr ("$id": the id or block name), NULL
+ * if none; owned by the inspector, valid until the page is rebuilt (tests). */
+GtkWidget *twb_inspector_get_attr_widget (TwbInspector *self, const char *attr);
 /* Type text into an attribute's widget and commit it, as a user would (tests). */
 gboolean twb_inspector_edit_attr (TwbInspector *self, const char *attr, const char *text);
 

@@ -139,6 +139,132 @@ test_routes_around_boxes (void)
   assert_edges_clear (doc, "skip over a row");
 }
 
+static void
+select_ids (TwbDocument *doc, const char *const *ids)
+{
+  twb_document_select (doc, ids, FALSE);
+  twt_ui_pump ();
+}
+
+/* Where a widget is, in the inspector's coordinates. */
+static graphene_rect_t
+bounds_in (GtkWidget *w, GtkWidget *ref)
+{
+  graphene_rect_t r;
+  g_assert_true (gtk_widget_compute_bounds (w, ref, &r));
+  return r;
+}
+
+/* LeNet-5's pool1 (max_pool2d): a bad kernel_size shows an error line and
+ * the fields below stay where they were (and after the error goes); the
+ * stride, whose default is the kernel size, is an empty entry whose dim
+ * placeholder says so (it showed "[5, 5]" as if set). */
+static void
+test_inspector_steady_fields (void)
+{
+  g_autoptr (TwbDocument) loaded = load_model ("lenet5");
+  TwbWindow *w = window_for (loaded);
+  TwbDocument *doc = twb_window_get_document (w);
+  TwbInspector *insp = w->inspector;
+  GtkWidget *ref = GTK_WIDGET (insp);
+  select_ids (doc, (const char *[]) { "pool1", NULL });
+  g_assert_cmpstr (twb_inspector_get_node (insp), ==, "pool1");
+
+  GtkWidget *stride = twb_inspector_get_attr_widget (insp, "stride");
+  g_assert_true (GTK_IS_ENTRY (stride));
+  g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (stride)), ==, "");
+  const char *ph = gtk_entry_get_placeholder_text (GTK_ENTRY (stride));
+  g_assert_nonnull (ph);
+  g_assert_nonnull (strstr (ph, "kernel size"));
+  g_assert_null (strstr (ph, "["));
+  GtkWidget *padding = twb_inspector_get_attr_widget (insp, "padding");
+  g_assert_nonnull (padding);
+  g_assert_null (strstr (gtk_entry_get_placeholder_text (GTK_ENTRY (padding)), "["));
+
+  graphene_rect_t s0 = bounds_in (stride, ref), p0 = bounds_in (padding, ref);
+  g_autofree char *before = twb_document_to_data (doc);
+  g_assert_false (twb_inspector_edit_attr (insp, "kernel_size", "[2, two]"));
+  twt_ui_pump ();
+  const char *err = twb_inspector_get_attr_error (insp, "kernel_size");
+  g_assert_nonnull (err);
+  g_assert_nonnull (strstr (err, "kernel_size"));
+  g_autofree char *after = twb_document_to_data (doc);
+  g_assert_cmpstr (before, ==, after);
+  graphene_rect_t s1 = bounds_in (stride, ref), p1 = bounds_in (padding, ref);
+  g_assert_true (graphene_rect_equal (&s0, &s1));
+  g_assert_true (graphene_rect_equal (&p0, &p1));
+  /* The line under the field holds the message. */
+  g_assert_true (twb_inspector_edit_attr (insp, "kernel_size", "[3, 3]"));
+  twt_ui_pump ();
+  GtkWidget *stride2 = twb_inspector_get_attr_widget (insp, "stride");
+  GtkWidget *padding2 = twb_inspector_get_attr_widget (insp, "padding");
+  graphene_rect_t s2 = bounds_in (stride2, ref), p2 = bounds_in (padding2, ref);
+  g_assert_true (graphene_rect_equal (&s0, &s2));
+  g_assert_true (graphene_rect_equal (&p0, &p2));
+  g_assert_null (twb_inspector_get_attr_error (insp, "kernel_size"));
+  twb_window_close_now (w);
+  twt_ui_pump ();
+}
+
+static gboolean
+has_block (TwbDocument *doc, const char *name)
+{
+  g_auto (GStrv) blocks = twb_document_list_blocks (doc);
+  return g_strv_contains ((const char *const *) blocks, name);
+}
+
+/* Ctrl+G on three nodes: the inspector shows the new block (not "3 nodes
+ * selected"), renames it through its name field (one undo step), refuses
+ * a node's id and an empty name, and Expand brings the nodes back. */
+static void
+test_block_rename (void)
+{
+  g_autoptr (TwbDocument) loaded = load_model ("mlp");
+  TwbWindow *w = window_for (loaded);
+  TwbDocument *doc = twb_window_get_document (w);
+  TwbInspector *insp = w->inspector;
+  select_ids (doc, (const char *[]) { "fc2", "relu2", "fc3", NULL });
+  g_assert_null (twb_inspector_get_block (insp));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.collapse", NULL));
+  twt_ui_pump ();
+  g_assert_true (twb_document_block_is_collapsed (doc, "block1"));
+  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "block1");
+  g_assert_null (twb_inspector_get_node (insp));
+  GtkWidget *name = twb_inspector_get_attr_widget (insp, "$id");
+  g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (name)), ==, "block1");
+
+  g_assert_true (twb_inspector_edit_attr (insp, "$id", "head"));
+  twt_ui_pump ();
+  g_assert_true (has_block (doc, "head"));
+  g_assert_false (has_block (doc, "block1"));
+  g_assert_true (twb_document_block_is_collapsed (doc, "head"));
+  g_assert_cmpstr (twb_document_block_of (doc, "relu2"), ==, "head");
+  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "head");
+  g_assert_cmpstr (twb_document_undo_label (doc), ==, "Rename block block1");
+
+  /* A node's id or nothing: refused, said under the field. */
+  g_assert_false (twb_inspector_edit_attr (insp, "$id", "fc1"));
+  g_assert_nonnull (strstr (twb_inspector_get_attr_error (insp, "$id"), "fc1"));
+  g_assert_false (twb_inspector_edit_attr (insp, "$id", "  "));
+  g_assert_true (has_block (doc, "head"));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.undo", NULL));
+  twt_ui_pump ();
+  g_assert_true (has_block (doc, "block1"));
+  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "block1");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.redo", NULL));
+  twt_ui_pump ();
+  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "head");
+
+  /* Expanded: three nodes selected again, no block page. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.expand-named", "s", "head"));
+  twt_ui_pump ();
+  g_assert_false (twb_document_block_is_collapsed (doc, "head"));
+  g_assert_null (twb_inspector_get_block (insp));
+  twb_window_close_now (w);
+  twt_ui_pump ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -162,6 +288,8 @@ main (int argc, char **argv)
   g_application_register (G_APPLICATION (app), NULL, NULL);
   twb_application_load_style ();
   g_test_add_func ("/ui/editor-fixes/auto-layout-fits", test_auto_layout_fits);
+  g_test_add_func ("/ui/editor-fixes/inspector-steady-fields", test_inspector_steady_fields);
+  g_test_add_func ("/ui/editor-fixes/block-rename", test_block_rename);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
