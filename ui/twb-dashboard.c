@@ -50,7 +50,7 @@ struct _TwbDashboard
   GtkWidget *smoothing, *log_check;
   GtkWidget *grid;
   GtkWidget *plots[N_CHARTS];
-  GtkWidget *classes_box, *classes_title, *confusion;
+  GtkWidget *classes_box, *confusion;
   GHashTable *curves;        /* series id + 1 → TRUE: already on a chart */
   GHashTable *shown;         /* run ids overlaid (the current run's always is) */
   char *progress_text;
@@ -89,6 +89,8 @@ add_new_curves (TwbDashboard *d)
       if (g_hash_table_contains (d->curves, GUINT_TO_POINTER (s + 1)))
         continue;
       const char *run = twb_metrics_series_run (d->metrics, s);
+      if (run == NULL)
+        continue;   /* a removed run's id */
       gboolean current = d->run && g_strcmp0 (run, twb_run_get_id (d->run)) == 0;
       if (!current && !g_hash_table_contains (d->shown, run))
         continue;
@@ -195,12 +197,8 @@ twb_dashboard_update_classes (TwbDashboard *d)
   gtk_widget_set_visible (d->classes_box, r != NULL);
   if (r == NULL)
     return;
-  twb_confusion_view_set_report (TWB_CONFUSION_VIEW (d->confusion), r, epoch);
-  g_autofree char *t = g_strdup_printf ("Epoch %" G_GINT64_FORMAT ": %" G_GINT64_FORMAT " of %"
-                                        G_GINT64_FORMAT " test samples right (%.1f %%)",
-                                        epoch + 1, r->correct, r->total,
-                                        r->total ? 100.0 * r->correct / r->total : 0.0);
-  gtk_label_set_text (GTK_LABEL (d->classes_title), t);
+  /* The view titles it "Epoch N · accuracy …", N counted from 1. */
+  twb_confusion_view_set_report (TWB_CONFUSION_VIEW (d->confusion), r, epoch + 1);
 }
 
 void
@@ -208,6 +206,17 @@ twb_dashboard_set_run (TwbDashboard *d, TwbRun *run)
 {
   if (run)
     g_object_ref (run);
+  if (d->run && run != d->run)
+    {
+      /* The last run leaves the charts (the Runs list overlays it again,
+       * from its saved curves). */
+      const char *old = twb_run_get_id (d->run);
+      if (!g_hash_table_contains (d->shown, old))
+        {
+          remove_run_curves (d, old);
+          twb_metrics_remove_run (d->metrics, old);
+        }
+    }
   g_clear_object (&d->run);
   d->run = run;
   twb_dashboard_update (d);
@@ -271,7 +280,11 @@ twb_dashboard_reload_runs (TwbDashboard *d)
         g_string_append_printf (l, " · %.1f %%", r->test_accuracy * 100);
       else if (!isnan (r->final_loss))
         g_string_append_printf (l, " · loss %.3g", r->final_loss);
-      GtkWidget *check = gtk_check_button_new_with_label (l->str);
+      GtkWidget *check = gtk_check_button_new ();
+      GtkWidget *text = gtk_label_new (l->str);
+      gtk_label_set_ellipsize (GTK_LABEL (text), PANGO_ELLIPSIZE_END);
+      gtk_label_set_xalign (GTK_LABEL (text), 0);
+      gtk_check_button_set_child (GTK_CHECK_BUTTON (check), text);
       g_string_free (l, TRUE);
       g_object_set_data_full (G_OBJECT (check), "run", g_strdup (r->id), g_free);
       gtk_check_button_set_active (GTK_CHECK_BUTTON (check),
@@ -283,9 +296,6 @@ twb_dashboard_reload_runs (TwbDashboard *d)
                                               r->state, r->summary ? "\n" : "",
                                               r->summary ? r->summary : "");
       gtk_widget_set_tooltip_text (check, tip);
-      GtkWidget *label = gtk_check_button_get_child (GTK_CHECK_BUTTON (check));
-      if (GTK_IS_LABEL (label))
-        gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
       g_signal_connect (check, "toggled", G_CALLBACK (run_toggled), d);
       gtk_list_box_append (GTK_LIST_BOX (d->runs_list), check);
     }
@@ -513,7 +523,7 @@ twb_dashboard_new (TwbMetrics *metrics)
 
   /* Left: progress, controls, runs. */
   GtkWidget *left = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
-  gtk_widget_set_size_request (left, 240, -1);
+  gtk_widget_set_size_request (left, 200, -1);
   d->progress_bar = gtk_progress_bar_new ();
   gtk_accessible_update_property (GTK_ACCESSIBLE (d->progress_bar), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   "Training progress", -1);
@@ -521,7 +531,7 @@ twb_dashboard_new (TwbMetrics *metrics)
   gtk_label_set_wrap (GTK_LABEL (d->progress_label), TRUE);
   gtk_label_set_wrap_mode (GTK_LABEL (d->progress_label), PANGO_WRAP_WORD_CHAR);
   gtk_label_set_xalign (GTK_LABEL (d->progress_label), 0);
-  gtk_label_set_max_width_chars (GTK_LABEL (d->progress_label), 30);
+  gtk_label_set_max_width_chars (GTK_LABEL (d->progress_label), 24);
   gtk_label_set_lines (GTK_LABEL (d->progress_label), 3);
   gtk_label_set_ellipsize (GTK_LABEL (d->progress_label), PANGO_ELLIPSIZE_END);
   gtk_box_append (GTK_BOX (left), d->progress_bar);
@@ -583,14 +593,9 @@ twb_dashboard_new (TwbMetrics *metrics)
 
   /* Right: the epoch's class report (classifiers only). */
   d->classes_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
-  d->classes_title = gtk_label_new (NULL);
-  gtk_label_set_xalign (GTK_LABEL (d->classes_title), 0);
-  gtk_label_set_ellipsize (GTK_LABEL (d->classes_title), PANGO_ELLIPSIZE_END);
-  gtk_widget_add_css_class (d->classes_title, "heading");
   d->confusion = twb_confusion_view_new ();
-  gtk_widget_set_size_request (d->confusion, 360, 180);
+  gtk_widget_set_size_request (d->confusion, 280, 240);
   gtk_widget_set_vexpand (d->confusion, TRUE);
-  gtk_box_append (GTK_BOX (d->classes_box), d->classes_title);
   gtk_box_append (GTK_BOX (d->classes_box), d->confusion);
   gtk_widget_set_visible (d->classes_box, FALSE);
   gtk_box_append (GTK_BOX (d->box), d->classes_box);

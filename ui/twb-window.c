@@ -241,6 +241,7 @@ twb_window_set_document (TwbWindow *self, TwbDocument *doc)
   update_status (self);
   rebuild_issues (self);
   twb_window_update_actions (self);
+  twb_window_run_doc_changed (self, TWB_CHANGE_FILE | TWB_CHANGE_STRUCTURE);
 }
 
 TwbDocument *
