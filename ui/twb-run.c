@@ -18,6 +18,7 @@
 typedef struct
 {
   int64_t iteration;
+  guint serial;                /* TwbRun.serial when it came */
   tw_tensor *tensor;
 } Seen;
 
@@ -50,6 +51,7 @@ struct _TwbRun
   char *error;
   GHashTable *last_seen;       /* tensor name → Seen: the latest copy */
   GHashTable *previous;        /* tensor name → Seen: the latest from an earlier iteration */
+  guint serial;                /* counts the times the worker went on: copies from before are stale */
   tw_class_report *classes;
   int64_t classes_epoch;
   guint series_loss, series_acc, series_lr, series_rate, series_ms;
@@ -243,6 +245,8 @@ set_state (TwbRun *r, tw_session_state st)
   r->state = st;
   if (st != TW_SESSION_PAUSED)
     g_clear_pointer (&r->pause, tw_snapshot_free);
+  if (st == TW_SESSION_RUNNING)
+    r->serial++;
   g_signal_emit (r, signals[SIGNAL_STATE_CHANGED], 0);
 }
 
@@ -364,11 +368,13 @@ take_tensors (TwbRun *r, const tw_snapshot *sn)
         {
           Seen *keep = g_new0 (Seen, 1);
           keep->iteration = old->iteration;
+          keep->serial = old->serial;
           keep->tensor = tw_tensor_ref (old->tensor);
           g_hash_table_replace (r->previous, g_strdup (t->name), keep);
         }
       Seen *now = g_new0 (Seen, 1);
       now->iteration = iter;
+      now->serial = r->serial;
       now->tensor = tw_tensor_ref (t->tensor);
       g_hash_table_replace (r->last_seen, g_strdup (t->name), now);
     }
@@ -525,8 +531,9 @@ twb_run_get_pause (TwbRun *r)
 tw_tensor *
 twb_run_get_tensor (TwbRun *r, const char *name)
 {
+  /* A copy from before the worker last went on is not the value now. */
   Seen *s = g_hash_table_lookup (r->last_seen, name);
-  return s ? s->tensor : NULL;
+  return s && s->serial == r->serial ? s->tensor : NULL;
 }
 
 tw_tensor *

@@ -96,9 +96,10 @@ void twb_run_get_progress (TwbRun *r, TwbRunProgress *out);
 
 /* The last pause (NULL when not paused).  Borrowed. */
 const tw_snapshot *twb_run_get_pause (TwbRun *r);
-/* The tensor of the last pause, or of a request, by name; and the same
- * tensor at the previous pause in an earlier iteration (for the inspector's
- * difference), or NULL.  Borrowed. */
+/* The tensor of the last pause, or of a request answered since, by name
+ * (NULL once the worker has gone on: a copy from an earlier pause is not
+ * the value now); and the same tensor at the previous pause in an earlier
+ * iteration (for the inspector's difference), or NULL.  Borrowed. */
 tw_tensor *twb_run_get_tensor (TwbRun *r, const char *name);
 tw_tensor *twb_run_get_previous_tensor (TwbRun *r, const char *name);
 /* The last epoch's class report on the test (or validation) set, NULL for
