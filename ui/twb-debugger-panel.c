@@ -19,6 +19,8 @@ struct _TwbDebuggerPanel
   GtkWidget *tensor_view;
   char *position_text;
   char *selected;           /* the tensor shown */
+  char *wanted;             /* asked for, not here yet: shown when the session sends it */
+  gboolean filling;         /* fill_tensors selects a row: not the user's choice */
   guint n_trace, n_tensors, n_breakpoints;
   gboolean setting;         /* set_hyper is filling the fields: no actions */
 };
@@ -198,6 +200,8 @@ show_tensor (TwbDebuggerPanel *self, const char *name)
     }
   if (t == NULL)
     return;
+  if (g_strcmp0 (self->wanted, name) == 0)
+    g_clear_pointer (&self->wanted, g_free);
   g_free (self->selected);
   self->selected = g_strdup (name);
   twb_tensor_view_set_tensor (TWB_TENSOR_VIEW (self->tensor_view), name, role, t,
@@ -208,6 +212,8 @@ static void
 tensor_row_activated (GtkListBox *box, GtkListBoxRow *row, TwbDebuggerPanel *self)
 {
   const char *name = row ? g_object_get_data (G_OBJECT (row), "tensor") : NULL;
+  if (name && !self->filling)
+    g_clear_pointer (&self->wanted, g_free);   /* the user picked another */
   if (name)
     show_tensor (self, name);
 }
@@ -231,6 +237,9 @@ twb_debugger_panel_select_tensor (TwbDebuggerPanel *self, const char *name)
       show_tensor (self, name);
       return TRUE;
     }
+  /* The window asks the session for it: show it when it comes. */
+  g_free (self->wanted);
+  self->wanted = g_strdup (name);
   return FALSE;
 }
 
@@ -239,7 +248,7 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
 {
   clear_list (self->tensor_list);
   self->n_tensors = 0;
-  GtkListBoxRow *keep = NULL, *first = NULL;
+  GtkListBoxRow *keep = NULL, *first = NULL, *want = NULL;
   for (guint i = 0; pause && pause->tensors && i < pause->tensors->len; i++)
     {
       const tw_snapshot_tensor *t = g_ptr_array_index (pause->tensors, i);
@@ -259,20 +268,40 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
         first = GTK_LIST_BOX_ROW (row);
       if (self->selected && strcmp (self->selected, t->name) == 0)
         keep = GTK_LIST_BOX_ROW (row);
+      if (self->wanted && strcmp (self->wanted, t->name) == 0)
+        want = GTK_LIST_BOX_ROW (row);
       self->n_tensors++;
     }
   if (self->n_tensors == 0)
+    gtk_list_box_append (GTK_LIST_BOX (self->tensor_list),
+                         dim_row (pause ? "This position has no tensors: step into an op (F11)"
+                                        : "The paused op's inputs, outputs, gradients and "
+                                          "parameters show here"));
+  /* A tensor asked for (debugger.inspect) when it has come; else the same
+   * tensor as before when the new position has it (or it was asked for at
+   * this pause), else the first. */
+  const char *other = NULL;
+  if (self->run && want == NULL)
     {
-      gtk_list_box_append (GTK_LIST_BOX (self->tensor_list),
-                           dim_row (pause ? "This position has no tensors: step into an op (F11)"
-                                          : "The paused op's inputs, outputs, gradients and "
-                                            "parameters show here"));
+      if (self->wanted && twb_run_get_tensor (self->run, self->wanted))
+        other = self->wanted;
+      else if (keep == NULL && self->selected && twb_run_get_tensor (self->run, self->selected))
+        other = self->selected;
+    }
+  if (other)
+    {
+      g_autofree char *name = g_strdup (other);
+      show_tensor (self, name);
       return;
     }
-  /* The same tensor as before when the new position has it, else the first. */
-  GtkListBoxRow *sel = keep ? keep : first;
+  GtkListBoxRow *sel = want ? want : keep ? keep : first;
+  if (sel == NULL)
+    return;
+  self->filling = TRUE;
   gtk_list_box_select_row (GTK_LIST_BOX (self->tensor_list), sel);
-  show_tensor (self, g_object_get_data (G_OBJECT (sel), "tensor"));
+  self->filling = FALSE;
+  g_autofree char *name = g_strdup (g_object_get_data (G_OBJECT (sel), "tensor"));
+  show_tensor (self, name);
 }
 
 /* The ops of this iteration as a call stack: the newest, where the run
@@ -359,6 +388,7 @@ twb_debugger_panel_set_run (TwbDebuggerPanel *self, TwbRun *run)
   g_clear_object (&self->run);
   self->run = run;
   g_clear_pointer (&self->selected, g_free);
+  g_clear_pointer (&self->wanted, g_free);
   twb_tensor_view_set_tensor (TWB_TENSOR_VIEW (self->tensor_view), NULL, NULL, NULL, NULL);
   twb_debugger_panel_update (self);
 }
@@ -423,6 +453,7 @@ twb_debugger_panel_finalize (GObject *o)
   TwbDebuggerPanel *self = TWB_DEBUGGER_PANEL (o);
   g_free (self->position_text);
   g_free (self->selected);
+  g_free (self->wanted);
   G_OBJECT_CLASS (twb_debugger_panel_parent_class)->finalize (o);
 }
 
