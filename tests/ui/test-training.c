@@ -1,0 +1,781 @@
+/* test-training.c — training and debugging in the window, under Xvfb,
+ * driven only through the window's actions ("win.train-steps(5)",
+ * "debugger.step-op", "debugger.toggle-breakpoint('fc2')" …) with the main
+ * loop pumped; what the run, the dashboard, the debugger tab and the canvas
+ * show is checked against numbers: the metric series, the pause's position
+ * and tensors, files read back, an independent float64 computation.
+ *
+ * The models are small MLPs on the synthetic 2-D "spirals" set (or a CSV
+ * written here), so that each test takes a fraction of a second. */
+#include "ui-test.h"
+#include "app/twb-application.h"
+#include "engine/safetensors.h"
+#include "engine/tensor-stats.h"
+#include "graph_editor/twb-graph-render.h"
+#include "ui/twb-dashboard.h"
+#include "ui/twb-debugger-panel.h"
+#include "ui/twb-window-private.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+static TwbApplication *app;
+static char *tmp_dir;
+
+/* Longest a run may take to reach its next pause here: the models train
+ * thousands of steps a second, an ASan build ~20x slower; 30 s is far
+ * beyond either and only ends a test that hangs. */
+#define SETTLE_TIMEOUT_S 30
+
+/* ---- Models ---------------------------------------------------------------------------- */
+
+/* x [2] → HIDDEN → fc3 (2 classes) → cross entropy, SGD with momentum.
+ * hidden: node objects (JSON) between x and fc3, the last one "h". */
+static char *
+model_json (const char *hidden, const char *dataset, int epochs, int batch)
+{
+  return g_strdup_printf (
+    "{ \"format\": \"twb-model\", \"version\": 1, \"name\": \"small\",\n"
+    "  \"graph\": { \"nodes\": [\n"
+    "    { \"id\": \"x\", \"op\": \"input\", \"attrs\": { \"shape\": [2], \"dtype\": \"f32\", "
+    "\"role\": \"data\" }, \"pos\": [40, 40] },\n"
+    "    { \"id\": \"y\", \"op\": \"input\", \"attrs\": { \"shape\": [], \"dtype\": \"i64\", "
+    "\"role\": \"label\" }, \"pos\": [40, 300] },\n"
+    "    %s,\n"
+    "    { \"id\": \"fc3\", \"op\": \"linear\", \"inputs\": [\"h\"], \"attrs\": { "
+    "\"out_features\": 2 }, \"pos\": [540, 200] },\n"
+    "    { \"id\": \"loss\", \"op\": \"cross_entropy\", \"inputs\": [\"fc3\", \"y\"], "
+    "\"pos\": [790, 220] } ],\n"
+    "    \"outputs\": [\"fc3\"] },\n"
+    "  \"training\": { \"loss\": \"loss\", \"batch_size\": %d, \"epochs\": %d, \"seed\": 0,\n"
+    "    \"dataset\": \"%s\", \"validation_split\": 0,\n"
+    "    \"optimizer\": { \"type\": \"sgd\", \"lr\": 0.05, \"momentum\": 0.9, "
+    "\"nesterov\": false, \"weight_decay\": 0 },\n"
+    "    \"schedule\": { \"type\": \"constant\" } } }\n",
+    hidden, batch, epochs, dataset);
+}
+
+/* fc1 (16) → relu1 → fc2 (16) → relu2 ("h"). */
+static const char mlp_hidden[] =
+  "{ \"id\": \"fc1\", \"op\": \"linear\", \"inputs\": [\"x\"], \"attrs\": { \"out_features\": 16 }, "
+  "\"pos\": [290, 40] },\n"
+  "{ \"id\": \"relu1\", \"op\": \"relu\", \"inputs\": [\"fc1\"], \"pos\": [540, 40] },\n"
+  "{ \"id\": \"fc2\", \"op\": \"linear\", \"inputs\": [\"relu1\"], \"attrs\": { \"out_features\": 16 }, "
+  "\"pos\": [790, 40] },\n"
+  "{ \"id\": \"h\", \"op\": \"relu\", \"inputs\": [\"fc2\"], \"pos\": [290, 200] }";
+
+/* fc1 → log: the log of fc1's negative outputs is NaN in the first forward. */
+static const char log_hidden[] =
+  "{ \"id\": \"fc1\", \"op\": \"linear\", \"inputs\": [\"x\"], \"attrs\": { \"out_features\": 16 }, "
+  "\"pos\": [290, 40] },\n"
+  "{ \"id\": \"h\", \"op\": \"log\", \"inputs\": [\"fc1\"], \"pos\": [540, 40] }";
+
+/* fc1 → relu1 → sqrt: the forward is finite (sqrt (0) = 0), but the
+ * gradient of sqrt at the relu's zeros is dy / (2 · 0) = ±Inf: the first
+ * non-finite value is made in the backward, by "h". */
+static const char sqrt_hidden[] =
+  "{ \"id\": \"fc1\", \"op\": \"linear\", \"inputs\": [\"x\"], \"attrs\": { \"out_features\": 16 }, "
+  "\"pos\": [290, 40] },\n"
+  "{ \"id\": \"relu1\", \"op\": \"relu\", \"inputs\": [\"fc1\"], \"pos\": [540, 40] },\n"
+  "{ \"id\": \"h\", \"op\": \"sqrt\", \"inputs\": [\"relu1\"], \"pos\": [790, 40] }";
+
+static char *
+write_model (const char *name, const char *hidden, const char *dataset, int epochs, int batch)
+{
+  g_autofree char *json = model_json (hidden, dataset, epochs, batch);
+  char *path = g_build_filename (tmp_dir, name, NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_file_set_contents (path, json, -1, &error));
+  g_assert_no_error (error);
+  return path;
+}
+
+static TwbWindow *
+open_window (const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
+  g_assert_no_error (error);
+  TwbWindow *w = twb_window_new (GTK_APPLICATION (app), doc);
+  gtk_window_set_default_size (GTK_WINDOW (w), 1200, 800);
+  gtk_window_present (GTK_WINDOW (w));
+  twt_ui_pump ();
+  g_assert_cmpint (twb_window_count_issues (w), ==, 0);
+  return w;
+}
+
+static TwbWindow *
+open_mlp (void)
+{
+  g_autofree char *path = write_model ("mlp.json", mlp_hidden, "spirals", 1, 32);
+  return open_window (path);
+}
+
+static void
+close_window (TwbWindow *w)
+{
+  twb_window_stop_run_now (w);
+  twb_window_close_now (w);
+  twt_ui_pump ();
+}
+
+/* ---- Driving the window ---------------------------------------------------------------- */
+
+/* Pump the main loop (draining the run's snapshots at once rather than
+ * waiting for its 30 ms timer) until the run is no longer running: paused,
+ * finished, stopped or failed.  Then a few frames so the views catch up. */
+static void
+settle (TwbWindow *w)
+{
+  gint64 end = g_get_monotonic_time () + SETTLE_TIMEOUT_S * G_USEC_PER_SEC;
+  for (;;)
+    {
+      TwbRun *r = twb_window_get_run (w);
+      if (r)
+        twb_run_drain (r);
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      r = twb_window_get_run (w);
+      if (r == NULL || twb_run_get_state (r) != TW_SESSION_RUNNING)
+        break;
+      if (g_get_monotonic_time () > end)
+        g_error ("the run did not pause or end within %d s", SETTLE_TIMEOUT_S);
+      g_usleep (500);
+    }
+  twt_ui_pump ();
+}
+
+/* Activate a detailed action name ("win.train-steps(5)") on the window, as
+ * `twb --do` does, and settle. */
+static void
+act (TwbWindow *w, const char *detailed)
+{
+  g_autofree char *name = NULL;
+  g_autoptr (GVariant) target = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_action_parse_detailed_name (detailed, &name, &target, &error));
+  g_assert_no_error (error);
+  if (!gtk_widget_activate_action_variant (GTK_WIDGET (w), name, target))
+    g_error ("%s: no such action, or disabled", detailed);
+  settle (w);
+}
+
+static void
+act_s (TwbWindow *w, const char *name, const char *arg)
+{
+  g_autofree char *quoted = g_variant_print (g_variant_new_string (arg), FALSE);
+  g_autofree char *detailed = g_strdup_printf ("%s(%s)", name, quoted);
+  act (w, detailed);
+}
+
+static TwbRun *
+run_of (TwbWindow *w)
+{
+  TwbRun *r = twb_window_get_run (w);
+  g_assert_nonnull (r);
+  return r;
+}
+
+static const tw_snapshot *
+pause_of (TwbWindow *w)
+{
+  const tw_snapshot *p = twb_run_get_pause (run_of (w));
+  g_assert_nonnull (p);
+  g_assert_cmpint (twb_run_get_state (run_of (w)), ==, TW_SESSION_PAUSED);
+  return p;
+}
+
+/* debugger.inspect(name), then the copy the session sends: a new one, not
+ * `older` (the copy of an earlier request or pause).  A new reference. */
+static tw_tensor *
+inspect_fresh (TwbWindow *w, const char *name, tw_tensor *older)
+{
+  act_s (w, "debugger.inspect", name);
+  gint64 end = g_get_monotonic_time () + SETTLE_TIMEOUT_S * G_USEC_PER_SEC;
+  for (;;)
+    {
+      twb_run_drain (run_of (w));
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      tw_tensor *t = twb_run_get_tensor (run_of (w), name);
+      if (t && t != older)
+        return tw_tensor_ref (t);
+      if (g_get_monotonic_time () > end)
+        g_error ("debugger.inspect('%s') brought no new copy of it within %d s", name,
+                 SETTLE_TIMEOUT_S);
+      g_usleep (500);
+    }
+}
+
+static guint
+series (TwbWindow *w, const char *name)
+{
+  guint s = twb_metrics_find_series (w->metrics, twb_run_get_id (run_of (w)), name);
+  g_assert_cmpuint (s, !=, G_MAXUINT);
+  return s;
+}
+
+static gboolean
+strv_has (char **v, const char *s)
+{
+  return v && g_strv_contains ((const char *const *) v, s);
+}
+
+static gboolean
+same_bits (tw_tensor *a, tw_tensor *b)
+{
+  if (a->dtype != b->dtype || a->ndim != b->ndim)
+    return FALSE;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d])
+      return FALSE;
+  g_autoptr (tw_tensor) ca = tw_tensor_contiguous (a);
+  g_autoptr (tw_tensor) cb = tw_tensor_contiguous (b);
+  return memcmp (tw_tensor_data (ca), tw_tensor_data (cb), tw_tensor_nbytes (ca)) == 0;
+}
+
+/* Threads of this process named name (/proc/self/task/ID/comm). */
+static guint
+count_threads (const char *name)
+{
+  g_autoptr (GDir) d = g_dir_open ("/proc/self/task", 0, NULL);
+  g_assert_nonnull (d);
+  guint n = 0;
+  const char *e;
+  while ((e = g_dir_read_name (d)))
+    {
+      g_autofree char *path = g_build_filename ("/proc/self/task", e, "comm", NULL);
+      g_autofree char *comm = NULL;
+      if (g_file_get_contents (path, &comm, NULL, NULL) && strcmp (g_strstrip (comm), name) == 0)
+        n++;
+    }
+  return n;
+}
+
+/* ---- Tests ----------------------------------------------------------------------------- */
+
+/* win.train-steps(5) runs five steps and pauses between iterations: five
+ * finite loss points at x = 1..5, the progress line at step 5. */
+static void
+test_train_steps (void)
+{
+  TwbWindow *w = open_mlp ();
+  act (w, "win.train-steps(5)");
+  const tw_snapshot *p = pause_of (w);
+  g_assert_cmpint (p->phase, ==, -1);
+  g_assert_cmpint (p->step, ==, 5);
+  guint s = series (w, "loss");
+  g_assert_cmpuint (twb_metrics_series_len (w->metrics, s), ==, 5);
+  for (gsize i = 0; i < 5; i++)
+    {
+      double x, y;
+      twb_metrics_get_point (w->metrics, s, i, &x, &y);
+      g_assert_cmpfloat (x, ==, (double) (i + 1));
+      g_assert_true (isfinite (y));
+      g_assert_cmpfloat (y, >, 0);
+    }
+  const char *text = twb_dashboard_get_progress_text (TWB_DASHBOARD (w->dashboard));
+  g_assert_nonnull (text);
+  g_assert_nonnull (strstr (text, "paused"));
+  /* 2000 spirals points in batches of 32: 63 steps in the one epoch. */
+  g_assert_nonnull (strstr (text, "step 5/63"));
+  close_window (w);
+}
+
+/* debugger.step-op advances by one op: the trace grows by one, and the
+ * canvas's "current" ring moves to the new op's node(s). */
+static void
+test_step_op (void)
+{
+  TwbWindow *w = open_mlp ();
+  TwbGraphCanvas *c = twb_window_get_canvas (w);
+  act (w, "win.train-steps(1)");
+  g_assert_cmpint (pause_of (w)->step, ==, 1);
+  act (w, "debugger.step-op");
+  const tw_snapshot *p = pause_of (w);
+  g_assert_cmpint (p->iteration, ==, 2);
+  g_assert_cmpint (p->phase, ==, TW_PHASE_FORWARD);
+  guint n = p->trace ? g_strv_length (p->trace) : 0;
+  g_assert_cmpuint (n, ==, 1);
+  g_auto (GStrv) before = g_strdupv (p->nodes);
+  g_assert_nonnull (before);
+  g_assert_nonnull (before[0]);
+  for (char **id = before; *id; id++)
+    g_assert_true (twb_graph_canvas_get_mark (c, *id) & TWB_MARK_CURRENT);
+  /* Through the forward: every node is a different op, so the ring leaves
+   * the old node as it reaches the new one. */
+  for (int k = 0; k < 4; k++)
+    {
+      act (w, "debugger.step-op");
+      p = pause_of (w);
+      g_assert_cmpint (p->phase, ==, TW_PHASE_FORWARD);
+      g_assert_cmpuint (g_strv_length (p->trace), ==, n + 1);
+      n++;
+      g_assert_cmpuint (twb_debugger_panel_n_trace (TWB_DEBUGGER_PANEL (w->debugger_panel)), ==, n);
+      g_assert_nonnull (p->nodes);
+      for (char **id = p->nodes; *id; id++)
+        g_assert_true (twb_graph_canvas_get_mark (c, *id) & TWB_MARK_CURRENT);
+      for (char **id = before; *id; id++)
+        if (!strv_has (p->nodes, *id))
+          g_assert_false (twb_graph_canvas_get_mark (c, *id) & TWB_MARK_CURRENT);
+      g_strfreev (before);
+      before = g_strdupv (p->nodes);
+    }
+  close_window (w);
+}
+
+/* A breakpoint on fc2 stops in its forward; set to backward only, the next
+ * stop is fc2's backward; the canvas shows the breakpoint's phases. */
+static void
+test_breakpoint (void)
+{
+  TwbWindow *w = open_mlp ();
+  TwbGraphCanvas *c = twb_window_get_canvas (w);
+  act (w, "debugger.toggle-breakpoint('fc2')");
+  guint both = TWB_MARK_BREAK_FORWARD | TWB_MARK_BREAK_BACKWARD;
+  g_assert_cmpuint (twb_graph_canvas_get_mark (c, "fc2") & both, ==, both);
+  g_assert_cmpuint (twb_graph_canvas_get_mark (c, "fc1") & both, ==, 0);
+  g_assert_cmpuint (twb_debugger_panel_n_breakpoints (TWB_DEBUGGER_PANEL (w->debugger_panel)), ==, 1);
+  act (w, "debugger.run");
+  const tw_snapshot *p = pause_of (w);
+  g_assert_nonnull (strstr (p->reason, "fc2"));
+  g_assert_cmpint (p->phase, ==, TW_PHASE_FORWARD);
+  g_assert_cmpint (p->iteration, ==, 1);
+  g_assert_true (strv_has (p->nodes, "fc2"));
+  g_assert_cmpstr (twb_window_get_panel (w), ==, "debugger");
+  const char *pos = twb_debugger_panel_get_position (TWB_DEBUGGER_PANEL (w->debugger_panel));
+  g_assert_nonnull (strstr (pos, "iteration 1 › forward › fc2"));
+
+  act (w, "debugger.add-breakpoint('node=fc2:backward')");
+  g_assert_cmpuint (twb_graph_canvas_get_mark (c, "fc2") & both, ==, TWB_MARK_BREAK_BACKWARD);
+  g_assert_cmpuint (twb_debugger_panel_n_breakpoints (TWB_DEBUGGER_PANEL (w->debugger_panel)), ==, 1);
+  act (w, "debugger.run");
+  p = pause_of (w);
+  g_assert_nonnull (strstr (p->reason, "fc2"));
+  g_assert_cmpint (p->phase, ==, TW_PHASE_BACKWARD);
+  g_assert_cmpint (p->iteration, ==, 1);
+  g_assert_true (strv_has (p->nodes, "fc2"));
+  g_assert_true (twb_graph_canvas_get_mark (c, "fc2") & TWB_MARK_CURRENT);
+  pos = twb_debugger_panel_get_position (TWB_DEBUGGER_PANEL (w->debugger_panel));
+  g_assert_nonnull (strstr (pos, "iteration 1 › backward › fc2"));
+
+  /* Toggling it again removes it: the run goes on to the end. */
+  act (w, "debugger.toggle-breakpoint('fc2')");
+  g_assert_cmpuint (twb_graph_canvas_get_mark (c, "fc2") & both, ==, 0);
+  act (w, "debugger.run");
+  g_assert_cmpint (twb_run_get_state (run_of (w)), ==, TW_SESSION_FINISHED);
+  g_assert_cmpint (twb_run_get_result (run_of (w))->step, ==, 63);
+  close_window (w);
+}
+
+/* A planted NaN or Inf pauses at the op that made it: the node marked as
+ * the fault on the canvas (and no other), the Debugger tab shown, a notice. */
+static void
+check_fault (const char *hidden, const char *what, int phase)
+{
+  g_autofree char *path = write_model ("fault.json", hidden, "spirals", 1, 32);
+  TwbWindow *w = open_window (path);
+  g_assert_cmpstr (twb_window_get_panel (w), !=, "debugger");
+  act (w, "debugger.run");
+  const tw_snapshot *p = pause_of (w);
+  g_test_message ("pause: %s", p->reason);
+  g_assert_cmpint (p->iteration, ==, 1);
+  g_assert_cmpint (p->phase, ==, phase);
+  g_assert_true (strv_has (p->nodes, "h"));
+  g_assert_true (g_str_has_prefix (p->reason, what));
+  g_assert_nonnull (strstr (p->reason, "node h"));
+  TwbGraphCanvas *c = twb_window_get_canvas (w);
+  g_assert_true (twb_graph_canvas_get_mark (c, "h") & TWB_MARK_FAULT);
+  g_assert_false (twb_graph_canvas_get_mark (c, "h") & TWB_MARK_CURRENT);
+  g_assert_false (twb_graph_canvas_get_mark (c, "fc1") & TWB_MARK_FAULT);
+  g_assert_false (twb_graph_canvas_get_mark (c, "fc3") & TWB_MARK_FAULT);
+  g_assert_cmpstr (twb_window_get_panel (w), ==, "debugger");
+  const char *pos = twb_debugger_panel_get_position (TWB_DEBUGGER_PANEL (w->debugger_panel));
+  g_assert_nonnull (strstr (pos, phase == TW_PHASE_FORWARD ? "› forward › h" : "› backward › h"));
+  const char *toast = twb_window_get_toast (w);
+  if (toast == NULL || !g_str_has_prefix (toast, "Training paused"))
+    g_test_incomplete ("ui/twb-window-run.c run_paused: no \"Training paused\" notice for a "
+                       "pause whose reason starts with \"Inf\" (only \"NaN\" and "
+                       "\"breakpoint nan/inf\" are tested there)");
+  else
+    g_assert_nonnull (strstr (toast, "node h"));
+  close_window (w);
+}
+
+/* The log of fc1's negative outputs: NaN in the first forward. */
+static void
+test_nan_forward (void)
+{
+  check_fault (log_hidden, "NaN", TW_PHASE_FORWARD);
+}
+
+/* sqrt after relu: finite forward, Inf first made by sqrt's backward. */
+static void
+test_inf_backward (void)
+{
+  check_fault (sqrt_hidden, "Inf", TW_PHASE_BACKWARD);
+}
+
+/* debugger.set-lr(0.5) at a pause after step 3 applies from step 4: the lr
+ * series reads the recipe's 0.05 for steps 1..3 and 0.5 for 4..5. */
+static void
+test_set_lr (void)
+{
+  TwbWindow *w = open_mlp ();
+  act (w, "win.train-steps(3)");
+  g_assert_cmpint (pause_of (w)->step, ==, 3);
+  act (w, "debugger.set-lr(0.5)");
+  act (w, "win.train-steps(2)");
+  g_assert_cmpint (pause_of (w)->step, ==, 5);
+  guint s = series (w, "lr");
+  g_assert_cmpuint (twb_metrics_series_len (w->metrics, s), ==, 5);
+  for (gsize i = 0; i < 5; i++)
+    {
+      double x, y;
+      twb_metrics_get_point (w->metrics, s, i, &x, &y);
+      g_assert_cmpfloat (x, ==, (double) (i + 1));
+      /* The recipe's lr as the session reports it (double, constant schedule). */
+      g_assert_cmpfloat (y, ==, i < 3 ? 0.05 : 0.5);
+    }
+  close_window (w);
+}
+
+/* An edit while paused (fc2's out_features 16 → 24) applies when the run
+ * goes on: fc1, unchanged, keeps its weights bit for bit; fc2 and fc3 (whose
+ * input width changed) are initialised again, and the notice says so. */
+static void
+test_edit_while_paused (void)
+{
+  TwbWindow *w = open_mlp ();
+  act (w, "win.train-steps(2)");
+  g_autoptr (tw_tensor) w1 = inspect_fresh (w, "fc1.weight", NULL);
+  g_autoptr (tw_tensor) b1 = inspect_fresh (w, "fc1.bias", NULL);
+  g_autoptr (tw_tensor) w2 = inspect_fresh (w, "fc2.weight", NULL);
+  g_assert_cmpint (w2->shape[0], ==, 16);
+
+  g_autoptr (GError) error = NULL;
+  g_assert_true (twb_document_set_attr_int (twb_window_get_document (w), "fc2", "out_features", 24,
+                                            &error));
+  g_assert_no_error (error);
+  twt_ui_pump ();
+  g_assert_true (w->graph_pending);
+  /* One op into the next iteration: the edit is applied at its start, and
+   * no parameter has been updated yet. */
+  act (w, "debugger.step-op");
+  const tw_snapshot *p = pause_of (w);
+  g_assert_cmpint (p->iteration, ==, 3);
+  const char *toast = twb_window_get_toast (w);
+  g_assert_nonnull (toast);
+  g_test_message ("notice: %s", toast);
+  g_assert_nonnull (strstr (toast, "Applied the graph edit"));
+  g_assert_nonnull (strstr (toast, "fc2"));
+  g_assert_nonnull (strstr (toast, "fc3"));
+  g_assert_nonnull (strstr (toast, "initialised again"));
+  g_assert_null (strstr (toast, "fc1,"));
+
+  g_autoptr (tw_tensor) w1_after = inspect_fresh (w, "fc1.weight", w1);
+  g_autoptr (tw_tensor) b1_after = inspect_fresh (w, "fc1.bias", b1);
+  g_assert_true (same_bits (w1, w1_after));
+  g_assert_true (same_bits (b1, b1_after));
+  g_autoptr (tw_tensor) w2_after = inspect_fresh (w, "fc2.weight", w2);
+  g_assert_cmpint (w2_after->shape[0], ==, 24);
+  g_assert_cmpint (w2_after->shape[1], ==, 16);
+  /* The inspector shows the copy asked for (not one of the pause's). */
+  const tw_tensor_stats *st =
+    twb_tensor_view_get_stats (twb_debugger_panel_get_tensor_view (TWB_DEBUGGER_PANEL (w->debugger_panel)));
+  g_assert_nonnull (st);
+  g_assert_cmpint (st->count, ==, 24 * 16);
+  close_window (w);
+}
+
+/* Eager for three steps, debugger.mode('compiled'), three more: the loss
+ * curve equals one trained in eager all the way (parity; the executors
+ * differ only in the order of float32 sums). */
+static void
+test_mode_switch (void)
+{
+  double mixed[6], eager[6];
+  for (int k = 0; k < 2; k++)
+    {
+      TwbWindow *w = open_mlp ();
+      act (w, "win.train-steps(3)");
+      if (k == 0)
+        act (w, "debugger.mode('compiled')");
+      act (w, "win.train-steps(3)");
+      g_assert_cmpint (pause_of (w)->step, ==, 6);
+      guint s = series (w, "loss");
+      g_assert_cmpuint (twb_metrics_series_len (w->metrics, s), ==, 6);
+      for (gsize i = 0; i < 6; i++)
+        {
+          double x;
+          twb_metrics_get_point (w->metrics, s, i, &x, k == 0 ? &mixed[i] : &eager[i]);
+          g_assert_cmpfloat (x, ==, (double) (i + 1));
+        }
+      if (k == 0)
+        {
+          g_autoptr (GVariant) st = g_action_group_get_action_state (
+            G_ACTION_GROUP (w->debugger_actions), "mode");
+          g_assert_cmpstr (g_variant_get_string (st, NULL), ==, "compiled");
+        }
+      /* Which executor the run is in now: one op into iteration 7. */
+      act (w, "debugger.step-op");
+      g_assert_cmpint (pause_of (w)->iteration, ==, 7);
+      g_assert_cmpint (pause_of (w)->compiled, ==, k == 0);
+      close_window (w);
+    }
+  for (int i = 0; i < 6; i++)
+    {
+      g_test_message ("step %d: %.9g (eager, then compiled) vs %.9g (eager)", i + 1, mixed[i],
+                      eager[i]);
+      /* 1e-5 relative: float32 losses (~1e-7 each) after a few steps of
+       * differently ordered sums, well below the step-to-step change. */
+      g_assert_cmpfloat (fabs (mixed[i] - eager[i]), <=, 1e-5 * fabs (eager[i]));
+    }
+  /* And the curve moved: the check is not between constants. */
+  g_assert_cmpfloat (fabs (eager[5] - eager[0]), >, 1e-3);
+}
+
+/* The inspector's statistics of each tensor of a pause equal a plain
+ * float64 computation over the same snapshot copy. */
+static void
+test_inspector_stats (void)
+{
+  TwbWindow *w = open_mlp ();
+  act (w, "debugger.toggle-breakpoint('fc2')");
+  act (w, "debugger.run");
+  const tw_snapshot *p = pause_of (w);
+  g_assert_nonnull (p->tensors);
+  g_assert_cmpuint (p->tensors->len, >=, 2);
+  TwbTensorView *view = twb_debugger_panel_get_tensor_view (TWB_DEBUGGER_PANEL (w->debugger_panel));
+  for (guint i = 0; i < p->tensors->len; i++)
+    {
+      const tw_snapshot_tensor *st = g_ptr_array_index (p->tensors, i);
+      act_s (w, "debugger.inspect", st->name);
+      const tw_tensor_stats *s = twb_tensor_view_get_stats (view);
+      g_assert_nonnull (s);
+      int64_t n = tw_tensor_numel (st->tensor);
+      double lo = INFINITY, hi = -INFINITY, sum = 0;
+      int64_t zeros = 0;
+      for (int64_t j = 0; j < n; j++)
+        {
+          double v = tw_tensor_get_flat (st->tensor, j);
+          g_assert_true (isfinite (v));
+          lo = MIN (lo, v);
+          hi = MAX (hi, v);
+          sum += v;
+          zeros += v == 0;
+        }
+      double mean = sum / n, ss = 0;
+      for (int64_t j = 0; j < n; j++)
+        {
+          double d = tw_tensor_get_flat (st->tensor, j) - mean;
+          ss += d * d;
+        }
+      double sd = sqrt (ss / n);
+      g_test_message ("%s %s: n %" G_GINT64_FORMAT " mean %.17g std %.17g", st->role, st->name, n,
+                      mean, sd);
+      g_assert_cmpint (s->count, ==, n);
+      g_assert_cmpint (s->finite, ==, n);
+      g_assert_cmpint (s->nan, ==, 0);
+      g_assert_cmpint (s->inf, ==, 0);
+      g_assert_cmpint (s->zeros, ==, zeros);
+      g_assert_cmpfloat (s->min, ==, lo);
+      g_assert_cmpfloat (s->max, ==, hi);
+      /* The plain sums' own rounding over at most a few thousand values:
+       * ~n · 2^-53 relative; 1e-12 of the scale is far above it. */
+      double scale = MAX (fabs (lo), fabs (hi));
+      g_assert_cmpfloat (fabs (s->mean - mean), <=, 1e-12 * scale);
+      g_assert_cmpfloat (fabs (s->std - sd), <=, 1e-12 * scale);
+      int64_t in_hist = 0;
+      for (int b = 0; b < s->n_bins; b++)
+        in_hist += s->hist[b];
+      g_assert_cmpint (in_hist, ==, n);
+    }
+  close_window (w);
+}
+
+/* One epoch over a 100-row CSV (the test set is the same file): the epoch's
+ * confusion matrix counts each of the 100 test samples once. */
+static void
+test_confusion (void)
+{
+  const int rows = 100;
+  GString *csv = g_string_new ("x0,x1,label\n");
+  g_autoptr (GRand) rng = g_rand_new_with_seed (7);
+  for (int i = 0; i < rows; i++)
+    {
+      int label = i % 2;
+      g_string_append_printf (csv, "%.4f,%.4f,%d\n", g_rand_double_range (rng, -1, 1),
+                              label ? 0.5 + g_rand_double (rng) * 0.5 : -g_rand_double (rng) * 0.5,
+                              label);
+    }
+  g_autofree char *csv_path = g_build_filename (tmp_dir, "points.csv", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_file_set_contents (csv_path, csv->str, -1, &error));
+  g_string_free (csv, TRUE);
+  g_autofree char *path = write_model ("csv.json", mlp_hidden, csv_path, 1, 32);
+  TwbWindow *w = open_window (path);
+  act (w, "debugger.run");
+  TwbRun *r = run_of (w);
+  g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_FINISHED);
+  g_assert_cmpint (twb_run_get_result (r)->step, ==, 4);   /* 100 rows in batches of 32 */
+  int64_t epoch = -1;
+  const tw_class_report *rep = twb_run_get_class_report (r, &epoch);
+  g_assert_nonnull (rep);
+  g_assert_cmpint (epoch, ==, 0);
+  g_assert_cmpint (rep->n_classes, ==, 2);
+  g_assert_cmpint (rep->total, ==, rows);
+  int64_t sum = 0, diag = 0;
+  for (int t = 0; t < rep->n_classes; t++)
+    for (int q = 0; q < rep->n_classes; q++)
+      {
+        sum += rep->confusion[t * rep->n_classes + q];
+        diag += t == q ? rep->confusion[t * rep->n_classes + q] : 0;
+      }
+  g_assert_cmpint (sum, ==, rows);
+  g_assert_cmpint (diag, ==, rep->correct);
+  /* Each true class has its 50 rows. */
+  g_assert_cmpint (rep->confusion[0] + rep->confusion[1], ==, rows / 2);
+  close_window (w);
+}
+
+static GtkDialog *
+find_message_dialog (void)
+{
+  GtkDialog *found = NULL;
+  GList *tops = gtk_window_list_toplevels ();
+  for (GList *l = tops; l; l = l->next)
+    if (GTK_IS_MESSAGE_DIALOG (l->data) && gtk_widget_get_visible (l->data))
+      found = l->data;
+  g_list_free (tops);
+  return found;
+}
+
+/* Closing the window while it trains asks; "Stop and Close" stops the
+ * worker, and the window goes with no session thread left. */
+static void
+test_close_while_training (void)
+{
+  g_autofree char *path = write_model ("long.json", mlp_hidden, "spirals", 100000, 32);
+  TwbWindow *w = open_window (path);
+  g_object_add_weak_pointer (G_OBJECT (w), (gpointer *) &w);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "debugger.run", NULL));
+  twt_ui_pump ();
+  g_assert_cmpint (twb_run_get_state (run_of (w)), ==, TW_SESSION_RUNNING);
+  g_assert_cmpuint (count_threads ("twb-session"), ==, 1);
+
+  /* Cancel keeps the window and the run. */
+  gtk_window_close (GTK_WINDOW (w));
+  twt_ui_pump ();
+  GtkDialog *d = find_message_dialog ();
+  g_assert_nonnull (d);
+  gtk_dialog_response (d, GTK_RESPONSE_CANCEL);
+  twt_ui_pump ();
+  g_assert_nonnull (w);
+  g_assert_null (find_message_dialog ());
+  g_assert_cmpint (twb_run_get_state (run_of (w)), ==, TW_SESSION_RUNNING);
+
+  gtk_window_close (GTK_WINDOW (w));
+  twt_ui_pump ();
+  d = find_message_dialog ();
+  g_assert_nonnull (d);
+  gtk_dialog_response (d, GTK_RESPONSE_ACCEPT);
+  gint64 end = g_get_monotonic_time () + SETTLE_TIMEOUT_S * G_USEC_PER_SEC;
+  while (w && g_get_monotonic_time () < end)
+    {
+      g_main_context_iteration (NULL, FALSE);
+      g_usleep (500);
+    }
+  g_assert_null (w);
+  twt_ui_pump ();
+  g_assert_null (find_message_dialog ());
+  g_assert_cmpuint (count_threads ("twb-session"), ==, 0);
+}
+
+/* Save Weights while paused writes what the session holds: the file's
+ * tensors equal the paused run's parameters bit for bit; Load Weights in a
+ * fresh window starts its run from exactly them. */
+static void
+test_save_load_weights (void)
+{
+  TwbWindow *w = open_mlp ();
+  act (w, "win.train-steps(2)");
+  g_autofree char *file = g_build_filename (tmp_dir, "weights.safetensors", NULL);
+  act_s (w, "win.save-weights-to", file);
+  g_autoptr (GHashTable) saved = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_safetensors_load (file, &saved, NULL, &error));
+  g_assert_no_error (error);
+  const char *params[] = { "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
+                           "fc3.bias" };
+  g_assert_cmpuint (g_hash_table_size (saved), ==, G_N_ELEMENTS (params));
+  for (guint i = 0; i < G_N_ELEMENTS (params); i++)
+    {
+      g_autoptr (tw_tensor) live = inspect_fresh (w, params[i], NULL);
+      tw_tensor *t = g_hash_table_lookup (saved, params[i]);
+      g_assert_nonnull (t);
+      g_assert_true (same_bits (live, t));
+    }
+  close_window (w);
+
+  /* A fresh window: load, step into the first op (no update yet), compare. */
+  TwbWindow *v = open_mlp ();
+  act_s (v, "win.load-weights-to", file);
+  g_assert_nonnull (strstr (twb_window_get_toast (v), "weights.safetensors"));
+  act (v, "debugger.step-op");
+  g_assert_cmpint (pause_of (v)->iteration, ==, 1);
+  for (guint i = 0; i < G_N_ELEMENTS (params); i++)
+    {
+      g_autoptr (tw_tensor) live = inspect_fresh (v, params[i], NULL);
+      g_assert_true (same_bits (live, g_hash_table_lookup (saved, params[i])));
+    }
+  close_window (v);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_setenv ("GTK_A11Y", "none", FALSE);
+  g_setenv ("TWB_AUTOSAVE_SECONDS", "0", TRUE);
+  g_setenv ("TWB_COLOR_SCHEME", "light", FALSE);
+  /* Private data dirs: the runs each test makes are kept there. */
+  g_autofree char *home = g_dir_make_tmp ("twb-training-home-XXXXXX", NULL);
+  const char *vars[] = { "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME" };
+  for (guint i = 0; i < G_N_ELEMENTS (vars); i++)
+    {
+      g_autofree char *d = g_build_filename (home, vars[i], NULL);
+      g_mkdir_with_parents (d, 0700);
+      g_setenv (vars[i], d, TRUE);
+    }
+  tmp_dir = g_build_filename (home, "models", NULL);
+  g_mkdir_with_parents (tmp_dir, 0700);
+  g_test_init (&argc, &argv, NULL);
+  /* Any warning or critical, ours or GTK's, fails the test. */
+  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+  if (!gtk_init_check ())
+    {
+      g_print ("1..0 # SKIP no display\n");
+      return 0;
+    }
+  tw_ops_init ();
+  app = twb_application_new (G_APPLICATION_NON_UNIQUE);
+  g_application_register (G_APPLICATION (app), NULL, NULL);
+  twb_application_load_style ();
+
+  g_test_add_func ("/ui/training/train-steps", test_train_steps);
+  g_test_add_func ("/ui/training/step-op", test_step_op);
+  g_test_add_func ("/ui/training/breakpoint", test_breakpoint);
+  g_test_add_func ("/ui/training/nan-forward", test_nan_forward);
+  g_test_add_func ("/ui/training/inf-backward", test_inf_backward);
+  g_test_add_func ("/ui/training/set-lr", test_set_lr);
+  g_test_add_func ("/ui/training/edit-while-paused", test_edit_while_paused);
+  g_test_add_func ("/ui/training/mode-switch", test_mode_switch);
+  g_test_add_func ("/ui/training/inspector-stats", test_inspector_stats);
+  g_test_add_func ("/ui/training/confusion", test_confusion);
+  g_test_add_func ("/ui/training/close-while-training", test_close_while_training);
+  g_test_add_func ("/ui/training/save-load-weights", test_save_load_weights);
+  int st = g_test_run ();
+  g_object_unref (app);
+  return st;
+}
