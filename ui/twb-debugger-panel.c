@@ -243,12 +243,25 @@ twb_debugger_panel_select_tensor (TwbDebuggerPanel *self, const char *name)
   return FALSE;
 }
 
+static gboolean
+has_nonfinite (const tw_tensor *t)
+{
+  tw_tensor_stats st;
+  tw_tensor_stats_compute (t, 0, &st);
+  gboolean bad = st.nan + st.inf > 0;
+  tw_tensor_stats_clear (&st);
+  return bad;
+}
+
 static void
 fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
 {
   clear_list (self->tensor_list);
   self->n_tensors = 0;
-  GtkListBoxRow *keep = NULL, *first = NULL, *want = NULL;
+  GtkListBoxRow *keep = NULL, *first = NULL, *want = NULL, *fault_row = NULL;
+  gboolean fault = pause && pause->reason
+                   && (strstr (pause->reason, "NaN") || strstr (pause->reason, "Inf")
+                       || strstr (pause->reason, "nan") || strstr (pause->reason, "inf"));
   for (guint i = 0; pause && pause->tensors && i < pause->tensors->len; i++)
     {
       const tw_snapshot_tensor *t = g_ptr_array_index (pause->tensors, i);
@@ -270,6 +283,8 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
         keep = GTK_LIST_BOX_ROW (row);
       if (self->wanted && strcmp (self->wanted, t->name) == 0)
         want = GTK_LIST_BOX_ROW (row);
+      if (fault && fault_row == NULL && has_nonfinite (t->tensor))
+        fault_row = GTK_LIST_BOX_ROW (row);
       self->n_tensors++;
     }
   if (self->n_tensors == 0)
@@ -294,7 +309,8 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
       show_tensor (self, name);
       return;
     }
-  GtkListBoxRow *sel = want ? want : keep ? keep : first;
+  /* At a NaN or Inf, the tensor that holds it comes first. */
+  GtkListBoxRow *sel = want ? want : fault_row ? fault_row : keep ? keep : first;
   if (sel == NULL)
     return;
   self->filling = TRUE;
