@@ -3,6 +3,8 @@
 
 #include "ui/twb-inspector.h"
 
+#include "engine/data.h"
+
 #include "graph_editor/twb-graph-scene.h"
 
 #include <string.h>
@@ -21,6 +23,9 @@ struct _TwbInspector
   GHashTable *attr_widgets;   /* attr name → widget */
   GtkWidget *recipe_grid;
   GHashTable *recipe_widgets; /* field → widget */
+  GSimpleActionGroup *actions; /* "inspector": set-dataset(s), choose-dataset */
+  GtkWidget *dataset_error;   /* the line under the dataset */
+  char *dataset_message;      /* its text, NULL when the value was taken */
 
   TwbDocument *doc;
   gulong changed_id, selection_id;
@@ -411,6 +416,18 @@ rebuild_node_page (TwbInspector *self)
       gtk_widget_add_css_class (self->node_error, "node-error");
       gtk_box_append (GTK_BOX (self->node_box), self->node_error);
 
+      /* Live checks before the fields: at 1280 × 800 a conv2d's fields fill
+       * the panel above the Issues pane, and the shape is what one edits
+       * them for. */
+      gtk_box_append (GTK_BOX (self->node_box), section_label ("Live checks"));
+      self->node_info = gtk_label_new (NULL);
+      gtk_label_set_xalign (GTK_LABEL (self->node_info), 0);
+      gtk_label_set_selectable (GTK_LABEL (self->node_info), TRUE);
+      gtk_label_set_wrap (GTK_LABEL (self->node_info), TRUE);
+      gtk_widget_add_css_class (self->node_info, "monospace");
+      gtk_box_append (GTK_BOX (self->node_box), self->node_info);
+      gtk_box_append (GTK_BOX (self->node_box), section_label ("Attributes"));
+
       GtkWidget *idl = gtk_label_new ("id");
       gtk_label_set_xalign (GTK_LABEL (idl), 0);
       GtkWidget *ide = gtk_entry_new ();
@@ -455,13 +472,6 @@ rebuild_node_page (TwbInspector *self)
         self->first_field = ide;
       gtk_box_append (GTK_BOX (self->node_box), grid);
 
-      gtk_box_append (GTK_BOX (self->node_box), section_label ("Live checks"));
-      self->node_info = gtk_label_new (NULL);
-      gtk_label_set_xalign (GTK_LABEL (self->node_info), 0);
-      gtk_label_set_selectable (GTK_LABEL (self->node_info), TRUE);
-      gtk_label_set_wrap (GTK_LABEL (self->node_info), TRUE);
-      gtk_widget_add_css_class (self->node_info, "monospace");
-      gtk_box_append (GTK_BOX (self->node_box), self->node_info);
       refresh_node_info (self);
     }
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), self->node_box);
@@ -469,6 +479,8 @@ rebuild_node_page (TwbInspector *self)
 }
 
 /* ---- Recipe page ---------------------------------------------------------------- */
+
+static void set_dataset_error (TwbInspector *self, const char *message);
 
 static const char *const optimizers[] = { "sgd", "adam", "adamw", NULL };
 static const char *const schedules[] = { "constant", "step", "cosine", NULL };
@@ -492,6 +504,45 @@ typedef enum
   R_VAL,
   R_N
 } RecipeField;
+
+gboolean
+twb_inspector_check_dataset (const char *value, GError **error)
+{
+  if (value == NULL || value[0] == '\0')
+    return TRUE;   /* none: twb train --data names one */
+  const char *const *known = tw_dataset_known_names ();
+  if (g_strv_contains (known, value))
+    return TRUE;
+  g_autofree char *lower = g_ascii_strdown (value, -1);
+  gboolean file = g_str_has_suffix (lower, ".csv") || g_str_has_suffix (lower, ".npy");
+  if (file && g_file_test (value, G_FILE_TEST_IS_REGULAR))
+    return TRUE;
+  if (file)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO, "no file %s", value);
+      return FALSE;
+    }
+  if (g_file_test (value, G_FILE_TEST_IS_DIR))
+    return TRUE;   /* a folder of IDX files; tw_dataset_open checks its files */
+  g_autofree char *list = g_strjoinv (", ", (char **) known);
+  if (strchr (value, G_DIR_SEPARATOR))
+    g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_IO,
+                 "no folder %s (a dataset file ends in .csv or .npy)", value);
+  else
+    g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_UNKNOWN,
+                 "unknown dataset '%s': one of %s, a .csv or .npy file, or a folder of IDX files",
+                 value, list);
+  return FALSE;
+}
+
+static void
+set_dataset_error (TwbInspector *self, const char *message)
+{
+  g_free (self->dataset_message);
+  self->dataset_message = g_strdup (message);
+  gtk_label_set_text (GTK_LABEL (self->dataset_error), message ? message : "");
+  gtk_widget_set_tooltip_text (self->dataset_error, message);
+}
 
 static void
 recipe_apply (TwbInspector *self, RecipeField f, GtkWidget *w)
@@ -518,10 +569,21 @@ recipe_apply (TwbInspector *self, RecipeField f, GtkWidget *w)
     case R_EPOCHS: r.epochs = (int64_t) v; break;
     case R_SEED: r.seed = (guint64) v; break;
     case R_DATASET:
-      g_free (r.dataset);
-      r.dataset = g_strdup (gtk_editable_get_text (GTK_EDITABLE (w)));
-      if (r.dataset[0] == '\0')
-        g_clear_pointer (&r.dataset, g_free);
+      {
+        g_autoptr (GError) bad = NULL;
+        g_autofree char *value = g_strstrip (g_strdup (gtk_editable_get_text (GTK_EDITABLE (w))));
+        if (!twb_inspector_check_dataset (value, &bad))
+          {
+            /* Refused: the recipe keeps its dataset, the entry the typo. */
+            set_dataset_error (self, bad->message);
+            gtk_widget_add_css_class (w, "error");
+            tw_recipe_clear (&r);
+            return;
+          }
+        set_dataset_error (self, NULL);
+        g_free (r.dataset);
+        r.dataset = value[0] ? g_steal_pointer (&value) : NULL;
+      }
       break;
     case R_VAL: r.validation_split = v; break;
     case R_N:
@@ -603,6 +665,117 @@ spin (double lo, double hi, double step, int digits)
 }
 
 static void
+act_set_dataset (GSimpleAction *a, GVariant *p, gpointer data)
+{
+  TwbInspector *self = data;
+  GtkWidget *ds = g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (R_DATASET));
+  gtk_editable_set_text (GTK_EDITABLE (ds), g_variant_get_string (p, NULL));
+  recipe_apply (self, R_DATASET, ds);
+}
+
+static void
+dataset_chosen (GtkNativeDialog *dlg, int response, gpointer data)
+{
+  TwbInspector *self = data;
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr (GFile) f = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dlg));
+      g_autofree char *path = f ? g_file_get_path (f) : NULL;
+      /* IDX sets are opened by their folder (train- and t10k- files). */
+      g_autofree char *lower = path ? g_ascii_strdown (path, -1) : NULL;
+      if (path && !g_str_has_suffix (lower, ".csv") && !g_str_has_suffix (lower, ".npy")
+          && !g_file_test (path, G_FILE_TEST_IS_DIR))
+        {
+          char *dir = g_path_get_dirname (path);
+          g_free (path);
+          path = dir;
+        }
+      if (path)
+        g_action_group_activate_action (G_ACTION_GROUP (self->actions), "set-dataset",
+                                        g_variant_new_string (path));
+    }
+  g_object_unref (dlg);
+  g_object_unref (self);
+}
+
+static void
+act_choose_dataset (GSimpleAction *a, GVariant *p, gpointer data)
+{
+  TwbInspector *self = data;
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
+  GtkFileChooserNative *dlg = gtk_file_chooser_native_new (
+      "Choose Dataset", GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+      GTK_FILE_CHOOSER_ACTION_OPEN, "_Choose", "_Cancel");
+  GtkFileFilter *all = gtk_file_filter_new ();
+  gtk_file_filter_set_name (all, "Datasets (CSV, NumPy, IDX)");
+  const char *patterns[] = { "*.csv", "*.npy", "*-ubyte", "*-ubyte.gz", "*.idx*" };
+  for (guint i = 0; i < G_N_ELEMENTS (patterns); i++)
+    gtk_file_filter_add_pattern (all, patterns[i]);
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dlg), all);
+  g_object_unref (all);
+  g_signal_connect (dlg, "response", G_CALLBACK (dataset_chosen), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dlg));
+}
+
+/* The dataset: an entry for any name or path, a menu of the known sets, a
+ * file chooser; what is typed is checked (twb_inspector_check_dataset) and
+ * a value that is no dataset is refused with a line saying why. */
+static void
+add_dataset_row (TwbInspector *self, int *row)
+{
+  GtkWidget *ds = gtk_entry_new ();
+  gtk_entry_set_placeholder_text (GTK_ENTRY (ds), "none: twb train --data");
+  GtkWidget *hbox = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
+  gtk_widget_add_css_class (hbox, "linked");
+  gtk_widget_set_hexpand (ds, TRUE);
+  gtk_box_append (GTK_BOX (hbox), ds);
+
+  g_autoptr (GMenu) menu = g_menu_new ();
+  for (const char *const *n = tw_dataset_known_names (); *n; n++)
+    {
+      g_autoptr (GMenuItem) item = g_menu_item_new (*n, NULL);
+      g_menu_item_set_action_and_target_value (item, "inspector.set-dataset",
+                                               g_variant_new_string (*n));
+      g_menu_append_item (menu, item);
+    }
+  g_autoptr (GMenu) files = g_menu_new ();
+  g_menu_append (files, "Choose File…", "inspector.choose-dataset");
+  g_menu_append_section (menu, NULL, G_MENU_MODEL (files));
+  GtkWidget *mb = gtk_menu_button_new ();
+  gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (mb), G_MENU_MODEL (menu));
+  gtk_widget_set_tooltip_text (mb, "Known datasets");
+  gtk_accessible_update_property (GTK_ACCESSIBLE (mb), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  "Known datasets", -1);
+  gtk_box_append (GTK_BOX (hbox), mb);
+  GtkWidget *open = gtk_button_new_from_icon_name ("document-open-symbolic");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (open), "inspector.choose-dataset");
+  gtk_widget_set_tooltip_text (open, "Choose a dataset file (.csv, .npy, IDX)…");
+  gtk_accessible_update_property (GTK_ACCESSIBLE (open), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  "Choose dataset file", -1);
+  gtk_box_append (GTK_BOX (hbox), open);
+
+  GtkWidget *l = gtk_label_new ("dataset");
+  gtk_label_set_xalign (GTK_LABEL (l), 0);
+  const char *tip = "a known set from the menu, a .csv or .npy file or a folder of IDX files "
+                    "(twb train --data)";
+  gtk_widget_set_tooltip_text (l, tip);
+  gtk_widget_set_tooltip_text (ds, tip);
+  gtk_accessible_update_relation (GTK_ACCESSIBLE (ds), GTK_ACCESSIBLE_RELATION_LABELLED_BY, l, NULL,
+                                  -1);
+  g_object_set_data (G_OBJECT (ds), "field", GINT_TO_POINTER (R_DATASET));
+  g_object_set_data (G_OBJECT (ds), "label", l);
+  g_signal_connect (ds, "activate", G_CALLBACK (recipe_entry_activate), self);
+  GtkEventController *fc = gtk_event_controller_focus_new ();
+  g_signal_connect (fc, "leave", G_CALLBACK (recipe_entry_leave), self);
+  gtk_widget_add_controller (ds, fc);
+  gtk_grid_attach (GTK_GRID (self->recipe_grid), l, 0, *row, 1, 1);
+  gtk_grid_attach (GTK_GRID (self->recipe_grid), hbox, 1, (*row)++, 1, 1);
+  self->dataset_error = error_line ();
+  gtk_grid_attach (GTK_GRID (self->recipe_grid), self->dataset_error, 0, (*row)++, 2, 1);
+  g_hash_table_insert (self->recipe_widgets, GINT_TO_POINTER (R_DATASET), ds);
+}
+
+static void
 build_recipe_page (TwbInspector *self, GtkWidget *box)
 {
   self->recipe_grid = gtk_grid_new ();
@@ -631,9 +804,7 @@ build_recipe_page (TwbInspector *self, GtkWidget *box)
                   spin (1, 1e6, 1, 0));
   add_recipe_row (self, &row, R_SEED, "seed", "initialisation and shuffling seed",
                   spin (0, 1e15, 1, 0));
-  GtkWidget *ds = gtk_entry_new ();
-  gtk_entry_set_placeholder_text (GTK_ENTRY (ds), "fashion-mnist, spirals, a path…");
-  add_recipe_row (self, &row, R_DATASET, "dataset", "dataset name or file (twb train --data)", ds);
+  add_dataset_row (self, &row);
   add_recipe_row (self, &row, R_VAL, "validation split", "fraction of training data held out",
                   spin (0, 0.9, 0.05, 2));
   gtk_box_append (GTK_BOX (box), self->recipe_grid);
@@ -674,6 +845,8 @@ refresh_recipe (TwbInspector *self)
   set_spin (self, R_VAL, r->validation_split, TRUE);
   GtkWidget *ds = g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (R_DATASET));
   gtk_editable_set_text (GTK_EDITABLE (ds), r->dataset ? r->dataset : "");
+  gtk_widget_remove_css_class (ds, "error");
+  set_dataset_error (self, NULL);
   self->building = FALSE;
 }
 
@@ -746,6 +919,27 @@ twb_inspector_get_node (TwbInspector *self)
 }
 
 GtkWidget *
+twb_inspector_get_live_checks (TwbInspector *self)
+{
+  return self->node_info;
+}
+
+gboolean
+twb_inspector_set_dataset_text (TwbInspector *self, const char *text)
+{
+  GtkWidget *ds = g_hash_table_lookup (self->recipe_widgets, GINT_TO_POINTER (R_DATASET));
+  gtk_editable_set_text (GTK_EDITABLE (ds), text);
+  g_signal_emit_by_name (ds, "activate");
+  return self->dataset_message == NULL;
+}
+
+const char *
+twb_inspector_get_dataset_error (TwbInspector *self)
+{
+  return self->dataset_message;
+}
+
+GtkWidget *
 twb_inspector_get_attr_widget (TwbInspector *self, const char *attr)
 {
   return g_hash_table_lookup (self->attr_widgets, attr);
@@ -790,6 +984,8 @@ twb_inspector_dispose (GObject *object)
   g_clear_pointer (&self->recipe_widgets, g_hash_table_unref);
   g_clear_pointer (&self->node_id, g_free);
   g_clear_pointer (&self->block_name, g_free);
+  g_clear_pointer (&self->dataset_message, g_free);
+  g_clear_object (&self->actions);
   G_OBJECT_CLASS (twb_inspector_parent_class)->dispose (object);
 }
 
@@ -807,6 +1003,14 @@ twb_inspector_init (TwbInspector *self)
   self->attr_errors = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->attr_widgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->recipe_widgets = g_hash_table_new (NULL, NULL);
+  static const GActionEntry entries[] = {
+    { "set-dataset", act_set_dataset, "s" },
+    { "choose-dataset", act_choose_dataset },
+  };
+  self->actions = g_simple_action_group_new ();
+  g_action_map_add_action_entries (G_ACTION_MAP (self->actions), entries, G_N_ELEMENTS (entries),
+                                   self);
+  gtk_widget_insert_action_group (GTK_WIDGET (self), "inspector", G_ACTION_GROUP (self->actions));
   self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
   gtk_widget_set_parent (self->box, GTK_WIDGET (self));
   self->stack = gtk_stack_new ();

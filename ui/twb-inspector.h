@@ -9,7 +9,8 @@
  * never move); the document is unchanged.  A selection that is exactly a
  * collapsed block shows the block: its name (rename), members, Expand.
  * Recipe page: optimizer, learning rate, schedule, batch size, epochs, seed,
- * dataset, validation split.
+ * dataset (typed, picked from the known sets or chosen as a file; checked),
+ * validation split.
  */
 #pragma once
 
@@ -41,5 +42,18 @@ const char *twb_inspector_get_attr_error (TwbInspector *self, const char *attr);
 GtkWidget *twb_inspector_get_attr_widget (TwbInspector *self, const char *attr);
 /* Type text into an attribute's widget and commit it, as a user would (tests). */
 gboolean twb_inspector_edit_attr (TwbInspector *self, const char *attr, const char *text);
+
+/* The node page's "Live checks" text (output shapes, parameters, FLOPs),
+ * NULL without a node; owned by the inspector (tests). */
+GtkWidget *twb_inspector_get_live_checks (TwbInspector *self);
+/* Whether value can be the recipe's dataset: empty (none), a known name
+ * (tw_dataset_known_names), an existing .csv or .npy file or folder (IDX
+ * files).  Otherwise FALSE with an error naming the value and what fits. */
+gboolean twb_inspector_check_dataset (const char *value, GError **error);
+/* Type text into the recipe's dataset entry and press Enter, as a user
+ * would; FALSE when it was refused (tests). */
+gboolean twb_inspector_set_dataset_text (TwbInspector *self, const char *text);
+/* The line under the dataset: why the last value was refused, or NULL. */
+const char *twb_inspector_get_dataset_error (TwbInspector *self);
 
 G_END_DECLS

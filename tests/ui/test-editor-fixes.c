@@ -11,6 +11,7 @@
 #include "app/twb-application.h"
 #include "graph_editor/twb-graph-canvas.h"
 #include "graph_editor/twb-graph-render.h"
+#include "engine/data.h"
 #include "graph_editor/twb-graph-scene.h"
 #include "ui/twb-inspector.h"
 #include "ui/twb-window-private.h"
@@ -265,6 +266,93 @@ test_block_rename (void)
   twt_ui_pump ();
 }
 
+/* The recipe's dataset: a typo, a missing file and a path that is no
+ * dataset are refused with a line naming the value (the recipe keeps its
+ * set); every known set, an existing CSV and the menu's choice are taken. */
+static void
+test_dataset_checked (void)
+{
+  g_autoptr (TwbDocument) loaded = load_model ("mlp");
+  TwbWindow *w = window_for (loaded);
+  TwbDocument *doc = twb_window_get_document (w);
+  TwbInspector *insp = w->inspector;
+  twb_inspector_show_page (insp, "recipe");
+  twt_ui_pump ();
+  const tw_recipe *r = &twb_document_get_model (doc)->recipe;
+  g_assert_cmpstr (r->dataset, ==, "fashion-mnist");
+
+  g_assert_false (twb_inspector_set_dataset_text (insp, "fashoin-mnist"));
+  const char *err = twb_inspector_get_dataset_error (insp);
+  g_assert_nonnull (err);
+  g_assert_nonnull (strstr (err, "'fashoin-mnist'"));
+  g_assert_nonnull (strstr (err, "spirals"));
+  g_assert_cmpstr (r->dataset, ==, "fashion-mnist");
+  g_assert_false (twb_document_can_undo (doc));
+
+  g_autofree char *dir = g_dir_make_tmp ("twb-dataset-XXXXXX", NULL);
+  g_autofree char *missing = g_build_filename (dir, "gone.csv", NULL);
+  g_assert_false (twb_inspector_set_dataset_text (insp, missing));
+  g_autofree char *want = g_strdup_printf ("no file %s", missing);
+  g_assert_cmpstr (twb_inspector_get_dataset_error (insp), ==, want);
+  g_autofree char *nodir = g_build_filename (dir, "nothing", NULL);
+  g_assert_false (twb_inspector_set_dataset_text (insp, nodir));
+  g_assert_nonnull (strstr (twb_inspector_get_dataset_error (insp), nodir));
+  g_assert_cmpstr (r->dataset, ==, "fashion-mnist");
+
+  g_autofree char *csv = g_build_filename (dir, "points.csv", NULL);
+  g_assert_true (g_file_set_contents (csv, "0.5,1.5,0\n1.0,2.0,1\n", -1, NULL));
+  g_assert_true (twb_inspector_set_dataset_text (insp, csv));
+  g_assert_null (twb_inspector_get_dataset_error (insp));
+  g_assert_cmpstr (twb_document_get_model (doc)->recipe.dataset, ==, csv);
+  g_assert_true (twb_inspector_set_dataset_text (insp, dir));   /* a folder: IDX files */
+
+  for (const char *const *n = tw_dataset_known_names (); *n; n++)
+    {
+      g_autoptr (GError) e = NULL;
+      g_assert_true (twb_inspector_check_dataset (*n, &e));
+      g_assert_no_error (e);
+    }
+  /* The menu of known sets. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (insp), "inspector.set-dataset", "s",
+                                             "spirals"));
+  twt_ui_pump ();
+  g_assert_cmpstr (twb_document_get_model (doc)->recipe.dataset, ==, "spirals");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.undo", NULL));
+  twt_ui_pump ();
+  g_assert_cmpstr (twb_document_get_model (doc)->recipe.dataset, ==, dir);
+  twb_window_close_now (w);
+  twt_ui_pump ();
+  g_unlink (csv);
+  g_rmdir (dir);
+}
+
+/* At 1280 × 800 with LeNet-5's conv1 selected, "Live checks" (the shape,
+ * parameters and FLOPs) is in the inspector's visible part, above the
+ * Issues pane. */
+static void
+test_live_checks_visible (void)
+{
+  g_autoptr (TwbDocument) loaded = load_model ("lenet5");
+  TwbWindow *w = window_for (loaded);
+  TwbDocument *doc = twb_window_get_document (w);
+  TwbInspector *insp = w->inspector;
+  /* The window's default size; its frame (client-side decorations) takes a few pixels. */
+  g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w)), <=, 800);
+  g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w)), >=, 780);
+  select_ids (doc, (const char *[]) { "conv1", NULL });
+  GtkWidget *live = twb_inspector_get_live_checks (insp);
+  g_assert_nonnull (live);
+  g_assert_nonnull (strstr (gtk_label_get_text (GTK_LABEL (live)), "f32[N, 6, 28, 28]"));
+  graphene_rect_t b = bounds_in (live, GTK_WIDGET (insp));
+  g_test_message ("live checks at y %.0f..%.0f of %d", b.origin.y, b.origin.y + b.size.height,
+                  gtk_widget_get_height (GTK_WIDGET (insp)));
+  g_assert_cmpfloat (b.origin.y, >=, 0);
+  g_assert_cmpfloat (b.size.height, >, 20);
+  g_assert_cmpfloat (b.origin.y + b.size.height, <=, gtk_widget_get_height (GTK_WIDGET (insp)));
+  twb_window_close_now (w);
+  twt_ui_pump ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -290,6 +378,8 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/editor-fixes/auto-layout-fits", test_auto_layout_fits);
   g_test_add_func ("/ui/editor-fixes/inspector-steady-fields", test_inspector_steady_fields);
   g_test_add_func ("/ui/editor-fixes/block-rename", test_block_rename);
+  g_test_add_func ("/ui/editor-fixes/dataset-checked", test_dataset_checked);
+  g_test_add_func ("/ui/editor-fixes/live-checks-visible", test_live_checks_visible);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
