@@ -2,10 +2,8 @@
 #define G_LOG_DOMAIN "twb-graph-render"
 
 #include "graph_editor/twb-graph-render.h"
-#include "engine/fileutil.h"
+#include "graph_editor/twb-picture.h"
 
-#include <cairo-pdf.h>
-#include <cairo-svg.h>
 #include <errno.h>
 #include <unistd.h>
 #include <gio/gio.h>
@@ -760,6 +758,28 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
     draw_hint (cr, v, p);
 }
 
+typedef struct
+{
+  const TwbGraphScene *s;
+  gboolean dark;
+  double tx, ty;
+} ExportJob;
+
+static void
+draw_export (cairo_t *cr, double w, double h, gpointer data)
+{
+  const ExportJob *j = data;
+  TwbRenderView v;
+  twb_render_view_init (&v);
+  v.dark = j->dark;
+  v.grid = 0;
+  v.width = w;
+  v.height = h;
+  v.tx = j->tx;
+  v.ty = j->ty;
+  twb_graph_render (cr, j->s, &v);
+}
+
 gboolean
 twb_graph_export (const TwbGraphScene *s, const char *path, gboolean dark_theme, GError **error)
 {
@@ -767,64 +787,8 @@ twb_graph_export (const TwbGraphScene *s, const char *path, gboolean dark_theme,
   double w = (s->max_x - s->min_x) + 2 * margin, h = (s->max_y - s->min_y) + 2 * margin;
   if (s->n_nodes == 0)
     w = h = 2 * margin;
-  g_autofree char *lower = g_ascii_strdown (path, -1);
-  enum { PNG, SVG, PDF } fmt;
-  if (g_str_has_suffix (lower, ".png"))
-    fmt = PNG;
-  else if (g_str_has_suffix (lower, ".svg"))
-    fmt = SVG;
-  else if (g_str_has_suffix (lower, ".pdf"))
-    fmt = PDF;
-  else
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   "%s: unknown picture format (use .png, .svg or .pdf)", path);
-      return FALSE;
-    }
-
-  /* Through the engine's atomic save: cairo writes the temporary by name. */
-  g_autoptr (tw_save) save = tw_save_begin (path, error);
-  if (save == NULL)
-    return FALSE;
-  const char *tmp = tw_save_temp_path (save);
+  ExportJob j = { s, dark_theme, margin - s->min_x, margin - s->min_y };
   /* PNG at 2 device pixels per unit: crisp text when zoomed in a viewer. */
-  double scale = fmt == PNG ? 2 : 1;
-  cairo_surface_t *surf;
-  if (fmt == PNG)
-    surf = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (w * scale),
-                                       (int) ceil (h * scale));
-  else if (fmt == SVG)
-    surf = cairo_svg_surface_create (tmp, w, h);
-  else
-    surf = cairo_pdf_surface_create (tmp, w, h);
-
-  cairo_t *cr = cairo_create (surf);
-  TwbRenderView v;
-  twb_render_view_init (&v);
-  v.dark = dark_theme;
-  v.grid = 0;
-  v.scale = scale;
-  v.width = w * scale;
-  v.height = h * scale;
-  v.tx = (margin - s->min_x) * scale;
-  v.ty = (margin - s->min_y) * scale;
-  twb_graph_render (cr, s, &v);
-  cairo_destroy (cr);
-
-  cairo_status_t st;
-  if (fmt == PNG)
-    st = cairo_surface_write_to_png (surf, tmp);
-  else
-    {
-      cairo_surface_finish (surf);
-      st = cairo_surface_status (surf);
-    }
-  cairo_surface_destroy (surf);
-  if (st != CAIRO_STATUS_SUCCESS)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write: %s", path,
-                   cairo_status_to_string (st));
-      return FALSE;
-    }
-  return tw_save_commit (g_steal_pointer (&save), error);
+  return twb_picture_save (path, w, h, 2, TWB_PICTURE_PNG | TWB_PICTURE_SVG | TWB_PICTURE_PDF,
+                           draw_export, &j, error);
 }

@@ -8,6 +8,7 @@
 #define G_LOG_DOMAIN "twb-compile-view"
 
 #include "ui/twb-compile-view.h"
+#include "graph_editor/twb-picture.h"
 #include "engine/fileutil.h"
 
 #include <cairo-svg.h>
@@ -589,49 +590,18 @@ twb_compile_view_get_memory (TwbCompileView *v, gsize *arena, gsize *eager_peak,
     *n_buffers = r ? r->buffers->len : 0;
 }
 
+static void
+draw_memory_picture (cairo_t *cr, double width, double height, gpointer data)
+{
+  draw_memory (data, cr, (int) width, (int) height, TRUE);
+}
+
 gboolean
 twb_compile_view_export (TwbCompileView *v, const char *path, int width, int height, GError **error)
 {
   g_return_val_if_fail (TWB_IS_COMPILE_VIEW (v), FALSE);
-  g_autofree char *lower = g_ascii_strdown (path, -1);
-  gboolean svg = g_str_has_suffix (lower, ".svg");
-  if (!svg && !g_str_has_suffix (lower, ".png"))
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   "%s: unknown picture format (use .png or .svg)", path);
-      return FALSE;
-    }
-  if (width < 1 || height < 1 || width > 16384 || height > 16384)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   "%s: a picture of %d × %d pixels (1 to 16384 each way)", path, width, height);
-      return FALSE;
-    }
-  g_autoptr (tw_save) save = tw_save_begin (path, error);
-  if (save == NULL)
-    return FALSE;
-  const char *tmp = tw_save_temp_path (save);
-  cairo_surface_t *surf = svg ? cairo_svg_surface_create (tmp, width, height)
-                              : cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
-  cairo_t *cr = cairo_create (surf);
-  draw_memory (v, cr, width, height, TRUE);
-  cairo_destroy (cr);
-  cairo_status_t st;
-  if (svg)
-    {
-      cairo_surface_finish (surf);
-      st = cairo_surface_status (surf);
-    }
-  else
-    st = cairo_surface_write_to_png (surf, tmp);
-  cairo_surface_destroy (surf);
-  if (st != CAIRO_STATUS_SUCCESS)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write: %s", path,
-                   cairo_status_to_string (st));
-      return FALSE;
-    }
-  return tw_save_commit (g_steal_pointer (&save), error);
+  return twb_picture_save (path, width, height, 1, TWB_PICTURE_PNG | TWB_PICTURE_SVG,
+                           draw_memory_picture, v, error);
 }
 
 /* ---- Layout ------------------------------------------------------------------ */

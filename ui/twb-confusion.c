@@ -5,6 +5,7 @@
 #define G_LOG_DOMAIN "twb-confusion"
 
 #include "ui/twb-confusion.h"
+#include "graph_editor/twb-picture.h"
 #include "engine/fileutil.h"
 
 #include <cairo-svg.h>
@@ -571,46 +572,20 @@ snapshot (GtkWidget *widget, GtkSnapshot *snap)
   cairo_destroy (cr);
 }
 
+static void
+draw_picture (cairo_t *cr, double width, double height, gpointer data)
+{
+  twb_confusion_view_draw (data, cr, (int) width, (int) height);
+}
+
 gboolean
 twb_confusion_view_export (TwbConfusionView *v, const char *path, int width, int height,
                            GError **error)
 {
   g_return_val_if_fail (TWB_IS_CONFUSION_VIEW (v), FALSE);
   g_return_val_if_fail (width > 0 && height > 0, FALSE);
-  g_autofree char *lower = g_ascii_strdown (path, -1);
-  gboolean png = g_str_has_suffix (lower, ".png");
-  if (!png && !g_str_has_suffix (lower, ".svg"))
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   "%s: unknown picture format (use .png or .svg)", path);
-      return FALSE;
-    }
-  /* Through the engine's atomic save: cairo writes the temporary by name. */
-  g_autoptr (tw_save) save = tw_save_begin (path, error);
-  if (save == NULL)
-    return FALSE;
-  const char *tmp = tw_save_temp_path (save);
-  cairo_surface_t *surf = png ? cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height)
-                              : cairo_svg_surface_create (tmp, width, height);
-  cairo_t *cr = cairo_create (surf);
-  twb_confusion_view_draw (v, cr, width, height);
-  cairo_destroy (cr);
-  cairo_status_t st;
-  if (png)
-    st = cairo_surface_write_to_png (surf, tmp);
-  else
-    {
-      cairo_surface_finish (surf);
-      st = cairo_surface_status (surf);
-    }
-  cairo_surface_destroy (surf);
-  if (st != CAIRO_STATUS_SUCCESS)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: cannot write: %s", path,
-                   cairo_status_to_string (st));
-      return FALSE;
-    }
-  return tw_save_commit (g_steal_pointer (&save), error);
+  return twb_picture_save (path, width, height, 1, TWB_PICTURE_PNG | TWB_PICTURE_SVG,
+                           draw_picture, v, error);
 }
 
 /* ---- Geometry for tests and hover ------------------------------------------------ */

@@ -2,13 +2,11 @@
 #define G_LOG_DOMAIN "twb-dashboard"
 
 #include "ui/twb-dashboard.h"
+#include "graph_editor/twb-picture.h"
 #include "ui/twb-confusion.h"
 #include "ui/twb-run-store.h"
 #include "engine/fileutil.h"
 
-#include <cairo-svg.h>
-#include <errno.h>
-#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -341,56 +339,32 @@ log_toggled (GtkCheckButton *b, TwbDashboard *d)
   twb_plot_set_log_y (TWB_PLOT (d->plots[4]), on || charts[4].log_default);
 }
 
-gboolean
-twb_dashboard_export (TwbDashboard *d, const char *path, GError **error)
+static void
+draw_charts (cairo_t *cr, double w, double h, gpointer data)
 {
-  if (g_str_has_suffix (path, ".csv"))
-    return twb_metrics_export_csv (d->metrics, path, error);
-  gboolean svg = g_str_has_suffix (path, ".svg");
-  if (!svg && !g_str_has_suffix (path, ".png"))
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   "%s: export curves as .csv, .png or .svg", path);
-      return FALSE;
-    }
-  int cols = 2, rows = (N_CHARTS + cols - 1) / cols;
-  int w = cols * EXPORT_W, h = rows * EXPORT_H;
-  g_autofree char *tmp = g_strconcat (path, ".part", NULL);
-  cairo_surface_t *surf = svg ? cairo_svg_surface_create (tmp, w, h)
-                              : cairo_image_surface_create (CAIRO_FORMAT_ARGB32, w, h);
-  cairo_t *cr = cairo_create (surf);
+  TwbDashboard *d = data;
   cairo_set_source_rgb (cr, 1, 1, 1);
   cairo_paint (cr);
   for (guint c = 0; c < N_CHARTS; c++)
     {
       cairo_save (cr);
-      cairo_translate (cr, (c % cols) * EXPORT_W, (c / cols) * EXPORT_H);
+      cairo_translate (cr, (c % 2) * EXPORT_W, (c / 2) * EXPORT_H);
       twb_plot_draw (TWB_PLOT (d->plots[c]), cr, EXPORT_W, EXPORT_H);
       cairo_restore (cr);
     }
-  cairo_destroy (cr);
-  cairo_status_t st = CAIRO_STATUS_SUCCESS;
-  if (!svg)
-    st = cairo_surface_write_to_png (surf, tmp);
-  cairo_surface_finish (surf);
-  if (st == CAIRO_STATUS_SUCCESS)
-    st = cairo_surface_status (surf);
-  cairo_surface_destroy (surf);
-  if (st != CAIRO_STATUS_SUCCESS)
-    {
-      g_unlink (tmp);
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", path,
-                   cairo_status_to_string (st));
-      return FALSE;
-    }
-  if (g_rename (tmp, path) != 0)
-    {
-      int e = errno;
-      g_unlink (tmp);
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (e), "%s: %s", path, g_strerror (e));
-      return FALSE;
-    }
-  return TRUE;
+}
+
+gboolean
+twb_dashboard_export (TwbDashboard *d, const char *path, GError **error)
+{
+  g_autofree char *lower = g_ascii_strdown (path, -1);
+  if (g_str_has_suffix (lower, ".csv"))
+    return twb_metrics_export_csv (d->metrics, path, error);
+  /* The charts two to a row. */
+  int rows = (N_CHARTS + 1) / 2;
+  return twb_picture_save (path, 2 * EXPORT_W, rows * EXPORT_H, 1,
+                           TWB_PICTURE_PNG | TWB_PICTURE_SVG | TWB_PICTURE_PDF, draw_charts, d,
+                           error);
 }
 
 static void

@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-plot"
 
 #include "ui/twb-plot-private.h"
+#include "graph_editor/twb-picture.h"
 
 #include "engine/fileutil.h"
 
@@ -529,13 +530,12 @@ paint_background (TwbPlot *p, cairo_t *cr)
   cairo_paint (cr);
 }
 
-static gboolean
-check_cairo (cairo_status_t st, const char *path, GError **error)
+static void
+draw_picture (cairo_t *cr, double width, double height, gpointer data)
 {
-  if (st == CAIRO_STATUS_SUCCESS)
-    return TRUE;
-  g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", path, cairo_status_to_string (st));
-  return FALSE;
+  TwbPlot *p = data;
+  paint_background (p, cr);
+  twb_plot_draw (p, cr, (int) width, (int) height);
 }
 
 gboolean
@@ -560,42 +560,6 @@ twb_plot_export (TwbPlot *p, const char *path, int width, int height, GError **e
                    "%s: unknown format “%s” (export as .png, .svg or .csv)", path, ext);
       return FALSE;
     }
-  /* 16,384 pixels a side: cairo's image surfaces stop at 32,767. */
-  if (width < 1 || height < 1 || width > 16384 || height > 16384)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   "%s: a picture of %d × %d pixels cannot be made (1 to 16,384 a side)", path,
-                   width, height);
-      return FALSE;
-    }
-  g_autoptr (tw_save) s = tw_save_begin (path, error);
-  if (s == NULL)
-    return FALSE;
-  cairo_surface_t *surf;
-  if (png)
-    surf = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
-  else
-    {
-#ifdef CAIRO_HAS_SVG_SURFACE
-      surf = cairo_svg_surface_create (tw_save_temp_path (s), width, height);
-#else
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                   "%s: this build's cairo cannot write SVG", path);
-      return FALSE;
-#endif
-    }
-  cairo_t *cr = cairo_create (surf);
-  paint_background (p, cr);
-  twb_plot_draw (p, cr, width, height);
-  cairo_status_t st = cairo_status (cr);
-  cairo_destroy (cr);
-  if (st == CAIRO_STATUS_SUCCESS && png)
-    st = cairo_surface_write_to_png (surf, tw_save_temp_path (s));
-  cairo_surface_finish (surf);
-  if (st == CAIRO_STATUS_SUCCESS)
-    st = cairo_surface_status (surf);
-  cairo_surface_destroy (surf);
-  if (!check_cairo (st, path, error))
-    return FALSE;
-  return tw_save_commit (g_steal_pointer (&s), error);
+  return twb_picture_save (path, width, height, 1, TWB_PICTURE_PNG | TWB_PICTURE_SVG,
+                           draw_picture, p, error);
 }
