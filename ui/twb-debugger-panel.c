@@ -367,9 +367,11 @@ twb_debugger_panel_update (TwbDebuggerPanel *self)
                                               pause->message ? " — " : "",
                                               pause->message ? pause->message : "");
       gtk_label_set_text (GTK_LABEL (self->reason), why);
-      gboolean fault = pause->reason && (g_str_has_prefix (pause->reason, "NaN")
-                                         || strstr (pause->reason, "nan")
-                                         || strstr (pause->reason, "inf"));
+      /* The session's reasons for a non-finite value: "NaN first produced
+       * by …", "Inf first produced by …" (a node id holding "nan" or "inf"
+       * is no fault). */
+      gboolean fault = pause->reason && (g_str_has_prefix (pause->reason, "NaN ")
+                                         || g_str_has_prefix (pause->reason, "Inf "));
       if (fault)
         gtk_widget_add_css_class (self->reason, "error");
       else
