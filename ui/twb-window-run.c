@@ -916,9 +916,47 @@ update_run_actions (TwbWindow *self)
                                   paused ? "Continue" : "Run", -1);
 }
 
+/* Breakpoints and freezes on nodes the edit removed (or renamed) go, with
+ * a notice naming them. */
+static void
+drop_missing_nodes (TwbWindow *self)
+{
+  tw_graph *g = twb_document_get_graph (self->doc);
+  g_autoptr (GString) gone = g_string_new (NULL);
+  for (guint i = 0; i < self->breakpoints->len;)
+    {
+      const char *spec = g_ptr_array_index (self->breakpoints, i);
+      g_autofree char *n = spec_node (spec, NULL);
+      if (n && tw_graph_find (g, n) == NULL)
+        {
+          g_string_append_printf (gone, "%s%s", gone->len ? ", " : "", spec);
+          g_ptr_array_remove_index (self->breakpoints, i);
+        }
+      else
+        i++;
+    }
+  g_autofree const char **frozen = (const char **) g_hash_table_get_keys_as_array (self->frozen, NULL);
+  g_autoptr (GString) thawed = g_string_new (NULL);
+  for (const char **f = frozen; f && *f; f++)
+    if (tw_graph_find (g, *f) == NULL)
+      {
+        g_string_append_printf (thawed, "%s%s", thawed->len ? ", " : "", *f);
+        g_hash_table_remove (self->frozen, *f);
+      }
+  if (gone->len == 0 && thawed->len == 0)
+    return;
+  g_autofree char *msg = g_strdup_printf ("%s%s%s%s%s: the node is gone", gone->len ? "Breakpoint " : "",
+                                          gone->str, gone->len && thawed->len ? "; " : "",
+                                          thawed->len ? "no longer frozen: " : "", thawed->str);
+  twb_window_show_toast (self, msg);
+  breakpoints_changed (self);
+}
+
 void
 twb_window_run_doc_changed (TwbWindow *self, guint flags)
 {
+  if (flags & (TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS))
+    drop_missing_nodes (self);
   if (flags & (TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS))
     {
       self->compile_stale = TRUE;
