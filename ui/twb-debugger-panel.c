@@ -68,8 +68,8 @@ spec_words (const char *spec)
       const char *id = spec + 5;
       const char *colon = strrchr (id, ':');
       if (colon && (strcmp (colon, ":forward") == 0 || strcmp (colon, ":backward") == 0))
-        return g_strdup_printf ("%.*s · %s only", (int) (colon - id), id, colon + 1);
-      return g_strdup_printf ("%s · forward and backward", id);
+        return g_strndup (id, colon - id);
+      return g_strdup (id);   /* the phase drop-down beside it says which */
     }
   if (strcmp (spec, "nan") == 0)
     return g_strdup ("a NaN appears (at the op that makes it)");
@@ -266,8 +266,11 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
     {
       const tw_snapshot_tensor *t = g_ptr_array_index (pause->tensors, i);
       g_autofree char *shape = tw_shape_to_string (t->tensor->ndim, t->tensor->shape);
+      /* Two lines: the name whole (grad:relu1 and grad:fc1 differ at the
+       * end), then its role and shape. */
       g_autofree char *markup = g_markup_printf_escaped (
-        "<span size=\"small\" alpha=\"70%%\">%s</span>  %s  <tt>%s</tt>", t->role, t->name, shape);
+        "%s\n<span size=\"small\" alpha=\"70%%\">%s · <tt>%s</tt></span>", t->name, t->role,
+        shape);
       GtkWidget *l = gtk_label_new (NULL);
       gtk_label_set_markup (GTK_LABEL (l), markup);
       gtk_label_set_xalign (GTK_LABEL (l), 0);
