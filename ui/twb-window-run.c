@@ -349,6 +349,20 @@ grow_bottom_panel (TwbWindow *self)
     gtk_paned_set_position (GTK_PANED (self->vpaned), MAX (h - TRAINING_PANEL_H, h / 3));
 }
 
+/* A fused group picked in the Compiled tab: its nodes selected on the canvas. */
+static void
+compile_group_activated (TwbCompileView *v, guint group, TwbWindow *self)
+{
+  const tw_compile_report *r = twb_compile_view_get_report (v);
+  if (r == NULL || group >= r->groups->len)
+    return;
+  const tw_compile_group *g = &g_array_index (r->groups, tw_compile_group, group);
+  /* Reveal the first (it selects it alone), then select them all. */
+  if (g->nodes && g->nodes[0])
+    twb_graph_canvas_reveal_node (self->canvas, g->nodes[0]);
+  twb_document_select (self->doc, (const char *const *) g->nodes, FALSE);
+}
+
 static void
 panel_changed (GObject *stack, GParamSpec *p, TwbWindow *self)
 {
@@ -1116,6 +1130,8 @@ build_panels (TwbWindow *self)
   add_page (self->debugger_page, self->debugger_panel);
   self->compile_view = twb_compile_view_new ();
   add_page (self->compiled_page, self->compile_view);
+  g_signal_connect (self->compile_view, "group-activated", G_CALLBACK (compile_group_activated),
+                    self);
   self->compile_stale = TRUE;
   g_signal_connect (self->panel_stack, "notify::visible-child-name", G_CALLBACK (panel_changed),
                     self);
