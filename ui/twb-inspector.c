@@ -74,7 +74,12 @@ show_attr_error (TwbInspector *self, const char *attr, const char *message)
   GtkWidget *w = g_hash_table_lookup (self->attr_widgets, attr);
   if (label == NULL)
     return;
-  gtk_label_set_text (GTK_LABEL (label), message ? message : "");
+  /* Under the field, "pool1.kernel_size: " says nothing the row does not. */
+  g_autofree char *prefix = g_strdup_printf ("%s.%s: ", self->node_id ? self->node_id : "", attr);
+  const char *shown = message ? message : "";
+  if (g_str_has_prefix (shown, prefix) && shown[strlen (prefix)])
+    shown += strlen (prefix);
+  gtk_label_set_text (GTK_LABEL (label), shown);
   gtk_widget_set_tooltip_text (label, message);
   g_object_set_data_full (G_OBJECT (label), "message", g_strdup (message), g_free);
   if (w)

@@ -33,6 +33,23 @@ load_model (const char *name)
   return doc;
 }
 
+/* With TWB_TEST_SHOTS set: the window saved there as name, for a person
+ * to look at. */
+static void
+shot (TwbWindow *w, const char *name)
+{
+  const char *dir = g_getenv ("TWB_TEST_SHOTS");
+  if (dir == NULL)
+    return;
+  g_mkdir_with_parents (dir, 0755);
+  twt_ui_pump ();
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autoptr (GError) error = NULL;
+  gboolean ok = twb_window_save_screenshot (w, path, &error);
+  g_assert_no_error (error);
+  g_assert_true (ok);
+}
+
 /* A window at the size of the brief's screenshots, default panels. */
 static TwbWindow *
 window_for (TwbDocument *doc)
@@ -96,6 +113,8 @@ test_auto_layout_fits (void)
       g_assert_cmpuint (g_hash_table_size (ys), >=, 3);
       g_hash_table_unref (ys);
       assert_edges_clear (doc, models[m]);
+      g_autofree char *name = g_strdup_printf ("auto-layout-%s.png", models[m]);
+      shot (w, name);
       twb_window_close_now (w);
       twt_ui_pump ();
     }
@@ -192,6 +211,7 @@ test_inspector_steady_fields (void)
   g_autofree char *after = twb_document_to_data (doc);
   g_assert_cmpstr (before, ==, after);
   graphene_rect_t s1 = bounds_in (stride, ref), p1 = bounds_in (padding, ref);
+  shot (w, "inspector-error.png");
   g_assert_true (graphene_rect_equal (&s0, &s1));
   g_assert_true (graphene_rect_equal (&p0, &p1));
   /* The line under the field holds the message. */
@@ -242,6 +262,7 @@ test_block_rename (void)
   g_assert_cmpstr (twb_document_block_of (doc, "relu2"), ==, "head");
   g_assert_cmpstr (twb_inspector_get_block (insp), ==, "head");
   g_assert_cmpstr (twb_document_undo_label (doc), ==, "Rename block block1");
+  shot (w, "block-renamed.png");
 
   /* A node's id or nothing: refused, said under the field. */
   g_assert_false (twb_inspector_edit_attr (insp, "$id", "fc1"));
@@ -288,6 +309,7 @@ test_dataset_checked (void)
   g_assert_nonnull (strstr (err, "spirals"));
   g_assert_cmpstr (r->dataset, ==, "fashion-mnist");
   g_assert_false (twb_document_can_undo (doc));
+  shot (w, "dataset-refused.png");
 
   g_autofree char *dir = g_dir_make_tmp ("twb-dataset-XXXXXX", NULL);
   g_autofree char *missing = g_build_filename (dir, "gone.csv", NULL);
