@@ -264,6 +264,14 @@ canvas_margin_clicked (TwbGraphCanvas *c, const char *id, TwbWindow *self)
 
 /* ---- The canvas: breakpoints, frozen nodes, where the run is, fused groups ------------ */
 
+/* The session's reasons for a non-finite value: "NaN first produced by …",
+ * "Inf first produced by …". */
+static gboolean
+reason_is_fault (const char *reason)
+{
+  return reason && (g_str_has_prefix (reason, "NaN ") || g_str_has_prefix (reason, "Inf "));
+}
+
 static void
 update_marks (TwbWindow *self)
 {
@@ -288,10 +296,7 @@ update_marks (TwbWindow *self)
   const tw_snapshot *pause = self->run ? twb_run_get_pause (self->run) : NULL;
   if (pause && pause->nodes)
     {
-      gboolean fault = pause->reason && (g_str_has_prefix (pause->reason, "NaN")
-                                         || g_str_has_prefix (pause->reason, "Inf")
-                                         || strstr (pause->reason, "breakpoint nan")
-                                         || strstr (pause->reason, "breakpoint inf"));
+      gboolean fault = reason_is_fault (pause->reason);
       for (char **n = pause->nodes; *n; n++)
         {
           guint m = GPOINTER_TO_UINT (g_hash_table_lookup (marks, *n));
@@ -406,10 +411,9 @@ run_paused (TwbRun *run, TwbWindow *self)
     return;
   /* A breakpoint or a fault takes the user to where it happened; a plain
    * pause or a counted run (train-steps) stays where the user is. */
-  gboolean stop_here = pause->reason && (g_str_has_prefix (pause->reason, "breakpoint")
-                                         || g_str_has_prefix (pause->reason, "NaN")
-                                         || g_str_has_prefix (pause->reason, "Inf"))
-                       && !g_str_has_prefix (pause->reason, "breakpoint step=");
+  gboolean stop_here = reason_is_fault (pause->reason)
+                       || (pause->reason && g_str_has_prefix (pause->reason, "breakpoint")
+                           && !g_str_has_prefix (pause->reason, "breakpoint step="));
   if (stop_here)
     twb_window_show_panel (self, "debugger");
   if (pause->nodes && pause->nodes[0])
@@ -425,8 +429,7 @@ run_paused (TwbRun *run, TwbWindow *self)
             twb_graph_canvas_center_on (self->canvas, n->x + n->w / 2, n->y + n->h / 2);
         }
     }
-  if (pause->reason && (g_str_has_prefix (pause->reason, "NaN") || strstr (pause->reason, "breakpoint nan")
-                        || strstr (pause->reason, "breakpoint inf")))
+  if (reason_is_fault (pause->reason))
     {
       g_autofree char *msg = g_strdup_printf ("Training paused: %s", pause->message ? pause->message
                                                                                       : pause->reason);
