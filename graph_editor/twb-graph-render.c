@@ -333,8 +333,15 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
           double x0, y0, x3, y3;
           twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
           twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
-          double pad = twb_graph_scene_edge_bend (x0, x3) + 20;
-          if (!visible (v, MIN (x0, x3) - pad, MIN (y0, y3), MAX (x0, x3) + pad, MAX (y0, y3)))
+          /* A route's run may pass above or below both ports. */
+          double pad = twb_graph_scene_edge_bend (x0, x3) + 20, lo = MIN (y0, y3), hi = MAX (y0, y3);
+          double pts[6][2];
+          for (int k = twb_graph_scene_edge_route (s, x0, y0, x3, y3, pts) - 1; k >= 0; k--)
+            {
+              lo = MIN (lo, pts[k][1]);
+              hi = MAX (hi, pts[k][1]);
+            }
+          if (!visible (v, MIN (x0, x3) - pad, lo, MAX (x0, x3) + pad, hi))
             continue;
           edge_path (cr, s, x0, y0, x3, y3, straight);
         }

@@ -11,6 +11,9 @@
 #define BLOCK_W 180.0
 #define BLOCK_H 72.0
 
+static guint route_key_hash (gconstpointer key);
+static gboolean route_key_equal (gconstpointer a, gconstpointer b);
+
 char *
 twb_format_count (double v)
 {
@@ -100,6 +103,7 @@ twb_graph_scene_free (TwbGraphScene *s)
   g_free (s->nodes);
   g_free (s->edges);
   g_clear_pointer (&s->index, g_hash_table_unref);
+  g_clear_pointer (&s->routes, g_hash_table_unref);
   g_free (s);
 }
 
@@ -186,6 +190,7 @@ twb_graph_scene_new (TwbDocument *doc)
   tw_graph *g = twb_document_get_graph (doc);
   int nn = tw_graph_n_nodes (g);
   s->index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  s->routes = g_hash_table_new_full (route_key_hash, route_key_equal, g_free, NULL);
 
   g_auto (GStrv) blocks = twb_document_list_blocks (doc);
   int n_blocks = blocks ? (int) g_strv_length (blocks) : 0;
@@ -462,9 +467,58 @@ clear_column (const TwbGraphScene *s, double x, double ya, double yb, int dir, i
   return x;
 }
 
+/* The scene does not change once built, so a route is computed once per
+ * pair of ends (the canvas asks for each edge several times a frame, and
+ * on every pointer motion). */
+typedef struct
+{
+  double ends[4];
+  int n;
+  double pts[6][2];
+} RouteEntry;
+
+static guint
+route_key_hash (gconstpointer key)
+{
+  const double *e = key;
+  guint h = 5381;
+  for (int i = 0; i < 4; i++)
+    h = h * 33 + g_double_hash (&e[i]);
+  return h;
+}
+
+static gboolean
+route_key_equal (gconstpointer a, gconstpointer b)
+{
+  return memcmp (a, b, 4 * sizeof (double)) == 0;
+}
+
+static int compute_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
+                          double pts[6][2]);
+
 int
 twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
                             double pts[6][2])
+{
+  if (s == NULL || s->routes == NULL)
+    return compute_route (s, x0, y0, x3, y3, pts);
+  double key[4] = { x0, y0, x3, y3 };
+  RouteEntry *r = g_hash_table_lookup (s->routes, key);
+  if (r == NULL)
+    {
+      r = g_new0 (RouteEntry, 1);
+      memcpy (r->ends, key, sizeof key);
+      r->n = compute_route (s, x0, y0, x3, y3, r->pts);
+      g_hash_table_add (s->routes, r);
+    }
+  if (r->n > 0)
+    memcpy (pts, r->pts, sizeof r->pts);
+  return r->n;
+}
+
+static int
+compute_route (const TwbGraphScene *s, double x0, double y0, double x3, double y3,
+               double pts[6][2])
 {
   int from = port_owner (s, x0, y0, TRUE), to = port_owner (s, x3, y3, FALSE);
   /* 20 units: room for the port circle and a rounded corner.  A forward

@@ -67,6 +67,7 @@ typedef struct
   int n_edges;
   double min_x, min_y, max_x, max_y;    /* bounds of all boxes; 0 when empty */
   GHashTable *index;                     /* id (node or block) → scene index + 1 */
+  GHashTable *routes;                    /* edge routes computed so far (private cache) */
   int n_errors;
   int64_t params;
   double flops;
