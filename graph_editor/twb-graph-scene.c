@@ -506,6 +506,10 @@ twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, double
   RouteEntry *r = g_hash_table_lookup (s->routes, key);
   if (r == NULL)
     {
+      /* Ends that are no ports (an edge being dragged follows the pointer)
+       * would grow the cache without end: it is kept to a few per edge. */
+      if (g_hash_table_size (s->routes) > 4 * (guint) s->n_edges + 64)
+        g_hash_table_remove_all (s->routes);
       r = g_new0 (RouteEntry, 1);
       memcpy (r->ends, key, sizeof key);
       r->n = compute_route (s, x0, y0, x3, y3, r->pts);
