@@ -87,14 +87,15 @@ assert_edges_clear (TwbDocument *doc, const char *what)
     }
 }
 
-/* Ctrl+L on the example MLP (9 nodes) and LeNet-5 (15): at fit zoom in a
+/* Ctrl+L on the example MLP (9 nodes), LeNet-5 (15) and the functional
+ * model (12, a residual add and a concat): at fit zoom in a
  * 1280 × 800 window the labels are drawn (zoom >= 0.5, above
  * TWB_RENDER_TEXT_SCALE), the layout has more than one row, and no edge
  * crosses a box. */
 static void
 test_auto_layout_fits (void)
 {
-  const char *models[] = { "mlp", "lenet5" };
+  const char *models[] = { "mlp", "lenet5", "functional" };
   for (guint m = 0; m < G_N_ELEMENTS (models); m++)
     {
       g_autoptr (TwbDocument) loaded = load_model (models[m]);
