@@ -156,8 +156,15 @@ act (TwbWindow *w, const char *detailed)
   g_autoptr (GError) error = NULL;
   g_assert_true (g_action_parse_detailed_name (detailed, &name, &target, &error));
   g_assert_no_error (error);
-  if (!gtk_widget_activate_action_variant (GTK_WIDGET (w), name, target))
-    g_error ("%s: no such action, or disabled", detailed);
+  /* Enabled now (activating a disabled action does nothing, silently). */
+  GActionGroup *group = g_str_has_prefix (name, "debugger.") ? G_ACTION_GROUP (w->debugger_actions)
+                        : g_str_has_prefix (name, "graph.")  ? G_ACTION_GROUP (w->graph_actions)
+                                                             : G_ACTION_GROUP (w);
+  const char *dot = strchr (name, '.');
+  g_assert_nonnull (dot);
+  if (!g_action_group_get_action_enabled (group, dot + 1))
+    g_error ("%s: no such action, or disabled now", detailed);
+  g_assert_true (gtk_widget_activate_action_variant (GTK_WIDGET (w), name, target));
   settle (w);
 }
 
