@@ -275,7 +275,12 @@ twb_run_pause (TwbRun *r, GError **error)
 gboolean
 twb_run_stop (TwbRun *r, GError **error)
 {
-  return tw_session_stop (r->session, error);
+  /* From a pause the worker goes on to its end (a FINISHED snapshot always
+   * follows): running until then, so nothing takes the old pause for the
+   * position and `twb --do` waits for the stop to finish. */
+  gboolean paused = r->state == TW_SESSION_PAUSED;
+  gboolean ok = tw_session_stop (r->session, error);
+  return paused ? go (r, ok) : ok;
 }
 
 gboolean
