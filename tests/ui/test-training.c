@@ -952,7 +952,11 @@ test_stop_mid_step (void)
   g_autoptr (GHashTable) after2 = saved_weights (w, "after2.safetensors");
   act (w, "debugger.step-op");
   g_assert_cmpint (pause_of (w)->iteration, ==, 3);
-  act (w, "debugger.stop");
+  /* At once the run is no longer at its pause: it is stopping. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "debugger.stop", NULL));
+  g_assert_null (twb_run_get_pause (run_of (w)));
+  g_assert_cmpint (twb_run_get_state (run_of (w)), ==, TW_SESSION_RUNNING);
+  settle (w);
   TwbRun *r = run_of (w);
   g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_STOPPED);
   g_assert_cmpint (twb_run_get_result (r)->step, ==, 2);
