@@ -183,8 +183,11 @@ add_condition (GtkWidget *w, TwbDebuggerPanel *self)
 
 /* ---- The pause -------------------------------------------------------------------------- */
 
+/* The tensor name of the pause in role (the first so named when role is
+ * NULL: "fc2.weight" is both an input and a parameter of fc2), or of a
+ * request. */
 static void
-show_tensor (TwbDebuggerPanel *self, const char *name)
+show_tensor_as (TwbDebuggerPanel *self, const char *name, const char *want_role)
 {
   tw_tensor *t = self->run ? twb_run_get_tensor (self->run, name) : NULL;
   const char *role = "tensor";
@@ -192,10 +195,11 @@ show_tensor (TwbDebuggerPanel *self, const char *name)
   for (guint i = 0; pause && pause->tensors && i < pause->tensors->len; i++)
     {
       const tw_snapshot_tensor *st = g_ptr_array_index (pause->tensors, i);
-      if (strcmp (st->name, name) == 0)
+      if (strcmp (st->name, name) == 0 && (want_role == NULL || g_strcmp0 (st->role, want_role) == 0))
         {
           t = st->tensor;
           role = st->role;
+          break;
         }
     }
   if (t == NULL)
@@ -209,13 +213,19 @@ show_tensor (TwbDebuggerPanel *self, const char *name)
 }
 
 static void
+show_tensor (TwbDebuggerPanel *self, const char *name)
+{
+  show_tensor_as (self, name, NULL);
+}
+
+static void
 tensor_row_activated (GtkListBox *box, GtkListBoxRow *row, TwbDebuggerPanel *self)
 {
   const char *name = row ? g_object_get_data (G_OBJECT (row), "tensor") : NULL;
   if (name && !self->filling)
     g_clear_pointer (&self->wanted, g_free);   /* the user picked another */
   if (name)
-    show_tensor (self, name);
+    show_tensor_as (self, name, g_object_get_data (G_OBJECT (row), "role"));
 }
 
 gboolean
@@ -278,6 +288,7 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
       GtkWidget *row = gtk_list_box_row_new ();
       gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), l);
       g_object_set_data_full (G_OBJECT (row), "tensor", g_strdup (t->name), g_free);
+      g_object_set_data_full (G_OBJECT (row), "role", g_strdup (t->role), g_free);
       gtk_widget_set_tooltip_text (row, t->name);
       gtk_list_box_append (GTK_LIST_BOX (self->tensor_list), row);
       if (first == NULL)
@@ -320,7 +331,8 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
   gtk_list_box_select_row (GTK_LIST_BOX (self->tensor_list), sel);
   self->filling = FALSE;
   g_autofree char *name = g_strdup (g_object_get_data (G_OBJECT (sel), "tensor"));
-  show_tensor (self, name);
+  g_autofree char *role = g_strdup (g_object_get_data (G_OBJECT (sel), "role"));
+  show_tensor_as (self, name, role);
 }
 
 /* The ops of this iteration as a call stack: the newest, where the run
