@@ -587,6 +587,14 @@ test_inspector_stats (void)
       act_s (w, "debugger.inspect", st->name);
       const tw_tensor_stats *s = twb_tensor_view_get_stats (view);
       g_assert_nonnull (s);
+      /* The header names the first tensor so named, in its role, as the
+       * list selects it ("fc2.weight" is an input and a parameter). */
+      const tw_snapshot_tensor *first = NULL;
+      for (guint j = 0; first == NULL && j < p->tensors->len; j++)
+        if (strcmp (((tw_snapshot_tensor *) g_ptr_array_index (p->tensors, j))->name, st->name) == 0)
+          first = g_ptr_array_index (p->tensors, j);
+      g_autofree char *head = g_strdup_printf ("%s · %s · ", first->name, first->role);
+      g_assert_nonnull (find_label (GTK_WIDGET (view), head));
       int64_t n = tw_tensor_numel (st->tensor);
       double lo = INFINITY, hi = -INFINITY, sum = 0;
       int64_t zeros = 0;
