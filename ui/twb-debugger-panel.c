@@ -183,9 +183,9 @@ add_condition (GtkWidget *w, TwbDebuggerPanel *self)
 
 /* ---- The pause -------------------------------------------------------------------------- */
 
-/* The tensor name of the pause in role (the first so named when role is
- * NULL: "fc2.weight" is both an input and a parameter of fc2), or of a
- * request. */
+/* Show the pause's tensor `name` in `want_role` (NULL: the first so named;
+ * "fc2.weight" is both an input and a parameter of fc2), else the copy a
+ * request brought. */
 static void
 show_tensor_as (TwbDebuggerPanel *self, const char *name, const char *want_role)
 {
