@@ -14,6 +14,7 @@
 #include "graph_editor/twb-graph-render.h"
 #include "ui/twb-dashboard.h"
 #include "ui/twb-debugger-panel.h"
+#include "ui/twb-run-store.h"
 #include "ui/twb-window-private.h"
 
 #include <glib/gstdio.h>
@@ -732,6 +733,28 @@ test_close_while_training (void)
   twt_ui_pump ();
   g_assert_null (find_message_dialog ());
   g_assert_cmpuint (count_threads ("twb-session"), ==, 0);
+  /* Its curves are kept with the model's runs, as the question says. */
+  g_autofree char *dir = twb_run_store_dir_for (path, "small");
+  g_autoptr (GPtrArray) runs = twb_run_store_list (dir);
+  g_assert_cmpuint (runs->len, ==, 1);
+  TwbRunRecord *rec = g_ptr_array_index (runs, 0);
+  g_assert_cmpstr (rec->state, ==, "stopped");
+  g_assert_cmpint (rec->steps, >, 0);
+  g_autoptr (TwbMetrics) back = twb_metrics_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (twb_metrics_import_csv (back, rec->csv_path, NULL, &error));
+  g_assert_no_error (error);
+  guint s = twb_metrics_find_series (back, rec->id, "loss");
+  g_assert_cmpuint (s, !=, G_MAXUINT);
+  /* One point per step, but a window that drained slowly may have been
+   * handed fewer (metrics are dropped rather than queued without end). */
+  gsize n = twb_metrics_series_len (back, s);
+  g_assert_cmpuint (n, >=, 1);
+  g_assert_cmpuint (n, <=, rec->steps);
+  double x, y;
+  twb_metrics_get_point (back, s, n - 1, &x, &y);
+  g_assert_cmpfloat (x, <=, (double) rec->steps);
+  g_assert_true (isfinite (y));
 }
 
 /* Save Weights while paused writes what the session holds: the file's
@@ -993,6 +1016,95 @@ test_stop_mid_step (void)
   close_window (w);
 }
 
+/* The loss points of run in m, as (x, y) pairs. */
+static GArray *
+loss_points (TwbMetrics *m, const char *run)
+{
+  guint s = twb_metrics_find_series (m, run, "loss");
+  g_assert_cmpuint (s, !=, G_MAXUINT);
+  GArray *a = g_array_new (FALSE, FALSE, sizeof (double));
+  for (gsize i = 0; i < twb_metrics_series_len (m, s); i++)
+    {
+      double xy[2];
+      twb_metrics_get_point (m, s, i, &xy[0], &xy[1]);
+      g_array_append_vals (a, xy, 2);
+    }
+  return a;
+}
+
+static void
+assert_same_points (GArray *a, GArray *b)
+{
+  g_assert_cmpuint (a->len, ==, b->len);
+  for (guint i = 0; i < a->len; i++)
+    g_assert_cmpfloat (g_array_index (a, double, i), ==, g_array_index (b, double, i));
+}
+
+/* Every run is kept beside the model's others: its record (state, steps,
+ * final loss, test accuracy) and its curves as CSV read back equal to what
+ * the dashboard showed; the dashboard lists it; win.export-curves writes
+ * the same points; a second run is listed first. */
+static void
+test_runs_kept (void)
+{
+  g_autofree char *path = write_model ("kept.json", mlp_hidden, "spirals", 1, 32);
+  g_autofree char *dir = twb_run_store_dir_for (path, "small");
+  TwbWindow *w = open_window (path);
+  TwbDashboard *dash = TWB_DASHBOARD (w->dashboard);
+  g_assert_cmpuint (twb_dashboard_n_runs_listed (dash), ==, 0);
+  act (w, "debugger.run");
+  TwbRun *r = run_of (w);
+  g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_FINISHED);
+  const tw_snapshot *res = twb_run_get_result (r);
+  g_assert_cmpint (res->step, ==, 63);
+  g_assert_true (isfinite (res->test_accuracy));
+  const char *id = twb_run_get_id (r);
+  g_assert_cmpstr (id, ==, "run-1");
+  g_autoptr (GArray) shown = loss_points (w->metrics, id);
+  g_assert_cmpuint (shown->len, ==, 2 * 63);
+
+  g_autoptr (GPtrArray) runs = twb_run_store_list (dir);
+  g_assert_cmpuint (runs->len, ==, 1);
+  TwbRunRecord *rec = g_ptr_array_index (runs, 0);
+  g_assert_cmpstr (rec->id, ==, id);
+  g_assert_cmpstr (rec->state, ==, "finished");
+  g_assert_cmpstr (rec->mode, ==, "eager");
+  g_assert_cmpint (rec->steps, ==, 63);
+  /* JSON keeps a double to the last bit (json-glib prints %.17g). */
+  g_assert_cmpfloat (rec->final_loss, ==, g_array_index (shown, double, shown->len - 1));
+  g_assert_cmpfloat (rec->test_accuracy, ==, res->test_accuracy);
+  g_autoptr (TwbMetrics) back = twb_metrics_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (twb_metrics_import_csv (back, rec->csv_path, NULL, &error));
+  g_assert_no_error (error);
+  g_autoptr (GArray) kept = loss_points (back, id);
+  assert_same_points (shown, kept);
+  g_assert_cmpuint (twb_dashboard_n_runs_listed (dash), ==, 1);
+  g_autofree char *acc = g_strdup_printf ("test accuracy %.2f %%", res->test_accuracy * 100);
+  const char *text = twb_dashboard_get_progress_text (dash);
+  g_test_message ("progress: %s", text);
+  g_assert_nonnull (strstr (text, "finished after 63 steps"));
+  g_assert_nonnull (strstr (text, acc));
+
+  g_autofree char *csv = g_build_filename (tmp_dir, "curves.csv", NULL);
+  act_s (w, "win.export-curves", csv);
+  g_autoptr (TwbMetrics) exported = twb_metrics_new ();
+  g_assert_true (twb_metrics_import_csv (exported, csv, NULL, &error));
+  g_assert_no_error (error);
+  g_autoptr (GArray) ex = loss_points (exported, id);
+  assert_same_points (shown, ex);
+
+  /* Again: a new run, kept too, listed first. */
+  act (w, "debugger.run");
+  g_assert_cmpstr (twb_run_get_id (run_of (w)), ==, "run-2");
+  g_assert_cmpint (twb_run_get_state (run_of (w)), ==, TW_SESSION_FINISHED);
+  g_autoptr (GPtrArray) again = twb_run_store_list (dir);
+  g_assert_cmpuint (again->len, ==, 2);
+  g_assert_cmpstr (((TwbRunRecord *) g_ptr_array_index (again, 0))->id, ==, "run-2");
+  g_assert_cmpuint (twb_dashboard_n_runs_listed (dash), ==, 2);
+  close_window (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1039,6 +1151,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/training/freeze", test_freeze);
   g_test_add_func ("/ui/training/breakpoint-on-removed-node", test_breakpoint_on_removed_node);
   g_test_add_func ("/ui/training/stop-mid-step", test_stop_mid_step);
+  g_test_add_func ("/ui/training/runs-kept", test_runs_kept);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
