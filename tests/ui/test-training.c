@@ -1105,6 +1105,89 @@ test_runs_kept (void)
   close_window (w);
 }
 
+/* Conditional breakpoints: "loss>X" stops in the forward of the first
+ * iteration whose loss is above X (found on a reference run of the same
+ * seed), saying the loss; "step=N" stops before iteration N, and leaves
+ * the user's tab as it was. */
+static void
+test_conditional_breakpoints (void)
+{
+  double ref[8];
+  TwbWindow *w = open_mlp ();
+  act (w, "win.train-steps(8)");
+  guint s = series (w, "loss");
+  for (gsize i = 0; i < 8; i++)
+    {
+      double x;
+      twb_metrics_get_point (w->metrics, s, i, &x, &ref[i]);
+    }
+  close_window (w);
+  /* A threshold the first step is under and a later one over. */
+  int first = -1;
+  double threshold = NAN;
+  for (int i = 1; i < 8 && first < 0; i++)
+    if (ref[i] > ref[0])
+      {
+        first = i;
+        threshold = (ref[0] + ref[i]) / 2;
+      }
+  g_assert_cmpint (first, >, 0);
+  for (int i = 1; i < first; i++)
+    g_assert_cmpfloat (ref[i], <, threshold);
+
+  w = open_mlp ();
+  g_autofree char *spec = g_strdup_printf ("loss>%.9g", threshold);
+  act_s (w, "debugger.add-breakpoint", spec);
+  act (w, "debugger.run");
+  const tw_snapshot *p = pause_of (w);
+  g_test_message ("pause: %s", p->reason);
+  g_assert_cmpint (p->iteration, ==, first + 1);
+  g_assert_cmpint (p->phase, ==, TW_PHASE_FORWARD);
+  g_assert_true (strv_has (p->nodes, "loss"));
+  const char *said = strstr (p->reason, "the loss is ");
+  g_assert_nonnull (said);
+  double l = g_ascii_strtod (said + strlen ("the loss is "), NULL);
+  /* %g: six significant digits. */
+  g_assert_cmpfloat (fabs (l - ref[first]), <=, 1e-5 * ref[first]);
+  close_window (w);
+
+  w = open_mlp ();
+  act (w, "win.show-panel('training')");
+  act (w, "debugger.add-breakpoint('step=4')");
+  act (w, "debugger.run");
+  p = pause_of (w);
+  g_assert_cmpint (p->phase, ==, -1);
+  g_assert_cmpint (p->step, ==, 3);
+  g_assert_true (g_str_has_prefix (p->reason, "breakpoint step=4"));
+  g_assert_cmpstr (twb_window_get_panel (w), ==, "training");
+  close_window (w);
+}
+
+/* A dataset that does not fit the model's input is refused before any run
+ * starts, the notice naming both. */
+static void
+test_data_mismatch (void)
+{
+  g_autofree char *json = model_json (mlp_hidden, "spirals", 1, 32);
+  /* x [3]: spirals' points have 2 coordinates. */
+  char *at = strstr (json, "\"shape\": [2]");
+  g_assert_nonnull (at);
+  at[10] = '3';
+  g_autofree char *path = g_build_filename (tmp_dir, "mismatch.json", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_file_set_contents (path, json, -1, &error));
+  TwbWindow *w = open_window (path);
+  act (w, "debugger.run");
+  g_assert_null (twb_window_get_run (w));
+  g_assert_cmpuint (count_threads ("twb-session"), ==, 0);
+  const char *toast = twb_window_get_toast (w);
+  g_test_message ("notice: %s", toast);
+  g_assert_nonnull (toast);
+  g_assert_nonnull (strstr (toast, "spirals"));
+  g_assert_nonnull (strstr (toast, "x"));
+  close_window (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1152,6 +1235,8 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/training/breakpoint-on-removed-node", test_breakpoint_on_removed_node);
   g_test_add_func ("/ui/training/stop-mid-step", test_stop_mid_step);
   g_test_add_func ("/ui/training/runs-kept", test_runs_kept);
+  g_test_add_func ("/ui/training/conditional-breakpoints", test_conditional_breakpoints);
+  g_test_add_func ("/ui/training/data-mismatch", test_data_mismatch);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
