@@ -26,6 +26,8 @@ struct _TwbApplication
   int shot_settle_frame;     /* the frame count when the last action finished */
   gint64 shot_settle_time;
   guint shot_timer;
+  gboolean shot_ready;       /* the actions are done: the picture in a few frames */
+  int shot_ready_frames;
   gboolean shot_done;
   gint64 shot_deadline;      /* monotonic µs: an action that takes longer fails */
   char *shot_theme;
@@ -305,11 +307,22 @@ shot_timer (gpointer data)
 {
   TwbApplication *self = data;
   gtk_widget_queue_draw (GTK_WIDGET (self->shot_window));
+  if (self->shot_ready)
+    {
+      /* No frame came within the wait: take the picture from here. */
+      if (g_get_monotonic_time () < self->shot_deadline)
+        return G_SOURCE_CONTINUE;
+      self->shot_timer = 0;
+      shot_finish (self);
+      return G_SOURCE_REMOVE;
+    }
   if (!shot_do_step (self))
     return G_SOURCE_CONTINUE;
-  self->shot_timer = 0;
-  shot_finish (self);
-  return G_SOURCE_REMOVE;
+  /* The picture is taken in the next frame, when the window has drawn what
+   * the actions changed (outside a frame its render nodes may not exist). */
+  self->shot_ready = TRUE;
+  self->shot_deadline = g_get_monotonic_time () + 2 * G_USEC_PER_SEC;
+  return G_SOURCE_CONTINUE;
 }
 
 static gboolean
@@ -318,6 +331,14 @@ shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
   TwbApplication *self = data;
   if (self->shot_done)
     return G_SOURCE_REMOVE;
+  if (self->shot_ready && ++self->shot_ready_frames >= 3)
+    {
+      /* Three frames after the last action: a resize it queued (a panel
+       * that grew) has been laid out (ticks run before layout). */
+      g_clear_handle_id (&self->shot_timer, g_source_remove);
+      shot_finish (self);
+      return G_SOURCE_REMOVE;
+    }
   /* A few frames: the first lays out and zooms to fit, the next draw it.
    * Window decorations may take part of the default size: grow it by the
    * difference once so the picture has the size asked for. */

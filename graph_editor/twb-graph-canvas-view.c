@@ -117,6 +117,19 @@ twb_canvas_refit_if_fitted (TwbGraphCanvas *self)
 }
 
 void
+twb_graph_canvas_refit_on_resize (TwbGraphCanvas *self)
+{
+  g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));
+  gboolean still = self->fitted.scale > 0 && self->view.scale == self->fitted.scale
+                   && self->view.tx == self->fitted.tx && self->view.ty == self->fitted.ty;
+  if (still)
+    {
+      self->fit_pending = TRUE;
+      gtk_widget_queue_allocate (GTK_WIDGET (self));
+    }
+}
+
+void
 twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show)
 {
   g_return_if_fail (TWB_IS_GRAPH_CANVAS (self));

@@ -53,6 +53,9 @@ void twb_graph_canvas_get_visible (TwbGraphCanvas *self, double *x, double *y, d
  * itself and its GtkFrame, and reports where it sits over the canvas;
  * fit-to-window leaves that rectangle (widget coordinates) free. */
 void twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show);
+/* The window is about to resize the canvas (a panel grows): a view still as
+ * the last fit left it is fitted again at the new size. */
+void twb_graph_canvas_refit_on_resize (TwbGraphCanvas *self);
 gboolean twb_graph_canvas_get_show_minimap (TwbGraphCanvas *self);
 void twb_graph_canvas_set_minimap_rect (TwbGraphCanvas *self, const graphene_rect_t *rect);
 /* FALSE when no minimap is shown over the canvas. */

@@ -350,8 +350,14 @@ static void
 grow_bottom_panel (TwbWindow *self)
 {
   int h = gtk_widget_get_height (self->vpaned);
-  if (h > 0 && h - gtk_paned_get_position (GTK_PANED (self->vpaned)) < TRAINING_PANEL_H)
-    gtk_paned_set_position (GTK_PANED (self->vpaned), MAX (h - TRAINING_PANEL_H, h / 3));
+  /* At least TRAINING_PANEL_H, and 45 % of a tall window (the inspector's
+   * pages and the class report want the height). */
+  int want = MAX (TRAINING_PANEL_H, h * 45 / 100);
+  if (h > 0 && h - gtk_paned_get_position (GTK_PANED (self->vpaned)) < want)
+    {
+      twb_graph_canvas_refit_on_resize (self->canvas);
+      gtk_paned_set_position (GTK_PANED (self->vpaned), MAX (h - want, h / 3));
+    }
 }
 
 /* A fused group picked in the Compiled tab: its nodes selected on the canvas. */
@@ -766,6 +772,15 @@ act_inspect (GSimpleAction *a, GVariant *v, gpointer data)
     twb_window_show_toast (self, error ? error->message : "Start a run to inspect its tensors");
 }
 
+static void
+act_inspector_page (GSimpleAction *a, GVariant *v, gpointer data)
+{
+  TwbWindow *self = data;
+  twb_tensor_view_show_page (
+    twb_debugger_panel_get_tensor_view (TWB_DEBUGGER_PANEL (self->debugger_panel)),
+    g_variant_get_string (v, NULL));
+}
+
 /* ---- Weights --------------------------------------------------------------------------- */
 
 gboolean
@@ -1028,6 +1043,7 @@ static const GActionEntry debugger_entries[] = {
   { "set-momentum", act_set_momentum, "d" },
   { "set-weight-decay", act_set_weight_decay, "d" },
   { "inspect", act_inspect, "s" },
+  { "inspector-page", act_inspector_page, "s" },
   { "device-unavailable", NULL },
 };
 

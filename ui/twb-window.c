@@ -535,7 +535,11 @@ snapshot_at (TwbWindow *self, int width, int height)
       GtkSnapshot *snap = gtk_snapshot_new ();
       gdk_paintable_snapshot (paintable, snap, width, height);
       g_object_unref (paintable);
-      return gtk_snapshot_free_to_node (snap);
+      GskRenderNode *node = gtk_snapshot_free_to_node (snap);
+      /* A window between a queued resize and its layout has no picture of
+       * its own yet: draw its parts as below. */
+      if (node)
+        return node;
     }
   GtkWidget *bar = gtk_window_get_titlebar (GTK_WINDOW (self));
   GtkWidget *child = gtk_window_get_child (GTK_WINDOW (self));
