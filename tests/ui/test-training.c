@@ -1188,6 +1188,40 @@ test_data_mismatch (void)
   close_window (w);
 }
 
+/* Compiled from the start: step op goes by instruction; a fused one names
+ * several nodes, and the canvas rings every one of them. */
+static void
+test_compiled_step (void)
+{
+  TwbWindow *w = open_mlp ();
+  TwbGraphCanvas *c = twb_window_get_canvas (w);
+  act (w, "debugger.mode('compiled')");
+  gboolean fused = FALSE;
+  guint n = 0;
+  for (int k = 0; k < 12 && !fused; k++)
+    {
+      act (w, "debugger.step-op");
+      const tw_snapshot *p = pause_of (w);
+      g_assert_true (p->compiled);
+      g_assert_cmpint (p->iteration, ==, 1);
+      g_assert_cmpuint (g_strv_length (p->trace), ==, ++n);
+      g_assert_nonnull (p->nodes);
+      for (char **id = p->nodes; *id; id++)
+        g_assert_true (twb_graph_canvas_get_mark (c, *id) & TWB_MARK_CURRENT);
+      fused = g_strv_length (p->nodes) >= 2;
+      if (fused)
+        {
+          g_autofree char *nodes = g_strjoinv (", ", p->nodes);
+          g_test_message ("instruction %s covers %s", p->op, nodes);
+          const char *pos = twb_debugger_panel_get_position (TWB_DEBUGGER_PANEL (w->debugger_panel));
+          g_assert_nonnull (strstr (pos, nodes));
+          g_assert_nonnull (strstr (pos, "instruction"));
+        }
+    }
+  g_assert_true (fused);
+  close_window (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1237,6 +1271,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/training/runs-kept", test_runs_kept);
   g_test_add_func ("/ui/training/conditional-breakpoints", test_conditional_breakpoints);
   g_test_add_func ("/ui/training/data-mismatch", test_data_mismatch);
+  g_test_add_func ("/ui/training/compiled-step", test_compiled_step);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
