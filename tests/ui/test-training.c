@@ -1220,6 +1220,20 @@ test_compiled_step (void)
     }
   g_assert_true (fused);
   close_window (w);
+
+  /* A breakpoint leaves its node out of fusion: the run stops at relu1 alone. */
+  w = open_mlp ();
+  act (w, "debugger.mode('compiled')");
+  act (w, "debugger.toggle-breakpoint('relu1')");
+  act (w, "debugger.run");
+  const tw_snapshot *p = pause_of (w);
+  g_assert_true (p->compiled);
+  g_assert_cmpint (p->phase, ==, TW_PHASE_FORWARD);
+  g_assert_cmpstr (p->nodes[0], ==, "relu1");
+  g_assert_null (p->nodes[1]);
+  g_assert_true (twb_graph_canvas_get_mark (twb_window_get_canvas (w), "relu1") & TWB_MARK_CURRENT);
+  g_assert_false (twb_graph_canvas_get_mark (twb_window_get_canvas (w), "fc1") & TWB_MARK_CURRENT);
+  close_window (w);
 }
 
 int
