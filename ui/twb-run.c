@@ -51,7 +51,8 @@ struct _TwbRun
   char *error;
   GHashTable *last_seen;       /* tensor name → Seen: the latest copy */
   GHashTable *previous;        /* tensor name → Seen: the latest from an earlier iteration */
-  guint serial;                /* counts the times the worker went on: copies from before are stale */
+  guint serial;                /* counts the times the worker went on or paused anew: copies
+                                * from before are stale */
   tw_class_report *classes;
   int64_t classes_epoch;
   guint series_loss, series_acc, series_lr, series_rate, series_ms;
@@ -479,6 +480,9 @@ twb_run_drain (TwbRun *r)
           tw_snapshot_free (sn);
           break;
         case TW_SNAP_PAUSED:
+          /* A new position: copies from before it (a request answered
+           * after the worker went on, but drained only now) are stale. */
+          r->serial++;
           take_tensors (r, sn);
           g_clear_pointer (&r->pause, tw_snapshot_free);
           r->pause = sn;
