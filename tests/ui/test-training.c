@@ -1236,6 +1236,26 @@ test_compiled_step (void)
   close_window (w);
 }
 
+/* A copy asked for at one pause is not taken for a value at the next: the
+ * request answered, the run stepped on before the window drained it. */
+static void
+test_stale_request (void)
+{
+  TwbWindow *w = open_mlp ();
+  act (w, "win.train-steps(1)");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "debugger.inspect", "s", "fc3.weight"));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "debugger.step-op", NULL));
+  settle (w);
+  const tw_snapshot *p = pause_of (w);
+  g_assert_cmpint (p->iteration, ==, 2);
+  g_assert_false (strv_has (p->nodes, "fc3"));
+  g_assert_null (twb_run_get_tensor (run_of (w), "fc3.weight"));
+  /* Asked again, it comes fresh from this pause. */
+  g_autoptr (tw_tensor) t = inspect_fresh (w, "fc3.weight", NULL);
+  g_assert_cmpint (t->shape[0], ==, 2);
+  close_window (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1286,6 +1306,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/training/conditional-breakpoints", test_conditional_breakpoints);
   g_test_add_func ("/ui/training/data-mismatch", test_data_mismatch);
   g_test_add_func ("/ui/training/compiled-step", test_compiled_step);
+  g_test_add_func ("/ui/training/stale-request", test_stale_request);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
