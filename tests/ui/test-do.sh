@@ -38,10 +38,9 @@ fails=0
 ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" | head -20; }
 
-# shot NAME [twb args…]: run twb, keeping stdout, stderr and the exit status.
+# shot [twb args…]: run twb, keeping stdout, stderr (also in all.err) and
+# the exit status (rc).
 shot () {
-  local name=$1
-  shift
   "$twb" "$@" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   cat "$tmp/err" >>"$tmp/all.err"
@@ -55,11 +54,11 @@ png_size () {
   echo "$(( (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3] ))x$(( (b[4] << 24) | (b[5] << 16) | (b[6] << 8) | b[7] ))"
 }
 
-echo "1..8"
+echo "1..9"
 
 # 1-2: a breakpoint on fc2, then three steps: the run pauses at fc2's
 # forward (the breakpoint comes first); exit 0, a 900x600 PNG.
-shot bp --screenshot "$tmp/bp.png" --open "$tmp/m.json" --size 900x600 \
+shot --screenshot "$tmp/bp.png" --open "$tmp/m.json" --size 900x600 \
   --do "debugger.toggle-breakpoint('fc2');win.train-steps(3)"
 if [ $rc -eq 0 ] && grep -q "bp.png: 900x600" "$tmp/out"; then ok "breakpoint and train-steps: exit 0"
 else not_ok "breakpoint and train-steps: exit $rc, stdout $(cat "$tmp/out")"; fi
@@ -68,30 +67,38 @@ if [ "$size" = "900x600" ]; then ok "the PNG is 900x600"; else not_ok "the PNG i
 
 # 3: in order, to their end, in the dark theme with the dashboard showing:
 # 20 steps then the Training tab.
-shot dark --screenshot "$tmp/dark.png" --open "$tmp/m.json" --theme dark \
+shot --screenshot "$tmp/dark.png" --open "$tmp/m.json" --theme dark \
   --do "win.train-steps(20);win.show-panel('training')"
 size=$(png_size "$tmp/dark.png" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "$size" = "1280x800" ]; then ok "train-steps(20) in the dark theme: exit 0, 1280x800"
 else not_ok "train-steps(20) in the dark theme: exit $rc, PNG $size"; fi
 
-# 4-5: an action that does not exist: exit 2, named, no picture.
-shot bad --screenshot "$tmp/bad.png" --open "$tmp/m.json" --do "win.train-steps(2);win.no-such-action"
+# 4: each action runs to its end before the next: three steps, then a stop
+# from the pause, which the run's record (kept when a run ends) shows.
+shot --screenshot "$tmp/stop.png" --open "$tmp/m.json" --do "win.train-steps(3);debugger.stop"
+rec=$(find "$tmp/data" -name 'run-*.json' 2>/dev/null | head -1)
+if [ $rc -eq 0 ] && [ -n "$rec" ] && grep -q '"state" : "stopped"' "$rec" && grep -q '"steps" : 3,' "$rec"
+then ok "train-steps(3) then stop: the run is kept, stopped after 3 steps"
+else not_ok "train-steps(3) then stop: exit $rc, record ${rec:-none}: $(tr -d '\n' <"${rec:-/dev/null}" | head -c 300)"; fi
+
+# 5-6: an action that does not exist: exit 2, named, no picture.
+shot --screenshot "$tmp/bad.png" --open "$tmp/m.json" --do "win.train-steps(2);win.no-such-action"
 if [ $rc -eq 2 ] && grep -q "win.no-such-action" "$tmp/err"; then ok "an unknown action exits 2 naming it"
 else not_ok "an unknown action: exit $rc"; fi
 if [ ! -e "$tmp/bad.png" ]; then ok "no picture after a failed action"
 else not_ok "a picture was written after a failed action"; fi
 
-# 6: a malformed one: exit 2, named.
-shot malformed --screenshot "$tmp/mal.png" --open "$tmp/m.json" --do "win.train-steps("
+# 7: a malformed one: exit 2, named.
+shot --screenshot "$tmp/mal.png" --open "$tmp/m.json" --do "win.train-steps("
 if [ $rc -eq 2 ] && grep -q "win.train-steps(" "$tmp/err"; then ok "a malformed action exits 2 naming it"
 else not_ok "a malformed action: exit $rc"; fi
 
-# 7: --do without --screenshot: exit 2.
-shot noshot --open "$tmp/m.json" --do "debugger.run"
+# 8: --do without --screenshot: exit 2.
+shot --open "$tmp/m.json" --do "debugger.run"
 if [ $rc -eq 2 ] && grep -q -- "--do" "$tmp/err"; then ok "--do without --screenshot exits 2"
 else not_ok "--do without --screenshot: exit $rc"; fi
 
-# 8: nothing logged as a GLib warning or critical on the way.
+# 9: nothing logged as a GLib warning or critical on the way.
 if ! grep -E "(WARNING|CRITICAL) \*\*" "$tmp/all.err" >"$tmp/err"; then ok "no warning or critical logged"
 else not_ok "warnings or criticals were logged"; fi
 
