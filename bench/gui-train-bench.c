@@ -84,7 +84,7 @@ typedef struct
 {
   int64_t steps, warm;
   int rounds, threads;
-  char *model;               /* the temporary copy trained */
+  char *model; /* the temporary copy trained */
 } Config;
 
 /* ---- Statistics ------------------------------------------------------------------------- */
@@ -162,8 +162,8 @@ make_synthetic (const char *dir, GError **error)
       g_autofree char *img = g_strdup_printf ("%s/%s-images-idx3-ubyte", d, splits[s].prefix);
       g_autofree char *lab = g_strdup_printf ("%s/%s-labels-idx1-ubyte", d, splits[s].prefix);
       guint32 idims[] = { splits[s].n, 28, 28 };
-      if (!write_idx (img, 0x803, idims, 3, r, splits[s].n * 28 * 28, 256, error)
-          || !write_idx (lab, 0x801, idims, 1, r, splits[s].n, 10, error))
+      if (!write_idx (img, 0x803, idims, 3, r, splits[s].n * 28 * 28, 256, error) ||
+          !write_idx (lab, 0x801, idims, 1, r, splits[s].n, 10, error))
         return NULL;
     }
   return g_steal_pointer (&d);
@@ -207,8 +207,8 @@ copy_model (const char *src, const char *dir, const char *dataset, GError **erro
 typedef struct
 {
   double samples_per_s;
-  double step_ms;            /* the worker's median step time */
-  int64_t steps;             /* measured */
+  double step_ms; /* the worker's median step time */
+  int64_t steps;  /* measured */
 } Figures;
 
 static gboolean
@@ -244,9 +244,10 @@ headless_run (const Config *cfg, gboolean grad_norms, Figures *out, GError **err
         }
       if (sn->kind == TW_SNAP_FINISHED)
         {
-          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the run ended at step %" G_GINT64_FORMAT
-                       " before step %" G_GINT64_FORMAT ": %s", sn->step, end,
-                       sn->message ? sn->message : "?");
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "the run ended at step %" G_GINT64_FORMAT " before step %" G_GINT64_FORMAT
+                       ": %s",
+                       sn->step, end, sn->message ? sn->message : "?");
           return FALSE;
         }
       if (sn->kind != TW_SNAP_METRICS)
@@ -280,19 +281,22 @@ headless_run (const Config *cfg, gboolean grad_norms, Figures *out, GError **err
 /* What the probes measure, ms each. */
 enum
 {
-  P_LATENCY,                 /* a posted G_PRIORITY_DEFAULT source: posted → run */
-  P_BUSY_FRAME,              /* a main-loop iteration that painted a frame: poll () to poll () */
-  P_BUSY_OTHER,              /* an iteration without a frame (the drain, input, timers) */
-  P_FRAME,                   /* the frame clock: before-paint → after-paint */
-  P_LAYOUT,                  /*   of which before-paint → the end of layout */
-  P_PAINT,                   /*   of which the end of layout → the end of paint (snapshot, render) */
+  P_LATENCY,    /* a posted G_PRIORITY_DEFAULT source: posted → run */
+  P_BUSY_FRAME, /* a main-loop iteration that painted a frame: poll () to poll () */
+  P_BUSY_OTHER, /* an iteration without a frame (the drain, input, timers) */
+  P_FRAME,      /* the frame clock: before-paint → after-paint */
+  P_LAYOUT,     /*   of which before-paint → the end of layout */
+  P_PAINT,      /*   of which the end of layout → the end of paint (snapshot, render) */
   N_PROBES
 };
 
 static const char *probe_names[N_PROBES] = {
-  "posted source → run (input wait)", "main-loop iteration with a frame",
-  "main-loop iteration without one", "frame (before- to after-paint)",
-  "  its update + layout", "  its paint (snapshot + render)",
+  "posted source → run (input wait)",
+  "main-loop iteration with a frame",
+  "main-loop iteration without one",
+  "frame (before- to after-paint)",
+  "  its update + layout",
+  "  its paint (snapshot + render)",
 };
 
 typedef struct
@@ -300,11 +304,11 @@ typedef struct
   GMainContext *ctx;
   GThread *thread;
   gint stop;
-  gint recording;            /* read by the probe thread */
-  gint generation;           /* counts record (TRUE): a probe posted in an earlier window is not counted */
+  gint recording;  /* read by the probe thread */
+  gint generation; /* counts record (TRUE): a probe posted in an earlier window is not counted */
   gint64 poll_returned;
   GPollFunc poll;
-  gboolean painted;          /* this iteration painted a frame */
+  gboolean painted; /* this iteration painted a frame */
   gint64 paint_start, layout_end;
   GArray *v[N_PROBES];
 } Probes;
@@ -457,8 +461,8 @@ watch_check (TwbRun *run, Watch *w)
       w->t0 = now;
       w->s0 = p.step;
     }
-  if (!w->done && (p.step >= w->end || !twb_run_is_active (run)
-                   || twb_run_get_state (run) == TW_SESSION_PAUSED))
+  if (!w->done && (p.step >= w->end || !twb_run_is_active (run) ||
+                   twb_run_get_state (run) == TW_SESSION_PAUSED))
     {
       w->done = TRUE;
       w->t1 = now;
@@ -528,14 +532,16 @@ watch_run (TwbRun *run, const Config *cfg, TwbMetrics *m, int64_t batch, Figures
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
                    "the run went from step %" G_GINT64_FORMAT " past step %" G_GINT64_FORMAT
-                   " between two looks: time more steps (--steps)", cfg->warm, end);
+                   " between two looks: time more steps (--steps)",
+                   cfg->warm, end);
       return FALSE;
     }
   if (w.timed_out || w.s1 < end)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
                    "the window's run stopped at step %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
-                   "%s (%s)", w.s1, end, w.timed_out ? " (timed out)" : "",
+                   "%s (%s)",
+                   w.s1, end, w.timed_out ? " (timed out)" : "",
                    twb_run_get_error (run) ? twb_run_get_error (run) : "no error");
       return FALSE;
     }
@@ -640,8 +646,8 @@ dashboard_run (TwbWindow *win, const Config *cfg, int threads, int redraw_ms, Fi
   static int n;
   g_autofree char *id = g_strdup_printf ("bench-%d-threads-%d", threads, ++n);
   TwbRunConfig rc = { .mode = TW_MODE_EAGER, .threads = threads, .run_id = id };
-  g_autoptr (TwbRun) run = twb_run_new (twb_document_get_model (twb_window_get_document (win)),
-                                        &rc, win->metrics, error);
+  g_autoptr (TwbRun) run =
+    twb_run_new (twb_document_get_model (twb_window_get_document (win)), &rc, win->metrics, error);
   if (run == NULL)
     return FALSE;
   TwbDashboard *d = TWB_DASHBOARD (win->dashboard);
@@ -651,8 +657,8 @@ dashboard_run (TwbWindow *win, const Config *cfg, int threads, int redraw_ms, Fi
    * "changed"): throttled, only dashboard_progress's redraws go through. */
   if (redraw_ms > 0)
     block_plots (win, TRUE);
-  gboolean ok = twb_run_run_steps (run, cfg->warm + cfg->steps, error)
-                && watch_run (run, cfg, win->metrics, window_batch (win), out, error);
+  gboolean ok = twb_run_run_steps (run, cfg->warm + cfg->steps, error) &&
+                watch_run (run, cfg, win->metrics, window_batch (win), out, error);
   twb_run_stop (run, NULL);
   gint64 until = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
   while (twb_run_is_active (run) && g_get_monotonic_time () < until)
@@ -674,14 +680,14 @@ overlay_100k (TwbWindow *win, GError **error)
 {
   /* twb-run.h's series, one gradient norm per trainable parameter. */
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  for (const char *const *e = (const char *const[]) { "loss", "accuracy", "lr", "samples_per_s",
-                                                      "step_ms", "train_loss", "val_loss",
-                                                      "test_loss", "val_accuracy",
-                                                      "test_accuracy", NULL };
+  for (const char *const *e =
+         (const char *const[]){ "loss", "accuracy", "lr", "samples_per_s", "step_ms", "train_loss",
+                                "val_loss", "test_loss", "val_accuracy", "test_accuracy", NULL };
        *e; e++)
     g_ptr_array_add (names, g_strdup (*e));
   TwbRun *run = twb_window_get_run (win);
-  tw_params *params = run ? tw_trainer_params (tw_session_trainer (twb_run_get_session (run))) : NULL;
+  tw_params *params =
+    run ? tw_trainer_params (tw_session_trainer (twb_run_get_session (run))) : NULL;
   for (int i = 0; params && i < tw_params_count (params); i++)
     if (tw_params_at (params, i)->trainable)
       g_ptr_array_add (names, g_strconcat ("grad_norm:", tw_params_at (params, i)->name, NULL));
@@ -703,8 +709,8 @@ overlay_100k (TwbWindow *win, GError **error)
   g_free (x);
   g_free (y);
   tw_model *model = twb_document_get_model (twb_window_get_document (win));
-  g_autofree char *dir = twb_run_store_dir_for (twb_document_get_path (twb_window_get_document (win)),
-                                                model->name);
+  g_autofree char *dir =
+    twb_run_store_dir_for (twb_document_get_path (twb_window_get_document (win)), model->name);
   g_mkdir_with_parents (dir, 0755);
   /* The window gives its dashboard the runs folder only when the document's
    * file changes (TWB_CHANGE_FILE), not for a window made on an open file:
@@ -716,8 +722,8 @@ overlay_100k (TwbWindow *win, GError **error)
   gint64 t0 = g_get_monotonic_time ();
   if (!twb_dashboard_show_run (TWB_DASHBOARD (win->dashboard), "bench-100k", TRUE, error))
     return FALSE;
-  printf ("  overlay: %u series x %d points (%s), loaded in %.0f ms\n", names->len, N_POINTS,
-          csv, (g_get_monotonic_time () - t0) / 1000.0);
+  printf ("  overlay: %u series x %d points (%s), loaded in %.0f ms\n", names->len, N_POINTS, csv,
+          (g_get_monotonic_time () - t0) / 1000.0);
   g_unlink (csv);
   return TRUE;
 }
@@ -766,8 +772,8 @@ window_frame (TwbWindow *win, double *snap_ms, double *render_ms)
   if (node == NULL)
     return;
   GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (win));
-  GdkTexture *tex = gsk_renderer_render_texture (renderer, node,
-                                                 &GRAPHENE_RECT_INIT (0, 0, width, height));
+  GdkTexture *tex =
+    gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
   *render_ms = (g_get_monotonic_time () - t1) / 1000.0;
   g_object_unref (tex);
   gsk_render_node_unref (node);
@@ -931,8 +937,8 @@ main (int argc, char **argv)
       fprintf (stderr, "gui-train-bench: %s\n", error->message);
       return 2;
     }
-  if (steps < 1 || steps > 1000000 || warm < 1 || warm > 100000 || rounds < 1 || rounds > 100
-      || threads < 0 || threads > 256)
+  if (steps < 1 || steps > 1000000 || warm < 1 || warm > 100000 || rounds < 1 || rounds > 100 ||
+      threads < 0 || threads > 256)
     {
       fprintf (stderr, "gui-train-bench: --steps 1..1000000, --warm 1..100000, --rounds 1..100, "
                        "--threads 0..256\n");
@@ -958,8 +964,9 @@ main (int argc, char **argv)
 
   Config cfg = { .steps = steps, .warm = warm, .rounds = (int) rounds };
   cfg.threads = threads > 0 ? (int) threads : (int) MIN (g_get_num_processors (), 4);
-  g_autofree char *src = model ? g_strdup (model)
-                               : g_build_filename (TWB_SOURCE_DIR, "assets", "models", "mlp.json", NULL);
+  g_autofree char *src =
+    model ? g_strdup (model)
+          : g_build_filename (TWB_SOURCE_DIR, "assets", "models", "mlp.json", NULL);
   g_autoptr (tw_model) m = tw_model_load (src, &error);
   if (m == NULL)
     {
@@ -972,8 +979,8 @@ main (int argc, char **argv)
   tw_dataset *train = NULL, *val = NULL, *test = NULL;
   g_autofree char *synthetic = NULL;
   g_autofree char *data_note = NULL;
-  gboolean fits = tw_datasets_open_for_training (m, NULL, TRUE, &train, &val, &test, NULL)
-                  && tw_dataset_size (train) >= (warm + steps) * batch;
+  gboolean fits = tw_datasets_open_for_training (m, NULL, TRUE, &train, &val, &test, NULL) &&
+                  tw_dataset_size (train) >= (warm + steps) * batch;
   if (train)
     data_note = g_strdup_printf ("%s, %" G_GINT64_FORMAT " training samples", m->recipe.dataset,
                                  tw_dataset_size (train));
@@ -984,8 +991,10 @@ main (int argc, char **argv)
     {
       if ((warm + steps) * batch > 60000)
         {
-          fprintf (stderr, "gui-train-bench: %" G_GINT64_FORMAT " steps of %" G_GINT64_FORMAT
-                   " are more than one epoch of the synthetic set (60,000)\n", warm + steps, batch);
+          fprintf (stderr,
+                   "gui-train-bench: %" G_GINT64_FORMAT " steps of %" G_GINT64_FORMAT
+                   " are more than one epoch of the synthetic set (60,000)\n",
+                   warm + steps, batch);
           return 2;
         }
       synthetic = make_synthetic (tmp, &error);
@@ -995,8 +1004,9 @@ main (int argc, char **argv)
           return 1;
         }
       g_free (data_note);
-      data_note = g_strdup_printf ("synthetic, 60000 random 28x28 images (%s does not hold %"
-                                   G_GINT64_FORMAT " batches)", m->recipe.dataset, warm + steps);
+      data_note = g_strdup_printf (
+        "synthetic, 60000 random 28x28 images (%s does not hold %" G_GINT64_FORMAT " batches)",
+        m->recipe.dataset, warm + steps);
     }
   cfg.model = copy_model (src, tmp, synthetic, &error);
   if (cfg.model == NULL)
@@ -1029,9 +1039,9 @@ main (int argc, char **argv)
   /* The window's run takes TwbRunConfig.threads = 0: its own default. */
   int window_threads = (int) MIN (g_get_num_processors (), 4);
   printf ("  %d worker threads (the window: %d), %u cores, eager; %" G_GINT64_FORMAT
-          " steps timed after %" G_GINT64_FORMAT "; window %dx%d, renderer %s\n", cfg.threads,
-          window_threads, g_get_num_processors (), steps, warm, gtk_widget_get_width (GTK_WIDGET (win)),
-          gtk_widget_get_height (GTK_WIDGET (win)),
+          " steps timed after %" G_GINT64_FORMAT "; window %dx%d, renderer %s\n",
+          cfg.threads, window_threads, g_get_num_processors (), steps, warm,
+          gtk_widget_get_width (GTK_WIDGET (win)), gtk_widget_get_height (GTK_WIDGET (win)),
           G_OBJECT_TYPE_NAME (gtk_native_get_renderer (GTK_NATIVE (win))));
 
   printf ("1. throughput (interleaved rounds)\n");
@@ -1050,8 +1060,9 @@ main (int argc, char **argv)
   g_autofree char *fewer_a = g_strdup_printf ("headless %dt", fewer);
   g_autofree char *fewer_b = g_strdup_printf ("dashboard %dt", fewer);
   g_autofree char *fewer_c = g_strdup_printf ("dash %dt %d ms", fewer, SLOW_REDRAW_MS);
-  const char *path_names[N_PATHS] = { "headless", "headless+gn", "window", fewer_a, fewer_b,
-                                      fewer_c };
+  const char *path_names[N_PATHS] = {
+    "headless", "headless+gn", "window", fewer_a, fewer_b, fewer_c
+  };
   double *rate[N_PATHS], *step[N_PATHS];
   for (int p = 0; p < N_PATHS; p++)
     {
@@ -1101,13 +1112,14 @@ main (int argc, char **argv)
                   median_of (step[p], rounds));
         }
       printf ("  GUI cost: %.1f %% (window vs headless, %d threads; target < 5 %%); gradient "
-              "norms alone %.1f %%\n", 100 * (1 - med[WINDOW] / med[HEADLESS]), cfg.threads,
+              "norms alone %.1f %%\n",
+              100 * (1 - med[WINDOW] / med[HEADLESS]), cfg.threads,
               100 * (1 - med[HEADLESS_GN] / med[HEADLESS]));
       if (fewer > 0)
         printf ("  with %d worker thread%s and the dashboard live: %.1f %% vs headless %d "
-                "threads, %.1f %% vs headless %d\n", fewer, fewer == 1 ? "" : "s",
-                100 * (1 - med[DASHBOARD_FEWER] / med[HEADLESS]), cfg.threads,
-                100 * (1 - med[DASHBOARD_FEWER] / med[HEADLESS_FEWER]), fewer);
+                "threads, %.1f %% vs headless %d\n",
+                fewer, fewer == 1 ? "" : "s", 100 * (1 - med[DASHBOARD_FEWER] / med[HEADLESS]),
+                cfg.threads, 100 * (1 - med[DASHBOARD_FEWER] / med[HEADLESS_FEWER]), fewer);
       if (fewer > 0)
         printf ("  the same, charts redrawn every %d ms at most: %.1f %% vs headless %d\n",
                 SLOW_REDRAW_MS, 100 * (1 - med[DASHBOARD_SLOW] / med[HEADLESS_FEWER]), fewer);
@@ -1137,11 +1149,12 @@ main (int argc, char **argv)
         }
       printf ("3. main loop while training\n");
       seen_print (&seen[0], "window (all window rounds):");
-      g_autofree char *w1 = g_strdup_printf ("dashboard, %d worker thread%s:", fewer,
-                                             fewer == 1 ? "" : "s");
+      g_autofree char *w1 =
+        g_strdup_printf ("dashboard, %d worker thread%s:", fewer, fewer == 1 ? "" : "s");
       seen_print (&seen[1], w1);
-      g_autofree char *w2 = g_strdup_printf ("dashboard, %d worker thread%s, charts every %d ms:",
-                                             fewer, fewer == 1 ? "" : "s", SLOW_REDRAW_MS);
+      g_autofree char *w2 =
+        g_strdup_printf ("dashboard, %d worker thread%s, charts every %d ms:", fewer,
+                         fewer == 1 ? "" : "s", SLOW_REDRAW_MS);
       seen_print (&seen[3], w2);
       seen_print (&seen[2], "window with the 100k overlay:");
     }
