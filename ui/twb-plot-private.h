@@ -32,6 +32,11 @@ struct _TwbPlot
   GtkWidget parent_instance;
   TwbMetrics *metrics;
   gulong changed_id, removed_id;
+  /* New points redraw at most every redraw_ms (0: at once): a live run
+   * appends 30 times a second, the eye needs far fewer frames. */
+  guint redraw_ms;
+  guint redraw_source;
+  gint64 last_redraw;
   char *title, *x_label;
   gboolean log_y;
   double smoothing;

@@ -164,15 +164,40 @@ on_scroll (GtkEventControllerScroll *c, double dx, double dy, TwbPlot *p)
 
 /* ---- GObject ------------------------------------------------------------------ */
 
+static gboolean
+redraw_due (gpointer data)
+{
+  TwbPlot *p = data;
+  p->redraw_source = 0;
+  p->last_redraw = g_get_monotonic_time ();
+  gtk_widget_queue_draw (GTK_WIDGET (p));
+  return G_SOURCE_REMOVE;
+}
+
 static void
 on_metrics_changed (TwbMetrics *m, guint series, TwbPlot *p)
 {
   for (guint i = 0; i < p->curves->len; i++)
     if (g_array_index (p->curves, Curve, i).series == series)
       {
-        gtk_widget_queue_draw (GTK_WIDGET (p));
+        gint64 now = g_get_monotonic_time ();
+        gint64 wait_us = (gint64) p->redraw_ms * 1000 - (now - p->last_redraw);
+        if (p->redraw_ms == 0 || wait_us <= 0)
+          {
+            p->last_redraw = now;
+            gtk_widget_queue_draw (GTK_WIDGET (p));
+          }
+        else if (p->redraw_source == 0)
+          p->redraw_source = g_timeout_add ((guint) (wait_us / 1000) + 1, redraw_due, p);
         return;
       }
+}
+
+void
+twb_plot_set_redraw_interval (TwbPlot *p, guint ms)
+{
+  g_return_if_fail (TWB_IS_PLOT (p));
+  p->redraw_ms = ms;
 }
 
 static void
@@ -195,6 +220,7 @@ static void
 twb_plot_dispose (GObject *object)
 {
   TwbPlot *p = TWB_PLOT (object);
+  g_clear_handle_id (&p->redraw_source, g_source_remove);
   if (p->metrics)
     {
       g_clear_signal_handler (&p->changed_id, p->metrics);

@@ -60,6 +60,9 @@ void twb_plot_set_smoothing (TwbPlot *p, double smoothing);
 void twb_plot_set_x_range (TwbPlot *p, double x0, double x1);
 void twb_plot_get_x_range (TwbPlot *p, double *x0, double *x1);
 void twb_plot_reset_zoom (TwbPlot *p);
+/* New points redraw the plot at most every ms milliseconds (0, the
+ * default: at once); zoom, hover and resizes always redraw at once. */
+void twb_plot_set_redraw_interval (TwbPlot *p, guint ms);
 /* The hover read-out at widget coordinate x, as shown ("step 120  loss 0.412
  * val_loss 0.455"), NULL where there is no data. Caller frees. (Tests.)
  * x is that of the point nearest the pointer over all curves; each curve

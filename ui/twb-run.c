@@ -152,6 +152,12 @@ drain_tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+int
+twb_run_default_threads (void)
+{
+  return CLAMP ((int) g_get_num_processors () - 1, 1, 4);
+}
+
 TwbRun *
 twb_run_new (const tw_model *model, const TwbRunConfig *cfg, TwbMetrics *metrics, GError **error)
 {
@@ -164,7 +170,11 @@ twb_run_new (const tw_model *model, const TwbRunConfig *cfg, TwbMetrics *metrics
   tw_session_options_init (&o);
   o.mode = cfg->mode;
   o.max_steps = cfg->max_steps;
-  o.threads = cfg->threads > 0 ? cfg->threads : MIN ((int) g_get_num_processors (), 4);
+  /* One core left to the window (its frames and input), at most 4 for the
+   * worker: with every core busy the worker's OpenMP threads and the main
+   * loop preempt each other and a step takes 5–100 times as long
+   * (bench/gui-train-bench, 2 cores). */
+  o.threads = cfg->threads > 0 ? cfg->threads : twb_run_default_threads ();
   o.class_samples = 32;
   tw_session *s = tw_session_new (model, train, val, test, &o, error);
   tw_session_options_clear (&o);

@@ -44,7 +44,7 @@ G_BEGIN_DECLS
 typedef struct
 {
   tw_exec_mode mode;
-  int threads;                 /* 0: the machine's cores, at most 4 (the UI keeps one) */
+  int threads;                 /* 0: twb_run_default_threads () */
   int64_t max_steps;           /* 0: the recipe's epochs */
   const char *init_weights;    /* a state_dict to start from, or NULL */
   const char *data;            /* a dataset overriding the recipe's, or NULL */
@@ -60,6 +60,10 @@ G_DECLARE_FINAL_TYPE (TwbRun, twb_run, TWB, RUN, GObject)
  * when the run cannot start; nothing is made then. */
 TwbRun *twb_run_new (const tw_model *model, const TwbRunConfig *config, TwbMetrics *metrics,
                      GError **error);
+
+/* The worker's CPU threads when the config says 0: the cores less one (the
+ * window keeps one), 1 to 4. */
+int twb_run_default_threads (void);
 
 const char *twb_run_get_id (TwbRun *r);
 tw_session *twb_run_get_session (TwbRun *r);           /* borrowed: commands */

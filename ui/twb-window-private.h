@@ -58,6 +58,7 @@ struct _TwbWindow
   gboolean close_after_stop;
   char *last_graph_notice;
   double applied_lr, applied_momentum, applied_wd;
+  gint64 last_progress;
   GtkWidget *run_button;
   GtkWidget *dashboard, *debugger_panel, *compile_view;
 };

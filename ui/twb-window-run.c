@@ -399,9 +399,17 @@ show_progress (TwbWindow *self)
   gtk_label_set_text (GTK_LABEL (self->status_run), t ? t : "");
 }
 
+/* The progress line at most 4 times a second while training runs (its text
+ * changes relayout the window); every state change shows it at once. */
+#define PROGRESS_INTERVAL_US (G_USEC_PER_SEC / 4)
+
 static void
 run_progress (TwbRun *run, TwbWindow *self)
 {
+  gint64 now = g_get_monotonic_time ();
+  if (now - self->last_progress < PROGRESS_INTERVAL_US)
+    return;
+  self->last_progress = now;
   show_progress (self);
 }
 
@@ -1114,7 +1122,8 @@ build_controls (TwbWindow *self)
   /* Devices: the CPU now; CUDA GPUs and simulated clusters when the
    * engine has them, listed disabled with the reason until then. */
   g_autoptr (GMenu) devices = g_menu_new ();
-  g_autofree char *cpu = g_strdup_printf ("CPU (%u threads)", MIN (g_get_num_processors (), 4));
+  int nt = twb_run_default_threads ();
+  g_autofree char *cpu = g_strdup_printf ("CPU (%d thread%s)", nt, nt == 1 ? "" : "s");
   g_autoptr (GMenuItem) c = g_menu_item_new (cpu, "debugger.device::cpu");
   g_menu_append_item (devices, c);
   g_menu_append (devices, "CUDA GPU — not available in this build", "debugger.device-unavailable");
@@ -1238,6 +1247,10 @@ twb_window_run_close_request (TwbWindow *self)
 void
 twb_window_stop_run_now (TwbWindow *self)
 {
+  /* The views let go of the run too, so this is its last reference: its
+   * dispose stops the worker and joins it now. */
+  twb_dashboard_set_run (TWB_DASHBOARD (self->dashboard), NULL);
+  twb_debugger_panel_set_run (TWB_DEBUGGER_PANEL (self->debugger_panel), NULL);
   if (self->run)
     {
       g_signal_handlers_disconnect_by_data (self->run, self);
