@@ -460,7 +460,16 @@ run_epoch (TwbRun *run, gint64 epoch, TwbWindow *self)
 static void
 run_notice (TwbRun *run, const char *text, TwbWindow *self)
 {
-  twb_window_show_toast (self, text);
+  /* A compiled program's note follows the notice of what made it (a graph
+   * edit): both stay, the note on a second line. */
+  const char *showing = twb_window_get_toast (self);
+  if (showing && strstr (text, " program, batch ") && !strstr (showing, text))
+    {
+      g_autofree char *both = g_strdup_printf ("%s\n%s", showing, text);
+      twb_window_show_toast (self, both);
+    }
+  else
+    twb_window_show_toast (self, text);
   if (strstr (text, "breakpoint") && strstr (text, "removed"))
     {
       /* The session dropped a breakpoint on a node the edit removed. */
