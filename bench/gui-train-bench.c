@@ -1037,7 +1037,7 @@ main (int argc, char **argv)
 
   printf ("gui-train-bench: %s (batch %" G_GINT64_FORMAT "), data: %s\n", src, batch, data_note);
   /* The window's run takes TwbRunConfig.threads = 0: its own default. */
-  int window_threads = (int) MIN (g_get_num_processors (), 4);
+  int window_threads = twb_run_default_threads ();
   printf ("  %d worker threads (the window: %d), %u cores, eager; %" G_GINT64_FORMAT
           " steps timed after %" G_GINT64_FORMAT "; window %dx%d, renderer %s\n",
           cfg.threads, window_threads, g_get_num_processors (), steps, warm,
@@ -1111,10 +1111,14 @@ main (int argc, char **argv)
           printf ("    %-14s %9.0f samples/s  worker step %6.3f ms\n", path_names[p], med[p],
                   median_of (step[p], rounds));
         }
-      printf ("  GUI cost: %.1f %% (window vs headless, %d threads; target < 5 %%); gradient "
-              "norms alone %.1f %%\n",
-              100 * (1 - med[WINDOW] / med[HEADLESS]), cfg.threads,
+      printf ("  GUI cost: %.1f %% (window, %d thread%s, vs headless, %d threads; target < 5 %%); "
+              "gradient norms alone %.1f %%\n",
+              100 * (1 - med[WINDOW] / med[HEADLESS]), window_threads,
+              window_threads == 1 ? "" : "s", cfg.threads,
               100 * (1 - med[HEADLESS_GN] / med[HEADLESS]));
+      if (fewer > 0 && fewer == window_threads)
+        printf ("  GUI cost at the same threads: %.1f %% (window vs headless, %d)\n",
+                100 * (1 - med[WINDOW] / med[HEADLESS_FEWER]), fewer);
       if (fewer > 0)
         printf ("  with %d worker thread%s and the dashboard live: %.1f %% vs headless %d "
                 "threads, %.1f %% vs headless %d\n",
