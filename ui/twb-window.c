@@ -75,7 +75,9 @@ update_title (TwbWindow *self)
   g_autofree char *wt = g_strdup_printf ("%s — Tensor Workbench", t);
   gtk_window_set_title (GTK_WINDOW (self), wt);
   const char *path = twb_document_get_path (self->doc);
-  g_autofree char *dir = path ? g_path_get_dirname (path) : NULL;
+  /* The folder in full: a relative path ("mlp.json") would show as ".". */
+  g_autofree char *abs = path ? g_canonicalize_filename (path, NULL) : NULL;
+  g_autofree char *dir = abs ? g_path_get_dirname (abs) : NULL;
   g_autofree char *home = dir ? g_strdup (g_get_home_dir ()) : NULL;
   g_autofree char *shown = dir && g_str_has_prefix (dir, home) && strlen (home) > 1
                              ? g_strconcat ("~", dir + strlen (home), NULL)
