@@ -1,0 +1,61 @@
+/* recorder.h — records what the engine's event bus publishes into a trace.
+ * GTK-free.
+ *
+ * Each op event (forward, backward, update, kernel, copy, collective, data)
+ * becomes a slice on the lane of the thread that published it, with
+ * arguments phase, nodes (a comma list), fused, flops, bytes and shapes;
+ * training steps become slices "step N" on a lane "steps" (tid 0), each
+ * gradient becoming final an instant, each step's loss a counter "loss".
+ * Only end events are used: they carry both times.
+ *
+ * Events go to a per-thread buffer (no lock on the hot path); the buffers
+ * are merged into one trace when recording stops.  Memory is bounded: past
+ * max_events events further ones are counted as dropped (the trace's
+ * metadata "dropped_events" says how many) — nothing streams to disk yet.
+ *
+ *   g_autoptr (tw_recorder) rec = tw_recorder_new (0);       // default cap
+ *   tw_recorder_start (rec, bus);            // subscribes; not while the bus publishes
+ *   ... train ...
+ *   tw_recorder_stop (rec);
+ *   g_autoptr (tw_trace) trace = tw_recorder_take_trace (rec);
+ */
+#pragma once
+
+#include "engine/events.h"
+#include "profiler/trace.h"
+
+G_BEGIN_DECLS
+
+/* Default cap: 4 Mi events, about 200 MB of buffers at the worst. */
+#define TW_RECORDER_DEFAULT_MAX_EVENTS ((guint64) 4 << 20)
+
+typedef struct tw_recorder tw_recorder;
+
+/* max_events 0: TW_RECORDER_DEFAULT_MAX_EVENTS.  Free with tw_recorder_free. */
+tw_recorder *tw_recorder_new (guint64 max_events);
+void tw_recorder_free (tw_recorder *r);      /* NULL-safe; stops first */
+
+/* Subscribes to every kind on bus (holds a reference until stop).  Under
+ * the bus's rule: not while an executor publishes on it.  Call it on the
+ * thread that trains where you can: that thread's buffer is made here
+ * instead of inside the first op recorded. */
+void tw_recorder_start (tw_recorder *r, tw_bus *bus);
+void tw_recorder_stop (tw_recorder *r);
+gboolean tw_recorder_is_recording (const tw_recorder *r);
+
+/* A slice on the "steps" lane (an epoch, a phase of the caller's own):
+ * any thread, while recording or not. */
+void tw_recorder_mark (tw_recorder *r, const char *name, const char *category, gint64 start_ns,
+                       gint64 end_ns);
+
+guint64 tw_recorder_n_events (const tw_recorder *r);
+guint64 tw_recorder_n_dropped (const tw_recorder *r);
+
+/* Merges what was recorded so far into a new sorted trace (the caller
+ * frees it) with metadata "machine", "dropped_events", "recorded_events";
+ * the recorder starts empty again.  Call after stop. */
+tw_trace *tw_recorder_take_trace (tw_recorder *r);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_recorder, tw_recorder_free)
+
+G_END_DECLS

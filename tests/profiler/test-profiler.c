@@ -1,0 +1,435 @@
+/* test-profiler.c — the recorder on a real training run, the trace model,
+ * and the Chrome trace export read back. */
+#include "engine/device.h"
+#include "engine/model.h"
+#include "engine/op.h"
+#include "engine/rng.h"
+#include "engine/train.h"
+#include "profiler/chrome.h"
+#include "profiler/recorder.h"
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+#include <zlib.h>
+
+static tw_model *
+load_spirals (void)
+{
+  g_autofree char *path = g_build_filename (TEST_ASSETS_DIR, "models", "spirals.json", NULL);
+  g_autoptr (GError) error = NULL;
+  tw_model *m = tw_model_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (tw_graph_infer (m->graph), ==, 0);
+  return m;
+}
+
+static void
+make_batch (int64_t batch, tw_tensor **x, tw_tensor **y)
+{
+  *x = tw_tensor_new (TW_F32, 2, (int64_t[]) { batch, 2 });
+  tw_rng_fill_uniform (tw_tensor_f32 (*x), tw_tensor_numel (*x), 3, 1, -1.0f, 1.0f);
+  *y = tw_tensor_new (TW_I64, 1, (int64_t[]) { batch });
+  for (int64_t i = 0; i < batch; i++)
+    tw_tensor_i64 (*y)[i] = i % 2;
+}
+
+/* 3 recorded steps at batch 1024 (after one warm-up step that is not) in
+ * the given mode. */
+static tw_trace *
+record_steps (tw_model *m, tw_exec_mode mode)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+  g_assert_no_error (error);
+  tw_trainer_set_mode (tr, mode);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  tw_trainer_set_bus (tr, bus);
+  g_autoptr (tw_tensor) x = NULL;
+  g_autoptr (tw_tensor) y = NULL;
+  make_batch (1024, &x, &y);
+  tw_trainer_step (tr, x, y, NULL, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_recorder) rec = tw_recorder_new (0);
+  tw_recorder_start (rec, bus);
+  for (int i = 0; i < 3; i++)
+    {
+      tw_trainer_step (tr, x, y, NULL, &error);
+      g_assert_no_error (error);
+    }
+  tw_recorder_stop (rec);
+  g_assert_cmpuint (tw_recorder_n_dropped (rec), ==, 0);
+  return tw_recorder_take_trace (rec);
+}
+
+static guint
+lane_named (const tw_trace *t, const char *name)
+{
+  for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+    if (strcmp (tw_trace_lane (t, l)->name, name) == 0)
+      return l;
+  g_assert_not_reached ();
+}
+
+/* The lane of the thread that trained: the one lane besides "steps" with slices. */
+static guint
+op_lane (const tw_trace *t)
+{
+  int found = -1;
+  for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+    if (strcmp (tw_trace_lane (t, l)->name, "steps") != 0 && tw_trace_lane_n_slices (t, l) > 0)
+      {
+        g_assert_cmpint (found, ==, -1);
+        found = (int) l;
+      }
+  g_assert_cmpint (found, >=, 0);
+  return (guint) found;
+}
+
+static void
+check_recording (tw_exec_mode mode)
+{
+  g_autoptr (tw_model) m = load_spirals ();
+  g_autoptr (tw_trace) t = record_steps (m, mode);
+  guint steps = lane_named (t, "steps");
+  guint ops = op_lane (t);
+  g_assert_cmpuint (tw_trace_lane_n_slices (t, steps), ==, 3);
+  g_assert_cmpuint (tw_trace_n_counters (t), ==, 3);           /* the loss of each step */
+  g_assert_cmpstr (tw_trace_get_meta (t, "dropped_events"), ==, "0");
+
+  /* Nesting on each lane: a slice of depth d > 0 lies inside the nearest
+   * earlier slice of depth d - 1. */
+  for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+    {
+      const tw_slice *open[64] = { NULL };
+      for (guint k = 0; k < tw_trace_lane_n_slices (t, l); k++)
+        {
+          const tw_slice *s = tw_trace_lane_slice (t, l, k);
+          g_assert_cmpuint (s->depth, <, G_N_ELEMENTS (open));
+          if (s->depth > 0)
+            {
+              const tw_slice *p = open[s->depth - 1];
+              g_assert_nonnull (p);
+              g_assert_cmpint (s->start_ns, >=, p->start_ns);
+              g_assert_cmpint (s->start_ns + s->dur_ns, <=, p->start_ns + p->dur_ns);
+            }
+          else if (k > 0)
+            {
+              /* Top-level slices do not overlap each other. */
+              const tw_slice *prev = open[0];
+              g_assert_cmpint (prev->start_ns + prev->dur_ns, <=, s->start_ns);
+            }
+          open[s->depth] = s;
+        }
+    }
+
+  int nn = tw_graph_n_nodes (m->graph);
+  for (guint st = 0; st < 3; st++)
+    {
+      const tw_slice *step = tw_trace_lane_slice (t, steps, st);
+      gint64 lo = step->start_ns, hi = step->start_ns + step->dur_ns;
+      g_autoptr (GHashTable) forward_nodes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      gint64 top = 0;
+      for (guint k = 0; k < tw_trace_lane_n_slices (t, ops); k++)
+        {
+          const tw_slice *s = tw_trace_lane_slice (t, ops, k);
+          if (s->start_ns < lo || s->start_ns >= hi)
+            continue;
+          g_assert_cmpint (s->start_ns + s->dur_ns, <=, hi);   /* inside its step */
+          if (s->depth == 0)
+            top += s->dur_ns;
+          if (strcmp (s->category, "forward") == 0)
+            {
+              const char *nodes = tw_slice_arg (s, "nodes");
+              g_assert_nonnull (nodes);
+              g_assert_nonnull (tw_slice_arg (s, "flops"));
+              g_assert_nonnull (tw_slice_arg (s, "shapes"));
+              g_auto (GStrv) ids = g_strsplit (nodes, ",", -1);
+              for (char **id = ids; *id; id++)
+                g_hash_table_add (forward_nodes, g_strdup (*id));
+            }
+        }
+      /* Every computing node of the graph ran forward in this step (inputs
+       * are fed, not computed). */
+      for (int i = 0; i < nn; i++)
+        {
+          const tw_node *n = tw_graph_node (m->graph, i);
+          if (strcmp (n->op_name, "input") == 0)
+            continue;
+          if (!g_hash_table_contains (forward_nodes, n->id))
+            g_error ("step %u: node %s has no forward slice", st, n->id);
+        }
+      /* The ops account for the step within the issue's 5 %: what lies
+       * between them is the trainer's own bookkeeping and the recorder's
+       * callbacks, measured at 0.1-0.3 us an op (1-4 us on the first
+       * recorded step, which copies each op's nodes and shapes), some
+       * 15-30 us a step of 18 ops.  At batch 1024 the step takes about
+       * 1 ms, so that is 2-3 %; at batch 64 (250 us, compiled 150 us) it
+       * was 6-25 % and the bound could not hold — the ops, not the gaps,
+       * must dominate for the sum to mean anything. */
+      double share = (double) top / step->dur_ns;
+      if (share < 0.95 || share > 1.0)
+        g_error ("step %u: top-level op slices cover %.1f%% of the step (%" G_GINT64_FORMAT " of %"
+                 G_GINT64_FORMAT " ns)", st, share * 100, top, step->dur_ns);
+    }
+}
+
+static void
+test_record_eager (void)
+{
+  check_recording (TW_MODE_EAGER);
+}
+
+static void
+test_record_compiled (void)
+{
+  check_recording (TW_MODE_COMPILED);
+}
+
+static void
+test_cap (void)
+{
+  g_autoptr (tw_model) m = load_spirals ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  tw_trainer_set_bus (tr, bus);
+  g_autoptr (tw_tensor) x = NULL;
+  g_autoptr (tw_tensor) y = NULL;
+  make_batch (16, &x, &y);
+  g_autoptr (tw_recorder) rec = tw_recorder_new (10);
+  tw_recorder_start (rec, bus);
+  g_assert_true (tw_trainer_step (tr, x, y, NULL, &error));
+  tw_recorder_stop (rec);
+  g_assert_cmpuint (tw_recorder_n_events (rec), ==, 10);
+  g_assert_cmpuint (tw_recorder_n_dropped (rec), >, 0);
+  g_autofree char *dropped = g_strdup_printf ("%" G_GUINT64_FORMAT, tw_recorder_n_dropped (rec));
+  g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+  g_assert_cmpstr (tw_trace_get_meta (t, "dropped_events"), ==, dropped);
+  g_assert_cmpuint (tw_trace_n_slices (t) + tw_trace_n_instants (t) + tw_trace_n_counters (t), ==, 10);
+  /* Taken: the recorder is empty again. */
+  g_assert_cmpuint (tw_recorder_n_events (rec), ==, 0);
+}
+
+static void
+test_trace_model (void)
+{
+  g_autoptr (tw_trace) t = tw_trace_new ();
+  guint a = tw_trace_add_lane (t, 5, 7, "main", TW_LANE_THREAD);
+  guint b = tw_trace_add_lane (t, 5, 8, "gpu", TW_LANE_DEVICE);
+  g_assert_cmpuint (tw_trace_add_lane (t, 5, 7, NULL, TW_LANE_THREAD), ==, a);
+  g_assert_cmpuint (tw_trace_n_processes (t), ==, 1);
+  /* Added out of order: sorted by start, the parent first. */
+  tw_trace_add_slice (t, a, 150, 20, "child2", "c", NULL, 0);
+  tw_trace_add_slice (t, a, 100, 100, "parent", "c", NULL, 0);
+  tw_trace_add_slice (t, a, 100, 30, "child1", "c", NULL, 0);
+  tw_trace_add_slice (t, a, 110, 5, "grandchild", "c", NULL, 0);
+  tw_trace_add_slice (t, a, 300, 10, "later", "c", NULL, 0);
+  tw_trace_add_slice (t, b, 50, 400, "kernel", "k", NULL, 0);
+  tw_trace_sort (t);
+  const char *names[] = { "parent", "child1", "grandchild", "child2", "later" };
+  guint depths[] = { 0, 1, 2, 1, 0 };
+  g_assert_cmpuint (tw_trace_lane_n_slices (t, a), ==, 5);
+  for (guint i = 0; i < 5; i++)
+    {
+      g_assert_cmpstr (tw_trace_lane_slice (t, a, i)->name, ==, names[i]);
+      g_assert_cmpuint (tw_trace_lane_slice (t, a, i)->depth, ==, depths[i]);
+    }
+  /* Interned: one copy of each name. */
+  g_assert_true (tw_trace_lane_slice (t, a, 0)->category == tw_trace_intern (t, "c"));
+  g_assert_cmpuint (tw_trace_n_slices (t), ==, 6);
+  g_assert_cmpint (tw_trace_start_ns (t), ==, 50);
+  g_assert_cmpint (tw_trace_duration_ns (t), ==, 400);
+  tw_trace_set_meta (t, "model", "m1");
+  tw_trace_set_meta (t, "mode", "eager");
+  tw_trace_set_meta (t, "model", "m2");
+  const char *const *keys = tw_trace_meta_keys (t);
+  g_assert_cmpstr (keys[0], ==, "model");
+  g_assert_cmpstr (keys[1], ==, "mode");
+  g_assert_null (keys[2]);
+  g_assert_cmpstr (tw_trace_get_meta (t, "model"), ==, "m2");
+  g_assert_null (tw_trace_get_meta (t, "nothing"));
+}
+
+static void
+test_escape (void)
+{
+  struct { const char *in, *out; } cases[] = {
+    { "plain", "\"plain\"" },
+    { "a\"b\\c", "\"a\\\"b\\\\c\"" },
+    { "l1\nl2\tx\r\b\f", "\"l1\\nl2\\tx\\r\\b\\f\"" },
+    { "\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"" },
+    { "µs → é", "\"µs → é\"" },
+    { "bad\xff" "end", "\"bad\xef\xbf\xbd" "end\"" },
+    { "", "\"\"" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (GString) s = g_string_new (NULL);
+      tw_json_append_string (s, cases[i].in);
+      g_assert_cmpstr (s->str, ==, cases[i].out);
+      /* And json-glib reads it back as the (valid) text. */
+      g_autoptr (JsonParser) p = json_parser_new ();
+      g_autofree char *doc = g_strdup_printf ("[%s]", s->str);
+      g_assert_true (json_parser_load_from_data (p, doc, -1, NULL));
+      const char *back = json_array_get_string_element (json_node_get_array (json_parser_get_root (p)), 0);
+      if (g_utf8_validate (cases[i].in, -1, NULL))
+        g_assert_cmpstr (back, ==, cases[i].in);
+    }
+}
+
+static char *
+gunzip_file (const char *path)
+{
+  gzFile f = gzopen (path, "rb");
+  g_assert_nonnull (f);
+  g_autoptr (GString) s = g_string_new (NULL);
+  char buf[65536];
+  int n;
+  while ((n = gzread (f, buf, sizeof buf)) > 0)
+    g_string_append_len (s, buf, n);
+  g_assert_cmpint (n, ==, 0);
+  gzclose (f);
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+/* Every slice of the trace appears in root as an "X" event with the same
+ * name, category, pid/tid, ts and dur (to the nanosecond) and arguments. */
+static void
+check_events (const tw_trace *t, JsonNode *root)
+{
+  JsonObject *o = json_node_get_object (root);
+  g_assert_cmpstr (json_object_get_string_member (o, "displayTimeUnit"), ==, "ns");
+  JsonArray *evs = json_object_get_array_member (o, "traceEvents");
+  g_assert_nonnull (evs);
+  /* Index the X events by (pid, tid, ts in ns). */
+  g_autoptr (GHashTable) by_key = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GHashTable) thread_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  guint n_x = 0;
+  for (guint i = 0; i < json_array_get_length (evs); i++)
+    {
+      JsonObject *e = json_array_get_object_element (evs, i);
+      const char *ph = json_object_get_string_member (e, "ph");
+      gint64 pid = json_object_get_int_member (e, "pid"), tid = json_object_get_int_member (e, "tid");
+      if (strcmp (ph, "M") == 0 && strcmp (json_object_get_string_member (e, "name"), "thread_name") == 0)
+        g_hash_table_insert (thread_names, g_strdup_printf ("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, pid, tid),
+                             (gpointer) json_object_get_string_member (json_object_get_object_member (e, "args"), "name"));
+      if (strcmp (ph, "X") != 0)
+        continue;
+      n_x++;
+      /* µs with 3 decimals: back to ns by rounding (a double holds these exactly enough). */
+      gint64 ts = (gint64) (json_object_get_double_member (e, "ts") * 1000 + (json_object_get_double_member (e, "ts") >= 0 ? 0.5 : -0.5));
+      g_autofree char *key = g_strdup_printf ("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%s",
+                                              pid, tid, ts, json_object_get_string_member (e, "name"));
+      g_hash_table_insert (by_key, g_steal_pointer (&key), e);
+    }
+  g_assert_cmpuint (n_x, ==, tw_trace_n_slices (t));
+  for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+    {
+      const tw_lane_info *li = tw_trace_lane (t, l);
+      g_autofree char *lk = g_strdup_printf ("%d/%" G_GINT64_FORMAT, li->pid, li->tid);
+      g_assert_cmpstr (g_hash_table_lookup (thread_names, lk), ==, li->name);
+      for (guint k = 0; k < tw_trace_lane_n_slices (t, l); k++)
+        {
+          const tw_slice *s = tw_trace_lane_slice (t, l, k);
+          g_autofree char *key = g_strdup_printf ("%d/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%s",
+                                                  li->pid, li->tid, s->start_ns, s->name);
+          JsonObject *e = g_hash_table_lookup (by_key, key);
+          if (e == NULL)
+            g_error ("slice %s not exported", key);
+          gint64 dur = (gint64) (json_object_get_double_member (e, "dur") * 1000 + 0.5);
+          g_assert_cmpint (dur, ==, s->dur_ns);
+          g_assert_cmpstr (json_object_get_string_member (e, "cat"), ==, s->category);
+          JsonObject *args = json_object_has_member (e, "args") ? json_object_get_object_member (e, "args") : NULL;
+          g_assert_cmpuint (args ? json_object_get_size (args) : 0, ==, s->n_args);
+          for (guint a = 0; a < s->n_args; a++)
+            g_assert_cmpstr (json_object_get_string_member (args, s->args[a].key), ==, s->args[a].value);
+        }
+    }
+}
+
+static void
+test_export (void)
+{
+  g_autoptr (tw_model) m = load_spirals ();
+  g_autoptr (tw_trace) t = record_steps (m, TW_MODE_EAGER);
+  /* Awkward text in names and arguments, and exact nanoseconds. */
+  guint lane = tw_trace_add_lane (t, 1, 99, "lane \"quoted\" \\ é", TW_LANE_STREAM);
+  tw_trace_add_slice (t, lane, 1234567891, 1, "name\n\"x\"\t\x01", "cat",
+                      (tw_trace_arg[]) { { "k\"", "v\\\n" }, { "µ", "→" } }, 2);
+  tw_trace_add_instant (t, lane, 1234567899, "mark", "m");
+  tw_trace_add_flow (t, 7, "op→kernel", lane, 1234567891, 0, 1234567999);
+  tw_trace_set_meta (t, "model", "spirals \"test\"");
+  tw_trace_sort (t);
+
+  g_autofree char *dir = g_dir_make_tmp ("twb-profiler-XXXXXX", NULL);
+  g_autofree char *plain = g_build_filename (dir, "t.json", NULL);
+  g_autofree char *gz = g_build_filename (dir, "t.json.gz", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_chrome_trace_save (t, plain, &error));
+  g_assert_no_error (error);
+  g_assert_true (tw_chrome_trace_save (t, gz, &error));
+  g_assert_no_error (error);
+
+  g_autoptr (JsonParser) p = json_parser_new ();
+  g_assert_true (json_parser_load_from_file (p, plain, &error));
+  g_assert_no_error (error);
+  check_events (t, json_parser_get_root (p));
+  JsonObject *meta = json_object_get_object_member (json_node_get_object (json_parser_get_root (p)), "metadata");
+  g_assert_cmpstr (json_object_get_string_member (meta, "model"), ==, "spirals \"test\"");
+  g_assert_cmpstr (json_object_get_string_member (meta, "dropped_events"), ==, "0");
+
+  /* Instants, counters and flows are there with their phases. */
+  JsonArray *evs = json_object_get_array_member (json_node_get_object (json_parser_get_root (p)), "traceEvents");
+  guint n_i = 0, n_c = 0, n_s = 0, n_f = 0;
+  for (guint i = 0; i < json_array_get_length (evs); i++)
+    {
+      const char *ph = json_object_get_string_member (json_array_get_object_element (evs, i), "ph");
+      n_i += strcmp (ph, "i") == 0;
+      n_c += strcmp (ph, "C") == 0;
+      n_s += strcmp (ph, "s") == 0;
+      n_f += strcmp (ph, "f") == 0;
+    }
+  g_assert_cmpuint (n_i, ==, tw_trace_n_instants (t));
+  g_assert_cmpuint (n_c, ==, 3);
+  g_assert_cmpuint (n_s, ==, 1);
+  g_assert_cmpuint (n_f, ==, 1);
+
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (plain, &text, NULL, NULL));
+  g_autofree char *unzipped = gunzip_file (gz);
+  g_assert_cmpstr (unzipped, ==, text);
+  /* The gzip file really is compressed (starts with the gzip magic). */
+  g_autofree char *raw = NULL;
+  gsize raw_len = 0;
+  g_assert_true (g_file_get_contents (gz, &raw, &raw_len, NULL));
+  g_assert_cmpuint (raw_len, <, strlen (text));
+  g_assert_cmpint ((guchar) raw[0], ==, 0x1f);
+  g_assert_cmpint ((guchar) raw[1], ==, 0x8b);
+
+  /* An unwritable target: an error naming the file, nothing left behind. */
+  g_autofree char *bad = g_build_filename (dir, "no-such-dir", "t.json", NULL);
+  g_assert_false (tw_chrome_trace_save (t, bad, &error));
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "no-such-dir"));
+  g_clear_error (&error);
+
+  g_unlink (plain);
+  g_unlink (gz);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tw_ops_init ();
+  tw_set_num_threads (1);
+  g_test_add_func ("/profiler/trace/model", test_trace_model);
+  g_test_add_func ("/profiler/chrome/escape", test_escape);
+  g_test_add_func ("/profiler/recorder/eager", test_record_eager);
+  g_test_add_func ("/profiler/recorder/compiled", test_record_compiled);
+  g_test_add_func ("/profiler/recorder/cap", test_cap);
+  g_test_add_func ("/profiler/chrome/export", test_export);
+  return g_test_run ();
+}
