@@ -1,0 +1,213 @@
+/* twb-profile.c — `twb profile`: train a few steps with the profiler's
+ * recorder on the event bus and write a Chrome trace. */
+#define G_LOG_DOMAIN "twb"
+
+#include "app/twb-cli.h"
+#include "engine/device.h"
+#include "engine/fileutil.h"
+#include "engine/train.h"
+#include "profiler/chrome.h"
+#include "profiler/recorder.h"
+
+#include <string.h>
+
+/* Largest step count accepted: far beyond any profile worth opening (the
+ * recorder keeps at most TW_RECORDER_DEFAULT_MAX_EVENTS events). */
+#define MAX_PROFILE_STEPS 10000000
+
+static gboolean
+parse_count (const char *option, const char *value, gint64 lo, gint64 hi, gint64 *out)
+{
+  guint64 v = 0;
+  if (value == NULL || !g_ascii_string_to_unsigned (value, 10, (guint64) lo, (guint64) hi, &v, NULL))
+    {
+      g_printerr ("twb: %s: '%s' is not valid (expected a whole number in [%" G_GINT64_FORMAT
+                  ", %" G_GINT64_FORMAT "])\n", option, value ? value : "", lo, hi);
+      return FALSE;
+    }
+  *out = (gint64) v;
+  return TRUE;
+}
+
+/* Publishes the loading of one batch as a DATA event pair, as a session's
+ * loop does. */
+static gboolean
+next_batch (tw_batcher *b, tw_bus *bus, guint64 step, int64_t *epoch, tw_tensor **x, tw_tensor **y)
+{
+  gboolean wants = tw_bus_wants (bus, TW_EV_DATA);
+  tw_event ev = { .kind = TW_EV_DATA, .step = step };
+  if (wants)
+    {
+      ev.t_start = tw_now_ns ();
+      tw_bus_publish (bus, &ev);
+    }
+  gboolean ok = tw_batcher_next (b, x, y);
+  if (!ok)
+    {
+      tw_batcher_reset (b, ++*epoch);
+      ok = tw_batcher_next (b, x, y);
+    }
+  if (wants)
+    {
+      ev.end = TRUE;
+      ev.t_end = tw_now_ns ();
+      tw_bus_publish (bus, &ev);
+    }
+  return ok;
+}
+
+int
+twb_cmd_profile (int argc, char **argv)
+{
+  char *trace = NULL, *mode = NULL, *data = NULL, *steps_s = NULL, *warmup_s = NULL,
+       *threads_s = NULL;
+  GOptionEntry entries[] = {
+    { "steps", 'n', 0, G_OPTION_ARG_STRING, &steps_s, "Steps to record", "N" },
+    { "trace", 'o', 0, G_OPTION_ARG_FILENAME, &trace, "Chrome trace to write (.json or .json.gz)", "FILE" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "eager or compiled (default eager)", "MODE" },
+    { "warmup", 0, 0, G_OPTION_ARG_STRING, &warmup_s, "Steps run first, not recorded (default 2)", "N" },
+    { "threads", 't', 0, G_OPTION_ARG_STRING, &threads_s, "CPU threads (default 1; 0 = all)", "N" },
+    { "data", 'd', 0, G_OPTION_ARG_STRING, &data, "Dataset (default: the model's recipe)", "DATA" },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json --steps N --trace FILE.json[.gz] — record a trace");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_autoptr (GError) error = NULL;
+  int status = 2;
+  gint64 steps = 0, warmup = 2, threads = 1;
+
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || steps_s == NULL
+      || trace == NULL)
+    {
+      g_printerr ("usage: twb profile MODEL.json --steps N --trace FILE.json[.gz] [--mode eager|compiled]\n"
+                  "       [--warmup N] [--threads T] [--data SPEC]\n");
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (!parse_count ("--steps", steps_s, 1, MAX_PROFILE_STEPS, &steps)
+      || (warmup_s && !parse_count ("--warmup", warmup_s, 0, MAX_PROFILE_STEPS, &warmup))
+      || (threads_s && !parse_count ("--threads", threads_s, 0, 4096, &threads)))
+    goto out;
+  if (mode && strcmp (mode, "eager") != 0 && strcmp (mode, "compiled") != 0)
+    {
+      g_printerr ("twb: --mode %s: expected eager or compiled\n", mode);
+      goto out;
+    }
+  status = 1;
+  if (!twb_check_output (trace, "--trace", (const char *[]) { argv[1], NULL },
+                         (const char *[]) { "the model", NULL }))
+    goto out;
+  {
+    /* Can the trace be written?  Found out now, not after the run. */
+    tw_save *probe = tw_save_begin (trace, &error);
+    if (probe == NULL)
+      {
+        twb_print_error ("--trace", error);
+        goto out;
+      }
+    tw_save_abort (probe);
+  }
+  {
+    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+    if (m == NULL)
+      goto out;
+    tw_set_num_threads ((int) threads);
+    g_autoptr (tw_dataset) train = tw_dataset_open_for_model (m, data, TW_SPLIT_TRAIN, &error);
+    if (train == NULL)
+      {
+        twb_print_error (argv[1], error);
+        goto out;
+      }
+    g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+    if (tr == NULL)
+      {
+        twb_print_error (argv[1], error);
+        goto out;
+      }
+    gboolean compiled = g_strcmp0 (mode, "compiled") == 0;
+    tw_trainer_set_mode (tr, compiled ? TW_MODE_COMPILED : TW_MODE_EAGER);
+    tw_trainer_set_num_threads (tr, tw_get_num_threads ());
+    tw_trainer_set_total_steps (tr, warmup + steps);
+    g_autoptr (tw_bus) bus = tw_bus_new ();
+    tw_trainer_set_bus (tr, bus);
+    tw_batcher *batcher = tw_batcher_new (train, m->recipe.batch_size, TRUE, m->recipe.seed, FALSE);
+    g_autoptr (tw_recorder) rec = tw_recorder_new (0);
+    int64_t epoch = 0, rec_epoch = 0;
+    gint64 t_rec = 0, t_epoch = 0;
+    gboolean ok = TRUE;
+    for (gint64 i = 0; i < warmup + steps && ok; i++)
+      {
+        if (i == warmup)
+          {
+            tw_recorder_start (rec, bus);
+            t_rec = t_epoch = tw_now_ns ();
+            rec_epoch = epoch;
+          }
+        g_autoptr (tw_tensor) x = NULL;
+        g_autoptr (tw_tensor) y = NULL;
+        int64_t before = epoch;
+        ok = next_batch (batcher, bus, (guint64) i, &epoch, &x, &y);
+        if (!ok)
+          {
+            g_printerr ("twb: %s: the training set gives no batch\n", argv[1]);
+            break;
+          }
+        if (epoch != before && i > warmup)
+          {
+            /* Epoch boundaries as slices on the trace's steps lane. */
+            g_autofree char *name = g_strdup_printf ("epoch %" G_GINT64_FORMAT, before + 1);
+            gint64 now = tw_now_ns ();
+            tw_recorder_mark (rec, name, "epoch", t_epoch, now);
+            t_epoch = now;
+          }
+        ok = tw_trainer_step (tr, x, y, NULL, &error);
+        if (!ok)
+          twb_print_error (argv[1], error);
+      }
+    gint64 t_end = tw_now_ns ();
+    tw_batcher_free (batcher);
+    tw_recorder_stop (rec);
+    if (!ok)
+      goto out;
+    g_autofree char *last = g_strdup_printf ("epoch %" G_GINT64_FORMAT "%s", epoch + 1,
+                                             epoch == rec_epoch ? "" : " (part)");
+    tw_recorder_mark (rec, last, "epoch", t_epoch, t_end);
+    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+    tw_trace_set_meta (t, "model", m->name ? m->name : argv[1]);
+    tw_trace_set_meta (t, "model_file", argv[1]);
+    tw_trace_set_meta (t, "mode", compiled ? "compiled" : "eager");
+    g_autofree char *nums = g_strdup_printf ("%" G_GINT64_FORMAT, steps);
+    tw_trace_set_meta (t, "steps", nums);
+    g_free (g_steal_pointer (&nums));
+    nums = g_strdup_printf ("%" G_GINT64_FORMAT, warmup);
+    tw_trace_set_meta (t, "warmup_steps", nums);
+    g_free (g_steal_pointer (&nums));
+    nums = g_strdup_printf ("%d", tw_get_num_threads ());
+    tw_trace_set_meta (t, "threads", nums);
+    g_free (g_steal_pointer (&nums));
+    nums = g_strdup_printf ("%" G_GINT64_FORMAT, (gint64) m->recipe.batch_size);
+    tw_trace_set_meta (t, "batch", nums);
+    if (!tw_chrome_trace_save (t, trace, &error))
+      {
+        twb_print_error (NULL, error);
+        goto out;
+      }
+    guint64 events = tw_trace_n_slices (t) + tw_trace_n_instants (t) + tw_trace_n_counters (t);
+    const char *dropped = tw_trace_get_meta (t, "dropped_events");
+    g_print ("%s: %" G_GUINT64_FORMAT " events on %u lanes, %" G_GINT64_FORMAT
+             " steps, %.3f ms recorded%s%s%s\n",
+             trace, events, tw_trace_n_lanes (t), steps, (t_end - t_rec) / 1e6,
+             g_strcmp0 (dropped, "0") != 0 ? ", " : "", g_strcmp0 (dropped, "0") != 0 ? dropped : "",
+             g_strcmp0 (dropped, "0") != 0 ? " events dropped (over the recorder's cap)" : "");
+    status = 0;
+  }
+out:
+  g_free (trace);
+  g_free (mode);
+  g_free (data);
+  g_free (steps_s);
+  g_free (warmup_s);
+  g_free (threads_s);
+  return status;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# test-profile-cli.sh TWB ASSETS — `twb profile` as a user runs it (TAP):
+# the trace it writes is Chrome trace JSON with the steps and ops recorded,
+# gzip output decompresses to the same kind of file, and bad input exits
+# non-zero naming the file.
+set -u
+twb=$1
+assets=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fail=0
+ok () { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2"; }
+check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
+
+echo "1..12"
+
+m="$assets/models/spirals.json"
+out=$("$twb" profile "$m" --steps 3 --trace "$tmp/t.json" 2>&1); st=$?
+check "profile spirals exits 0" '[ $st = 0 ]' "$out"
+check "the summary names the file and the steps" 'grep -q "t.json: [0-9]* events on [0-9]* lanes, 3 steps, [0-9.]* ms recorded" <<<"$out"' "$out"
+# The file: traceEvents with 3 step slices, forward slices for every
+# computing node, thread names, metadata naming the model.
+verdict=$(/usr/bin/python3 - "$tmp/t.json" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+steps = [e for e in x if e["cat"] == "step"]
+fwd = set()
+for e in x:
+    if e["cat"] == "forward":
+        fwd.update(e["args"]["nodes"].split(","))
+names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+ok = (len(steps) == 3 and {"fc1", "tanh1", "fc2", "loss"} <= fwd and "steps" in names
+      and d["metadata"]["model"] == "spirals" and d["metadata"]["mode"] == "eager"
+      and d["displayTimeUnit"] == "ns" and all(e["dur"] >= 0 for e in x))
+print("ok" if ok else "bad: steps %d fwd %s names %s meta %s" % (len(steps), sorted(fwd), names, d["metadata"]))
+PY
+)
+check "the trace is Chrome JSON with 3 steps and every node's forward" '[ "$verdict" = ok ]' "$verdict"
+
+out=$("$twb" profile "$m" --steps 2 --warmup 0 --mode compiled --trace "$tmp/t.json.gz" 2>&1); st=$?
+check "compiled, gzip output exits 0" '[ $st = 0 ]' "$out"
+verdict=$(/usr/bin/python3 -c "
+import gzip, json, sys
+d = json.loads(gzip.open(sys.argv[1]).read())
+print('ok' if len([e for e in d['traceEvents'] if e.get('cat') == 'step']) == 2 and d['metadata']['mode'] == 'compiled' else 'bad')" "$tmp/t.json.gz" 2>&1)
+check ".gz output is gzip-compressed trace JSON" '[ "$verdict" = ok ]' "$verdict"
+
+out=$("$twb" profile "$tmp/missing.json" --steps 3 --trace "$tmp/u.json" 2>&1); st=$?
+check "a missing model exits 1" '[ $st = 1 ]' "$out"
+check "... naming the model file" 'grep -q "missing.json" <<<"$out"' "$out"
+check "... and writes no trace" '[ ! -e "$tmp/u.json" ]'
+
+out=$("$twb" profile "$m" --steps 3 --trace "$tmp/no/such/dir/t.json" 2>&1); st=$?
+check "an unwritable trace path exits 1" '[ $st = 1 ]' "$out"
+check "... naming the trace file" 'grep -q "no/such/dir/t.json" <<<"$out"' "$out"
+
+out=$("$twb" profile "$m" --steps 0 --trace "$tmp/v.json" 2>&1); st=$?
+check "--steps 0 is a usage error" '[ $st = 2 ] && grep -q -- "--steps" <<<"$out"' "$out"
+out=$("$twb" profile "$m" --steps 3 --trace "$m" 2>&1); st=$?
+check "--trace over the model is refused" '[ $st = 1 ] && cmp -s "$m" "$assets/models/spirals.json"' "$out"
+
+exit $fail
