@@ -153,7 +153,7 @@ twb_cmd_profile (int argc, char **argv)
             g_printerr ("twb: %s: the training set gives no batch\n", argv[1]);
             break;
           }
-        if (epoch != before && i > warmup)
+        if (epoch != before && i >= warmup)
           {
             /* Epoch boundaries as slices on the trace's steps lane. */
             g_autofree char *name = g_strdup_printf ("epoch %" G_GINT64_FORMAT, before + 1);
@@ -175,6 +175,8 @@ twb_cmd_profile (int argc, char **argv)
     tw_recorder_mark (rec, last, "epoch", t_epoch, t_end);
     g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
     tw_trace_set_meta (t, "model", m->name ? m->name : argv[1]);
+    g_autofree char *process = g_strdup_printf ("twb profile %s", m->name ? m->name : argv[1]);
+    tw_trace_add_process (t, tw_trace_process (t, 0)->pid, process);
     tw_trace_set_meta (t, "model_file", argv[1]);
     tw_trace_set_meta (t, "mode", compiled ? "compiled" : "eager");
     g_autofree char *nums = g_strdup_printf ("%" G_GINT64_FORMAT, steps);

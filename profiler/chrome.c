@@ -110,9 +110,11 @@ append_us (GString *s, gint64 ns)
 }
 
 static void
-append_common (GString *s, const char *ph, const char *name, const char *cat, int pid, gint64 tid)
+append_common (GString *s, gboolean *first, const char *ph, const char *name, const char *cat,
+               int pid, gint64 tid)
 {
-  g_string_append (s, ",\n{\"ph\":\"");
+  g_string_append (s, *first ? "{\"ph\":\"" : ",\n{\"ph\":\"");
+  *first = FALSE;
   g_string_append (s, ph);
   g_string_append (s, "\",\"name\":");
   tw_json_append_string (s, name);
@@ -125,9 +127,10 @@ append_common (GString *s, const char *ph, const char *name, const char *cat, in
 }
 
 static void
-append_name_meta (GString *s, const char *what, int pid, gint64 tid, const char *name)
+append_name_meta (GString *s, gboolean *first, const char *what, int pid, gint64 tid,
+                  const char *name)
 {
-  append_common (s, "M", what, NULL, pid, tid);
+  append_common (s, first, "M", what, NULL, pid, tid);
   g_string_append (s, ",\"args\":{\"name\":");
   tw_json_append_string (s, name);
   g_string_append (s, "}}");
@@ -138,24 +141,22 @@ write_events (writer *w, const tw_trace *t, GError **error)
 {
   GString *s = w->buf;
   g_string_append (s, "{\"traceEvents\":[\n");
-  /* The first event has no leading comma: a harmless metadata event. */
-  g_string_append (s, "{\"ph\":\"M\",\"name\":\"trace_writer\",\"pid\":0,\"tid\":0,"
-                      "\"args\":{\"name\":\"Tensor Workbench\"}}");
+  gboolean first = TRUE;
   for (guint i = 0; i < tw_trace_n_processes (t); i++)
     {
       const tw_process *p = tw_trace_process (t, i);
-      append_name_meta (s, "process_name", p->pid, 0, p->name);
+      append_name_meta (s, &first, "process_name", p->pid, 0, p->name);
     }
   for (guint l = 0; l < tw_trace_n_lanes (t); l++)
     {
       const tw_lane_info *li = tw_trace_lane (t, l);
-      append_name_meta (s, "thread_name", li->pid, li->tid, li->name);
-      append_common (s, "M", "thread_sort_index", NULL, li->pid, li->tid);
+      append_name_meta (s, &first, "thread_name", li->pid, li->tid, li->name);
+      append_common (s, &first, "M", "thread_sort_index", NULL, li->pid, li->tid);
       g_string_append_printf (s, ",\"args\":{\"sort_index\":%u}}", l);
       for (guint k = 0; k < tw_trace_lane_n_slices (t, l); k++)
         {
           const tw_slice *sl = tw_trace_lane_slice (t, l, k);
-          append_common (s, "X", sl->name, sl->category, li->pid, li->tid);
+          append_common (s, &first, "X", sl->name, sl->category, li->pid, li->tid);
           g_string_append (s, ",\"ts\":");
           append_us (s, sl->start_ns);
           g_string_append (s, ",\"dur\":");
@@ -180,7 +181,7 @@ write_events (writer *w, const tw_trace *t, GError **error)
       for (guint k = 0; k < tw_trace_lane_n_instants (t, l); k++)
         {
           const tw_instant *in = tw_trace_lane_instant (t, l, k);
-          append_common (s, "i", in->name, in->category, li->pid, li->tid);
+          append_common (s, &first, "i", in->name, in->category, li->pid, li->tid);
           g_string_append (s, ",\"s\":\"t\",\"ts\":");
           append_us (s, in->t_ns);
           g_string_append_c (s, '}');
@@ -194,7 +195,7 @@ write_events (writer *w, const tw_trace *t, GError **error)
       if (!isfinite (c->value))
         continue;               /* JSON has no NaN; the counter's gap shows it */
       char num[G_ASCII_DTOSTR_BUF_SIZE];
-      append_common (s, "C", c->name, NULL, c->pid, 0);
+      append_common (s, &first, "C", c->name, NULL, c->pid, 0);
       g_string_append (s, ",\"ts\":");
       append_us (s, c->t_ns);
       g_string_append (s, ",\"args\":{");
@@ -207,11 +208,11 @@ write_events (writer *w, const tw_trace *t, GError **error)
     {
       const tw_flow *f = tw_trace_flow (t, k);
       const tw_lane_info *from = tw_trace_lane (t, f->from_lane), *to = tw_trace_lane (t, f->to_lane);
-      append_common (s, "s", f->name, "flow", from->pid, from->tid);
+      append_common (s, &first, "s", f->name, "flow", from->pid, from->tid);
       g_string_append_printf (s, ",\"id\":%" G_GUINT64_FORMAT ",\"ts\":", f->id);
       append_us (s, f->from_ns);
       g_string_append_c (s, '}');
-      append_common (s, "f", f->name, "flow", to->pid, to->tid);
+      append_common (s, &first, "f", f->name, "flow", to->pid, to->tid);
       g_string_append_printf (s, ",\"id\":%" G_GUINT64_FORMAT ",\"bp\":\"e\",\"ts\":", f->id);
       append_us (s, f->to_ns);
       g_string_append_c (s, '}');

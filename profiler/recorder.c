@@ -82,8 +82,8 @@ struct tw_recorder
 {
   guint64 generation;           /* unique per recorder: tells threads' buffers apart */
   guint64 max_events;
-  gint n_events;                /* atomic */
-  gint n_dropped;               /* atomic */
+  gssize n_events;              /* atomic, at most max_events */
+  gssize n_dropped;             /* atomic */
   tw_bus *bus;
   guint sub;
   GMutex lock;                  /* buffers, marks */
@@ -267,11 +267,20 @@ on_event (const tw_event *ev, gpointer user)
   tw_recorder *r = user;
   if (!ev->end && ev->kind != TW_EV_GRAD_READY)
     return TRUE;
-  if ((guint64) g_atomic_int_add (&r->n_events, 1) >= r->max_events)
+  /* Count the event against the cap, or as dropped: a compare-and-swap,
+   * so the count never passes the cap whatever the threads do. */
+  gssize n;
+  do
     {
-      g_atomic_int_inc (&r->n_dropped);
-      return TRUE;
+      n = (gssize) g_atomic_pointer_get ((gssize *) &r->n_events);
+      if ((guint64) n >= r->max_events)
+        {
+          g_atomic_pointer_add (&r->n_dropped, 1);
+          return TRUE;
+        }
     }
+  while (!__atomic_compare_exchange_n (&r->n_events, &n, n + 1, TRUE, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED));
   buffer *b = thread_buffer (r);
   record *rec = buf_push (b);
   rec->t0 = ev->t_start;
@@ -364,8 +373,7 @@ tw_recorder_new (guint64 max_events)
   g_mutex_lock (&generation_lock);
   r->generation = next_generation++;
   g_mutex_unlock (&generation_lock);
-  /* n_events is a gint: the cap stays below G_MAXINT. */
-  r->max_events = MIN (max_events ? max_events : TW_RECORDER_DEFAULT_MAX_EVENTS, (guint64) G_MAXINT / 2);
+  r->max_events = MIN (max_events ? max_events : TW_RECORDER_DEFAULT_MAX_EVENTS, (guint64) G_MAXSSIZE);
   g_mutex_init (&r->lock);
   r->buffers = g_ptr_array_new_with_free_func (buffer_free);
   r->marks = g_array_new (FALSE, FALSE, sizeof (record));
@@ -443,14 +451,13 @@ tw_recorder_mark (tw_recorder *r, const char *name, const char *category, gint64
 guint64
 tw_recorder_n_events (const tw_recorder *r)
 {
-  gint n = g_atomic_int_get (&r->n_events), d = g_atomic_int_get (&r->n_dropped);
-  return (guint64) (n - d);
+  return (guint64) g_atomic_pointer_get ((gssize *) &r->n_events);
 }
 
 guint64
 tw_recorder_n_dropped (const tw_recorder *r)
 {
-  return (guint64) g_atomic_int_get (&r->n_dropped);
+  return (guint64) g_atomic_pointer_get ((gssize *) &r->n_dropped);
 }
 
 tw_trace *
@@ -477,6 +484,8 @@ tw_recorder_take_trace (tw_recorder *r)
   for (guint i = 0; i < r->buffers->len; i++)
     {
       buffer *b = g_ptr_array_index (r->buffers, i);
+      if (buf_n_records (b) == 0)
+        continue;               /* a thread that started the recorder but trained elsewhere */
       guint lane = tw_trace_add_lane (t, pid, b->tid, b->thread_name, TW_LANE_THREAD);
       for (guint k = 0, n = buf_n_records (b); k < n; k++)
         {
@@ -526,8 +535,8 @@ tw_recorder_take_trace (tw_recorder *r)
   g_mutex_lock (&generation_lock);
   r->generation = next_generation++;
   g_mutex_unlock (&generation_lock);
-  g_atomic_int_set (&r->n_events, 0);
-  g_atomic_int_set (&r->n_dropped, 0);
+  g_atomic_pointer_set (&r->n_events, 0);
+  g_atomic_pointer_set (&r->n_dropped, 0);
   g_mutex_unlock (&r->lock);
   tw_trace_sort (t);
   return t;
