@@ -211,6 +211,94 @@ test_cap (void)
   g_assert_cmpuint (tw_recorder_n_events (rec), ==, 0);
 }
 
+/* Two threads publishing on one bus: a lane each, every event on its
+ * publisher's lane with the times published. */
+#define THREAD_EVENTS 500
+
+typedef struct
+{
+  tw_bus *bus;
+  gint64 base;
+  const tw_op_ident *ident;
+} publisher;
+
+static gpointer
+publish_thread (gpointer p)
+{
+  publisher *pub = p;
+  for (int i = 0; i < THREAD_EVENTS; i++)
+    {
+      tw_event ev = { .kind = TW_EV_FORWARD, .ident = pub->ident, .t_start = pub->base + i * 100 };
+      tw_bus_publish (pub->bus, &ev);
+      ev.end = TRUE;
+      ev.t_end = ev.t_start + 40 + i % 7;
+      tw_bus_publish (pub->bus, &ev);
+    }
+  return NULL;
+}
+
+static void
+test_threads (void)
+{
+  static const char *const nodes_a[] = { "fc1", "relu1", NULL };
+  static const char *const nodes_b[] = { "conv", NULL };
+  tw_op_ident ia = { .label = "fused linear+relu", .nodes = nodes_a, .n_nodes = 2, .fused = TRUE,
+                     .flops = 1e6, .bytes = 4096 };
+  tw_op_ident ib = { .label = "conv2d", .nodes = nodes_b, .n_nodes = 1, .flops = 2.5, .bytes = 8 };
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  g_autoptr (tw_recorder) rec = tw_recorder_new (0);
+  tw_recorder_start (rec, bus);
+  publisher pa = { bus, 1000000, &ia }, pb = { bus, 5000000, &ib };
+  GThread *ta = g_thread_new ("pub-a", publish_thread, &pa);
+  GThread *tb = g_thread_new ("pub-b", publish_thread, &pb);
+  g_thread_join (ta);
+  g_thread_join (tb);
+  tw_recorder_stop (rec);
+  g_assert_cmpuint (tw_recorder_n_events (rec), ==, 2 * THREAD_EVENTS);
+  g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+  /* steps (no slices) and the two publishers; the starting thread recorded nothing. */
+  g_assert_cmpuint (tw_trace_n_lanes (t), ==, 3);
+  for (int w = 0; w < 2; w++)
+    {
+      guint l = lane_named (t, w ? "pub-b" : "pub-a");
+      const publisher *pub = w ? &pb : &pa;
+      g_assert_cmpuint (tw_trace_lane_n_slices (t, l), ==, THREAD_EVENTS);
+      for (guint i = 0; i < THREAD_EVENTS; i++)
+        {
+          const tw_slice *s = tw_trace_lane_slice (t, l, i);
+          g_assert_cmpint (s->start_ns, ==, pub->base + i * 100);
+          g_assert_cmpint (s->dur_ns, ==, 40 + i % 7);
+          g_assert_cmpuint (s->depth, ==, 0);
+          g_assert_cmpstr (s->category, ==, "forward");
+          g_assert_cmpstr (s->name, ==, w ? "conv2d (conv)" : "fused linear+relu (fc1,relu1)");
+          g_assert_cmpstr (tw_slice_arg (s, "nodes"), ==, w ? "conv" : "fc1,relu1");
+          g_assert_cmpstr (tw_slice_arg (s, "fused"), ==, w ? "false" : "true");
+          g_assert_cmpstr (tw_slice_arg (s, "flops"), ==, w ? "2.5" : "1000000");
+          g_assert_cmpstr (tw_slice_arg (s, "bytes"), ==, w ? "8" : "4096");
+          g_assert_cmpstr (tw_slice_arg (s, "phase"), ==, "forward");
+          g_assert_null (tw_slice_arg (s, "shapes"));      /* the events carried no tensors */
+        }
+    }
+}
+
+/* An empty trace still exports as a valid file. */
+static void
+test_export_empty (void)
+{
+  g_autoptr (tw_trace) t = tw_trace_new ();
+  g_autofree char *dir = g_dir_make_tmp ("twb-profiler-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "empty.json", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_chrome_trace_save (t, path, &error));
+  g_autoptr (JsonParser) p = json_parser_new ();
+  g_assert_true (json_parser_load_from_file (p, path, &error));
+  g_assert_no_error (error);
+  JsonObject *o = json_node_get_object (json_parser_get_root (p));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (o, "traceEvents")), ==, 0);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 static void
 test_trace_model (void)
 {
@@ -430,6 +518,8 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/recorder/eager", test_record_eager);
   g_test_add_func ("/profiler/recorder/compiled", test_record_compiled);
   g_test_add_func ("/profiler/recorder/cap", test_cap);
+  g_test_add_func ("/profiler/recorder/threads", test_threads);
+  g_test_add_func ("/profiler/chrome/empty", test_export_empty);
   g_test_add_func ("/profiler/chrome/export", test_export);
   return g_test_run ();
 }
