@@ -507,6 +507,42 @@ test_export (void)
   g_rmdir (dir);
 }
 
+/* Past the writer's 1 MiB chunk: several flushes, plain and compressed. */
+static void
+test_export_large (void)
+{
+  g_autoptr (tw_trace) t = tw_trace_new ();
+  guint lane = tw_trace_add_lane (t, 3, 4, "worker", TW_LANE_THREAD);
+  for (int i = 0; i < 20000; i++)
+    {
+      char v[32];
+      g_snprintf (v, sizeof v, "%d", i);
+      tw_trace_add_slice (t, lane, (gint64) i * 1000 + 1, 999, i % 2 ? "odd op" : "even op", "forward",
+                          (tw_trace_arg[]) { { "index", v }, { "nodes", "fc1,relu1" } }, 2);
+    }
+  tw_trace_sort (t);
+  g_autofree char *dir = g_dir_make_tmp ("twb-profiler-XXXXXX", NULL);
+  g_autofree char *plain = g_build_filename (dir, "big.json", NULL);
+  g_autofree char *gz = g_build_filename (dir, "big.json.gz", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_chrome_trace_save (t, plain, &error));
+  g_assert_true (tw_chrome_trace_save (t, gz, &error));
+  g_assert_no_error (error);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (plain, &text, &len, NULL));
+  g_assert_cmpuint (len, >, 2u << 20);
+  g_autofree char *unzipped = gunzip_file (gz);
+  g_assert_cmpstr (unzipped, ==, text);
+  g_autoptr (JsonParser) p = json_parser_new ();
+  g_assert_true (json_parser_load_from_data (p, text, (gssize) len, &error));
+  g_assert_no_error (error);
+  check_events (t, json_parser_get_root (p));
+  g_unlink (plain);
+  g_unlink (gz);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -520,6 +556,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/recorder/cap", test_cap);
   g_test_add_func ("/profiler/recorder/threads", test_threads);
   g_test_add_func ("/profiler/chrome/empty", test_export_empty);
+  g_test_add_func ("/profiler/chrome/large", test_export_large);
   g_test_add_func ("/profiler/chrome/export", test_export);
   return g_test_run ();
 }
