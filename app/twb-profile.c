@@ -161,9 +161,13 @@ twb_cmd_profile (int argc, char **argv)
             tw_recorder_mark (rec, name, "epoch", t_epoch, now);
             t_epoch = now;
           }
+        gint64 t0 = tw_now_ns ();
         ok = tw_trainer_step (tr, x, y, NULL, &error);
+        gint64 t1 = tw_now_ns ();
         if (!ok)
           twb_print_error (argv[1], error);
+        else if (i >= warmup && t1 > t0)
+          tw_recorder_counter (rec, "samples/s", t1, (double) x->shape[0] * 1e9 / (double) (t1 - t0));
       }
     gint64 t_end = tw_now_ns ();
     tw_batcher_free (batcher);

@@ -88,7 +88,8 @@ struct tw_recorder
   guint sub;
   GMutex lock;                  /* buffers, marks */
   GPtrArray *buffers;
-  GArray *marks;                /* record (REC_MARK), strings g_strdup'ed */
+  GArray *marks;                /* record: REC_MARK (name and category g_strdup'ed) or REC_LOSS
+                                 * from tw_recorder_counter (the name g_strdup'ed in category) */
 };
 
 typedef struct
@@ -386,7 +387,8 @@ clear_marks (tw_recorder *r)
   for (guint i = 0; i < r->marks->len; i++)
     {
       record *m = &g_array_index (r->marks, record, i);
-      g_free ((char *) m->u.name);
+      if (m->type == REC_MARK)
+        g_free ((char *) m->u.name);
       g_free ((char *) m->category);
     }
   g_array_set_size (r->marks, 0);
@@ -445,6 +447,16 @@ tw_recorder_mark (tw_recorder *r, const char *name, const char *category, gint64
                .t0 = start_ns, .t1 = end_ns };
   g_mutex_lock (&r->lock);
   g_array_append_val (r->marks, m);
+  g_mutex_unlock (&r->lock);
+}
+
+void
+tw_recorder_counter (tw_recorder *r, const char *name, gint64 t_ns, double value)
+{
+  record c = { .type = REC_LOSS, .u.value = value, .category = g_strdup (name), .t0 = t_ns,
+               .t1 = t_ns };
+  g_mutex_lock (&r->lock);
+  g_array_append_val (r->marks, c);
   g_mutex_unlock (&r->lock);
 }
 
@@ -527,7 +539,10 @@ tw_recorder_take_trace (tw_recorder *r)
   for (guint k = 0; k < r->marks->len; k++)
     {
       const record *m = &g_array_index (r->marks, record, k);
-      tw_trace_add_slice (t, steps, m->t0, m->t1 - m->t0, m->u.name, m->category, NULL, 0);
+      if (m->type == REC_LOSS)      /* tw_recorder_counter: the name in category */
+        tw_trace_add_counter (t, pid, m->category, m->t0, m->u.value);
+      else
+        tw_trace_add_slice (t, steps, m->t0, m->t1 - m->t0, m->u.name, m->category, NULL, 0);
     }
   /* Start again empty: a new generation, so threads make new buffers. */
   g_ptr_array_set_size (r->buffers, 0);

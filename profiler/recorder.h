@@ -48,6 +48,9 @@ gboolean tw_recorder_is_recording (const tw_recorder *r);
 void tw_recorder_mark (tw_recorder *r, const char *name, const char *category, gint64 start_ns,
                        gint64 end_ns);
 
+/* A counter sample of the caller's own ("samples/s"): any thread. */
+void tw_recorder_counter (tw_recorder *r, const char *name, gint64 t_ns, double value);
+
 guint64 tw_recorder_n_events (const tw_recorder *r);
 guint64 tw_recorder_n_dropped (const tw_recorder *r);
 

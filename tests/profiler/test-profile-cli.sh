@@ -33,13 +33,16 @@ for e in x:
     if e["cat"] == "forward":
         fwd.update(e["args"]["nodes"].split(","))
 names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+rates = [e["args"]["samples/s"] for e in ev if e["ph"] == "C" and e["name"] == "samples/s"]
+losses = [e["args"]["loss"] for e in ev if e["ph"] == "C" and e["name"] == "loss"]
 ok = (len(steps) == 3 and {"fc1", "tanh1", "fc2", "loss"} <= fwd and "steps" in names
       and d["metadata"]["model"] == "spirals" and d["metadata"]["mode"] == "eager"
-      and d["displayTimeUnit"] == "ns" and all(e["dur"] >= 0 for e in x))
-print("ok" if ok else "bad: steps %d fwd %s names %s meta %s" % (len(steps), sorted(fwd), names, d["metadata"]))
+      and d["displayTimeUnit"] == "ns" and all(e["dur"] >= 0 for e in x)
+      and len(rates) == 3 and all(r > 0 for r in rates) and len(losses) == 3 and all(0 < l < 10 for l in losses))
+print("ok" if ok else "bad: steps %d fwd %s names %s meta %s rates %s losses %s" % (len(steps), sorted(fwd), names, d["metadata"], rates, losses))
 PY
 )
-check "the trace is Chrome JSON with 3 steps and every node's forward" '[ "$verdict" = ok ]' "$verdict"
+check "the trace is Chrome JSON with 3 steps, every node's forward, loss and samples/s counters" '[ "$verdict" = ok ]' "$verdict"
 
 out=$("$twb" profile "$m" --steps 2 --warmup 0 --mode compiled --trace "$tmp/t.json.gz" 2>&1); st=$?
 check "compiled, gzip output exits 0" '[ $st = 0 ]' "$out"
