@@ -1,0 +1,25 @@
+/* chrome-read.h — Chrome Trace Event JSON import, streaming (yajl's
+ * callback parser on 64 KiB chunks; no whole-file tree).
+ *
+ *   g_autoptr (GError) error = NULL;
+ *   g_autoptr (tw_trace) t = tw_trace_load_chrome ("run.json.gz", &error);
+ *
+ * Reads the object form {"traceEvents":[...], "metadata":{...}, ...} and the
+ * bare array form [...], plain or gzip (detected by the magic bytes).
+ * Phases X, B/E (matched per pid/tid), i/I, C, M (process_name,
+ * thread_name), s/f; others are skipped and counted in the metadata key
+ * "import.skipped".  ts/dur (µs) become ns; argument values of any JSON type
+ * are kept as text.  pid/tid given as strings ("stream 7", as PyTorch's
+ * profiler writes) get numbers of their own and the string as the name.
+ * A trace ending inside its event array (a crashed run) opens with what is
+ * there and a note in "import.note".  Errors (G_FILE_ERROR) name the file,
+ * the byte offset and a short reason.  The returned trace is sorted. */
+#pragma once
+
+#include "profiler/trace.h"
+
+G_BEGIN_DECLS
+
+tw_trace *tw_trace_load_chrome (const char *path, GError **error);
+
+G_END_DECLS
