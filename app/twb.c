@@ -216,6 +216,7 @@ usage (void)
               "  predict MODEL.json class predictions for samples in a .npy file\n"
               "  devices            devices, and which kernel runs each matrix product here\n"
               "  profile MODEL.json train a few steps and write a Chrome trace of every op\n"
+              "  trace-info FILE... event counts, top names by total and self time, step times\n"
 #ifdef TWB_HAVE_GUI
               "\n"
               "without a command, with a display: the graph editor\n"
@@ -271,6 +272,8 @@ main (int argc, char **argv)
     return twb_cmd_devices (argc - 1, argv + 1);
   if (strcmp (cmd, "profile") == 0)
     return twb_cmd_profile (argc - 1, argv + 1);
+  if (strcmp (cmd, "trace-info") == 0)
+    return twb_cmd_trace_info (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
   usage ();
   return 2;
