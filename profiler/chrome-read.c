@@ -4,6 +4,9 @@
 #include "profiler/chrome-read.h"
 
 #include <errno.h>
+#include <glib/gstdio.h>
+#include <sys/stat.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_gen.h>
@@ -417,8 +420,11 @@ event_pid (importer *p)
   return pid;
 }
 
+/* The lane of the event's pid/tid, made when new: a stream when the tid or
+ * the name given (a thread_name's) says "stream", or the category is a
+ * kernel's or a GPU copy's. */
 static guint
-event_lane (importer *p, int pid)
+event_lane (importer *p, int pid, const char *lane_name)
 {
   gint64 tid = 0;
   const char *name = NULL;
@@ -441,7 +447,7 @@ event_lane (importer *p, int pid)
   if (found >= 0)
     return (guint) found;
   tw_lane_kind kind = TW_LANE_THREAD;
-  if ((name && g_str_has_prefix (name, "stream"))
+  if ((name && g_str_has_prefix (name, "stream")) || (lane_name && g_str_has_prefix (lane_name, "stream"))
       || (p->has_cat && (!strcmp (p->cat->str, "kernel") || g_str_has_prefix (p->cat->str, "gpu_"))))
     kind = TW_LANE_STREAM;
   return tw_trace_add_lane (p->t, pid, tid, name, kind);
@@ -521,7 +527,7 @@ finish_event (importer *p)
       if (!strcmp (name, "process_name") && n)
         tw_trace_add_process (p->t, pid, n);
       else if (!strcmp (name, "thread_name") && n)
-        tw_trace_add_lane (p->t, pid, tw_trace_lane (p->t, event_lane (p, pid))->tid, n,
+        tw_trace_add_lane (p->t, pid, tw_trace_lane (p->t, event_lane (p, pid, n))->tid, n,
                            TW_LANE_THREAD);
       return;
     }
@@ -540,7 +546,7 @@ finish_event (importer *p)
       return;
     }
 
-  guint lane = event_lane (p, pid);
+  guint lane = event_lane (p, pid, NULL);
   if (!strcmp (ph, "X"))
     {
       g_autofree tw_trace_arg *args = event_args (p);
@@ -677,10 +683,58 @@ set_parse_error (GError **error, const char *display, guint64 offset, yajl_handl
                offset, reason);
 }
 
+guint64
+tw_trace_chrome_memory_estimate (const char *path)
+{
+  GStatBuf st;
+  if (g_stat (path, &st) != 0 || !S_ISREG (st.st_mode))
+    return 0;
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return 0;
+  unsigned char magic[2] = { 0 }, trailer[4] = { 0 };
+  guint64 size = (guint64) st.st_size, text = size;
+  /* 18: the smallest gzip file (header and trailer). */
+  if (size >= 18 && fread (magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+      && fseeko (f, -4, SEEK_END) == 0 && fread (trailer, 1, 4, f) == 4)
+    {
+      guint64 isize = trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (guint64) trailer[3] << 24;
+      text = isize >= size ? isize : size * 10;
+    }
+  fclose (f);
+  return text / 10 * 6;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, 0 when unknown. */
+static guint64
+memory_available (void)
+{
+  g_autofree char *info = NULL;
+  if (!g_file_get_contents ("/proc/meminfo", &info, NULL, NULL))
+    return 0;
+  const char *line = strstr (info, "MemAvailable:");
+  return line ? g_ascii_strtoull (line + strlen ("MemAvailable:"), NULL, 10) * 1024 : 0;
+}
+
+gboolean
+tw_trace_chrome_fits (const char *path, guint64 available, GError **error)
+{
+  guint64 need = tw_trace_chrome_memory_estimate (path);
+  if (available == 0 || need <= available)
+    return TRUE;
+  g_autofree char *display = g_filename_display_name (path);
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+               "%s: too large for memory: opening it needs about %.1f MB, %.1f MB are available", display,
+               need / 1e6, available / 1e6);
+  return FALSE;
+}
+
 tw_trace *
 tw_trace_load_chrome (const char *path, GError **error)
 {
   g_autofree char *display = g_filename_display_name (path);
+  if (!tw_trace_chrome_fits (path, memory_available (), error))
+    return NULL;
   errno = 0;
   gzFile f = gzopen (path, "rb");
   if (!f)

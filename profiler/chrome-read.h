@@ -22,4 +22,15 @@ G_BEGIN_DECLS
 
 tw_trace *tw_trace_load_chrome (const char *path, GError **error);
 
+/* What importing the file is expected to take in memory, in bytes: 0.6× its
+ * trace text (bench/trace-import measured 0.52× on PyTorch-format events);
+ * for gzip the text's size is read from the gzip trailer (or taken as 10×
+ * the file when the trailer cannot tell, past 4 GiB).  0 when the file
+ * cannot be read (the import then says why). */
+guint64 tw_trace_chrome_memory_estimate (const char *path);
+/* FALSE, with an error naming the file and the figures, when that estimate
+ * exceeds available bytes (0: unknown, always TRUE).  tw_trace_load_chrome
+ * checks it against the system's available memory before reading. */
+gboolean tw_trace_chrome_fits (const char *path, guint64 available, GError **error);
+
 G_END_DECLS

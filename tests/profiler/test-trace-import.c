@@ -336,6 +336,16 @@ test_unterminated (void)
         g_assert_cmpuint (inner->depth, ==, 1);
         g_assert_cmpint (tw_trace_lane_slice (t, lane, 2)->dur_ns, ==, 1000);
       }
+  /* A lane named "stream …" before its first event is a stream. */
+  write_text (path, "[{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":9,\"args\":{\"name\":\"stream 9\"}},"
+                    "{\"ph\":\"X\",\"name\":\"k\",\"pid\":0,\"tid\":9,\"ts\":1,\"dur\":2}]", -1);
+  g_autoptr (tw_trace) early = tw_trace_load_chrome (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (tw_trace_n_lanes (early), ==, 1);
+  g_assert_cmpint (tw_trace_lane (early, 0)->kind, ==, TW_LANE_STREAM);
+  g_assert_cmpstr (tw_trace_lane (early, 0)->name, ==, "stream 9");
+  g_assert_cmpuint (tw_trace_lane_n_slices (early, 0), ==, 1);
+
   /* The complete bare array form has no note. */
   g_autofree char *whole = g_strconcat ("[", events, "{}]", NULL);
   write_text (path, whole, -1);
@@ -378,6 +388,36 @@ test_errors (void)
   g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
   g_assert_nonnull (strstr (error->message, "missing.json"));
   g_remove (path);
+  g_rmdir (dir);
+}
+
+/* A trace too large for memory is refused before loading, with the figures. */
+static void
+test_memory_check (void)
+{
+  g_autoptr (tw_trace) t = make_trace (200);
+  g_autofree char *dir = g_dir_make_tmp ("twb-import-XXXXXX", NULL);
+  g_autofree char *plain = g_build_filename (dir, "t.json", NULL);
+  g_autofree char *gz = g_build_filename (dir, "t.json.gz", NULL);
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_chrome_trace_save (t, plain, &error));
+  g_assert_true (tw_chrome_trace_save (t, gz, &error));
+  GStatBuf st;
+  g_assert_cmpint (g_stat (plain, &st), ==, 0);
+  guint64 text = (guint64) st.st_size;
+  /* 0.6× the text, plain or (through the gzip trailer) compressed. */
+  g_assert_cmpuint (tw_trace_chrome_memory_estimate (plain), ==, text / 10 * 6);
+  g_assert_cmpuint (tw_trace_chrome_memory_estimate (gz), ==, text / 10 * 6);
+  g_assert_cmpuint (tw_trace_chrome_memory_estimate (dir), ==, 0);
+  g_assert_true (tw_trace_chrome_fits (plain, text, &error));
+  g_assert_true (tw_trace_chrome_fits (plain, 0, &error));
+  g_assert_no_error (error);
+  g_assert_false (tw_trace_chrome_fits (gz, 1000, &error));
+  g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM);
+  g_assert_nonnull (strstr (error->message, "t.json.gz: too large for memory: opening it needs about "));
+  g_assert_nonnull (strstr (error->message, ", 0.0 MB are available"));
+  g_remove (plain);
+  g_remove (gz);
   g_rmdir (dir);
 }
 
@@ -449,6 +489,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/import/torch", test_torch);
   g_test_add_func ("/profiler/import/unterminated", test_unterminated);
   g_test_add_func ("/profiler/import/errors", test_errors);
+  g_test_add_func ("/profiler/import/memory", test_memory_check);
   g_test_add_func ("/profiler/import/fuzz", test_fuzz);
   return g_test_run ();
 }
