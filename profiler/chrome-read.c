@@ -702,7 +702,7 @@ tw_trace_chrome_memory_estimate (const char *path)
       text = isize >= size ? isize : size * 10;
     }
   fclose (f);
-  return text / 10 * 6;
+  return text / 10 * 8;
 }
 
 /* MemAvailable from /proc/meminfo in bytes, 0 when unknown. */

@@ -22,8 +22,9 @@ G_BEGIN_DECLS
 
 tw_trace *tw_trace_load_chrome (const char *path, GError **error);
 
-/* What importing the file is expected to take in memory, in bytes: 0.6× its
- * trace text (bench/trace-import measured 0.52× on PyTorch-format events);
+/* What importing the file is expected to take in memory, in bytes: 0.8× its
+ * trace text (measured: 0.52× on bench/trace-import's PyTorch-format
+ * events, 0.60× on our exporter's denser ones; 0.8 leaves a margin);
  * for gzip the text's size is read from the gzip trailer (or taken as 10×
  * the file when the trailer cannot tell, past 4 GiB).  0 when the file
  * cannot be read (the import then says why). */
