@@ -13,6 +13,7 @@
  * median step time is compared with the no-bus median of the same run.
  * The data is one random batch fed again and again. */
 #include "engine/cpu/scan.h"
+#include "bench/bench-train.h"
 #include "engine/data.h"
 #include "engine/device.h"
 #include "engine/rng.h"
@@ -90,63 +91,15 @@ watch_event (const tw_event *ev, gpointer user)
   return TRUE;
 }
 
-static int
-cmp_double (const void *a, const void *b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static void
-make_batch (const tw_model *m, int64_t batch, tw_tensor **x, tw_tensor **y)
-{
-  tw_node *src = tw_graph_find_source (m->graph, "data");
-  const tw_attr_value *sh = tw_attrs_lookup (src->attrs, "shape");
-  int64_t shape[TW_MAX_DIMS] = { batch };
-  int nd = sh ? sh->n + 1 : 1;
-  for (int d = 1; d < nd; d++)
-    shape[d] = sh->ints[d - 1];
-  *x = tw_tensor_new (TW_F32, nd, shape);
-  tw_rng_fill_uniform (tw_tensor_f32 (*x), tw_tensor_numel (*x), 1, 1, 0.0f, 1.0f);
-  *y = tw_tensor_new (TW_I64, 1, (int64_t[]) { batch });
-  for (int64_t i = 0; i < batch; i++)
-    tw_tensor_i64 (*y)[i] = i % 10;
-}
-
 int
 main (int argc, char **argv)
 {
-  const char *path = NULL;
-  int64_t batch = 64, steps = 800;
-  int threads = 1;
-  for (int i = 1; i < argc; i++)
-    {
-      if (strcmp (argv[i], "--batch") == 0 && i + 1 < argc)
-        batch = atoll (argv[++i]);
-      else if (strcmp (argv[i], "--steps") == 0 && i + 1 < argc)
-        steps = atoll (argv[++i]);
-      else if (strcmp (argv[i], "--threads") == 0 && i + 1 < argc)
-        threads = atoi (argv[++i]);
-      else if (argv[i][0] != '-')
-        path = argv[i];
-      else
-        {
-          fprintf (stderr, "usage: bus-bench [MODEL.json] [--batch N] [--steps N] [--threads N]\n");
-          return 2;
-        }
-    }
-  g_autofree char *dflt = g_build_filename (TWB_ASSETS_DIR, "models", "mlp.json", NULL);
-  if (path == NULL)
-    path = dflt;
-  tw_ops_init ();
-  tw_set_num_threads (threads);
+  twb_bench_args args;
+  g_autoptr (tw_model) m = twb_bench_load (argc, argv, "bus-bench", 800, &args);
+  g_autofree char *path = args.path;
+  int64_t batch = args.batch, steps = args.steps;
+  int threads = args.threads;
   g_autoptr (GError) error = NULL;
-  g_autoptr (tw_model) m = tw_model_load (path, &error);
-  if (m == NULL)
-    {
-      fprintf (stderr, "bus-bench: %s\n", error->message);
-      return 1;
-    }
   printf ("%s, batch %" G_GINT64_FORMAT ", %d thread(s), %" G_GINT64_FORMAT
           " steps per mode, configurations interleaved step by step: median ms/step\n\n",
           path, batch, threads, steps);
@@ -167,7 +120,7 @@ main (int argc, char **argv)
       guint watching = tw_bus_subscribe (bus, 0, watch_event, &w, NULL);
       g_autoptr (tw_tensor) x = NULL;
       g_autoptr (tw_tensor) y = NULL;
-      make_batch (m, batch, &x, &y);
+      twb_bench_make_batch (m, batch, &x, &y);
       GArray *t[N_CFG];
       for (int c = 0; c < N_CFG; c++)
         t[c] = g_array_new (FALSE, FALSE, sizeof (double));
@@ -190,7 +143,7 @@ main (int argc, char **argv)
         }
       for (int c = 0; c < N_CFG; c++)
         {
-          g_array_sort (t[c], (GCompareFunc) cmp_double);
+          g_array_sort (t[c], (GCompareFunc) twb_bench_cmp_double);
           med[mode][c] = g_array_index (t[c], double, t[c]->len / 2);
           g_array_unref (t[c]);
         }
