@@ -379,16 +379,7 @@ test_live_checks_visible (void)
 int
 main (int argc, char **argv)
 {
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_setenv ("TWB_AUTOSAVE_SECONDS", "0", TRUE);
-  g_autofree char *home = g_dir_make_tmp ("twb-editor-fixes-home-XXXXXX", NULL);
-  const char *vars[] = { "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME" };
-  for (guint i = 0; i < G_N_ELEMENTS (vars); i++)
-    {
-      g_autofree char *d = g_build_filename (home, vars[i], NULL);
-      g_mkdir_with_parents (d, 0700);
-      g_setenv (vars[i], d, TRUE);
-    }
+  g_autofree char *home = twt_ui_private_home ("editor-fixes");
   g_test_init (&argc, &argv, NULL);
   g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
   tw_ops_init ();

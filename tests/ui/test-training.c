@@ -1284,18 +1284,9 @@ test_edit_notice_compiled (void)
 int
 main (int argc, char **argv)
 {
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_setenv ("TWB_AUTOSAVE_SECONDS", "0", TRUE);
   g_setenv ("TWB_COLOR_SCHEME", "light", FALSE);
   /* Private data dirs: the runs each test makes are kept there. */
-  g_autofree char *home = g_dir_make_tmp ("twb-training-home-XXXXXX", NULL);
-  const char *vars[] = { "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME" };
-  for (guint i = 0; i < G_N_ELEMENTS (vars); i++)
-    {
-      g_autofree char *d = g_build_filename (home, vars[i], NULL);
-      g_mkdir_with_parents (d, 0700);
-      g_setenv (vars[i], d, TRUE);
-    }
+  g_autofree char *home = twt_ui_private_home ("training");
   tmp_dir = g_build_filename (home, "models", NULL);
   g_mkdir_with_parents (tmp_dir, 0700);
   g_test_init (&argc, &argv, NULL);

@@ -559,20 +559,8 @@ test_close_prompt_answers (void)
 int
 main (int argc, char **argv)
 {
-  g_setenv ("GTK_A11Y", "none", FALSE);
-  g_setenv ("TWB_AUTOSAVE_SECONDS", "0", TRUE);
   g_setenv ("TWB_COLOR_SCHEME", "light", FALSE);
-  /* Private state, data and config dirs (recovery files, recent files) but
-   * the system's XDG_DATA_DIRS: GTK needs the MIME database from there to
-   * load SVG icons, so not G_TEST_OPTION_ISOLATE_DIRS. */
-  g_autofree char *home = g_dir_make_tmp ("twb-ui-home-XXXXXX", NULL);
-  const char *vars[] = { "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME" };
-  for (guint i = 0; i < G_N_ELEMENTS (vars); i++)
-    {
-      g_autofree char *d = g_build_filename (home, vars[i], NULL);
-      g_mkdir_with_parents (d, 0700);
-      g_setenv (vars[i], d, TRUE);
-    }
+  g_autofree char *home = twt_ui_private_home ("ui");
   g_test_init (&argc, &argv, NULL);
   /* Any warning or critical, ours or GTK's, ends the test as a failure
    * (g_test_init's default, stated here because the tests rely on it: a
