@@ -78,14 +78,36 @@ typedef struct
   GHashTable *cache;            /* ident or param → ident_cache */
 } buffer;
 
+/* What a subscription's user_data points to: it can outlive the recorder
+ * (a session that ends before it takes a queued subscription frees the
+ * command, and runs its destroy, only when the session is freed).  One
+ * reference is the recorder's, one the subscription's (dropped by its
+ * destroy, which also says the callback will never run again). */
+typedef struct
+{
+  gatomicrefcount ref;
+  GMutex lock;
+  GCond cond;
+  gboolean gone;                /* the destroy ran */
+  tw_recorder *r;
+} rec_link;
+
 struct tw_recorder
 {
   guint64 generation;           /* unique per recorder: tells threads' buffers apart */
   guint64 max_events;
   gssize n_events;              /* atomic, at most max_events */
   gssize n_dropped;             /* atomic */
-  tw_bus *bus;
+  tw_bus *bus;                  /* tw_recorder_start */
+  tw_session *session;          /* tw_recorder_start_session */
   guint sub;
+  rec_link *link;               /* of the current subscription */
+  /* Session recordings keep whole steps: nothing before the first
+   * iteration begins, nothing after the last one ends.  Both written on
+   * the training thread only, read after it let go of the recorder. */
+  gboolean wait_step;
+  gint64 last_step_end;
+  gboolean whole_steps;         /* a session recording: trim what follows the last step */
   GMutex lock;                  /* buffers, marks */
   GPtrArray *buffers;
   GArray *marks;                /* record: REC_MARK (name and category g_strdup'ed) or REC_LOSS
@@ -265,7 +287,13 @@ op_cache (buffer *b, const tw_event *ev)
 static gboolean
 on_event (const tw_event *ev, gpointer user)
 {
-  tw_recorder *r = user;
+  tw_recorder *r = ((rec_link *) user)->r;
+  if (G_UNLIKELY (r->wait_step))
+    {
+      if (ev->kind != TW_EV_ITERATION || ev->end)
+        return TRUE;
+      r->wait_step = FALSE;
+    }
   if (!ev->end && ev->kind != TW_EV_GRAD_READY)
     return TRUE;
   /* Count the event against the cap, or as dropped: a compare-and-swap,
@@ -291,6 +319,7 @@ on_event (const tw_event *ev, gpointer user)
     case TW_EV_ITERATION:
       rec->type = REC_STEP;
       rec->u.step = ev->step;
+      r->last_step_end = ev->t_end;
       if (isfinite (ev->loss))
         {
           /* The loss counter: one record more, not counted against the cap
@@ -407,12 +436,57 @@ tw_recorder_free (tw_recorder *r)
   g_free (r);
 }
 
+static rec_link *
+link_new (tw_recorder *r)
+{
+  rec_link *l = g_new0 (rec_link, 1);
+  g_atomic_ref_count_init (&l->ref);
+  g_atomic_ref_count_inc (&l->ref);       /* the subscription's */
+  g_mutex_init (&l->lock);
+  g_cond_init (&l->cond);
+  l->r = r;
+  return l;
+}
+
+static void
+link_unref (rec_link *l)
+{
+  if (l == NULL || !g_atomic_ref_count_dec (&l->ref))
+    return;
+  g_mutex_clear (&l->lock);
+  g_cond_clear (&l->cond);
+  g_free (l);
+}
+
+/* The subscription's destroy: on the thread that removed it. */
+static void
+link_gone (gpointer p)
+{
+  rec_link *l = p;
+  g_mutex_lock (&l->lock);
+  l->gone = TRUE;
+  g_cond_broadcast (&l->cond);
+  g_mutex_unlock (&l->lock);
+  link_unref (l);
+}
+
+static gboolean
+link_is_gone (rec_link *l)
+{
+  g_mutex_lock (&l->lock);
+  gboolean gone = l->gone;
+  g_mutex_unlock (&l->lock);
+  return gone;
+}
+
 void
 tw_recorder_start (tw_recorder *r, tw_bus *bus)
 {
-  g_return_if_fail (r->bus == NULL && bus != NULL);
+  g_return_if_fail (!tw_recorder_is_recording (r) && bus != NULL);
   r->bus = tw_bus_ref (bus);
-  r->sub = tw_bus_subscribe (bus, TW_EV_MASK_ALL, on_event, r, NULL);
+  r->wait_step = FALSE;
+  r->link = link_new (r);
+  r->sub = tw_bus_subscribe (bus, TW_EV_MASK_ALL, on_event, r->link, link_gone);
   /* The calling thread usually trains: its buffer is made now rather than
    * inside the first op it records. */
   buffer *b = thread_buffer (r);
@@ -424,19 +498,79 @@ tw_recorder_start (tw_recorder *r, tw_bus *bus)
 }
 
 void
+tw_recorder_start_session (tw_recorder *r, tw_session *s)
+{
+  g_return_if_fail (!tw_recorder_is_recording (r) && s != NULL);
+  r->session = s;
+  /* Written before the session sees the subscription (its command queue
+   * orders it before the worker's first callback). */
+  r->wait_step = TRUE;
+  r->last_step_end = G_MININT64;
+  r->whole_steps = TRUE;
+  r->link = link_new (r);
+  r->sub = tw_session_subscribe (s, TW_EV_MASK_ALL, on_event, r->link, link_gone);
+}
+
+/* How often a stop waiting for a session's worker looks whether the
+ * session ended meanwhile (then it takes no more commands). */
+#define STOP_POLL_US (20 * 1000)
+
+/* Unsubscribes from the session and waits until the callback can no
+ * longer run.  A session that is not running takes the command at once:
+ * before its first command and after its end the session removes the
+ * client itself; a paused worker takes it while it waits; a running one at
+ * its next op or iteration boundary.  A session that ends with the command
+ * still queued never takes it: seen here as the terminal state, and then
+ * unsubscribing again removes the client directly (or finds it was never
+ * added: the queued subscription's destroy runs when the session is freed,
+ * which the link outlives). */
+static void
+stop_session (tw_recorder *r)
+{
+  rec_link *l = r->link;
+  if (!link_is_gone (l))
+    tw_session_unsubscribe (r->session, r->sub);
+  g_mutex_lock (&l->lock);
+  while (!l->gone)
+    {
+      if (g_cond_wait_until (&l->cond, &l->lock, g_get_monotonic_time () + STOP_POLL_US))
+        continue;
+      g_mutex_unlock (&l->lock);
+      tw_session_state st = tw_session_get_state (r->session);
+      gboolean ended = st == TW_SESSION_FINISHED || st == TW_SESSION_STOPPED
+                       || st == TW_SESSION_FAILED;
+      if (ended)
+        tw_session_unsubscribe (r->session, r->sub);
+      g_mutex_lock (&l->lock);
+      if (ended)
+        break;
+    }
+  g_mutex_unlock (&l->lock);
+}
+
+void
 tw_recorder_stop (tw_recorder *r)
 {
-  if (r->bus == NULL)
+  if (r->bus)
+    {
+      tw_bus_unsubscribe (r->bus, r->sub);
+      g_clear_pointer (&r->bus, tw_bus_unref);
+    }
+  else if (r->session)
+    {
+      stop_session (r);
+      r->session = NULL;
+    }
+  else
     return;
-  tw_bus_unsubscribe (r->bus, r->sub);
-  g_clear_pointer (&r->bus, tw_bus_unref);
+  g_clear_pointer (&r->link, link_unref);
   r->sub = 0;
 }
 
 gboolean
 tw_recorder_is_recording (const tw_recorder *r)
 {
-  return r->bus != NULL;
+  return r->bus != NULL || r->session != NULL;
 }
 
 void
@@ -502,6 +636,8 @@ tw_recorder_take_trace (tw_recorder *r)
       for (guint k = 0, n = buf_n_records (b); k < n; k++)
         {
           const record *rec = buf_record (b, k);
+          if (r->whole_steps && rec->t0 > r->last_step_end)
+            continue;           /* the part of a step the recording stopped in */
           switch (rec->type)
             {
             case REC_SLICE:
@@ -552,6 +688,7 @@ tw_recorder_take_trace (tw_recorder *r)
   g_mutex_unlock (&generation_lock);
   g_atomic_pointer_set (&r->n_events, 0);
   g_atomic_pointer_set (&r->n_dropped, 0);
+  r->whole_steps = FALSE;
   g_mutex_unlock (&r->lock);
   tw_trace_sort (t);
   return t;

@@ -18,10 +18,16 @@
  *   ... train ...
  *   tw_recorder_stop (rec);
  *   g_autoptr (tw_trace) trace = tw_recorder_take_trace (rec);
+ *
+ * A running session (the GUI's Record button) is recorded the same way
+ * with tw_recorder_start_session (rec, session) at any time: the trace then
+ * holds whole steps only, from the first one that begins after the session
+ * took the subscription to the last one that ended before it let it go.
  */
 #pragma once
 
 #include "engine/events.h"
+#include "engine/session.h"
 #include "profiler/trace.h"
 
 G_BEGIN_DECLS
@@ -40,6 +46,17 @@ void tw_recorder_free (tw_recorder *r);      /* NULL-safe; stops first */
  * thread that trains where you can: that thread's buffer is made here
  * instead of inside the first op recorded. */
 void tw_recorder_start (tw_recorder *r, tw_bus *bus);
+/* Records a session's events from its next iteration on: any time, from
+ * any thread but the session's worker, whatever the session's state
+ * (through tw_session_subscribe; the callbacks run on the worker).  The
+ * session must outlive the recording: stop (or free the recorder) before
+ * freeing it. */
+void tw_recorder_start_session (tw_recorder *r, tw_session *s);
+/* Ends the recording.  When it returns the recorder's callback runs no
+ * more, so tw_recorder_take_trace is safe: for a session this waits until
+ * the worker let go of the client — at once when the session is paused,
+ * idle or over, at the worker's next op when it runs.  Not from inside a
+ * callback. */
 void tw_recorder_stop (tw_recorder *r);
 gboolean tw_recorder_is_recording (const tw_recorder *r);
 

@@ -3,7 +3,9 @@
 #include "engine/device.h"
 #include "engine/model.h"
 #include "engine/op.h"
+#include "engine/data.h"
 #include "engine/rng.h"
+#include "engine/session.h"
 #include "engine/train.h"
 #include "profiler/chrome.h"
 #include "profiler/recorder.h"
@@ -96,21 +98,11 @@ op_lane (const tw_trace *t)
   return (guint) found;
 }
 
-/* Checks one recording; returns the smallest share of a step its top-level
- * op slices cover. */
-static double
-check_recording_once (tw_model *m, tw_exec_mode mode)
+/* Nesting on each lane: a slice of depth d > 0 lies inside the nearest
+ * earlier slice of depth d - 1; top-level slices do not overlap. */
+static void
+check_nesting (const tw_trace *t)
 {
-  g_autoptr (tw_trace) t = record_steps (m, mode);
-  double min_share = 1.0;
-  guint steps = lane_named (t, "steps");
-  guint ops = op_lane (t);
-  g_assert_cmpuint (tw_trace_lane_n_slices (t, steps), ==, 3);
-  g_assert_cmpuint (tw_trace_n_counters (t), ==, 3);           /* the loss of each step */
-  g_assert_cmpstr (tw_trace_get_meta (t, "dropped_events"), ==, "0");
-
-  /* Nesting on each lane: a slice of depth d > 0 lies inside the nearest
-   * earlier slice of depth d - 1. */
   for (guint l = 0; l < tw_trace_n_lanes (t); l++)
     {
       const tw_slice *open[64] = { NULL };
@@ -127,13 +119,28 @@ check_recording_once (tw_model *m, tw_exec_mode mode)
             }
           else if (k > 0)
             {
-              /* Top-level slices do not overlap each other. */
               const tw_slice *prev = open[0];
               g_assert_cmpint (prev->start_ns + prev->dur_ns, <=, s->start_ns);
             }
           open[s->depth] = s;
         }
     }
+}
+
+/* Checks one recording; returns the smallest share of a step its top-level
+ * op slices cover. */
+static double
+check_recording_once (tw_model *m, tw_exec_mode mode)
+{
+  g_autoptr (tw_trace) t = record_steps (m, mode);
+  double min_share = 1.0;
+  guint steps = lane_named (t, "steps");
+  guint ops = op_lane (t);
+  g_assert_cmpuint (tw_trace_lane_n_slices (t, steps), ==, 3);
+  g_assert_cmpuint (tw_trace_n_counters (t), ==, 3);           /* the loss of each step */
+  g_assert_cmpstr (tw_trace_get_meta (t, "dropped_events"), ==, "0");
+
+  check_nesting (t);
 
   int nn = tw_graph_n_nodes (m->graph);
   for (guint st = 0; st < 3; st++)
@@ -307,6 +314,186 @@ test_threads (void)
           g_assert_null (tw_slice_arg (s, "shapes"));      /* the events carried no tensors */
         }
     }
+}
+
+/* ---- recording a running session ---- */
+
+#define POP_TIMEOUT_US (30 * G_USEC_PER_SEC)
+
+static tw_session *
+new_session (const tw_model *m, tw_exec_mode mode, int64_t max_steps)
+{
+  tw_session_options o;
+  tw_session_options_init (&o);
+  o.mode = mode;
+  o.max_steps = max_steps;
+  g_autoptr (GError) error = NULL;
+  tw_dataset *d = tw_dataset_synthetic ("spirals", 256, 3, -1, &error);
+  g_assert_no_error (error);
+  tw_session *s = tw_session_new (m, d, NULL, NULL, &o, &error);
+  g_assert_no_error (error);
+  return s;
+}
+
+/* The next snapshot of this kind (others are dropped); a hang fails. */
+static void
+wait_snapshot (tw_session *s, tw_snapshot_kind kind)
+{
+  for (;;)
+    {
+      g_autoptr (tw_snapshot) sn = tw_session_pop (s, POP_TIMEOUT_US);
+      if (sn == NULL)
+        g_error ("no snapshot %d within 30 s (session %s)", kind,
+                 tw_session_state_name (tw_session_get_state (s)));
+      if (sn->kind == kind)
+        return;
+      if (sn->kind == TW_SNAP_FINISHED)
+        g_error ("the session ended (%s) waiting for snapshot %d", sn->message ? sn->message : "", kind);
+    }
+}
+
+/* The steps of a session recording: whole, contiguous, every op inside
+ * one (data loading lies between them), nesting on every lane.  Returns how many, the first in *first. */
+static guint
+check_session_trace (const tw_trace *t, guint64 *first)
+{
+  check_nesting (t);
+  guint steps = lane_named (t, "steps");
+  guint n = tw_trace_lane_n_slices (t, steps);
+  for (guint i = 0; i < n; i++)
+    {
+      const tw_slice *st = tw_trace_lane_slice (t, steps, i);
+      guint64 k = g_ascii_strtoull (tw_slice_arg (st, "step"), NULL, 10);
+      if (i == 0)
+        *first = k;
+      g_assert_cmpuint (k, ==, *first + i);
+    }
+  g_assert_cmpuint (tw_trace_n_counters (t), ==, n);             /* a loss each */
+  for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+    for (guint k = 0; l != steps && k < tw_trace_lane_n_slices (t, l); k++)
+      {
+        const tw_slice *s = tw_trace_lane_slice (t, l, k);
+        if (strcmp (s->category, "data") == 0)
+          continue;             /* loading a batch precedes the step it feeds */
+        gboolean inside = FALSE;
+        for (guint i = 0; i < n && !inside; i++)
+          {
+            const tw_slice *st = tw_trace_lane_slice (t, steps, i);
+            inside = s->start_ns >= st->start_ns && s->start_ns + s->dur_ns <= st->start_ns + st->dur_ns;
+          }
+        if (!inside)
+          g_error ("slice %s at %" G_GINT64_FORMAT " lies in no recorded step", s->name, s->start_ns);
+      }
+  return n;
+}
+
+static void
+record_session (tw_exec_mode mode)
+{
+  g_autoptr (tw_model) m = load_spirals ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_recorder) rec = tw_recorder_new (0);
+  guint64 first = 0;
+
+  /* Paused after step 2, recorded to the pause after step 5. */
+  {
+    m->recipe.epochs = 1000;            /* to stop it running */
+    g_autoptr (tw_session) s = new_session (m, mode, 0);
+    g_assert_true (tw_session_add_breakpoint (s, "step=3", &error));
+    g_assert_true (tw_session_add_breakpoint (s, "step=6", &error));
+    g_assert_true (tw_session_run (s, &error));
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    tw_recorder_start_session (rec, s);
+    g_assert_true (tw_recorder_is_recording (rec));
+    g_assert_true (tw_session_run (s, &error));
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    g_assert_cmpint (tw_session_get_state (s), ==, TW_SESSION_PAUSED);
+    tw_recorder_stop (rec);
+    g_assert_false (tw_recorder_is_recording (rec));
+    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+    g_assert_cmpuint (check_session_trace (t, &first), ==, 3);
+    g_assert_cmpuint (first, ==, 2);                 /* 0-based: the third step */
+    g_assert_cmpuint (tw_trace_n_slices (t), >, 3 * 10);
+    /* Recording again on the same paused session, then stopping it
+     * running: the worker lets go at its next op. */
+    tw_recorder_start_session (rec, s);
+    tw_session_clear_breakpoints (s);
+    g_assert_true (tw_session_run (s, &error));
+    while (tw_recorder_n_events (rec) < 400)
+      g_usleep (1000);
+    g_assert_cmpint (tw_session_get_state (s), ==, TW_SESSION_RUNNING);
+    tw_recorder_stop (rec);
+    guint64 n_events = tw_recorder_n_events (rec);
+    g_usleep (20 * 1000);
+    g_assert_cmpuint (tw_recorder_n_events (rec), ==, n_events);  /* let go: nothing more comes */
+    g_clear_pointer (&t, tw_trace_free);
+    t = tw_recorder_take_trace (rec);
+    g_assert_cmpuint (check_session_trace (t, &first), >=, 2);
+    g_assert_cmpuint (first, >=, 5);
+    g_assert_true (tw_session_stop (s, &error));
+    wait_snapshot (s, TW_SNAP_FINISHED);
+  }
+
+  /* Started running, left to finish, stopped after the end: every step
+   * from the first whole one to the last. */
+  m->recipe.epochs = 1;
+  {
+    g_autoptr (tw_session) s = new_session (m, mode, 8);
+    g_assert_true (tw_session_run (s, &error));
+    tw_recorder_start_session (rec, s);
+    wait_snapshot (s, TW_SNAP_FINISHED);
+    tw_recorder_stop (rec);
+    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+    guint n = check_session_trace (t, &first);
+    if (n > 0)
+      g_assert_cmpuint (first + n, ==, 8);
+  }
+
+  /* Never started: stop at once; and a subscription the session took but
+   * never ran, stopped after the session was stopped before its first
+   * step. */
+  {
+    g_autoptr (tw_session) s = new_session (m, mode, 8);
+    tw_recorder_start_session (rec, s);
+    tw_recorder_stop (rec);
+    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+    g_assert_cmpuint (tw_trace_n_slices (t), ==, 0);
+    g_assert_true (tw_session_add_breakpoint (s, "step=1", &error));
+    g_assert_true (tw_session_run (s, &error));
+    tw_recorder_start_session (rec, s);
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    g_assert_true (tw_session_stop (s, &error));
+    wait_snapshot (s, TW_SNAP_FINISHED);
+    tw_recorder_stop (rec);
+    g_clear_pointer (&t, tw_trace_free);
+    t = tw_recorder_take_trace (rec);
+    g_assert_cmpuint (tw_trace_n_slices (t), ==, 0);
+  }
+
+  /* A recording the session outlives not: freed while recording, the
+   * recorder stops without touching it. */
+  {
+    tw_session *s = new_session (m, mode, 4);
+    tw_recorder_start_session (rec, s);
+    g_assert_true (tw_session_run (s, &error));
+    wait_snapshot (s, TW_SNAP_FINISHED);
+    tw_session_free (s);
+    tw_recorder_stop (rec);
+    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+    check_session_trace (t, &first);
+  }
+}
+
+static void
+test_session_eager (void)
+{
+  record_session (TW_MODE_EAGER);
+}
+
+static void
+test_session_compiled (void)
+{
+  record_session (TW_MODE_COMPILED);
 }
 
 /* An empty trace still exports as a valid file. */
@@ -587,6 +774,8 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/recorder/compiled", test_record_compiled);
   g_test_add_func ("/profiler/recorder/cap", test_cap);
   g_test_add_func ("/profiler/recorder/threads", test_threads);
+  g_test_add_func ("/profiler/recorder/session-eager", test_session_eager);
+  g_test_add_func ("/profiler/recorder/session-compiled", test_session_compiled);
   g_test_add_func ("/profiler/chrome/empty", test_export_empty);
   g_test_add_func ("/profiler/chrome/large", test_export_large);
   g_test_add_func ("/profiler/chrome/export", test_export);
