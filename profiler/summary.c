@@ -11,11 +11,13 @@
  *   its lane (tw_slice.depth, set by tw_trace_sort) whose parent it is: the
  *   latest slice before them in start order at that depth, which nests them.
  *   With the lane sorted that is the top of a stack indexed by depth, so
- *   one walk per lane finds every parent (O(n) per lane, no hashing but one
- *   lookup per slice inside the range).  A parent that starts long before the
- *   range is still on the stack when the range begins, so the walk starts at
- *   the lane's first slice and stops at the first one starting at or after
- *   the range's end.
+ *   one walk per lane finds every parent, with one hash lookup per slice
+ *   inside the range.  A parent that starts long before the range must be
+ *   on the stack when the range begins: the walk starts at the latest
+ *   top-level slice ending by the range's start (walk_start: a binary
+ *   search, then back to it) and stops at the first slice starting at or
+ *   after the range's end, so O(log n + k) per lane where k is the slices
+ *   from there.
  * - by_name.  count: slices overlapping the range; total: Σ time inside;
  *   self: Σ per slice max (0, its time inside − its direct children's time
  *   inside) (children that overlap one another could make it negative);
@@ -98,6 +100,38 @@ fraction (const tw_slice *s, gint64 inside)
   return s->dur_ns > 0 ? (double) inside / (double) s->dur_ns : 1.0;
 }
 
+/* Where a walk over lane for range r may start: a top-level slice before
+ * which nothing reaches r.  The first slice starting in r is found by
+ * binary search; from there back to the latest top-level slice that ends
+ * by r's start.  That is enough: every slice open when a top-level slice
+ * starts ends before it does (it would be its parent otherwise), so none
+ * before that one reaches r; and a walk starting at a top-level slice
+ * sees the same stack as one from the lane's start.  Typically a step's
+ * worth of slices before r, whatever the lane's length. */
+static guint
+walk_start (const tw_trace *t, guint lane, range r)
+{
+  guint lo = 0, hi = tw_trace_lane_n_slices (t, lane);
+  if (r.all)
+    return 0;
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+      if (tw_trace_lane_slice (t, lane, mid)->start_ns < r.start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  while (lo > 0)
+    {
+      const tw_slice *s = tw_trace_lane_slice (t, lane, lo - 1);
+      if (s->depth == 0 && s->start_ns + s->dur_ns <= r.start)
+        return lo - 1;
+      lo--;
+    }
+  return 0;
+}
+
 static double
 arg_double (const tw_slice *s, const char *key)
 {
@@ -161,7 +195,7 @@ by_name_lane (const tw_trace *t, guint lane, range r, name_table *nt, GArray *st
 {
   g_array_set_size (stack, 0);
   guint n = tw_trace_lane_n_slices (t, lane);
-  for (guint k = 0; k < n; k++)
+  for (guint k = walk_start (t, lane, r); k < n; k++)
     {
       const tw_slice *s = tw_trace_lane_slice (t, lane, k);
       if (!r.all && s->start_ns >= r.end)
@@ -502,7 +536,7 @@ layers_scan (layer_acc *acc, range r, const gboolean *use_step)
   for (guint l = 0; l < tw_trace_n_lanes (t); l++)
     {
       g_array_set_size (covered, 0);
-      for (guint k = 0, n = tw_trace_lane_n_slices (t, l); k < n; k++)
+      for (guint k = walk_start (t, l, r), n = tw_trace_lane_n_slices (t, l); k < n; k++)
         {
           const tw_slice *s = tw_trace_lane_slice (t, l, k);
           if (!r.all && s->start_ns >= r.end)
