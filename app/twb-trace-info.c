@@ -1,11 +1,16 @@
 /* twb-trace-info.c — `twb trace-info FILE…`: what a Chrome trace holds (ours
  * or PyTorch's, plain or gzip): event counts by phase and category, the top
- * names by total and by self time, step-time statistics; per file and, for
- * several files, merged. */
+ * names by total and by self time, step-time statistics, each rank's
+ * compute / communication / idle time, the top layers; per file and, for
+ * several files, merged.  `--compare A B`: eager against compiled per layer,
+ * aligned by step.  `--peak`: the machine's measured SGEMM peak.  The
+ * figures are profiler/summary.h's; this file only formats them. */
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
+#include "engine/device.h"
 #include "profiler/chrome-read.h"
+#include "profiler/summary.h"
 
 #include <json-glib/json-glib.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@ typedef struct
   const char *name;     /* in the stats' own string chunk */
   guint64 count;
   gint64 total_ns, self_ns;
+  double flops;
 } name_time;
 
 typedef struct
@@ -29,6 +35,8 @@ typedef struct
   GHashTable *by_name;  /* name → name_time */
   GArray *steps;        /* gint64 step durations */
   GPtrArray *notes;     /* the importer's notes */
+  GArray *ranks;        /* tw_rank_row, names in strings; files' rows one after another */
+  GHashTable *layers;   /* node → tw_layer_row (node in strings) */
 } trace_stats;
 
 static trace_stats *
@@ -40,6 +48,8 @@ stats_new (void)
   s->by_name = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   s->steps = g_array_new (FALSE, FALSE, sizeof (gint64));
   s->notes = g_ptr_array_new_with_free_func (g_free);
+  s->ranks = g_array_new (FALSE, FALSE, sizeof (tw_rank_row));
+  s->layers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   return s;
 }
 
@@ -51,6 +61,8 @@ stats_free (trace_stats *s)
   g_hash_table_unref (s->by_name);
   g_array_unref (s->steps);
   g_ptr_array_unref (s->notes);
+  g_array_unref (s->ranks);
+  g_hash_table_unref (s->layers);
   g_free (s);
 }
 
@@ -70,9 +82,9 @@ count_cat (trace_stats *s, const char *cat)
 }
 
 static void
-add_name (trace_stats *s, const char *name, gint64 total, gint64 self)
+add_name (trace_stats *s, const tw_summary_row *r)
 {
-  const char *key = g_string_chunk_insert_const (s->strings, name);
+  const char *key = g_string_chunk_insert_const (s->strings, r->name);
   name_time *nt = g_hash_table_lookup (s->by_name, key);
   if (!nt)
     {
@@ -80,29 +92,34 @@ add_name (trace_stats *s, const char *name, gint64 total, gint64 self)
       nt->name = key;
       g_hash_table_insert (s->by_name, (gpointer) key, nt);
     }
-  nt->count++;
-  nt->total_ns += total;
-  nt->self_ns += self;
+  nt->count += r->count;
+  nt->total_ns += r->total_ns;
+  nt->self_ns += r->self_ns;
+  nt->flops += r->flops;
 }
 
-static gboolean
-is_step_name (const char *name)
+static void
+add_layer (trace_stats *s, const tw_layer_row *r)
 {
-  if (strcmp (name, "step") == 0)
-    return TRUE;
-  if (!g_str_has_prefix (name, "ProfilerStep#"))
-    return FALSE;
-  const char *p = name + strlen ("ProfilerStep#");
-  if (!*p)
-    return FALSE;
-  for (; *p; p++)
-    if (!g_ascii_isdigit (*p))
-      return FALSE;
-  return TRUE;
+  const char *key = g_string_chunk_insert_const (s->strings, r->node);
+  tw_layer_row *l = g_hash_table_lookup (s->layers, key);
+  if (!l)
+    {
+      l = g_new0 (tw_layer_row, 1);
+      l->node = key;
+      g_hash_table_insert (s->layers, (gpointer) key, l);
+    }
+  l->forward_ns += r->forward_ns;
+  l->backward_ns += r->backward_ns;
+  l->update_ns += r->update_ns;
+  l->other_ns += r->other_ns;
+  l->total_ns += r->total_ns;
+  l->count += r->count;
+  l->n_steps += r->n_steps;
 }
 
-/* Adds t's figures to s.  Self time is a slice's duration less that of its
- * children on the same lane (the slices directly inside it). */
+/* Adds t's figures to s: the summaries' (by name over the whole trace,
+ * steps, ranks, layers) and the event counts. */
 static void
 stats_add (trace_stats *s, const tw_trace *t)
 {
@@ -113,44 +130,33 @@ stats_add (trace_stats *s, const tw_trace *t)
   s->n_lanes += tw_trace_n_lanes (t);
   s->n_processes += tw_trace_n_processes (t);
   s->span_ns = MAX (s->span_ns, tw_trace_duration_ns (t));
-  g_autoptr (GArray) open = g_array_new (FALSE, FALSE, sizeof (guint));
   for (guint l = 0; l < tw_trace_n_lanes (t); l++)
     {
-      const tw_lane_info *li = tw_trace_lane (t, l);
-      gboolean steps_lane = strcmp (li->name, "steps") == 0;
-      guint n = tw_trace_lane_n_slices (t, l);
-      g_autofree gint64 *child_ns = g_new0 (gint64, n);
-      g_array_set_size (open, 0);
-      for (guint k = 0; k < n; k++)
-        {
-          const tw_slice *sl = tw_trace_lane_slice (t, l, k);
-          count_cat (s, sl->category);
-          if (steps_lane || is_step_name (sl->name))
-            g_array_append_val (s->steps, sl->dur_ns);
-          while (open->len)
-            {
-              const tw_slice *top = tw_trace_lane_slice (t, l, g_array_index (open, guint, open->len - 1));
-              if (top->start_ns + top->dur_ns > sl->start_ns)
-                break;
-              g_array_set_size (open, open->len - 1);
-            }
-          if (open->len)
-            {
-              guint parent = g_array_index (open, guint, open->len - 1);
-              const tw_slice *top = tw_trace_lane_slice (t, l, parent);
-              gint64 end = MIN (sl->start_ns + sl->dur_ns, top->start_ns + top->dur_ns);
-              child_ns[parent] += end - sl->start_ns;
-            }
-          g_array_append_val (open, k);
-        }
-      for (guint k = 0; k < n; k++)
-        {
-          const tw_slice *sl = tw_trace_lane_slice (t, l, k);
-          add_name (s, sl->name, sl->dur_ns, MAX (sl->dur_ns - child_ns[k], 0));
-        }
+      for (guint k = 0, n = tw_trace_lane_n_slices (t, l); k < n; k++)
+        count_cat (s, tw_trace_lane_slice (t, l, k)->category);
       for (guint k = 0; k < tw_trace_lane_n_instants (t, l); k++)
         count_cat (s, tw_trace_lane_instant (t, l, k)->category);
     }
+  g_autoptr (GArray) rows = tw_summary_by_name (t, 0, 0, NULL, 0);
+  for (guint i = 0; i < rows->len; i++)
+    add_name (s, &g_array_index (rows, tw_summary_row, i));
+  g_autoptr (GArray) steps = tw_summary_steps (t);
+  for (guint i = 0; i < steps->len; i++)
+    {
+      const tw_step_span *st = &g_array_index (steps, tw_step_span, i);
+      gint64 d = st->end_ns - st->start_ns;
+      g_array_append_val (s->steps, d);
+    }
+  g_autoptr (GArray) ranks = tw_summary_ranks (t);
+  for (guint i = 0; i < ranks->len; i++)
+    {
+      tw_rank_row r = g_array_index (ranks, tw_rank_row, i);
+      r.name = g_string_chunk_insert_const (s->strings, r.name ? r.name : "");
+      g_array_append_val (s->ranks, r);
+    }
+  g_autoptr (GArray) layers = tw_summary_layers (t, 0, 0);
+  for (guint i = 0; i < layers->len; i++)
+    add_layer (s, &g_array_index (layers, tw_layer_row, i));
   const char *keys[] = { "import.note", "import.skipped" };
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
     if (tw_trace_get_meta (t, keys[i]))
@@ -256,6 +262,135 @@ print_top (const trace_stats *s, const char *title, GCompareFunc cmp)
     }
 }
 
+static int
+cmp_layer (gconstpointer a, gconstpointer b)
+{
+  const tw_layer_row *x = *(tw_layer_row *const *) a, *y = *(tw_layer_row *const *) b;
+  if (x->total_ns != y->total_ns)
+    return x->total_ns > y->total_ns ? -1 : 1;
+  return strcmp (x->node, y->node);
+}
+
+/* The layers by total time (borrowed entries), their shares set over all. */
+static GPtrArray *
+sorted_layers (const trace_stats *s)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  GHashTableIter it;
+  gpointer v;
+  gint64 sum = 0;
+  g_hash_table_iter_init (&it, s->layers);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    {
+      g_ptr_array_add (a, v);
+      sum += ((tw_layer_row *) v)->total_ns;
+    }
+  for (guint i = 0; i < a->len; i++)
+    {
+      tw_layer_row *l = a->pdata[i];
+      l->share = sum > 0 ? (double) l->total_ns / (double) sum : 0;
+    }
+  g_ptr_array_sort (a, cmp_layer);
+  return a;
+}
+
+static void
+print_ranks (const trace_stats *s)
+{
+  g_print ("  ranks (compute, communication, idle over each one's span):\n"
+           "    %8s %10s %11s %10s %11s %10s %9s  name\n",
+           "pid", "span ms", "compute ms", "comm ms", "overlap ms", "idle ms", "overlap %");
+  for (guint i = 0; i < s->ranks->len; i++)
+    {
+      const tw_rank_row *r = &g_array_index (s->ranks, tw_rank_row, i);
+      g_print ("    %8d %10.3f %11.3f %10.3f %11.3f %10.3f %9.1f  %s\n", r->pid, r->span_ns / 1e6,
+               r->compute_ns / 1e6, r->comm_ns / 1e6, r->overlap_ns / 1e6, r->idle_ns / 1e6,
+               r->overlap_pct, r->name);
+    }
+}
+
+static void
+print_layers (const trace_stats *s)
+{
+  g_autoptr (GPtrArray) layers = sorted_layers (s);
+  if (layers->len == 0)
+    {
+      g_print ("  layers: none (no slice names graph nodes)\n");
+      return;
+    }
+  g_print ("  top layers by total time:\n    %12s %12s %12s %12s %8s %8s %6s  node\n", "total ms",
+           "forward ms", "backward ms", "update ms", "share %", "count", "steps");
+  for (guint i = 0; i < layers->len && i < TOP_N; i++)
+    {
+      const tw_layer_row *l = layers->pdata[i];
+      g_print ("    %12.3f %12.3f %12.3f %12.3f %8.2f %8" G_GUINT64_FORMAT " %6" G_GUINT64_FORMAT "  %s\n",
+               l->total_ns / 1e6, l->forward_ns / 1e6, l->backward_ns / 1e6, l->update_ns / 1e6,
+               100 * l->share, l->count, l->n_steps, l->node);
+    }
+}
+
+static void
+add_int (JsonBuilder *b, const char *key, gint64 v)
+{
+  json_builder_set_member_name (b, key);
+  json_builder_add_int_value (b, v);
+}
+
+static void
+add_double (JsonBuilder *b, const char *key, double v)
+{
+  json_builder_set_member_name (b, key);
+  json_builder_add_double_value (b, v);
+}
+
+static void
+build_ranks (JsonBuilder *b, const trace_stats *s)
+{
+  json_builder_set_member_name (b, "ranks");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < s->ranks->len; i++)
+    {
+      const tw_rank_row *r = &g_array_index (s->ranks, tw_rank_row, i);
+      json_builder_begin_object (b);
+      add_int (b, "pid", r->pid);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, r->name);
+      add_int (b, "span_ns", r->span_ns);
+      add_int (b, "compute_ns", r->compute_ns);
+      add_int (b, "comm_ns", r->comm_ns);
+      add_int (b, "overlap_ns", r->overlap_ns);
+      add_int (b, "idle_ns", r->idle_ns);
+      add_double (b, "overlap_pct", r->overlap_pct);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+}
+
+static void
+build_layers (JsonBuilder *b, const trace_stats *s)
+{
+  g_autoptr (GPtrArray) layers = sorted_layers (s);
+  json_builder_set_member_name (b, "layers");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < layers->len && i < TOP_N; i++)
+    {
+      const tw_layer_row *l = layers->pdata[i];
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "node");
+      json_builder_add_string_value (b, l->node);
+      add_int (b, "total_ns", l->total_ns);
+      add_int (b, "forward_ns", l->forward_ns);
+      add_int (b, "backward_ns", l->backward_ns);
+      add_int (b, "update_ns", l->update_ns);
+      add_int (b, "other_ns", l->other_ns);
+      add_int (b, "count", (gint64) l->count);
+      add_int (b, "steps", (gint64) l->n_steps);
+      add_double (b, "share", l->share);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+}
+
 static void
 print_text (const char *title, const trace_stats *s)
 {
@@ -279,6 +414,8 @@ print_text (const char *title, const trace_stats *s)
              st.count, st.mean_ms, st.median_ms, st.min_ms, st.max_ms);
   else
     g_print ("  steps: none\n");
+  print_ranks (s);
+  print_layers (s);
 }
 
 static void
@@ -298,6 +435,10 @@ build_top (JsonBuilder *b, const trace_stats *s, GCompareFunc cmp)
       json_builder_add_int_value (b, nt->total_ns);
       json_builder_set_member_name (b, "self_ns");
       json_builder_add_int_value (b, nt->self_ns);
+      json_builder_set_member_name (b, "flops");
+      json_builder_add_double_value (b, nt->flops);
+      json_builder_set_member_name (b, "gflops");
+      json_builder_add_double_value (b, nt->total_ns > 0 ? nt->flops / (double) nt->total_ns : 0);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -358,26 +499,160 @@ build_json (JsonBuilder *b, const char *file, const trace_stats *s)
         }
     }
   json_builder_end_object (b);
+  build_ranks (b, s);
+  build_layers (b, s);
   json_builder_end_object (b);
+}
+
+/* Loads path, printing the error; NULL on failure. */
+static tw_trace *
+load_trace (const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  tw_trace *t = tw_trace_load_chrome (path, &error);
+  if (!t)
+    g_printerr ("twb: %s\n", error->message);
+  return t;
+}
+
+static void
+print_json (JsonBuilder *b)
+{
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  json_generator_set_pretty (gen, TRUE);
+  g_autofree char *text = json_generator_to_data (gen, NULL);
+  g_print ("%s\n", text);
+}
+
+/* How many step numbers a and b share. */
+static guint
+steps_in_common (const tw_trace *a, const tw_trace *b)
+{
+  g_autoptr (GArray) sa = tw_summary_steps (a);
+  g_autoptr (GArray) sb = tw_summary_steps (b);
+  guint n = 0;
+  for (guint i = 0, j = 0; i < sa->len && j < sb->len;)
+    {
+      guint64 x = g_array_index (sa, tw_step_span, i).n, y = g_array_index (sb, tw_step_span, j).n;
+      n += x == y;
+      i += x <= y;
+      j += y <= x;
+    }
+  return n;
+}
+
+/* `--compare A B`: each node's mean time per step in A and in B, the
+ * difference, and the step's. */
+static int
+compare_files (const char *path_a, const char *path_b, gboolean json)
+{
+  g_autoptr (tw_trace) a = load_trace (path_a);
+  g_autoptr (tw_trace) b = a ? load_trace (path_b) : NULL;
+  if (!a || !b)
+    return 1;
+  g_autoptr (GArray) rows = tw_summary_compare (a, b);
+  guint common = steps_in_common (a, b);
+  g_autofree char *name_a = g_filename_display_name (path_a);
+  g_autofree char *name_b = g_filename_display_name (path_b);
+  const char *mode_a = tw_trace_get_meta (a, "mode"), *mode_b = tw_trace_get_meta (b, "mode");
+  if (json)
+    {
+      g_autoptr (JsonBuilder) jb = json_builder_new ();
+      json_builder_begin_object (jb);
+      const char *sides[][3] = { { "a", name_a, mode_a }, { "b", name_b, mode_b } };
+      for (guint i = 0; i < 2; i++)
+        {
+          json_builder_set_member_name (jb, sides[i][0]);
+          json_builder_begin_object (jb);
+          json_builder_set_member_name (jb, "file");
+          json_builder_add_string_value (jb, sides[i][1]);
+          json_builder_set_member_name (jb, "mode");
+          if (sides[i][2])
+            json_builder_add_string_value (jb, sides[i][2]);
+          else
+            json_builder_add_null_value (jb);
+          json_builder_end_object (jb);
+        }
+      add_int (jb, "steps_in_common", common);
+      json_builder_set_member_name (jb, "rows");
+      json_builder_begin_array (jb);
+      for (guint i = 0; i < rows->len; i++)
+        {
+          const tw_compare_row *r = &g_array_index (rows, tw_compare_row, i);
+          json_builder_begin_object (jb);
+          json_builder_set_member_name (jb, "node");
+          json_builder_add_string_value (jb, r->node);
+          add_double (jb, "a_ns", r->a_ns);
+          add_double (jb, "b_ns", r->b_ns);
+          add_double (jb, "diff_ns", r->diff_ns);
+          json_builder_set_member_name (jb, "fused_b");
+          json_builder_add_boolean_value (jb, r->fused_b);
+          json_builder_end_object (jb);
+        }
+      json_builder_end_array (jb);
+      json_builder_end_object (jb);
+      print_json (jb);
+      return 0;
+    }
+  g_print ("A: %s (%s)\nB: %s (%s)\n", name_a, mode_a ? mode_a : "mode not recorded", name_b,
+           mode_b ? mode_b : "mode not recorded");
+  if (common)
+    g_print ("mean per step over the %u steps both hold:\n", common);
+  else
+    g_print ("no step in common: each trace whole, as one step\n");
+  g_print ("    %12s %12s %12s %8s  node\n", "A ms", "B ms", "B-A ms", "B/A");
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const tw_compare_row *r = &g_array_index (rows, tw_compare_row, i);
+      char ratio[16] = "-";
+      if (r->a_ns > 0)
+        g_snprintf (ratio, sizeof ratio, "%.2f", r->b_ns / r->a_ns);
+      g_print ("    %12.3f %12.3f %+12.3f %8s  %s%s\n", r->a_ns / 1e6, r->b_ns / 1e6, r->diff_ns / 1e6,
+               ratio, r->node, r->fused_b ? " (fused in B)" : "");
+    }
+  return 0;
+}
+
+static int
+print_peak (gboolean json)
+{
+  int threads = tw_get_num_threads ();
+  double peak = tw_machine_peak_gflops (threads);
+  if (json)
+    g_print ("{\n  \"peak_gflops\" : %.3f,\n  \"threads\" : %d\n}\n", peak, threads);
+  else
+    g_print ("peak: %.1f GFLOP/s (SGEMM, %d threads)\n", peak, threads);
+  return 0;
 }
 
 static void
 usage_trace_info (void)
 {
   g_printerr ("usage: twb trace-info [--json] FILE.json[.gz]...\n"
+              "       twb trace-info [--json] --compare A.json B.json\n"
+              "       twb trace-info [--json] --peak\n"
               "  event counts by phase and category, the top %d names by total and by self time,\n"
-              "  step-time statistics; per file and, for several, merged\n", TOP_N);
+              "  step-time statistics, each rank's compute / communication / idle time, the top\n"
+              "  %d layers; per file and, for several, merged.  --compare: each layer's mean time\n"
+              "  per step in A and B (eager and compiled) over the steps both hold.  --peak: this\n"
+              "  machine's measured SGEMM GFLOP/s\n", TOP_N, TOP_N);
 }
 
 int
 twb_cmd_trace_info (int argc, char **argv)
 {
-  gboolean json = FALSE;
+  gboolean json = FALSE, compare = FALSE, peak = FALSE;
   g_autoptr (GPtrArray) files = g_ptr_array_new ();
   for (int i = 1; i < argc; i++)
     {
       if (strcmp (argv[i], "--json") == 0)
         json = TRUE;
+      else if (strcmp (argv[i], "--compare") == 0)
+        compare = TRUE;
+      else if (strcmp (argv[i], "--peak") == 0)
+        peak = TRUE;
       else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
         {
           usage_trace_info ();
@@ -392,6 +667,18 @@ twb_cmd_trace_info (int argc, char **argv)
       else
         g_ptr_array_add (files, argv[i]);
     }
+  if (peak && !compare && files->len == 0)
+    return print_peak (json);
+  if (compare && !peak && files->len == 2)
+    return compare_files (files->pdata[0], files->pdata[1], json);
+  if (compare || peak)
+    {
+      g_printerr ("twb: trace-info: %s\n", compare && !peak ? "--compare takes two files, A and B"
+                                                             : peak && !compare ? "--peak takes no file"
+                                                             : "--compare and --peak are separate commands");
+      usage_trace_info ();
+      return 2;
+    }
   if (files->len == 0)
     {
       usage_trace_info ();
@@ -402,11 +689,9 @@ twb_cmd_trace_info (int argc, char **argv)
   int status = 0;
   for (guint i = 0; i < files->len; i++)
     {
-      g_autoptr (GError) error = NULL;
-      g_autoptr (tw_trace) t = tw_trace_load_chrome (files->pdata[i], &error);
+      g_autoptr (tw_trace) t = load_trace (files->pdata[i]);
       if (!t)
         {
-          g_printerr ("twb: %s\n", error->message);
           status = 1;
           continue;
         }
@@ -435,12 +720,7 @@ twb_cmd_trace_info (int argc, char **argv)
           build_json (b, NULL, merged);
         }
       json_builder_end_object (b);
-      g_autoptr (JsonGenerator) gen = json_generator_new ();
-      g_autoptr (JsonNode) root = json_builder_get_root (b);
-      json_generator_set_root (gen, root);
-      json_generator_set_pretty (gen, TRUE);
-      g_autofree char *text = json_generator_to_data (gen, NULL);
-      g_print ("%s\n", text);
+      print_json (b);
       return 0;
     }
   for (guint i = 0; i < stats->len; i++)

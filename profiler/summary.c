@@ -371,6 +371,20 @@ tw_summary_n_steps (const tw_trace *t, guint64 *first)
   return steps->len;
 }
 
+GArray *
+tw_summary_steps (const tw_trace *t)
+{
+  g_autoptr (GArray) steps = steps_of (t);
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (tw_step_span), steps->len);
+  for (guint i = 0; i < steps->len; i++)
+    {
+      const step_span *s = &g_array_index (steps, step_span, i);
+      tw_step_span o = { s->n, s->start, s->end };
+      g_array_append_val (out, o);
+    }
+  return out;
+}
+
 /* The index in steps (sorted by start) of the step holding instant ts, or -1. */
 static int
 step_at (const GArray *steps, gint64 ts)

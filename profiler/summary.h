@@ -54,7 +54,8 @@ typedef struct
 
 /* Per node, over [start_ns, end_ns) as above (only top-level op slices:
  * kernels nested in an op are not counted twice).  Rows by total_ns
- * descending.  Free with g_array_unref. */
+ * descending.  Free with g_array_unref.  Node names are interned in t
+ * (the one change it makes to t: call it where t is not read meanwhile). */
 GArray *tw_summary_layers (const tw_trace *t, gint64 start_ns, gint64 end_ns);
 
 /* A rank's (process's) breakdown over its span (first to last event). */
@@ -81,6 +82,17 @@ GArray *tw_summary_ranks (const tw_trace *t);
 gboolean tw_summary_find_step (const tw_trace *t, guint64 n, gint64 *start_ns, gint64 *end_ns);
 /* How many steps t holds, and the first one's number. */
 guint64 tw_summary_n_steps (const tw_trace *t, guint64 *first);
+
+/* One step: a number found on several lanes or processes spans from its
+ * earliest start to its latest end. */
+typedef struct
+{
+  guint64 n;
+  gint64 start_ns, end_ns;
+} tw_step_span;
+
+/* Every step of t, by number.  Free with g_array_unref. */
+GArray *tw_summary_steps (const tw_trace *t);
 
 /* Two traces of one model (eager a, compiled b) per layer, over the steps
  * both hold: each node's mean time per step in a and in b. */

@@ -528,6 +528,16 @@ test_steps_ours (void)
       g_assert_cmpint (b, ==, s->start_ns + s->dur_ns);
     }
   g_assert_false (tw_summary_find_step (t, first + 3, NULL, NULL));
+  g_autoptr (GArray) all = tw_summary_steps (t);
+  g_assert_cmpuint (all->len, ==, 3);
+  for (guint i = 0; i < 3; i++)
+    {
+      const tw_step_span *sp = &g_array_index (all, tw_step_span, i);
+      const tw_slice *s = tw_trace_lane_slice (t, lane, i);
+      g_assert_cmpuint (sp->n, ==, first + i);
+      g_assert_cmpint (sp->start_ns, ==, s->start_ns);
+      g_assert_cmpint (sp->end_ns, ==, s->start_ns + s->dur_ns);
+    }
   if (first > 0)
     g_assert_false (tw_summary_find_step (t, first - 1, NULL, NULL));
 }

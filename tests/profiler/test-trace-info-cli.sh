@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# test-trace-info-cli.sh TWB DATA — `twb trace-info` on the hand-written
-# PyTorch-format fixture (TAP): counts, top names by total and self time and
-# step statistics as computed by hand from the file; several files merged
-# (one of them gzip); bad input exits non-zero naming the file and the byte.
+# test-trace-info-cli.sh TWB DATA ASSETS — `twb trace-info` on the
+# hand-written PyTorch-format fixture (TAP): counts, top names by total and
+# self time, step statistics and per-rank compute / communication / idle as
+# computed by hand from the file; several files merged (one of them gzip);
+# on eager and compiled recordings of the MLP (`twb profile`): the layers,
+# the rank and the steps against sums computed here from the files, and
+# `--compare` of the two; `--peak`; bad input exits non-zero naming the
+# file and the byte.
 set -u
 twb=$1
 data=$2
+assets=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -14,7 +19,7 @@ ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2"; }
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 
-echo "1..9"
+echo "1..16"
 
 f="$data/torch-trace.json"
 out=$("$twb" trace-info "$f" 2>&1); st=$?
@@ -44,10 +49,138 @@ ok = (len(d["files"]) == 2 and a["slices"] == 11 and a["instants"] == 3 and a["f
       and abs(a["steps"]["median_ms"] - 0.50025) < 1e-9 and a["steps"]["count"] == 1
       and m["slices"] == 22 and m["steps"]["count"] == 2
       and top(m, "top_total")["cudaLaunchKernel"]["count"] == 4)
+# Ranks, by hand from the file (µs).  GPU (pid 0): kernels 15.375 + 3,
+# the memcpy 4.25 (communication), from 140 to 314.25.  CPU (pid 2417):
+# aten::linear (addmm and a launch inside) 60.125, aten::relu 20,
+# cudaMemcpyAsync 12 (a runtime call: compute); ProfilerStep#2 wraps them
+# (not compute) and spans 100 to 600.25.
+r = {x["pid"]: x for x in a["ranks"]}
+ok = ok and (r[0]["span_ns"] == 174250 and r[0]["compute_ns"] == 18375 and r[0]["comm_ns"] == 4250
+             and r[0]["overlap_ns"] == 0 and r[0]["idle_ns"] == 174250 - 18375 - 4250
+             and r[2417]["span_ns"] == 500250 and r[2417]["compute_ns"] == 92125
+             and r[2417]["comm_ns"] == 0 and r[2417]["idle_ns"] == 500250 - 92125
+             and a["layers"] == [])
 print("ok" if ok else "bad: " + json.dumps(d)[:3000])
 PY
 )
 check "--json, two files (one gzip): figures per file and merged" '[ $st = 0 ] && [ "$verdict" = ok ]' "$verdict"
+
+# Recordings of the MLP, eager and compiled (3 steps each after warm-up).
+m="$assets/models/mlp.json"
+"$twb" profile "$m" --steps 3 --trace "$tmp/e.json" --mode eager >/dev/null 2>&1 \
+  && "$twb" profile "$m" --steps 3 --trace "$tmp/c.json.gz" --mode compiled >/dev/null 2>&1; st=$?
+check "twb profile records the MLP eager and compiled" '[ $st = 0 ]'
+gunzip -c "$tmp/c.json.gz" > "$tmp/c.json"
+# The layers and the rank, computed here from the file: each slice naming
+# nodes and not nested in another that does (the eager backward's kernels),
+# its time split evenly among its nodes; the rank's compute, the union of
+# every slice but the steps lane's and data loading.
+cat > "$tmp/ref.py" <<'PY'
+import json
+def load(path):
+    d = json.load(open(path))
+    return [e for e in d["traceEvents"] if e["ph"] == "X"]
+def ns(v):
+    return round(v * 1000)
+def layers(ev):
+    out = {}
+    by_lane = {}
+    for e in ev:
+        by_lane.setdefault((e["pid"], e["tid"]), []).append(e)
+    for lane in by_lane.values():
+        ops = [e for e in lane if e.get("args", {}).get("nodes")]
+        for e in ops:
+            s0, s1 = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+            if any(o is not e and ns(o["ts"]) <= s0 and ns(o["ts"]) + ns(o["dur"]) >= s1
+                   and ns(o["dur"]) > ns(e["dur"]) for o in ops):
+                continue
+            nodes = e["args"]["nodes"].split(",")
+            for n in nodes:
+                out[n] = out.get(n, 0) + (s1 - s0) / len(nodes)
+    return out
+def compute(ev):
+    iv = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in ev
+                if e["tid"] != 0 and e["cat"] != "data")
+    total, end = 0, None
+    for a, b in iv:
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+def steps(ev):
+    return [ns(e["dur"]) for e in ev if e["cat"] == "step"]
+PY
+"$twb" trace-info --json "$tmp/e.json" "$tmp/c.json.gz" > "$tmp/info.json" 2>&1; st=$?
+verdict=$(/usr/bin/python3 - "$tmp" <<'PY' 2>&1
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ref import *
+d = json.load(open(sys.argv[1] + "/info.json"))
+bad = []
+for i, name in enumerate(["e.json", "c.json"]):
+    ev = load(sys.argv[1] + "/" + name)
+    f = d["files"][i]
+    ref = layers(ev)
+    got = {l["node"]: l for l in f["layers"]}
+    if set(got) != set(ref):
+        bad.append((name, "nodes", sorted(got), sorted(ref)))
+    for n, l in got.items():
+        if abs(l["total_ns"] - ref.get(n, -1e9)) > l["count"]:
+            bad.append((name, n, l["total_ns"], ref.get(n)))
+        if l["steps"] != 3 or l["total_ns"] != l["forward_ns"] + l["backward_ns"] + l["update_ns"] + l["other_ns"]:
+            bad.append((name, n, l))
+    if abs(sum(l["share"] for l in f["layers"]) - 1) > 1e-9:
+        bad.append((name, "shares"))
+    (r,) = f["ranks"]
+    if r["compute_ns"] != compute(ev) or r["comm_ns"] != 0 or r["idle_ns"] != r["span_ns"] - r["compute_ns"]:
+        bad.append((name, "rank", r, compute(ev)))
+    st = steps(ev)
+    if f["steps"]["count"] != 3 or abs(f["steps"]["max_ms"] - max(st) / 1e6) > 1e-9:
+        bad.append((name, "steps", f["steps"], st))
+print("ok" if not bad else "bad: " + repr(bad)[:3000])
+PY
+)
+check "--json on the recordings: layers, rank, steps as computed from the files" '[ $st = 0 ] && [ "$verdict" = ok ]' "$verdict"
+out=$("$twb" trace-info "$tmp/e.json" 2>&1)
+check "the text shows the rank and the layers" 'grep -Eq "^ +[0-9]+ +[0-9.]+ +[0-9.]+ +0\.000 +0\.000 +[0-9.]+ +0\.0  twb profile mlp$" <<<"$out" && grep -Eq "^ +[0-9.]+( +[0-9.]+){3} +[0-9.]+ +[0-9]+ +3  fc1$" <<<"$out"' "$out"
+
+"$twb" trace-info --json --compare "$tmp/e.json" "$tmp/c.json.gz" > "$tmp/cmp.json" 2>&1; st=$?
+verdict=$(/usr/bin/python3 - "$tmp" <<'PY' 2>&1
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ref import *
+d = json.load(open(sys.argv[1] + "/cmp.json"))
+e, c = load(sys.argv[1] + "/e.json"), load(sys.argv[1] + "/c.json")
+le, lc = layers(e), layers(c)
+rows = {r["node"]: r for r in d["rows"]}
+step = d["rows"][-1]
+bad = []
+if d["steps_in_common"] != 3 or d["a"]["mode"] != "eager" or d["b"]["mode"] != "compiled":
+    bad.append("header")
+if step["node"] != "(step)" or abs(step["a_ns"] - sum(steps(e)) / 3) > 1e-3 or abs(step["b_ns"] - sum(steps(c)) / 3) > 1e-3:
+    bad.append(("step", step, steps(e), steps(c)))
+if set(rows) - {"(step)"} != set(le) | set(lc):
+    bad.append(("nodes", sorted(rows)))
+for n, r in rows.items():
+    if n == "(step)":
+        continue
+    if abs(r["a_ns"] - le.get(n, 0) / 3) > 2 or abs(r["b_ns"] - lc.get(n, 0) / 3) > 2:
+        bad.append((n, r, le.get(n), lc.get(n)))
+if not rows["relu1"]["fused_b"] or rows["relu1"]["b_ns"] <= 0:
+    bad.append(("relu1", rows["relu1"]))
+print("ok" if not bad else "bad: " + repr(bad)[:3000])
+PY
+)
+check "--compare --json: each layer's mean per step in A and B, the step's" '[ $st = 0 ] && [ "$verdict" = ok ]' "$verdict"
+out=$("$twb" trace-info --compare "$tmp/e.json" "$tmp/c.json.gz" 2>&1); st=$?
+check "--compare as text: modes, steps in common, (step) last, fused nodes marked" '[ $st = 0 ] && grep -q "^A: .*e.json (eager)$" <<<"$out" && grep -q "over the 3 steps both hold" <<<"$out" && [ "$(tail -n 1 <<<"$out" | grep -c "(step)$")" = 1 ] && grep -Eq "  relu1 \(fused in B\)$" <<<"$out"' "$out"
+out=$("$twb" trace-info --compare "$tmp/e.json" 2>&1); st=$?
+check "--compare with one file: usage, exit 2" '[ $st = 2 ] && grep -q "two files" <<<"$out"' "$out"
+out=$("$twb" trace-info --peak 2>&1); st=$?
+check "--peak: a positive GFLOP/s" '[ $st = 0 ] && grep -Eq "^peak: [0-9]*[1-9][0-9]*\.[0-9] GFLOP/s \(SGEMM, [0-9]+ threads\)$" <<<"$out"' "$out"
 
 head -c 700 "$f" | sed 's/"traceEvents"/"traceEvents" ?/' > "$tmp/bad.json"
 out=$("$twb" trace-info "$f" "$tmp/bad.json" 2>&1); st=$?
