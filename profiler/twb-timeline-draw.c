@@ -1,0 +1,914 @@
+/* twb-timeline-draw.c — the timeline's row layout and one frame: ruler,
+ * gutter, slices with level of detail (runs of slices narrower than a
+ * pixel merge into one bar per pixel column, found by binary search on
+ * each lane depth's index, so a frame costs about columns × rows whatever
+ * the number of slices), instants, counter area charts (min / max per
+ * column), flow arrows and the selected range. */
+#define G_LOG_DOMAIN "twb-timeline"
+
+#include "profiler/twb-timeline-private.h"
+
+#include <math.h>
+
+/* Slice colours: mid-light tones with dark text on them, readable on the
+ * light and the dark theme alike (Google's "tonal 200" family, roughly). */
+static const guint32 palette[TL_N_COLOURS] = {
+  0x8ab4f8, 0x81c995, 0xfdd663, 0xf28b82, 0xc58af9, 0x78d9ec,
+  0xfcad70, 0xff8bcb, 0xa8dab5, 0xaecbfa, 0xe6c9a8, 0xd7aefb,
+};
+/* Search misses are drawn at this opacity. */
+#define DIM_ALPHA 0.22
+/* The accent of the range band, highlight outlines and selected flows (GNOME blue, orange). */
+static const GdkRGBA accent = { 0.208, 0.518, 0.894, 1 };
+static const GdkRGBA hl_colour = { 1.0, 0.47, 0.0, 1 };
+
+/* ---- layout ---------------------------------------------------------- */
+
+static void
+add_row (TwbTimeline *tl, TlRowKind kind, guint group, guint process, guint item, double h)
+{
+  TlRow r = { kind, group, process, item, tl->content_h, h };
+  g_array_append_val (tl->rows, r);
+  tl->content_h += h;
+}
+
+void
+tl_layout (TwbTimeline *tl)
+{
+  g_array_set_size (tl->rows, 0);
+  tl->content_h = 0;
+  for (guint gi = 0; gi < tl->groups->len; gi++)
+    {
+      TlGroup *g = g_ptr_array_index (tl->groups, gi);
+      add_row (tl, TL_ROW_GROUP, gi, 0, 0, TL_GROUP_H);
+      for (guint pi = 0; pi < g->processes->len; pi++)
+        {
+          TlProcess *pr = &g_array_index (g->processes, TlProcess, pi);
+          add_row (tl, TL_ROW_PROCESS, gi, pi, 0, TL_PROC_H);
+          if (pr->collapsed)
+            {
+              for (guint k = 0; k < pr->lanes->len; k++)
+                g->lane_row[g_array_index (pr->lanes, guint, k)] = (int) tl->rows->len;
+              add_row (tl, TL_ROW_SUMMARY, gi, pi, 0, TL_ROW_H);
+              continue;
+            }
+          for (guint k = 0; k < pr->lanes->len; k++)
+            {
+              guint lane = g_array_index (pr->lanes, guint, k);
+              g->lane_row[lane] = (int) tl->rows->len;
+              add_row (tl, TL_ROW_LANE, gi, pi, lane, MAX (g->lanes[lane].n_depths, 1) * TL_ROW_H);
+            }
+          for (guint k = 0; k < pr->counters->len; k++)
+            add_row (tl, TL_ROW_COUNTER, gi, pi, g_array_index (pr->counters, guint, k),
+                     TL_COUNTER_H);
+        }
+    }
+}
+
+int
+tl_row_at (TwbTimeline *tl, double y)
+{
+  guint lo = 0, hi = tl->rows->len;
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+      const TlRow *r = &g_array_index (tl->rows, TlRow, mid);
+      if (y < r->y)
+        hi = mid;
+      else if (y >= r->y + r->h)
+        lo = mid + 1;
+      else
+        return (int) mid;
+    }
+  return -1;
+}
+
+char *
+tl_format_ns (gint64 ns)
+{
+  double a = fabs ((double) ns);
+  if (a < 1e3)
+    return g_strdup_printf ("%" G_GINT64_FORMAT " ns", ns);
+  if (a < 1e6)
+    return g_strdup_printf ("%.3g µs", ns / 1e3);
+  if (a < 1e9)
+    return g_strdup_printf ("%.3g ms", ns / 1e6);
+  return g_strdup_printf ("%.4g s", ns / 1e9);
+}
+
+/* ---- one frame ---------------------------------------------------------- */
+
+typedef struct
+{
+  float x, y, w, h;
+} Rect;
+
+typedef struct
+{
+  float x, y, w;
+  const char *name;
+  gboolean dim;
+} Label;
+
+typedef struct
+{
+  TwbTimeline *tl;
+  cairo_t *cr;
+  int w, h;
+  double x0, tw, scale; /* the track area's left, width; pixels per ns */
+  GdkRGBA fg;
+  gboolean searching, highlighting;
+  GArray *fills[TL_N_COLOURS * 2]; /* Rect: per colour, normal then dimmed */
+  GArray *rounded[TL_N_COLOURS * 2];
+  GArray *labels;  /* Label */
+  GArray *hl;      /* Rect */
+  gboolean has_sel_rect;
+  Rect sel_rect;
+  PangoLayout *text;
+} Frame;
+
+static void
+widget_fg (TwbTimeline *tl, GdkRGBA *c)
+{
+  GtkWidget *w = GTK_WIDGET (tl);
+  if (!gtk_widget_get_root (w))
+    {
+      /* Not in a window (an export, the benchmark): the text of the light
+       * or dark theme as the settings ask (Adwaita's #2e3436 and white). */
+      gboolean dark = FALSE;
+      GtkSettings *settings = gtk_settings_get_default ();
+      if (settings)
+        g_object_get (settings, "gtk-application-prefer-dark-theme", &dark, NULL);
+      *c = dark ? (GdkRGBA) { 1, 1, 1, 1 } : (GdkRGBA) { 0.18, 0.204, 0.212, 1 };
+      return;
+    }
+#if GTK_CHECK_VERSION(4, 10, 0)
+  gtk_widget_get_color (w, c);
+#else
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (w), c);
+  G_GNUC_END_IGNORE_DEPRECATIONS
+#endif
+}
+
+static void
+set_fg (Frame *f, double alpha)
+{
+  cairo_set_source_rgba (f->cr, f->fg.red, f->fg.green, f->fg.blue, f->fg.alpha * alpha);
+}
+
+static void
+set_rgba (cairo_t *cr, const GdkRGBA *c, double alpha)
+{
+  cairo_set_source_rgba (cr, c->red, c->green, c->blue, c->alpha * alpha);
+}
+
+static guint
+colour_of (const char *name)
+{
+  return name ? g_str_hash (name) % TL_N_COLOURS : 0;
+}
+
+static void
+set_palette (cairo_t *cr, guint c, double alpha)
+{
+  guint32 v = palette[c];
+  cairo_set_source_rgba (cr, ((v >> 16) & 0xff) / 255.0, ((v >> 8) & 0xff) / 255.0,
+                         (v & 0xff) / 255.0, alpha);
+}
+
+static PangoFontDescription *
+small_font (TwbTimeline *tl)
+{
+  if (!tl->small_font)
+    {
+      PangoContext *pc = gtk_widget_get_pango_context (GTK_WIDGET (tl));
+      PangoFontDescription *fd = pango_font_description_copy (pango_context_get_font_description (pc));
+      int size = pango_font_description_get_size (fd);
+      /* 85 % of the widget's font: slice names fit an 18 px row. */
+      if (pango_font_description_get_size_is_absolute (fd))
+        pango_font_description_set_absolute_size (fd, size * 0.85);
+      else
+        pango_font_description_set_size (fd, (int) (size * 0.85));
+      tl->small_font = fd;
+    }
+  return tl->small_font;
+}
+
+static void
+label_free (gpointer p)
+{
+  TlLabel *l = p;
+  g_object_unref (l->layout);
+  g_free (l);
+}
+
+void
+tl_labels_clear (TwbTimeline *tl)
+{
+  if (tl->labels)
+    g_hash_table_remove_all (tl->labels);
+}
+
+/* A laid-out name, cached by its (interned) pointer. */
+static TlLabel *
+label_get (TwbTimeline *tl, const char *name)
+{
+  if (!tl->labels)
+    tl->labels = g_hash_table_new_full (NULL, NULL, NULL, label_free);
+  TlLabel *l = g_hash_table_lookup (tl->labels, name);
+  if (l)
+    return l;
+  l = g_new0 (TlLabel, 1);
+  l->layout = gtk_widget_create_pango_layout (GTK_WIDGET (tl), name);
+  pango_layout_set_font_description (l->layout, small_font (tl));
+  pango_layout_get_pixel_size (l->layout, &l->w, &l->h);
+  g_hash_table_insert (tl->labels, (gpointer) name, l);
+  return l;
+}
+
+/* View time to x in this frame (its own width, not the allocation's). */
+static double
+fx (const Frame *f, gint64 t)
+{
+  return f->x0 + (double) (t - f->tl->v0) * f->scale;
+}
+
+static double
+clampx (const Frame *f, double x)
+{
+  return CLAMP (x, f->x0 - 4, f->w + 4.0);
+}
+
+static void
+push_rect (GArray *a, double x, double y, double w, double h)
+{
+  Rect r = { (float) x, (float) y, (float) w, (float) h };
+  g_array_append_val (a, r);
+}
+
+/* One depth of a lane at screen y; labels and the selection only on real
+ * lane rows (not a collapsed process's summary). */
+static void
+draw_depth (Frame *f, guint gi, const TlGroup *g, const TlLane *l, guint depth, double y,
+            gboolean lane_row)
+{
+  TwbTimeline *tl = f->tl;
+  const TlDepth *d = &l->depths[depth];
+  gint64 t0 = tl->v0 + tl_shift (tl, gi), t1 = tl->v1 + tl_shift (tl, gi);
+  double x0 = f->x0, scale = f->scale, rh = TL_ROW_H - 2;
+  y += 1;
+  guint i = tl_lower_bound (d->maxend, d->n, t0 + 1); /* the first ending after t0 */
+  while (i < d->n && d->start[i] < t1)
+    {
+      double xs = x0 + (double) (d->start[i] - t0) * scale;
+      double xe = x0 + (double) (d->end[i] - t0) * scale;
+      if (xe - xs >= 1.0)
+        {
+          const tw_slice *s = tw_trace_lane_slice (g->trace, l->lane, d->idx[i]);
+          gboolean dim = f->searching && d->match[i + 1] == d->match[i];
+          guint c = colour_of (s->name) + (dim ? TL_N_COLOURS : 0);
+          double a = clampx (f, xs), b = clampx (f, xe);
+          /* A pixel's gap between neighbours once there is room for it. */
+          double w = b - a >= 3 ? b - a - 1 : b - a;
+          push_rect (w >= 4 ? f->rounded[c] : f->fills[c], a, y, w, rh);
+          if (lane_row)
+            {
+              if (f->highlighting && d->hl[i + 1] != d->hl[i])
+                push_rect (f->hl, a, y, w, rh);
+              if (tl_is_selected (tl, gi, l->lane, d->idx[i]))
+                {
+                  f->has_sel_rect = TRUE;
+                  f->sel_rect = (Rect) { a, y, w, rh };
+                }
+              double va = MAX (a, x0), vb = MIN (a + w, (double) f->w);
+              if (vb - va >= TL_LABEL_MIN_PX && s->name)
+                {
+                  Label lb = { va, y, vb - va, s->name, dim };
+                  g_array_append_val (f->labels, lb);
+                }
+            }
+          i++;
+          continue;
+        }
+      /* Narrow: every slice starting in this pixel column becomes one bar. */
+      double col = floor (xs);
+      gint64 tcol = t0 + (gint64) ceil ((col + 1 - x0) / scale);
+      guint j = i + tl_lower_bound (d->start + i, d->n - i, tcol);
+      if (j <= i)
+        j = i + 1;
+      /* The column's last slice may be wide: it is drawn on its own next. */
+      if (j - 1 > i && (double) (d->end[j - 1] - d->start[j - 1]) * scale >= 1.0)
+        j--;
+      const tw_slice *s = tw_trace_lane_slice (g->trace, l->lane, d->idx[i]);
+      gboolean dim = f->searching && d->match[j] == d->match[i];
+      guint c = colour_of (s->name) + (dim ? TL_N_COLOURS : 0);
+      push_rect (f->fills[c], clampx (f, col), y, 1, rh);
+      if (lane_row && f->highlighting && d->hl[j] != d->hl[i])
+        push_rect (f->hl, clampx (f, col), y, 1, rh);
+      if (lane_row && tl->has_sel && tl->sel.group == gi && tl->sel.lane == l->lane)
+        for (guint k = i; k < j; k++)
+          if (d->idx[k] == tl->sel.index)
+            {
+              f->has_sel_rect = TRUE;
+              f->sel_rect = (Rect) { clampx (f, col), y, 1, rh };
+            }
+      i = j;
+    }
+}
+
+/* Instants: a tick per pixel column holding any, at the top of the lane. */
+static void
+draw_instants (Frame *f, guint gi, const TlLane *l, double y)
+{
+  TwbTimeline *tl = f->tl;
+  if (l->n_instants == 0)
+    return;
+  gint64 t0 = tl->v0 + tl_shift (tl, gi), t1 = tl->v1 + tl_shift (tl, gi);
+  guint i = tl_lower_bound (l->instants, l->n_instants, t0);
+  cairo_t *cr = f->cr;
+  set_fg (f, 0.8);
+  while (i < l->n_instants && l->instants[i] <= t1)
+    {
+      double x = f->x0 + (double) (l->instants[i] - t0) * f->scale;
+      double col = floor (x);
+      cairo_move_to (cr, col + 0.5 - 3, y);
+      cairo_line_to (cr, col + 0.5 + 3, y);
+      cairo_line_to (cr, col + 0.5, y + 5);
+      cairo_close_path (cr);
+      gint64 tcol = t0 + (gint64) ceil ((col + 1 - f->x0) / f->scale);
+      guint j = i + tl_lower_bound (l->instants + i, l->n_instants - i, tcol);
+      i = MAX (j, i + 1);
+    }
+  cairo_fill (cr);
+}
+
+static void
+draw_counter (Frame *f, guint gi, const TlGroup *g, const TlCounter *c, double y, double h)
+{
+  TwbTimeline *tl = f->tl;
+  if (c->n == 0 || !isfinite (c->vmax))
+    return;
+  gint64 shift = tl_shift (tl, gi);
+  gint64 t0 = tl->v0 + shift;
+  double lo = MIN (c->vmin, 0.0), hi = c->vmax;
+  double span = hi - lo > 0 ? hi - lo : 1.0;
+  double top = y + 4, bottom = y + h - 2;
+  int cols = (int) ceil (f->tw);
+  /* The value holds from one sample to the next, the last one to the trace's end. */
+  double end_x = f->x0 + (double) (g->end - t0) * f->scale;
+  guint i = tl_lower_bound (c->t, c->n, t0);
+  double carry = i > 0 ? c->v[i - 1] : NAN;
+  cairo_t *cr = f->cr;
+  gboolean open = FALSE;
+  double last_x = f->x0;
+  for (int k = 0; k < cols; k++)
+    {
+      double xk = f->x0 + k;
+      if (xk >= end_x)
+        break;
+      gint64 tend = t0 + (gint64) ceil ((k + 1) / f->scale);
+      double mx = carry;
+      while (i < c->n && c->t[i] < tend)
+        {
+          if (isfinite (c->v[i]) && (isnan (mx) || c->v[i] > mx))
+            mx = c->v[i];
+          carry = c->v[i];
+          i++;
+        }
+      if (isnan (mx))
+        {
+          if (open)
+            {
+              cairo_line_to (cr, last_x, bottom);
+              cairo_close_path (cr);
+              open = FALSE;
+            }
+          continue;
+        }
+      double vy = bottom - (mx - lo) / span * (bottom - top);
+      if (!open)
+        {
+          cairo_move_to (cr, xk, bottom);
+          open = TRUE;
+        }
+      cairo_line_to (cr, xk, vy);
+      cairo_line_to (cr, xk + 1, vy);
+      last_x = xk + 1;
+    }
+  if (open)
+    {
+      cairo_line_to (cr, last_x, bottom);
+      cairo_close_path (cr);
+    }
+  guint col = colour_of (c->name);
+  set_palette (cr, col, 0.55);
+  cairo_fill_preserve (cr);
+  set_palette (cr, col, 1.0);
+  cairo_set_line_width (cr, 1);
+  cairo_stroke (cr);
+
+  g_autofree char *max = g_strdup_printf ("max %.4g", c->vmax);
+  pango_layout_set_width (f->text, -1);
+  pango_layout_set_font_description (f->text, small_font (tl));
+  pango_layout_set_text (f->text, max, -1);
+  set_fg (f, 0.75);
+  cairo_move_to (cr, f->x0 + 4, y + 1);
+  pango_cairo_show_layout (cr, f->text);
+}
+
+static void
+fill_buckets (Frame *f)
+{
+  cairo_t *cr = f->cr;
+  for (guint b = 0; b < TL_N_COLOURS * 2; b++)
+    {
+      GArray *sq = f->fills[b], *rd = f->rounded[b];
+      if (sq->len == 0 && rd->len == 0)
+        continue;
+      set_palette (cr, b % TL_N_COLOURS, b >= TL_N_COLOURS ? DIM_ALPHA : 1.0);
+      for (guint i = 0; i < sq->len; i++)
+        {
+          const Rect *r = &g_array_index (sq, Rect, i);
+          cairo_rectangle (cr, r->x, r->y, r->w, r->h);
+        }
+      for (guint i = 0; i < rd->len; i++)
+        {
+          const Rect *r = &g_array_index (rd, Rect, i);
+          /* Corner radius 2 px. */
+          double x = r->x, y = r->y, w = r->w, h = r->h, rad = 2;
+          cairo_new_sub_path (cr);
+          cairo_arc (cr, x + w - rad, y + rad, rad, -G_PI / 2, 0);
+          cairo_arc (cr, x + w - rad, y + h - rad, rad, 0, G_PI / 2);
+          cairo_arc (cr, x + rad, y + h - rad, rad, G_PI / 2, G_PI);
+          cairo_arc (cr, x + rad, y + rad, rad, G_PI, 3 * G_PI / 2);
+          cairo_close_path (cr);
+        }
+      cairo_fill (cr);
+    }
+}
+
+static void
+draw_labels (Frame *f)
+{
+  cairo_t *cr = f->cr;
+  for (guint i = 0; i < f->labels->len; i++)
+    {
+      const Label *lb = &g_array_index (f->labels, Label, i);
+      TlLabel *l = label_get (f->tl, lb->name);
+      double ty = lb->y + (TL_ROW_H - 2 - l->h) / 2.0;
+      /* Text on the light palette: near black, fainter on a search miss. */
+      cairo_set_source_rgba (cr, 0.08, 0.08, 0.1, lb->dim ? 0.4 : 0.9);
+      if (l->w + 6 <= lb->w)
+        {
+          cairo_move_to (cr, lb->x + (lb->w - l->w) / 2.0, ty);
+          pango_cairo_show_layout (cr, l->layout);
+        }
+      else
+        {
+          cairo_save (cr);
+          cairo_rectangle (cr, lb->x + 2, lb->y, lb->w - 4, TL_ROW_H - 2);
+          cairo_clip (cr);
+          cairo_move_to (cr, lb->x + 3, ty);
+          pango_cairo_show_layout (cr, l->layout);
+          cairo_restore (cr);
+        }
+    }
+}
+
+static double
+screen_y (TwbTimeline *tl, const TlRow *r)
+{
+  return TL_RULER_H + r->y - tl->scroll_y;
+}
+
+/* The centre of a flow's end slice on screen; FALSE when unknown. */
+static gboolean
+flow_point (Frame *f, guint gi, const TlGroup *g, guint lane, guint index, double *x, double *y)
+{
+  if (index == G_MAXUINT || lane >= g->n_lanes)
+    return FALSE;
+  int r = g->lane_row[lane];
+  if (r < 0)
+    return FALSE;
+  const TlRow *row = &g_array_index (f->tl->rows, TlRow, r);
+  const tw_slice *s = tw_trace_lane_slice (g->trace, lane, index);
+  *y = screen_y (f->tl, row) + (row->kind == TL_ROW_LANE ? s->depth * TL_ROW_H : 0) + TL_ROW_H / 2;
+  gint64 t0 = f->tl->v0 + tl_shift (f->tl, gi);
+  *x = clampx (f, f->x0 + (double) (s->start_ns - t0) * f->scale);
+  return TRUE;
+}
+
+static void
+draw_flow (Frame *f, double xa, double ya, double xb, double yb, gboolean selected)
+{
+  cairo_t *cr = f->cr;
+  /* Level at both ends, bending over half the distance (a little at least, at most 80 px). */
+  double dx = CLAMP (fabs (xb - xa) / 2, 6, 80);
+  cairo_move_to (cr, xa, ya);
+  cairo_curve_to (cr, xa + dx, ya, xb - dx, yb, xb, yb);
+  if (selected)
+    set_rgba (cr, &accent, 1.0);
+  else
+    set_fg (f, 0.55);
+  cairo_set_line_width (cr, selected ? 2 : 1);
+  cairo_stroke (cr);
+  /* The curve ends level (its last control point is beside the end): the head points right. */
+  cairo_move_to (cr, xb, yb);
+  cairo_line_to (cr, xb - 7, yb - 3);
+  cairo_line_to (cr, xb - 7, yb + 3);
+  cairo_close_path (cr);
+  cairo_fill (cr);
+}
+
+static void
+draw_flows (Frame *f)
+{
+  TwbTimeline *tl = f->tl;
+  guint in_view = 0;
+  for (guint gi = 0; gi < tl->groups->len; gi++)
+    {
+      TlGroup *g = g_ptr_array_index (tl->groups, gi);
+      gint64 shift = tl_shift (tl, gi);
+      for (guint k = 0; k < g->n_flows && in_view < TL_MAX_FLOWS; k++)
+        {
+          gint64 a = g->flows[k].from_ns - shift, b = g->flows[k].to_ns - shift;
+          if (MAX (a, b) >= tl->v0 && MIN (a, b) <= tl->v1)
+            in_view++;
+        }
+    }
+  gboolean all = in_view < TL_MAX_FLOWS;
+  for (guint gi = 0; gi < tl->groups->len; gi++)
+    {
+      TlGroup *g = g_ptr_array_index (tl->groups, gi);
+      gint64 shift = tl_shift (tl, gi);
+      for (guint k = 0; k < g->n_flows; k++)
+        {
+          const TlFlow *fl = &g->flows[k];
+          gboolean sel = tl_is_selected (tl, gi, fl->from_lane, fl->from_index)
+                         || tl_is_selected (tl, gi, fl->to_lane, fl->to_index);
+          gint64 a = fl->from_ns - shift, b = fl->to_ns - shift;
+          if (!sel && (!all || MAX (a, b) < tl->v0 || MIN (a, b) > tl->v1))
+            continue;
+          double xa, ya, xb, yb;
+          if (flow_point (f, gi, g, fl->from_lane, fl->from_index, &xa, &ya)
+              && flow_point (f, gi, g, fl->to_lane, fl->to_index, &xb, &yb))
+            draw_flow (f, xa, ya, xb, yb, sel);
+        }
+    }
+}
+
+/* A gutter name, ellipsized to the gutter. */
+static void
+gutter_text (Frame *f, const char *text, double x, double y, double h, gboolean bold, double alpha)
+{
+  PangoLayout *l = f->text;
+  pango_layout_set_font_description (l, NULL);
+  pango_layout_set_width (l, (int) ((TL_GUTTER_W - x - 6) * PANGO_SCALE));
+  pango_layout_set_ellipsize (l, PANGO_ELLIPSIZE_END);
+  if (bold)
+    {
+      g_autofree char *m = g_markup_printf_escaped ("<b>%s</b>", text);
+      pango_layout_set_markup (l, m, -1);
+    }
+  else
+    pango_layout_set_text (l, text, -1);
+  int tw, th;
+  pango_layout_get_pixel_size (l, &tw, &th);
+  set_fg (f, alpha);
+  cairo_move_to (f->cr, x, y + (h - th) / 2.0);
+  pango_cairo_show_layout (f->cr, l);
+  pango_layout_set_attributes (l, NULL);
+}
+
+static void
+draw_triangle (Frame *f, double x, double y, gboolean collapsed)
+{
+  cairo_t *cr = f->cr;
+  if (collapsed)
+    {
+      cairo_move_to (cr, x, y - 5);
+      cairo_line_to (cr, x + 6, y);
+      cairo_line_to (cr, x, y + 5);
+    }
+  else
+    {
+      cairo_move_to (cr, x - 1, y - 3);
+      cairo_line_to (cr, x + 9, y - 3);
+      cairo_line_to (cr, x + 4, y + 3);
+    }
+  cairo_close_path (cr);
+  set_fg (f, 0.7);
+  cairo_fill (cr);
+}
+
+static void
+draw_gutter (Frame *f)
+{
+  TwbTimeline *tl = f->tl;
+  cairo_t *cr = f->cr;
+  for (guint ri = 0; ri < tl->rows->len; ri++)
+    {
+      const TlRow *r = &g_array_index (tl->rows, TlRow, ri);
+      double y = screen_y (tl, r);
+      if (y + r->h < TL_RULER_H || y > f->h)
+        continue;
+      TlGroup *g = g_ptr_array_index (tl->groups, r->group);
+      TlProcess *pr = &g_array_index (g->processes, TlProcess, r->process);
+      char buf[64];
+      switch (r->kind)
+        {
+        case TL_ROW_GROUP:
+          gutter_text (f, g->title, 6, y, r->h, TRUE, 1.0);
+          break;
+        case TL_ROW_PROCESS:
+          {
+            draw_triangle (f, 8, y + r->h / 2, pr->collapsed);
+            g_autofree char *s = pr->name && pr->name[0] ? g_strdup_printf ("%s (%d)", pr->name, pr->pid)
+                                                         : g_strdup_printf ("pid %d", pr->pid);
+            gutter_text (f, s, 22, y, r->h, FALSE, 1.0);
+            break;
+          }
+        case TL_ROW_SUMMARY:
+          g_snprintf (buf, sizeof buf, "%u lanes", pr->lanes->len);
+          gutter_text (f, buf, 22, y, TL_ROW_H, FALSE, 0.6);
+          break;
+        case TL_ROW_LANE:
+          {
+            const tw_lane_info *li = tw_trace_lane (g->trace, r->item);
+            if (li->name && li->name[0])
+              gutter_text (f, li->name, 22, y, TL_ROW_H, FALSE, 0.85);
+            else
+              {
+                const char *kind = li->kind == TW_LANE_THREAD   ? "thread"
+                                   : li->kind == TW_LANE_DEVICE ? "device"
+                                                                : "stream";
+                g_snprintf (buf, sizeof buf, "%s %" G_GINT64_FORMAT, kind, li->tid);
+                gutter_text (f, buf, 22, y, TL_ROW_H, FALSE, 0.85);
+              }
+            break;
+          }
+        case TL_ROW_COUNTER:
+          {
+            const TlCounter *c = &g_array_index (g->counters, TlCounter, r->item);
+            gutter_text (f, c->name ? c->name : "counter", 22, y, r->h, FALSE, 0.85);
+            break;
+          }
+        }
+      /* A faint line under each lane and counter. */
+      set_fg (f, 0.08);
+      cairo_rectangle (cr, 0, floor (y + r->h) - 1, f->w, 1);
+      cairo_fill (cr);
+    }
+  set_fg (f, 0.15);
+  cairo_rectangle (cr, TL_GUTTER_W - 1, TL_RULER_H, 1, f->h - TL_RULER_H);
+  cairo_fill (cr);
+}
+
+/* The ruler's tick step: 1, 2 or 5 × 10^k ns, about TL_TICK_PX apart. */
+static gint64
+tick_step (double scale)
+{
+  double raw = TL_TICK_PX / scale;
+  double p = pow (10, floor (log10 (MAX (raw, 1))));
+  double step = p;
+  if (step < raw)
+    step = 2 * p;
+  if (step < raw)
+    step = 5 * p;
+  if (step < raw)
+    step = 10 * p;
+  return MAX ((gint64) step, 1);
+}
+
+static void
+tick_label (char *buf, gsize size, gint64 t, gint64 step)
+{
+  const char *unit = step >= 1000000000 ? "s" : step >= 1000000 ? "ms" : step >= 1000 ? "µs" : "ns";
+  double div = step >= 1000000000 ? 1e9 : step >= 1000000 ? 1e6 : step >= 1000 ? 1e3 : 1;
+  g_snprintf (buf, size, "%.0f %s", (double) t / div, unit);
+}
+
+static void
+draw_ruler (Frame *f)
+{
+  TwbTimeline *tl = f->tl;
+  cairo_t *cr = f->cr;
+  set_fg (f, 0.06);
+  cairo_rectangle (cr, 0, 0, f->w, TL_RULER_H);
+  cairo_fill (cr);
+  set_fg (f, 0.25);
+  cairo_rectangle (cr, 0, TL_RULER_H - 1, f->w, 1);
+  cairo_fill (cr);
+
+  gint64 step = tick_step (f->scale);
+  gint64 first = (gint64) floor ((double) tl->v0 / step) * step;
+  /* Deep in a long trace the labels would be long: the first label is
+   * absolute, the rest relative to it ("+200 ns"). */
+  gboolean relative = fabs ((double) tl->v1) / step > 1e4;
+  pango_layout_set_width (f->text, -1);
+  pango_layout_set_font_description (f->text, small_font (tl));
+  gint64 origin = G_MININT64;
+  for (gint64 t = first; t <= tl->v1; t += step)
+    {
+      double x = fx (f, t);
+      if (x < f->x0 - 0.5)
+        continue;
+      set_fg (f, 0.35);
+      cairo_rectangle (cr, floor (x), TL_RULER_H - 8, 1, 8);
+      cairo_fill (cr);
+      set_fg (f, 0.05);
+      cairo_rectangle (cr, floor (x), TL_RULER_H, 1, f->h - TL_RULER_H);
+      cairo_fill (cr);
+      char buf[64];
+      if (relative && origin != G_MININT64)
+        {
+          char rel[48];
+          tick_label (rel, sizeof rel, t - origin, step);
+          g_snprintf (buf, sizeof buf, "+%s", rel);
+        }
+      else if (relative)
+        {
+          origin = t;
+          g_autofree char *abs = tl_format_ns (t);
+          g_strlcpy (buf, abs, sizeof buf);
+        }
+      else
+        tick_label (buf, sizeof buf, t, step);
+      pango_layout_set_text (f->text, buf, -1);
+      set_fg (f, 0.8);
+      cairo_move_to (cr, floor (x) + 3, 3);
+      pango_cairo_show_layout (cr, f->text);
+    }
+}
+
+static void
+draw_range (Frame *f)
+{
+  TwbTimeline *tl = f->tl;
+  if (!tl->has_range)
+    return;
+  cairo_t *cr = f->cr;
+  double a = clampx (f, fx (f, tl->r0));
+  double b = clampx (f, fx (f, tl->r1));
+  a = MAX (a, f->x0);
+  b = MIN (b, (double) f->w);
+  if (b > a)
+    {
+      set_rgba (cr, &accent, 0.15);
+      cairo_rectangle (cr, a, 0, b - a, f->h);
+      cairo_fill (cr);
+    }
+  set_rgba (cr, &accent, 0.9);
+  cairo_rectangle (cr, floor (a), 0, 1, f->h);
+  cairo_rectangle (cr, floor (b), 0, 1, f->h);
+  cairo_fill (cr);
+  /* The duration in the ruler, over the band (its own box so ticks do not show through). */
+  g_autofree char *d = tl_format_ns (tl->r1 - tl->r0);
+  pango_layout_set_width (f->text, -1);
+  pango_layout_set_font_description (f->text, small_font (tl));
+  pango_layout_set_text (f->text, d, -1);
+  int tw, th;
+  pango_layout_get_pixel_size (f->text, &tw, &th);
+  double cx = CLAMP ((a + b) / 2 - tw / 2.0, f->x0 + 2, f->w - tw - 6.0);
+  set_rgba (cr, &accent, 1.0);
+  cairo_rectangle (cr, cx - 4, 2, tw + 8, TL_RULER_H - 5);
+  cairo_fill (cr);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_move_to (cr, cx, 2 + (TL_RULER_H - 5 - th) / 2.0);
+  pango_cairo_show_layout (cr, f->text);
+}
+
+void
+tl_draw_background (TwbTimeline *tl, cairo_t *cr, int width, int height)
+{
+  GdkRGBA fg;
+  widget_fg (tl, &fg);
+  /* Light text: the dark theme's view background, else the light one's (Adwaita). */
+  gboolean dark = fg.red + fg.green + fg.blue > 1.5;
+  if (dark)
+    cairo_set_source_rgb (cr, 0.118, 0.118, 0.118);
+  else
+    cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_rectangle (cr, 0, 0, width, height);
+  cairo_fill (cr);
+}
+
+void
+tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
+{
+  Frame f = { .tl = tl, .cr = cr, .w = width, .h = height };
+  f.x0 = TL_GUTTER_W;
+  f.tw = MAX (width - TL_GUTTER_W, 1.0);
+  f.scale = f.tw / (double) MAX (tl->v1 - tl->v0, 1);
+  f.searching = tl->search_fold != NULL;
+  f.highlighting = tl->hl_nodes != NULL;
+  widget_fg (tl, &f.fg);
+  for (guint b = 0; b < TL_N_COLOURS * 2; b++)
+    {
+      f.fills[b] = g_array_new (FALSE, FALSE, sizeof (Rect));
+      f.rounded[b] = g_array_new (FALSE, FALSE, sizeof (Rect));
+    }
+  f.labels = g_array_new (FALSE, FALSE, sizeof (Label));
+  f.hl = g_array_new (FALSE, FALSE, sizeof (Rect));
+  f.text = gtk_widget_create_pango_layout (GTK_WIDGET (tl), NULL);
+  /* Names seen in a long session are many: start the cache afresh past a few thousand. */
+  if (tl->labels && g_hash_table_size (tl->labels) > 4096)
+    tl_labels_clear (tl);
+
+  /* Rows: backgrounds, then the track area clipped under the ruler. */
+  cairo_save (cr);
+  cairo_rectangle (cr, 0, TL_RULER_H, width, height - TL_RULER_H);
+  cairo_clip (cr);
+  for (guint ri = 0; ri < tl->rows->len; ri++)
+    {
+      const TlRow *r = &g_array_index (tl->rows, TlRow, ri);
+      double y = screen_y (tl, r);
+      if (r->kind == TL_ROW_GROUP || r->kind == TL_ROW_PROCESS)
+        {
+          if (y + r->h < TL_RULER_H || y > height)
+            continue;
+          set_fg (&f, r->kind == TL_ROW_GROUP ? 0.09 : 0.04);
+          cairo_rectangle (cr, 0, y, width, r->h);
+          cairo_fill (cr);
+        }
+    }
+  cairo_rectangle (cr, f.x0, TL_RULER_H, f.tw, height - TL_RULER_H);
+  cairo_clip (cr);
+  for (guint ri = 0; ri < tl->rows->len; ri++)
+    {
+      const TlRow *r = &g_array_index (tl->rows, TlRow, ri);
+      double y = screen_y (tl, r);
+      if (y + r->h < TL_RULER_H || y > height)
+        continue;
+      TlGroup *g = g_ptr_array_index (tl->groups, r->group);
+      if (r->kind == TL_ROW_LANE)
+        {
+          const TlLane *l = &g->lanes[r->item];
+          for (guint d = 0; d < l->n_depths; d++)
+            {
+              double yd = y + d * TL_ROW_H;
+              if (yd + TL_ROW_H >= TL_RULER_H && yd <= height)
+                draw_depth (&f, r->group, g, l, d, yd, TRUE);
+            }
+        }
+      else if (r->kind == TL_ROW_SUMMARY)
+        {
+          TlProcess *pr = &g_array_index (g->processes, TlProcess, r->process);
+          for (guint k = 0; k < pr->lanes->len; k++)
+            {
+              const TlLane *l = &g->lanes[g_array_index (pr->lanes, guint, k)];
+              if (l->n_depths > 0)
+                draw_depth (&f, r->group, g, l, 0, y, FALSE);
+            }
+        }
+    }
+  fill_buckets (&f);
+  draw_labels (&f);
+  for (guint ri = 0; ri < tl->rows->len; ri++)
+    {
+      const TlRow *r = &g_array_index (tl->rows, TlRow, ri);
+      double y = screen_y (tl, r);
+      if (y + r->h < TL_RULER_H || y > height)
+        continue;
+      TlGroup *g = g_ptr_array_index (tl->groups, r->group);
+      if (r->kind == TL_ROW_LANE)
+        draw_instants (&f, r->group, &g->lanes[r->item], y);
+      else if (r->kind == TL_ROW_COUNTER)
+        draw_counter (&f, r->group, g, &g_array_index (g->counters, TlCounter, r->item), y, r->h);
+    }
+  if (f.hl->len > 0)
+    {
+      set_rgba (cr, &hl_colour, 1.0);
+      cairo_set_line_width (cr, 2);
+      for (guint i = 0; i < f.hl->len; i++)
+        {
+          const Rect *r = &g_array_index (f.hl, Rect, i);
+          cairo_rectangle (cr, r->x + 1, r->y + 1, MAX (r->w - 2, 0.5), r->h - 2);
+        }
+      cairo_stroke (cr);
+    }
+  if (f.has_sel_rect)
+    {
+      const Rect *r = &f.sel_rect;
+      set_fg (&f, 1.0);
+      cairo_set_line_width (cr, 2.5);
+      cairo_rectangle (cr, r->x - 0.25, r->y - 0.25, r->w + 0.5, r->h + 0.5);
+      cairo_stroke (cr);
+    }
+  draw_flows (&f);
+  cairo_restore (cr);
+
+  draw_gutter (&f);
+  draw_ruler (&f);
+  draw_range (&f);
+
+  for (guint b = 0; b < TL_N_COLOURS * 2; b++)
+    {
+      g_array_unref (f.fills[b]);
+      g_array_unref (f.rounded[b]);
+    }
+  g_array_unref (f.labels);
+  g_array_unref (f.hl);
+  g_object_unref (f.text);
+}
