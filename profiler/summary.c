@@ -25,7 +25,8 @@
  *   zero-length slice).  category: that of the first slice counted.
  * - layers.  Only slices with a non-empty "nodes" argument that have no
  *   ancestor with one (a kernel nested in an op is the op's time already).
- *   Each such slice's time inside is split evenly among its nodes.  Phase:
+ *   Each such slice's time inside is split evenly among its nodes (in whole
+ *   ns, the remainder to the first ones, so the parts add up).  Phase:
  *   the "phase" argument, else the category (forward / backward / update),
  *   else other.  A slice belongs to the step whose interval holds its start;
  *   n_steps counts the distinct steps (slices outside every step count as one
@@ -249,6 +250,8 @@ GArray *
 tw_summary_by_name (const tw_trace *t, gint64 start_ns, gint64 end_ns, const guint *lanes,
                     guint n_lanes)
 {
+  for (guint i = 0; lanes && i < n_lanes; i++)
+    g_return_val_if_fail (lanes[i] < tw_trace_n_lanes (t), NULL);
   range r = range_make (start_ns, end_ns);
   name_table nt = { g_array_new (FALSE, FALSE, sizeof (row_acc)),
                     g_hash_table_new (g_direct_hash, g_direct_equal), NULL, -1 };
@@ -256,9 +259,7 @@ tw_summary_by_name (const tw_trace *t, gint64 start_ns, gint64 end_ns, const gui
   guint n = lanes ? n_lanes : tw_trace_n_lanes (t);
   for (guint i = 0; i < n; i++)
     {
-      guint lane = lanes ? lanes[i] : i;
-      g_return_val_if_fail (lane < tw_trace_n_lanes (t), NULL);
-      by_name_lane (t, lane, r, &nt, stack);
+      by_name_lane (t, lanes ? lanes[i] : i, r, &nt, stack);
     }
   GArray *rows = g_array_sized_new (FALSE, FALSE, sizeof (tw_summary_row), nt.rows->len);
   for (guint i = 0; i < nt.rows->len; i++)

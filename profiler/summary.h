@@ -71,10 +71,13 @@ typedef struct
   double overlap_pct;           /* 100 × overlap / comm (0 without communication) */
 } tw_rank_row;
 
-/* Communication: category "collective", "copy", "nccl", "comm", "kernel"
- * slices named like nccl* / *AllReduce* / *Send* / *Recv* / Memcpy*; compute: every other
- * slice on a thread, device or stream lane except the "steps" lane's step,
- * epoch and data slices.  One row per process, in pid order. */
+/* Communication: category "collective", "copy", "nccl", "comm",
+ * "gpu_memcpy"; "kernel" slices named like nccl* / *AllReduce* / *Send* /
+ * *Recv* / Memcpy*; compute: every other slice on a thread, device or
+ * stream lane except steps ("step N", ProfilerStep#N), the "steps" lane's
+ * epochs, data loading (category "data": counted as idle) and annotations
+ * that wrap work (categories "user_annotation", "Trace").  One row per
+ * process, in pid order. */
 GArray *tw_summary_ranks (const tw_trace *t);
 
 /* The steps of a trace: ours ("step N", category "step") or PyTorch's
