@@ -128,7 +128,10 @@ main (int argc, char **argv)
       if (g_str_equal (argv[i], "--slices") && i + 1 < argc)
         n_slices = g_ascii_strtoull (argv[++i], NULL, 10);
       else if (g_str_equal (argv[i], "--frames") && i + 1 < argc)
-        frames = MAX (1, atoi (argv[++i]));
+        {
+          int n = atoi (argv[++i]);
+          frames = n > 0 ? (guint) n : 1;
+        }
       else if (g_str_equal (argv[i], "--png") && i + 1 < argc)
         png = argv[++i];
       else

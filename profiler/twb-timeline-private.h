@@ -39,6 +39,7 @@ typedef struct
   gint64 *start;
   gint64 *end;
   gint64 *maxend;
+  guint8 *colour; /* palette index from the name */
   guint32 *match;
   guint32 *hl;
 } TlDepth;
@@ -164,6 +165,12 @@ gint64 tl_shift (TwbTimeline *tl, guint group);
 const tw_slice *tl_slice (TwbTimeline *tl, guint group, guint lane, guint index);
 gboolean tl_depth_slice_at (const TlDepth *d, gint64 t, double slack_ns, guint *out);
 guint tl_lower_bound (const gint64 *a, guint n, gint64 t);
+/* The same from position from on, when the answer is likely near: an
+ * exponential search (the next pixel column's first slice, a few dozen
+ * on; a cold binary search over the whole depth misses cache each step). */
+guint tl_gallop (const gint64 *a, guint n, guint from, gint64 t);
+/* A slice name's palette index (a stable hash). */
+guint tl_colour_of (const char *name);
 void tl_clamp_scroll (TwbTimeline *tl);
 gboolean tl_is_selected (TwbTimeline *tl, guint group, guint lane, guint index);
 

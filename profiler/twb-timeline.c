@@ -45,6 +45,28 @@ tl_lower_bound (const gint64 *a, guint n, gint64 t)
   return lo;
 }
 
+guint
+tl_gallop (const gint64 *a, guint n, guint from, gint64 t)
+{
+  if (from >= n || a[from] >= t)
+    return from;
+  /* a[lo] < t; find hi with a[hi] >= t (or n), doubling the step. */
+  guint lo = from, step = 1, hi = from + 1;
+  while (hi < n && a[hi] < t)
+    {
+      lo = hi;
+      step *= 2;
+      hi = n - lo > step ? lo + step : n;
+    }
+  return lo + 1 + tl_lower_bound (a + lo + 1, hi - lo - 1, t);
+}
+
+guint
+tl_colour_of (const char *name)
+{
+  return name ? g_str_hash (name) % TL_N_COLOURS : 0;
+}
+
 /* The position in d of the slice covering trace time t (the latest
  * starting), else of the nearest within slack_ns (so a narrow one can be
  * hit); FALSE when none. */
@@ -92,6 +114,7 @@ group_free (gpointer p)
           g_free (l->depths[d].start);
           g_free (l->depths[d].end);
           g_free (l->depths[d].maxend);
+          g_free (l->depths[d].colour);
           g_free (l->depths[d].match);
           g_free (l->depths[d].hl);
         }
@@ -138,6 +161,7 @@ index_lane (const tw_trace *t, guint lane, TlLane *l)
       l->depths[d].start = g_new (gint64, MAX (counts[d], 1));
       l->depths[d].end = g_new (gint64, MAX (counts[d], 1));
       l->depths[d].maxend = g_new (gint64, MAX (counts[d], 1));
+      l->depths[d].colour = g_new (guint8, MAX (counts[d], 1));
     }
   for (guint i = 0; i < n; i++)
     {
@@ -147,6 +171,7 @@ index_lane (const tw_trace *t, guint lane, TlLane *l)
       d->idx[d->n] = i;
       d->start[d->n] = s->start_ns;
       d->end[d->n] = end;
+      d->colour[d->n] = tl_colour_of (s->name);
       d->maxend[d->n] = d->n > 0 ? MAX (d->maxend[d->n - 1], end) : end;
       d->n++;
     }
@@ -332,7 +357,8 @@ tl_clamp_scroll (TwbTimeline *tl)
 {
   int h = tl->height > 0 ? tl->height : 600;
   double max = MAX (0.0, tl->content_h - (h - TL_RULER_H));
-  tl->scroll_y = CLAMP (tl->scroll_y, 0.0, max);
+  /* Whole pixels: rows stay pixel-aligned (see the drawing). */
+  tl->scroll_y = round (CLAMP (tl->scroll_y, 0.0, max));
 }
 
 double
