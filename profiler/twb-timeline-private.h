@@ -173,6 +173,18 @@ guint tl_gallop (const gint64 *a, guint n, guint from, gint64 t);
 guint tl_colour_of (const char *name);
 void tl_clamp_scroll (TwbTimeline *tl);
 gboolean tl_is_selected (TwbTimeline *tl, guint group, guint lane, guint index);
+/* The allocated (or last rendered) width, and pixels per ns in the view. */
+int tl_track_width (TwbTimeline *tl);
+double tl_px_per_ns (TwbTimeline *tl);
+/* Scales the view by factor around view time at (kept at its x); pans by a fraction of the view. */
+void tl_zoom_around (TwbTimeline *tl, double factor, gint64 at);
+void tl_pan_by (TwbTimeline *tl, double fraction);
+/* The pointer's time when it is over the tracks, else the view's middle. */
+gint64 tl_zoom_anchor (TwbTimeline *tl);
+
+/* twb-timeline-input.c */
+void tl_input_class_init (GtkWidgetClass *wc);
+void tl_input_init (TwbTimeline *tl);
 
 /* twb-timeline-draw.c */
 void tl_layout (TwbTimeline *tl);
