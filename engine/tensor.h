@@ -163,4 +163,8 @@ char *tw_format_bytes (guint64 nbytes);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_tensor, tw_tensor_unref)
 
+/* Bytes of tensor storage allocated and not yet freed, all devices
+ * (storage wrapping memory of others' not counted): a relaxed atomic read. */
+guint64 tw_tensor_storage_bytes (void);
+
 G_END_DECLS

@@ -54,6 +54,16 @@ struct tw_compiled
   gboolean stop_pending;   /* a client asked to stop after that */
 };
 
+/* Bytes of every live program's arena (a relaxed atomic; the profiler's
+ * "arena in use" counter reads it). */
+static gint64 arena_bytes_live;
+
+guint64
+tw_compiled_arena_bytes (void)
+{
+  return (guint64) __atomic_load_n (&arena_bytes_live, __ATOMIC_RELAXED);
+}
+
 static void
 runnable_free (gpointer data)
 {
@@ -79,6 +89,7 @@ runnable_free (gpointer data)
   g_free (r->fused);
   g_ptr_array_unref (r->ready_last);
   tw_device_free (r->device, r->arena, MAX (r->prog->arena_bytes, 64));
+  __atomic_sub_fetch (&arena_bytes_live, (gint64) MAX (r->prog->arena_bytes, 64), __ATOMIC_RELAXED);
   tw_program_free (r->prog);
   g_free (r);
 }
@@ -232,6 +243,7 @@ runnable_new (tw_compiled *c, tw_program *prog)
       g_free (r);
       return NULL;
     }
+  __atomic_add_fetch (&arena_bytes_live, (gint64) MAX (prog->arena_bytes, 64), __ATOMIC_RELAXED);
   if (prog->guards)
     memset (r->arena, GUARD_BYTE, prog->arena_bytes);
   r->t = g_new0 (tw_tensor *, prog->slots->len);

@@ -87,4 +87,8 @@ const GPtrArray *tw_compiled_notes (tw_compiled *c);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_compiled, tw_compiled_free)
 
+/* Bytes of the arenas of every compiled program alive in the process (each
+ * program, one per kind and batch size, plans one arena). */
+guint64 tw_compiled_arena_bytes (void);
+
 G_END_DECLS
