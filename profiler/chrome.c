@@ -50,25 +50,22 @@ tw_json_append_string (GString *out, const char *s)
   g_string_append_c (out, '"');
 }
 
-typedef struct
+struct tw_chrome_writer
 {
   tw_save *save;
-  const char *path;
+  char *display;                /* the path, for messages */
   gboolean gz;
   z_stream z;
   GString *buf;
   unsigned char *zout;
-} writer;
+  gboolean first;               /* no event written yet */
+  GError *error;                /* the first failure; later calls do nothing */
+  GHashTable *named;            /* "p PID" / "t PID TID" → the name written for it */
+};
 
 static gboolean
-writer_flush (writer *w, gboolean finish, GError **error)
+deflate_out (tw_chrome_writer *w, int flush)
 {
-  if (!w->gz)
-    {
-      gboolean ok = tw_save_write (w->save, w->buf->str, w->buf->len, error);
-      g_string_truncate (w->buf, 0);
-      return ok;
-    }
   w->z.next_in = (Bytef *) w->buf->str;
   w->z.avail_in = (uInt) w->buf->len;
   int rc;
@@ -76,25 +73,39 @@ writer_flush (writer *w, gboolean finish, GError **error)
     {
       w->z.next_out = w->zout;
       w->z.avail_out = CHUNK;
-      rc = deflate (&w->z, finish ? Z_FINISH : Z_NO_FLUSH);
+      rc = deflate (&w->z, flush);
       if (rc == Z_STREAM_ERROR)
         {
-          g_autofree char *display = g_filename_display_name (w->path);
-          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: compression failed", display);
+          g_set_error (&w->error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: compression failed",
+                       w->display);
           return FALSE;
         }
-      if (!tw_save_write (w->save, w->zout, CHUNK - w->z.avail_out, error))
+      if (!tw_save_write (w->save, w->zout, CHUNK - w->z.avail_out, &w->error))
         return FALSE;
     }
-  while (w->z.avail_out == 0 || (finish && rc != Z_STREAM_END));
-  g_string_truncate (w->buf, 0);
+  while (w->z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
   return TRUE;
 }
 
+/* Hands the text so far to the file.  flush: Z_NO_FLUSH (compression may
+ * hold some back), Z_SYNC_FLUSH (all of it decodable from the file) or
+ * Z_FINISH. */
 static gboolean
-writer_maybe_flush (writer *w, GError **error)
+writer_flush (tw_chrome_writer *w, int flush)
 {
-  return w->buf->len < CHUNK || writer_flush (w, FALSE, error);
+  if (w->error)
+    return FALSE;
+  gboolean ok = w->gz ? deflate_out (w, flush)
+                      : tw_save_write (w->save, w->buf->str, w->buf->len, &w->error);
+  g_string_truncate (w->buf, 0);
+  return ok;
+}
+
+static void
+writer_maybe_flush (tw_chrome_writer *w)
+{
+  if (w->buf->len >= CHUNK)
+    writer_flush (w, Z_NO_FLUSH);
 }
 
 /* Nanoseconds as microseconds with three decimals, exactly. */
@@ -109,12 +120,46 @@ append_us (GString *s, gint64 ns)
   g_string_append_printf (s, "%" G_GINT64_FORMAT ".%03d", ns / 1000, (int) (ns % 1000));
 }
 
-static void
-append_common (GString *s, gboolean *first, const char *ph, const char *name, const char *cat,
-               int pid, gint64 tid)
+gboolean
+tw_json_is_number (const char *s)
 {
-  g_string_append (s, *first ? "{\"ph\":\"" : ",\n{\"ph\":\"");
-  *first = FALSE;
+  const char *p = s;
+  if (*p == '-')
+    p++;
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (g_ascii_isdigit (*p))
+      p++;
+  else
+    return FALSE;
+  if (*p == '.')
+    {
+      if (!g_ascii_isdigit (*++p))
+        return FALSE;
+      while (g_ascii_isdigit (*p))
+        p++;
+    }
+  if (*p == 'e' || *p == 'E')
+    {
+      p++;
+      if (*p == '+' || *p == '-')
+        p++;
+      if (!g_ascii_isdigit (*p))
+        return FALSE;
+      while (g_ascii_isdigit (*p))
+        p++;
+    }
+  return *p == '\0';
+}
+
+static void
+append_common (tw_chrome_writer *w, const char *ph, const char *name, const char *cat, int pid,
+               gint64 tid)
+{
+  GString *s = w->buf;
+  g_string_append (s, w->first ? "{\"ph\":\"" : ",\n{\"ph\":\"");
+  w->first = FALSE;
   g_string_append (s, ph);
   g_string_append (s, "\",\"name\":");
   tw_json_append_string (s, name);
@@ -126,148 +171,255 @@ append_common (GString *s, gboolean *first, const char *ph, const char *name, co
   g_string_append_printf (s, ",\"pid\":%d,\"tid\":%" G_GINT64_FORMAT, pid, tid);
 }
 
-static void
-append_name_meta (GString *s, gboolean *first, const char *what, int pid, gint64 tid,
-                  const char *name)
+/* FALSE when key was named so already. */
+static gboolean
+rename_needed (tw_chrome_writer *w, char *key, const char *name)
 {
-  append_common (s, first, "M", what, NULL, pid, tid);
-  g_string_append (s, ",\"args\":{\"name\":");
-  tw_json_append_string (s, name);
-  g_string_append (s, "}}");
+  const char *had = g_hash_table_lookup (w->named, key);
+  if (had && strcmp (had, name) == 0)
+    {
+      g_free (key);
+      return FALSE;
+    }
+  g_hash_table_replace (w->named, key, g_strdup (name));
+  return TRUE;
 }
 
-static gboolean
-write_events (writer *w, const tw_trace *t, GError **error)
+static void
+append_name_meta (tw_chrome_writer *w, const char *what, int pid, gint64 tid, const char *name)
+{
+  append_common (w, "M", what, NULL, pid, tid);
+  g_string_append (w->buf, ",\"args\":{\"name\":");
+  tw_json_append_string (w->buf, name);
+  g_string_append (w->buf, "}}");
+}
+
+tw_chrome_writer *
+tw_chrome_writer_begin (const char *path, GError **error)
+{
+  tw_save *save = tw_save_begin (path, error);
+  if (save == NULL)
+    return NULL;
+  tw_chrome_writer *w = g_new0 (tw_chrome_writer, 1);
+  w->save = save;
+  w->display = g_filename_display_name (path);
+  w->gz = g_str_has_suffix (path, ".gz");
+  w->buf = g_string_sized_new (CHUNK + 4096);
+  w->first = TRUE;
+  w->named = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  if (w->gz)
+    {
+      w->zout = g_malloc (CHUNK);
+      /* 15 + 16: a gzip header and trailer around the deflate stream. */
+      if (deflateInit2 (&w->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY)
+          != Z_OK)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM, "%s: cannot start compression",
+                       w->display);
+          w->gz = FALSE;        /* nothing to end */
+          tw_chrome_writer_abort (w);
+          return NULL;
+        }
+    }
+  g_string_append (w->buf, "{\"traceEvents\":[\n");
+  return w;
+}
+
+const char *
+tw_chrome_writer_temp_path (const tw_chrome_writer *w)
+{
+  return tw_save_temp_path (w->save);
+}
+
+void
+tw_chrome_writer_process (tw_chrome_writer *w, int pid, const char *name)
+{
+  if (!rename_needed (w, g_strdup_printf ("p %d", pid), name))
+    return;
+  append_name_meta (w, "process_name", pid, 0, name);
+}
+
+void
+tw_chrome_writer_lane (tw_chrome_writer *w, int pid, gint64 tid, const char *name, guint sort_index)
+{
+  if (!rename_needed (w, g_strdup_printf ("t %d %" G_GINT64_FORMAT, pid, tid), name))
+    return;
+  append_name_meta (w, "thread_name", pid, tid, name);
+  append_common (w, "M", "thread_sort_index", NULL, pid, tid);
+  g_string_append_printf (w->buf, ",\"args\":{\"sort_index\":%u}}", sort_index);
+}
+
+void
+tw_chrome_writer_slice (tw_chrome_writer *w, int pid, gint64 tid, gint64 start_ns, gint64 dur_ns,
+                        const char *name, const char *category, const tw_trace_arg *args,
+                        guint n_args)
 {
   GString *s = w->buf;
-  g_string_append (s, "{\"traceEvents\":[\n");
-  gboolean first = TRUE;
+  append_common (w, "X", name, category, pid, tid);
+  g_string_append (s, ",\"ts\":");
+  append_us (s, start_ns);
+  g_string_append (s, ",\"dur\":");
+  append_us (s, dur_ns);
+  if (n_args)
+    {
+      g_string_append (s, ",\"args\":{");
+      for (guint a = 0; a < n_args; a++)
+        {
+          if (a)
+            g_string_append_c (s, ',');
+          tw_json_append_string (s, args[a].key);
+          g_string_append_c (s, ':');
+          /* A plain number stays one: Perfetto shows (and sorts) it as such. */
+          if (args[a].value && tw_json_is_number (args[a].value))
+            g_string_append (s, args[a].value);
+          else
+            tw_json_append_string (s, args[a].value);
+        }
+      g_string_append_c (s, '}');
+    }
+  g_string_append_c (s, '}');
+  writer_maybe_flush (w);
+}
+
+void
+tw_chrome_writer_instant (tw_chrome_writer *w, int pid, gint64 tid, gint64 t_ns, const char *name,
+                          const char *category)
+{
+  append_common (w, "i", name, category, pid, tid);
+  g_string_append (w->buf, ",\"s\":\"t\",\"ts\":");
+  append_us (w->buf, t_ns);
+  g_string_append_c (w->buf, '}');
+  writer_maybe_flush (w);
+}
+
+void
+tw_chrome_writer_counter (tw_chrome_writer *w, int pid, const char *name, gint64 t_ns, double value)
+{
+  if (!isfinite (value))
+    return;                     /* JSON has no NaN; the counter's gap shows it */
+  char num[G_ASCII_DTOSTR_BUF_SIZE];
+  append_common (w, "C", name, NULL, pid, 0);
+  g_string_append (w->buf, ",\"ts\":");
+  append_us (w->buf, t_ns);
+  g_string_append (w->buf, ",\"args\":{");
+  tw_json_append_string (w->buf, name);
+  g_string_append_printf (w->buf, ":%s}}", g_ascii_formatd (num, sizeof num, "%.17g", value));
+  writer_maybe_flush (w);
+}
+
+void
+tw_chrome_writer_flow (tw_chrome_writer *w, guint64 id, const char *name, int from_pid,
+                       gint64 from_tid, gint64 from_ns, int to_pid, gint64 to_tid, gint64 to_ns)
+{
+  append_common (w, "s", name, "flow", from_pid, from_tid);
+  g_string_append_printf (w->buf, ",\"id\":%" G_GUINT64_FORMAT ",\"ts\":", id);
+  append_us (w->buf, from_ns);
+  g_string_append_c (w->buf, '}');
+  append_common (w, "f", name, "flow", to_pid, to_tid);
+  g_string_append_printf (w->buf, ",\"id\":%" G_GUINT64_FORMAT ",\"bp\":\"e\",\"ts\":", id);
+  append_us (w->buf, to_ns);
+  g_string_append_c (w->buf, '}');
+  writer_maybe_flush (w);
+}
+
+void
+tw_chrome_writer_add_trace (tw_chrome_writer *w, const tw_trace *t)
+{
   for (guint i = 0; i < tw_trace_n_processes (t); i++)
     {
       const tw_process *p = tw_trace_process (t, i);
-      append_name_meta (s, &first, "process_name", p->pid, 0, p->name);
+      tw_chrome_writer_process (w, p->pid, p->name);
     }
   for (guint l = 0; l < tw_trace_n_lanes (t); l++)
     {
       const tw_lane_info *li = tw_trace_lane (t, l);
-      append_name_meta (s, &first, "thread_name", li->pid, li->tid, li->name);
-      append_common (s, &first, "M", "thread_sort_index", NULL, li->pid, li->tid);
-      g_string_append_printf (s, ",\"args\":{\"sort_index\":%u}}", l);
+      tw_chrome_writer_lane (w, li->pid, li->tid, li->name, l);
       for (guint k = 0; k < tw_trace_lane_n_slices (t, l); k++)
         {
           const tw_slice *sl = tw_trace_lane_slice (t, l, k);
-          append_common (s, &first, "X", sl->name, sl->category, li->pid, li->tid);
-          g_string_append (s, ",\"ts\":");
-          append_us (s, sl->start_ns);
-          g_string_append (s, ",\"dur\":");
-          append_us (s, sl->dur_ns);
-          if (sl->n_args)
-            {
-              g_string_append (s, ",\"args\":{");
-              for (guint a = 0; a < sl->n_args; a++)
-                {
-                  if (a)
-                    g_string_append_c (s, ',');
-                  tw_json_append_string (s, sl->args[a].key);
-                  g_string_append_c (s, ':');
-                  tw_json_append_string (s, sl->args[a].value);
-                }
-              g_string_append_c (s, '}');
-            }
-          g_string_append_c (s, '}');
-          if (!writer_maybe_flush (w, error))
-            return FALSE;
+          tw_chrome_writer_slice (w, li->pid, li->tid, sl->start_ns, sl->dur_ns, sl->name,
+                                  sl->category, sl->args, sl->n_args);
         }
       for (guint k = 0; k < tw_trace_lane_n_instants (t, l); k++)
         {
           const tw_instant *in = tw_trace_lane_instant (t, l, k);
-          append_common (s, &first, "i", in->name, in->category, li->pid, li->tid);
-          g_string_append (s, ",\"s\":\"t\",\"ts\":");
-          append_us (s, in->t_ns);
-          g_string_append_c (s, '}');
-          if (!writer_maybe_flush (w, error))
-            return FALSE;
+          tw_chrome_writer_instant (w, li->pid, li->tid, in->t_ns, in->name, in->category);
         }
     }
   for (guint k = 0; k < tw_trace_n_counters (t); k++)
     {
       const tw_counter_sample *c = tw_trace_counter (t, k);
-      if (!isfinite (c->value))
-        continue;               /* JSON has no NaN; the counter's gap shows it */
-      char num[G_ASCII_DTOSTR_BUF_SIZE];
-      append_common (s, &first, "C", c->name, NULL, c->pid, 0);
-      g_string_append (s, ",\"ts\":");
-      append_us (s, c->t_ns);
-      g_string_append (s, ",\"args\":{");
-      tw_json_append_string (s, c->name);
-      g_string_append_printf (s, ":%s}}", g_ascii_formatd (num, sizeof num, "%.17g", c->value));
-      if (!writer_maybe_flush (w, error))
-        return FALSE;
+      tw_chrome_writer_counter (w, c->pid, c->name, c->t_ns, c->value);
     }
   for (guint k = 0; k < tw_trace_n_flows (t); k++)
     {
       const tw_flow *f = tw_trace_flow (t, k);
       const tw_lane_info *from = tw_trace_lane (t, f->from_lane), *to = tw_trace_lane (t, f->to_lane);
-      append_common (s, &first, "s", f->name, "flow", from->pid, from->tid);
-      g_string_append_printf (s, ",\"id\":%" G_GUINT64_FORMAT ",\"ts\":", f->id);
-      append_us (s, f->from_ns);
-      g_string_append_c (s, '}');
-      append_common (s, &first, "f", f->name, "flow", to->pid, to->tid);
-      g_string_append_printf (s, ",\"id\":%" G_GUINT64_FORMAT ",\"bp\":\"e\",\"ts\":", f->id);
-      append_us (s, f->to_ns);
-      g_string_append_c (s, '}');
-      if (!writer_maybe_flush (w, error))
-        return FALSE;
+      tw_chrome_writer_flow (w, f->id, f->name, from->pid, from->tid, f->from_ns, to->pid, to->tid,
+                             f->to_ns);
     }
+}
+
+gboolean
+tw_chrome_writer_sync (tw_chrome_writer *w, GError **error)
+{
+  if (!writer_flush (w, Z_SYNC_FLUSH))
+    {
+      if (error)
+        *error = g_error_copy (w->error);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+tw_chrome_writer_end (tw_chrome_writer *w, const tw_trace *meta, GError **error)
+{
+  GString *s = w->buf;
   g_string_append (s, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{");
-  const char *const *keys = tw_trace_meta_keys (t);
-  for (int i = 0; keys[i]; i++)
+  const char *const *keys = meta ? tw_trace_meta_keys (meta) : NULL;
+  for (int i = 0; keys && keys[i]; i++)
     {
       if (i)
         g_string_append_c (s, ',');
       tw_json_append_string (s, keys[i]);
       g_string_append_c (s, ':');
-      tw_json_append_string (s, tw_trace_get_meta (t, keys[i]));
+      tw_json_append_string (s, tw_trace_get_meta (meta, keys[i]));
     }
   g_string_append (s, "}}\n");
-  return TRUE;
+  if (!writer_flush (w, Z_FINISH))
+    {
+      g_propagate_error (error, g_steal_pointer (&w->error));
+      tw_chrome_writer_abort (w);
+      return FALSE;
+    }
+  gboolean ok = tw_save_commit (g_steal_pointer (&w->save), error);
+  tw_chrome_writer_abort (w);
+  return ok;
+}
+
+void
+tw_chrome_writer_abort (tw_chrome_writer *w)
+{
+  if (w == NULL)
+    return;
+  if (w->gz)
+    deflateEnd (&w->z);
+  g_free (w->zout);
+  g_string_free (w->buf, TRUE);
+  g_hash_table_unref (w->named);
+  tw_save_abort (w->save);
+  g_clear_error (&w->error);
+  g_free (w->display);
+  g_free (w);
 }
 
 gboolean
 tw_chrome_trace_save (const tw_trace *t, const char *path, GError **error)
 {
-  writer w = { 0 };
-  w.path = path;
-  w.gz = g_str_has_suffix (path, ".gz");
-  w.save = tw_save_begin (path, error);
-  if (w.save == NULL)
+  tw_chrome_writer *w = tw_chrome_writer_begin (path, error);
+  if (w == NULL)
     return FALSE;
-  w.buf = g_string_sized_new (CHUNK + 4096);
-  if (w.gz)
-    {
-      w.zout = g_malloc (CHUNK);
-      /* 15 + 16: a gzip header and trailer around the deflate stream. */
-      if (deflateInit2 (&w.z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        {
-          g_autofree char *display = g_filename_display_name (path);
-          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM, "%s: cannot start compression", display);
-          g_free (w.zout);
-          g_string_free (w.buf, TRUE);
-          tw_save_abort (w.save);
-          return FALSE;
-        }
-    }
-  gboolean ok = write_events (&w, t, error) && writer_flush (&w, TRUE, error);
-  if (w.gz)
-    {
-      deflateEnd (&w.z);
-      g_free (w.zout);
-    }
-  g_string_free (w.buf, TRUE);
-  if (!ok)
-    {
-      tw_save_abort (w.save);
-      return FALSE;
-    }
-  return tw_save_commit (w.save, error);
+  tw_chrome_writer_add_trace (w, t);
+  return tw_chrome_writer_end (w, t, error);
 }

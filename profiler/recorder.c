@@ -3,6 +3,8 @@
 #define _GNU_SOURCE             /* pthread_getname_np */
 
 #include "profiler/recorder.h"
+#include "engine/compile/compiled.h"
+#include "profiler/chrome.h"
 #include "engine/eager.h"
 #include "engine/tensor.h"
 
@@ -20,17 +22,26 @@ enum
   REC_SLICE,
   REC_STEP,
   REC_INSTANT,
-  REC_LOSS,
+  REC_COUNTER,
   REC_MARK,
 };
+
+/* The recorder's own counters (names of REC_COUNTER records). */
+static const char COUNTER_LOSS[] = "loss";
+static const char COUNTER_RATE[] = "samples/s";
+static const char COUNTER_TENSORS[] = "tensor memory";
+static const char COUNTER_ARENA[] = "arena in use";
 
 /* What an op's events share, taken on its first event (and again when its
  * shapes' batch dimension changes).  The hot path only copies numbers and
  * pointers; the text of names and arguments is made once per entry when
  * the buffers are merged. */
-typedef struct
+typedef struct ident_cache ident_cache;
+struct ident_cache
 {
+  ident_cache *next;            /* another variant under the same key (other shapes) */
   const char *label;            /* the ident's, to catch a reused address */
+  const void *nodes_key;        /* the ident's nodes (a kernel's ident is a copy on the stack) */
   int kind;
   gint64 in0, out0;             /* dimension 0 of the first input / output, -1 if none */
   gboolean has_ident;
@@ -43,11 +54,13 @@ typedef struct
   int n_in, n_out;
   gint64 *dims;                 /* per tensor: ndim (-1: none) then the dims */
   guint n_dims;
-  /* At merge: */
-  const char *t_name;
+  /* At merge, by the one thread that converts (the caller of
+   * tw_recorder_take_trace, or the stream's writer); the entry is never
+   * changed otherwise once made: */
+  const char *t_name, *t_cat;
   const tw_trace_arg *t_args;
   guint t_n_args;
-} ident_cache;
+};
 
 typedef struct
 {
@@ -57,9 +70,9 @@ typedef struct
     const ident_cache *op;      /* REC_SLICE */
     const char *name;           /* REC_INSTANT: the parameter, in the buffer's strings; REC_MARK */
     guint64 step;               /* REC_STEP */
-    double value;               /* REC_LOSS */
+    double value;               /* REC_COUNTER */
   } u;
-  const char *category;         /* REC_MARK */
+  const char *category;         /* REC_MARK; REC_COUNTER: its name */
   int type;
 } record;
 
@@ -75,7 +88,11 @@ typedef struct
   GHashTable *interned;
   GPtrArray *blocks;            /* record[RECORD_BLOCK] */
   guint fill;                   /* in the last block */
-  GHashTable *cache;            /* ident or param → ident_cache */
+  GHashTable *cache;            /* ident or param → ident_cache (variants chained) */
+  /* Training thread state: */
+  gboolean in_step;
+  gint64 step_batch;            /* dimension 0 of the step's first forward input, -1 */
+  guint64 last_tensor_bytes, last_arena_bytes;
 } buffer;
 
 /* What a subscription's user_data points to: it can outlive the recorder
@@ -108,11 +125,38 @@ struct tw_recorder
   gboolean wait_step;
   gint64 last_step_end;
   gboolean whole_steps;         /* a session recording: trim what follows the last step */
-  GMutex lock;                  /* buffers, marks */
+  GMutex lock;                  /* buffers, marks, meta, process_name */
   GPtrArray *buffers;
-  GArray *marks;                /* record: REC_MARK (name and category g_strdup'ed) or REC_LOSS
+  GArray *marks;                /* record: REC_MARK (name and category g_strdup'ed) or REC_COUNTER
                                  * from tw_recorder_counter (the name g_strdup'ed in category) */
+  GPtrArray *meta;              /* key, value, key, value... (g_strdup'ed) */
+  char *process_name;
+  guint64 next_flow;            /* the converter's */
+
+  /* Streaming (tw_recorder_stream_to).  The training thread hands its
+   * buffer's records off at a step end once they are handoff or more; the
+   * writer thread converts and writes them. */
+  tw_chrome_writer *writer;
+  GThread *writer_thread;
+  GAsyncQueue *chunks;          /* chunk*; one with b NULL ends the thread */
+  tw_trace *pool;               /* names and arguments of the stream's slices (writer thread) */
+  guint handoff;
+  gssize n_written;             /* atomic: events written (off the cap) */
+  GMutex stream_lock;
+  GCond stream_cond;
+  guint64 queued;               /* records handed off, not yet written */
+  guint64 peak_buffered;
+  GError *stream_error;         /* the writer's first failure */
 };
+
+/* Records of one buffer handed to the writer. */
+typedef struct
+{
+  buffer *b;
+  GPtrArray *blocks;
+  guint n;
+  gint64 trim_after;            /* records starting later are left out */
+} chunk;
 
 typedef struct
 {
@@ -127,9 +171,12 @@ static GMutex generation_lock;
 static void
 cache_free (gpointer p)
 {
-  ident_cache *c = p;
-  g_free (c->dims);
-  g_free (c);
+  for (ident_cache *c = p, *next; c; c = next)
+    {
+      next = c->next;
+      g_free (c->dims);
+      g_free (c);
+    }
 }
 
 static void
@@ -176,9 +223,9 @@ buf_n_records (const buffer *b)
 }
 
 static const record *
-buf_record (const buffer *b, guint i)
+block_record (GPtrArray *blocks, guint i)
 {
-  return &((const record *) g_ptr_array_index (b->blocks, i / RECORD_BLOCK))[i % RECORD_BLOCK];
+  return &((const record *) g_ptr_array_index (blocks, i / RECORD_BLOCK))[i % RECORD_BLOCK];
 }
 
 static buffer *
@@ -203,6 +250,7 @@ thread_buffer (tw_recorder *r)
   b->blocks = g_ptr_array_new_with_free_func (g_free);
   b->fill = RECORD_BLOCK;
   b->cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, cache_free);
+  b->step_batch = -1;
   g_mutex_lock (&r->lock);
   g_ptr_array_add (r->buffers, b);
   g_mutex_unlock (&r->lock);
@@ -244,19 +292,26 @@ static const ident_cache *
 op_cache (buffer *b, const tw_event *ev)
 {
   const tw_op_ident *id = ev->ident;
+  /* A kernel's ident is a copy made on the stack for each kernel: its
+   * label (the kernel's op) and nodes (its parent's) tell them apart. */
   gpointer key = ev->kind == TW_EV_UPDATE && ev->param ? (gpointer) ev->param
+                 : ev->kind == TW_EV_KERNEL && id ? (gpointer) id->label
                  : id ? (gpointer) id : GINT_TO_POINTER (0x10 + ev->kind);
+  const void *nodes_key = id ? (const void *) id->nodes : NULL;
   gint64 in0 = dim0 (ev->inputs, ev->n_inputs), out0 = dim0 (ev->outputs, ev->n_outputs);
-  ident_cache *c = g_hash_table_lookup (b->cache, key);
-  if (c && c->label == (id ? id->label : NULL) && c->kind == (int) ev->kind && c->in0 == in0
-      && c->out0 == out0 && c->n_in == ev->n_inputs && c->n_out == ev->n_outputs)
-    return c;
-  if (c == NULL)
-    {
-      c = g_new0 (ident_cache, 1);
-      g_hash_table_insert (b->cache, key, c);
-    }
+  ident_cache *head = g_hash_table_lookup (b->cache, key);
+  for (ident_cache *c = head; c; c = c->next)
+    if (c->label == (id ? id->label : NULL) && c->nodes_key == nodes_key && c->kind == (int) ev->kind
+        && c->in0 == in0 && c->out0 == out0 && c->n_in == ev->n_inputs && c->n_out == ev->n_outputs)
+      return c;
+  /* A new variant (a reused address, other shapes): entries are never
+   * changed once made, so that the stream's writer may read them. */
+  ident_cache *c = g_new0 (ident_cache, 1);
+  c->next = head;
+  g_hash_table_steal (b->cache, key);
+  g_hash_table_insert (b->cache, key, c);
   c->label = id ? id->label : NULL;
+  c->nodes_key = nodes_key;
   c->kind = ev->kind;
   c->in0 = in0;
   c->out0 = out0;
@@ -274,15 +329,38 @@ op_cache (buffer *b, const tw_event *ev)
   c->param = ev->kind == TW_EV_UPDATE && ev->param ? buf_intern (b, ev->param->name) : NULL;
   c->n_in = ev->n_inputs;
   c->n_out = ev->n_outputs;
-  g_free (c->dims);
   c->dims = g_new (gint64, (ev->n_inputs + ev->n_outputs) * (TW_MAX_DIMS + 1) + 1);
   guint k = 0;
   copy_dims (c, ev->inputs, ev->n_inputs, &k);
   copy_dims (c, ev->outputs, ev->n_outputs, &k);
   c->n_dims = k;
-  c->t_name = NULL;
   return c;
 }
+
+static void
+push_counter (buffer *b, const char *name, gint64 t, double value)
+{
+  record *c = buf_push (b);
+  c->type = REC_COUNTER;
+  c->t0 = c->t1 = t;
+  c->category = name;
+  c->u.value = value;
+}
+
+/* Tensor storage (engine/tensor.h) after an op, when it changed: one
+ * relaxed atomic read. */
+static void
+sample_memory (buffer *b, gint64 t)
+{
+  guint64 bytes = tw_tensor_storage_bytes ();
+  if (bytes != b->last_tensor_bytes)
+    {
+      b->last_tensor_bytes = bytes;
+      push_counter (b, COUNTER_TENSORS, t, (double) bytes);
+    }
+}
+
+static void hand_off (tw_recorder *r, buffer *b);
 
 static gboolean
 on_event (const tw_event *ev, gpointer user)
@@ -295,14 +373,23 @@ on_event (const tw_event *ev, gpointer user)
       r->wait_step = FALSE;
     }
   if (!ev->end && ev->kind != TW_EV_GRAD_READY)
-    return TRUE;
-  /* Count the event against the cap, or as dropped: a compare-and-swap,
-   * so the count never passes the cap whatever the threads do. */
+    {
+      if (ev->kind == TW_EV_ITERATION)
+        {
+          buffer *b = thread_buffer (r);
+          b->in_step = TRUE;
+          b->step_batch = -1;
+        }
+      return TRUE;
+    }
+  /* Count the event against the cap (events in memory: those written by
+   * a stream are off it), or as dropped: a compare-and-swap, so the count
+   * never passes the cap whatever the threads do. */
   gssize n;
   do
     {
       n = (gssize) g_atomic_pointer_get ((gssize *) &r->n_events);
-      if ((guint64) n >= r->max_events)
+      if ((guint64) (n - (gssize) g_atomic_pointer_get ((gssize *) &r->n_written)) >= r->max_events)
         {
           g_atomic_pointer_add (&r->n_dropped, 1);
           return TRUE;
@@ -320,24 +407,40 @@ on_event (const tw_event *ev, gpointer user)
       rec->type = REC_STEP;
       rec->u.step = ev->step;
       r->last_step_end = ev->t_end;
+      /* The step's counters: records more, not counted against the cap
+       * (they belong to the step's). */
       if (isfinite (ev->loss))
-        {
-          /* The loss counter: one record more, not counted against the cap
-           * (it belongs to the step's). */
-          record *loss = buf_push (b);
-          loss->type = REC_LOSS;
-          loss->t0 = loss->t1 = ev->t_end;
-          loss->u.value = ev->loss;
-        }
+        push_counter (b, COUNTER_LOSS, ev->t_end, ev->loss);
+      if (b->in_step && b->step_batch > 0 && ev->t_end > ev->t_start)
+        push_counter (b, COUNTER_RATE, ev->t_end,
+                      (double) b->step_batch * 1e9 / (double) (ev->t_end - ev->t_start));
+      b->in_step = FALSE;
+      push_counter (b, COUNTER_TENSORS, ev->t_end, (double) tw_tensor_storage_bytes ());
+      {
+        guint64 arena = tw_compiled_arena_bytes ();
+        if (arena || b->last_arena_bytes)
+          push_counter (b, COUNTER_ARENA, ev->t_end, (double) arena);
+        b->last_arena_bytes = arena;
+      }
+      if (r->writer && buf_n_records (b) >= r->handoff)
+        hand_off (r, b);
       break;
     case TW_EV_GRAD_READY:
       rec->type = REC_INSTANT;
       rec->u.name = buf_intern (b, ev->param ? ev->param->name : "");
       break;
     default:
-      rec->type = REC_SLICE;
-      rec->u.op = op_cache (b, ev);
-      break;
+      {
+        const ident_cache *c = op_cache (b, ev);
+        rec->type = REC_SLICE;
+        rec->u.op = c;
+        /* The samples of the step: the first input of its first forward op. */
+        if (ev->kind == TW_EV_FORWARD && b->in_step && b->step_batch < 0)
+          b->step_batch = c->in0;
+        if (ev->kind != TW_EV_KERNEL)
+          sample_memory (b, ev->t_end);
+        break;
+      }
     }
   return TRUE;
 }
@@ -354,6 +457,7 @@ cache_to_trace (ident_cache *c, tw_trace *t)
   else if (c->nodes && c->nodes[0])
     g_string_append_printf (name, " (%s)", c->nodes);
   c->t_name = tw_trace_intern (t, name->str);
+  c->t_cat = tw_trace_intern (t, tw_event_kind_name (c->kind));
   tw_trace_arg args[7];
   guint n = 0;
   char flops[G_ASCII_DTOSTR_BUF_SIZE], bytes[G_ASCII_DTOSTR_BUF_SIZE];
@@ -407,21 +511,27 @@ tw_recorder_new (guint64 max_events)
   g_mutex_init (&r->lock);
   r->buffers = g_ptr_array_new_with_free_func (buffer_free);
   r->marks = g_array_new (FALSE, FALSE, sizeof (record));
+  r->meta = g_ptr_array_new_with_free_func (g_free);
+  r->handoff = TW_RECORDER_STREAM_HANDOFF;
+  g_mutex_init (&r->stream_lock);
+  g_cond_init (&r->stream_cond);
   return r;
 }
 
 static void
-clear_marks (tw_recorder *r)
+free_marks (GArray *marks)
 {
-  for (guint i = 0; i < r->marks->len; i++)
+  for (guint i = 0; i < marks->len; i++)
     {
-      record *m = &g_array_index (r->marks, record, i);
+      record *m = &g_array_index (marks, record, i);
       if (m->type == REC_MARK)
         g_free ((char *) m->u.name);
       g_free ((char *) m->category);
     }
-  g_array_set_size (r->marks, 0);
+  g_array_set_size (marks, 0);
 }
+
+static void stream_abort (tw_recorder *r);
 
 void
 tw_recorder_free (tw_recorder *r)
@@ -429,10 +539,15 @@ tw_recorder_free (tw_recorder *r)
   if (r == NULL)
     return;
   tw_recorder_stop (r);
-  clear_marks (r);
+  stream_abort (r);
+  free_marks (r->marks);
   g_array_unref (r->marks);
   g_ptr_array_unref (r->buffers);
+  g_ptr_array_unref (r->meta);
+  g_free (r->process_name);
   g_mutex_clear (&r->lock);
+  g_mutex_clear (&r->stream_lock);
+  g_cond_clear (&r->stream_cond);
   g_free (r);
 }
 
@@ -587,10 +702,39 @@ tw_recorder_mark (tw_recorder *r, const char *name, const char *category, gint64
 void
 tw_recorder_counter (tw_recorder *r, const char *name, gint64 t_ns, double value)
 {
-  record c = { .type = REC_LOSS, .u.value = value, .category = g_strdup (name), .t0 = t_ns,
+  record c = { .type = REC_COUNTER, .u.value = value, .category = g_strdup (name), .t0 = t_ns,
                .t1 = t_ns };
   g_mutex_lock (&r->lock);
   g_array_append_val (r->marks, c);
+  g_mutex_unlock (&r->lock);
+}
+
+void
+tw_recorder_set_meta (tw_recorder *r, const char *key, const char *value)
+{
+  g_mutex_lock (&r->lock);
+  guint i = 0;
+  while (i < r->meta->len && strcmp (g_ptr_array_index (r->meta, i), key) != 0)
+    i += 2;
+  if (i == r->meta->len)
+    {
+      g_ptr_array_add (r->meta, g_strdup (key));
+      g_ptr_array_add (r->meta, g_strdup (value));
+    }
+  else
+    {
+      g_free (g_ptr_array_index (r->meta, i + 1));
+      g_ptr_array_index (r->meta, i + 1) = g_strdup (value);
+    }
+  g_mutex_unlock (&r->lock);
+}
+
+void
+tw_recorder_set_process_name (tw_recorder *r, const char *name)
+{
+  g_mutex_lock (&r->lock);
+  g_free (r->process_name);
+  r->process_name = g_strdup (name);
   g_mutex_unlock (&r->lock);
 }
 
@@ -606,11 +750,123 @@ tw_recorder_n_dropped (const tw_recorder *r)
   return (guint64) g_atomic_pointer_get ((gssize *) &r->n_dropped);
 }
 
-tw_trace *
-tw_recorder_take_trace (tw_recorder *r)
+/* ---- records to a trace: shared by tw_recorder_take_trace and the stream ---- */
+
+typedef struct
 {
-  tw_trace *t = tw_trace_new ();
-  int pid = (int) getpid ();
+  tw_trace *out;                /* the events go here */
+  tw_trace *pool;               /* names and arguments are interned here (out, or the stream's) */
+  int pid;
+  guint steps;                  /* out's "steps" lane */
+  guint64 *next_flow;
+} converter;
+
+static void
+converter_init (converter *cx, tw_recorder *r, tw_trace *out, tw_trace *pool)
+{
+  cx->out = out;
+  cx->pool = pool;
+  cx->pid = (int) getpid ();
+  cx->next_flow = &r->next_flow;
+  g_mutex_lock (&r->lock);
+  const char *process = r->process_name ? r->process_name
+                        : g_get_prgname () ? g_get_prgname () : "twb";
+  tw_trace_add_process (out, cx->pid, process);
+  g_mutex_unlock (&r->lock);
+  cx->steps = tw_trace_add_lane (out, cx->pid, STEPS_TID, "steps", TW_LANE_THREAD);
+}
+
+typedef struct
+{
+  gint64 t0, t1;
+} span;
+
+/* n records of b (in blocks) onto b's lane of cx->out; those starting after
+ * trim_after are left out.  Each op slice gets a flow to every kernel slice
+ * inside it (the kernels end, and are recorded, before their op).  Returns
+ * the events converted (as the cap counts them). */
+static guint
+convert_records (converter *cx, buffer *b, GPtrArray *blocks, guint n, gint64 trim_after)
+{
+  tw_trace *t = cx->out;
+  guint lane = tw_trace_add_lane (t, cx->pid, b->tid, b->thread_name, TW_LANE_THREAD);
+  const char *step_cat = tw_trace_intern (cx->pool, "step");
+  const char *grad_cat = tw_trace_intern (cx->pool, "grad_ready");
+  g_autoptr (GArray) kernels = g_array_new (FALSE, FALSE, sizeof (span));
+  guint events = 0;
+  for (guint k = 0; k < n; k++)
+    {
+      const record *rec = block_record (blocks, k);
+      events += rec->type != REC_COUNTER;
+      if (rec->t0 > trim_after)
+        continue;               /* the part of a step the recording stopped in */
+      switch (rec->type)
+        {
+        case REC_SLICE:
+          {
+            ident_cache *c = (ident_cache *) rec->u.op;
+            cache_to_trace (c, cx->pool);
+            tw_trace_add_slice_interned (t, lane, rec->t0, rec->t1 - rec->t0, c->t_name, c->t_cat,
+                                         c->t_args, c->t_n_args);
+            if (c->kind == TW_EV_KERNEL)
+              {
+                span sp = { rec->t0, rec->t1 };
+                g_array_append_val (kernels, sp);
+                break;
+              }
+            for (guint i = 0; i < kernels->len; i++)
+              {
+                const span *sp = &g_array_index (kernels, span, i);
+                if (sp->t0 >= rec->t0 && sp->t1 <= rec->t1)
+                  tw_trace_add_flow (t, ++*cx->next_flow, "kernel", lane, rec->t0, lane, sp->t0);
+              }
+            g_array_set_size (kernels, 0);
+            break;
+          }
+        case REC_STEP:
+          {
+            char name[48], step[32];
+            g_snprintf (name, sizeof name, "step %" G_GUINT64_FORMAT, rec->u.step);
+            g_snprintf (step, sizeof step, "%" G_GUINT64_FORMAT, rec->u.step);
+            tw_trace_add_slice (t, cx->steps, rec->t0, rec->t1 - rec->t0, name, step_cat,
+                                (tw_trace_arg[]) { { "step", step } }, 1);
+            break;
+          }
+        case REC_INSTANT:
+          {
+            g_autofree char *name = g_strconcat ("grad ready ", rec->u.name, NULL);
+            tw_trace_add_instant (t, lane, rec->t0, name, grad_cat);
+            break;
+          }
+        case REC_COUNTER:
+          tw_trace_add_counter (t, cx->pid, rec->category, rec->t0, rec->u.value);
+          break;
+        default:
+          g_assert_not_reached ();
+        }
+    }
+  return events;
+}
+
+/* The caller's marks and counters (then freed). */
+static void
+convert_marks (converter *cx, GArray *marks)
+{
+  for (guint k = 0; k < marks->len; k++)
+    {
+      const record *m = &g_array_index (marks, record, k);
+      if (m->type == REC_COUNTER)
+        tw_trace_add_counter (cx->out, cx->pid, m->category, m->t0, m->u.value);
+      else
+        tw_trace_add_slice (cx->out, cx->steps, m->t0, m->t1 - m->t0, m->u.name, m->category, NULL, 0);
+    }
+  free_marks (marks);
+}
+
+/* machine, recorded and dropped events, then the caller's keys. */
+static void
+set_meta (tw_recorder *r, tw_trace *t)
+{
   char host[256] = "";
   gethostname (host, sizeof host - 1);
   g_autofree char *machine = g_strdup_printf ("%s, %u CPUs", host, g_get_num_processors ());
@@ -620,76 +876,227 @@ tw_recorder_take_trace (tw_recorder *r)
   tw_trace_set_meta (t, "recorded_events", num);
   g_snprintf (num, sizeof num, "%" G_GUINT64_FORMAT, tw_recorder_n_dropped (r));
   tw_trace_set_meta (t, "dropped_events", num);
-  tw_trace_add_process (t, pid, g_get_prgname () ? g_get_prgname () : "twb");
-  guint steps = tw_trace_add_lane (t, pid, STEPS_TID, "steps", TW_LANE_THREAD);
-
   g_mutex_lock (&r->lock);
-  const char *step_cat = tw_trace_intern (t, "step");
-  const char *loss_name = tw_trace_intern (t, "loss");
-  const char *grad_cat = tw_trace_intern (t, "grad_ready");
+  for (guint i = 0; i + 1 < r->meta->len; i += 2)
+    tw_trace_set_meta (t, g_ptr_array_index (r->meta, i), g_ptr_array_index (r->meta, i + 1));
+  g_mutex_unlock (&r->lock);
+}
+
+/* Empty again: a new generation, so threads make new buffers. */
+static void
+reset (tw_recorder *r)
+{
+  g_mutex_lock (&r->lock);
+  g_ptr_array_set_size (r->buffers, 0);
+  free_marks (r->marks);
+  g_mutex_lock (&generation_lock);
+  r->generation = next_generation++;
+  g_mutex_unlock (&generation_lock);
+  g_mutex_unlock (&r->lock);
+  g_atomic_pointer_set (&r->n_events, 0);
+  g_atomic_pointer_set (&r->n_dropped, 0);
+  g_atomic_pointer_set (&r->n_written, 0);
+  r->whole_steps = FALSE;
+}
+
+tw_trace *
+tw_recorder_take_trace (tw_recorder *r)
+{
+  g_return_val_if_fail (r->writer == NULL, NULL);
+  tw_trace *t = tw_trace_new ();
+  set_meta (r, t);
+  converter cx;
+  converter_init (&cx, r, t, t);
+  gint64 trim = r->whole_steps ? r->last_step_end : G_MAXINT64;
+  g_mutex_lock (&r->lock);
   for (guint i = 0; i < r->buffers->len; i++)
     {
       buffer *b = g_ptr_array_index (r->buffers, i);
       if (buf_n_records (b) == 0)
         continue;               /* a thread that started the recorder but trained elsewhere */
-      guint lane = tw_trace_add_lane (t, pid, b->tid, b->thread_name, TW_LANE_THREAD);
-      for (guint k = 0, n = buf_n_records (b); k < n; k++)
-        {
-          const record *rec = buf_record (b, k);
-          if (r->whole_steps && rec->t0 > r->last_step_end)
-            continue;           /* the part of a step the recording stopped in */
-          switch (rec->type)
-            {
-            case REC_SLICE:
-              {
-                ident_cache *c = (ident_cache *) rec->u.op;
-                cache_to_trace (c, t);
-                tw_trace_add_slice_interned (t, lane, rec->t0, rec->t1 - rec->t0, c->t_name,
-                                             tw_trace_intern (t, tw_event_kind_name (c->kind)),
-                                             c->t_args, c->t_n_args);
-                break;
-              }
-            case REC_STEP:
-              {
-                char name[48], step[32];
-                g_snprintf (name, sizeof name, "step %" G_GUINT64_FORMAT, rec->u.step);
-                g_snprintf (step, sizeof step, "%" G_GUINT64_FORMAT, rec->u.step);
-                tw_trace_add_slice (t, steps, rec->t0, rec->t1 - rec->t0, name, step_cat,
-                                    (tw_trace_arg[]) { { "step", step } }, 1);
-                break;
-              }
-            case REC_INSTANT:
-              {
-                g_autofree char *name = g_strconcat ("grad ready ", rec->u.name, NULL);
-                tw_trace_add_instant (t, lane, rec->t0, name, grad_cat);
-                break;
-              }
-            case REC_LOSS:
-              tw_trace_add_counter (t, pid, loss_name, rec->t0, rec->u.value);
-              break;
-            default:
-              g_assert_not_reached ();
-            }
-        }
+      convert_records (&cx, b, b->blocks, buf_n_records (b), trim);
     }
-  for (guint k = 0; k < r->marks->len; k++)
-    {
-      const record *m = &g_array_index (r->marks, record, k);
-      if (m->type == REC_LOSS)      /* tw_recorder_counter: the name in category */
-        tw_trace_add_counter (t, pid, m->category, m->t0, m->u.value);
-      else
-        tw_trace_add_slice (t, steps, m->t0, m->t1 - m->t0, m->u.name, m->category, NULL, 0);
-    }
-  /* Start again empty: a new generation, so threads make new buffers. */
-  g_ptr_array_set_size (r->buffers, 0);
-  clear_marks (r);
-  g_mutex_lock (&generation_lock);
-  r->generation = next_generation++;
-  g_mutex_unlock (&generation_lock);
-  g_atomic_pointer_set (&r->n_events, 0);
-  g_atomic_pointer_set (&r->n_dropped, 0);
-  r->whole_steps = FALSE;
+  convert_marks (&cx, r->marks);
   g_mutex_unlock (&r->lock);
+  reset (r);
   tw_trace_sort (t);
   return t;
+}
+
+/* ---- streaming ---- */
+
+static void
+stream_fail (tw_recorder *r, GError *error)
+{
+  g_mutex_lock (&r->stream_lock);
+  if (r->stream_error == NULL)
+    r->stream_error = g_steal_pointer (&error);
+  g_mutex_unlock (&r->stream_lock);
+  g_clear_error (&error);
+}
+
+/* On the writer thread (or, at the finish, the caller's): one chunk (c->b
+ * NULL: none) and the marks so far, into the file. */
+static void
+write_chunk (tw_recorder *r, chunk *c)
+{
+  g_autoptr (tw_trace) t = tw_trace_new ();
+  converter cx;
+  converter_init (&cx, r, t, r->pool);
+  guint events = c->b ? convert_records (&cx, c->b, c->blocks, c->n, c->trim_after) : 0;
+  g_autoptr (GArray) marks = g_array_new (FALSE, FALSE, sizeof (record));
+  g_mutex_lock (&r->lock);
+  GArray *tmp = r->marks;
+  r->marks = marks;
+  marks = tmp;
+  g_mutex_unlock (&r->lock);
+  convert_marks (&cx, marks);
+  tw_trace_sort (t);
+  tw_chrome_writer_add_trace (r->writer, t);
+  GError *error = NULL;
+  if (!tw_chrome_writer_sync (r->writer, &error))
+    stream_fail (r, error);
+  g_atomic_pointer_add (&r->n_written, (gssize) events);
+}
+
+static gpointer
+writer_main (gpointer data)
+{
+  tw_recorder *r = data;
+  for (;;)
+    {
+      chunk *c = g_async_queue_pop (r->chunks);
+      if (c->b == NULL)
+        {
+          g_free (c);
+          return NULL;
+        }
+      write_chunk (r, c);
+      g_ptr_array_unref (c->blocks);
+      g_mutex_lock (&r->stream_lock);
+      r->queued -= c->n;
+      g_cond_broadcast (&r->stream_cond);
+      g_mutex_unlock (&r->stream_lock);
+      g_free (c);
+    }
+}
+
+/* A writer that falls behind holds the training thread at a step end once
+ * this many handoffs wait: memory stays bounded whatever the run. */
+#define STREAM_MAX_WAITING 3
+
+static void
+queue_chunk (tw_recorder *r, buffer *b, gint64 trim_after, gboolean wait)
+{
+  chunk *c = g_new0 (chunk, 1);
+  c->b = b;
+  c->blocks = b->blocks;
+  c->n = buf_n_records (b);
+  c->trim_after = trim_after;
+  b->blocks = g_ptr_array_new_with_free_func (g_free);
+  b->fill = RECORD_BLOCK;
+  g_mutex_lock (&r->stream_lock);
+  r->peak_buffered = MAX (r->peak_buffered, r->queued + c->n);
+  while (wait && r->queued > 0 && r->queued + c->n > (guint64) STREAM_MAX_WAITING * r->handoff)
+    g_cond_wait (&r->stream_cond, &r->stream_lock);
+  r->queued += c->n;
+  g_mutex_unlock (&r->stream_lock);
+  g_async_queue_push (r->chunks, c);
+}
+
+static void
+hand_off (tw_recorder *r, buffer *b)
+{
+  queue_chunk (r, b, G_MAXINT64, TRUE);
+}
+
+gboolean
+tw_recorder_stream_to (tw_recorder *r, const char *path, GError **error)
+{
+  g_return_val_if_fail (!tw_recorder_is_recording (r) && r->writer == NULL, FALSE);
+  r->writer = tw_chrome_writer_begin (path, error);
+  if (r->writer == NULL)
+    return FALSE;
+  r->pool = tw_trace_new ();
+  r->chunks = g_async_queue_new ();
+  r->queued = r->peak_buffered = 0;
+  r->writer_thread = g_thread_new ("twb-trace-writer", writer_main, r);
+  return TRUE;
+}
+
+void
+tw_recorder_set_stream_handoff (tw_recorder *r, guint records)
+{
+  r->handoff = records ? records : TW_RECORDER_STREAM_HANDOFF;
+}
+
+const char *
+tw_recorder_stream_temp_path (const tw_recorder *r)
+{
+  return r->writer ? tw_chrome_writer_temp_path (r->writer) : NULL;
+}
+
+guint64
+tw_recorder_peak_buffered (tw_recorder *r)
+{
+  g_mutex_lock (&r->stream_lock);
+  guint64 peak = r->peak_buffered;
+  g_mutex_unlock (&r->stream_lock);
+  return peak;
+}
+
+/* Ends the writer thread and frees the stream but the writer. */
+static void
+stream_join (tw_recorder *r)
+{
+  g_async_queue_push (r->chunks, g_new0 (chunk, 1));
+  g_thread_join (g_steal_pointer (&r->writer_thread));
+  g_clear_pointer (&r->chunks, g_async_queue_unref);
+}
+
+static void
+stream_abort (tw_recorder *r)
+{
+  if (r->writer == NULL)
+    return;
+  stream_join (r);
+  g_clear_pointer (&r->pool, tw_trace_free);
+  g_clear_pointer (&r->writer, tw_chrome_writer_abort);
+  g_clear_error (&r->stream_error);
+  reset (r);
+}
+
+gboolean
+tw_recorder_finish_stream (tw_recorder *r, GError **error)
+{
+  g_return_val_if_fail (r->writer != NULL && !tw_recorder_is_recording (r), FALSE);
+  gint64 trim = r->whole_steps ? r->last_step_end : G_MAXINT64;
+  g_mutex_lock (&r->lock);
+  g_autoptr (GPtrArray) left = g_ptr_array_new ();         /* borrowed */
+  for (guint i = 0; i < r->buffers->len; i++)
+    g_ptr_array_add (left, g_ptr_array_index (r->buffers, i));
+  g_mutex_unlock (&r->lock);
+  for (guint i = 0; i < left->len; i++)
+    {
+      buffer *b = g_ptr_array_index (left, i);
+      if (buf_n_records (b) > 0)
+        queue_chunk (r, b, trim, FALSE);
+    }
+  stream_join (r);
+  /* The marks made after the last chunk. */
+  chunk none = { 0 };
+  write_chunk (r, &none);
+  g_clear_pointer (&r->pool, tw_trace_free);
+  g_autoptr (tw_trace) meta = tw_trace_new ();
+  set_meta (r, meta);
+  tw_chrome_writer *w = g_steal_pointer (&r->writer);
+  GError *failed = g_steal_pointer (&r->stream_error);
+  reset (r);
+  if (failed)
+    {
+      tw_chrome_writer_abort (w);
+      g_propagate_error (error, failed);
+      return FALSE;
+    }
+  return tw_chrome_writer_end (w, meta, error);
 }
