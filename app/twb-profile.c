@@ -1,18 +1,22 @@
 /* twb-profile.c — `twb profile`: train a few steps with the profiler's
- * recorder on the event bus and write a Chrome trace. */
+ * recorder on the event bus and write a Chrome trace.
+ *
+ * The trace always streams to the file as the run goes (a writer thread
+ * takes the records at step ends): memory stays bounded whatever --steps
+ * is, one code path serves every length, and the file still appears only
+ * when complete (a killed run leaves the temporary beside it, which opens
+ * as an unterminated trace). */
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
 #include "engine/device.h"
 #include "engine/fileutil.h"
 #include "engine/train.h"
-#include "profiler/chrome.h"
 #include "profiler/recorder.h"
 
 #include <string.h>
 
-/* Largest step count accepted: far beyond any profile worth opening (the
- * recorder keeps at most TW_RECORDER_DEFAULT_MAX_EVENTS events). */
+/* Largest step count accepted: far beyond any profile worth opening. */
 #define MAX_PROFILE_STEPS 10000000
 
 static gboolean
@@ -133,6 +137,26 @@ twb_cmd_profile (int argc, char **argv)
     tw_trainer_set_bus (tr, bus);
     tw_batcher *batcher = tw_batcher_new (train, m->recipe.batch_size, TRUE, m->recipe.seed, FALSE);
     g_autoptr (tw_recorder) rec = tw_recorder_new (0);
+    g_autofree char *process = g_strdup_printf ("twb profile %s", m->name ? m->name : argv[1]);
+    tw_recorder_set_process_name (rec, process);
+    tw_recorder_set_meta (rec, "model", m->name ? m->name : argv[1]);
+    tw_recorder_set_meta (rec, "model_file", argv[1]);
+    tw_recorder_set_meta (rec, "mode", compiled ? "compiled" : "eager");
+    char num[32];
+    g_snprintf (num, sizeof num, "%" G_GINT64_FORMAT, steps);
+    tw_recorder_set_meta (rec, "steps", num);
+    g_snprintf (num, sizeof num, "%" G_GINT64_FORMAT, warmup);
+    tw_recorder_set_meta (rec, "warmup_steps", num);
+    g_snprintf (num, sizeof num, "%d", tw_get_num_threads ());
+    tw_recorder_set_meta (rec, "threads", num);
+    g_snprintf (num, sizeof num, "%" G_GINT64_FORMAT, (gint64) m->recipe.batch_size);
+    tw_recorder_set_meta (rec, "batch", num);
+    if (!tw_recorder_stream_to (rec, trace, &error))
+      {
+        twb_print_error ("--trace", error);
+        tw_batcher_free (batcher);
+        goto out;
+      }
     int64_t epoch = 0, rec_epoch = 0;
     gint64 t_rec = 0, t_epoch = 0;
     gboolean ok = TRUE;
@@ -161,51 +185,30 @@ twb_cmd_profile (int argc, char **argv)
             tw_recorder_mark (rec, name, "epoch", t_epoch, now);
             t_epoch = now;
           }
-        gint64 t0 = tw_now_ns ();
+        /* (samples/s and the loss: the recorder's own counters at each step end) */
         ok = tw_trainer_step (tr, x, y, NULL, &error);
-        gint64 t1 = tw_now_ns ();
         if (!ok)
           twb_print_error (argv[1], error);
-        else if (i >= warmup && t1 > t0)
-          tw_recorder_counter (rec, "samples/s", t1, (double) x->shape[0] * 1e9 / (double) (t1 - t0));
       }
     gint64 t_end = tw_now_ns ();
     tw_batcher_free (batcher);
     tw_recorder_stop (rec);
     if (!ok)
-      goto out;
+      goto out;             /* the recorder's free removes the unfinished file */
     g_autofree char *last = g_strdup_printf ("epoch %" G_GINT64_FORMAT "%s", epoch + 1,
                                              epoch == rec_epoch ? "" : " (part)");
     tw_recorder_mark (rec, last, "epoch", t_epoch, t_end);
-    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
-    tw_trace_set_meta (t, "model", m->name ? m->name : argv[1]);
-    g_autofree char *process = g_strdup_printf ("twb profile %s", m->name ? m->name : argv[1]);
-    tw_trace_add_process (t, tw_trace_process (t, 0)->pid, process);
-    tw_trace_set_meta (t, "model_file", argv[1]);
-    tw_trace_set_meta (t, "mode", compiled ? "compiled" : "eager");
-    g_autofree char *nums = g_strdup_printf ("%" G_GINT64_FORMAT, steps);
-    tw_trace_set_meta (t, "steps", nums);
-    g_free (g_steal_pointer (&nums));
-    nums = g_strdup_printf ("%" G_GINT64_FORMAT, warmup);
-    tw_trace_set_meta (t, "warmup_steps", nums);
-    g_free (g_steal_pointer (&nums));
-    nums = g_strdup_printf ("%d", tw_get_num_threads ());
-    tw_trace_set_meta (t, "threads", nums);
-    g_free (g_steal_pointer (&nums));
-    nums = g_strdup_printf ("%" G_GINT64_FORMAT, (gint64) m->recipe.batch_size);
-    tw_trace_set_meta (t, "batch", nums);
-    if (!tw_chrome_trace_save (t, trace, &error))
+    guint64 events = tw_recorder_n_events (rec), dropped = tw_recorder_n_dropped (rec);
+    if (!tw_recorder_finish_stream (rec, &error))
       {
         twb_print_error (NULL, error);
         goto out;
       }
-    guint64 events = tw_trace_n_slices (t) + tw_trace_n_instants (t) + tw_trace_n_counters (t);
-    const char *dropped = tw_trace_get_meta (t, "dropped_events");
-    g_print ("%s: %" G_GUINT64_FORMAT " events on %u lanes, %" G_GINT64_FORMAT
-             " steps, %.3f ms recorded%s%s%s\n",
-             trace, events, tw_trace_n_lanes (t), steps, (t_end - t_rec) / 1e6,
-             g_strcmp0 (dropped, "0") != 0 ? ", " : "", g_strcmp0 (dropped, "0") != 0 ? dropped : "",
-             g_strcmp0 (dropped, "0") != 0 ? " events dropped (over the recorder's cap)" : "");
+    g_autofree char *dropped_s = dropped ? g_strdup_printf (", %" G_GUINT64_FORMAT " events dropped "
+                                                            "(over the recorder's cap)", dropped)
+                                         : g_strdup ("");
+    g_print ("%s: %" G_GUINT64_FORMAT " events, %" G_GINT64_FORMAT " steps, %.3f ms recorded%s\n",
+             trace, events, steps, (t_end - t_rec) / 1e6, dropped_s);
     status = 0;
   }
 out:
