@@ -288,6 +288,82 @@ test_torch (void)
   g_assert_nonnull (strstr (tw_trace_get_meta (t, "deviceProperties"), "\"NVIDIA A100-SXM4-40GB\""));
 }
 
+/* A real trace from Debian's python3-torch (1.13, built without Kineto:
+ * the legacy profiler's bare array, pid "CPU functions", tid 1, whole
+ * microseconds), made by data/make-torch-trace.py: a 784-128-10 MLP,
+ * three profiled steps.  The figures were counted from the file with
+ * Python (slices sorted by start, longer first; depth = open enclosing
+ * slices). */
+static void
+test_torch_real (void)
+{
+  g_autofree char *path = data_path ("torch-real-trace.json");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trace) t = tw_trace_load_chrome (path, &error);
+  g_assert_no_error (error);
+  g_assert_null (tw_trace_get_meta (t, "import.note"));
+  g_assert_null (tw_trace_get_meta (t, "import.skipped"));
+  g_assert_cmpuint (tw_trace_n_slices (t), ==, 372);
+  /* One lane: the Python thread, in a process named by the string pid. */
+  g_assert_cmpuint (tw_trace_n_lanes (t), ==, 1);
+  g_assert_cmpuint (tw_trace_n_processes (t), ==, 1);
+  g_assert_cmpstr (tw_trace_process (t, 0)->name, ==, "CPU functions");
+  const tw_lane_info *li = tw_trace_lane (t, 0);
+  g_assert_cmpint (li->tid, ==, 1);
+  g_assert_cmpint (li->kind, ==, TW_LANE_THREAD);
+
+  guint n_linear = 0, n_addmm = 0, n_mm = 0, max_depth = 0, n_steps = 0;
+  const tw_slice *open[16] = { NULL };
+  for (guint k = 0; k < tw_trace_lane_n_slices (t, 0); k++)
+    {
+      const tw_slice *sl = tw_trace_lane_slice (t, 0, k);
+      g_assert_cmpuint (sl->depth, <, G_N_ELEMENTS (open));
+      if (sl->depth > 0)
+        {
+          const tw_slice *parent = open[sl->depth - 1];
+          g_assert_nonnull (parent);
+          g_assert_cmpint (sl->start_ns, >=, parent->start_ns);
+          g_assert_cmpint (sl->start_ns + sl->dur_ns, <=, parent->start_ns + parent->dur_ns);
+        }
+      open[sl->depth] = sl;
+      max_depth = MAX (max_depth, sl->depth);
+      if (g_str_has_prefix (sl->name, "ProfilerStep#"))
+        {
+          n_steps++;
+          g_autofree char *name = g_strdup_printf ("ProfilerStep#%u", n_steps);
+          g_assert_cmpstr (sl->name, ==, name);
+          g_assert_cmpuint (sl->depth, ==, 0);
+          guint inside = 0;
+          for (guint j = k + 1; j < tw_trace_lane_n_slices (t, 0)
+                                && tw_trace_lane_slice (t, 0, j)->start_ns < sl->start_ns + sl->dur_ns; j++)
+            inside++;
+          g_assert_cmpuint (inside, ==, 120);
+        }
+      else if (strcmp (sl->name, "aten::linear") == 0)
+        {
+          n_linear++;
+          g_assert_cmpuint (sl->depth, ==, 1);
+          g_assert_true (g_str_has_prefix (open[0]->name, "ProfilerStep#"));
+        }
+      else if (strcmp (sl->name, "aten::addmm") == 0)
+        {
+          n_addmm++;
+          g_assert_cmpuint (sl->depth, ==, 2);
+          g_assert_cmpstr (open[1]->name, ==, "aten::linear");
+        }
+      else if (strcmp (sl->name, "aten::mm") == 0)
+        {
+          n_mm++;
+          g_assert_cmpuint (sl->depth, ==, 3);
+        }
+    }
+  g_assert_cmpuint (n_steps, ==, 3);
+  g_assert_cmpuint (n_linear, ==, 6);
+  g_assert_cmpuint (n_addmm, ==, 6);
+  g_assert_cmpuint (n_mm, ==, 9);
+  g_assert_cmpuint (max_depth, ==, 5);
+}
+
 static void
 write_text (const char *path, const char *text, gssize len)
 {
@@ -487,6 +563,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/import/round-trip", test_round_trip);
   g_test_add_func ("/profiler/import/gzip", test_gzip_by_magic);
   g_test_add_func ("/profiler/import/torch", test_torch);
+  g_test_add_func ("/profiler/import/torch-real", test_torch_real);
   g_test_add_func ("/profiler/import/unterminated", test_unterminated);
   g_test_add_func ("/profiler/import/errors", test_errors);
   g_test_add_func ("/profiler/import/memory", test_memory_check);
