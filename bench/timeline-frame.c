@@ -2,11 +2,13 @@
  * slices: twb_timeline_render (what the widget's snapshot draws, through
  * the same cairo code) into a 1440 × 900 image surface, 50 frames each for
  * the whole range, 1 ms, the middle 10 %, and the whole range while a
- * search dims the misses.  Prints median and p95 in ms.
+ * search dims the misses; then the widget in a window through its own
+ * snapshot () and GSK's cairo drawing of the node.  Prints median and p95
+ * in ms.
  *
  * GTK widgets need a display: run under xvfb-run (README, "Profiler").
  *
- *   xvfb-run -a build/bench/timeline-frame [--slices N] [--frames N]
+ *   xvfb-run -a -s "-screen 0 1920x1080x24" build/bench/timeline-frame [--slices N] [--frames N]
  */
 #include "profiler/twb-timeline.h"
 
@@ -187,6 +189,45 @@ main (int argc, char **argv)
           cairo_surface_write_to_png (s, path);
         }
     }
+  twb_timeline_set_search (tl, NULL);
+
+  /* The widget's own path in a window: its snapshot () (a cairo node) and
+   * GSK's cairo drawing of that node, as GSK_RENDERER=cairo does. */
+  GtkWidget *win = gtk_window_new ();
+  gtk_window_set_default_size (GTK_WINDOW (win), 1440, 900);
+  gtk_window_set_child (GTK_WINDOW (win), GTK_WIDGET (tl));
+  gtk_window_present (GTK_WINDOW (win));
+  for (gint64 end = g_get_monotonic_time () + 500000; g_get_monotonic_time () < end;)
+    g_main_context_iteration (NULL, FALSE);
+  int ww = gtk_widget_get_width (GTK_WIDGET (tl)), wh = gtk_widget_get_height (GTK_WIDGET (tl));
+  for (guint k = 0; k < 2; k++)
+    {
+      if (k == 0)
+        twb_timeline_set_view (tl, v0, v1);
+      else
+        twb_timeline_set_view (tl, v0 + (v1 - v0) * 45 / 100, v0 + (v1 - v0) * 55 / 100);
+      g_autofree double *ms = g_new (double, frames);
+      for (guint i = 0; i < frames; i++)
+        {
+          gint64 t0 = g_get_monotonic_time ();
+          GtkSnapshot *snap = gtk_snapshot_new ();
+          GTK_WIDGET_GET_CLASS (tl)->snapshot (GTK_WIDGET (tl), snap);
+          GskRenderNode *node = gtk_snapshot_free_to_node (snap);
+          if (node)
+            {
+              gsk_render_node_draw (node, cr);
+              gsk_render_node_unref (node);
+            }
+          cairo_surface_flush (s);
+          ms[i] = (g_get_monotonic_time () - t0) / 1000.0;
+        }
+      qsort (ms, frames, sizeof *ms, cmp_double);
+      printf ("%-28s median %7.2f ms   p95 %7.2f ms   (%u frames, %d x %d in a window)\n",
+              k == 0 ? "snapshot, whole range" : "snapshot, middle 10 %", ms[frames / 2],
+              ms[(frames * 95) / 100 < frames ? (frames * 95) / 100 : frames - 1], frames, ww, wh);
+    }
+  gtk_window_destroy (GTK_WINDOW (win));
+
   cairo_destroy (cr);
   cairo_surface_destroy (s);
   g_object_unref (tl);

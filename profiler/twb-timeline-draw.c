@@ -452,20 +452,6 @@ draw_counter (Frame *f, guint gi, const TlGroup *g, const TlCounter *c, double y
 }
 
 static void
-draw_counter_label (Frame *f, const TlCounter *c, double y)
-{
-  if (c->n == 0 || !isfinite (c->vmax))
-    return;
-  g_autofree char *max = g_strdup_printf ("max %.4g", c->vmax);
-  pango_layout_set_width (f->text, -1);
-  pango_layout_set_font_description (f->text, small_font (f->tl));
-  pango_layout_set_text (f->text, max, -1);
-  set_fg (f, 0.75);
-  cairo_move_to (f->cr, f->x0 + 4, y + 1);
-  pango_cairo_show_layout (f->cr, f->text);
-}
-
-static void
 draw_labels (Frame *f)
 {
   cairo_t *cr = f->cr;
@@ -667,8 +653,19 @@ draw_gutter (Frame *f)
           }
         case TL_ROW_COUNTER:
           {
+            /* The name, and under it the maximum the chart's top stands for. */
             const TlCounter *c = &g_array_index (g->counters, TlCounter, r->item);
-            gutter_text (f, c->name ? c->name : "counter", 22, y, r->h, FALSE, 0.85);
+            gutter_text (f, c->name ? c->name : "counter", 22, y, TL_ROW_H, FALSE, 0.85);
+            if (c->n > 0 && isfinite (c->vmax))
+              {
+                g_snprintf (buf, sizeof buf, "max %.4g", c->vmax);
+                pango_layout_set_font_description (f->text, small_font (tl));
+                pango_layout_set_width (f->text, (int) ((TL_GUTTER_W - 28) * PANGO_SCALE));
+                pango_layout_set_text (f->text, buf, -1);
+                set_fg (f, 0.6);
+                cairo_move_to (cr, 22, y + TL_ROW_H - 1);
+                pango_cairo_show_layout (cr, f->text);
+              }
             break;
           }
         }
@@ -829,7 +826,9 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
   if (GTK_IS_WIDGET (tl) && gtk_widget_get_native (GTK_WIDGET (tl)))
     f.rscale = MAX (f.rscale, gtk_widget_get_scale_factor (GTK_WIDGET (tl)));
   f.rw = MAX ((int) ceil (f.tw * f.rscale), 1);
-  f.rh = MAX ((int) ceil ((height - TL_RULER_H) * f.rscale), 1);
+  /* Only as tall as the rows reach: what lies below them stays empty. */
+  double rows_bottom = MIN ((double) height, TL_RULER_H + tl->content_h - tl->scroll_y);
+  f.rh = MAX ((int) ceil ((rows_bottom - TL_RULER_H) * f.rscale), 1);
   /* A new (zeroed) surface each frame: the snapshot's recording keeps it. */
   f.raster = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, f.rw, f.rh);
   cairo_surface_set_device_scale (f.raster, f.rscale, f.rscale);
@@ -904,8 +903,6 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
       TlGroup *g = g_ptr_array_index (tl->groups, r->group);
       if (r->kind == TL_ROW_LANE)
         draw_instants (&f, r->group, &g->lanes[r->item], y);
-      else if (r->kind == TL_ROW_COUNTER)
-        draw_counter_label (&f, &g_array_index (g->counters, TlCounter, r->item), y);
     }
   if (f.hl->len > 0)
     {
