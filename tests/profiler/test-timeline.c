@@ -489,6 +489,26 @@ save_png (cairo_surface_t *s, const char *name)
   g_test_message ("saved %s", path);
 }
 
+/* The window through GTK's own drawing (the widget's snapshot ()). */
+static void
+save_window (GtkWidget *win, const char *name)
+{
+  GdkPaintable *p = gtk_widget_paintable_new (win);
+  GtkSnapshot *snap = gtk_snapshot_new ();
+  int ww = gtk_widget_get_width (win), wh = gtk_widget_get_height (win);
+  gdk_paintable_snapshot (p, snap, ww, wh);
+  GskRenderNode *node = gtk_snapshot_free_to_node (snap);
+  g_assert_nonnull (node);
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, ww, wh);
+  cairo_t *cr = cairo_create (s);
+  gsk_render_node_draw (node, cr);
+  save_png (s, name);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  gsk_render_node_unref (node);
+  g_object_unref (p);
+}
+
 static void
 test_render (Fixture *fx, gconstpointer data)
 {
@@ -521,22 +541,7 @@ test_render (Fixture *fx, gconstpointer data)
   cairo_destroy (cr);
   cairo_surface_destroy (s);
 
-  /* The window itself, through GTK's own drawing. */
-  GdkPaintable *p = gtk_widget_paintable_new (fx->win);
-  GtkSnapshot *snap = gtk_snapshot_new ();
-  int ww = gtk_widget_get_width (fx->win), wh = gtk_widget_get_height (fx->win);
-  gdk_paintable_snapshot (p, snap, ww, wh);
-  GskRenderNode *node = gtk_snapshot_free_to_node (snap);
-  s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, ww, wh);
-  cr = cairo_create (s);
-  if (node)
-    gsk_render_node_draw (node, cr);
-  save_png (s, "timeline-window.png");
-  g_assert_nonnull (node);
-  cairo_destroy (cr);
-  cairo_surface_destroy (s);
-  gsk_render_node_unref (node);
-  g_object_unref (p);
+  save_window (fx->win, "timeline-window.png");
 }
 
 /* A real trace (TWB_TIMELINE_TRACE, else the PyTorch fixture) in the window, for a person to look at. */
@@ -565,6 +570,13 @@ test_real_trace (void)
   twb_timeline_set_view (tl, v0 + (v1 - v0) * 45 / 100, v0 + (v1 - v0) * 55 / 100);
   twb_timeline_render (tl, cr, 1280, 720);
   save_png (s, "timeline-real-zoom.png");
+  /* The window: the slice under the middle selected, a range over a fifth. */
+  twb_timeline_set_view (tl, v0, v1);
+  twb_timeline_set_range (tl, v0 + (v1 - v0) * 4 / 10, v0 + (v1 - v0) * 6 / 10);
+  pump ();
+  twb_timeline_test_click (tl, 1280 / 2 + 90, 24 + 24 + 20 + 9, 1);
+  pump ();
+  save_window (win, "timeline-real-window.png");
   cairo_destroy (cr);
   cairo_surface_destroy (s);
   g_assert_cmpuint (twb_timeline_n_groups (tl), ==, 1);
