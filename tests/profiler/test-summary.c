@@ -574,6 +574,38 @@ test_steps_torch (void)
   g_assert_cmpuint (launches, ==, 2);
 }
 
+/* The real PyTorch trace (tests/profiler/data/make-torch-trace.py): three
+ * profiled steps, each step's range holding exactly the slices inside it. */
+static void
+test_steps_torch_real (void)
+{
+  g_autofree char *path = g_build_filename (TEST_DATA_DIR, "torch-real-trace.json", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trace) t = tw_trace_load_chrome (path, &error);
+  g_assert_no_error (error);
+  guint64 first = 0;
+  g_assert_cmpuint (tw_summary_n_steps (t, &first), ==, 3);
+  g_assert_cmpuint (first, ==, 1);
+  for (guint64 n = 1; n <= 3; n++)
+    {
+      gint64 a, b;
+      g_assert_true (tw_summary_find_step (t, n, &a, &b));
+      guint64 inside = 0;
+      for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+        for (guint i = 0; i < tw_trace_lane_n_slices (t, l); i++)
+          {
+            const tw_slice *s = tw_trace_lane_slice (t, l, i);
+            inside += s->start_ns < b && s->start_ns + s->dur_ns > a;
+          }
+      g_autoptr (GArray) rows = tw_summary_by_name (t, a, b, NULL, 0);
+      guint64 counted = 0;
+      for (guint i = 0; i < rows->len; i++)
+        counted += g_array_index (rows, tw_summary_row, i).count;
+      g_assert_cmpuint (counted, ==, inside);
+      g_assert_cmpuint (counted, >, 100);
+    }
+}
+
 /* ---- compare ---------------------------------------------------------- */
 
 static void
@@ -668,6 +700,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/summary/ranks", test_ranks);
   g_test_add_func ("/profiler/summary/steps/ours", test_steps_ours);
   g_test_add_func ("/profiler/summary/steps/torch", test_steps_torch);
+  g_test_add_func ("/profiler/summary/steps/torch-real", test_steps_torch_real);
   g_test_add_func ("/profiler/summary/compare", test_compare);
   g_test_add_func ("/profiler/summary/peak", test_peak);
   return g_test_run ();
