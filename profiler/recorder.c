@@ -158,10 +158,15 @@ typedef struct
   gint64 trim_after;            /* records starting later are left out */
 } chunk;
 
+/* A thread's buffers for the last few recorders it recorded for (a
+ * thread may feed several at once: bench/profile-overhead has two). */
+#define SLOT_WAYS 4
+
 typedef struct
 {
-  guint64 generation;
-  buffer *buf;
+  guint64 generation[SLOT_WAYS];
+  buffer *buf[SLOT_WAYS];
+  guint next;                   /* the way replaced next */
 } thread_slot;
 
 static GPrivate slot_key = G_PRIVATE_INIT (g_free);
@@ -232,30 +237,46 @@ static buffer *
 thread_buffer (tw_recorder *r)
 {
   thread_slot *slot = g_private_get (&slot_key);
-  if (slot && slot->generation == r->generation)
-    return slot->buf;
+  for (guint w = 0; slot && w < SLOT_WAYS; w++)
+    if (slot->generation[w] == r->generation)
+      return slot->buf[w];
   if (slot == NULL)
     {
       slot = g_new0 (thread_slot, 1);
       g_private_set (&slot_key, slot);
     }
-  buffer *b = g_new0 (buffer, 1);
-  b->tid = (gint64) syscall (SYS_gettid);
-  char name[64] = "";
-  if (pthread_getname_np (pthread_self (), name, sizeof name) != 0 || name[0] == '\0')
-    g_snprintf (name, sizeof name, "thread %" G_GINT64_FORMAT, b->tid);
-  b->thread_name = g_strdup (name);
-  b->strings = g_string_chunk_new (16 * 1024);
-  b->interned = g_hash_table_new (g_str_hash, g_str_equal);
-  b->blocks = g_ptr_array_new_with_free_func (g_free);
-  b->fill = RECORD_BLOCK;
-  b->cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, cache_free);
-  b->step_batch = -1;
+  /* Not in the slot: the buffer made for this thread before, if any (its
+   * way was taken by other recorders since), else a new one.  (A thread
+   * that ended may have left its tid to a new one: then they share a
+   * buffer, one after the other.) */
+  gint64 tid = (gint64) syscall (SYS_gettid);
+  buffer *b = NULL;
   g_mutex_lock (&r->lock);
-  g_ptr_array_add (r->buffers, b);
+  for (guint i = 0; i < r->buffers->len && b == NULL; i++)
+    if (((buffer *) g_ptr_array_index (r->buffers, i))->tid == tid)
+      b = g_ptr_array_index (r->buffers, i);
   g_mutex_unlock (&r->lock);
-  slot->generation = r->generation;
-  slot->buf = b;
+  if (b == NULL)
+    {
+      b = g_new0 (buffer, 1);
+      b->tid = tid;
+      char name[64] = "";
+      if (pthread_getname_np (pthread_self (), name, sizeof name) != 0 || name[0] == '\0')
+        g_snprintf (name, sizeof name, "thread %" G_GINT64_FORMAT, b->tid);
+      b->thread_name = g_strdup (name);
+      b->strings = g_string_chunk_new (16 * 1024);
+      b->interned = g_hash_table_new (g_str_hash, g_str_equal);
+      b->blocks = g_ptr_array_new_with_free_func (g_free);
+      b->fill = RECORD_BLOCK;
+      b->cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, cache_free);
+      b->step_batch = -1;
+      g_mutex_lock (&r->lock);
+      g_ptr_array_add (r->buffers, b);
+      g_mutex_unlock (&r->lock);
+    }
+  guint w = slot->next++ % SLOT_WAYS;
+  slot->generation[w] = r->generation;
+  slot->buf[w] = b;
   return b;
 }
 
