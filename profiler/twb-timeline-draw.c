@@ -47,6 +47,9 @@ tl_layout (TwbTimeline *tl)
       for (guint pi = 0; pi < g->processes->len; pi++)
         {
           TlProcess *pr = &g_array_index (g->processes, TlProcess, pi);
+          /* A process named in the metadata that recorded nothing: no row. */
+          if (pr->lanes->len == 0 && pr->counters->len == 0)
+            continue;
           add_row (tl, TL_ROW_PROCESS, gi, pi, 0, TL_PROC_H);
           if (pr->collapsed)
             {

@@ -5,6 +5,9 @@
 #include "profiler/twb-timeline-private.h"
 
 #include <string.h>
+#ifdef GDK_WINDOWING_X11
+#include <gdk/x11/gdkx.h>
+#endif
 
 static void
 pump (void)
@@ -544,6 +547,93 @@ test_render (Fixture *fx, gconstpointer data)
   save_window (fx->win, "timeline-window.png");
 }
 
+#ifdef GDK_WINDOWING_X11
+/* Runs xdotool with args (a string vector's worth, split at spaces), then
+ * lets GTK take the events. */
+static void
+xdo (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *args = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  /* timeout: a focus request that never completes fails the test, not the run. */
+  g_autofree char *cmd = g_strdup_printf ("timeout 10 xdotool %s", args);
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+  g_assert_true (g_spawn_command_line_sync (cmd, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  pump ();
+}
+
+/* Real X pointer and key events through xdotool, at the window's own
+ * coordinates (mousemove --window): the controllers, not the test hooks. */
+static void
+test_xdotool (Fixture *fx, gconstpointer data)
+{
+  g_autofree char *xdotool = g_find_program_in_path ("xdotool");
+  GdkDisplay *display = gdk_display_get_default ();
+  if (!xdotool || !GDK_IS_X11_DISPLAY (display))
+    {
+      g_test_skip ("no xdotool or not on X11");
+      return;
+    }
+  GtkNative *native = GTK_NATIVE (fx->win);
+  gulong xid = gdk_x11_surface_get_xid (gtk_native_get_surface (native));
+  double sx, sy;
+  gtk_native_get_surface_transform (native, &sx, &sy);
+  double ox, oy;
+  g_assert_true (gtk_widget_translate_coordinates (GTK_WIDGET (fx->tl), fx->win, 0, 0, &ox, &oy));
+  ox += sx;
+  oy += sy;
+
+  twb_timeline_set_view (fx->tl, 0, 25000);
+  pump ();
+  TwbSliceRef relu = find (fx->t, 0, 0, "relu");
+  graphene_rect_t r;
+  g_assert_true (twb_timeline_slice_rect (fx->tl, &relu, &r));
+  int cx = (int) (r.origin.x + r.size.width / 2), cy = (int) (r.origin.y + r.size.height / 2);
+  xdo ("mousemove --window %lu %d %d click 1", xid, (int) ox + cx, (int) oy + cy);
+  TwbSliceRef got;
+  g_assert_true (twb_timeline_get_selected_slice (fx->tl, &got));
+  g_assert_cmpuint (got.index, ==, relu.index);
+  g_assert_cmpuint (got.lane, ==, relu.lane);
+  g_assert_cmpuint (fx->n_selected, ==, 1);
+
+  /* A left drag over whole pixels: the range is the times of its ends. */
+  int xa = 400, xb = 650;
+  xdo ("mousemove --window %lu %d %d mousedown 1", xid, (int) ox + xa, (int) oy + cy);
+  xdo ("mousemove --window %lu %d %d", xid, (int) ox + (xa + xb) / 2, (int) oy + cy);
+  xdo ("mousemove --window %lu %d %d mouseup 1", xid, (int) ox + xb, (int) oy + cy);
+  gint64 s, e;
+  g_assert_true (twb_timeline_get_range (fx->tl, &s, &e));
+  g_assert_cmpint (s, ==, twb_timeline_x_to_time (fx->tl, xa));
+  g_assert_cmpint (e, ==, twb_timeline_x_to_time (fx->tl, xb));
+
+  /* Ctrl+wheel up at x: zoomed in, the time under x kept. */
+  gint64 at = twb_timeline_x_to_time (fx->tl, 500);
+  xdo ("mousemove --window %lu %d %d keydown ctrl click 4 keyup ctrl", xid, (int) ox + 500, (int) oy + cy);
+  gint64 v0, v1;
+  twb_timeline_get_view (fx->tl, &v0, &v1);
+  g_assert_cmpint (v1 - v0, <, 25000);
+  g_assert_cmpint (ABS (twb_timeline_x_to_time (fx->tl, 500) - at), <=, 2);
+
+  /* Keys, once the widget has the focus (the click gave it): W zooms in
+   * around the pointer, Escape clears the range and the slice. */
+  gtk_window_present (GTK_WINDOW (fx->win));
+  xdo ("windowfocus --sync %lu", xid);
+  g_assert_true (gtk_widget_has_focus (GTK_WIDGET (fx->tl)));
+  gint64 w0 = v1 - v0;
+  xdo ("key w");
+  twb_timeline_get_view (fx->tl, &v0, &v1);
+  g_assert_cmpint (v1 - v0, <, w0);
+  xdo ("key Escape");
+  g_assert_false (twb_timeline_get_range (fx->tl, NULL, NULL));
+  g_assert_false (twb_timeline_get_selected_slice (fx->tl, NULL));
+}
+#endif
+
 /* A real trace (TWB_TIMELINE_TRACE, else the PyTorch fixture) in the window, for a person to look at. */
 static void
 test_real_trace (void)
@@ -603,6 +693,9 @@ main (int argc, char **argv)
   ADD ("highlight", test_highlight);
   ADD ("collapse", test_collapse);
   ADD ("render", test_render);
+#ifdef GDK_WINDOWING_X11
+  ADD ("xdotool", test_xdotool);
+#endif
   g_test_add_func ("/timeline/real-trace", test_real_trace);
   return g_test_run ();
 }
