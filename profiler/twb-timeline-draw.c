@@ -9,6 +9,7 @@
 #include "profiler/twb-timeline-private.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Slice colours: mid-light tones with dark text on them, readable on the
  * light and the dark theme alike (Google's "tonal 200" family, roughly). */
@@ -832,11 +833,23 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
   /* Only as tall as the rows reach: what lies below them stays empty. */
   double rows_bottom = MIN ((double) height, TL_RULER_H + tl->content_h - tl->scroll_y);
   f.rh = MAX ((int) ceil ((rows_bottom - TL_RULER_H) * f.rscale), 1);
-  /* A new (zeroed) surface each frame: the snapshot's recording keeps it. */
-  f.raster = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, f.rw, f.rh);
-  cairo_surface_set_device_scale (f.raster, f.rscale, f.rscale);
+  /* Kept from frame to frame (a new one costs a page fault per 4 KiB
+   * written); the flush first copies it for a snapshot's recording that
+   * still holds the last frame. */
+  if (!tl->raster || cairo_image_surface_get_width (tl->raster) != f.rw
+      || cairo_image_surface_get_height (tl->raster) < f.rh || tl->raster_scale != f.rscale)
+    {
+      g_clear_pointer (&tl->raster, cairo_surface_destroy);
+      tl->raster = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, f.rw,
+                                               MAX (f.rh, (int) ceil ((height - TL_RULER_H) * f.rscale)));
+      cairo_surface_set_device_scale (tl->raster, f.rscale, f.rscale);
+      tl->raster_scale = f.rscale;
+    }
+  f.raster = tl->raster;
+  cairo_surface_flush (f.raster);
   f.px = (guint32 *) cairo_image_surface_get_data (f.raster);
   f.stride = cairo_image_surface_get_stride (f.raster) / 4;
+  memset (f.px, 0, (gsize) cairo_image_surface_get_stride (f.raster) * f.rh);
   f.labels = g_array_new (FALSE, FALSE, sizeof (Label));
   f.hl = g_array_new (FALSE, FALSE, sizeof (Rect));
   f.text = gtk_widget_create_pango_layout (GTK_WIDGET (tl), NULL);
@@ -895,7 +908,8 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
     }
   cairo_surface_mark_dirty (f.raster);
   cairo_set_source_surface (cr, f.raster, f.x0, TL_RULER_H);
-  cairo_paint (cr);
+  cairo_rectangle (cr, f.x0, TL_RULER_H, f.tw, f.rh / f.rscale);
+  cairo_fill (cr);
   draw_labels (&f);
   for (guint ri = 0; ri < tl->rows->len; ri++)
     {
@@ -933,7 +947,6 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
   draw_ruler (&f);
   draw_range (&f);
 
-  cairo_surface_destroy (f.raster);
   g_array_unref (f.labels);
   g_array_unref (f.hl);
   g_object_unref (f.text);

@@ -151,6 +151,8 @@ struct _TwbTimeline
   double drag_scroll0;
 
   GHashTable *labels; /* const char * name → TlLabel */
+  cairo_surface_t *raster; /* the frame's slices as pixels (twb-timeline-draw.c) */
+  double raster_scale;
   PangoFontDescription *small_font;
 };
 

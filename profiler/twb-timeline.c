@@ -1038,6 +1038,7 @@ twb_timeline_dispose (GObject *o)
   if (tl->groups)
     g_ptr_array_set_size (tl->groups, 0);
   g_clear_pointer (&tl->labels, g_hash_table_unref);
+  g_clear_pointer (&tl->raster, cairo_surface_destroy);
   G_OBJECT_CLASS (twb_timeline_parent_class)->dispose (o);
 }
 
