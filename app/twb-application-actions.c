@@ -90,6 +90,7 @@ static const struct
   { "debugger.step-layer", { "F10", NULL } },
   { "debugger.step-iteration", { "<Control>F10", NULL } },
   { "debugger.toggle-breakpoint('')", { "F9", NULL } },
+  { "profiler.record", { "F6", NULL } },
   { "graph.undo", { "<Control>z", NULL } },
   { "graph.redo", { "<Control><Shift>z", "<Control>y", NULL } },
   { "graph.copy", { "<Control>c", NULL } },

@@ -204,8 +204,7 @@ offer_recovery (TwbApplication *self, GtkWindow *parent)
 static gboolean
 shot_busy (TwbApplication *self)
 {
-  TwbRun *run = twb_window_get_run (self->shot_window);
-  return run && twb_run_get_state (run) == TW_SESSION_RUNNING;
+  return twb_window_is_busy (self->shot_window);
 }
 
 /* Run the next --do action once the previous one has finished; FALSE while
@@ -369,7 +368,8 @@ static void
 activate_screenshot (TwbApplication *self)
 {
   g_autoptr (TwbDocument) doc = NULL;
-  if (self->shot_model)
+  gboolean trace = self->shot_model && twb_path_is_trace (self->shot_model);
+  if (self->shot_model && !trace)
     {
       g_autoptr (GError) error = NULL;
       doc = twb_document_new_from_file (self->shot_model, &error);
@@ -385,6 +385,8 @@ activate_screenshot (TwbApplication *self)
                   strcmp (self->shot_theme, "dark") == 0, NULL);
   self->shot_window = twb_window_new (GTK_APPLICATION (self), doc);
   gtk_window_set_default_size (GTK_WINDOW (self->shot_window), self->shot_w, self->shot_h);
+  if (trace)
+    twb_window_open_trace (self->shot_window, self->shot_model);
   if (self->shot_panel)
     twb_window_show_panel (self->shot_window, self->shot_panel);
   if (self->shot_select)
@@ -434,6 +436,16 @@ twb_application_open (GApplication *app, GFile **files, int n_files, const char 
           continue;
         }
       g_autofree char *path = g_file_get_path (files[i]);
+      if (twb_path_is_trace (path))
+        {
+          /* A trace opens in the Profiler tab of the window in front. */
+          GtkWindow *front = gtk_application_get_active_window (GTK_APPLICATION (app));
+          TwbWindow *tw = TWB_IS_WINDOW (front) ? TWB_WINDOW (front)
+                                                : twb_application_new_window (self, NULL);
+          twb_window_open_trace (tw, path);
+          gtk_window_present (GTK_WINDOW (tw));
+          continue;
+        }
       g_autoptr (GError) error = NULL;
       g_autoptr (TwbDocument) doc = path ? twb_document_new_from_file (path, &error) : NULL;
       TwbWindow *w;
@@ -503,10 +515,10 @@ twb_gui_main (int argc, char **argv)
   GOptionEntry entries[] = {
     { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, &shot,
       "Render the main window to a PNG and exit", "FILE.png" },
-    { "open", 0, 0, G_OPTION_ARG_FILENAME, &model, "Model to open", "MODEL.json" },
+    { "open", 0, 0, G_OPTION_ARG_FILENAME, &model, "Model (or Chrome trace) to open", "MODEL.json" },
     { "size", 0, 0, G_OPTION_ARG_STRING, &size, "Window size for --screenshot (1280x800)", "WxH" },
     { "panel", 0, 0, G_OPTION_ARG_STRING, &panel,
-      "Bottom panel tab to show: training, debugger or profiler", "NAME" },
+      "Bottom panel tab to show: training, debugger, compiled or profiler", "NAME" },
     { "select", 0, 0, G_OPTION_ARG_STRING, &select,
       "Select this node (its attributes show in the inspector)", "NODE" },
     { "do", 0, 0, G_OPTION_ARG_STRING, &do_actions,

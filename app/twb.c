@@ -221,7 +221,9 @@ usage (void)
               "\n"
               "without a command, with a display: the graph editor\n"
               "  twb [MODEL.json...]\n"
-              "  twb --screenshot OUT.png [--open MODEL.json] [--size WxH] [--panel training|debugger|profiler]\n"
+              "  twb TRACE.json[.gz]  a Chrome trace (ours or PyTorch's) in the Profiler tab\n"
+              "  twb --screenshot OUT.png [--open MODEL.json|TRACE.json] [--size WxH]\n"
+              "      [--panel training|debugger|compiled|profiler]\n"
               "  (see twb --help-gui)\n"
 #endif
               );

@@ -83,6 +83,8 @@ gboolean twb_timeline_get_selected_slice (TwbTimeline *tl, TwbSliceRef *out);
  * drawn highlighted (NULL or empty: none).  Used for the canvas → timeline
  * link; does not change the selected slice. */
 void twb_timeline_set_highlight_nodes (TwbTimeline *tl, const char *const *node_ids);
+/* How many slices the highlight covers now (every group). */
+guint64 twb_timeline_n_highlighted (TwbTimeline *tl);
 /* Slices whose name contains text (case-insensitive) are drawn emphasised
  * and the rest dimmed (NULL or "": no search).  Returns how many match. */
 guint64 twb_timeline_set_search (TwbTimeline *tl, const char *text);

@@ -44,7 +44,8 @@ void twb_profiler_panel_show_trace (TwbProfilerPanel *p, guint i);
  * share (-1: none); the Compare page then lists them per layer. */
 void twb_profiler_panel_set_compare (TwbProfilerPanel *p, int i);
 int twb_profiler_panel_get_compare (TwbProfilerPanel *p);
-/* Drops the current trace (and the comparison if it was either). */
+/* Drops the current trace; the next one (or the last) shows, beside the
+ * compared one unless that is the one shown now. */
 void twb_profiler_panel_close_current (TwbProfilerPanel *p);
 
 TwbTimeline *twb_profiler_panel_get_timeline (TwbProfilerPanel *p);

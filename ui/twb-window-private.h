@@ -4,6 +4,7 @@
 
 #include "ui/twb-window.h"
 #include "ui/twb-run.h"
+#include "profiler/recorder.h"
 
 G_BEGIN_DECLS
 
@@ -61,6 +62,16 @@ struct _TwbWindow
   gint64 last_progress;
   GtkWidget *run_button;
   GtkWidget *dashboard, *debugger_panel, *compile_view;
+
+  /* The Profiler tab (twb-window-profiler.c). */
+  GtkWidget *profiler_page, *profiler_panel;
+  GSimpleActionGroup *profiler_actions;
+  tw_recorder *recorder;        /* while recording */
+  char *record_mode;            /* the mode when recording began */
+  gboolean record_armed;        /* Record pressed without a run: starts with the next */
+  guint record_timer;
+  int loading;                  /* traces being read */
+  gboolean profiler_selecting;
 };
 
 /* twb-window-actions.c */
@@ -72,5 +83,19 @@ void twb_window_run_dispose (TwbWindow *self);
 void twb_window_run_doc_changed (TwbWindow *self, guint flags);
 /* TRUE when it asked the user (training is running): the close waits. */
 gboolean twb_window_run_close_request (TwbWindow *self);
+/* The canvas's tints as the tab shown wants them (fused groups, the
+ * profiler's heat overlay). */
+void twb_window_update_tints (TwbWindow *self);
+/* Room for the tab shown: the bottom panel grows when it is small. */
+void twb_window_grow_bottom_panel (TwbWindow *self);
+
+/* twb-window-profiler.c */
+void twb_window_profiler_init (TwbWindow *self);
+void twb_window_profiler_dispose (TwbWindow *self);
+void twb_window_profiler_run_created (TwbWindow *self, TwbRun *run);
+void twb_window_profiler_run_finished (TwbWindow *self);
+void twb_window_profiler_selection_changed (TwbWindow *self);
+/* The heat overlay's tints (node → 0x1RRGGBB), NULL when off. */
+GHashTable *twb_window_profiler_tints (TwbWindow *self);
 
 G_END_DECLS

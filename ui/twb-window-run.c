@@ -309,10 +309,16 @@ update_marks (TwbWindow *self)
 
 /* Fused groups tint their nodes while the Compiled tab shows, or in
  * compiled mode. */
-static void
-update_tints (TwbWindow *self)
+void
+twb_window_update_tints (TwbWindow *self)
 {
   const char *panel = twb_window_get_panel (self);
+  g_autoptr (GHashTable) heat = twb_window_profiler_tints (self);
+  if (heat)
+    {
+      twb_graph_canvas_set_tints (self->canvas, heat);
+      return;
+    }
   gboolean want = g_strcmp0 (panel, "compiled") == 0 || current_mode (self) == TW_MODE_COMPILED;
   if (!want || self->compile_view == NULL)
     {
@@ -346,13 +352,16 @@ update_tints (TwbWindow *self)
 
 /* Room for the curves, the debugger or the memory plan: the bottom panel
  * grows when it is small (the user may drag it anywhere afterwards). */
-static void
-grow_bottom_panel (TwbWindow *self)
+void
+twb_window_grow_bottom_panel (TwbWindow *self)
 {
   int h = gtk_widget_get_height (self->vpaned);
   /* At least TRAINING_PANEL_H, and 45 % of a tall window (the inspector's
    * pages and the class report want the height). */
   int want = MAX (TRAINING_PANEL_H, h * 45 / 100);
+  /* The profiler's timeline and its tables want more. */
+  if (g_strcmp0 (twb_window_get_panel (self), "profiler") == 0)
+    want = MAX (TRAINING_PANEL_H, h * 62 / 100);
   if (h > 0 && h - gtk_paned_get_position (GTK_PANED (self->vpaned)) < want)
     {
       twb_graph_canvas_refit_on_resize (self->canvas);
@@ -377,9 +386,8 @@ compile_group_activated (TwbCompileView *v, guint group, TwbWindow *self)
 static void
 panel_changed (GObject *stack, GParamSpec *p, TwbWindow *self)
 {
-  update_tints (self);
-  if (g_strcmp0 (twb_window_get_panel (self), "profiler") != 0)
-    grow_bottom_panel (self);
+  twb_window_update_tints (self);
+  twb_window_grow_bottom_panel (self);
 }
 
 /* ---- Runs ------------------------------------------------------------------------------ */
@@ -547,6 +555,7 @@ run_finished (TwbRun *run, TwbWindow *self)
     twb_window_show_toast (self, msg);
   update_run_actions (self);
   update_marks (self);
+  twb_window_profiler_run_finished (self);
   if (self->close_after_stop)
     gtk_window_close (GTK_WINDOW (self));
 }
@@ -599,7 +608,8 @@ ensure_run (TwbWindow *self, GError **error)
   twb_debugger_panel_set_run (TWB_DEBUGGER_PANEL (self->debugger_panel), run);
   twb_debugger_panel_set_hyper (TWB_DEBUGGER_PANEL (self->debugger_panel), r->optimizer.lr,
                                 r->optimizer.momentum, r->optimizer.weight_decay);
-  grow_bottom_panel (self);
+  twb_window_grow_bottom_panel (self);
+  twb_window_profiler_run_created (self, run);
   return run;
 }
 
@@ -721,7 +731,7 @@ act_mode (GSimpleAction *a, GVariant *v, gpointer data)
           twb_window_show_toast (self, msg);
         }
     }
-  update_tints (self);
+  twb_window_update_tints (self);
 }
 
 static void
@@ -1018,7 +1028,7 @@ twb_window_run_doc_changed (TwbWindow *self, guint flags)
               twb_window_show_toast (self, self->last_graph_notice);
             }
         }
-      update_tints (self);
+      twb_window_update_tints (self);
     }
   if ((flags & TWB_CHANGE_RECIPE) && twb_window_run_is_active (self))
     {

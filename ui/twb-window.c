@@ -213,6 +213,7 @@ static void
 doc_selection_changed (TwbDocument *doc, TwbWindow *self)
 {
   twb_window_update_actions (self);
+  twb_window_profiler_selection_changed (self);
 }
 
 static void
@@ -646,6 +647,7 @@ twb_window_dispose (GObject *object)
   g_clear_handle_id (&self->autosave_timeout, g_source_remove);
   g_clear_signal_handler (&self->recent_changed_id, gtk_recent_manager_get_default ());
   twb_window_run_dispose (self);
+  twb_window_profiler_dispose (self);
   if (self->doc)
     {
       g_clear_signal_handler (&self->changed_id, self->doc);
@@ -702,6 +704,7 @@ twb_window_class_init (TwbWindowClass *klass)
   gtk_widget_class_bind_template_child (wc, TwbWindow, training_page);
   gtk_widget_class_bind_template_child (wc, TwbWindow, debugger_page);
   gtk_widget_class_bind_template_child (wc, TwbWindow, compiled_page);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, profiler_page);
   gtk_widget_class_bind_template_child (wc, TwbWindow, vpaned);
   gtk_widget_class_bind_template_child (wc, TwbWindow, status_run);
 }
@@ -729,6 +732,7 @@ twb_window_init (TwbWindow *self)
                                               G_CALLBACK (recent_changed), self);
   twb_window_install_actions (self);
   twb_window_run_init (self);
+  twb_window_profiler_init (self);
 
   const char *env = g_getenv ("TWB_AUTOSAVE_SECONDS");
   int period = env ? atoi (env) : AUTOSAVE_SECONDS;

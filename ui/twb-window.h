@@ -75,6 +75,19 @@ gboolean twb_window_load_weights_from (TwbWindow *self, const char *path, GError
 /* Drop the run at once (its worker stopped and joined), without asking. */
 void twb_window_stop_run_now (TwbWindow *self);
 
+/* The Profiler tab (twb-window-profiler.c): open a Chrome trace (read on a
+ * worker thread; the tab says when it is there or why not), export the
+ * trace shown (.json / .json.gz) or the timeline (.png / .svg / .pdf), and
+ * select the k-th slice called NAME ("NAME#k"). */
+void twb_window_open_trace (TwbWindow *self, const char *path);
+gboolean twb_window_export_trace (TwbWindow *self, const char *path, GError **error);
+gboolean twb_window_select_slice_named (TwbWindow *self, const char *spec);
+/* A trace is being read or a run trains. */
+gboolean twb_window_is_busy (TwbWindow *self);
+/* Whether path holds a Chrome trace rather than a model (gzip, a JSON array,
+ * or an object with "traceEvents" and no "graph"). */
+gboolean twb_path_is_trace (const char *path);
+
 /* Close without the unsaved-changes prompt (after it was answered). */
 void twb_window_close_now (TwbWindow *self);
 

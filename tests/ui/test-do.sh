@@ -54,7 +54,7 @@ png_size () {
   echo "$(( (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3] ))x$(( (b[4] << 24) | (b[5] << 16) | (b[6] << 8) | b[7] ))"
 }
 
-echo "1..9"
+echo "1..11"
 
 # 1-2: a breakpoint on fc2, then three steps: the run pauses at fc2's
 # forward (the breakpoint comes first); exit 0, a 900x600 PNG.
@@ -98,7 +98,24 @@ shot --open "$tmp/m.json" --do "debugger.run"
 if [ $rc -eq 2 ] && grep -q -- "--do" "$tmp/err"; then ok "--do without --screenshot exits 2"
 else not_ok "--do without --screenshot: exit $rc"; fi
 
-# 9: nothing logged as a GLib warning or critical on the way.
+# 9: the Profiler tab's Record around three steps, then the trace exported:
+# it holds the three steps (read back by `twb trace-info --json`).
+shot --screenshot "$tmp/prof.png" --open "$tmp/m.json" --panel profiler \
+  --do "profiler.record;win.train-steps(3);profiler.record;profiler.export-to('$tmp/t.json.gz')"
+steps=$("$twb" trace-info "$tmp/t.json.gz" --json 2>/dev/null | tr -d ' \n' | grep -o '"steps":{"count":[0-9]*' | grep -o '[0-9]*$')
+if [ $rc -eq 0 ] && [ "${steps:-}" = "3" ]; then ok "Record around train-steps(3), exported: 3 steps"
+else not_ok "Record and export: exit $rc, steps '${steps:-none}'"; fi
+
+# 10: a trace given where a model goes opens in the Profiler tab (the same
+# slices exported again).
+shot --screenshot "$tmp/trace.png" --open "$tmp/t.json.gz" \
+  --do "profiler.select-range('0,1');profiler.export-to('$tmp/t2.json')"
+a=$("$twb" trace-info "$tmp/t.json.gz" --json 2>/dev/null | tr -d ' \n' | grep -o '"slices":[0-9]*' | head -1)
+b=$("$twb" trace-info "$tmp/t2.json" --json 2>/dev/null | tr -d ' \n' | grep -o '"slices":[0-9]*' | head -1)
+if [ $rc -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]; then ok "a trace opens in the window ($a both ways)"
+else not_ok "opening a trace: exit $rc, '$a' then '$b'"; fi
+
+# 11: nothing logged as a GLib warning or critical on the way.
 if ! grep -E "(WARNING|CRITICAL) \*\*" "$tmp/all.err" >"$tmp/err"; then ok "no warning or critical logged"
 else not_ok "warnings or criticals were logged"; fi
 
