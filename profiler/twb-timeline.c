@@ -206,6 +206,26 @@ find_flow_slice (const TlGroup *g, guint lane, gint64 ns)
   return G_MAXUINT;
 }
 
+typedef struct
+{
+  int pid;
+  const char *name;
+} TrackKey;
+
+static guint
+track_hash (gconstpointer p)
+{
+  const TrackKey *k = p;
+  return (k->name ? g_str_hash (k->name) : 0) * 31 + (guint) k->pid;
+}
+
+static gboolean
+track_equal (gconstpointer pa, gconstpointer pb)
+{
+  const TrackKey *a = pa, *b = pb;
+  return a->pid == b->pid && g_strcmp0 (a->name, b->name) == 0;
+}
+
 static TlGroup *
 group_new (const tw_trace *t, const char *title, gint64 offset)
 {
@@ -230,23 +250,23 @@ group_new (const tw_trace *t, const char *title, gint64 offset)
     }
 
   /* Counter tracks per (pid, name): count, then fill (samples come sorted by time). */
-  g_autoptr (GHashTable) tracks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GHashTable) tracks = g_hash_table_new_full (track_hash, track_equal, g_free, NULL);
   guint n_samples = tw_trace_n_counters (t);
   g_autofree guint *track_of = g_new (guint, MAX (n_samples, 1));
   for (guint i = 0; i < n_samples; i++)
     {
       const tw_counter_sample *s = tw_trace_counter (t, i);
-      g_autofree char *key = g_strdup_printf ("%d\x1f%s", s->pid, s->name ? s->name : "");
+      TrackKey key = { s->pid, s->name };
       gpointer v;
       guint k;
-      if (g_hash_table_lookup_extended (tracks, key, NULL, &v))
+      if (g_hash_table_lookup_extended (tracks, &key, NULL, &v))
         k = GPOINTER_TO_UINT (v);
       else
         {
           TlCounter c = { .pid = s->pid, .name = s->name, .vmin = INFINITY, .vmax = -INFINITY };
           k = g->counters->len;
           g_array_append_val (g->counters, c);
-          g_hash_table_insert (tracks, g_steal_pointer (&key), GUINT_TO_POINTER (k));
+          g_hash_table_insert (tracks, g_memdup2 (&key, sizeof key), GUINT_TO_POINTER (k));
         }
       track_of[i] = k;
       g_array_index (g->counters, TlCounter, k).n++;
