@@ -637,7 +637,7 @@ draw_gutter (Frame *f)
             break;
           }
         case TL_ROW_SUMMARY:
-          g_snprintf (buf, sizeof buf, "%u lanes", pr->lanes->len);
+          g_snprintf (buf, sizeof buf, "%u lane%s", pr->lanes->len, pr->lanes->len == 1 ? "" : "s");
           gutter_text (f, buf, 22, y, TL_ROW_H, FALSE, 0.6);
           break;
         case TL_ROW_LANE:
@@ -707,6 +707,20 @@ tick_label (char *buf, gsize size, gint64 t, gint64 step)
   g_snprintf (buf, size, "%.0f %s", (double) t / div, unit);
 }
 
+/* Lays out the range's duration in f->text; returns its x (centred over
+ * the band, kept inside the tracks). */
+static double
+range_label (Frame *f, const char *text, int *tw, int *th)
+{
+  TwbTimeline *tl = f->tl;
+  double a = MAX (clampx (f, fx (f, tl->r0)), f->x0), b = MIN (clampx (f, fx (f, tl->r1)), (double) f->w);
+  pango_layout_set_width (f->text, -1);
+  pango_layout_set_font_description (f->text, small_font (tl));
+  pango_layout_set_text (f->text, text, -1);
+  pango_layout_get_pixel_size (f->text, tw, th);
+  return CLAMP ((a + b) / 2 - *tw / 2.0, f->x0 + 2, f->w - *tw - 6.0);
+}
+
 static void
 draw_ruler (Frame *f)
 {
@@ -719,6 +733,15 @@ draw_ruler (Frame *f)
   cairo_rectangle (cr, 0, TL_RULER_H - 1, f->w, 1);
   cairo_fill (cr);
 
+  /* Tick labels under the range's duration box are left out. */
+  double box0 = G_MAXDOUBLE, box1 = -G_MAXDOUBLE;
+  if (tl->has_range)
+    {
+      g_autofree char *d = tl_format_ns (tl->r1 - tl->r0);
+      int tw, th;
+      box0 = range_label (f, d, &tw, &th) - 4;
+      box1 = box0 + tw + 8;
+    }
   gint64 step = tick_step (f->scale);
   gint64 first = (gint64) floor ((double) tl->v0 / step) * step;
   /* Deep in a long trace the labels would be long: the first label is
@@ -754,6 +777,10 @@ draw_ruler (Frame *f)
       else
         tick_label (buf, sizeof buf, t, step);
       pango_layout_set_text (f->text, buf, -1);
+      int lw, lh;
+      pango_layout_get_pixel_size (f->text, &lw, &lh);
+      if (floor (x) + 3 + lw >= box0 && floor (x) + 3 <= box1)
+        continue;
       set_fg (f, 0.8);
       cairo_move_to (cr, floor (x) + 3, 3);
       pango_cairo_show_layout (cr, f->text);
@@ -783,12 +810,8 @@ draw_range (Frame *f)
   cairo_fill (cr);
   /* The duration in the ruler, over the band (its own box so ticks do not show through). */
   g_autofree char *d = tl_format_ns (tl->r1 - tl->r0);
-  pango_layout_set_width (f->text, -1);
-  pango_layout_set_font_description (f->text, small_font (tl));
-  pango_layout_set_text (f->text, d, -1);
   int tw, th;
-  pango_layout_get_pixel_size (f->text, &tw, &th);
-  double cx = CLAMP ((a + b) / 2 - tw / 2.0, f->x0 + 2, f->w - tw - 6.0);
+  double cx = range_label (f, d, &tw, &th);
   set_rgba (cr, &accent, 1.0);
   cairo_rectangle (cr, cx - 4, 2, tw + 8, TL_RULER_H - 5);
   cairo_fill (cr);
