@@ -134,6 +134,7 @@ typedef struct
   int stride, rw, rh;
   double rscale;
   guint32 premul[TL_N_COLOURS * 2]; /* palette, normal then dimmed */
+  gboolean vector; /* drawing to a vector surface: boxes as cairo rectangles, no raster */
   GArray *labels;  /* Label */
   GArray *hl;      /* Rect */
   gboolean has_sel_rect;
@@ -273,6 +274,18 @@ palette_premul (guint c, double alpha)
 static void
 raster_box (Frame *f, double x, double y, double w, double h, guint32 colour, gboolean round)
 {
+  if (f->vector)
+    {
+      /* An export to PDF, SVG or PostScript: rectangles stay shapes. */
+      double a = (colour >> 24) / 255.0;
+      if (a <= 0)
+        return;
+      cairo_set_source_rgba (f->cr, ((colour >> 16) & 0xff) / 255.0 / a, ((colour >> 8) & 0xff) / 255.0 / a,
+                             (colour & 0xff) / 255.0 / a, a);
+      cairo_rectangle (f->cr, x, y, MAX (w, 1), MAX (h, 1));
+      cairo_fill (f->cr);
+      return;
+    }
   double s = f->rscale;
   int xa = (int) floor ((x - f->x0) * s + 0.5), xb = (int) floor ((x + w - f->x0) * s + 0.5);
   int ya = (int) floor ((y - TL_RULER_H) * s + 0.5), yb = (int) floor ((y + h - TL_RULER_H) * s + 0.5);
@@ -869,6 +882,9 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
       tl->raster_scale = f.rscale;
     }
   f.raster = tl->raster;
+  cairo_surface_type_t target = cairo_surface_get_type (cairo_get_target (cr));
+  f.vector = target == CAIRO_SURFACE_TYPE_PDF || target == CAIRO_SURFACE_TYPE_SVG
+             || target == CAIRO_SURFACE_TYPE_PS;
   cairo_surface_flush (f.raster);
   f.px = (guint32 *) cairo_image_surface_get_data (f.raster);
   f.stride = cairo_image_surface_get_stride (f.raster) / 4;
@@ -930,9 +946,12 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
         }
     }
   cairo_surface_mark_dirty (f.raster);
-  cairo_set_source_surface (cr, f.raster, f.x0, TL_RULER_H);
-  cairo_rectangle (cr, f.x0, TL_RULER_H, f.tw, f.rh / f.rscale);
-  cairo_fill (cr);
+  if (!f.vector)
+    {
+      cairo_set_source_surface (cr, f.raster, f.x0, TL_RULER_H);
+      cairo_rectangle (cr, f.x0, TL_RULER_H, f.tw, f.rh / f.rscale);
+      cairo_fill (cr);
+    }
   draw_labels (&f);
   for (guint ri = 0; ri < tl->rows->len; ri++)
     {

@@ -4,6 +4,7 @@
 #include "profiler/chrome-read.h"
 #include "profiler/twb-timeline-private.h"
 
+#include <cairo-svg.h>
 #include <string.h>
 #ifdef GDK_WINDOWING_X11
 #include <gdk/x11/gdkx.h>
@@ -545,6 +546,22 @@ test_render (Fixture *fx, gconstpointer data)
   cairo_surface_destroy (s);
 
   save_window (fx->win, "timeline-window.png");
+
+  /* To SVG (an export): the slices stay shapes, no embedded picture. */
+  g_autofree char *svg = g_build_filename (TEST_OUT_DIR, "timeline.svg", NULL);
+  s = cairo_svg_surface_create (svg, w, h);
+  cr = cairo_create (s);
+  twb_timeline_render (fx->tl, cr, w, h);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (svg, &text, NULL, NULL));
+  g_assert_null (strstr (text, "<image"));
+  guint fills = 0;
+  for (const char *q = text; (q = strstr (q, "fill-rule")); q++)
+    fills++;
+  /* 11 slices, the counter's columns, rows, ruler: well over a hundred shapes. */
+  g_assert_cmpuint (fills, >, 100);
 }
 
 #ifdef GDK_WINDOWING_X11
