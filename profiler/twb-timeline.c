@@ -1111,6 +1111,9 @@ twb_timeline_init (TwbTimeline *tl)
   gtk_widget_set_focusable (w, TRUE);
   gtk_widget_set_has_tooltip (w, TRUE);
   gtk_widget_set_overflow (w, GTK_OVERFLOW_HIDDEN);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (tl), GTK_ACCESSIBLE_PROPERTY_LABEL, "Profiler timeline",
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                  "W and S zoom, A and D pan, Escape clears the selection", -1);
 
   tl_input_init (tl);
   tl_layout (tl);

@@ -604,6 +604,10 @@ test_xdotool (Fixture *fx, gconstpointer data)
   g_assert_true (gtk_widget_translate_coordinates (GTK_WIDGET (fx->tl), fx->win, 0, 0, &ox, &oy));
   ox += sx;
   oy += sy;
+  /* X coordinates are device pixels. */
+  int k = gtk_widget_get_scale_factor (fx->win);
+#define DX(x) ((int) ((ox + (x)) * k))
+#define DY(y) ((int) ((oy + (y)) * k))
 
   twb_timeline_set_view (fx->tl, 0, 25000);
   pump ();
@@ -611,7 +615,7 @@ test_xdotool (Fixture *fx, gconstpointer data)
   graphene_rect_t r;
   g_assert_true (twb_timeline_slice_rect (fx->tl, &relu, &r));
   int cx = (int) (r.origin.x + r.size.width / 2), cy = (int) (r.origin.y + r.size.height / 2);
-  xdo ("mousemove --window %lu %d %d click 1", xid, (int) ox + cx, (int) oy + cy);
+  xdo ("mousemove --window %lu %d %d click 1", xid, DX (cx), DY (cy));
   TwbSliceRef got;
   g_assert_true (twb_timeline_get_selected_slice (fx->tl, &got));
   g_assert_cmpuint (got.index, ==, relu.index);
@@ -620,9 +624,9 @@ test_xdotool (Fixture *fx, gconstpointer data)
 
   /* A left drag over whole pixels: the range is the times of its ends. */
   int xa = 400, xb = 650;
-  xdo ("mousemove --window %lu %d %d mousedown 1", xid, (int) ox + xa, (int) oy + cy);
-  xdo ("mousemove --window %lu %d %d", xid, (int) ox + (xa + xb) / 2, (int) oy + cy);
-  xdo ("mousemove --window %lu %d %d mouseup 1", xid, (int) ox + xb, (int) oy + cy);
+  xdo ("mousemove --window %lu %d %d mousedown 1", xid, DX (xa), DY (cy));
+  xdo ("mousemove --window %lu %d %d", xid, DX ((xa + xb) / 2), DY (cy));
+  xdo ("mousemove --window %lu %d %d mouseup 1", xid, DX (xb), DY (cy));
   gint64 s, e;
   g_assert_true (twb_timeline_get_range (fx->tl, &s, &e));
   g_assert_cmpint (s, ==, twb_timeline_x_to_time (fx->tl, xa));
@@ -630,7 +634,7 @@ test_xdotool (Fixture *fx, gconstpointer data)
 
   /* Ctrl+wheel up at x: zoomed in, the time under x kept. */
   gint64 at = twb_timeline_x_to_time (fx->tl, 500);
-  xdo ("mousemove --window %lu %d %d keydown ctrl click 4 keyup ctrl", xid, (int) ox + 500, (int) oy + cy);
+  xdo ("mousemove --window %lu %d %d keydown ctrl click 4 keyup ctrl", xid, DX (500), DY (cy));
   gint64 v0, v1;
   twb_timeline_get_view (fx->tl, &v0, &v1);
   g_assert_cmpint (v1 - v0, <, 25000);
@@ -648,6 +652,8 @@ test_xdotool (Fixture *fx, gconstpointer data)
   xdo ("key Escape");
   g_assert_false (twb_timeline_get_range (fx->tl, NULL, NULL));
   g_assert_false (twb_timeline_get_selected_slice (fx->tl, NULL));
+#undef DX
+#undef DY
 }
 #endif
 
