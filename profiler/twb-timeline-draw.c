@@ -20,6 +20,8 @@ static const guint32 palette[TL_N_COLOURS] = {
 /* Rounded (corner pixels cut) from this width on: on fewer pixels the
  * cut corners read as noise. */
 #define ROUNDED_MIN_PX 12
+/* Instants closer than this draw as one mark (a mark is 5 px wide). */
+#define INSTANT_GAP_PX 5
 /* Search misses are drawn at this opacity. */
 #define DIM_ALPHA 0.22
 /* The accent of the range band, highlight outlines and selected flows (GNOME blue, orange). */
@@ -384,7 +386,7 @@ draw_depth (Frame *f, guint gi, const TlGroup *g, const TlLane *l, guint depth, 
     }
 }
 
-/* Instants: a tick per pixel column holding any, at the top of the lane. */
+/* Instants: a small mark at the top of the lane, one per few pixels holding any. */
 static void
 draw_instants (Frame *f, guint gi, const TlLane *l, double y)
 {
@@ -394,16 +396,17 @@ draw_instants (Frame *f, guint gi, const TlLane *l, double y)
   gint64 t0 = tl->v0 + tl_shift (tl, gi), t1 = tl->v1 + tl_shift (tl, gi);
   guint i = tl_lower_bound (l->instants, l->n_instants, t0);
   cairo_t *cr = f->cr;
-  set_fg (f, 0.8);
+  set_fg (f, 0.55);
   while (i < l->n_instants && l->instants[i] <= t1)
     {
       double x = f->x0 + (double) (l->instants[i] - t0) * f->scale;
       double col = floor (x);
-      cairo_move_to (cr, col + 0.5 - 3, y);
-      cairo_line_to (cr, col + 0.5 + 3, y);
-      cairo_line_to (cr, col + 0.5, y + 5);
+      cairo_move_to (cr, col + 0.5 - 2.5, y);
+      cairo_line_to (cr, col + 0.5 + 2.5, y);
+      cairo_line_to (cr, col + 0.5, y + 4);
       cairo_close_path (cr);
-      gint64 tcol = t0 + (gint64) ceil ((col + 1 - f->x0) / f->scale);
+      /* The next one at least a mark's width on: a run of instants is one mark. */
+      gint64 tcol = t0 + (gint64) ceil ((col + INSTANT_GAP_PX - f->x0) / f->scale);
       guint j = i + tl_lower_bound (l->instants + i, l->n_instants - i, tcol);
       i = MAX (j, i + 1);
     }
@@ -530,7 +533,7 @@ draw_flow (Frame *f, double xa, double ya, double xb, double yb, gboolean select
   if (selected)
     set_rgba (cr, &accent, 1.0);
   else
-    set_fg (f, 0.55);
+    set_fg (f, 0.4);
   cairo_set_line_width (cr, selected ? 2 : 1);
   cairo_stroke (cr);
   /* The curve ends level (its last control point is beside the end): the head points right. */
@@ -571,9 +574,15 @@ draw_flows (Frame *f)
           if (!sel && (!all || MAX (a, b) < tl->v0 || MIN (a, b) > tl->v1))
             continue;
           double xa, ya, xb, yb;
-          if (flow_point (f, gi, g, fl->from_lane, fl->from_index, &xa, &ya)
-              && flow_point (f, gi, g, fl->to_lane, fl->to_index, &xb, &yb))
-            draw_flow (f, xa, ya, xb, yb, sel);
+          if (!flow_point (f, gi, g, fl->from_lane, fl->from_index, &xa, &ya)
+              || !flow_point (f, gi, g, fl->to_lane, fl->to_index, &xb, &yb))
+            continue;
+          /* Unless it is the selection's: within one lane the nesting
+           * already shows an op and its kernels (dozens of short arrows
+           * there blot the rows), and one shorter than its head is a blot. */
+          if (!sel && (fl->from_lane == fl->to_lane || hypot (xb - xa, yb - ya) < 14))
+            continue;
+          draw_flow (f, xa, ya, xb, yb, sel);
         }
     }
 }
