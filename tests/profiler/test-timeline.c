@@ -22,6 +22,16 @@ pump (void)
     }
 }
 
+/* Until w is on screen with a size (a loaded machine maps windows late), at most 10 s. */
+static void
+wait_mapped (GtkWidget *w)
+{
+  gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while ((!gtk_widget_get_mapped (w) || gtk_widget_get_width (w) <= 0) && g_get_monotonic_time () < end)
+    pump ();
+  pump ();
+}
+
 /* Lanes: rank0 main (steps, ops with "nodes", a gemm inside conv1),
  * rank0 stream 7 (kernels), rank1 main; a memory counter, a flow from the
  * gemm to its kernel, an instant. */
@@ -115,7 +125,7 @@ fixture_setup (Fixture *fx, gconstpointer data)
   g_signal_connect (fx->tl, "range-changed", G_CALLBACK (on_range), fx);
   g_signal_connect (fx->tl, "view-changed", G_CALLBACK (on_view), fx);
   gtk_window_present (GTK_WINDOW (fx->win));
-  pump ();
+  wait_mapped (GTK_WIDGET (fx->tl));
   g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (fx->tl)), >, 500);
 }
 
@@ -498,10 +508,17 @@ static void
 save_window (GtkWidget *win, const char *name)
 {
   GdkPaintable *p = gtk_widget_paintable_new (win);
-  GtkSnapshot *snap = gtk_snapshot_new ();
   int ww = gtk_widget_get_width (win), wh = gtk_widget_get_height (win);
-  gdk_paintable_snapshot (p, snap, ww, wh);
-  GskRenderNode *node = gtk_snapshot_free_to_node (snap);
+  GskRenderNode *node = NULL;
+  /* Empty until the window has drawn once: a few tries. */
+  for (guint k = 0; k < 20 && !node; k++)
+    {
+      GtkSnapshot *snap = gtk_snapshot_new ();
+      gdk_paintable_snapshot (p, snap, ww, wh);
+      node = gtk_snapshot_free_to_node (snap);
+      if (!node)
+        pump ();
+    }
   g_assert_nonnull (node);
   cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, ww, wh);
   cairo_t *cr = cairo_create (s);
@@ -672,7 +689,7 @@ test_real_trace (void)
   gtk_window_set_child (GTK_WINDOW (win), GTK_WIDGET (tl));
   twb_timeline_add_trace (tl, t, path ? "recording" : "torch-real-trace.json", 0);
   gtk_window_present (GTK_WINDOW (win));
-  pump ();
+  wait_mapped (GTK_WIDGET (tl));
   cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_RGB24, 1280, 720);
   cairo_t *cr = cairo_create (s);
   twb_timeline_render (tl, cr, 1280, 720);
