@@ -625,6 +625,11 @@ test_xdotool (Fixture *fx, gconstpointer data)
   int k = gtk_widget_get_scale_factor (fx->win);
 #define DX(x) ((int) ((ox + (x)) * k))
 #define DY(y) ((int) ((oy + (y)) * k))
+  /* X delivers the events when it can: wait for their effect (5 s at most, then the assertion fails). */
+#define WAIT_UNTIL(cond)                                                                            \
+  for (gint64 end_ = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;                                 \
+       !(cond) && g_get_monotonic_time () < end_;)                                                  \
+    pump ()
 
   twb_timeline_set_view (fx->tl, 0, 25000);
   pump ();
@@ -633,6 +638,7 @@ test_xdotool (Fixture *fx, gconstpointer data)
   g_assert_true (twb_timeline_slice_rect (fx->tl, &relu, &r));
   int cx = (int) (r.origin.x + r.size.width / 2), cy = (int) (r.origin.y + r.size.height / 2);
   xdo ("mousemove --window %lu %d %d click 1", xid, DX (cx), DY (cy));
+  WAIT_UNTIL (twb_timeline_get_selected_slice (fx->tl, NULL));
   TwbSliceRef got;
   g_assert_true (twb_timeline_get_selected_slice (fx->tl, &got));
   g_assert_cmpuint (got.index, ==, relu.index);
@@ -645,6 +651,7 @@ test_xdotool (Fixture *fx, gconstpointer data)
   xdo ("mousemove --window %lu %d %d", xid, DX ((xa + xb) / 2), DY (cy));
   xdo ("mousemove --window %lu %d %d mouseup 1", xid, DX (xb), DY (cy));
   gint64 s, e;
+  WAIT_UNTIL (twb_timeline_get_range (fx->tl, &s, &e) && e == twb_timeline_x_to_time (fx->tl, xb));
   g_assert_true (twb_timeline_get_range (fx->tl, &s, &e));
   g_assert_cmpint (s, ==, twb_timeline_x_to_time (fx->tl, xa));
   g_assert_cmpint (e, ==, twb_timeline_x_to_time (fx->tl, xb));
@@ -653,6 +660,7 @@ test_xdotool (Fixture *fx, gconstpointer data)
   gint64 at = twb_timeline_x_to_time (fx->tl, 500);
   xdo ("mousemove --window %lu %d %d keydown ctrl click 4 keyup ctrl", xid, DX (500), DY (cy));
   gint64 v0, v1;
+  WAIT_UNTIL ((twb_timeline_get_view (fx->tl, &v0, &v1), v1 - v0 < 25000));
   twb_timeline_get_view (fx->tl, &v0, &v1);
   g_assert_cmpint (v1 - v0, <, 25000);
   g_assert_cmpint (ABS (twb_timeline_x_to_time (fx->tl, 500) - at), <=, 2);
@@ -661,16 +669,19 @@ test_xdotool (Fixture *fx, gconstpointer data)
    * around the pointer, Escape clears the range and the slice. */
   gtk_window_present (GTK_WINDOW (fx->win));
   xdo ("windowfocus --sync %lu", xid);
+  WAIT_UNTIL (gtk_widget_has_focus (GTK_WIDGET (fx->tl)));
   g_assert_true (gtk_widget_has_focus (GTK_WIDGET (fx->tl)));
   gint64 w0 = v1 - v0;
   xdo ("key w");
-  twb_timeline_get_view (fx->tl, &v0, &v1);
+  WAIT_UNTIL ((twb_timeline_get_view (fx->tl, &v0, &v1), v1 - v0 < w0));
   g_assert_cmpint (v1 - v0, <, w0);
   xdo ("key Escape");
+  WAIT_UNTIL (!twb_timeline_get_range (fx->tl, NULL, NULL));
   g_assert_false (twb_timeline_get_range (fx->tl, NULL, NULL));
   g_assert_false (twb_timeline_get_selected_slice (fx->tl, NULL));
 #undef DX
 #undef DY
+#undef WAIT_UNTIL
 }
 #endif
 
