@@ -1,7 +1,8 @@
 /* timeline-frame.c — the profiler timeline's frame time at 1,000,000
  * slices: twb_timeline_render (what the widget's snapshot draws, through
  * the same cairo code) into a 1440 × 900 image surface, 50 frames each for
- * the whole range, 1 ms, the middle 10 %, and the whole range while a
+ * the whole range, 1 ms, the middle 10 %, 100 µs (where the slices'
+ * names show), and the whole range while a
  * search dims the misses; then the widget in a window through its own
  * snapshot () and GSK's cairo drawing of the node.  Prints median and p95
  * in ms, wall clock and this thread's CPU time.
@@ -193,6 +194,7 @@ main (int argc, char **argv)
     { "whole range", v0, v1, NULL },
     { "zoomed to 1 ms", v0 + (v1 - v0) / 2, v0 + (v1 - v0) / 2 + 1000000, NULL },
     { "middle 10 %", v0 + (v1 - v0) * 45 / 100, v0 + (v1 - v0) * 55 / 100, NULL },
+    { "0.1 ms (names shown)", v0 + (v1 - v0) / 2, v0 + (v1 - v0) / 2 + 100000, NULL },
     { "whole range, searching", v0, v1, "sgemm" },
     { "1 ms, searching", v0 + (v1 - v0) / 2, v0 + (v1 - v0) / 2 + 1000000, "sgemm" },
   };
