@@ -557,6 +557,11 @@ test_render (Fixture *fx, gconstpointer data)
   double counter_bottom = 24 + 24 + 20 + 4 * 18 + 36;
   g_assert_cmphex (pixel (s, twb_timeline_time_to_x (fx->tl, 6000), counter_bottom - 5), !=, bg);
   g_assert_cmphex (pixel (s, twb_timeline_time_to_x (fx->tl, 6000), counter_bottom - 30), !=, bg);
+  /* The flow from the selected gemm to its kernel (stream 7, 1 µs on):
+   * its head, left of the kernel's start at the row's middle (ruler,
+   * title, header, 3 rows of main, half a row), in the accent blue. */
+  guint32 head = pixel (s, twb_timeline_time_to_x (fx->tl, 1000) - 3, 24 + 24 + 20 + 3 * 18 + 9);
+  g_assert_cmpuint (head & 0xff, >, ((head >> 16) & 0xff) + 60);
   /* Before its first sample (view time 0): nothing. */
   g_assert_cmphex (pixel (s, twb_timeline_time_to_x (fx->tl, 0) - 3, counter_bottom - 5), ==, bg);
   cairo_destroy (cr);
