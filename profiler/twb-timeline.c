@@ -462,6 +462,13 @@ twb_timeline_add_trace (TwbTimeline *tl, const tw_trace *t, const char *title, g
   relayout (tl);
   if (was_empty)
     twb_timeline_zoom_all (tl);
+  else if (delta != 0)
+    {
+      /* The same times under new numbers. */
+      g_signal_emit (tl, signals[SIG_VIEW_CHANGED], 0);
+      if (tl->has_range)
+        g_signal_emit (tl, signals[SIG_RANGE_CHANGED], 0);
+    }
   gtk_widget_queue_draw (GTK_WIDGET (tl));
   return tl->groups->len - 1;
 }

@@ -192,7 +192,9 @@ test_view (Fixture *fx, gconstpointer data)
   /* A group earlier on the axis moves the base: the view follows, what is shown stays. */
   g_autoptr (tw_trace) t3 = make_trace (T0);
   double x_before = a.origin.x;
+  guint views = fx->n_view;
   twb_timeline_add_trace (fx->tl, t3, "early", 2000);
+  g_assert_cmpuint (fx->n_view, ==, views + 1);
   g_assert_true (twb_timeline_slice_rect (fx->tl, &r0, &a));
   g_assert_cmpfloat_with_epsilon (a.origin.x, x_before, 1e-3);
   twb_timeline_get_view (fx->tl, &s, &e);
@@ -484,6 +486,17 @@ test_collapse (Fixture *fx, gconstpointer data)
   /* rank1's lane moved up: rank0 is now a header and one summary row. */
   g_assert_true (twb_timeline_slice_rect (fx->tl, &all, &r));
   g_assert_cmpfloat (r.origin.y, <, before.origin.y);
+  /* rank0's summary row (under the title and its header) draws its lanes' top slices. */
+  int w = gtk_widget_get_width (GTK_WIDGET (fx->tl)), h = gtk_widget_get_height (GTK_WIDGET (fx->tl));
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_RGB24, w, h);
+  cairo_t *cr = cairo_create (s);
+  twb_timeline_render (fx->tl, cr, w, h);
+  double summary_y = 24 + 24 + 20 + 9;
+  g_assert_cmphex (pixel (s, twb_timeline_time_to_x (fx->tl, 5000), summary_y), !=, 0xffffff);
+  /* Between step 0 and step 1 (10.5 µs), and sgemm_kernel's end and step 1: nothing. */
+  g_assert_cmphex (pixel (s, twb_timeline_time_to_x (fx->tl, 10500), summary_y), ==, 0xffffff);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
   pump ();
   twb_timeline_set_collapsed (fx->tl, 0, 1, FALSE);
   g_assert_true (twb_timeline_slice_rect (fx->tl, &kern, &r));
