@@ -542,6 +542,36 @@ record_session (tw_exec_mode mode)
       g_assert_cmpuint (first + n, ==, 8);
   }
 
+  /* Paused inside an op (the worker waits inside its event callback, in
+   * the middle of publishing): started and stopped there, then started
+   * again there and kept over two more steps. */
+  {
+    g_autoptr (tw_session) s = new_session (m, mode, 8);
+    g_assert_true (tw_session_add_breakpoint (s, "node=fc2:forward", &error));
+    g_assert_true (tw_session_run (s, &error));
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    tw_recorder_start_session (rec, s);
+    g_assert_true (tw_session_step_op (s, &error));
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    tw_recorder_stop (rec);
+    g_autoptr (tw_trace) t = tw_recorder_take_trace (rec);
+    g_assert_cmpuint (tw_trace_n_slices (t), ==, 0);            /* no whole step */
+    tw_recorder_start_session (rec, s);
+    g_assert_true (tw_session_run (s, &error));                 /* to fc2 in the next step */
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    g_assert_true (tw_session_run (s, &error));
+    wait_snapshot (s, TW_SNAP_PAUSED);
+    g_assert_cmpint (tw_session_get_state (s), ==, TW_SESSION_PAUSED);
+    tw_recorder_stop (rec);
+    g_clear_pointer (&t, tw_trace_free);
+    t = tw_recorder_take_trace (rec);
+    guint64 first_step = 0;
+    g_assert_cmpuint (check_session_trace (t, &first_step), ==, 1);
+    g_assert_cmpuint (first_step, ==, 1);                      /* the second step, whole */
+    g_assert_true (tw_session_stop (s, &error));
+    wait_snapshot (s, TW_SNAP_FINISHED);
+  }
+
   /* Never started: stop at once; and a subscription the session took but
    * never ran, stopped after the session was stopped before its first
    * step. */
