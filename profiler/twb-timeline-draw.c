@@ -20,6 +20,8 @@ static const guint32 palette[TL_N_COLOURS] = {
 /* Rounded (corner pixels cut) from this width on: on fewer pixels the
  * cut corners read as noise. */
 #define ROUNDED_MIN_PX 12
+/* A cut name fades out over its last pixels. */
+#define FADE_PX 10.0
 /* Instants closer than this draw as one mark (a mark is 5 px wide). */
 #define INSTANT_GAP_PX 5
 /* Search misses are drawn at this opacity. */
@@ -117,6 +119,7 @@ typedef struct
   float x, y, w;
   const char *name;
   gboolean dim;
+  guint colour; /* the slice's palette index */
 } Label;
 
 typedef struct
@@ -354,7 +357,7 @@ draw_depth (Frame *f, guint gi, const TlGroup *g, const TlLane *l, guint depth, 
               double va = MAX (a, x0), vb = MIN (a + w, (double) f->w);
               if (vb - va >= TL_LABEL_MIN_PX && s->name)
                 {
-                  Label lb = { va, y, vb - va, s->name, dim };
+                  Label lb = { va, y, vb - va, s->name, dim, d->colour[i] };
                   g_array_append_val (f->labels, lb);
                 }
             }
@@ -495,6 +498,21 @@ draw_labels (Frame *f)
           cairo_move_to (cr, lb->x + 3, ty);
           pango_cairo_show_layout (cr, l->layout);
           cairo_restore (cr);
+          /* The cut end fades into the slice's colour (an opaque one: a
+           * dimmed slice's faint text is left cut). */
+          if (!lb->dim)
+            {
+              double x1 = lb->x + lb->w - 2, x0 = x1 - FADE_PX;
+              cairo_pattern_t *fade = cairo_pattern_create_linear (x0, 0, x1, 0);
+              guint32 v = palette[lb->colour];
+              double r = ((v >> 16) & 0xff) / 255.0, g = ((v >> 8) & 0xff) / 255.0, b = (v & 0xff) / 255.0;
+              cairo_pattern_add_color_stop_rgba (fade, 0, r, g, b, 0);
+              cairo_pattern_add_color_stop_rgba (fade, 1, r, g, b, 1);
+              cairo_set_source (cr, fade);
+              cairo_rectangle (cr, x0, lb->y, FADE_PX, TL_ROW_H - 2);
+              cairo_fill (cr);
+              cairo_pattern_destroy (fade);
+            }
         }
     }
 }
