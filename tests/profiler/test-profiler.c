@@ -1,5 +1,6 @@
 /* test-profiler.c — the recorder on a real training run, the trace model,
  * and the Chrome trace export read back. */
+#include "engine/compile/compiled.h"
 #include "engine/device.h"
 #include "engine/model.h"
 #include "engine/op.h"
@@ -826,6 +827,38 @@ test_json_number (void)
       g_error ("'%s' taken for a JSON number", no[i]);
 }
 
+/* The engine's live byte counters the memory tracks read: a tensor's
+ * storage counts while it lives (a view adds nothing), a compiled
+ * trainer's arenas while it lives. */
+static void
+test_memory_counters (void)
+{
+  guint64 before = tw_tensor_storage_bytes ();
+  tw_tensor *a = tw_tensor_new (TW_F32, 2, (int64_t[]) { 100, 30 });
+  g_assert_cmpuint (tw_tensor_storage_bytes (), ==, before + 100 * 30 * 4);
+  tw_tensor *v = tw_tensor_reshape (a, 1, (int64_t[]) { 3000 });      /* contiguous: a view */
+  g_assert_cmpuint (tw_tensor_storage_bytes (), ==, before + 100 * 30 * 4);
+  tw_tensor_unref (a);
+  g_assert_cmpuint (tw_tensor_storage_bytes (), ==, before + 100 * 30 * 4);     /* the view keeps it */
+  tw_tensor_unref (v);
+  g_assert_cmpuint (tw_tensor_storage_bytes (), ==, before);
+
+  g_autoptr (tw_model) m = load_spirals ();
+  g_autoptr (GError) error = NULL;
+  guint64 arena0 = tw_compiled_arena_bytes ();
+  {
+    g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+    g_assert_no_error (error);
+    tw_trainer_set_mode (tr, TW_MODE_COMPILED);
+    g_autoptr (tw_tensor) x = NULL;
+    g_autoptr (tw_tensor) y = NULL;
+    make_batch (64, &x, &y);
+    g_assert_true (tw_trainer_step (tr, x, y, NULL, &error));
+    g_assert_cmpuint (tw_compiled_arena_bytes (), >, arena0);
+  }
+  g_assert_cmpuint (tw_compiled_arena_bytes (), ==, arena0);
+}
+
 /* An empty trace still exports as a valid file. */
 static void
 test_export_empty (void)
@@ -1120,6 +1153,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/recorder/threads", test_threads);
   g_test_add_func ("/profiler/recorder/session-eager", test_session_eager);
   g_test_add_func ("/profiler/recorder/stream", test_stream);
+  g_test_add_func ("/profiler/recorder/memory-counters", test_memory_counters);
   g_test_add_func ("/profiler/recorder/stream-error", test_stream_error);
   g_test_add_func ("/profiler/recorder/session-compiled", test_session_compiled);
   g_test_add_func ("/profiler/chrome/empty", test_export_empty);
