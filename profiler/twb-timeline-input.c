@@ -119,7 +119,18 @@ static void
 click_pressed (GtkGestureClick *g, int n_press, double x, double y, TwbTimeline *tl)
 {
   gtk_widget_grab_focus (GTK_WIDGET (tl));
+  tl->press_x = x;
+  tl->press_y = y;
+}
+
+/* On release: a press that became a drag selects a range (or pans) and
+ * leaves the slice alone (GTK 4.8's click gesture still reports it). */
+static void
+click_released (GtkGestureClick *g, int n_press, double x, double y, TwbTimeline *tl)
+{
   if (gtk_gesture_single_get_current_button (GTK_GESTURE_SINGLE (g)) != GDK_BUTTON_PRIMARY)
+    return;
+  if (hypot (x - tl->press_x, y - tl->press_y) >= TL_DRAG_MIN_PX)
     return;
   twb_timeline_test_click (tl, x, y, n_press);
 }
@@ -367,6 +378,7 @@ tl_input_init (TwbTimeline *tl)
   GtkGesture *click = gtk_gesture_click_new ();
   gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (click), 0);
   g_signal_connect (click, "pressed", G_CALLBACK (click_pressed), tl);
+  g_signal_connect (click, "released", G_CALLBACK (click_released), tl);
   gtk_widget_add_controller (w, GTK_EVENT_CONTROLLER (click));
 
   GtkGesture *drag = gtk_gesture_drag_new ();

@@ -144,6 +144,7 @@ struct _TwbTimeline
 
   gboolean pointer_in;
   double pointer_x, pointer_y;
+  double press_x, press_y; /* where the last click gesture began */
   guint drag_button;
   gboolean drag_selecting;
   double drag_x0, drag_y0;

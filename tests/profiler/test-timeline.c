@@ -673,6 +673,9 @@ test_xdotool (Fixture *fx, gconstpointer data)
   g_assert_true (twb_timeline_get_range (fx->tl, &s, &e));
   g_assert_cmpint (s, ==, twb_timeline_x_to_time (fx->tl, xa));
   g_assert_cmpint (e, ==, twb_timeline_x_to_time (fx->tl, xb));
+  /* The drag started on empty space: it was no click, the slice stays selected. */
+  g_assert_true (twb_timeline_get_selected_slice (fx->tl, &got));
+  g_assert_cmpuint (got.index, ==, relu.index);
 
   /* Ctrl+wheel up at x: zoomed in, the time under x kept. */
   gint64 at = twb_timeline_x_to_time (fx->tl, 500);
