@@ -848,7 +848,10 @@ tw_summary_compare (const tw_trace *a, const tw_trace *b)
         tw_compare_row *row = &g_array_index (rows, tw_compare_row, idx - 1);
         double mean = (double) n->r.total_ns / (double) side[w].n_steps;
         if (w == 0)
-          row->a_ns = mean;
+          {
+            row->a_ns = mean;
+            row->fused_a = n->fused;
+          }
         else
           {
             row->b_ns = mean;

@@ -104,7 +104,8 @@ typedef struct
   const char *node;             /* interned in a or b */
   double a_ns, b_ns;            /* mean per step; 0 where the node has no slice */
   double diff_ns;               /* b - a */
-  gboolean fused_b;             /* b ran it inside a fused slice */
+  gboolean fused_a;             /* a ran it inside a fused slice */
+  gboolean fused_b;             /* b did */
 } tw_compare_row;
 
 /* Rows by |diff| descending, then a "(step)" row with the mean step times.

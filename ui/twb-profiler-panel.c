@@ -107,7 +107,7 @@ enum { CMP_NODE, CMP_A, CMP_B, CMP_DIFF, CMP_RATIO, CMP_FUSED, CMP_N };
 static const TwbStatColumn compare_cols[CMP_N] = {
   { "Node", TWB_COL_TEXT }, { "This trace, per step", TWB_COL_TIME },
   { "Compared, per step", TWB_COL_TIME }, { "Difference", TWB_COL_SIGNED_TIME },
-  { "Compared / this", TWB_COL_PERCENT }, { "Fused there", TWB_COL_TEXT },
+  { "Compared / this", TWB_COL_PERCENT }, { "Fused in", TWB_COL_TEXT },
 };
 
 /* Trace time of view time t in group g. */
@@ -268,7 +268,10 @@ fill_compare (TwbProfilerPanel *p)
   for (guint i = 0; i < rows->len; i++)
     {
       const tw_compare_row *r = &g_array_index (rows, tw_compare_row, i);
-      const char *texts[CMP_N] = { [CMP_NODE] = r->node, [CMP_FUSED] = r->fused_b ? "yes" : "" };
+      const char *texts[CMP_N] = { [CMP_NODE] = r->node, [CMP_FUSED] = r->fused_a && r->fused_b ? "both"
+                                                                   : r->fused_a ? "this trace"
+                                                                   : r->fused_b ? "compared"
+                                                                                : "" };
       double v[CMP_N] = {
         [CMP_A] = r->a_ns, [CMP_B] = r->b_ns, [CMP_DIFF] = r->diff_ns,
         [CMP_RATIO] = r->a_ns > 0 ? 100.0 * r->b_ns / r->a_ns : NAN,

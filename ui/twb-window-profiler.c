@@ -109,8 +109,9 @@ end_recording (TwbWindow *self)
       return;
     }
   tw_recorder_stop (self->recorder);
-  tw_trace *t = tw_recorder_take_trace (self->recorder);
+  /* Before the take: it empties the recorder. */
   guint64 dropped = tw_recorder_n_dropped (self->recorder);
+  tw_trace *t = tw_recorder_take_trace (self->recorder);
   g_clear_pointer (&self->recorder, tw_recorder_free);
   const char *mode = self->record_mode ? self->record_mode : mode_name (self);
   if (g_strcmp0 (mode, mode_name (self)) != 0)
