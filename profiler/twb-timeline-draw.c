@@ -739,12 +739,23 @@ tick_step (double scale)
   return MAX ((gint64) step, 1);
 }
 
+/* A tick's label.  Absolute: in the largest unit the view's far end
+ * reaches (span: its magnitude in ns), with the decimals the step needs
+ * ("18.5 ms" every 0.5 ms); relative (an offset from the first tick): in
+ * the step's own unit ("+200 ns"). */
 static void
-tick_label (char *buf, gsize size, gint64 t, gint64 step)
+tick_label (char *buf, gsize size, gint64 t, gint64 step, double span, gboolean relative)
 {
-  const char *unit = step >= 1000000000 ? "s" : step >= 1000000 ? "ms" : step >= 1000 ? "µs" : "ns";
-  double div = step >= 1000000000 ? 1e9 : step >= 1000000 ? 1e6 : step >= 1000 ? 1e3 : 1;
-  g_snprintf (buf, size, "%.0f %s", (double) t / div, unit);
+  static const struct
+  {
+    double ns;
+    const char *name;
+  } units[] = { { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "µs" }, { 1, "ns" } };
+  guint u = 0;
+  while (u + 1 < G_N_ELEMENTS (units) && units[u].ns > (relative ? (double) step : span))
+    u++;
+  int decimals = relative ? 0 : MAX (0, (int) ceil (log10 (units[u].ns / step) - 1e-9));
+  g_snprintf (buf, size, "%.*f %s", decimals, (double) t / units[u].ns, units[u].name);
 }
 
 /* Lays out the range's duration in f->text; returns its x (centred over
@@ -790,6 +801,7 @@ draw_ruler (Frame *f)
   pango_layout_set_width (f->text, -1);
   pango_layout_set_font_description (f->text, small_font (tl));
   gint64 origin = G_MININT64;
+  double span = MAX (fabs ((double) tl->v0), fabs ((double) tl->v1));
   for (gint64 t = first; t <= tl->v1; t += step)
     {
       double x = fx (f, t);
@@ -805,7 +817,7 @@ draw_ruler (Frame *f)
       if (relative && origin != G_MININT64)
         {
           char rel[48];
-          tick_label (rel, sizeof rel, t - origin, step);
+          tick_label (rel, sizeof rel, t - origin, step, 0, TRUE);
           g_snprintf (buf, sizeof buf, "+%s", rel);
         }
       else if (relative)
@@ -815,7 +827,7 @@ draw_ruler (Frame *f)
           g_strlcpy (buf, abs, sizeof buf);
         }
       else
-        tick_label (buf, sizeof buf, t, step);
+        tick_label (buf, sizeof buf, t, step, span, FALSE);
       pango_layout_set_text (f->text, buf, -1);
       int lw, lh;
       pango_layout_get_pixel_size (f->text, &lw, &lh);
