@@ -743,8 +743,8 @@ tick_step (double scale)
  * reaches (span: its magnitude in ns), with the decimals the step needs
  * ("18.5 ms" every 0.5 ms); relative (an offset from the first tick): in
  * the step's own unit ("+200 ns"). */
-static void
-tick_label (char *buf, gsize size, gint64 t, gint64 step, double span, gboolean relative)
+void
+tl_tick_label (char *buf, gsize size, gint64 t, gint64 step, double span, gboolean relative)
 {
   static const struct
   {
@@ -817,7 +817,7 @@ draw_ruler (Frame *f)
       if (relative && origin != G_MININT64)
         {
           char rel[48];
-          tick_label (rel, sizeof rel, t - origin, step, 0, TRUE);
+          tl_tick_label (rel, sizeof rel, t - origin, step, 0, TRUE);
           g_snprintf (buf, sizeof buf, "+%s", rel);
         }
       else if (relative)
@@ -827,7 +827,7 @@ draw_ruler (Frame *f)
           g_strlcpy (buf, abs, sizeof buf);
         }
       else
-        tick_label (buf, sizeof buf, t, step, span, FALSE);
+        tl_tick_label (buf, sizeof buf, t, step, span, FALSE);
       pango_layout_set_text (f->text, buf, -1);
       int lw, lh;
       pango_layout_get_pixel_size (f->text, &lw, &lh);

@@ -197,6 +197,8 @@ void tl_draw_background (TwbTimeline *tl, cairo_t *cr, int width, int height);
 void tl_labels_clear (TwbTimeline *tl);
 /* Formats a duration or a time with a unit (ns, µs, ms, s). */
 char *tl_format_ns (gint64 ns);
+/* A ruler label for tick t (step apart; span: the view's largest |time|). */
+void tl_tick_label (char *buf, gsize size, gint64 t, gint64 step, double span, gboolean relative);
 /* The row under content y, or -1. */
 int tl_row_at (TwbTimeline *tl, double content_y);
 

@@ -236,6 +236,28 @@ test_coords (Fixture *fx, gconstpointer data)
 }
 
 static void
+test_ruler (void)
+{
+  char buf[64];
+  /* 18.5 ms every 0.5 ms in a view reaching 22 ms; 5 µs every 5 µs; 0.2 s in
+   * a 3 s view; 5.001 s every ms; an offset of 200 ns. */
+  tl_tick_label (buf, sizeof buf, 18500000, 500000, 22e6, FALSE);
+  g_assert_cmpstr (buf, ==, "18.5 ms");
+  tl_tick_label (buf, sizeof buf, 5000, 5000, 21000, FALSE);
+  g_assert_cmpstr (buf, ==, "5 µs");
+  tl_tick_label (buf, sizeof buf, 200000000, 200000000, 3e9, FALSE);
+  g_assert_cmpstr (buf, ==, "0.2 s");
+  tl_tick_label (buf, sizeof buf, 5001000000, 1000000, 5.1e9, FALSE);
+  g_assert_cmpstr (buf, ==, "5.001 s");
+  tl_tick_label (buf, sizeof buf, 50000, 50000, 3.5e8, FALSE);
+  g_assert_cmpstr (buf, ==, "0.05 ms");
+  tl_tick_label (buf, sizeof buf, 200, 100, 0, TRUE);
+  g_assert_cmpstr (buf, ==, "200 ns");
+  tl_tick_label (buf, sizeof buf, 0, 20, 80, FALSE);
+  g_assert_cmpstr (buf, ==, "0 ns");
+}
+
+static void
 test_actions (Fixture *fx, gconstpointer data)
 {
   GtkWidget *w = GTK_WIDGET (fx->tl);
@@ -768,6 +790,7 @@ main (int argc, char **argv)
 #ifdef GDK_WINDOWING_X11
   ADD ("xdotool", test_xdotool);
 #endif
+  g_test_add_func ("/timeline/ruler", test_ruler);
   g_test_add_func ("/timeline/real-trace", test_real_trace);
   return g_test_run ();
 }
