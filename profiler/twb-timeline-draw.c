@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "twb-timeline"
 
 #include "profiler/twb-timeline-private.h"
+#include "profiler/twb-widget-colour.h"
 
 #include <math.h>
 #include <string.h>
@@ -146,30 +147,6 @@ typedef struct
   Rect sel_rect;
   PangoLayout *text;
 } Frame;
-
-static void
-widget_fg (TwbTimeline *tl, GdkRGBA *c)
-{
-  GtkWidget *w = GTK_WIDGET (tl);
-  if (!gtk_widget_get_root (w))
-    {
-      /* Not in a window (an export, the benchmark): the text of the light
-       * or dark theme as the settings ask (Adwaita's #2e3436 and white). */
-      gboolean dark = FALSE;
-      GtkSettings *settings = gtk_settings_get_default ();
-      if (settings)
-        g_object_get (settings, "gtk-application-prefer-dark-theme", &dark, NULL);
-      *c = dark ? (GdkRGBA) { 1, 1, 1, 1 } : (GdkRGBA) { 0.18, 0.204, 0.212, 1 };
-      return;
-    }
-#if GTK_CHECK_VERSION(4, 10, 0)
-  gtk_widget_get_color (w, c);
-#else
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (w), c);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-#endif
-}
 
 static void
 set_fg (Frame *f, double alpha)
@@ -876,7 +853,7 @@ void
 tl_draw_background (TwbTimeline *tl, cairo_t *cr, int width, int height)
 {
   GdkRGBA fg;
-  widget_fg (tl, &fg);
+  twb_widget_fg_colour (GTK_WIDGET (tl), &fg);
   /* Light text: the dark theme's view background, else the light one's (Adwaita). */
   gboolean dark = fg.red + fg.green + fg.blue > 1.5;
   if (dark)
@@ -896,7 +873,7 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
   f.scale = f.tw / (double) MAX (tl->v1 - tl->v0, 1);
   f.searching = tl->search_fold != NULL;
   f.highlighting = tl->hl_nodes != NULL;
-  widget_fg (tl, &f.fg);
+  twb_widget_fg_colour (GTK_WIDGET (tl), &f.fg);
   for (guint b = 0; b < TL_N_COLOURS * 2; b++)
     f.premul[b] = palette_premul (b % TL_N_COLOURS, b >= TL_N_COLOURS ? DIM_ALPHA : 1.0);
   double sx = 1, sy = 1;

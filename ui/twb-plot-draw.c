@@ -3,6 +3,7 @@
 #define G_LOG_DOMAIN "twb-plot"
 
 #include "ui/twb-plot-private.h"
+#include "profiler/twb-widget-colour.h"
 
 #include <math.h>
 #include <string.h>
@@ -25,25 +26,7 @@ const GdkRGBA twb_plot_palette[TWB_PLOT_N_COLOURS] = {
 void
 twb_plot_fg_colour (TwbPlot *p, GdkRGBA *c)
 {
-  if (gtk_widget_get_root (GTK_WIDGET (p)) == NULL)
-    {
-      /* Not in a window (an export of a plot never shown): no theme
-       * applies, so the text of the light or dark theme as the settings
-       * ask (Adwaita's: #2e3436 and white). */
-      gboolean dark = FALSE;
-      GtkSettings *settings = gtk_settings_get_default ();
-      if (settings)
-        g_object_get (settings, "gtk-application-prefer-dark-theme", &dark, NULL);
-      *c = dark ? (GdkRGBA) { 1, 1, 1, 1 } : (GdkRGBA) { 0.18, 0.204, 0.212, 1 };
-      return;
-    }
-#if GTK_CHECK_VERSION(4, 10, 0)
-  gtk_widget_get_color (GTK_WIDGET (p), c);
-#else
-  G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (p)), c);
-  G_GNUC_END_IGNORE_DEPRECATIONS
-#endif
+  twb_widget_fg_colour (GTK_WIDGET (p), c);
 }
 
 static void

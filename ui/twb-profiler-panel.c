@@ -26,7 +26,12 @@ struct _TwbProfilerPanel
   GtkStringList *trace_names, *compare_names;
   GtkWidget *search, *search_count, *status;
   TwbTimeline *timeline;
-  GtkWidget *empty, *content_stack;
+  GtkWidget *empty, *content_stack, *paned;
+  gboolean paned_user;          /* the user moved the divider: keep it */
+  gboolean paned_setting;
+  int paned_max;                /* max-position when we last placed it */
+  guint paned_idle;
+  int last_height;
   GtkWidget *notebook;
   GtkWidget *t_sel, *t_top, *t_layers, *t_ranks, *t_compare;
   GtkWidget *slice_grid, *slice_placeholder, *slice_nodes;
@@ -732,6 +737,56 @@ compare_drop_changed (GtkDropDown *d, GParamSpec *ps, TwbProfilerPanel *p)
   twb_profiler_panel_set_compare (p, i == GTK_INVALID_LIST_POSITION ? -1 : (int) i - 1);
 }
 
+/* The timeline takes 58 % of the height until the user moves the divider
+ * (two traces beside each other want the room; the tables scroll). */
+static gboolean
+place_paned (gpointer data)
+{
+  TwbProfilerPanel *p = data;
+  p->paned_idle = 0;
+  int max = 0;
+  g_object_get (p->paned, "max-position", &max, NULL);
+  if (p->paned_user || max <= 0)
+    return G_SOURCE_REMOVE;
+  p->paned_setting = TRUE;
+  p->paned_max = max;
+  /* max-position already leaves the tables their minimum. */
+  gtk_paned_set_position (GTK_PANED (p->paned), MIN (max, gtk_widget_get_height (p->paned) * 58 / 100));
+  p->paned_setting = FALSE;
+  return G_SOURCE_REMOVE;
+}
+
+/* The panel's layout: its box fills it; when its height changes the
+ * divider is placed again (after this allocation, not inside it). */
+static void
+panel_measure (GtkWidget *w, GtkOrientation o, int for_size, int *min, int *nat, int *min_b,
+               int *nat_b)
+{
+  TwbProfilerPanel *p = TWB_PROFILER_PANEL (w);
+  gtk_widget_measure (p->box, o, for_size, min, nat, min_b, nat_b);
+}
+
+static void
+panel_allocate (GtkWidget *w, int width, int height, int baseline)
+{
+  TwbProfilerPanel *p = TWB_PROFILER_PANEL (w);
+  gtk_widget_allocate (p->box, width, height, baseline, NULL);
+  if (height != p->last_height && !p->paned_user && p->paned_idle == 0)
+    p->paned_idle = g_idle_add (place_paned, p);
+  p->last_height = height;
+}
+
+static void
+paned_moved (GtkPaned *paned, GParamSpec *ps, TwbProfilerPanel *p)
+{
+  /* A move at an unchanged size is the user's (a resize moves it with the
+   * size, and is followed by paned_resized). */
+  int max = 0;
+  g_object_get (paned, "max-position", &max, NULL);
+  if (!p->paned_setting && p->paned_max > 0 && max == p->paned_max)
+    p->paned_user = TRUE;
+}
+
 static GtkWidget *
 tool_button (const char *icon, const char *label, const char *action, const char *tip)
 {
@@ -828,6 +883,8 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
   p->slice_node_ids = g_ptr_array_new_with_free_func (g_free);
   p->cancel = g_cancellable_new ();
 
+  gtk_widget_set_layout_manager (GTK_WIDGET (p),
+                                 gtk_custom_layout_new (NULL, panel_measure, panel_allocate));
   p->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
   gtk_widget_set_parent (p->box, GTK_WIDGET (p));
   build_toolbar (p);
@@ -846,6 +903,8 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
   gtk_stack_add_named (GTK_STACK (p->content_stack), p->empty, "empty");
 
   GtkWidget *paned = gtk_paned_new (GTK_ORIENTATION_VERTICAL);
+  p->paned = paned;
+  g_signal_connect (paned, "notify::position", G_CALLBACK (paned_moved), p);
   gtk_paned_set_wide_handle (GTK_PANED (paned), TRUE);
   p->timeline = TWB_TIMELINE (twb_timeline_new ());
   gtk_widget_set_vexpand (GTK_WIDGET (p->timeline), TRUE);
@@ -901,6 +960,7 @@ twb_profiler_panel_dispose (GObject *o)
   TwbProfilerPanel *p = TWB_PROFILER_PANEL (o);
   if (p->cancel)
     g_cancellable_cancel (p->cancel);
+  g_clear_handle_id (&p->paned_idle, g_source_remove);
   if (p->timeline)
     {
       g_signal_handlers_disconnect_by_data (p->timeline, p);
@@ -932,7 +992,6 @@ twb_profiler_panel_class_init (TwbProfilerPanelClass *klass)
   GObjectClass *oc = G_OBJECT_CLASS (klass);
   oc->dispose = twb_profiler_panel_dispose;
   oc->finalize = twb_profiler_panel_finalize;
-  gtk_widget_class_set_layout_manager_type (GTK_WIDGET_CLASS (klass), GTK_TYPE_BIN_LAYOUT);
   signals[SIG_NODES_ACTIVATED] = g_signal_new ("nodes-activated", G_TYPE_FROM_CLASS (klass),
                                                G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                                G_TYPE_NONE, 1, G_TYPE_STRV);

@@ -645,8 +645,15 @@ twb_window_profiler_init (TwbWindow *self)
   gtk_widget_insert_action_group (GTK_WIDGET (self), "profiler",
                                   G_ACTION_GROUP (self->profiler_actions));
   self->profiler_panel = twb_profiler_panel_new ();
+  /* In a scrolled window, as the other tabs: the panel's natural height
+   * (the timeline's lanes) must not take the editor's room. */
+  GtkWidget *sw = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (sw), GTK_POLICY_AUTOMATIC,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_widget_set_vexpand (sw, TRUE);
   gtk_widget_set_vexpand (self->profiler_panel, TRUE);
-  gtk_box_append (GTK_BOX (self->profiler_page), self->profiler_panel);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), self->profiler_panel);
+  gtk_box_append (GTK_BOX (self->profiler_page), sw);
   g_signal_connect (self->profiler_panel, "nodes-activated", G_CALLBACK (nodes_activated), self);
   g_signal_connect (self->profiler_panel, "heat-changed", G_CALLBACK (heat_changed), self);
   update_actions (self);
