@@ -164,7 +164,8 @@ fill_selection (TwbProfilerPanel *p)
                                       : g_strdup ("being measured");
   g_autofree char *foot = g_strdup_printf (
     "Range %s (%s to %s): %" G_GUINT64_FORMAT " slices. Total counts each slice's time inside "
-    "the range; self leaves out its children's. Peak: this machine's SGEMM, %s.",
+    "the range; self leaves out its children's. Peak: this machine's SGEMM, %s. "
+    "Pick a row to find its slices.",
     len, from, to, n_slices, peak);
   twb_stat_table_set_footer (t, foot);
   twb_stat_table_sort (t, SEL_TOTAL, GTK_SORT_DESCENDING);
@@ -194,7 +195,8 @@ fill_top (TwbProfilerPanel *p, const tw_trace *tr)
       twb_stat_table_append (t, texts, v);
     }
   twb_stat_table_set_footer (t, "Every slice of the trace by name. Self % is of the self time of "
-                                "all slices (each moment counted once per lane).");
+                                "all slices (each moment counted once per lane). Pick a row to find its "
+                                "slices on the timeline.");
   twb_stat_table_sort (t, TOP_SELF, GTK_SORT_DESCENDING);
 }
 
@@ -356,6 +358,18 @@ show_slice (TwbProfilerPanel *p, const TwbSliceRef *ref)
   grid_row (g, row++, "Category", s->category ? s->category : "");
   grid_row (g, row++, "Start", start);
   grid_row (g, row++, "Duration", dur);
+  /* Self: less the direct children (one level deeper, inside it). */
+  gint64 children = 0;
+  for (guint i = ref->index + 1; i < tw_trace_lane_n_slices (tr, ref->lane); i++)
+    {
+      const tw_slice *ch = tw_trace_lane_slice (tr, ref->lane, i);
+      if (ch->start_ns >= s->start_ns + s->dur_ns)
+        break;
+      if (ch->depth == s->depth + 1)
+        children += MIN (ch->start_ns + ch->dur_ns, s->start_ns + s->dur_ns) - ch->start_ns;
+    }
+  g_autofree char *self_time = twb_format_duration (MAX (s->dur_ns - children, 0));
+  grid_row (g, row++, "Self", self_time);
   grid_row (g, row++, "Lane", where);
   const char *nodes = NULL;
   for (guint i = 0; i < s->n_args; i++)
@@ -407,6 +421,15 @@ range_changed (TwbTimeline *tl, TwbProfilerPanel *p)
   gint64 a, b;
   if (twb_timeline_get_range (tl, &a, &b))
     twb_profiler_panel_set_page (p, "selection");
+}
+
+/* A row of Selection or Top picked: its slices found on the timeline. */
+static void
+name_row_activated (TwbStatTable *t, guint row, TwbProfilerPanel *p)
+{
+  const char *name = twb_stat_table_get_text (t, row, 0);
+  if (name)
+    twb_profiler_panel_set_search (p, name);
 }
 
 static void
@@ -943,6 +966,8 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
   p->t_ranks = add_table_page (p, rank_cols, RANK_N, "Ranks", "No processes in this trace.");
   p->t_compare = add_table_page (p, compare_cols, CMP_N, "Compare",
                                  "Pick a second trace (\"beside\") to compare per layer.");
+  g_signal_connect (p->t_sel, "row-activated", G_CALLBACK (name_row_activated), p);
+  g_signal_connect (p->t_top, "row-activated", G_CALLBACK (name_row_activated), p);
   g_signal_connect (p->t_layers, "row-activated", G_CALLBACK (layer_row_activated), p);
   g_signal_connect (p->t_compare, "row-activated", G_CALLBACK (layer_row_activated), p);
   gtk_paned_set_end_child (GTK_PANED (paned), p->notebook);
