@@ -216,7 +216,8 @@ usage (void)
               "  predict MODEL.json class predictions for samples in a .npy file\n"
               "  devices            devices, and which kernel runs each matrix product here\n"
               "  profile MODEL.json train a few steps and write a Chrome trace of every op\n"
-              "  trace-info FILE... event counts, top names by total and self time, step times\n"
+              "  trace-info FILE... event counts, top names and layers, step times, per rank\n"
+              "                     compute/communication/idle; --compare A B per layer\n"
 #ifdef TWB_HAVE_GUI
               "\n"
               "without a command, with a display: the graph editor\n"
