@@ -1,0 +1,814 @@
+/* onnx-read.c — ONNX files read safely, and tensors both ways. */
+#define G_LOG_DOMAIN "tw-onnx"
+
+#include "onnx/onnx-read.h"
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+/* raw_data is little-endian; the engine's tensors are host order. */
+#if G_BYTE_ORDER != G_LITTLE_ENDIAN
+#error "onnx-read.c reads raw_data by memcpy: little-endian hosts only"
+#endif
+
+G_DEFINE_QUARK (tw-onnx-error-quark, tw_onnx_error)
+
+typedef Onnx__TensorProto__DataType onnx_dtype;
+
+/* ---- Data types ------------------------------------------------------ */
+
+typedef enum
+{
+  FIELD_NONE,
+  FIELD_FLOAT,
+  FIELD_INT32,
+  FIELD_INT64,
+  FIELD_DOUBLE,
+  FIELD_UINT64,
+} typed_field;
+
+typedef struct
+{
+  const char *name;
+  size_t raw_size;      /* bytes per element in raw_data; 0: unsupported */
+  typed_field field;    /* where the typed form keeps the values */
+  tw_dtype tw;
+} dtype_info;
+
+/* Which typed field holds which type: onnx.proto's comments on float_data,
+ * int32_data, int64_data, double_data and uint64_data. */
+static gboolean
+dtype_lookup (int32_t dt, dtype_info *out)
+{
+  switch (dt)
+    {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+      *out = (dtype_info) { "FLOAT", 4, FIELD_FLOAT, TW_F32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+      *out = (dtype_info) { "DOUBLE", 8, FIELD_DOUBLE, TW_F64 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+      *out = (dtype_info) { "FLOAT16", 2, FIELD_INT32, TW_F32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+      *out = (dtype_info) { "BFLOAT16", 2, FIELD_INT32, TW_F32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+      *out = (dtype_info) { "INT32", 4, FIELD_INT32, TW_I32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+      *out = (dtype_info) { "INT16", 2, FIELD_INT32, TW_I32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+      *out = (dtype_info) { "INT8", 1, FIELD_INT32, TW_I32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+      *out = (dtype_info) { "UINT16", 2, FIELD_INT32, TW_I32 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+      *out = (dtype_info) { "UINT8", 1, FIELD_INT32, TW_U8 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+      *out = (dtype_info) { "BOOL", 1, FIELD_INT32, TW_U8 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+      *out = (dtype_info) { "INT64", 8, FIELD_INT64, TW_I64 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+      *out = (dtype_info) { "UINT32", 4, FIELD_UINT64, TW_I64 };
+      return TRUE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+      *out = (dtype_info) { "UINT64", 0, FIELD_UINT64, TW_I64 };
+      return FALSE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING:
+      *out = (dtype_info) { "STRING", 0, FIELD_NONE, TW_F32 };
+      return FALSE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64:
+      *out = (dtype_info) { "COMPLEX64", 0, FIELD_NONE, TW_F32 };
+      return FALSE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128:
+      *out = (dtype_info) { "COMPLEX128", 0, FIELD_NONE, TW_F32 };
+      return FALSE;
+    default:
+      *out = (dtype_info) { "UNDEFINED", 0, FIELD_NONE, TW_F32 };
+      return FALSE;
+    }
+}
+
+static size_t
+typed_count (const Onnx__TensorProto *t, typed_field f)
+{
+  switch (f)
+    {
+    case FIELD_FLOAT:
+      return t->n_float_data;
+    case FIELD_INT32:
+      return t->n_int32_data;
+    case FIELD_INT64:
+      return t->n_int64_data;
+    case FIELD_DOUBLE:
+      return t->n_double_data;
+    case FIELD_UINT64:
+      return t->n_uint64_data;
+    case FIELD_NONE:
+    default:
+      return 0;
+    }
+}
+
+static gboolean
+is_external (const Onnx__TensorProto *t)
+{
+  return (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+         || t->n_external_data > 0;
+}
+
+static const char *
+external_location (const Onnx__TensorProto *t)
+{
+  for (size_t i = 0; i < t->n_external_data; i++)
+    if (g_strcmp0 (t->external_data[i]->key, "location") == 0)
+      return t->external_data[i]->value;
+  return NULL;
+}
+
+/* Checks t's type, dims and data against each other without touching the
+ * values; *info and *numel on success. */
+static gboolean
+tensor_check (const Onnx__TensorProto *t, const char *what, dtype_info *info, int64_t *numel,
+              GError **error)
+{
+  if (!dtype_lookup (t->has_data_type ? t->data_type : 0, info))
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: data type %s (%d) is not supported", what, info->name,
+                   t->has_data_type ? t->data_type : 0);
+      return FALSE;
+    }
+  if (is_external (t))
+    {
+      const char *loc = external_location (t);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_EXTERNAL,
+                   "%s: data is in an external file ('%s'), which is not supported", what,
+                   loc != NULL ? loc : "(no location)");
+      return FALSE;
+    }
+  if (t->segment != NULL)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: segmented tensors are not supported", what);
+      return FALSE;
+    }
+  if (t->n_dims > TW_MAX_DIMS)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_TENSOR,
+                   "%s: %zu dims, more than the %d twb tensors have", what, t->n_dims,
+                   TW_MAX_DIMS);
+      return FALSE;
+    }
+  int64_t n = 1;
+  for (size_t i = 0; i < t->n_dims; i++)
+    {
+      if (t->dims[i] < 0)
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_TENSOR,
+                       "%s: dim %zu is negative (%" G_GINT64_FORMAT ")", what, i,
+                       (gint64) t->dims[i]);
+          return FALSE;
+        }
+      if (!tw_size_mul (n, t->dims[i], &n) || n > TW_ONNX_MAX_TENSOR_ELEMS)
+        {
+          g_autofree char *dims = tw_shape_to_string ((int) t->n_dims, t->dims);
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_TENSOR,
+                       "%s: dims %s exceed %" G_GINT64_FORMAT " elements", what, dims,
+                       (gint64) TW_ONNX_MAX_TENSOR_ELEMS);
+          return FALSE;
+        }
+    }
+
+  size_t typed = typed_count (t, info->field);
+  if (t->has_raw_data)
+    {
+      /* n <= 2^31 and raw_size <= 8: no overflow. */
+      size_t want = (size_t) n * info->raw_size;
+      if (t->raw_data.len != want)
+        {
+          g_autofree char *dims = tw_shape_to_string ((int) t->n_dims, t->dims);
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_TENSOR,
+                       "%s: raw_data holds %zu bytes, dims %s of %s need %zu", what,
+                       t->raw_data.len, dims, info->name, want);
+          return FALSE;
+        }
+    }
+  else if (typed != (size_t) n)
+    {
+      g_autofree char *dims = tw_shape_to_string ((int) t->n_dims, t->dims);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_TENSOR,
+                   "%s: %zu values stored, dims %s need %" G_GINT64_FORMAT, what, typed, dims,
+                   (gint64) n);
+      return FALSE;
+    }
+  *numel = n;
+  return TRUE;
+}
+
+static float
+half_to_float (guint16 h)
+{
+  guint32 sign = (guint32) (h & 0x8000) << 16;
+  guint32 exp = (h >> 10) & 0x1f;
+  guint32 man = h & 0x3ff;
+  guint32 bits;
+  if (exp == 0x1f)
+    bits = sign | 0x7f800000 | (man << 13);
+  else if (exp != 0)
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  else if (man == 0)
+    bits = sign;
+  else
+    {
+      /* Subnormal half: normalise. */
+      exp = 113;
+      while ((man & 0x400) == 0)
+        {
+          man <<= 1;
+          exp--;
+        }
+      bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+    }
+  float f;
+  memcpy (&f, &bits, 4);
+  return f;
+}
+
+static float
+bfloat_to_float (guint16 b)
+{
+  guint32 bits = (guint32) b << 16;
+  float f;
+  memcpy (&f, &bits, 4);
+  return f;
+}
+
+/* Element i of the raw little-endian bytes p, widened to the tw dtype. */
+static void
+convert_raw (int32_t dt, const guint8 *p, int64_t n, void *dst)
+{
+  switch (dt)
+    {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+      {
+        dtype_info info;
+        dtype_lookup (dt, &info);
+        memcpy (dst, p, (size_t) n * info.raw_size);
+        return;
+      }
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+      for (int64_t i = 0; i < n; i++)
+        ((uint8_t *) dst)[i] = p[i] != 0;
+      return;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+      for (int64_t i = 0; i < n; i++)
+        ((int32_t *) dst)[i] = (int8_t) p[i];
+      return;
+    default:
+      break;
+    }
+  for (int64_t i = 0; i < n; i++)
+    {
+      guint16 v16;
+      guint32 v32;
+      switch (dt)
+        {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+          memcpy (&v16, p + 2 * i, 2);
+          ((int32_t *) dst)[i] = (int16_t) v16;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+          memcpy (&v16, p + 2 * i, 2);
+          ((int32_t *) dst)[i] = v16;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+          memcpy (&v16, p + 2 * i, 2);
+          ((float *) dst)[i] = half_to_float (v16);
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+          memcpy (&v16, p + 2 * i, 2);
+          ((float *) dst)[i] = bfloat_to_float (v16);
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+          memcpy (&v32, p + 4 * i, 4);
+          ((int64_t *) dst)[i] = v32;
+          break;
+        default:
+          g_assert_not_reached ();
+        }
+    }
+}
+
+/* The typed fields, narrowed to the tw dtype (int32_data holds the 16-bit
+ * types' bit patterns in its low bits). */
+static void
+convert_typed (const Onnx__TensorProto *t, int64_t n, void *dst)
+{
+  switch (t->data_type)
+    {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+      memcpy (dst, t->float_data, (size_t) n * sizeof (float));
+      return;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+      memcpy (dst, t->double_data, (size_t) n * sizeof (double));
+      return;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+      memcpy (dst, t->int64_data, (size_t) n * sizeof (int64_t));
+      return;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+      for (int64_t i = 0; i < n; i++)
+        ((int64_t *) dst)[i] = (uint32_t) t->uint64_data[i];
+      return;
+    default:
+      break;
+    }
+  for (int64_t i = 0; i < n; i++)
+    {
+      int32_t v = t->int32_data[i];
+      switch (t->data_type)
+        {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+          ((int32_t *) dst)[i] = v;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+          ((int32_t *) dst)[i] = (int16_t) v;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+          ((int32_t *) dst)[i] = (int8_t) v;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+          ((int32_t *) dst)[i] = (uint16_t) v;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+          ((uint8_t *) dst)[i] = (uint8_t) v;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+          ((uint8_t *) dst)[i] = v != 0;
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+          ((float *) dst)[i] = half_to_float ((guint16) v);
+          break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+          ((float *) dst)[i] = bfloat_to_float ((guint16) v);
+          break;
+        default:
+          g_assert_not_reached ();
+        }
+    }
+}
+
+tw_tensor *
+tw_onnx_tensor_to_tw (const Onnx__TensorProto *t, const char *what, GError **error)
+{
+  dtype_info info;
+  int64_t n;
+  if (!tensor_check (t, what, &info, &n, error))
+    return NULL;
+  tw_tensor *x = tw_tensor_try_new (info.tw, (int) t->n_dims, t->dims);
+  if (x == NULL)
+    {
+      g_autofree char *dims = tw_shape_to_string ((int) t->n_dims, t->dims);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_TENSOR,
+                   "%s: not enough memory for a %s tensor of dims %s", what,
+                   tw_dtype_name (info.tw), dims);
+      return NULL;
+    }
+  if (n > 0)
+    {
+      if (t->has_raw_data)
+        convert_raw (t->data_type, t->raw_data.data, n, tw_tensor_data (x));
+      else
+        convert_typed (t, n, tw_tensor_data (x));
+    }
+  return x;
+}
+
+/* ---- Files ----------------------------------------------------------- */
+
+static GMappedFile *
+map_file (const char *path, GError **error)
+{
+  GStatBuf st;
+  if (g_stat (path, &st) != 0)
+    {
+      int e = errno;
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_READ, "%s: %s", path, g_strerror (e));
+      return NULL;
+    }
+  if (!S_ISREG (st.st_mode))
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_READ, "%s: not a regular file", path);
+      return NULL;
+    }
+  if ((guint64) st.st_size > TW_ONNX_MAX_FILE_BYTES)
+    {
+      g_autofree char *size = tw_format_bytes ((guint64) st.st_size);
+      g_autofree char *max = tw_format_bytes (TW_ONNX_MAX_FILE_BYTES);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_READ,
+                   "%s: %s, larger than protobuf's limit of %s", path, size, max);
+      return NULL;
+    }
+  GError *e = NULL;
+  GMappedFile *f = g_mapped_file_new (path, FALSE, &e);
+  if (f == NULL)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_READ, "%s", e->message);
+      g_error_free (e);
+    }
+  return f;
+}
+
+tw_tensor *
+tw_onnx_read_tensor_file (const char *path, GError **error)
+{
+  g_autoptr (GMappedFile) f = map_file (path, error);
+  if (f == NULL)
+    return NULL;
+  const guint8 *data = (const guint8 *) g_mapped_file_get_contents (f);
+  gsize len = g_mapped_file_get_length (f);
+  Onnx__TensorProto *t = onnx__tensor_proto__unpack (NULL, len, data);
+  if (t == NULL)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                   "%s: not a serialized ONNX TensorProto (%zu bytes)", path, len);
+      return NULL;
+    }
+  g_autofree char *what = t->name != NULL && t->name[0] != '\0'
+                            ? g_strdup_printf ("%s: tensor '%s'", path, t->name)
+                            : g_strdup_printf ("%s: tensor", path);
+  tw_tensor *x = tw_onnx_tensor_to_tw (t, what, error);
+  onnx__tensor_proto__free_unpacked (t, NULL);
+  return x;
+}
+
+/* ---- Models ---------------------------------------------------------- */
+
+typedef struct
+{
+  const char *filename;
+  char *dir;            /* the file's folder: where external data would be */
+  GString *external;    /* "initializer 'w' ('w.bin', missing)", one a line */
+  guint n_external;
+} check_ctx;
+
+static void
+note_external (check_ctx *c, const char *where, const Onnx__TensorProto *t)
+{
+  const char *loc = external_location (t);
+  const char *state = "";
+  if (loc != NULL)
+    {
+      g_autofree char *p = g_build_filename (c->dir, loc, NULL);
+      state = g_file_test (p, G_FILE_TEST_EXISTS) ? "" : ", missing";
+    }
+  g_string_append_printf (c->external, "\n  %s ('%s'%s)", where,
+                          loc != NULL ? loc : "no location", state);
+  c->n_external++;
+}
+
+static gboolean
+check_tensor (check_ctx *c, const char *where, const Onnx__TensorProto *t, GError **error)
+{
+  if (is_external (t))
+    {
+      note_external (c, where, t);
+      return TRUE;
+    }
+  dtype_info info;
+  int64_t n;
+  g_autoptr (GError) e = NULL;
+  if (tensor_check (t, where, &info, &n, &e))
+    return TRUE;
+  /* Types twb lacks are the importer's to report with the rest. */
+  if (g_error_matches (e, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED))
+    return TRUE;
+  g_set_error (error, TW_ONNX_ERROR, e->code, "%s: %s", c->filename, e->message);
+  return FALSE;
+}
+
+static char *
+tensor_where (const char *prefix, const char *kind, const Onnx__TensorProto *t, gsize i)
+{
+  if (t->name != NULL && t->name[0] != '\0')
+    return g_strdup_printf ("%s%s '%s'", prefix, kind, t->name);
+  return g_strdup_printf ("%s%s #%zu", prefix, kind, i);
+}
+
+static gboolean check_graph (check_ctx *c, const Onnx__GraphProto *g, const char *prefix,
+                             int depth, GError **error);
+
+static gboolean
+check_nodes (check_ctx *c, Onnx__NodeProto *const *nodes, size_t n_nodes, const char *prefix,
+             int depth, GError **error)
+{
+  for (size_t i = 0; i < n_nodes; i++)
+    {
+      const Onnx__NodeProto *n = nodes[i];
+      g_autofree char *label = tw_onnx_node_label (n, i);
+      g_autofree char *node_where = g_strdup_printf ("%snode '%s' (%s)", prefix, label,
+                                                     n->op_type != NULL ? n->op_type : "?");
+      for (size_t j = 0; j < n->n_attribute; j++)
+        {
+          const Onnx__AttributeProto *a = n->attribute[j];
+          const char *aname = a->name != NULL ? a->name : "?";
+          if (a->t != NULL)
+            {
+              g_autofree char *w = g_strdup_printf ("%s: attribute '%s'", node_where, aname);
+              if (!check_tensor (c, w, a->t, error))
+                return FALSE;
+            }
+          for (size_t k = 0; k < a->n_tensors; k++)
+            {
+              g_autofree char *w = g_strdup_printf ("%s: attribute '%s' tensor %zu", node_where,
+                                                    aname, k);
+              if (!check_tensor (c, w, a->tensors[k], error))
+                return FALSE;
+            }
+          if (a->sparse_tensor != NULL)
+            {
+              g_autofree char *w = g_strdup_printf ("%s: attribute '%s'", node_where, aname);
+              if ((a->sparse_tensor->values != NULL
+                   && !check_tensor (c, w, a->sparse_tensor->values, error))
+                  || (a->sparse_tensor->indices != NULL
+                      && !check_tensor (c, w, a->sparse_tensor->indices, error)))
+                return FALSE;
+            }
+          if (a->g == NULL && a->n_graphs == 0)
+            continue;
+          if (depth + 1 > TW_ONNX_MAX_DEPTH)
+            {
+              g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                           "%s: %s: attribute '%s': subgraphs nested deeper than %d",
+                           c->filename, node_where, aname, TW_ONNX_MAX_DEPTH);
+              return FALSE;
+            }
+          g_autofree char *sub = g_strdup_printf ("%s: attribute '%s': ", node_where, aname);
+          if (a->g != NULL && !check_graph (c, a->g, sub, depth + 1, error))
+            return FALSE;
+          for (size_t k = 0; k < a->n_graphs; k++)
+            if (!check_graph (c, a->graphs[k], sub, depth + 1, error))
+              return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+check_graph (check_ctx *c, const Onnx__GraphProto *g, const char *prefix, int depth,
+             GError **error)
+{
+  for (size_t i = 0; i < g->n_initializer; i++)
+    {
+      g_autofree char *w = tensor_where (prefix, "initializer", g->initializer[i], i);
+      if (!check_tensor (c, w, g->initializer[i], error))
+        return FALSE;
+    }
+  for (size_t i = 0; i < g->n_sparse_initializer; i++)
+    {
+      const Onnx__SparseTensorProto *s = g->sparse_initializer[i];
+      g_autofree char *w = g_strdup_printf ("%ssparse initializer #%zu", prefix, i);
+      if ((s->values != NULL && !check_tensor (c, w, s->values, error))
+          || (s->indices != NULL && !check_tensor (c, w, s->indices, error)))
+        return FALSE;
+    }
+  return check_nodes (c, g->node, g->n_node, prefix, depth, error);
+}
+
+int64_t
+tw_onnx_model_opset (const Onnx__ModelProto *m)
+{
+  for (size_t i = 0; i < m->n_opset_import; i++)
+    {
+      const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+      if (o->domain == NULL || o->domain[0] == '\0' || strcmp (o->domain, "ai.onnx") == 0)
+        return o->has_version ? o->version : -1;
+    }
+  return -1;
+}
+
+Onnx__ModelProto *
+tw_onnx_read_model_from_data (const guint8 *data, gsize len, const char *filename,
+                              GError **error)
+{
+  if (len == 0)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE, "%s: empty file", filename);
+      return NULL;
+    }
+  if (len > TW_ONNX_MAX_FILE_BYTES)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_READ,
+                   "%s: %zu bytes, larger than protobuf's limit of %zu", filename, len,
+                   TW_ONNX_MAX_FILE_BYTES);
+      return NULL;
+    }
+  Onnx__ModelProto *m = onnx__model_proto__unpack (NULL, len, data);
+  if (m == NULL)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                   "%s: not an ONNX model (the protobuf does not parse as a ModelProto, "
+                   "%zu bytes)", filename, len);
+      return NULL;
+    }
+  if (m->graph == NULL)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE, "%s: the model has no graph",
+                   filename);
+      onnx__model_proto__free_unpacked (m, NULL);
+      return NULL;
+    }
+  int64_t opset = tw_onnx_model_opset (m);
+  if (opset < TW_ONNX_MIN_OPSET || opset > TW_ONNX_MAX_OPSET)
+    {
+      if (opset < 0)
+        g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_OPSET,
+                     "%s: no opset for the default ONNX domain (twb reads opsets %d–%d)",
+                     filename, TW_ONNX_MIN_OPSET, TW_ONNX_MAX_OPSET);
+      else
+        g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_OPSET,
+                     "%s: opset %" G_GINT64_FORMAT " is outside %d–%d", filename,
+                     (gint64) opset, TW_ONNX_MIN_OPSET, TW_ONNX_MAX_OPSET);
+      onnx__model_proto__free_unpacked (m, NULL);
+      return NULL;
+    }
+
+  g_autofree char *dir = g_path_get_dirname (filename);
+  check_ctx c = { filename, dir, g_string_new (NULL), 0 };
+  gboolean ok = check_graph (&c, m->graph, "", 0, error);
+  for (size_t i = 0; ok && i < m->n_functions; i++)
+    {
+      const Onnx__FunctionProto *f = m->functions[i];
+      g_autofree char *prefix = g_strdup_printf ("function '%s': ",
+                                                 f->name != NULL ? f->name : "?");
+      ok = check_nodes (&c, f->node, f->n_node, prefix, 0, error);
+    }
+  if (ok && c.n_external > 0)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_EXTERNAL,
+                   "%s: %u tensor%s keep their data in external files, which twb does not "
+                   "read (save the model with its weights inside the .onnx file):%s",
+                   filename, c.n_external, c.n_external == 1 ? "" : "s", c.external->str);
+      ok = FALSE;
+    }
+  g_string_free (c.external, TRUE);
+  if (!ok)
+    {
+      onnx__model_proto__free_unpacked (m, NULL);
+      return NULL;
+    }
+  return m;
+}
+
+Onnx__ModelProto *
+tw_onnx_read_model (const char *path, GError **error)
+{
+  g_autoptr (GMappedFile) f = map_file (path, error);
+  if (f == NULL)
+    return NULL;
+  return tw_onnx_read_model_from_data ((const guint8 *) g_mapped_file_get_contents (f),
+                                       g_mapped_file_get_length (f), path, error);
+}
+
+/* ---- Tensors out ----------------------------------------------------- */
+
+Onnx__TensorProto *
+tw_onnx_tensor_from_tw (const tw_tensor *x, const char *name)
+{
+  static const int32_t types[TW_N_DTYPES] = {
+    [TW_F32] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+    [TW_F64] = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE,
+    [TW_I32] = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
+    [TW_I64] = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+    [TW_U8] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
+  };
+  g_autoptr (tw_tensor) host = tw_tensor_to_host ((tw_tensor *) x);
+  g_autoptr (tw_tensor) c = tw_tensor_contiguous (host);
+
+  Onnx__TensorProto *t = g_new (Onnx__TensorProto, 1);
+  onnx__tensor_proto__init (t);
+  t->name = g_strdup (name);
+  t->n_dims = (size_t) x->ndim;
+  t->dims = g_new (int64_t, MAX (x->ndim, 1));
+  memcpy (t->dims, x->shape, sizeof (int64_t) * (size_t) x->ndim);
+  t->has_data_type = TRUE;
+  t->data_type = types[x->dtype];
+  t->has_raw_data = TRUE;
+  t->raw_data.len = tw_tensor_nbytes (c);
+  t->raw_data.data = g_memdup2 (tw_tensor_data (c), MAX (t->raw_data.len, 1));
+  return t;
+}
+
+void
+tw_onnx_tensor_proto_free (Onnx__TensorProto *t)
+{
+  if (t == NULL)
+    return;
+  g_free (t->name);
+  g_free (t->dims);
+  g_free (t->raw_data.data);
+  g_free (t);
+}
+
+/* ---- Attributes ------------------------------------------------------ */
+
+const Onnx__AttributeProto *
+tw_onnx_attr (const Onnx__NodeProto *n, const char *name)
+{
+  for (size_t i = 0; i < n->n_attribute; i++)
+    if (g_strcmp0 (n->attribute[i]->name, name) == 0)
+      return n->attribute[i];
+  return NULL;
+}
+
+static const char *
+attr_type_name (const Onnx__AttributeProto *a)
+{
+  if (!a->has_type)
+    return "UNDEFINED";
+  const ProtobufCEnumValue *v
+    = protobuf_c_enum_descriptor_get_value (&onnx__attribute_proto__attribute_type__descriptor,
+                                            a->type);
+  return v != NULL ? v->name : "UNDEFINED";
+}
+
+static gboolean
+attr_has_type (const Onnx__NodeProto *n, const Onnx__AttributeProto *a, const char *name,
+               Onnx__AttributeProto__AttributeType want, const char *want_name, GError **error)
+{
+  if (a->has_type && a->type == want)
+    return TRUE;
+  g_autofree char *label = tw_onnx_node_label (n, 0);
+  g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+               "node '%s' (%s): attribute '%s' is %s, not %s", label,
+               n->op_type != NULL ? n->op_type : "?", name, attr_type_name (a), want_name);
+  return FALSE;
+}
+
+gboolean
+tw_onnx_attr_int (const Onnx__NodeProto *n, const char *name, int64_t def, int64_t *out,
+                  GError **error)
+{
+  const Onnx__AttributeProto *a = tw_onnx_attr (n, name);
+  if (a == NULL)
+    {
+      *out = def;
+      return TRUE;
+    }
+  if (!attr_has_type (n, a, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "INT", error))
+    return FALSE;
+  *out = a->i;
+  return TRUE;
+}
+
+gboolean
+tw_onnx_attr_float (const Onnx__NodeProto *n, const char *name, float def, float *out,
+                    GError **error)
+{
+  const Onnx__AttributeProto *a = tw_onnx_attr (n, name);
+  if (a == NULL)
+    {
+      *out = def;
+      return TRUE;
+    }
+  if (!attr_has_type (n, a, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "FLOAT", error))
+    return FALSE;
+  *out = a->f;
+  return TRUE;
+}
+
+gboolean
+tw_onnx_attr_ints (const Onnx__NodeProto *n, const char *name, int64_t **out, gsize *len,
+                   GError **error)
+{
+  *out = NULL;
+  *len = 0;
+  const Onnx__AttributeProto *a = tw_onnx_attr (n, name);
+  if (a == NULL)
+    return TRUE;
+  if (!attr_has_type (n, a, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "INTS", error))
+    return FALSE;
+  *out = g_memdup2 (a->ints, sizeof (int64_t) * MAX (a->n_ints, 1));
+  *len = a->n_ints;
+  return TRUE;
+}
+
+char *
+tw_onnx_node_label (const Onnx__NodeProto *n, gsize index)
+{
+  if (n->name != NULL && n->name[0] != '\0')
+    return g_strdup (n->name);
+  return g_strdup_printf ("%s #%zu", n->op_type != NULL ? n->op_type : "node", index);
+}
