@@ -135,6 +135,9 @@ tw_ops_init (void)
       tw_ops_register_conv ();
       tw_ops_register_norm ();
       tw_ops_register_loss ();
+      tw_ops_register_act_extra ();
+      tw_ops_register_pad ();
+      tw_ops_register_resize ();
       tw_fused_ops_register ();
       sorted_ops = g_ptr_array_new ();
       GHashTableIter it;

@@ -273,6 +273,9 @@ void tw_ops_register_conv (void);
 void tw_ops_register_norm (void);
 void tw_ops_register_loss (void);
 void tw_ops_register_source (void);
+void tw_ops_register_act_extra (void);   /* act-extra.c: clip, relu6, hard_sigmoid, hard_swish */
+void tw_ops_register_pad (void);
+void tw_ops_register_resize (void);
 /* The compiler's fused ops and their CPU kernels (engine/compile/fuse.c). */
 void tw_fused_ops_register (void);
 

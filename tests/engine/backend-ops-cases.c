@@ -938,6 +938,116 @@ gen_input (bcase *c, const char *op, int k)
   c->n_want = 1;
 }
 
+/* ---- clamping activations, pad, resize ---------------------------------------------------- */
+
+/* clip, relu6, hard_sigmoid, hard_swish and their grad ops (x, dy): inputs
+ * spread over every linear piece; the kinks (clip's bounds, 0 and 6,
+ * alpha x + beta = 0 or 1, hard_swish's -3 and 3) are f32 values, which
+ * f32-rounded draws hit with probability ~1e-7 per element, and the
+ * finite-difference step (1e-6) crosses them about as rarely. */
+static void
+gen_clamp (bcase *c, const char *op, int k)
+{
+  shp s = ew_shape (c, k);
+  if (g_str_has_prefix (op, "relu6"))
+    boc_in_uniform (c, -2, 8, &s);
+  else if (g_str_has_prefix (op, "hard_swish"))
+    boc_in_uniform (c, -4.5, 4.5, &s);
+  else if (g_str_has_prefix (op, "hard_sigmoid"))
+    boc_in_uniform (c, -3.5, 3.5, &s);
+  else
+    boc_in_randn_s (c, &s);
+  if (g_str_has_suffix (op, "_grad"))
+    boc_in_randn_s (c, &s);
+  if (g_str_has_prefix (op, "clip"))
+    {
+      if (k != 2)
+        tw_attrs_set_float (attrs_of (c), "min", -0.5);
+      if (k != 1)
+        tw_attrs_set_float (attrs_of (c), "max", 0.7);
+    }
+  else if (g_str_has_prefix (op, "hard_sigmoid") && k == 1)
+    {
+      tw_attrs_set_float (attrs_of (c), "alpha", 1.0 / 6);
+      tw_attrs_set_float (attrs_of (c), "beta", 0.5);
+    }
+  want (c, &s);
+}
+
+/* pad (x) and pad_grad (dy, x): spatial pads in constant mode with a value,
+ * reflect on both spatial dims, edge through ONNX's full-rank pads. */
+static void
+gen_pad (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp x, y;
+    const char *mode;
+    int np;
+    int64_t pads[8];
+  } cases[] = {
+    { { 4, { 1, 2, 3, 4 } }, { 4, { 1, 2, 4, 7 } }, "constant", 4, { 1, 2, 0, 1 } },
+    { { 4, { 2, 3, 5, 4 } }, { 4, { 2, 3, 8, 9 } }, "reflect", 4, { 1, 2, 2, 3 } },
+    { { 3, { 3, 1, 5 } }, { 3, { 3, 4, 6 } }, "edge", 6, { 0, 2, 1, 0, 1, 0 } },
+  };
+  tw_attrs_set_ints (attrs_of (c), "pads", cases[k].np, cases[k].pads);
+  tw_attrs_set_string (attrs_of (c), "mode", cases[k].mode);
+  if (k == 0)
+    tw_attrs_set_float (attrs_of (c), "value", 0.25);
+  if (is (op, "pad_grad"))
+    {
+      boc_in_randn_s (c, &cases[k].y);
+      boc_in_randn_s (c, &cases[k].x);
+      want (c, &cases[k].x);
+    }
+  else
+    {
+      boc_in_randn_s (c, &cases[k].x);
+      want (c, &cases[k].y);
+    }
+}
+
+/* resize (x) and resize_grad (dy, x): an integer upscale (PyTorch's
+ * asymmetric floor), sizes with ONNX's defaults, a mixed down/up scale with
+ * align_corners, a rank-3 input with a fractional scale. */
+static void
+gen_resize (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp x, y;
+    const char *ct, *nm;
+    int n;
+    double scales[2];
+    int64_t sizes[2];
+  } cases[] = {
+    { { 4, { 1, 2, 3, 4 } }, { 4, { 1, 2, 6, 8 } }, "asymmetric", "floor", 2, { 2, 2 }, { 0 } },
+    { { 4, { 2, 1, 5, 3 } }, { 4, { 2, 1, 7, 4 } }, "half_pixel", "round_prefer_floor", 2, { 0 },
+      { 7, 4 } },
+    { { 4, { 1, 3, 4, 6 } }, { 4, { 1, 3, 2, 9 } }, "align_corners", "round_prefer_ceil", 2,
+      { 0.5, 1.5 }, { 0 } },
+    { { 3, { 2, 2, 5 } }, { 3, { 2, 2, 8 } }, "pytorch_half_pixel", "ceil", 1, { 1.7 }, { 0 } },
+  };
+  tw_attrs *a = attrs_of (c);
+  tw_attrs_set_string (a, "coordinate_transformation_mode", cases[k].ct);
+  tw_attrs_set_string (a, "nearest_mode", cases[k].nm);
+  if (cases[k].sizes[0])
+    tw_attrs_set_ints (a, "sizes", cases[k].n, cases[k].sizes);
+  else
+    tw_attrs_set_floats (a, "scales", cases[k].n, cases[k].scales);
+  if (is (op, "resize_grad"))
+    {
+      boc_in_randn_s (c, &cases[k].y);
+      boc_in_randn_s (c, &cases[k].x);
+      want (c, &cases[k].x);
+    }
+  else
+    {
+      boc_in_randn_s (c, &cases[k].x);
+      want (c, &cases[k].y);
+    }
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const op_case tw_boc_cases[] = {
@@ -987,6 +1097,12 @@ const op_case tw_boc_cases[] = {
   { "cross_entropy", 3, gen_cross_entropy }, { "cross_entropy_grad", 3, gen_cross_entropy },
   { "mse_loss", 3, gen_pair_loss }, { "mse_loss_grad", 3, gen_pair_loss },
   { "bce_with_logits", 3, gen_pair_loss }, { "bce_with_logits_grad", 3, gen_pair_loss },
+  /* clamping activations, pad, resize */
+  { "clip", 4, gen_clamp }, { "clip_grad", 4, gen_clamp }, { "relu6", 4, gen_clamp },
+  { "hard_sigmoid", 4, gen_clamp }, { "hard_sigmoid_grad", 4, gen_clamp },
+  { "hard_swish", 4, gen_clamp }, { "hard_swish_grad", 4, gen_clamp },
+  { "pad", 3, gen_pad }, { "pad_grad", 3, gen_pad },
+  { "resize", 4, gen_resize }, { "resize_grad", 4, gen_resize },
   /* sources */
   { "input", 2, gen_input },
 };
