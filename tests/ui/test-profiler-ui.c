@@ -163,6 +163,10 @@ static void
 test_record (void)
 {
   TwbWindow *w = open_window ();
+  /* F6 is Record's key. */
+  g_auto (GStrv) accels = gtk_application_get_accels_for_action (GTK_APPLICATION (app),
+                                                                 "profiler.record");
+  g_assert_true (g_strv_contains ((const char *const *) accels, "F6"));
   /* Without a run: armed, then the first run records from its first step. */
   const tw_trace *t = record_steps (w, 6);
   g_assert_cmpuint (count_named_prefix (t, "step ", "step"), ==, 6);
