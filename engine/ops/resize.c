@@ -11,7 +11,7 @@
  *   pytorch_half_pixel  the same, 0 when the output dim is 1
  *   asymmetric          i / scale            (PyTorch's nearest upsampling)
  *   align_corners       i (in - 1) / (out - 1), 0 when out is 1
- *   tf_half_pixel_for_nearest  (i + 0.5) / scale
+ *   tf_half_pixel_for_nearest  (i + 0.5) / scale (opset 11: tf_half_pixel_for_nn)
  *
  * then rounds by nearest_mode (floor, ceil, round_prefer_floor,
  * round_prefer_ceil: halves go down or up) and clamps to [0, in - 1], as
@@ -135,7 +135,7 @@ source_index (const tw_attrs *a, const resize_plan *p, int d, int64_t i)
     x = m > 1 ? (double) i * (n - 1) / (m - 1) : 0;
   else if (strcmp (ct, "pytorch_half_pixel") == 0)
     x = m > 1 ? ((double) i + 0.5) / s - 0.5 : 0;
-  else if (strcmp (ct, "tf_half_pixel_for_nearest") == 0)
+  else if (strcmp (ct, "tf_half_pixel_for_nearest") == 0 || strcmp (ct, "tf_half_pixel_for_nn") == 0)
     x = ((double) i + 0.5) / s;
   else
     x = ((double) i + 0.5) / s - 0.5;
@@ -371,6 +371,7 @@ resize_grad_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinf
 static const char *const mode_choices[] = { "nearest", NULL };
 static const char *const ct_choices[] = {
   "half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners", "tf_half_pixel_for_nearest",
+  "tf_half_pixel_for_nn",
   NULL
 };
 static const char *const nearest_choices[] = {

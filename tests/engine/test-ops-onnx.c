@@ -1,0 +1,546 @@
+/* test-ops-onnx.c — the ops real ONNX models need: clip, relu6,
+ * hard_sigmoid, hard_swish, pad, resize (nearest).
+ *
+ * - ONNX's own node test cases (libonnx-testdata, checked in as
+ *   data/onnx-node-ops.json by data/gen-onnx-node-ops.py) through the
+ *   registry, in f32 and f64;
+ * - forward against independent float64 references (written per output
+ *   element from the spec, not from the kernels' row plans) on random
+ *   inputs: batch 1, odd sizes, every mode;
+ * - backward against central finite differences in float64;
+ * - attribute and shape errors that name the attribute and the shape;
+ * - a small network of all of them trained by the eager and the compiled
+ *   executors: the same losses and weights.
+ */
+#include "opcheck.h"
+
+#include "engine/model.h"
+#include "engine/params.h"
+#include "engine/rng.h"
+#include "engine/train.h"
+
+#include <math.h>
+#include <string.h>
+
+/* pad, resize and clip only copy or select elements: exact. */
+#define TOL_EXACT 0.0
+/* hard_sigmoid / hard_swish in f32 against a float64 reference: alpha x +
+ * beta and the product round once or twice at 2^-24 relative (6e-8) of
+ * values below 5; 1e-6 leaves room and catches any wrong piece (errors of
+ * order 1e-1). */
+#define TOL_F32 1e-6
+/* f64 against the f64 reference: the same formula, maybe contracted to an
+ * fma: a few ulps at 2^-53. */
+#define TOL_F64 1e-14
+/* Central differences in float64 on piecewise-linear (quadratic) ops away
+ * from the kinks: exact up to rounding, ~1e-9 (opcheck.c). */
+#define TOL_GRAD 1e-6
+
+static tw_tensor *
+run1 (const char *op, const tw_attrs *a, tw_tensor *x)
+{
+  tw_tensor *in[1] = { x }, *out[1];
+  twt_run_guarded (op, a, in, 1, out, NULL);
+  return out[0];
+}
+
+/* ---- ONNX's own cases ----------------------------------------------------------- */
+
+static tw_tensor *
+tensor_from_json (JsonObject *c, const char *shape_m, const char *data_m)
+{
+  JsonArray *sh = json_object_get_array_member (c, shape_m);
+  JsonArray *d = json_object_get_array_member (c, data_m);
+  int64_t dims[TW_MAX_DIMS];
+  int nd = (int) json_array_get_length (sh);
+  for (int i = 0; i < nd; i++)
+    dims[i] = json_array_get_int_element (sh, i);
+  tw_tensor *t = tw_tensor_new (TW_F64, nd, dims);
+  g_assert_cmpint (tw_tensor_numel (t), ==, json_array_get_length (d));
+  for (guint i = 0; i < json_array_get_length (d); i++)
+    tw_tensor_f64 (t)[i] = json_array_get_double_element (d, i);
+  return t;
+}
+
+static void
+test_onnx_cases (void)
+{
+  g_autofree char *path = g_build_filename (TW_TEST_DATA_DIR, "onnx-node-ops.json", NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (json_parser_load_from_file (parser, path, &error));
+  JsonArray *cases = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
+                                                   "cases");
+  g_assert_cmpuint (json_array_get_length (cases), >=, 20);
+  for (guint i = 0; i < json_array_get_length (cases); i++)
+    {
+      JsonObject *c = json_array_get_object_element (cases, i);
+      const char *name = json_object_get_string_member (c, "case");
+      const char *op = json_object_get_string_member (c, "op");
+      const tw_op_def *def = tw_op_lookup (op);
+      g_assert_nonnull (def);
+      g_autoptr (tw_tensor) x = tensor_from_json (c, "x_shape", "x");
+      g_autoptr (tw_tensor) y = tensor_from_json (c, "y_shape", "y");
+      tw_attrs *a = tw_attrs_from_json (json_object_get_object_member (c, "attrs"), def->attrs,
+                                        name, &error);
+      g_assert_no_error (error);
+      /* ONNX computed these in float32: exact for the copies, a rounding of
+       * alpha x + beta for the hard_* ops. */
+      gboolean exact = strcmp (op, "pad") == 0 || strcmp (op, "resize") == 0
+                       || strcmp (op, "clip") == 0;
+      for (int f32 = 0; f32 < 2; f32++)
+        {
+          g_autoptr (tw_tensor) xin = tw_tensor_cast (x, f32 ? TW_F32 : TW_F64);
+          g_autoptr (tw_tensor) got = run1 (op, a, xin);
+          g_assert_true (tw_tensor_same_shape (got, y));
+          double err = twt_max_error (got, y);
+          if (err > (exact ? TOL_EXACT : TOL_F32))
+            g_error ("%s (%s, %s): error %.3g against ONNX's output", name, op,
+                     f32 ? "f32" : "f64", err);
+        }
+      tw_attrs_free (a);
+    }
+  g_test_message ("%u ONNX node cases pass", json_array_get_length (cases));
+}
+
+/* ---- independent references ---------------------------------------------------- */
+
+static void
+unflatten (int nd, const int64_t *shape, int64_t flat, int64_t *idx)
+{
+  for (int d = nd - 1; d >= 0; d--)
+    {
+      idx[d] = flat % shape[d];
+      flat /= shape[d];
+    }
+}
+
+static int64_t
+flatten_index (int nd, const int64_t *shape, const int64_t *idx)
+{
+  int64_t f = 0;
+  for (int d = 0; d < nd; d++)
+    f = f * shape[d] + idx[d];
+  return f;
+}
+
+static double
+ref_act (const char *op, double x, double p, double q)
+{
+  if (strcmp (op, "clip") == 0)
+    return fmin (fmax (x, p), q);
+  if (strcmp (op, "relu6") == 0)
+    return fmin (fmax (x, 0), 6);
+  if (strcmp (op, "hard_sigmoid") == 0)
+    return fmax (0, fmin (1, p * x + q));
+  return x * fmax (0, fmin (1, x / 6 + 0.5));    /* hard_swish */
+}
+
+static void
+check_act (const char *op, tw_attrs *a, double p, double q, int nd, const int64_t *shape,
+           guint64 seed)
+{
+  g_autoptr (tw_tensor) x32 = twt_uniform (TW_F32, nd, shape, seed, -8, 8);
+  g_autoptr (tw_tensor) x = tw_tensor_cast (x32, TW_F64);
+  g_autoptr (tw_tensor) ref = tw_tensor_new_like (x);
+  for (int64_t i = 0; i < tw_tensor_numel (x); i++)
+    tw_tensor_f64 (ref)[i] = ref_act (op, tw_tensor_f64 (x)[i], p, q);
+  g_autoptr (tw_tensor) y64 = run1 (op, a, x);
+  g_autoptr (tw_tensor) y32 = run1 (op, a, x32);
+  g_assert_cmpfloat (twt_max_error (y64, ref), <=, TOL_F64);
+  g_assert_cmpfloat (twt_max_error (y32, ref), <=, TOL_F32);
+  tw_tensor *in[1] = { x };
+  /* 256 probes spread over the input: each costs two forward runs */
+  double ge = twt_grad_check (op, a, in, 1, (gboolean[]) { TRUE }, 256, NULL);
+  if (!(ge < TOL_GRAD))
+    g_error ("%s: gradient error %.3g", op, ge);
+}
+
+static void
+test_activations (void)
+{
+  static const struct
+  {
+    int nd;
+    int64_t d[4];
+  } shapes[] = { { 2, { 1, 9 } }, { 3, { 3, 5, 7 } }, { 4, { 2, 3, 1, 13 } }, { 1, { 40000 } } };
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      guint64 seed = 10 * s;
+      tw_attrs *a = tw_attrs_new ();
+      tw_attrs_set_float (a, "min", -1.25);
+      tw_attrs_set_float (a, "max", 2.5);
+      check_act ("clip", a, -1.25, 2.5, shapes[s].nd, shapes[s].d, seed + 1);
+      tw_attrs_remove (a, "min");
+      check_act ("clip", a, -INFINITY, 2.5, shapes[s].nd, shapes[s].d, seed + 2);
+      tw_attrs_free (a);
+      check_act ("relu6", NULL, 0, 0, shapes[s].nd, shapes[s].d, seed + 3);
+      check_act ("hard_sigmoid", NULL, 0.2, 0.5, shapes[s].nd, shapes[s].d, seed + 4);
+      a = tw_attrs_new ();
+      tw_attrs_set_float (a, "alpha", 0.35);
+      tw_attrs_set_float (a, "beta", 0.25);
+      check_act ("hard_sigmoid", a, 0.35, 0.25, shapes[s].nd, shapes[s].d, seed + 5);
+      tw_attrs_free (a);
+      check_act ("hard_swish", NULL, 0, 0, shapes[s].nd, shapes[s].d, seed + 6);
+    }
+}
+
+/* numpy.pad's reflect and edge, one reflection at a time (the kernel's
+ * single-step formula holds only for pads < dim, which the op demands). */
+static int64_t
+ref_pad_src (const char *mode, int64_t s, int64_t n)
+{
+  if (strcmp (mode, "edge") == 0)
+    return CLAMP (s, 0, n - 1);
+  while (s < 0 || s >= n)
+    s = s < 0 ? -s : 2 * (n - 1) - s;
+  return s;
+}
+
+static void
+check_pad (int nd, const int64_t *shape, int np, const int64_t *pads, const char *mode,
+           guint64 seed)
+{
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "pads", np, pads);
+  tw_attrs_set_string (a, "mode", mode);
+  tw_attrs_set_float (a, "value", -0.75);
+  g_autoptr (tw_tensor) x32 = twt_randn (TW_F32, nd, shape, seed);
+  g_autoptr (tw_tensor) x = tw_tensor_cast (x32, TW_F64);
+  int k = np / 2, first = nd - k;
+  int64_t oshape[TW_MAX_DIMS];
+  for (int d = 0; d < nd; d++)
+    oshape[d] = shape[d] + (d >= first ? pads[d - first] + pads[d - first + k] : 0);
+  g_autoptr (tw_tensor) ref = tw_tensor_new (TW_F64, nd, oshape);
+  for (int64_t f = 0; f < tw_tensor_numel (ref); f++)
+    {
+      int64_t idx[TW_MAX_DIMS];
+      gboolean inside = TRUE;
+      unflatten (nd, oshape, f, idx);
+      for (int d = first; d < nd; d++)
+        {
+          int64_t s = idx[d] - pads[d - first];
+          if (s < 0 || s >= shape[d])
+            {
+              if (strcmp (mode, "constant") == 0)
+                inside = FALSE;
+              else
+                s = ref_pad_src (mode, s, shape[d]);
+            }
+          idx[d] = s;
+        }
+      tw_tensor_f64 (ref)[f] = inside ? tw_tensor_f64 (x)[flatten_index (nd, shape, idx)] : -0.75;
+    }
+  g_autoptr (tw_tensor) y64 = run1 ("pad", a, x);
+  g_autoptr (tw_tensor) y32 = run1 ("pad", a, x32);
+  g_assert_true (tw_tensor_same_shape (y64, ref));
+  g_assert_cmpfloat (twt_max_error (y64, ref), ==, TOL_EXACT);
+  g_assert_cmpfloat (twt_max_error (y32, ref), ==, TOL_EXACT);
+  if (tw_tensor_numel (x) <= 300)
+    {
+      tw_tensor *in[1] = { x };
+      twt_assert_grad ("pad", a, in, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+    }
+  tw_attrs_free (a);
+}
+
+static void
+test_pad (void)
+{
+  static const char *const modes[] = { "constant", "reflect", "edge" };
+  for (int m = 0; m < 3; m++)
+    {
+      guint64 seed = 100 * (m + 1);
+      check_pad (4, (int64_t[]) { 1, 2, 3, 4 }, 4, (int64_t[]) { 1, 2, 2, 3 }, modes[m], seed);
+      check_pad (4, (int64_t[]) { 3, 1, 5, 7 }, 4, (int64_t[]) { 0, 3, 4, 0 }, modes[m], seed + 1);
+      check_pad (3, (int64_t[]) { 2, 3, 5 }, 6, (int64_t[]) { 0, 1, 2, 0, 2, 1 }, modes[m],
+                 seed + 2);
+      check_pad (2, (int64_t[]) { 5, 2 }, 2, (int64_t[]) { 1, 1 }, modes[m], seed + 3);
+      check_pad (4, (int64_t[]) { 4, 8, 33, 65 }, 4, (int64_t[]) { 2, 3, 1, 4 }, modes[m],
+                 seed + 4);   /* large enough for the threaded rows */
+    }
+}
+
+/* ONNX's Resize spec for one output coordinate, written as a formula per
+ * mode (not the kernel's table). */
+static int64_t
+ref_resize_src (const char *ct, const char *nm, int64_t i, int64_t in, int64_t out, double s)
+{
+  double x;
+  if (strcmp (ct, "asymmetric") == 0)
+    x = i / s;
+  else if (strcmp (ct, "align_corners") == 0)
+    x = out == 1 ? 0 : i * (double) (in - 1) / (double) (out - 1);
+  else if (strcmp (ct, "pytorch_half_pixel") == 0)
+    x = out > 1 ? (i + 0.5) / s - 0.5 : 0;
+  else
+    x = (i + 0.5) / s - 0.5;
+  double r;
+  if (strcmp (nm, "floor") == 0)
+    r = floor (x);
+  else if (strcmp (nm, "ceil") == 0)
+    r = ceil (x);
+  else if (strcmp (nm, "round_prefer_ceil") == 0)
+    r = floor (x + 0.5);
+  else
+    r = ceil (x - 0.5);
+  return (int64_t) fmin (fmax (r, 0), (double) (in - 1));
+}
+
+static void
+check_resize (int nd, const int64_t *shape, const double *scales, const int64_t *sizes,
+              const char *ct, const char *nm, guint64 seed)
+{
+  tw_attrs *a = tw_attrs_new ();
+  int ns = nd - 2;
+  int64_t oshape[TW_MAX_DIMS];
+  double sc[TW_MAX_DIMS];
+  oshape[0] = shape[0];
+  oshape[1] = shape[1];
+  for (int d = 2; d < nd; d++)
+    {
+      oshape[d] = scales ? (int64_t) floor (shape[d] * scales[d - 2]) : sizes[d - 2];
+      sc[d] = scales ? scales[d - 2] : (double) sizes[d - 2] / (double) shape[d];
+    }
+  if (scales)
+    tw_attrs_set_floats (a, "scales", ns, scales);
+  else
+    tw_attrs_set_ints (a, "sizes", ns, sizes);
+  tw_attrs_set_string (a, "coordinate_transformation_mode", ct);
+  tw_attrs_set_string (a, "nearest_mode", nm);
+  g_autoptr (tw_tensor) x32 = twt_randn (TW_F32, nd, shape, seed);
+  g_autoptr (tw_tensor) x = tw_tensor_cast (x32, TW_F64);
+  g_autoptr (tw_tensor) ref = tw_tensor_new (TW_F64, nd, oshape);
+  for (int64_t f = 0; f < tw_tensor_numel (ref); f++)
+    {
+      int64_t idx[TW_MAX_DIMS];
+      unflatten (nd, oshape, f, idx);
+      for (int d = 2; d < nd; d++)
+        idx[d] = ref_resize_src (ct, nm, idx[d], shape[d], oshape[d], sc[d]);
+      tw_tensor_f64 (ref)[f] = tw_tensor_f64 (x)[flatten_index (nd, shape, idx)];
+    }
+  g_autoptr (tw_tensor) y64 = run1 ("resize", a, x);
+  g_autoptr (tw_tensor) y32 = run1 ("resize", a, x32);
+  g_assert_true (tw_tensor_same_shape (y64, ref));
+  g_assert_cmpfloat (twt_max_error (y64, ref), ==, TOL_EXACT);
+  g_assert_cmpfloat (twt_max_error (y32, ref), ==, TOL_EXACT);
+  if (tw_tensor_numel (x) <= 300)
+    {
+      tw_tensor *in[1] = { x };
+      twt_assert_grad ("resize", a, in, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+    }
+  tw_attrs_free (a);
+}
+
+static void
+test_resize (void)
+{
+  static const char *const cts[] = { "half_pixel", "pytorch_half_pixel", "asymmetric",
+                                     "align_corners" };
+  static const char *const nms[] = { "round_prefer_floor", "round_prefer_ceil", "floor", "ceil" };
+  guint64 seed = 500;
+  for (int c = 0; c < 4; c++)
+    for (int m = 0; m < 4; m++)
+      {
+        check_resize (4, (int64_t[]) { 1, 2, 3, 4 }, (double[]) { 2, 2 }, NULL, cts[c], nms[m],
+                      seed++);
+        check_resize (4, (int64_t[]) { 2, 1, 7, 5 }, (double[]) { 0.5, 1.5 }, NULL, cts[c],
+                      nms[m], seed++);
+        check_resize (4, (int64_t[]) { 1, 3, 5, 3 }, NULL, (int64_t[]) { 1, 8 }, cts[c], nms[m],
+                      seed++);
+        check_resize (3, (int64_t[]) { 3, 2, 6 }, (double[]) { 1.7 }, NULL, cts[c], nms[m],
+                      seed++);
+        check_resize (5, (int64_t[]) { 1, 2, 2, 3, 2 }, NULL, (int64_t[]) { 3, 3, 5 }, cts[c],
+                      nms[m], seed++);
+      }
+  /* Threaded rows and planes: 2 * 16 * 64 * 64 outputs. */
+  check_resize (4, (int64_t[]) { 2, 16, 32, 32 }, (double[]) { 2, 2 }, NULL, "asymmetric",
+                "floor", seed++);
+
+  /* The grad op on its own: every input element receives the sum of the
+   * outputs that copied it (a downscale leaves some with none). */
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_floats (a, "scales", 2, (double[]) { 0.5, 3 });
+  tw_attrs_set_string (a, "coordinate_transformation_mode", "asymmetric");
+  tw_attrs_set_string (a, "nearest_mode", "floor");
+  g_autoptr (tw_tensor) x = twt_randn (TW_F64, 4, (int64_t[]) { 1, 1, 4, 2 }, 7);
+  g_autoptr (tw_tensor) dy = tw_tensor_new (TW_F64, 4, (int64_t[]) { 1, 1, 2, 6 });
+  tw_tensor_fill (dy, 1.0);
+  tw_tensor *in[2] = { dy, x }, *out[1];
+  twt_run_guarded ("resize_grad", a, in, 2, out, NULL);
+  /* rows 0 and 2 of x are read (each by 6 outputs: 3 per column), 1 and 3 never */
+  static const double want[8] = { 3, 3, 0, 0, 3, 3, 0, 0 };
+  for (int i = 0; i < 8; i++)
+    g_assert_cmpfloat (tw_tensor_f64 (out[0])[i], ==, want[i]);
+  tw_tensor_unref (out[0]);
+  tw_attrs_free (a);
+}
+
+/* ---- errors and symbolic batch --------------------------------------------------- */
+
+static void
+test_errors (void)
+{
+  tw_tinfo x4, xi, xn;
+  tw_tinfo_set (&x4, TW_F32, 4, (int64_t[]) { 2, 3, 4, 5 });
+  tw_tinfo_set (&xi, TW_I64, 2, (int64_t[]) { 2, 3 });
+  tw_tinfo_set (&xn, TW_F32, 4, (int64_t[]) { TW_DIM_N, 3, 4, 5 });
+  tw_attrs *a = tw_attrs_new ();
+
+  tw_attrs_set_float (a, "min", 2);
+  tw_attrs_set_float (a, "max", 1);
+  twt_assert_infer_error ("clip", a, &x4, 1, "min (2)", "max (1)");
+  tw_attrs_set_float (a, "min", NAN);
+  twt_assert_infer_error ("clip", a, &x4, 1, "clip", "min is NaN");
+  twt_assert_infer_error ("relu6", NULL, &xi, 1, "relu6", "i64[2, 3]");
+  tw_attrs_free (a);
+  a = tw_attrs_new ();
+  tw_attrs_set_float (a, "alpha", INFINITY);
+  twt_assert_infer_error ("hard_sigmoid", a, &x4, 1, "alpha", "finite");
+  tw_attrs_free (a);
+
+  a = tw_attrs_new ();
+  twt_assert_infer_error ("pad", a, &x4, 1, "pads", NULL);     /* required */
+  tw_attrs_set_ints (a, "pads", 3, (int64_t[]) { 1, 1, 1 });
+  twt_assert_infer_error ("pad", a, &x4, 1, "pads", "got 3 values");
+  tw_attrs_set_ints (a, "pads", 10, (int64_t[]) { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 });
+  twt_assert_infer_error ("pad", a, &x4, 1, "f32[2, 3, 4, 5]", "got 10 values");
+  tw_attrs_set_ints (a, "pads", 4, (int64_t[]) { 1, -1, 0, 0 });
+  twt_assert_infer_error ("pad", a, &x4, 1, "negative", "dim 3");
+  tw_attrs_set_ints (a, "pads", 4, (int64_t[]) { 4, 0, 0, 0 });
+  tw_attrs_set_string (a, "mode", "reflect");
+  twt_assert_infer_error ("pad", a, &x4, 1, "reflect", "dim 2 of f32[2, 3, 4, 5]");
+  tw_attrs_set_string (a, "mode", "wrap");
+  twt_assert_infer_error ("pad", a, &x4, 1, "mode", "wrap");
+  tw_attrs_set_string (a, "mode", "edge");
+  tw_attrs_set_ints (a, "pads", 8, (int64_t[]) { 1, 0, 0, 0, 0, 0, 0, 0 });
+  twt_assert_infer_error ("pad", a, &xn, 1, "batch dim N", NULL);
+  tw_tinfo out;
+  g_autoptr (GError) error = NULL;
+  tw_attrs_set_ints (a, "pads", 4, (int64_t[]) { 1, 2, 3, 4 });
+  g_assert_true (twt_infer ("pad", a, &xn, 1, &out, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (out.dims[0], ==, TW_DIM_N);
+  g_assert_cmpint (out.dims[2], ==, 8);
+  g_assert_cmpint (out.dims[3], ==, 11);
+  tw_attrs_free (a);
+
+  a = tw_attrs_new ();
+  twt_assert_infer_error ("resize", a, &x4, 1, "exactly one of scales and sizes", NULL);
+  tw_attrs_set_floats (a, "scales", 2, (double[]) { 2, 2 });
+  tw_attrs_set_ints (a, "sizes", 2, (int64_t[]) { 8, 10 });
+  twt_assert_infer_error ("resize", a, &x4, 1, "exactly one of scales and sizes", NULL);
+  tw_attrs_remove (a, "sizes");
+  tw_attrs_set_floats (a, "scales", 3, (double[]) { 2, 2, 2 });
+  twt_assert_infer_error ("resize", a, &x4, 1, "scales needs 2 values", "got 3");
+  tw_attrs_set_floats (a, "scales", 4, (double[]) { 1, 2, 2, 2 });
+  twt_assert_infer_error ("resize", a, &x4, 1, "may not resize dim 1 (C)", NULL);
+  tw_attrs_set_floats (a, "scales", 2, (double[]) { 0, 2 });
+  twt_assert_infer_error ("resize", a, &x4, 1, "positive", "dim 2");
+  tw_attrs_set_floats (a, "scales", 2, (double[]) { 0.1, 2 });
+  twt_assert_infer_error ("resize", a, &x4, 1, "0 elements", "dim 2");
+  tw_attrs_set_floats (a, "scales", 1, (double[]) { 2 });
+  tw_tinfo x2;
+  tw_tinfo_set (&x2, TW_F32, 2, (int64_t[]) { 4, 5 });
+  twt_assert_infer_error ("resize", a, &x2, 1, "rank 3 or more", "f32[4, 5]");
+  tw_attrs_set_floats (a, "scales", 4, (double[]) { 1, 1, 2, 3 });   /* ONNX's full-rank form */
+  g_assert_true (twt_infer ("resize", a, &xn, 1, &out, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (out.dims[0], ==, TW_DIM_N);
+  g_assert_cmpint (out.dims[2], ==, 8);
+  g_assert_cmpint (out.dims[3], ==, 15);
+  tw_attrs_set_string (a, "mode", "linear");
+  twt_assert_infer_error ("resize", a, &x4, 1, "mode", "linear");
+  tw_attrs_free (a);
+}
+
+/* ---- eager against compiled ---------------------------------------------------------- */
+
+/* Every op of this file in one trainable network: padded (reflect) conv,
+ * hard_swish, 2x nearest upsampling, clip, pooling, relu6, hard_sigmoid,
+ * a constant-padded second conv, a linear head. */
+static const char model_json[] =
+  "{ \"format\": \"twb-model\", \"version\": 1, \"name\": \"onnx-ops\","
+  "  \"graph\": { \"nodes\": ["
+  "    { \"id\": \"x\", \"op\": \"input\", \"attrs\": { \"shape\": [2, 7, 9], \"role\": \"data\" } },"
+  "    { \"id\": \"y\", \"op\": \"input\", \"attrs\": { \"shape\": [], \"dtype\": \"i64\", \"role\": \"label\" } },"
+  "    { \"id\": \"p1\", \"op\": \"pad\", \"inputs\": [\"x\"], \"attrs\": { \"pads\": [1, 2, 1, 2], \"mode\": \"reflect\" } },"
+  "    { \"id\": \"c1\", \"op\": \"conv2d\", \"inputs\": [\"p1\"], \"attrs\": { \"out_channels\": 4, \"kernel_size\": 3 } },"
+  "    { \"id\": \"a1\", \"op\": \"hard_swish\", \"inputs\": [\"c1\"] },"
+  "    { \"id\": \"r1\", \"op\": \"resize\", \"inputs\": [\"a1\"], \"attrs\": { \"scales\": [2, 2], \"coordinate_transformation_mode\": \"asymmetric\", \"nearest_mode\": \"floor\" } },"
+  "    { \"id\": \"k1\", \"op\": \"clip\", \"inputs\": [\"r1\"], \"attrs\": { \"min\": -0.5, \"max\": 1.5 } },"
+  "    { \"id\": \"mp\", \"op\": \"max_pool2d\", \"inputs\": [\"k1\"], \"attrs\": { \"kernel_size\": 2 } },"
+  "    { \"id\": \"a2\", \"op\": \"relu6\", \"inputs\": [\"mp\"] },"
+  "    { \"id\": \"p2\", \"op\": \"pad\", \"inputs\": [\"a2\"], \"attrs\": { \"pads\": [1, 0, 0, 1], \"value\": 0.5 } },"
+  "    { \"id\": \"c2\", \"op\": \"conv2d\", \"inputs\": [\"p2\"], \"attrs\": { \"out_channels\": 3, \"kernel_size\": 3 } },"
+  "    { \"id\": \"a3\", \"op\": \"hard_sigmoid\", \"inputs\": [\"c2\"] },"
+  "    { \"id\": \"e1\", \"op\": \"pad\", \"inputs\": [\"a3\"], \"attrs\": { \"pads\": [1, 1], \"mode\": \"edge\" } },"
+  "    { \"id\": \"f\", \"op\": \"flatten\", \"inputs\": [\"e1\"] },"
+  "    { \"id\": \"fc\", \"op\": \"linear\", \"inputs\": [\"f\"], \"attrs\": { \"out_features\": 5 } },"
+  "    { \"id\": \"loss\", \"op\": \"cross_entropy\", \"inputs\": [\"fc\", \"y\"] }"
+  "  ], \"outputs\": [\"fc\"] },"
+  "  \"training\": { \"loss\": \"loss\", \"batch_size\": 6, \"seed\": 3,"
+  "                \"optimizer\": { \"type\": \"sgd\", \"lr\": 0.1 } } }";
+
+/* As test-compile.c: the compiled program runs the same kernels (fusion
+ * aside: these ops are not fusable element-wise codes) in float32; over a
+ * few SGD steps rounding drifts ~1e-6 relative, a wrong rule by far more. */
+#define PARITY_RTOL 1e-4
+
+static void
+test_eager_compiled (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) me = tw_model_load_from_data (model_json, -1, "onnx-ops", &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_model) mc = tw_model_load_from_data (model_json, -1, "onnx-ops", &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_trainer) te = tw_trainer_new (me, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_trainer) tc = tw_trainer_new (mc, &error);
+  g_assert_no_error (error);
+  tw_trainer_set_mode (tc, TW_MODE_COMPILED);
+  double first = 0, last = 0;
+  for (int s = 0; s < 8; s++)
+    {
+      /* the same batch every step: the loss must fall */
+      g_autoptr (tw_tensor) x = twt_randn (TW_F32, 4, (int64_t[]) { 6, 2, 7, 9 }, 900);
+      g_autoptr (tw_tensor) y = twt_randint (1, (int64_t[]) { 6 }, 901, 5);
+      double le, lc;
+      g_assert_true (tw_trainer_step (te, x, y, &le, &error));
+      g_assert_no_error (error);
+      g_assert_true (tw_trainer_step (tc, x, y, &lc, &error));
+      g_assert_no_error (error);
+      if (fabs (le - lc) > PARITY_RTOL * MAX (1e-6, fabs (le)))
+        g_error ("step %d: eager loss %.9g, compiled %.9g", s, le, lc);
+      if (s == 0)
+        first = le;
+      last = le;
+    }
+  g_test_message ("loss %.6f -> %.6f over 8 steps", first, last);
+  g_assert_cmpfloat (last, <, first);
+  tw_params *pe = tw_trainer_params (te), *pc = tw_trainer_params (tc);
+  g_assert_cmpint (tw_params_count (pe), ==, tw_params_count (pc));
+  for (int i = 0; i < tw_params_count (pe); i++)
+    {
+      tw_param *a = tw_params_at (pe, i), *b = tw_params_get (pc, a->name);
+      g_assert_nonnull (b);
+      double err = twt_max_error (a->value, b->value);
+      if (err > PARITY_RTOL)
+        g_error ("parameter %s differs by %.3g between eager and compiled", a->name, err);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tw_ops_init ();
+  g_test_add_func ("/engine/ops/onnx/onnx-cases", test_onnx_cases);
+  g_test_add_func ("/engine/ops/onnx/activations", test_activations);
+  g_test_add_func ("/engine/ops/onnx/pad", test_pad);
+  g_test_add_func ("/engine/ops/onnx/resize", test_resize);
+  g_test_add_func ("/engine/ops/onnx/errors", test_errors);
+  g_test_add_func ("/engine/ops/onnx/eager-compiled", test_eager_compiled);
+  return g_test_run ();
+}
