@@ -218,6 +218,7 @@ usage (void)
               "  profile MODEL.json train a few steps and write a Chrome trace of every op\n"
               "  trace-info FILE... event counts, top names and layers, step times, per rank\n"
               "                     compute/communication/idle; --compare A B per layer\n"
+              "  import MODEL.onnx  an ONNX model as MODEL.json + MODEL.safetensors [-o OUT.json]\n"
 #ifdef TWB_HAVE_GUI
               "\n"
               "without a command, with a display: the graph editor\n"
@@ -277,6 +278,8 @@ main (int argc, char **argv)
     return twb_cmd_profile (argc - 1, argv + 1);
   if (strcmp (cmd, "trace-info") == 0)
     return twb_cmd_trace_info (argc - 1, argv + 1);
+  if (strcmp (cmd, "import") == 0)
+    return twb_cmd_import (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
   usage ();
   return 2;

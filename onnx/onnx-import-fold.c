@@ -1,0 +1,414 @@
+/* onnx-import-fold.c — constants folded at import: Constant, Shape (from the
+ * shapes inferred so far), Gather, Unsqueeze, Squeeze, Concat, Cast, Slice,
+ * ConstantOfShape, Reshape and arithmetic on constants, so that the chains
+ * exporters emit before a Reshape become its constant shape. */
+#define G_LOG_DOMAIN "tw-onnx"
+
+#include "onnx/onnx-import-private.h"
+
+#include <string.h>
+
+/* ---- constants --------------------------------------------------------------- */
+
+tw_tensor *
+tw_imp_as_f32 (const tw_tensor *t)
+{
+  if (t->dtype == TW_F32)
+    return tw_tensor_clone (t);
+  return tw_tensor_cast (t, TW_F32);
+}
+
+/* A constant's values as int64 (for shapes, axes, indices). */
+gboolean
+tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, int64_t **out, int64_t *n)
+{
+  if (v == NULL || v->kind != TW_IMP_CONST || v->c->dtype == TW_F32 || v->c->dtype == TW_F64)
+    {
+      tw_imp_problem (im, "%s must be a constant integer tensor", what);
+      return FALSE;
+    }
+  *n = tw_tensor_numel (v->c);
+  *out = g_new (int64_t, MAX (*n, 1));
+  for (int64_t i = 0; i < *n; i++)
+    (*out)[i] = v->c->dtype == TW_I64 ? tw_tensor_i64 (v->c)[i]
+                                      : (int64_t) tw_tensor_get_flat (v->c, i);
+  return TRUE;
+}
+
+static tw_tensor *
+ints_tensor (int ndim, const int64_t *data, int64_t n)
+{
+  return tw_tensor_from_data (TW_I64, ndim, (int64_t[]) { n }, data);
+}
+
+/* Axes of Unsqueeze / Squeeze / ReduceX: the attribute before opset 13, the
+ * second input from 13 on.  *n -1: absent. */
+static gboolean
+axes_of (tw_imp *im, int64_t **axes, int64_t *n)
+{
+  if (im->opset < 13)
+    {
+      gsize len = 0;
+      int64_t buf[TW_MAX_DIMS * 2];
+      if (tw_onnx_attr (im->n, "axes") == NULL)
+        {
+          *axes = NULL, *n = -1;
+          return TRUE;
+        }
+      if (!tw_imp_attr_ints (im, "axes", 0, 0, buf, &len))
+        return FALSE;
+      *axes = g_memdup2 (buf, MAX (len, 1) * sizeof *buf);
+      *n = (int64_t) len;
+      return TRUE;
+    }
+  const tw_imp_val *a = tw_imp_input (im, 1);
+  if (a == NULL)
+    {
+      *axes = NULL, *n = -1;
+      return TRUE;
+    }
+  return tw_imp_const_ints (im, a, "axes", axes, n);
+}
+
+static tw_tensor *
+reshaped_copy (const tw_tensor *t, int ndim, const int64_t *dims)
+{
+  g_autoptr (tw_tensor) c = tw_tensor_clone (t);
+  return tw_tensor_reshape (c, ndim, dims);
+}
+
+static int64_t
+fold_int (const char *op, int64_t a, int64_t b)
+{
+  if (a == TW_IMP_BATCH || b == TW_IMP_BATCH || a == TW_IMP_UNKNOWN || b == TW_IMP_UNKNOWN)
+    {
+      /* The batch times 1 or plus 0 is still the batch. */
+      if ((strcmp (op, "Mul") == 0 || strcmp (op, "Div") == 0) && (b == 1 || (a == 1 && op[0] == 'M')))
+        return a == 1 ? b : a;
+      if ((strcmp (op, "Add") == 0 || strcmp (op, "Sub") == 0) && (b == 0 || (a == 0 && op[0] == 'A')))
+        return a == 0 ? b : a;
+      return TW_IMP_UNKNOWN;
+    }
+  if (strcmp (op, "Add") == 0)
+    return a + b;
+  if (strcmp (op, "Sub") == 0)
+    return a - b;
+  if (strcmp (op, "Mul") == 0)
+    return a * b;
+  return b == 0 ? TW_IMP_UNKNOWN : a / b;
+}
+
+/* Evaluate the current node on constant inputs (and Shape on a dynamic
+ * one).  Returns FALSE when the op is not one folding knows (nothing
+ * reported then); TRUE when handled (folded, or a problem reported). */
+gboolean
+tw_imp_fold (tw_imp *im)
+{
+  const char *op = im->n->op_type;
+  const tw_imp_val *x = tw_imp_input (im, 0);
+
+  if (strcmp (op, "Constant") == 0)
+    {
+      const Onnx__AttributeProto *a = im->n->n_attribute == 1 ? im->n->attribute[0] : NULL;
+      if (a && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t)
+        {
+          g_autoptr (GError) error = NULL;
+          g_autofree char *label = tw_onnx_node_label (im->n, im->index);
+          g_autofree char *what = g_strdup_printf ("constant '%s'", label);
+          tw_tensor *t = tw_onnx_tensor_to_tw (a->t, what, &error);
+          if (t == NULL)
+            tw_imp_problem (im, "%s", error->message);
+          else
+            tw_imp_set_const (im, 0, t);
+        }
+      else if (a && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
+        tw_imp_set_const (im, 0, tw_tensor_scalar_f32 (a->f));
+      else if (a && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
+        tw_imp_set_const (im, 0, tw_tensor_from_data (TW_I64, 0, NULL, &a->i));
+      else if (a && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)
+        tw_imp_set_const (im, 0, ints_tensor (1, a->ints, (int64_t) a->n_ints));
+      else if (a && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)
+        tw_imp_set_const (im, 0, tw_tensor_from_data (TW_F32, 1, (int64_t[]) { a->n_floats }, a->floats));
+      else
+        tw_imp_problem (im, "a constant of this kind (sparse, strings or several values) is not supported");
+      return TRUE;
+    }
+
+  if (strcmp (op, "Shape") == 0 && x && x->kind == TW_IMP_DYN)
+    {
+      tw_tinfo info;
+      if (!tw_imp_dyn_info (im, x, &info))
+        return TRUE;
+      int64_t dims[TW_MAX_DIMS];
+      for (int i = 0; i < info.ndim; i++)
+        dims[i] = info.dims[i] == TW_DIM_N ? TW_IMP_BATCH : info.dims[i];
+      int64_t start = tw_imp_attr_int (im, "start", 0), end = tw_imp_attr_int (im, "end", info.ndim);
+      start = CLAMP (start < 0 ? start + info.ndim : start, 0, info.ndim);
+      end = CLAMP (end < 0 ? end + info.ndim : end, 0, info.ndim);
+      end = MAX (end, start);
+      tw_imp_set_const (im, 0, ints_tensor (1, dims + start, end - start));
+      return TRUE;
+    }
+
+  /* Everything below needs constant inputs. */
+  for (gsize i = 0; i < im->n->n_input; i++)
+    {
+      const tw_imp_val *v = tw_imp_input (im, i);
+      if (v && v->kind != TW_IMP_CONST)
+        return FALSE;
+    }
+  if (x == NULL)
+    return FALSE;
+
+  if (strcmp (op, "Identity") == 0)
+    {
+      tw_imp_set_const (im, 0, tw_tensor_ref (x->c));
+      return TRUE;
+    }
+  if (strcmp (op, "Cast") == 0)
+    {
+      int64_t to = tw_imp_attr_int (im, "to", 0);
+      tw_dtype dt;
+      switch (to)
+        {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: dt = TW_F32; break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: dt = TW_F64; break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: dt = TW_I32; break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: dt = TW_I64; break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: dt = TW_U8; break;
+        default:
+          tw_imp_problem (im, "cast to ONNX data type %" G_GINT64_FORMAT " is not supported", to);
+          return TRUE;
+        }
+      tw_imp_set_const (im, 0, x->c->dtype == dt ? tw_tensor_ref (x->c) : tw_tensor_cast (x->c, dt));
+      return TRUE;
+    }
+  if (strcmp (op, "Unsqueeze") == 0 || strcmp (op, "Squeeze") == 0)
+    {
+      g_autofree int64_t *axes = NULL;
+      int64_t na;
+      if (!axes_of (im, &axes, &na))
+        return TRUE;
+      int r = x->c->ndim;
+      int64_t dims[TW_MAX_DIMS];
+      int nd = 0;
+      if (op[0] == 'U')
+        {
+          int rout = r + (int) MAX (na, 0);
+          if (na <= 0 || rout > TW_MAX_DIMS)
+            {
+              tw_imp_problem (im, "needs axes giving at most %d dims", TW_MAX_DIMS);
+              return TRUE;
+            }
+          gboolean is_new[TW_MAX_DIMS] = { FALSE };
+          for (int64_t k = 0; k < na; k++)
+            {
+              int ax = tw_imp_norm_axis (im, axes[k], rout);
+              if (ax < 0)
+                return TRUE;
+              is_new[ax] = TRUE;
+            }
+          for (int d = 0, src = 0; d < rout; d++)
+            dims[nd++] = is_new[d] ? 1 : x->c->shape[src++];
+        }
+      else
+        {
+          gboolean drop[TW_MAX_DIMS] = { FALSE };
+          for (int d = 0; d < r; d++)
+            drop[d] = na < 0 && x->c->shape[d] == 1;
+          for (int64_t k = 0; k < na; k++)
+            {
+              int ax = tw_imp_norm_axis (im, axes[k], r);
+              if (ax < 0)
+                return TRUE;
+              drop[ax] = TRUE;
+            }
+          for (int d = 0; d < r; d++)
+            if (!drop[d])
+              dims[nd++] = x->c->shape[d];
+        }
+      tw_imp_set_const (im, 0, reshaped_copy (x->c, nd, dims));
+      return TRUE;
+    }
+  if (strcmp (op, "Gather") == 0)
+    {
+      const tw_imp_val *iv = tw_imp_input (im, 1);
+      g_autofree int64_t *idx = NULL;
+      int64_t ni;
+      if (tw_imp_attr_int (im, "axis", 0) != 0 || x->c->ndim < 1)
+        {
+          tw_imp_problem (im, "folding a Gather of a constant is supported on axis 0 only");
+          return TRUE;
+        }
+      if (!tw_imp_const_ints (im, iv, "indices", &idx, &ni))
+        return TRUE;
+      int64_t d0 = x->c->shape[0], row = d0 > 0 ? tw_tensor_numel (x->c) / d0 : 0;
+      int64_t dims[TW_MAX_DIMS];
+      int nd = 0;
+      for (int d = 0; d < iv->c->ndim; d++)
+        dims[nd++] = iv->c->shape[d];
+      for (int d = 1; d < x->c->ndim && nd < TW_MAX_DIMS; d++)
+        dims[nd++] = x->c->shape[d];
+      g_autoptr (tw_tensor) src = tw_tensor_contiguous (x->c);
+      tw_tensor *out = tw_tensor_new (x->c->dtype, nd, dims);
+      size_t es = tw_dtype_size (x->c->dtype);
+      for (int64_t k = 0; k < ni; k++)
+        {
+          int64_t j = idx[k] < 0 ? idx[k] + d0 : idx[k];
+          if (j < 0 || j >= d0)
+            {
+              tw_tensor_unref (out);
+              tw_imp_problem (im, "index %" G_GINT64_FORMAT " is outside 0..%" G_GINT64_FORMAT, idx[k],
+                       d0 - 1);
+              return TRUE;
+            }
+          memcpy ((char *) tw_tensor_data (out) + k * row * es,
+                  (const char *) tw_tensor_data (src) + j * row * es, row * es);
+        }
+      tw_imp_set_const (im, 0, out);
+      return TRUE;
+    }
+  if (strcmp (op, "Concat") == 0)
+    {
+      /* Shape vectors: 1-D, one dtype. */
+      GArray *all = g_array_new (FALSE, FALSE, sizeof (int64_t));
+      for (gsize i = 0; i < im->n->n_input; i++)
+        {
+          const tw_imp_val *v = tw_imp_input (im, i);
+          g_autofree int64_t *vals = NULL;
+          int64_t nv;
+          if (v == NULL || v->c->ndim != 1 || !tw_imp_const_ints (im, v, "a folded Concat's input", &vals, &nv))
+            {
+              if (!im->failed)
+                tw_imp_problem (im, "folding a Concat of constants is supported for 1-D integer tensors only");
+              g_array_free (all, TRUE);
+              return TRUE;
+            }
+          g_array_append_vals (all, vals, nv);
+        }
+      tw_imp_set_const (im, 0, ints_tensor (1, (int64_t *) all->data, all->len));
+      g_array_free (all, TRUE);
+      return TRUE;
+    }
+  if (strcmp (op, "Slice") == 0 && im->opset >= 10)
+    {
+      g_autofree int64_t *vals = NULL, *st = NULL, *en = NULL, *ax = NULL, *sp = NULL;
+      int64_t nv, ns, ne, nax = 0, nsp = 0;
+      if (x->c->ndim != 1 || !tw_imp_const_ints (im, x, "a folded Slice's data", &vals, &nv)
+          || !tw_imp_const_ints (im, tw_imp_input (im, 1), "starts", &st, &ns)
+          || !tw_imp_const_ints (im, tw_imp_input (im, 2), "ends", &en, &ne)
+          || (tw_imp_input (im, 3) && !tw_imp_const_ints (im, tw_imp_input (im, 3), "axes", &ax, &nax))
+          || (tw_imp_input (im, 4) && !tw_imp_const_ints (im, tw_imp_input (im, 4), "steps", &sp, &nsp)))
+        {
+          if (!im->failed)
+            tw_imp_problem (im, "folding a Slice of a constant is supported for 1-D integer tensors only");
+          return TRUE;
+        }
+      int64_t step = nsp ? sp[0] : 1;
+      if (ns != 1 || ne != 1 || (nax && ax[0] != 0 && ax[0] != -1) || step == 0)
+        {
+          tw_imp_problem (im, "folding a Slice of a constant is supported for 1-D integer tensors only");
+          return TRUE;
+        }
+      int64_t s = st[0] < 0 ? st[0] + nv : st[0], e = en[0] < 0 ? en[0] + nv : en[0];
+      GArray *o = g_array_new (FALSE, FALSE, sizeof (int64_t));
+      if (step > 0)
+        for (int64_t i = CLAMP (s, 0, nv); i < CLAMP (e, 0, nv); i += step)
+          g_array_append_val (o, vals[i]);
+      else
+        for (int64_t i = CLAMP (s, -1, nv - 1); i > CLAMP (e, -1, nv - 1); i += step)
+          g_array_append_val (o, vals[i]);
+      tw_imp_set_const (im, 0, ints_tensor (1, (int64_t *) o->data, o->len));
+      g_array_free (o, TRUE);
+      return TRUE;
+    }
+  if (strcmp (op, "ConstantOfShape") == 0)
+    {
+      g_autofree int64_t *dims = NULL;
+      int64_t nd;
+      if (!tw_imp_const_ints (im, x, "the shape", &dims, &nd))
+        return TRUE;
+      for (int64_t i = 0; i < nd; i++)
+        if (dims[i] < 0 || nd > TW_MAX_DIMS)
+          {
+            tw_imp_problem (im, "a ConstantOfShape whose shape depends on the batch size is not supported");
+            return TRUE;
+          }
+      const Onnx__AttributeProto *a = tw_onnx_attr (im->n, "value");
+      g_autoptr (tw_tensor) v = NULL;
+      if (a && a->t)
+        {
+          g_autoptr (GError) error = NULL;
+          v = tw_onnx_tensor_to_tw (a->t, "ConstantOfShape value", &error);
+          if (v == NULL)
+            {
+              tw_imp_problem (im, "%s", error->message);
+              return TRUE;
+            }
+        }
+      tw_tensor *out = tw_tensor_new (v ? v->dtype : TW_F32, (int) nd, dims);
+      tw_tensor_fill (out, v ? tw_tensor_get_flat (v, 0) : 0.0);
+      tw_imp_set_const (im, 0, out);
+      return TRUE;
+    }
+  if (strcmp (op, "Reshape") == 0)
+    {
+      g_autofree int64_t *dims = NULL;
+      int64_t nd, known = 1, neg = -1, numel = tw_tensor_numel (x->c);
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "the shape", &dims, &nd))
+        return TRUE;
+      for (int64_t i = 0; i < nd && nd <= TW_MAX_DIMS; i++)
+        {
+          if (dims[i] == 0)
+            dims[i] = i < x->c->ndim ? x->c->shape[i] : 1;
+          if (dims[i] == -1)
+            neg = i;
+          else
+            known *= MAX (dims[i], 0);
+        }
+      if (neg >= 0 && known > 0)
+        dims[neg] = numel / known;
+      int64_t total = 1;
+      for (int64_t i = 0; i < nd; i++)
+        total *= MAX (dims[i], 0);
+      if (nd > TW_MAX_DIMS || total != numel)
+        {
+          tw_imp_problem (im, "a constant of %" G_GINT64_FORMAT " elements cannot take that shape", numel);
+          return TRUE;
+        }
+      tw_imp_set_const (im, 0, reshaped_copy (x->c, (int) nd, dims));
+      return TRUE;
+    }
+  if (strcmp (op, "Add") == 0 || strcmp (op, "Sub") == 0 || strcmp (op, "Mul") == 0
+      || strcmp (op, "Div") == 0)
+    {
+      const tw_imp_val *y = tw_imp_input (im, 1);
+      const tw_tensor *a = x->c, *b = y ? y->c : NULL;
+      if (b == NULL || a->dtype != b->dtype
+          || (!tw_tensor_same_shape (a, b) && tw_tensor_numel (a) != 1 && tw_tensor_numel (b) != 1))
+        {
+          tw_imp_problem (im, "folding it is supported for one dtype and equal shapes or a scalar only");
+          return TRUE;
+        }
+      const tw_tensor *big = tw_tensor_numel (a) >= tw_tensor_numel (b) ? a : b;
+      tw_tensor *out = tw_tensor_new (a->dtype, big->ndim, big->shape);
+      int64_t n = tw_tensor_numel (out);
+      for (int64_t i = 0; i < n; i++)
+        {
+          int64_t ia = tw_tensor_numel (a) == 1 ? 0 : i, ib = tw_tensor_numel (b) == 1 ? 0 : i;
+          if (a->dtype == TW_I64)
+            tw_tensor_i64 (out)[i] = fold_int (op, tw_tensor_i64 (a)[ia], tw_tensor_i64 (b)[ib]);
+          else
+            {
+              double p = tw_tensor_get_flat (a, ia), q = tw_tensor_get_flat (b, ib);
+              double r = op[0] == 'A' ? p + q : op[0] == 'S' ? p - q : op[0] == 'M' ? p * q : p / q;
+              tw_tensor_set_flat (out, i, r);
+            }
+        }
+      tw_imp_set_const (im, 0, out);
+      return TRUE;
+    }
+  return FALSE;
+}
+

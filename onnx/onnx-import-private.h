@@ -1,0 +1,70 @@
+/* onnx-import-private.h — what the importer's files share (onnx-import.c:
+ * translations and the graph; onnx-import-fold.c: constant folding). */
+#pragma once
+
+#include "onnx/onnx-import.h"
+
+G_BEGIN_DECLS
+
+/* Folded shape values: the symbolic batch size, and a value that depends on
+ * it in a way twb cannot express (batch * 2).  Far from any real size. */
+#define TW_IMP_BATCH (G_MININT64 + 7)
+#define TW_IMP_UNKNOWN (G_MININT64 + 8)
+
+typedef enum
+{
+  TW_IMP_DYN,      /* a twb node's output */
+  TW_IMP_CONST,    /* an initializer or a folded value */
+  TW_IMP_BAD,      /* produced by a node that could not be imported */
+} tw_imp_kind;
+
+typedef struct
+{
+  tw_imp_kind kind;
+  char *ref;          /* TW_IMP_DYN: "id" or "id:k" */
+  tw_tensor *c;       /* TW_IMP_CONST */
+  char *init_name;    /* TW_IMP_CONST from an initializer: its name */
+} tw_imp_val;
+
+typedef struct
+{
+  const char *filename;
+  int64_t opset;
+  tw_graph *graph;
+  GHashTable *vals;        /* ONNX value name → tw_imp_val */
+  GHashTable *uses;        /* ONNX value name → number of consumers (+ graph outputs) */
+  GHashTable *ids;         /* twb ids taken */
+  GHashTable *weights;     /* parameter name → tw_tensor */
+  GHashTable *bias_free;   /* twb id of a linear made from MatMul, still without bias */
+  GPtrArray *problems;     /* one line per node that cannot be imported */
+  int64_t export_batch;    /* the ONNX input's static batch size, -1 when symbolic */
+  /* The node being imported. */
+  const Onnx__NodeProto *n;
+  gsize index;
+  gboolean failed;         /* a problem was reported for it */
+} tw_imp;
+
+/* One line for the current node in im->problems (further problems of the
+ * same node join its line); sets im->failed. */
+void tw_imp_problem (tw_imp *im, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+/* Input i of the current node (NULL when absent or empty). */
+const tw_imp_val *tw_imp_input (tw_imp *im, gsize i);
+/* Output k of the current node becomes the constant c (taken). */
+void tw_imp_set_const (tw_imp *im, int k, tw_tensor *c);
+/* Attribute reads; a wrong type is a problem (the default is returned). */
+int64_t tw_imp_attr_int (tw_imp *im, const char *name, int64_t def);
+gboolean tw_imp_attr_ints (tw_imp *im, const char *name, gsize want, int64_t d, int64_t *out,
+                           gsize *len);
+/* The inferred type of a dynamic value (batch symbolic); FALSE: a problem. */
+gboolean tw_imp_dyn_info (tw_imp *im, const tw_imp_val *v, tw_tinfo *out);
+/* axis in -rank..rank-1 as 0..rank-1; -1 (and a problem) outside. */
+int tw_imp_norm_axis (tw_imp *im, int64_t axis, int rank);
+/* A constant integer tensor's values; *out g_new'ed. */
+gboolean tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, int64_t **out, int64_t *n);
+/* A contiguous f32 copy. */
+tw_tensor *tw_imp_as_f32 (const tw_tensor *t);
+/* Fold the current node when its inputs are constants (or Shape of a
+ * dynamic value): FALSE when the op is not one folding knows. */
+gboolean tw_imp_fold (tw_imp *im);
+
+G_END_DECLS

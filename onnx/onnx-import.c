@@ -1,0 +1,1405 @@
+/* onnx-import.c — an ONNX graph as a twb model (see onnx-import.h). */
+#define G_LOG_DOMAIN "tw-onnx"
+
+#include "onnx/onnx-import-private.h"
+
+#include "engine/safetensors.h"
+
+#include <math.h>
+#include <string.h>
+
+static void
+val_free (gpointer p)
+{
+  tw_imp_val *v = p;
+  g_free (v->ref);
+  g_free (v->init_name);
+  if (v->c)
+    tw_tensor_unref (v->c);
+  g_free (v);
+}
+
+void
+tw_imp_problem (tw_imp *im, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+
+void
+tw_imp_problem (tw_imp *im, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_autofree char *label = tw_onnx_node_label (im->n, im->index);
+  if (im->failed)
+    {
+      /* One entry per node: further problems of the same node join it. */
+      char *last = g_ptr_array_index (im->problems, im->problems->len - 1);
+      im->problems->pdata[im->problems->len - 1] = g_strdup_printf ("%s, %s", last, msg);
+      g_free (last);
+      return;
+    }
+  g_ptr_array_add (im->problems, g_strdup_printf ("'%s' (%s, opset %" G_GINT64_FORMAT "): %s",
+                                                  label, im->n->op_type, im->opset, msg));
+  im->failed = TRUE;
+}
+
+const tw_imp_val *
+tw_imp_input (tw_imp *im, gsize i)
+{
+  if (i >= im->n->n_input || im->n->input[i][0] == '\0')
+    return NULL;
+  return g_hash_table_lookup (im->vals, im->n->input[i]);
+}
+
+static void
+set_val (tw_imp *im, const char *name, tw_imp_kind kind, const char *ref, tw_tensor *c)
+{
+  if (name == NULL || name[0] == '\0')
+    {
+      if (c)
+        tw_tensor_unref (c);
+      return;
+    }
+  tw_imp_val *v = g_new0 (tw_imp_val, 1);
+  v->kind = kind;
+  v->ref = g_strdup (ref);
+  v->c = c;
+  g_hash_table_replace (im->vals, g_strdup (name), v);
+}
+
+void
+tw_imp_set_const (tw_imp *im, int k, tw_tensor *c)
+{
+  set_val (im, (gsize) k < im->n->n_output ? im->n->output[k] : NULL, TW_IMP_CONST, NULL, c);
+}
+
+static gboolean
+is_used (tw_imp *im, gsize k)
+{
+  return k < im->n->n_output && im->n->output[k][0] != '\0'
+         && g_hash_table_contains (im->uses, im->n->output[k]);
+}
+
+/* ---- ids ------------------------------------------------------------------ */
+
+static char *
+sanitise (const char *s)
+{
+  GString *o = g_string_new (NULL);
+  for (const char *p = s; *p; p++)
+    g_string_append_c (o, g_ascii_isalnum (*p) || *p == '_' || *p == '.' || *p == '-' ? *p : '_');
+  return g_string_free (o, FALSE);
+}
+
+/* Module paths of PyTorch's scoped names (each part repeats its parent's
+ * name as a prefix when the module is an item of a container):
+ * "/layer1/layer1.0/downsample/downsample.0/Conv" → "layer1.0.downsample.0";
+ * "/layer1/layer1.0/relu_1/Relu" → "layer1.0.relu_1"; "/layer1/layer1.0/Add"
+ * → "layer1.0.add" (a stage's own op gets the op's name); other names are
+ * kept ("Conv_3"). */
+static char *
+id_from_name (const Onnx__NodeProto *n, gsize index)
+{
+  if (n->name == NULL || n->name[0] == '\0')
+    {
+      g_autofree char *op = g_ascii_strdown (n->op_type, -1);
+      return g_strdup_printf ("%s_%" G_GSIZE_FORMAT, op, index);
+    }
+  if (n->name[0] != '/')
+    return sanitise (n->name);
+  g_auto (GStrv) parts = g_strsplit (n->name + 1, "/", -1);
+  guint np = g_strv_length (parts);
+  GString *path = g_string_new (NULL);
+  const char *prev = NULL;
+  for (guint i = 0; i + 1 < np; i++)
+    {
+      const char *c = parts[i];
+      if (prev && g_str_has_prefix (c, prev) && c[strlen (prev)] == '.')
+        g_string_append (path, c + strlen (prev));
+      else
+        g_string_append_printf (path, "%s%s", path->len ? "." : "", c);
+      prev = c;
+    }
+  g_autofree char *last = g_ascii_strdown (np > 0 ? parts[np - 1] : n->op_type, -1);
+  const char *tail = strrchr (path->str, '.');
+  tail = tail ? tail + 1 : path->str;
+  g_autofree char *id = NULL;
+  if (path->len == 0)
+    id = g_strdup (last);
+  else if (g_ascii_isdigit (tail[0]))
+    id = g_strdup_printf ("%s.%s", path->str, last);
+  else
+    id = g_strdup (path->str);
+  g_string_free (path, TRUE);
+  return sanitise (id);
+}
+
+static char *
+unique_id (tw_imp *im, const char *base)
+{
+  char *id = g_strdup (base[0] ? base : "node");
+  for (int k = 2; g_hash_table_contains (im->ids, id); k++)
+    {
+      g_free (id);
+      id = g_strdup_printf ("%s_%d", base, k);
+    }
+  g_hash_table_add (im->ids, g_strdup (id));
+  return id;
+}
+
+/* The id of the current node: the scope of its weight initializer when it
+ * is named "<scope>.weight", else from the node's name. */
+static char *
+node_id (tw_imp *im, const tw_imp_val *weight)
+{
+  g_autofree char *base = NULL;
+  if (weight && weight->init_name && g_str_has_suffix (weight->init_name, ".weight")
+      && strlen (weight->init_name) > strlen (".weight") && !strchr (weight->init_name, ':'))
+    {
+      g_autofree char *scope = g_strndup (weight->init_name,
+                                          strlen (weight->init_name) - strlen (".weight"));
+      base = sanitise (scope);
+    }
+  else
+    base = id_from_name (im->n, im->index);
+  return unique_id (im, base);
+}
+
+/* Add the twb node for the current ONNX node; its outputs become TW_IMP_DYN.
+ * inputs: NULL-terminated references.  Returns the node (borrowed). */
+static tw_node *
+emit (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, const char *const *inputs,
+      int n_out)
+{
+  g_autofree char *id = node_id (im, weight);
+  g_autoptr (GError) error = NULL;
+  tw_node *node = tw_graph_add_node (im->graph, id, op, attrs, inputs, &error);
+  tw_attrs_free (attrs);
+  if (node == NULL)
+    {
+      tw_imp_problem (im, "%s", error->message);
+      return NULL;
+    }
+  for (int k = 0; k < n_out && (gsize) k < im->n->n_output; k++)
+    {
+      g_autofree char *ref = k == 0 ? g_strdup (id) : g_strdup_printf ("%s:%d", id, k);
+      set_val (im, im->n->output[k], TW_IMP_DYN, ref, NULL);
+    }
+  return node;
+}
+
+static tw_node *
+emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, const tw_imp_val *x)
+{
+  const char *in[] = { x->ref, NULL };
+  return emit (im, weight, op, attrs, in, 1);
+}
+
+static void
+add_weight (tw_imp *im, const tw_node *node, const char *suffix, tw_tensor *t)
+{
+  g_hash_table_replace (im->weights, g_strdup_printf ("%s.%s", node->id, suffix), t);
+}
+
+/* ---- attributes -------------------------------------------------------------- */
+
+/* Report every attribute of the node not in known (NULL-terminated). */
+static void
+check_attrs (tw_imp *im, const char *const *known)
+{
+  for (gsize i = 0; i < im->n->n_attribute; i++)
+    {
+      const char *name = im->n->attribute[i]->name;
+      gboolean ok = FALSE;
+      for (int k = 0; known && known[k]; k++)
+        ok |= strcmp (known[k], name) == 0;
+      if (!ok)
+        tw_imp_problem (im, "attribute '%s' is not supported", name);
+    }
+}
+
+int64_t
+tw_imp_attr_int (tw_imp *im, const char *name, int64_t def)
+{
+  int64_t v = def;
+  g_autoptr (GError) error = NULL;
+  if (!tw_onnx_attr_int (im->n, name, def, &v, &error))
+    tw_imp_problem (im, "%s", error->message);
+  return v;
+}
+
+/* A float attribute as the shortest decimal that reads back as the same
+ * float (1e-5f → 1e-05, not 9.999999747378752e-06), for the model file. */
+static double
+short_double (float f)
+{
+  char buf[32];
+  for (int digits = 6; digits < 9; digits++)
+    {
+      g_snprintf (buf, sizeof buf, "%.*g", digits, f);
+      if ((float) g_ascii_strtod (buf, NULL) == f)
+        return g_ascii_strtod (buf, NULL);
+    }
+  return f;
+}
+
+static float
+attr_float (tw_imp *im, const char *name, float def)
+{
+  float v = def;
+  g_autoptr (GError) error = NULL;
+  if (!tw_onnx_attr_float (im->n, name, def, &v, &error))
+    tw_imp_problem (im, "%s", error->message);
+  return v;
+}
+
+/* ints of exactly want entries (want 0: any), or def (filled with d) when absent. */
+gboolean
+tw_imp_attr_ints (tw_imp *im, const char *name, gsize want, int64_t d, int64_t *out, gsize *len)
+{
+  g_autofree int64_t *v = NULL;
+  gsize n = 0;
+  g_autoptr (GError) error = NULL;
+  if (!tw_onnx_attr_ints (im->n, name, &v, &n, &error))
+    {
+      tw_imp_problem (im, "%s", error->message);
+      return FALSE;
+    }
+  if (v == NULL)
+    {
+      for (gsize i = 0; i < want; i++)
+        out[i] = d;
+      if (len)
+        *len = want;
+      return TRUE;
+    }
+  if ((want && n != want) || n > TW_MAX_DIMS * 2)
+    {
+      tw_imp_problem (im, "attribute '%s' has %" G_GSIZE_FORMAT " entries, twb takes %" G_GSIZE_FORMAT,
+               name, n, want);
+      return FALSE;
+    }
+  memcpy (out, v, n * sizeof *v);
+  if (len)
+    *len = n;
+  return TRUE;
+}
+
+/* A string attribute's value (bytes, not NUL-terminated in protobuf-c)
+ * for messages; caller frees. */
+static char *
+attr_string_dup (tw_imp *im, const char *name)
+{
+  const Onnx__AttributeProto *a = tw_onnx_attr (im->n, name);
+  if (a == NULL || a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+    return g_strdup ("?");
+  g_autofree char *raw = g_strndup ((const char *) a->s.data, a->s.len);
+  return g_utf8_make_valid (raw, -1);
+}
+
+static gboolean
+attr_string_is (tw_imp *im, const char *name, const char *want)
+{
+  const Onnx__AttributeProto *a = tw_onnx_attr (im->n, name);
+  if (a == NULL)
+    return TRUE;
+  if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+    return FALSE;
+  return a->s.len == strlen (want) && memcmp (a->s.data, want, a->s.len) == 0;
+}
+
+/* ---- shapes of dynamic values -------------------------------------------------- */
+
+/* The inferred type of a dynamic value (the batch symbolic). */
+gboolean
+tw_imp_dyn_info (tw_imp *im, const tw_imp_val *v, tw_tinfo *out)
+{
+  tw_graph_infer (im->graph);
+  tw_port p = tw_graph_resolve (im->graph, v->ref);
+  tw_node *node = p.node >= 0 ? tw_graph_node (im->graph, p.node) : NULL;
+  if (node == NULL || !node->valid || p.output >= node->n_outputs)
+    {
+      tw_imp_problem (im, "the shape of its input '%s' is not known", v->ref);
+      return FALSE;
+    }
+  *out = node->out_info[p.output];
+  return TRUE;
+}
+
+int
+tw_imp_norm_axis (tw_imp *im, int64_t axis, int rank)
+{
+  if (axis < -rank || axis >= rank)
+    {
+      tw_imp_problem (im, "axis %" G_GINT64_FORMAT " is outside a rank-%d tensor", axis, rank);
+      return -1;
+    }
+  return (int) (axis < 0 ? axis + rank : axis);
+}
+
+/* ---- translations ------------------------------------------------------------ */
+
+/* The dynamic data input 0 of the current node, or NULL (a problem reported). */
+static const tw_imp_val *
+dyn_input (tw_imp *im, gsize i, const char *what)
+{
+  const tw_imp_val *v = tw_imp_input (im, i);
+  if (v == NULL || v->kind != TW_IMP_DYN)
+    {
+      tw_imp_problem (im, "%s must be computed from the graph input (a constant one is not supported)",
+               what);
+      return NULL;
+    }
+  return v;
+}
+
+static const tw_imp_val *
+const_input (tw_imp *im, gsize i, const char *what)
+{
+  const tw_imp_val *v = tw_imp_input (im, i);
+  if (v == NULL || v->kind != TW_IMP_CONST)
+    {
+      tw_imp_problem (im, "%s must be an initializer or a constant", what);
+      return NULL;
+    }
+  if (!tw_dtype_is_float (v->c->dtype))
+    {
+      tw_imp_problem (im, "%s has dtype %s, twb parameters are floating-point", what,
+               tw_dtype_name (v->c->dtype));
+      return NULL;
+    }
+  return v;
+}
+
+/* Spatial pads [top, left, bottom, right] as twb's symmetric [ph, pw]. */
+static gboolean
+sym_pads (tw_imp *im, int64_t out[2])
+{
+  int64_t p[4];
+  if (!tw_imp_attr_ints (im, "pads", 4, 0, p, NULL))
+    return FALSE;
+  if (p[0] != p[2] || p[1] != p[3])
+    {
+      tw_imp_problem (im, "asymmetric pads [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+               ", %" G_GINT64_FORMAT "] (twb pads each side alike)", p[0], p[1], p[2], p[3]);
+      return FALSE;
+    }
+  out[0] = p[0], out[1] = p[1];
+  if (!attr_string_is (im, "auto_pad", "NOTSET") && !attr_string_is (im, "auto_pad", "VALID"))
+    {
+      g_autofree char *ap = attr_string_dup (im, "auto_pad");
+      tw_imp_problem (im, "auto_pad %s is not supported (only explicit pads)", ap);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+import_conv (tw_imp *im)
+{
+  static const char *const known[] = { "kernel_shape", "strides", "pads", "dilations", "group",
+                                       "auto_pad", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "the input"), *w = const_input (im, 1, "the weight");
+  const tw_imp_val *b = tw_imp_input (im, 2);
+  if (b && !(b = const_input (im, 2, "the bias")))
+    return;
+  if (x == NULL || w == NULL)
+    return;
+  if (w->c->ndim != 4)
+    {
+      tw_imp_problem (im, "a %d-D convolution (twb has conv2d only)", w->c->ndim - 2);
+      return;
+    }
+  int64_t k[2], s[2], d[2], p[2];
+  if (!tw_imp_attr_ints (im, "kernel_shape", 2, 0, k, NULL) || !tw_imp_attr_ints (im, "strides", 2, 1, s, NULL)
+      || !tw_imp_attr_ints (im, "dilations", 2, 1, d, NULL) || !sym_pads (im, p))
+    return;
+  if ((k[0] || k[1]) && (k[0] != w->c->shape[2] || k[1] != w->c->shape[3]))
+    {
+      tw_imp_problem (im, "kernel_shape disagrees with the weight's shape");
+      return;
+    }
+  int64_t group = tw_imp_attr_int (im, "group", 1);
+  if (im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "out_channels", w->c->shape[0]);
+  tw_attrs_set_ints (a, "kernel_size", 2, w->c->shape + 2);
+  tw_attrs_set_ints (a, "stride", 2, s);
+  tw_attrs_set_ints (a, "padding", 2, p);
+  tw_attrs_set_ints (a, "dilation", 2, d);
+  tw_attrs_set_int (a, "groups", group);
+  tw_attrs_set_bool (a, "bias", b != NULL);
+  tw_node *node = emit1 (im, w, "conv2d", a, x);
+  if (node == NULL)
+    return;
+  add_weight (im, node, "weight", tw_imp_as_f32 (w->c));
+  if (b)
+    add_weight (im, node, "bias", tw_imp_as_f32 (b->c));
+}
+
+/* ONNX's [out] or [1, out] bias (or a scalar) as [n] times beta. */
+static tw_tensor *
+bias_vector (tw_imp *im, const tw_tensor *c, int64_t n, double beta)
+{
+  int64_t numel = tw_tensor_numel (c);
+  if (!(numel == n || numel == 1) || (c->ndim > 1 && c->shape[c->ndim - 1] != numel))
+    {
+      g_autofree char *sc = tw_shape_to_string (c->ndim, c->shape);
+      tw_imp_problem (im, "a bias of shape %s for %" G_GINT64_FORMAT " outputs (twb adds one per output)",
+               sc, n);
+      return NULL;
+    }
+  tw_tensor *out = tw_tensor_new (TW_F32, 1, &n);
+  for (int64_t i = 0; i < n; i++)
+    tw_tensor_f32 (out)[i] = (float) (beta * tw_tensor_get_flat (c, numel == 1 ? 0 : i));
+  return out;
+}
+
+/* w [rows, cols] (transposed when trans) times alpha, as f32 [out, in]. */
+static tw_tensor *
+linear_weight (const tw_tensor *w, gboolean trans, double alpha)
+{
+  g_autoptr (tw_tensor) f = tw_imp_as_f32 (w);
+  g_autoptr (tw_tensor) t = trans ? tw_tensor_transpose (f, 0, 1) : tw_tensor_ref (f);
+  tw_tensor *c = tw_tensor_clone (t);
+  if (alpha != 1.0)
+    for (int64_t i = 0, n = tw_tensor_numel (c); i < n; i++)
+      tw_tensor_f32 (c)[i] *= (float) alpha;
+  return c;
+}
+
+static void
+import_gemm (tw_imp *im)
+{
+  static const char *const known[] = { "alpha", "beta", "transA", "transB", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "A"), *w = const_input (im, 1, "B (the weight)");
+  const tw_imp_val *c = tw_imp_input (im, 2);
+  if (c && !(c = const_input (im, 2, "C (the bias)")))
+    return;
+  double alpha = attr_float (im, "alpha", 1.0f), beta = attr_float (im, "beta", 1.0f);
+  int64_t ta = tw_imp_attr_int (im, "transA", 0), tb = tw_imp_attr_int (im, "transB", 0);
+  if (ta != 0)
+    tw_imp_problem (im, "transA=1 (twb's linear takes [batch, in])");
+  if (x == NULL || w == NULL || im->failed)
+    return;
+  if (w->c->ndim != 2)
+    {
+      tw_imp_problem (im, "B must be 2-D");
+      return;
+    }
+  int64_t nout = tb ? w->c->shape[0] : w->c->shape[1];
+  g_autoptr (tw_tensor) bias = c ? bias_vector (im, c->c, nout, beta) : NULL;
+  if (c && bias == NULL)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "out_features", nout);
+  tw_attrs_set_bool (a, "bias", bias != NULL);
+  tw_node *node = emit1 (im, w, "linear", a, x);
+  if (node == NULL)
+    return;
+  add_weight (im, node, "weight", linear_weight (w->c, !tb, alpha));
+  if (bias)
+    add_weight (im, node, "bias", g_steal_pointer (&bias));
+}
+
+/* MatMul (x, W) with W an initializer [in, out]: linear without bias; a
+ * following Add of a [out] constant becomes its bias (import_binary). */
+static void
+import_matmul (tw_imp *im)
+{
+  check_attrs (im, NULL);
+  const tw_imp_val *x = tw_imp_input (im, 0), *w = tw_imp_input (im, 1);
+  if (x && w && x->kind == TW_IMP_DYN && w->kind == TW_IMP_DYN)
+    {
+      const char *in[] = { x->ref, w->ref, NULL };
+      emit (im, NULL, "matmul", NULL, in, 1);
+      return;
+    }
+  x = dyn_input (im, 0, "A");
+  w = const_input (im, 1, "B (the weight)");
+  if (x == NULL || w == NULL)
+    return;
+  if (w->c->ndim != 2)
+    {
+      tw_imp_problem (im, "a constant B of rank %d (twb's linear takes a 2-D weight)", w->c->ndim);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "out_features", w->c->shape[1]);
+  tw_attrs_set_bool (a, "bias", FALSE);
+  tw_node *node = emit1 (im, w, "linear", a, x);
+  if (node == NULL)
+    return;
+  add_weight (im, node, "weight", linear_weight (w->c, TRUE, 1.0));
+  g_hash_table_add (im->bias_free, g_strdup (node->id));
+}
+
+static gboolean
+scalar_of (const tw_imp_val *v, double *out)
+{
+  if (v == NULL || v->kind != TW_IMP_CONST || tw_tensor_numel (v->c) != 1
+      || !tw_dtype_is_float (v->c->dtype))
+    return FALSE;
+  *out = tw_tensor_get_flat (v->c, 0);
+  return TRUE;
+}
+
+static void
+import_binary (tw_imp *im, const tw_op_def *def)
+{
+  const char *op = im->n->op_type;
+  check_attrs (im, NULL);
+  const tw_imp_val *a = tw_imp_input (im, 0), *b = tw_imp_input (im, 1);
+  if (a == NULL || b == NULL)
+    {
+      tw_imp_problem (im, "needs two inputs");
+      return;
+    }
+  if (a->kind == TW_IMP_DYN && b->kind == TW_IMP_DYN)
+    {
+      const char *in[] = { a->ref, b->ref, NULL };
+      emit (im, NULL, def->name, NULL, in, 1);
+      return;
+    }
+  gboolean commutes = strcmp (op, "Add") == 0 || strcmp (op, "Mul") == 0;
+  if (a->kind == TW_IMP_CONST && commutes)
+    {
+      const tw_imp_val *t = a;
+      a = b, b = t;
+    }
+  if (a->kind != TW_IMP_DYN)
+    {
+      tw_imp_problem (im, "a constant first operand (twb has no constant node)");
+      return;
+    }
+  /* MatMul + Add → linear with bias. */
+  if (strcmp (op, "Add") == 0 && g_hash_table_contains (im->bias_free, a->ref)
+      && tw_dtype_is_float (b->c->dtype))
+    {
+      const char *src = NULL;
+      for (gsize i = 0; i < 2; i++)
+        {
+          const tw_imp_val *v = tw_imp_input (im, i);
+          if (v == a)
+            src = im->n->input[i];
+        }
+      tw_node *lin = tw_graph_find (im->graph, a->ref);
+      int64_t nout = tw_attrs_get_int (lin->attrs, "out_features", 0);
+      guint n_uses = GPOINTER_TO_UINT (g_hash_table_lookup (im->uses, src));
+      if (n_uses == 1 && tw_tensor_numel (b->c) == nout
+          && (b->c->ndim == 1 || b->c->shape[b->c->ndim - 1] == nout))
+        {
+          g_autoptr (tw_tensor) bias = bias_vector (im, b->c, nout, 1.0);
+          tw_attrs_set_bool (lin->attrs, "bias", TRUE);
+          add_weight (im, lin, "bias", g_steal_pointer (&bias));
+          g_hash_table_remove (im->bias_free, lin->id);
+          set_val (im, im->n->output[0], TW_IMP_DYN, lin->id, NULL);
+          return;
+        }
+    }
+  double c;
+  if (!scalar_of (b, &c))
+    {
+      g_autofree char *sb = tw_shape_to_string (b->c->ndim, b->c->shape);
+      tw_imp_problem (im, "a constant operand of shape %s (twb has no constant node; only scalars "
+               "become add_scalar / scale)", sb);
+      return;
+    }
+  if (b->c->dtype == TW_F32)
+    c = short_double ((float) c);
+  tw_attrs *at = tw_attrs_new ();
+  const char *twop;
+  if (op[0] == 'A' || op[0] == 'S')
+    {
+      twop = "add_scalar";
+      tw_attrs_set_float (at, "value", op[0] == 'A' ? c : -c);
+    }
+  else
+    {
+      twop = "scale";
+      tw_attrs_set_float (at, "alpha", op[0] == 'M' ? c : 1.0 / c);
+    }
+  emit1 (im, NULL, twop, at, a);
+}
+
+static void
+import_batch_norm (tw_imp *im)
+{
+  static const char *const known[] = { "epsilon", "momentum", "training_mode", "spatial", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "X");
+  const tw_imp_val *p[4] = { const_input (im, 1, "scale"), const_input (im, 2, "B"),
+                      const_input (im, 3, "input_mean"), const_input (im, 4, "input_var") };
+  if (tw_imp_attr_int (im, "training_mode", 0) != 0)
+    tw_imp_problem (im, "training_mode=1 (import the inference graph)");
+  if (tw_imp_attr_int (im, "spatial", 1) != 1)
+    tw_imp_problem (im, "spatial=0");
+  for (gsize k = 1; k < im->n->n_output; k++)
+    if (is_used (im, k))
+      tw_imp_problem (im, "output %" G_GSIZE_FORMAT " (running statistics) is used", k);
+  double eps = attr_float (im, "epsilon", 1e-5f), mom = attr_float (im, "momentum", 0.9f);
+  if (x == NULL || !p[0] || !p[1] || !p[2] || !p[3] || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "eps", short_double ((float) eps));
+  /* ONNX: running = running * momentum + batch * (1 - momentum); PyTorch's
+   * (and twb's) momentum is the weight of the batch. */
+  tw_attrs_set_float (a, "momentum", short_double ((float) (1.0 - short_double ((float) mom))));
+  tw_node *node = emit1 (im, p[0], "batch_norm", a, x);
+  if (node == NULL)
+    return;
+  static const char *const names[] = { "weight", "bias", "running_mean", "running_var" };
+  for (int k = 0; k < 4; k++)
+    add_weight (im, node, names[k], tw_imp_as_f32 (p[k]->c));
+}
+
+static void
+import_pool (tw_imp *im, gboolean max)
+{
+  static const char *const known_max[] = { "kernel_shape", "strides", "pads", "dilations",
+                                           "ceil_mode", "storage_order", "auto_pad", NULL };
+  static const char *const known_avg[] = { "kernel_shape", "strides", "pads", "ceil_mode",
+                                           "count_include_pad", "auto_pad", NULL };
+  check_attrs (im, max ? known_max : known_avg);
+  const tw_imp_val *x = dyn_input (im, 0, "X");
+  int64_t k[2], s[2], d[2], p[2];
+  if (!tw_imp_attr_ints (im, "kernel_shape", 2, 0, k, NULL) || !tw_imp_attr_ints (im, "strides", 2, 1, s, NULL)
+      || !tw_imp_attr_ints (im, "dilations", 2, 1, d, NULL) || !sym_pads (im, p))
+    return;
+  if (tw_onnx_attr (im->n, "kernel_shape") == NULL)
+    tw_imp_problem (im, "kernel_shape is missing");
+  if (tw_imp_attr_int (im, "ceil_mode", 0) != 0)
+    tw_imp_problem (im, "ceil_mode=1 (twb's pools round down)");
+  if (tw_imp_attr_int (im, "storage_order", 0) != 0)
+    tw_imp_problem (im, "storage_order=1");
+  if (is_used (im, 1))
+    tw_imp_problem (im, "the Indices output is used");
+  int64_t cip = tw_imp_attr_int (im, "count_include_pad", 0);
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "kernel_size", 2, k);
+  tw_attrs_set_ints (a, "stride", 2, s);
+  tw_attrs_set_ints (a, "padding", 2, p);
+  if (max)
+    tw_attrs_set_ints (a, "dilation", 2, d);
+  else
+    tw_attrs_set_bool (a, "count_include_pad", cip != 0);
+  emit1 (im, NULL, max ? "max_pool2d" : "avg_pool2d", a, x);
+}
+
+static void
+import_flatten (tw_imp *im)
+{
+  static const char *const known[] = { "axis", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "the input");
+  tw_tinfo info;
+  if (x == NULL || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int64_t axis = tw_imp_attr_int (im, "axis", 1);
+  if (axis < 0)
+    axis += info.ndim;
+  if (axis != 1)
+    {
+      tw_imp_problem (im, "axis=%" G_GINT64_FORMAT " (twb keeps the batch dimension: axis 1 only)", axis);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "start_dim", 1);
+  tw_attrs_set_int (a, "end_dim", -1);
+  emit1 (im, NULL, "flatten", a, x);
+}
+
+static void
+import_reshape (tw_imp *im)
+{
+  static const char *const known[] = { "allowzero", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "data");
+  g_autofree int64_t *dims = NULL;
+  int64_t nd;
+  const tw_imp_val *sv = tw_imp_input (im, 1);
+  if (x == NULL)
+    return;
+  if (sv == NULL || sv->kind != TW_IMP_CONST)
+    {
+      tw_imp_problem (im, "the shape is computed at run time and could not be folded");
+      return;
+    }
+  if (!tw_imp_const_ints (im, sv, "the shape", &dims, &nd))
+    return;
+  if (tw_imp_attr_int (im, "allowzero", 0) != 0)
+    tw_imp_problem (im, "allowzero=1");
+  tw_tinfo info;
+  if (im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  gboolean rest_neg = FALSE;
+  for (int64_t i = 1; i < nd; i++)
+    rest_neg |= dims[i] == -1;
+  if (nd < 1 || nd - 1 > TW_MAX_DIMS
+      || !(dims[0] == TW_IMP_BATCH || dims[0] == 0 || (dims[0] == -1 && !rest_neg)
+           || (im->export_batch > 0 && dims[0] == im->export_batch)))
+    {
+      tw_imp_problem (im, "a target shape that does not keep the batch dimension first");
+      return;
+    }
+  int64_t per[TW_MAX_DIMS];
+  for (int64_t i = 1; i < nd; i++)
+    {
+      if (dims[i] == TW_IMP_BATCH || dims[i] == TW_IMP_UNKNOWN)
+        {
+          tw_imp_problem (im, "entry %" G_GINT64_FORMAT " of the target shape depends on the batch size", i);
+          return;
+        }
+      per[i - 1] = dims[i] == 0 ? (i < info.ndim ? info.dims[i] : 1) : dims[i];
+    }
+  /* A -1 resolved from the per-sample size, so that the file says it. */
+  int64_t have = 1, rest = 1, neg = -1;
+  for (int d = 1; d < info.ndim; d++)
+    have *= info.dims[d];
+  for (int64_t i = 0; i < nd - 1; i++)
+    if (per[i] == -1)
+      neg = i;
+    else
+      rest *= per[i];
+  if (neg >= 0 && rest > 0 && have % rest == 0)
+    per[neg] = have / rest;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "shape", (int) (nd - 1), per);
+  emit1 (im, NULL, "reshape", a, x);
+}
+
+static void
+import_softmax (tw_imp *im, const char *twop)
+{
+  static const char *const known[] = { "axis", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "the input");
+  tw_tinfo info;
+  if (x == NULL || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", im->opset >= 13 ? -1 : 1), info.ndim);
+  if (ax < 0)
+    return;
+  if (im->opset < 13 && ax != info.ndim - 1)
+    {
+      tw_imp_problem (im, "axis %d of a rank-%d input before opset 13 (over the flattened trailing dims)",
+               ax, info.ndim);
+      return;
+    }
+  if (ax == 0)
+    {
+      tw_imp_problem (im, "a softmax over the batch dimension");
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "axis", ax);
+  emit1 (im, NULL, twop, a, x);
+}
+
+static void
+import_transpose (tw_imp *im)
+{
+  static const char *const known[] = { "perm", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "data");
+  tw_tinfo info;
+  if (x == NULL || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int64_t perm[TW_MAX_DIMS * 2];
+  gsize np = 0;
+  if (!tw_imp_attr_ints (im, "perm", 0, 0, perm, &np))
+    return;
+  if (np == 0)
+    for (int i = 0; i < info.ndim; i++)
+      perm[np++] = info.ndim - 1 - i;
+  if (perm[0] != 0)
+    {
+      tw_imp_problem (im, "a permutation that moves the batch dimension");
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "perm", (int) np, perm);
+  emit1 (im, NULL, "transpose", a, x);
+}
+
+static void
+import_concat (tw_imp *im)
+{
+  static const char *const known[] = { "axis", NULL };
+  check_attrs (im, known);
+  GPtrArray *refs = g_ptr_array_new ();
+  for (gsize i = 0; i < im->n->n_input; i++)
+    {
+      const tw_imp_val *v = dyn_input (im, i, "every input");
+      if (v == NULL)
+        break;
+      g_ptr_array_add (refs, v->ref);
+    }
+  g_ptr_array_add (refs, NULL);
+  tw_tinfo info;
+  if (!im->failed && tw_imp_dyn_info (im, tw_imp_input (im, 0), &info))
+    {
+      int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", 1), info.ndim);
+      if (ax == 0)
+        tw_imp_problem (im, "a concatenation along the batch dimension");
+      else if (ax > 0)
+        {
+          tw_attrs *a = tw_attrs_new ();
+          tw_attrs_set_int (a, "axis", ax);
+          emit (im, NULL, "concat", a, (const char *const *) refs->pdata, 1);
+        }
+    }
+  g_ptr_array_free (refs, TRUE);
+}
+
+static void
+import_dropout (tw_imp *im)
+{
+  static const char *const known[] = { "ratio", "seed", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "data");
+  double p = attr_float (im, "ratio", 0.5f);
+  const tw_imp_val *r = tw_imp_input (im, 1);
+  if (r && !scalar_of (r, &p))
+    tw_imp_problem (im, "ratio must be a constant scalar");
+  if (is_used (im, 1))
+    tw_imp_problem (im, "the mask output is used");
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "p", short_double ((float) p));
+  emit1 (im, NULL, "dropout", a, x);
+}
+
+static void
+import_leaky_relu (tw_imp *im)
+{
+  static const char *const known[] = { "alpha", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "X");
+  double alpha = attr_float (im, "alpha", 0.01f);
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "negative_slope", short_double ((float) alpha));
+  emit1 (im, NULL, "leaky_relu", a, x);
+}
+
+/* An op the registry maps one to one: no attributes, dynamic inputs only. */
+static void
+import_direct (tw_imp *im, const tw_op_def *def)
+{
+  check_attrs (im, NULL);
+  if (def->params != NULL || (def->flags & (TW_OP_LOSS | TW_OP_SOURCE)))
+    {
+      tw_imp_problem (im, "no translation to twb's %s", def->name);
+      return;
+    }
+  int n_in = (int) im->n->n_input;
+  if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs))
+    {
+      tw_imp_problem (im, "%d inputs (twb's %s takes %d..%d)", n_in, def->name, def->min_inputs,
+               def->max_inputs);
+      return;
+    }
+  g_autofree const char **refs = g_new0 (const char *, n_in + 1);
+  for (int i = 0; i < n_in; i++)
+    {
+      const tw_imp_val *v = dyn_input (im, i, "every input");
+      if (v == NULL)
+        return;
+      refs[i] = v->ref;
+    }
+  int n_out = def->n_outputs > 0 ? def->n_outputs : 1;
+  for (gsize k = n_out; k < im->n->n_output; k++)
+    if (is_used (im, k))
+      tw_imp_problem (im, "output %" G_GSIZE_FORMAT " is used (twb's %s has %d)", k, def->name, n_out);
+  if (!im->failed)
+    emit (im, NULL, def->name, NULL, refs, n_out);
+}
+
+static const tw_op_def *
+registry_op (const char *onnx_name)
+{
+  int n = 0;
+  const tw_op_def *const *all = tw_op_list (&n);
+  for (int i = 0; i < n; i++)
+    if (all[i]->onnx_name && strcmp (all[i]->onnx_name, onnx_name) == 0
+        && !(all[i]->flags & TW_OP_INTERNAL))
+      return all[i];
+  return NULL;
+}
+
+static const char *const translated[] = {
+  "Constant", "Shape", "Identity", "Cast", "Unsqueeze", "Squeeze", "Gather", "Concat", "Slice",
+  "ConstantOfShape", "Reshape", "Add", "Sub", "Mul", "Div", "Conv", "Gemm", "MatMul",
+  "BatchNormalization", "MaxPool", "AveragePool", "Flatten", "Softmax", "LogSoftmax",
+  "Transpose", "Dropout", "LeakyRelu", NULL
+};
+
+/* Whether some input could make the op importable. */
+static gboolean
+op_known (const char *op)
+{
+  return g_strv_contains (translated, op) || registry_op (op) != NULL;
+}
+
+static void
+import_node (tw_imp *im)
+{
+  const Onnx__NodeProto *n = im->n;
+  const char *op = n->op_type;
+
+  if (n->domain && n->domain[0] && strcmp (n->domain, "ai.onnx") != 0)
+    {
+      tw_imp_problem (im, "domain '%s' is not supported", n->domain);
+      return;
+    }
+  for (gsize i = 0; i < n->n_input; i++)
+    {
+      if (n->input[i][0] == '\0')
+        continue;
+      const tw_imp_val *v = g_hash_table_lookup (im->vals, n->input[i]);
+      if (v == NULL)
+        {
+          tw_imp_problem (im, "input '%s' is produced by no node, initializer or graph input",
+                   n->input[i]);
+          return;
+        }
+      if (v->kind == TW_IMP_BAD)
+        {
+          /* Its producer is reported; an op twb lacks altogether is listed too. */
+          if (!op_known (op))
+            tw_imp_problem (im, "no twb op");
+          return;
+        }
+    }
+  if (strcmp (op, "If") == 0 || strcmp (op, "Loop") == 0 || strcmp (op, "Scan") == 0)
+    {
+      tw_imp_problem (im, "control flow");
+      return;
+    }
+  if (strcmp (op, "Identity") == 0 && tw_imp_input (im, 0) && tw_imp_input (im, 0)->kind == TW_IMP_DYN)
+    {
+      set_val (im, n->output[0], TW_IMP_DYN, tw_imp_input (im, 0)->ref, NULL);
+      return;
+    }
+  if (tw_imp_fold (im))
+    return;
+
+  if (strcmp (op, "Conv") == 0)
+    import_conv (im);
+  else if (strcmp (op, "Gemm") == 0)
+    import_gemm (im);
+  else if (strcmp (op, "MatMul") == 0)
+    import_matmul (im);
+  else if (strcmp (op, "BatchNormalization") == 0)
+    import_batch_norm (im);
+  else if (strcmp (op, "MaxPool") == 0 || strcmp (op, "AveragePool") == 0)
+    import_pool (im, op[0] == 'M');
+  else if (strcmp (op, "Flatten") == 0)
+    import_flatten (im);
+  else if (strcmp (op, "Reshape") == 0)
+    import_reshape (im);
+  else if (strcmp (op, "Softmax") == 0)
+    import_softmax (im, "softmax");
+  else if (strcmp (op, "LogSoftmax") == 0)
+    import_softmax (im, "log_softmax");
+  else if (strcmp (op, "Transpose") == 0)
+    import_transpose (im);
+  else if (strcmp (op, "Concat") == 0)
+    import_concat (im);
+  else if (strcmp (op, "Dropout") == 0)
+    import_dropout (im);
+  else if (strcmp (op, "LeakyRelu") == 0)
+    import_leaky_relu (im);
+  else
+    {
+      const tw_op_def *def = registry_op (op);
+      if (def == NULL)
+        tw_imp_problem (im, "no twb op");
+      else if (def->min_inputs == 2 && def->max_inputs == 2 && (def->flags & TW_OP_ELEMENTWISE))
+        import_binary (im, def);
+      else
+        import_direct (im, def);
+    }
+}
+
+/* ---- graph input, outputs, layout -------------------------------------------- */
+
+static gboolean
+add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, GError **error)
+{
+  g_autofree char *display = g_filename_display_name (im->filename);
+  const Onnx__TypeProto *t = vi->type;
+  if (t == NULL || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || t->tensor_type == NULL
+      || t->tensor_type->shape == NULL)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: graph input '%s' is not a tensor of known rank", display, vi->name);
+      return FALSE;
+    }
+  tw_dtype dt;
+  switch (t->tensor_type->elem_type)
+    {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: dt = TW_F32; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: dt = TW_F64; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: dt = TW_I64; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: dt = TW_I32; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: dt = TW_U8; break;
+    default:
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: graph input '%s' has ONNX data type %d, which twb lacks", display,
+                   vi->name, t->tensor_type->elem_type);
+      return FALSE;
+    }
+  const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
+  if (sh->n_dim < 1 || sh->n_dim > TW_MAX_DIMS)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: graph input '%s' has rank %" G_GSIZE_FORMAT
+                   " (twb needs a batch dimension first, at most %d dims)",
+                   display, vi->name, sh->n_dim, TW_MAX_DIMS);
+      return FALSE;
+    }
+  int64_t dims[TW_MAX_DIMS];
+  for (gsize i = 0; i < sh->n_dim; i++)
+    {
+      const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+      gboolean known = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                       && d->dim_value > 0;
+      if (i == 0)
+        im->export_batch = known ? d->dim_value : -1;
+      else if (!known)
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                       "%s: graph input '%s': dimension %" G_GSIZE_FORMAT
+                       " is symbolic ('%s'); twb needs every dimension but the batch fixed",
+                       display, vi->name, i,
+                       d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                         ? d->dim_param : "?");
+          return FALSE;
+        }
+      else
+        dims[i - 1] = d->dim_value;
+    }
+  g_autofree char *base = sanitise (vi->name);
+  g_autofree char *id = unique_id (im, base);
+  tw_graph_add_input (im->graph, id, dt, (int) sh->n_dim - 1, dims, "data");
+  set_val (im, vi->name, TW_IMP_DYN, id, NULL);
+  return TRUE;
+}
+
+/* Rows by depth from the input: row r at y = 40 + 90 r, nodes of a row
+ * side by side 200 apart (the canvas' node is about 160 wide, 60 high). */
+static void
+layout_rows (tw_graph *g)
+{
+  g_autoptr (GArray) order = NULL;
+  if (!tw_graph_topo_order (g, &order, NULL))
+    return;
+  int n = tw_graph_n_nodes (g);
+  g_autofree int *depth = g_new0 (int, n);
+  GHashTable *slots = g_hash_table_new (g_direct_hash, g_direct_equal);
+  for (guint k = 0; k < order->len; k++)
+    {
+      int i = g_array_index (order, int, k);
+      tw_node *node = tw_graph_node (g, i);
+      for (int j = 0; j < node->n_inputs; j++)
+        {
+          tw_port p = tw_graph_resolve (g, node->inputs[j]);
+          if (p.node >= 0)
+            depth[i] = MAX (depth[i], depth[p.node] + 1);
+        }
+      int slot = GPOINTER_TO_INT (g_hash_table_lookup (slots, GINT_TO_POINTER (depth[i])));
+      g_hash_table_insert (slots, GINT_TO_POINTER (depth[i]), GINT_TO_POINTER (slot + 1));
+      tw_graph_set_pos (g, node, 40 + 200.0 * slot, 40 + 90.0 * depth[i]);
+    }
+  g_hash_table_unref (slots);
+}
+
+/* "layer1.0.conv1" → "layer1.0": a repeated stage's prefix (a name, then a
+ * number), or NULL. */
+static char *
+stage_of (const char *id)
+{
+  const char *dot = strchr (id, '.');
+  if (dot == NULL || dot == id || !g_ascii_isdigit (dot[1]))
+    return NULL;
+  const char *p = dot + 1;
+  while (g_ascii_isdigit (*p))
+    p++;
+  if (*p != '.')
+    return NULL;
+  return g_strndup (id, p - id);
+}
+
+/* Editor blocks (the model's "editor" member, see engine/model.h), one per
+ * stage with at least two nodes, expanded. */
+static JsonNode *
+stage_blocks (tw_graph *g)
+{
+  GHashTable *members = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                               (GDestroyNotify) g_ptr_array_unref);
+  GPtrArray *names = g_ptr_array_new ();
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      tw_node *node = tw_graph_node (g, i);
+      char *stage = stage_of (node->id);
+      if (stage == NULL)
+        continue;
+      GPtrArray *m = g_hash_table_lookup (members, stage);
+      if (m == NULL)
+        {
+          m = g_ptr_array_new ();
+          g_ptr_array_add (names, stage);
+          g_hash_table_insert (members, stage, m);
+        }
+      else
+        g_free (stage);
+      g_ptr_array_add (m, node);
+    }
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "blocks");
+  json_builder_begin_array (b);
+  guint n_blocks = 0;
+  for (guint k = 0; k < names->len; k++)
+    {
+      GPtrArray *m = g_hash_table_lookup (members, names->pdata[k]);
+      if (m->len < 2)
+        continue;
+      n_blocks++;
+      double x = G_MAXDOUBLE, y = G_MAXDOUBLE;
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, names->pdata[k]);
+      json_builder_set_member_name (b, "nodes");
+      json_builder_begin_array (b);
+      for (guint j = 0; j < m->len; j++)
+        {
+          tw_node *node = m->pdata[j];
+          json_builder_add_string_value (b, node->id);
+          x = MIN (x, node->x), y = MIN (y, node->y);
+        }
+      json_builder_end_array (b);
+      json_builder_set_member_name (b, "collapsed");
+      json_builder_add_boolean_value (b, FALSE);
+      json_builder_set_member_name (b, "pos");
+      json_builder_begin_array (b);
+      json_builder_add_double_value (b, x);
+      json_builder_add_double_value (b, y);
+      json_builder_end_array (b);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  g_ptr_array_free (names, TRUE);
+  g_hash_table_unref (members);
+  return n_blocks > 0 ? json_builder_get_root (b) : NULL;
+}
+
+/* Every parameter the inferred graph asks for is there, with its shape. */
+static gboolean
+check_weights (tw_imp *im, GError **error)
+{
+  g_autofree char *display = g_filename_display_name (im->filename);
+  for (int i = 0; i < tw_graph_n_nodes (im->graph); i++)
+    {
+      tw_node *node = tw_graph_node (im->graph, i);
+      for (int k = 0; k < node->n_params; k++)
+        {
+          g_autofree char *name = tw_node_param_name (node, k);
+          tw_tensor *t = g_hash_table_lookup (im->weights, name);
+          tw_tinfo have;
+          if (t)
+            tw_tinfo_from_tensor (&have, t);
+          if (t == NULL || have.ndim != node->params[k].info.ndim
+              || memcmp (have.dims, node->params[k].info.dims, have.ndim * sizeof (int64_t)) != 0)
+            {
+              g_autofree char *want = tw_tinfo_to_string (&node->params[k].info);
+              g_autofree char *got = t ? tw_tinfo_to_string (&have) : g_strdup ("nothing");
+              g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                           "%s: node '%s': parameter %s should be %s, the file gives %s",
+                           display, node->id, name, want, got);
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
+static char *
+model_name_for (const char *filename)
+{
+  g_autofree char *base = g_path_get_basename (filename);
+  if (g_str_has_suffix (base, ".onnx"))
+    base[strlen (base) - strlen (".onnx")] = '\0';
+  return g_steal_pointer (&base);
+}
+
+tw_model *
+tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHashTable **weights,
+                      GError **error)
+{
+  g_return_val_if_fail (proto != NULL && proto->graph != NULL, NULL);
+  tw_ops_init ();
+  const char *fname = filename ? filename : "<data>";
+  g_autofree char *display = g_filename_display_name (fname);
+  g_autofree char *name = model_name_for (fname);
+  g_autoptr (tw_model) m = tw_model_new (name);
+  const Onnx__GraphProto *g = proto->graph;
+  tw_imp im = {
+    .filename = fname,
+    .opset = tw_onnx_model_opset (proto),
+    .graph = m->graph,
+    .vals = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, val_free),
+    .uses = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
+    .ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
+    .weights = tw_tensor_table_new (),
+    .bias_free = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
+    .problems = g_ptr_array_new_with_free_func (g_free),
+    .export_batch = -1,
+  };
+  tw_model *result = NULL;
+
+  for (gsize i = 0; i < g->n_node; i++)
+    for (gsize j = 0; j < g->node[i]->n_input; j++)
+      {
+        const char *in = g->node[i]->input[j];
+        guint c = GPOINTER_TO_UINT (g_hash_table_lookup (im.uses, in));
+        g_hash_table_replace (im.uses, g_strdup (in), GUINT_TO_POINTER (c + 1));
+      }
+  for (gsize i = 0; i < g->n_output; i++)
+    {
+      guint c = GPOINTER_TO_UINT (g_hash_table_lookup (im.uses, g->output[i]->name));
+      g_hash_table_replace (im.uses, g_strdup (g->output[i]->name), GUINT_TO_POINTER (c + 1));
+    }
+
+  for (gsize i = 0; i < g->n_initializer; i++)
+    {
+      const Onnx__TensorProto *t = g->initializer[i];
+      g_autofree char *what = g_strdup_printf ("initializer %s", t->name ? t->name : "?");
+      tw_tensor *c = tw_onnx_tensor_to_tw (t, what, error);
+      if (c == NULL)
+        goto out;
+      set_val (&im, t->name, TW_IMP_CONST, NULL, c);
+      tw_imp_val *v = g_hash_table_lookup (im.vals, t->name);
+      if (v)
+        v->init_name = g_strdup (t->name);
+    }
+
+  int n_data = 0;
+  for (gsize i = 0; i < g->n_input; i++)
+    {
+      const Onnx__ValueInfoProto *vi = g->input[i];
+      if (g_hash_table_contains (im.vals, vi->name))
+        continue;               /* an initializer listed as an input (IR < 4) */
+      if (n_data++ > 0)
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                       "%s: a second graph input '%s' (a twb model takes one data input)",
+                       display, vi->name);
+          goto out;
+        }
+      if (!add_graph_input (&im, vi, error))
+        goto out;
+    }
+  if (n_data == 0)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: the graph has no input besides its initializers", display);
+      goto out;
+    }
+
+  for (gsize i = 0; i < g->n_node; i++)
+    {
+      im.n = g->node[i];
+      im.index = i;
+      im.failed = FALSE;
+      import_node (&im);
+      for (gsize k = 0; k < im.n->n_output; k++)
+        if (im.n->output[k][0] && (im.failed || !g_hash_table_contains (im.vals, im.n->output[k])))
+          set_val (&im, im.n->output[k], TW_IMP_BAD, NULL, NULL);
+    }
+
+  GPtrArray *outs = g_ptr_array_new ();
+  for (gsize i = 0; i < g->n_output; i++)
+    {
+      const tw_imp_val *v = g_hash_table_lookup (im.vals, g->output[i]->name);
+      if (v && v->kind == TW_IMP_DYN)
+        g_ptr_array_add (outs, v->ref);
+      else if (v == NULL || v->kind == TW_IMP_CONST)
+        g_ptr_array_add (im.problems,
+                         g_strdup_printf ("graph output '%s': %s", g->output[i]->name,
+                                          v ? "a constant (twb computes outputs from the input)"
+                                            : "produced by no node"));
+    }
+  g_ptr_array_add (outs, NULL);
+  tw_graph_set_outputs (m->graph, (const char *const *) outs->pdata);
+  g_ptr_array_free (outs, TRUE);
+
+  if (im.problems->len > 0)
+    {
+      g_ptr_array_add (im.problems, NULL);
+      g_autofree char *list = g_strjoinv ("; ", (char **) im.problems->pdata);
+      guint n = im.problems->len - 1;
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: %u node%s cannot be imported: %s", display, n, n == 1 ? "" : "s", list);
+      goto out;
+    }
+  if (tw_graph_infer (m->graph) > 0)
+    {
+      g_autofree char *errs = tw_graph_errors_to_string (m->graph);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: the imported graph has shape errors:\n%s", display, errs);
+      goto out;
+    }
+  if (!tw_graph_check_runnable (m->graph, error))
+    {
+      g_prefix_error (error, "%s: ", display);
+      goto out;
+    }
+  if (!check_weights (&im, error))
+    goto out;
+
+  layout_rows (m->graph);
+  m->editor = stage_blocks (m->graph);
+  if (weights)
+    *weights = g_hash_table_ref (im.weights);
+  result = g_steal_pointer (&m);
+
+out:
+  g_hash_table_unref (im.vals);
+  g_hash_table_unref (im.uses);
+  g_hash_table_unref (im.ids);
+  g_hash_table_unref (im.weights);
+  g_hash_table_unref (im.bias_free);
+  g_ptr_array_free (im.problems, TRUE);
+  return result;
+}
+
+tw_model *
+tw_onnx_import (const char *path, GHashTable **weights, GError **error)
+{
+  Onnx__ModelProto *proto = tw_onnx_read_model (path, error);
+  if (proto == NULL)
+    return NULL;
+  tw_model *m = tw_onnx_import_model (proto, path, weights, error);
+  onnx__model_proto__free_unpacked (proto, NULL);
+  return m;
+}
+
+char *
+tw_onnx_weights_path_for (const char *model_path)
+{
+  if (g_str_has_suffix (model_path, ".json"))
+    return g_strdup_printf ("%.*s.safetensors", (int) (strlen (model_path) - strlen (".json")),
+                            model_path);
+  return g_strdup_printf ("%s.safetensors", model_path);
+}

@@ -1,0 +1,60 @@
+/* onnx-import.h — an ONNX graph as a twb model and its weights.  GTK-free.
+ *
+ *   g_autoptr (GError) error = NULL;
+ *   GHashTable *weights = NULL;       // name → tw_tensor *, as a state_dict
+ *   tw_model *m = tw_onnx_import ("resnet18.onnx", &weights, &error);
+ *   if (m == NULL)
+ *     g_printerr ("%s\n", error->message);
+ *     // "resnet18.onnx: 2 nodes cannot be imported: 'Loop_12' (Loop, opset 13):
+ *     //  control flow; 'topk' (TopK, opset 13): no twb op"
+ *
+ * Each ONNX node maps through the op registry (tw_op_def.onnx_name) or a
+ * translation where attributes or layouts differ: Gemm and MatMul (+ Add)
+ * with initializer weights → linear (weight [out, in] as PyTorch lays it),
+ * Conv → conv2d, MaxPool / AveragePool / GlobalAveragePool, BatchNormalization
+ * (scale, bias, mean, var → weight, bias, running_mean, running_var),
+ * Flatten, Reshape with a constant shape, Softmax / LogSoftmax, Transpose,
+ * Concat, Dropout, scalar Add / Sub / Mul / Div → add_scalar / scale.
+ * Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Slice,
+ * ConstantOfShape, Identity and integer arithmetic on constants are folded
+ * at import (Shape from the shapes inferred so far, the batch symbolic), so
+ * the chains exporters emit before a Reshape disappear.
+ *
+ * Node ids come from the ONNX names: a node with parameters takes the scope
+ * of its weight initializer ("layer1.0.conv1.weight" → "layer1.0.conv1"),
+ * so that the parameter names twb derives (engine/graph.h) are PyTorch's;
+ * others take their module path ("/layer1/layer1.0/relu/Relu" →
+ * "layer1.0.relu").  Ids are unique.  The first graph input becomes an
+ * "input" node with role "data" whose shape drops the batch dimension; the
+ * graph outputs become the model's outputs.  Nodes get positions in rows
+ * (one row per depth from the input), and nodes sharing a repeated stage's
+ * prefix ("layer1.0.") form an editor block of that name.
+ *
+ * Every node that cannot be imported (unknown op, attribute, dtype, a layout
+ * twb lacks, control flow) is listed in one TW_ONNX_ERROR_UNSUPPORTED error
+ * with its name, op and opset; then NULL is returned and *weights is left
+ * untouched.  Errors of the reader (onnx/onnx-read.h) and of shape inference
+ * of the imported graph are returned as they are.
+ *
+ * Ownership: the model is the caller's (tw_model_free); *weights receives a
+ * new table (g_hash_table_unref) of contiguous f32 tensors named as
+ * tw_node_param_name names them.  weights may be NULL.
+ */
+#pragma once
+
+#include "engine/model.h"
+#include "onnx/onnx-read.h"
+
+G_BEGIN_DECLS
+
+tw_model *tw_onnx_import (const char *path, GHashTable **weights, GError **error);
+/* The same from a parsed model; filename names it in errors and gives the
+ * model's name (its base name without ".onnx"). */
+tw_model *tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename,
+                                GHashTable **weights, GError **error);
+
+/* The safetensors file beside a model file: "out/resnet.json" →
+ * "out/resnet.safetensors".  Caller frees. */
+char *tw_onnx_weights_path_for (const char *model_path);
+
+G_END_DECLS
