@@ -1,5 +1,6 @@
-/* elementwise.c — broadcasting arithmetic (add, sub, mul, div), unary math
- * utilities (neg, scale, add_scalar, square, sqrt, exp, log, reciprocal),
+/* elementwise.c — broadcasting arithmetic (add, sub, mul, div, pow,
+ * minimum, maximum), unary math (neg, scale, add_scalar, square, sqrt, exp,
+ * log, reciprocal, abs, sign, floor, ceil, erf),
  * activations (relu, leaky_relu, gelu, sigmoid, tanh) and their internal
  * grad ops, plus fill_like / zeros_like.
  *
@@ -278,6 +279,10 @@ BINARY_OP (add, x0 + x1)
 BINARY_OP (sub, x0 - x1)
 BINARY_OP (mul, x0 * x1)
 BINARY_OP (div, x0 / x1)
+BINARY_OP (pow, pow (x0, x1))
+BINARY_OP (minimum, x0 <= x1 ? x0 : x1)
+BINARY_OP (maximum, x0 >= x1 ? x0 : x1)
+BINARY_OP (ge_mask, (__typeof__ (x0)) (x0 >= x1))
 
 static gboolean
 binary_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
@@ -364,6 +369,68 @@ div_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val
   return TRUE;
 }
 
+/* y = a^b: da = dy b a^(b - 1), db = dy y log (a) (a > 0 where b is
+ * differentiated, as for PyTorch's pow). */
+static gboolean
+pow_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+              tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  if (needs[0])
+    {
+      tw_val *p = tw_emit2 (e, "pow", NULL, in[0], emit_f (e, "add_scalar", "value", -1.0, in[1]));
+      tw_val *d = tw_emit2 (e, "mul", NULL, gout[0], tw_emit2 (e, "mul", NULL, in[1], p));
+      gin[0] = reduce_to (e, d, in[0]);
+    }
+  if (needs[1])
+    {
+      tw_val *d = tw_emit2 (e, "mul", NULL, gout[0],
+                            tw_emit2 (e, "mul", NULL, out[0], tw_emit1 (e, "log", NULL, in[0])));
+      gin[1] = reduce_to (e, d, in[1]);
+    }
+  return TRUE;
+}
+
+/* minimum / maximum: dy goes to the input that was chosen, to a on ties
+ * (m = ge_mask (a, b) for maximum, ge_mask (b, a) for minimum). */
+static gboolean
+minmax_backward (tw_emit *e, tw_val *const *in, tw_val *const *gout, const gboolean *needs,
+                 tw_val **gin, gboolean is_max)
+{
+  tw_val *m = is_max ? tw_emit2 (e, "ge_mask", NULL, in[0], in[1])
+                     : tw_emit2 (e, "ge_mask", NULL, in[1], in[0]);
+  tw_val *da = tw_emit2 (e, "mul", NULL, gout[0], m);
+  if (needs[0])
+    gin[0] = reduce_to (e, da, in[0]);
+  if (needs[1])
+    gin[1] = reduce_to (e, tw_emit2 (e, "sub", NULL, gout[0], da), in[1]);
+  return TRUE;
+}
+
+static gboolean
+minimum_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                  tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  return minmax_backward (e, in, gout, needs, gin, FALSE);
+}
+
+static gboolean
+maximum_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                  tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  return minmax_backward (e, in, gout, needs, gin, TRUE);
+}
+
+/* ge_mask is piecewise constant: zero gradients (almost everywhere). */
+static gboolean
+ge_mask_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                  tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  for (int i = 0; i < 2; i++)
+    if (needs[i])
+      gin[i] = tw_emit1 (e, "zeros_like", NULL, in[i]);
+  return TRUE;
+}
+
 /* Broadcast cost: one flop per output element; reads counted per input. */
 static void
 cost_1flop (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
@@ -399,6 +466,15 @@ DEF_BINARY (add, "Add", "a + b with NumPy broadcasting")
 DEF_BINARY (sub, "Sub", "a - b with NumPy broadcasting")
 DEF_BINARY (mul, "Mul", "a * b (element-wise) with NumPy broadcasting")
 DEF_BINARY (div, "Div", "a / b (element-wise) with NumPy broadcasting")
+DEF_BINARY (pow, "Pow", "a ^ b (element-wise) with NumPy broadcasting")
+DEF_BINARY (minimum, "Min", "the smaller of a and b with NumPy broadcasting")
+DEF_BINARY (maximum, "Max", "the larger of a and b with NumPy broadcasting")
+static const tw_op_def ge_mask_def = {
+  .name = "ge_mask", .category = "Math", .doc = "1 where a >= b, else 0 (minimum's and maximum's "
+  "gradient mask)", .attrs = no_attrs, .min_inputs = 2, .max_inputs = 2, .input_names = names_ab,
+  .n_outputs = 1, .infer = binary_infer, .forward = ge_mask_forward, .backward = ge_mask_backward,
+  .cost = cost_1flop, .flags = TW_OP_ELEMENTWISE | TW_OP_INTERNAL,
+};
 
 /* ---- unary ops ----------------------------------------------------------- */
 
@@ -467,6 +543,11 @@ UNARY_OP (gelu_tanh, NULL, 0,
           (T) 0.5 * x * ((T) 1 + TANH ((T) GELU_K * (x + (T) GELU_C * x * x * x))))
 UNARY_OP (sigmoid, NULL, 0, (T) 1 / ((T) 1 + EXP (-x)))
 UNARY_OP (tanh, NULL, 0, TANH (x))
+UNARY_OP (abs, NULL, 0, fabs (x))
+UNARY_OP (sign, NULL, 0, x > 0 ? (T) 1 : (x < 0 ? (T) -1 : (T) 0))
+UNARY_OP (floor, NULL, 0, floor (x))
+UNARY_OP (ceil, NULL, 0, ceil (x))
+UNARY_OP (erf, NULL, 0, ERF (x))
 
 static gboolean
 gelu_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
@@ -597,6 +678,25 @@ reciprocal_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
 {
   tw_val *t = tw_emit2 (e, "mul", NULL, gout[0], tw_emit1 (e, "square", NULL, out[0]));
   gin[0] = tw_emit1 (e, "neg", NULL, t);
+  return TRUE;
+}
+
+/* d |x| = dy sign (x) */
+static gboolean
+abs_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+              tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  gin[0] = tw_emit2 (e, "mul", NULL, gout[0], tw_emit1 (e, "sign", NULL, in[0]));
+  return TRUE;
+}
+
+/* d erf (x) = dy 2 / sqrt (pi) e^(-x^2) */
+static gboolean
+erf_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+              tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  tw_val *g = tw_emit1 (e, "exp", NULL, tw_emit1 (e, "neg", NULL, tw_emit1 (e, "square", NULL, in[0])));
+  gin[0] = tw_emit2 (e, "mul", NULL, gout[0], emit_f (e, "scale", "alpha", M_2_SQRTPI, g));
   return TRUE;
 }
 
@@ -823,6 +923,16 @@ DEF_UNARY (sigmoid, "Activation", "1 / (1 + e^-x)", no_attrs, unary_infer, sigmo
            cost_10flops, "Sigmoid", 0)
 DEF_UNARY (tanh, "Activation", "hyperbolic tangent", no_attrs, unary_infer, tanh_backward,
            cost_10flops, "Tanh", 0)
+DEF_UNARY (abs, "Math", "|x|", no_attrs, unary_infer, abs_backward, cost_1flop, "Abs", 0)
+/* sign, floor and ceil are piecewise constant: zero gradients. */
+DEF_UNARY (sign, "Math", "-1, 0 or 1 by the sign of x", no_attrs, unary_infer, const_backward,
+           cost_1flop, "Sign", 0)
+DEF_UNARY (floor, "Math", "largest integer <= x", no_attrs, unary_infer, const_backward,
+           cost_1flop, "Floor", 0)
+DEF_UNARY (ceil, "Math", "smallest integer >= x", no_attrs, unary_infer, const_backward,
+           cost_1flop, "Ceil", 0)
+DEF_UNARY (erf, "Math", "the error function", no_attrs, unary_infer, erf_backward, cost_10flops,
+           "Erf", 0)
 DEF_UNARY (fill_like, "Math", "a tensor shaped like x, every element = value", value_attrs,
            unary_infer, const_backward, cost_0flops, NULL, TW_OP_INTERNAL)
 DEF_UNARY (zeros_like, "Math", "zeros shaped like x", no_attrs, fill_infer, const_backward,
@@ -850,7 +960,8 @@ void
 tw_ops_register_elementwise (void)
 {
   static const tw_op_def *const defs[] = {
-    &add_def, &sub_def, &mul_def, &div_def,
+    &add_def, &sub_def, &mul_def, &div_def, &pow_def, &minimum_def, &maximum_def, &ge_mask_def,
+    &abs_def, &sign_def, &floor_def, &ceil_def, &erf_def,
     &neg_def, &scale_def, &add_scalar_def, &square_def, &sqrt_def, &exp_def, &log_def,
     &reciprocal_def, &relu_def, &leaky_relu_def, &gelu_def, &sigmoid_def, &tanh_def,
     &fill_like_def, &zeros_like_def,

@@ -163,7 +163,8 @@ gen_unary (bcase *c, const char *op, int k)
   shp s = ew_shape (c, k);
   if (is (op, "sqrt") || is (op, "log") || is (op, "reciprocal"))
     boc_in_uniform (c, 0.5, 3, &s);       /* positive, away from the pole / branch point at 0 */
-  else if (g_str_has_prefix (op, "relu") || g_str_has_prefix (op, "leaky_relu"))
+  else if (g_str_has_prefix (op, "relu") || g_str_has_prefix (op, "leaky_relu") || is (op, "abs")
+           || is (op, "sign"))
     in_away_from_zero (c, &s);
   else if (is (op, "sigmoid_grad"))
     boc_in_uniform (c, 0.05, 0.95, &s);   /* y = sigmoid (x) lies in (0, 1) */
@@ -228,7 +229,10 @@ gen_binary (bcase *c, const char *op, int k)
     a = bcast_cases[k].a, b = bcast_cases[k].b, y = bcast_cases[k].y;
   else
     random_broadcast (c, &a, &b, &y);
-  boc_in_randn_s (c, &a);
+  if (is (op, "pow"))
+    boc_in_uniform (c, 0.5, 2, &a);       /* positive base: log (a) in the exponent's gradient */
+  else
+    boc_in_randn_s (c, &a);
   if (is (op, "div"))
     boc_in_uniform (c, 0.5, 2, &b);       /* divisor away from 0 */
   else
@@ -1054,6 +1058,10 @@ const op_case tw_boc_cases[] = {
   /* element-wise */
   { "add", 6, gen_binary }, { "sub", 6, gen_binary },
   { "mul", 6, gen_binary }, { "div", 6, gen_binary },
+  { "pow", 6, gen_binary }, { "minimum", 6, gen_binary }, { "maximum", 6, gen_binary },
+  { "ge_mask", 6, gen_binary },
+  { "abs", 4, gen_unary }, { "sign", 4, gen_unary }, { "floor", 4, gen_unary },
+  { "ceil", 4, gen_unary }, { "erf", 4, gen_unary },
   { "neg", 4, gen_unary }, { "scale", 4, gen_unary }, { "add_scalar", 4, gen_unary },
   { "square", 4, gen_unary }, { "sqrt", 4, gen_unary }, { "exp", 4, gen_unary },
   { "log", 4, gen_unary }, { "reciprocal", 4, gen_unary },

@@ -1,5 +1,6 @@
 /* test-ops-onnx.c — the ops real ONNX models need: clip, relu6,
- * hard_sigmoid, hard_swish, pad, resize (nearest).
+ * hard_sigmoid, hard_swish, pad, resize (nearest), and the element-wise
+ * abs, sign, floor, ceil, erf, pow, minimum, maximum.
  *
  * - ONNX's own node test cases (libonnx-testdata, checked in as
  *   data/onnx-node-ops.json by data/gen-onnx-node-ops.py) through the
@@ -71,7 +72,7 @@ test_onnx_cases (void)
   g_assert_true (json_parser_load_from_file (parser, path, &error));
   JsonArray *cases = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
                                                    "cases");
-  g_assert_cmpuint (json_array_get_length (cases), >=, 20);
+  g_assert_cmpuint (json_array_get_length (cases), >=, 32);
   for (guint i = 0; i < json_array_get_length (cases); i++)
     {
       JsonObject *c = json_array_get_object_element (cases, i);
@@ -80,18 +81,24 @@ test_onnx_cases (void)
       const tw_op_def *def = tw_op_lookup (op);
       g_assert_nonnull (def);
       g_autoptr (tw_tensor) x = tensor_from_json (c, "x_shape", "x");
+      g_autoptr (tw_tensor) x2 = json_object_has_member (c, "x2")
+                                   ? tensor_from_json (c, "x2_shape", "x2") : NULL;
       g_autoptr (tw_tensor) y = tensor_from_json (c, "y_shape", "y");
       tw_attrs *a = tw_attrs_from_json (json_object_get_object_member (c, "attrs"), def->attrs,
                                         name, &error);
       g_assert_no_error (error);
-      /* ONNX computed these in float32: exact for the copies, a rounding of
-       * alpha x + beta for the hard_* ops. */
-      gboolean exact = strcmp (op, "pad") == 0 || strcmp (op, "resize") == 0
-                       || strcmp (op, "clip") == 0;
+      /* ONNX computed these in float32: exact for the copies and selections,
+       * a rounding or two for the hard_* ops, erf and pow (TOL_F32). */
+      static const char *const exact_ops[] = { "pad", "resize", "clip", "abs", "sign", "floor",
+                                               "ceil", "minimum", "maximum", NULL };
+      gboolean exact = g_strv_contains (exact_ops, op);
       for (int f32 = 0; f32 < 2; f32++)
         {
           g_autoptr (tw_tensor) xin = tw_tensor_cast (x, f32 ? TW_F32 : TW_F64);
-          g_autoptr (tw_tensor) got = run1 (op, a, xin);
+          g_autoptr (tw_tensor) xin2 = x2 ? tw_tensor_cast (x2, f32 ? TW_F32 : TW_F64) : NULL;
+          tw_tensor *ins[2] = { xin, xin2 }, *outs[1];
+          twt_run_guarded (op, a, ins, x2 ? 2 : 1, outs, NULL);
+          g_autoptr (tw_tensor) got = outs[0];
           g_assert_true (tw_tensor_same_shape (got, y));
           double err = twt_max_error (got, y);
           if (err > (exact ? TOL_EXACT : TOL_F32))
@@ -183,6 +190,62 @@ test_activations (void)
       tw_attrs_free (a);
       check_act ("hard_swish", NULL, 0, 0, shapes[s].nd, shapes[s].d, seed + 6);
     }
+}
+
+static double
+ref_math (const char *op, double a, double b)
+{
+  if (strcmp (op, "abs") == 0)
+    return fabs (a);
+  if (strcmp (op, "sign") == 0)
+    return (a > 0) - (a < 0);
+  if (strcmp (op, "floor") == 0)
+    return floor (a);
+  if (strcmp (op, "ceil") == 0)
+    return ceil (a);
+  if (strcmp (op, "erf") == 0)
+    return erf (a);
+  if (strcmp (op, "pow") == 0)
+    return pow (a, b);
+  if (strcmp (op, "minimum") == 0)
+    return fmin (a, b);
+  return fmax (a, b);   /* maximum */
+}
+
+/* The element-wise additions against libm in float64, b broadcast as a row
+ * ([K] against [M, K]) for the binary ops; f32 within TOL_F32 (erf's vector
+ * form is within 1.5e-7, powf within an ulp or two). */
+static void
+test_math (void)
+{
+  static const char *const ops[] = { "abs", "sign", "floor", "ceil", "erf", "pow", "minimum",
+                                     "maximum" };
+  static const int64_t shapes[][2] = { { 1, 9 }, { 7, 13 }, { 300, 129 } };
+  for (guint o = 0; o < G_N_ELEMENTS (ops); o++)
+    for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+      {
+        const char *op = ops[o];
+        gboolean binary = o >= 5;
+        guint64 seed = 1000 + 10 * o + s;
+        g_autoptr (tw_tensor) a32 = strcmp (op, "pow") == 0
+                                      ? twt_uniform (TW_F32, 2, shapes[s], seed, 0.25, 3)
+                                      : twt_uniform (TW_F32, 2, shapes[s], seed, -4, 4);
+        g_autoptr (tw_tensor) b32 = twt_uniform (TW_F32, 1, &shapes[s][1], seed + 500, -2, 2);
+        g_autoptr (tw_tensor) a = tw_tensor_cast (a32, TW_F64);
+        g_autoptr (tw_tensor) b = tw_tensor_cast (b32, TW_F64);
+        g_autoptr (tw_tensor) ref = tw_tensor_new_like (a);
+        int64_t k = shapes[s][1];
+        for (int64_t i = 0; i < tw_tensor_numel (a); i++)
+          tw_tensor_f64 (ref)[i] = ref_math (op, tw_tensor_f64 (a)[i], tw_tensor_f64 (b)[i % k]);
+        tw_tensor *in64[2] = { a, b }, *in32[2] = { a32, b32 }, *out[1];
+        twt_run_guarded (op, NULL, in64, binary ? 2 : 1, out, NULL);
+        g_autoptr (tw_tensor) y64 = out[0];
+        twt_run_guarded (op, NULL, in32, binary ? 2 : 1, out, NULL);
+        g_autoptr (tw_tensor) y32 = out[0];
+        if (twt_max_error (y64, ref) > TOL_F64 || twt_max_error (y32, ref) > TOL_F32)
+          g_error ("%s [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]: errors %.3g (f64), %.3g (f32)",
+                   op, shapes[s][0], k, twt_max_error (y64, ref), twt_max_error (y32, ref));
+      }
 }
 
 /* numpy.pad's reflect and edge, one reflection at a time (the kernel's
@@ -538,6 +601,7 @@ main (int argc, char **argv)
   tw_ops_init ();
   g_test_add_func ("/engine/ops/onnx/onnx-cases", test_onnx_cases);
   g_test_add_func ("/engine/ops/onnx/activations", test_activations);
+  g_test_add_func ("/engine/ops/onnx/math", test_math);
   g_test_add_func ("/engine/ops/onnx/pad", test_pad);
   g_test_add_func ("/engine/ops/onnx/resize", test_resize);
   g_test_add_func ("/engine/ops/onnx/errors", test_errors);

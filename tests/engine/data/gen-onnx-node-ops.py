@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # gen-onnx-node-ops.py — writes onnx-node-ops.json beside it: ONNX's own
 # backend test cases (Debian's libonnx-testdata, ONNX 1.12) for Clip,
-# HardSigmoid, HardSwish, Pad and Resize (nearest), with the ONNX inputs
+# HardSigmoid, HardSwish, Pad, Resize (nearest), Abs, Sign, Floor, Ceil,
+# Erf, Pow, Min and Max (two inputs), with the ONNX inputs
 # that are attributes in twb (pads, scales, sizes, min, max, value) turned
 # into twb attributes.  test-ops-onnx.c runs each case through the registry.
 #
@@ -22,7 +23,12 @@ CASES = [
     'test_resize_upsample_sizes_nearest_ceil_half_pixel',
     'test_resize_upsample_sizes_nearest_floor_align_corners',
     'test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric',
+    'test_abs', 'test_sign', 'test_floor', 'test_ceil', 'test_erf',
+    'test_pow', 'test_pow_bcast_array', 'test_pow_bcast_scalar',
+    'test_min_two_inputs', 'test_max_two_inputs', 'test_min_float64', 'test_max_float64',
 ]
+UNARY = {'Abs': 'abs', 'Sign': 'sign', 'Floor': 'floor', 'Ceil': 'ceil', 'Erf': 'erf'}
+BINARY = {'Pow': 'pow', 'Min': 'minimum', 'Max': 'maximum'}
 
 
 def load(case):
@@ -45,7 +51,13 @@ for case in CASES:
     node, ins, attrs, y = load(case)
     x = ins[node.input[0]]
     ta = {}
-    if node.op_type == 'Clip':
+    x2 = None
+    if node.op_type in UNARY:
+        op = UNARY[node.op_type]
+    elif node.op_type in BINARY:
+        op = BINARY[node.op_type]
+        x2 = ins[node.input[1]]
+    elif node.op_type == 'Clip':
         op = 'clip'
         if len(node.input) > 1 and node.input[1]:
             ta['min'] = float(ins[node.input[1]])
@@ -74,11 +86,15 @@ for case in CASES:
             ta['coordinate_transformation_mode'] = ct
         if 'nearest_mode' in attrs:
             ta['nearest_mode'] = attrs['nearest_mode']
-    out.append({
+    c = {
         'case': case, 'op': op, 'attrs': ta,
         'x_shape': list(x.shape), 'x': [float(v) for v in x.astype('float64').ravel()],
         'y_shape': list(y.shape), 'y': [float(v) for v in y.astype('float64').ravel()],
-    })
+    }
+    if x2 is not None:
+        c['x2_shape'] = list(x2.shape)
+        c['x2'] = [float(v) for v in x2.astype('float64').ravel()]
+    out.append(c)
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'onnx-node-ops.json')
 with open(path, 'w') as f:
