@@ -276,6 +276,7 @@ void tw_ops_register_source (void);
 void tw_ops_register_act_extra (void);   /* act-extra.c: clip, relu6, hard_sigmoid, hard_swish */
 void tw_ops_register_pad (void);
 void tw_ops_register_resize (void);
+void tw_ops_register_shape_extra (void);  /* shape-extra.c: squeeze, unsqueeze, cast */
 /* The compiler's fused ops and their CPU kernels (engine/compile/fuse.c). */
 void tw_fused_ops_register (void);
 

@@ -1052,6 +1052,47 @@ gen_resize (bcase *c, const char *op, int k)
     }
 }
 
+/* squeeze (a size-1 dim by axis, then every size-1 dim), unsqueeze (axes of
+ * the output, one negative), cast to integer types (truncation, u8's
+ * saturation from values in [-10, 300], i64 to i32). */
+static void
+gen_squeeze (bcase *c, const char *op, int k)
+{
+  if (is (op, "cast"))
+    {
+      static const char *const to[] = { "i64", "u8", "i32" };
+      shp s = ew_shapes[k];
+      if (k == 0)
+        boc_in_randn_s (c, &s);
+      else if (k == 1)
+        boc_in_uniform (c, -10, 300, &s);
+      else
+        in_int (c, 1000, &s);
+      tw_attrs_set_string (attrs_of (c), "to", to[k]);
+      tw_tinfo_set (&c->want[c->n_want++], k == 0 ? TW_I64 : k == 1 ? TW_U8 : TW_I32, s.nd, s.d);
+      return;
+    }
+  static const struct
+  {
+    shp x, y;
+    int n;
+    int64_t axes[2];
+  } sq[] = {
+    { { 3, { 2, 1, 5 } }, { 2, { 2, 5 } }, 1, { 1 } },
+    { { 4, { 1, 3, 1, 1 } }, { 1, { 3 } }, 0, { 0 } },
+    { { 3, { 4, 1, 3 } }, { 2, { 4, 3 } }, 1, { -2 } },
+  }, unsq[] = {
+    { { 2, { 2, 5 } }, { 3, { 2, 1, 5 } }, 1, { 1 } },
+    { { 1, { 3 } }, { 3, { 1, 3, 1 } }, 2, { 0, -1 } },
+    { { 2, { 4, 3 } }, { 4, { 4, 1, 1, 3 } }, 2, { 1, 2 } },
+  };
+  const __typeof__ (sq[0]) *t = is (op, "squeeze") ? &sq[k] : &unsq[k];
+  boc_in_randn_s (c, &t->x);
+  if (t->n)
+    tw_attrs_set_ints (attrs_of (c), "axes", t->n, t->axes);
+  want (c, &t->y);
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const op_case tw_boc_cases[] = {
@@ -1111,6 +1152,7 @@ const op_case tw_boc_cases[] = {
   { "hard_swish", 4, gen_clamp }, { "hard_swish_grad", 4, gen_clamp },
   { "pad", 3, gen_pad }, { "pad_grad", 3, gen_pad },
   { "resize", 4, gen_resize }, { "resize_grad", 4, gen_resize },
+  { "squeeze", 3, gen_squeeze }, { "unsqueeze", 3, gen_squeeze }, { "cast", 3, gen_squeeze },
   /* sources */
   { "input", 2, gen_input },
 };

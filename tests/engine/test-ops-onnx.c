@@ -1,6 +1,6 @@
 /* test-ops-onnx.c — the ops real ONNX models need: clip, relu6,
  * hard_sigmoid, hard_swish, pad, resize (nearest), and the element-wise
- * abs, sign, floor, ceil, erf, pow, minimum, maximum.
+ * abs, sign, floor, ceil, erf, pow, minimum, maximum; squeeze, unsqueeze, cast.
  *
  * - ONNX's own node test cases (libonnx-testdata, checked in as
  *   data/onnx-node-ops.json by data/gen-onnx-node-ops.py) through the
@@ -517,6 +517,103 @@ test_errors (void)
   tw_attrs_free (a);
 }
 
+/* ---- squeeze, unsqueeze, cast ------------------------------------------------------ */
+
+static void
+test_squeeze_cast (void)
+{
+  g_autoptr (GError) error = NULL;
+  tw_tinfo in, out;
+  tw_attrs *a = tw_attrs_new ();
+
+  /* unsqueeze then squeeze of the same axes: the same shape and bytes */
+  g_autoptr (tw_tensor) x = twt_randn (TW_F64, 3, (int64_t[]) { 2, 3, 5 }, 77);
+  tw_attrs_set_ints (a, "axes", 3, (int64_t[]) { 0, 3, -1 });
+  g_autoptr (tw_tensor) u = run1 ("unsqueeze", a, x);
+  g_assert_cmpint (u->ndim, ==, 6);
+  static const int64_t ud[6] = { 1, 2, 3, 1, 5, 1 };
+  for (int d = 0; d < 6; d++)
+    g_assert_cmpint (u->shape[d], ==, ud[d]);
+  g_assert_cmpmem (tw_tensor_data (u), tw_tensor_nbytes (u), tw_tensor_data (x),
+                   tw_tensor_nbytes (x));
+  g_autoptr (tw_tensor) sq = run1 ("squeeze", a, u);
+  g_assert_true (tw_tensor_same_shape (sq, x));
+  g_autoptr (tw_tensor) all = run1 ("squeeze", NULL, u);   /* every size-1 dim */
+  g_assert_true (tw_tensor_same_shape (all, x));
+  tw_tensor *gin[1] = { x };
+  twt_assert_grad ("unsqueeze", a, gin, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+
+  tw_tinfo_set (&in, TW_F32, 3, (int64_t[]) { TW_DIM_N, 1, 4 });
+  g_assert_true (twt_infer ("squeeze", NULL, &in, 1, &out, &error));   /* N stays */
+  g_assert_no_error (error);
+  g_assert_cmpint (out.ndim, ==, 2);
+  g_assert_cmpint (out.dims[0], ==, TW_DIM_N);
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 0 });
+  twt_assert_infer_error ("squeeze", a, &in, 1, "dim 0 of f32[N, 1, 4]", "batch N");
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 2 });
+  twt_assert_infer_error ("squeeze", a, &in, 1, "dim 2 of f32[N, 1, 4] is 4", "not 1");
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 3 });
+  twt_assert_infer_error ("squeeze", a, &in, 1, "axis 3 is out of range", "f32[N, 1, 4]");
+  tw_attrs_set_ints (a, "axes", 2, (int64_t[]) { 1, -4 });     /* both dim 1 of the rank-5 output */
+  twt_assert_infer_error ("unsqueeze", a, &in, 1, "axis -4 is named twice", NULL);
+  twt_assert_infer_error ("unsqueeze", NULL, &in, 1, "axes", NULL);
+  tw_attrs_free (a);
+
+  /* cast: truncation towards zero, saturation, NaN to 0, exact integers */
+  static const double src[8] = { -1.7, 1.7, 255.5, 300, -3, NAN, 1e30, 16777217 };
+  g_autoptr (tw_tensor) xf = tw_tensor_from_data (TW_F64, 1, (int64_t[]) { 8 }, src);
+  static const struct
+  {
+    const char *to;
+    double want[8];
+  } casts[] = {
+    { "i64", { -1, 1, 255, 300, -3, 0, 9223372036854774784.0, 16777217 } },
+    { "i32", { -1, 1, 255, 300, -3, 0, 2147483647, 16777217 } },
+    { "u8", { 0, 1, 255, 255, 0, 0, 255, 255 } },
+    { "f32", { -1.7f, 1.7f, 255.5, 300, -3, NAN, 1e30f, 16777216 } },   /* 2^24 + 1 rounds */
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (casts); c++)
+    {
+      tw_attrs *ca = tw_attrs_new ();
+      tw_attrs_set_string (ca, "to", casts[c].to);
+      g_autoptr (tw_tensor) y = run1 ("cast", ca, xf);
+      g_assert_cmpstr (tw_dtype_name (y->dtype), ==, casts[c].to);
+      for (int i = 0; i < 8; i++)
+        {
+          double v = tw_tensor_get_flat (y, i);
+          if (!(v == casts[c].want[i] || (isnan (v) && isnan (casts[c].want[i]))))
+            g_error ("cast %g to %s gave %.17g, expected %.17g", src[i], casts[c].to, v,
+                     casts[c].want[i]);
+        }
+      tw_attrs_free (ca);
+    }
+  g_autoptr (tw_tensor) xi = tw_tensor_from_data (TW_I64, 1, (int64_t[]) { 2 },
+                                                  (int64_t[]) { G_MAXINT64, -5 });
+  tw_attrs *ca = tw_attrs_new ();
+  tw_attrs_set_string (ca, "to", "i64");
+  g_autoptr (tw_tensor) same = run1 ("cast", ca, xi);
+  g_assert_cmpint (tw_tensor_i64 (same)[0], ==, G_MAXINT64);
+  /* f64 -> f32: the gradient is dy cast back to f64 (finite differences
+   * would only see the f32 rounding steps) */
+  tw_attrs_set_string (ca, "to", "f32");
+  g_autoptr (tw_tensor) xd = twt_randn (TW_F64, 2, (int64_t[]) { 3, 4 }, 78);
+  g_autoptr (tw_tensor) yd = run1 ("cast", ca, xd);
+  g_autoptr (tw_tensor) dy = twt_randn (TW_F32, 2, (int64_t[]) { 3, 4 }, 79);
+  tw_emit *e = tw_eager_emit_new (NULL);
+  tw_val *vin[1] = { tw_eager_emit_wrap (e, xd) }, *vout[1] = { tw_eager_emit_wrap (e, yd) };
+  tw_val *vg[1] = { tw_eager_emit_wrap (e, dy) }, *vgin[1] = { NULL };
+  g_assert_true (tw_op_lookup ("cast")->backward (e, ca, vin, 1, vout, vg, (gboolean[]) { TRUE },
+                                                  vgin));
+  tw_tensor *gx = tw_eager_emit_tensor (vgin[0]);
+  g_assert_true (gx->dtype == TW_F64);
+  for (int i = 0; i < 12; i++)
+    g_assert_cmpfloat (tw_tensor_f64 (gx)[i], ==, tw_tensor_f32 (dy)[i]);
+  tw_eager_emit_free (e);
+  tw_attrs_set_string (ca, "to", "f16");
+  twt_assert_infer_error ("cast", ca, &in, 1, "to", "f16");
+  tw_attrs_free (ca);
+}
+
 /* ---- eager against compiled ---------------------------------------------------------- */
 
 /* Every op of this file in one trainable network: padded (reflect) conv,
@@ -605,6 +702,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/onnx/pad", test_pad);
   g_test_add_func ("/engine/ops/onnx/resize", test_resize);
   g_test_add_func ("/engine/ops/onnx/errors", test_errors);
+  g_test_add_func ("/engine/ops/onnx/squeeze-cast", test_squeeze_cast);
   g_test_add_func ("/engine/ops/onnx/eager-compiled", test_eager_compiled);
   return g_test_run ();
 }
