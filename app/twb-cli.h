@@ -18,6 +18,7 @@ int twb_cmd_predict (int argc, char **argv);
 int twb_cmd_devices (int argc, char **argv);
 int twb_cmd_profile (int argc, char **argv);
 int twb_cmd_trace_info (int argc, char **argv);
+int twb_cmd_onnx_info (int argc, char **argv);
 int twb_cmd_import (int argc, char **argv);
 
 /* Shared helpers. */

@@ -218,6 +218,7 @@ usage (void)
               "  profile MODEL.json train a few steps and write a Chrome trace of every op\n"
               "  trace-info FILE... event counts, top names and layers, step times, per rank\n"
               "                     compute/communication/idle; --compare A B per layer\n"
+              "  onnx-info FILE.onnx opsets, inputs and outputs, op counts, parameters [--json]\n"
               "  import MODEL.onnx  an ONNX model as MODEL.json + MODEL.safetensors [-o OUT.json]\n"
 #ifdef TWB_HAVE_GUI
               "\n"
@@ -278,6 +279,8 @@ main (int argc, char **argv)
     return twb_cmd_profile (argc - 1, argv + 1);
   if (strcmp (cmd, "trace-info") == 0)
     return twb_cmd_trace_info (argc - 1, argv + 1);
+  if (strcmp (cmd, "onnx-info") == 0)
+    return twb_cmd_onnx_info (argc - 1, argv + 1);
   if (strcmp (cmd, "import") == 0)
     return twb_cmd_import (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
