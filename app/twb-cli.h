@@ -20,6 +20,7 @@ int twb_cmd_profile (int argc, char **argv);
 int twb_cmd_trace_info (int argc, char **argv);
 int twb_cmd_onnx_info (int argc, char **argv);
 int twb_cmd_import (int argc, char **argv);
+int twb_cmd_export (int argc, char **argv);
 
 /* Shared helpers. */
 void twb_print_error (const char *what, const GError *error);

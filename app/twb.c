@@ -220,6 +220,7 @@ usage (void)
               "                     compute/communication/idle; --compare A B per layer\n"
               "  onnx-info FILE.onnx opsets, inputs and outputs, op counts, parameters [--json]\n"
               "  import MODEL.onnx  an ONNX model as MODEL.json + MODEL.safetensors [-o OUT.json]\n"
+              "  export MODEL.json  the inference graph and its weights as ONNX (-o OUT.onnx)\n"
 #ifdef TWB_HAVE_GUI
               "\n"
               "without a command, with a display: the graph editor\n"
@@ -283,6 +284,8 @@ main (int argc, char **argv)
     return twb_cmd_onnx_info (argc - 1, argv + 1);
   if (strcmp (cmd, "import") == 0)
     return twb_cmd_import (argc - 1, argv + 1);
+  if (strcmp (cmd, "export") == 0)
+    return twb_cmd_export (argc - 1, argv + 1);
   g_printerr ("twb: unknown command '%s'\n", cmd);
   usage ();
   return 2;

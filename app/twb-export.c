@@ -1,0 +1,77 @@
+/* twb-export.c — `twb export MODEL.json [--weights W.safetensors] -o OUT.onnx`:
+ * the model's inference graph with its weights as an ONNX file. */
+#include "app/twb-cli.h"
+#include "onnx/onnx-export.h"
+
+#include <string.h>
+
+int
+twb_cmd_export (int argc, char **argv)
+{
+  g_autofree char *weights = NULL, *output = NULL;
+  int opset = TW_ONNX_EXPORT_MAX_OPSET, batch = 0;
+  gboolean dynamic = FALSE;
+  GOptionEntry entries[] = {
+    { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights,
+      "Weights or checkpoint (safetensors; default: the model's seeded initial weights)", "FILE" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The ONNX file to write", "OUT.onnx" },
+    { "opset", 0, 0, G_OPTION_ARG_INT, &opset, "ONNX opset, 13 to 17 (default 17)", "N" },
+    { "dynamic-batch", 0, 0, G_OPTION_ARG_NONE, &dynamic,
+      "Leave the batch dimension symbolic (\"N\")", NULL },
+    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch,
+      "Fixed batch size (default: the model's training batch size)", "N" },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json -o OUT.onnx — export to ONNX");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_autoptr (GError) error = NULL;
+  const char *usage = "usage: twb export MODEL.json [--weights FILE] -o OUT.onnx [--opset 13..17] "
+                      "[--dynamic-batch | --batch N]\n";
+
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2 || output == NULL)
+    {
+      g_printerr ("%s", usage);
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      return 2;
+    }
+  if (opset < TW_ONNX_EXPORT_MIN_OPSET || opset > TW_ONNX_EXPORT_MAX_OPSET)
+    {
+      g_printerr ("%stwb: --opset %d: twb exports opsets %d to %d\n", usage, opset,
+                  TW_ONNX_EXPORT_MIN_OPSET, TW_ONNX_EXPORT_MAX_OPSET);
+      return 2;
+    }
+  if (batch < 0 || (batch > 0 && dynamic))
+    {
+      g_printerr ("%stwb: --batch takes a positive size and not with --dynamic-batch\n", usage);
+      return 2;
+    }
+  if (!twb_check_output (output, "-o", (const char *[]) { argv[1], weights, NULL },
+                         (const char *[]) { "the model", "the weights file", NULL }))
+    return 1;
+
+  g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+  if (m == NULL)
+    return 1;
+  g_autoptr (tw_params) params = tw_onnx_export_params (m, weights, &error);
+  if (params == NULL)
+    {
+      twb_print_error (NULL, error);
+      return 1;
+    }
+  tw_onnx_export_options opt = {
+    .opset = opset,
+    .dynamic_batch = dynamic,
+    .batch = batch > 0 ? batch : m->recipe.batch_size,
+  };
+  if (!tw_onnx_export (m, params, &opt, output, &error))
+    {
+      g_printerr ("twb: %s: %s\n", argv[1], error->message);
+      return 1;
+    }
+  if (weights == NULL)
+    g_printerr ("twb: no --weights: %s holds the model's initial weights (seed %" G_GUINT64_FORMAT
+                ")\n",
+                output, m->recipe.seed);
+  return 0;
+}

@@ -1,0 +1,977 @@
+/* onnx-export.c — a twb model's inference graph as an ONNX ModelProto.
+ *
+ * The protobuf-c structures are built in an arena (every block this file
+ * allocates is kept in ex->blocks and freed at the end); parameter data is
+ * not copied: raw_data points into the store's contiguous tensors, which
+ * outlive the packing. */
+#include "onnx/onnx-export.h"
+
+#include "engine/eager.h"
+#include "engine/fileutil.h"
+#include "engine/train.h"
+#include "onnx/onnx-read.h"
+
+#include <math.h>
+#include <string.h>
+
+
+/* Attributes of one ONNX node: the most any mapping below sets is 5 (Conv). */
+#define EX_MAX_NODE_ATTRS 8
+
+typedef struct
+{
+  const tw_graph *g;
+  const tw_params *params;
+  int opset;
+  GPtrArray *blocks;          /* g_free'd at the end */
+  GPtrArray *nodes;           /* Onnx__NodeProto *, in order */
+  GPtrArray *inits;           /* Onnx__TensorProto * */
+  GHashTable *init_names;     /* initializer names added (borrowed keys in blocks) */
+  GHashTable *alias;          /* value name → value name it stands for (dropped nodes) */
+  GHashTable *output_values;  /* value names that are graph outputs */
+} ex_ctx;
+
+static void *
+ex_alloc (ex_ctx *ex, gsize size)
+{
+  void *p = g_malloc0 (MAX (size, 1));
+  g_ptr_array_add (ex->blocks, p);
+  return p;
+}
+
+static char *
+ex_strdup (ex_ctx *ex, const char *s)
+{
+  char *p = g_strdup (s);
+  g_ptr_array_add (ex->blocks, p);
+  return p;
+}
+
+static char *G_GNUC_PRINTF (2, 3)
+ex_printf (ex_ctx *ex, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  char *p = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_ptr_array_add (ex->blocks, p);
+  return p;
+}
+
+static int32_t
+ex_onnx_dtype (tw_dtype d)
+{
+  switch (d)
+    {
+    case TW_F32: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    case TW_F64: return ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+    case TW_I32: return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    case TW_I64: return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    case TW_U8: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+    default: g_assert_not_reached ();
+    }
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+/* The ONNX value of a twb port: "ID" for output 0, "ID:k" for output k,
+ * then through the aliases of dropped nodes. */
+static const char *
+ex_port_value (ex_ctx *ex, tw_port p)
+{
+  const tw_node *src = tw_graph_node (ex->g, p.node);
+  const char *v = p.output == 0 ? ex_strdup (ex, src->id) : ex_printf (ex, "%s:%d", src->id, p.output);
+  const char *a;
+  while ((a = g_hash_table_lookup (ex->alias, v)) != NULL)
+    v = a;
+  return v;
+}
+
+static const char *
+ex_input (ex_ctx *ex, const tw_node *n, int i)
+{
+  return ex_port_value (ex, n->in_ports[i]);
+}
+
+static const tw_tinfo *
+ex_input_info (ex_ctx *ex, const tw_node *n, int i)
+{
+  const tw_node *src = tw_graph_node (ex->g, n->in_ports[i].node);
+  return &src->out_info[n->in_ports[i].output];
+}
+
+static const char *
+ex_output (ex_ctx *ex, const tw_node *n, int k)
+{
+  return k == 0 ? ex_strdup (ex, n->id) : ex_printf (ex, "%s:%d", n->id, k);
+}
+
+/* ---- initializers --------------------------------------------------------- */
+
+static Onnx__TensorProto *
+ex_tensor_proto (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
+                 const void *data, gsize nbytes)
+{
+  Onnx__TensorProto *t = ex_alloc (ex, sizeof *t);
+  onnx__tensor_proto__init (t);
+  t->name = ex_strdup (ex, name);
+  t->has_data_type = TRUE;
+  t->data_type = ex_onnx_dtype (dtype);
+  t->n_dims = ndim;
+  t->dims = ex_alloc (ex, sizeof (int64_t) * MAX (ndim, 1));
+  memcpy (t->dims, dims, sizeof (int64_t) * ndim);
+  t->has_raw_data = TRUE;
+  t->raw_data.len = nbytes;
+  t->raw_data.data = (uint8_t *) data;
+  g_ptr_array_add (ex->inits, t);
+  g_hash_table_add (ex->init_names, t->name);
+  return t;
+}
+
+/* A constant the mapping needs, copied into the arena.  Returns its name. */
+static const char *
+ex_const (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
+          const void *data)
+{
+  int64_t numel = 1;
+  for (int i = 0; i < ndim; i++)
+    numel *= dims[i];
+  gsize nbytes = numel * tw_dtype_size (dtype);
+  void *copy = ex_alloc (ex, nbytes);
+  memcpy (copy, data, nbytes);
+  return ex_tensor_proto (ex, name, dtype, ndim, dims, copy, nbytes)->name;
+}
+
+static const char *
+ex_const_i64 (ex_ctx *ex, const char *name, int n, const int64_t *v)
+{
+  int64_t dims[1] = { n };
+  return ex_const (ex, name, TW_I64, 1, dims, v);
+}
+
+/* A 0-d constant of a floating-point dtype (f32 or f64, as x). */
+static const char *
+ex_const_scalar (ex_ctx *ex, const char *name, tw_dtype dtype, double v)
+{
+  float f = (float) v;
+  return ex_const (ex, name, dtype, 0, NULL, dtype == TW_F64 ? (const void *) &v : (const void *) &f);
+}
+
+/* A tensor of one value: shape dims, the dtype of x. */
+static const char *
+ex_const_fill (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims, double v)
+{
+  int64_t numel = 1;
+  for (int i = 0; i < ndim; i++)
+    numel *= dims[i];
+  g_autoptr (GArray) buf = g_array_sized_new (FALSE, FALSE, tw_dtype_size (dtype), numel);
+  for (int64_t i = 0; i < numel; i++)
+    {
+      float f = (float) v;
+      g_array_append_vals (buf, dtype == TW_F64 ? (const void *) &v : (const void *) &f, 1);
+    }
+  return ex_const (ex, name, dtype, ndim, dims, buf->data);
+}
+
+/* The node's k-th parameter as an initializer (added once per name). */
+static const char *
+ex_param (ex_ctx *ex, const tw_node *n, int k, GString *problems)
+{
+  g_autofree char *name = tw_node_param_name (n, k);
+  if (g_hash_table_contains (ex->init_names, name))
+    return ex_strdup (ex, name);
+  tw_param *p = ex->params ? tw_params_get (ex->params, name) : NULL;
+  if (p == NULL || !tw_tensor_is_contiguous (p->value)
+      || p->value->ndim != n->params[k].info.ndim
+      || memcmp (p->value->shape, n->params[k].info.dims, sizeof (int64_t) * p->value->ndim) != 0)
+    {
+      g_string_append_printf (problems, "node %s (%s): no weights of the right shape for %s\n",
+                              n->id, n->op_name, name);
+      return ex_strdup (ex, name);
+    }
+  return ex_tensor_proto (ex, name, p->value->dtype, p->value->ndim, p->value->shape,
+                          tw_tensor_data (p->value), tw_tensor_nbytes (p->value))
+    ->name;
+}
+
+/* ---- nodes ------------------------------------------------------------------ */
+
+/* A node; inputs and outputs NULL-terminated ("" for an omitted optional input). */
+static Onnx__NodeProto *
+ex_node (ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs,
+         const char *const *outputs)
+{
+  Onnx__NodeProto *n = ex_alloc (ex, sizeof *n);
+  onnx__node_proto__init (n);
+  n->op_type = ex_strdup (ex, op_type);
+  n->name = ex_strdup (ex, name);
+  for (const char *const *s = inputs; *s; s++)
+    n->n_input++;
+  for (const char *const *s = outputs; *s; s++)
+    n->n_output++;
+  n->input = ex_alloc (ex, sizeof (char *) * MAX (n->n_input, 1));
+  n->output = ex_alloc (ex, sizeof (char *) * n->n_output);
+  for (gsize i = 0; i < n->n_input; i++)
+    n->input[i] = ex_strdup (ex, inputs[i]);
+  for (gsize i = 0; i < n->n_output; i++)
+    n->output[i] = ex_strdup (ex, outputs[i]);
+  n->attribute = ex_alloc (ex, sizeof (Onnx__AttributeProto *) * EX_MAX_NODE_ATTRS);
+  g_ptr_array_add (ex->nodes, n);
+  return n;
+}
+
+/* A one-output node whose output value is named like the node. */
+static Onnx__NodeProto *
+ex_node1 (ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs)
+{
+  return ex_node (ex, op_type, name, inputs, (const char *const[]) { name, NULL });
+}
+
+static Onnx__AttributeProto *
+ex_attr (ex_ctx *ex, Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type)
+{
+  g_assert (n->n_attribute < EX_MAX_NODE_ATTRS);
+  Onnx__AttributeProto *a = ex_alloc (ex, sizeof *a);
+  onnx__attribute_proto__init (a);
+  a->name = ex_strdup (ex, name);
+  a->has_type = TRUE;
+  a->type = type;
+  n->attribute[n->n_attribute++] = a;
+  return a;
+}
+
+static void
+ex_attr_int (ex_ctx *ex, Onnx__NodeProto *n, const char *name, int64_t v)
+{
+  Onnx__AttributeProto *a = ex_attr (ex, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+  a->has_i = TRUE;
+  a->i = v;
+}
+
+static void
+ex_attr_float (ex_ctx *ex, Onnx__NodeProto *n, const char *name, double v)
+{
+  Onnx__AttributeProto *a = ex_attr (ex, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+  a->has_f = TRUE;
+  a->f = (float) v;
+}
+
+static void
+ex_attr_ints (ex_ctx *ex, Onnx__NodeProto *n, const char *name, int len, const int64_t *v)
+{
+  Onnx__AttributeProto *a = ex_attr (ex, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+  a->n_ints = len;
+  a->ints = ex_alloc (ex, sizeof (int64_t) * MAX (len, 1));
+  memcpy (a->ints, v, sizeof (int64_t) * len);
+}
+
+/* Pair attributes (kernel, stride, padding, dilation) from the resolved bag. */
+static void
+ex_attr_pair (ex_ctx *ex, Onnx__NodeProto *o, const char *onnx_name, const tw_attrs *a,
+              const char *name, int64_t fallback)
+{
+  int64_t v[2];
+  tw_attrs_get_ints2 (a, name, v, fallback);
+  ex_attr_ints (ex, o, onnx_name, 2, v);
+}
+
+static void
+ex_attr_pads (ex_ctx *ex, Onnx__NodeProto *o, const tw_attrs *a)
+{
+  int64_t p[2];
+  tw_attrs_get_ints2 (a, "padding", p, 0);
+  ex_attr_ints (ex, o, "pads", 4, (int64_t[]) { p[0], p[1], p[0], p[1] });
+}
+
+/* Reshape of value x to the output info of n (0 keeps the batch dimension,
+ * -1 stands for a dimension the batch symbol is part of).  FALSE when the
+ * shape needs two unknowns. */
+static gboolean
+ex_reshape_to (ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in,
+               const tw_tinfo *out, const char *name)
+{
+  int64_t shape[TW_MAX_DIMS];
+  int unknown = 0;
+  for (int d = 0; d < out->ndim; d++)
+    {
+      if (d == 0 && out->dims[0] == TW_DIM_N && in->ndim > 0 && in->dims[0] == TW_DIM_N)
+        shape[d] = 0;
+      else if (out->dims[d] == TW_DIM_N)
+        {
+          shape[d] = -1;
+          unknown++;
+        }
+      else
+        shape[d] = out->dims[d];
+    }
+  if (unknown > 1)
+    return FALSE;
+  const char *s = ex_const_i64 (ex, ex_printf (ex, "%s/shape", n->id), out->ndim, shape);
+  ex_node1 (ex, "Reshape", name, (const char *const[]) { x, s, NULL });
+  return TRUE;
+}
+
+/* (x - mean) / sqrt (var + eps) over axes (keepdims), the helpers named
+ * "ID/..."; returns the normalised value's name (out_name when given). */
+static const char *
+ex_normalise (ex_ctx *ex, const tw_node *n, const char *x, tw_dtype dtype, int n_axes,
+              const int64_t *axes, double eps, const char *out_name)
+{
+  const char *id = n->id;
+  const char *mean = ex_printf (ex, "%s/mean", id);
+  Onnx__NodeProto *o = ex_node1 (ex, "ReduceMean", mean, (const char *const[]) { x, NULL });
+  ex_attr_ints (ex, o, "axes", n_axes, axes);
+  ex_attr_int (ex, o, "keepdims", 1);
+  const char *c = ex_printf (ex, "%s/centered", id);
+  ex_node1 (ex, "Sub", c, (const char *const[]) { x, mean, NULL });
+  const char *sq = ex_printf (ex, "%s/squared", id);
+  ex_node1 (ex, "Mul", sq, (const char *const[]) { c, c, NULL });
+  const char *var = ex_printf (ex, "%s/var", id);
+  o = ex_node1 (ex, "ReduceMean", var, (const char *const[]) { sq, NULL });
+  ex_attr_ints (ex, o, "axes", n_axes, axes);
+  ex_attr_int (ex, o, "keepdims", 1);
+  const char *e = ex_const_scalar (ex, ex_printf (ex, "%s/eps", id), dtype, eps);
+  const char *ve = ex_printf (ex, "%s/var_eps", id);
+  ex_node1 (ex, "Add", ve, (const char *const[]) { var, e, NULL });
+  const char *sd = ex_printf (ex, "%s/std", id);
+  ex_node1 (ex, "Sqrt", sd, (const char *const[]) { ve, NULL });
+  const char *y = out_name ? out_name : ex_printf (ex, "%s/normalised", id);
+  ex_node1 (ex, "Div", y, (const char *const[]) { c, sd, NULL });
+  return y;
+}
+
+/* ---- one twb node ----------------------------------------------------------- */
+
+static gboolean
+ex_is (const tw_node *n, const char *op)
+{
+  return strcmp (n->op_name, op) == 0;
+}
+
+/* Element-wise and other one-to-one ops: twb name → ONNX op type. */
+static const char *const ex_direct[][2] = {
+  { "add", "Add" },   { "sub", "Sub" },       { "mul", "Mul" },         { "div", "Div" },
+  { "neg", "Neg" },   { "sqrt", "Sqrt" },     { "exp", "Exp" },         { "log", "Log" },
+  { "reciprocal", "Reciprocal" },             { "relu", "Relu" },       { "sigmoid", "Sigmoid" },
+  { "tanh", "Tanh" }, { "matmul", "MatMul" }, { "global_avg_pool2d", "GlobalAveragePool" },
+};
+
+/* Emit n's ONNX nodes.  FALSE with a line in problems when it has no
+ * ONNX form (nothing useful is emitted then; the export fails anyway). */
+static gboolean
+ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
+{
+  const tw_attrs *a = n->resolved;
+  const char *id = n->id;
+  const tw_tinfo *xi = n->n_inputs > 0 ? ex_input_info (ex, n, 0) : NULL;
+  const char *x = n->n_inputs > 0 ? ex_input (ex, n, 0) : NULL;
+  int r = xi ? xi->ndim : 0;
+  gsize before = problems->len;
+  const char *p[TW_MAX_PARAMS] = { NULL };
+  for (int k = 0; k < n->n_params; k++)
+    p[k] = ex_param (ex, n, k, problems);
+  if (problems->len != before)
+    return FALSE;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (ex_direct); i++)
+    if (ex_is (n, ex_direct[i][0]))
+      {
+        const char *ins[3] = { x, n->n_inputs > 1 ? ex_input (ex, n, 1) : NULL, NULL };
+        ex_node1 (ex, ex_direct[i][1], id, ins);
+        return TRUE;
+      }
+
+  if (ex_is (n, "dropout"))
+    {
+      /* The identity at inference: dropped, unless it is an output. */
+      if (g_hash_table_contains (ex->output_values, id))
+        ex_node1 (ex, "Identity", id, (const char *const[]) { x, NULL });
+      else
+        g_hash_table_insert (ex->alias, ex_strdup (ex, id), (char *) x);
+      return TRUE;
+    }
+  if (ex_is (n, "linear"))
+    {
+      gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
+      if (r == 2)
+        {
+          Onnx__NodeProto *o = ex_node1 (ex, "Gemm", id,
+                                         (const char *const[]) { x, p[0], bias ? p[1] : NULL, NULL });
+          ex_attr_int (ex, o, "transB", 1);
+          return TRUE;
+        }
+      /* x [..., in] @ W^T [in, out] (+ b): Gemm takes matrices only. */
+      const char *wt = ex_printf (ex, "%s/weight_t", id);
+      Onnx__NodeProto *t = ex_node1 (ex, "Transpose", wt, (const char *const[]) { p[0], NULL });
+      ex_attr_ints (ex, t, "perm", 2, (int64_t[]) { 1, 0 });
+      if (!bias)
+        {
+          ex_node1 (ex, "MatMul", id, (const char *const[]) { x, wt, NULL });
+          return TRUE;
+        }
+      const char *mm = ex_printf (ex, "%s/matmul", id);
+      ex_node1 (ex, "MatMul", mm, (const char *const[]) { x, wt, NULL });
+      ex_node1 (ex, "Add", id, (const char *const[]) { mm, p[1], NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "conv2d"))
+    {
+      gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
+      Onnx__NodeProto *o = ex_node1 (ex, "Conv", id,
+                                     (const char *const[]) { x, p[0], bias ? p[1] : NULL, NULL });
+      ex_attr_pair (ex, o, "kernel_shape", a, "kernel_size", 1);
+      ex_attr_pair (ex, o, "strides", a, "stride", 1);
+      ex_attr_pads (ex, o, a);
+      ex_attr_pair (ex, o, "dilations", a, "dilation", 1);
+      ex_attr_int (ex, o, "group", tw_attrs_get_int (a, "groups", 1));
+      return TRUE;
+    }
+  if (ex_is (n, "max_pool2d") || ex_is (n, "avg_pool2d"))
+    {
+      gboolean max = ex_is (n, "max_pool2d");
+      Onnx__NodeProto *o = ex_node1 (ex, max ? "MaxPool" : "AveragePool", id,
+                                     (const char *const[]) { x, NULL });
+      int64_t k[2];
+      tw_attrs_get_ints2 (a, "kernel_size", k, 1);
+      ex_attr_ints (ex, o, "kernel_shape", 2, k);
+      if (tw_attrs_has (a, "stride"))
+        ex_attr_pair (ex, o, "strides", a, "stride", 1);
+      else
+        ex_attr_ints (ex, o, "strides", 2, k);
+      ex_attr_pads (ex, o, a);
+      if (max)
+        ex_attr_pair (ex, o, "dilations", a, "dilation", 1);
+      else
+        ex_attr_int (ex, o, "count_include_pad", tw_attrs_get_bool (a, "count_include_pad", TRUE));
+      return TRUE;
+    }
+  if (ex_is (n, "batch_norm"))
+    {
+      gboolean affine = tw_attrs_get_bool (a, "affine", TRUE);
+      gboolean track = tw_attrs_get_bool (a, "track_running_stats", TRUE);
+      double eps = tw_attrs_get_float (a, "eps", 1e-5);
+      int64_t C = xi->dims[1];
+      const char *w = affine ? p[0] : NULL, *b = affine ? p[1] : NULL;
+      if (track)
+        {
+          if (!affine)
+            {
+              w = ex_const_fill (ex, ex_printf (ex, "%s/scale", id), xi->dtype, 1, &C, 1.0);
+              b = ex_const_fill (ex, ex_printf (ex, "%s/shift", id), xi->dtype, 1, &C, 0.0);
+            }
+          const char *mean = p[affine ? 2 : 0], *var = p[affine ? 3 : 1];
+          Onnx__NodeProto *o = ex_node1 (ex, "BatchNormalization", id,
+                                         (const char *const[]) { x, w, b, mean, var, NULL });
+          ex_attr_float (ex, o, "epsilon", eps);
+          /* ONNX's running = running * momentum + batch * (1 - momentum); PyTorch's
+           * (and twb's) momentum is the batch's share. */
+          ex_attr_float (ex, o, "momentum", 1.0 - tw_attrs_get_float (a, "momentum", 0.1));
+          return TRUE;
+        }
+      /* No running statistics: inference normalises with the batch's own. */
+      int64_t axes[TW_MAX_DIMS];
+      int na = 0;
+      for (int d = 0; d < r; d++)
+        if (d != 1)
+          axes[na++] = d;
+      if (!affine)
+        {
+          ex_normalise (ex, n, x, xi->dtype, na, axes, eps, id);
+          return TRUE;
+        }
+      const char *y = ex_normalise (ex, n, x, xi->dtype, na, axes, eps, NULL);
+      int64_t bshape[TW_MAX_DIMS] = { C };
+      for (int d = 2; d < r; d++)
+        bshape[d - 1] = 1;
+      const char *bs = ex_const_i64 (ex, ex_printf (ex, "%s/param_shape", id), r - 1, bshape);
+      const char *wr = ex_printf (ex, "%s/weight_c", id), *br = ex_printf (ex, "%s/bias_c", id);
+      ex_node1 (ex, "Reshape", wr, (const char *const[]) { w, bs, NULL });
+      ex_node1 (ex, "Reshape", br, (const char *const[]) { b, bs, NULL });
+      const char *sc = ex_printf (ex, "%s/scaled", id);
+      ex_node1 (ex, "Mul", sc, (const char *const[]) { y, wr, NULL });
+      ex_node1 (ex, "Add", id, (const char *const[]) { sc, br, NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "layer_norm"))
+    {
+      int k = (int) tw_attrs_get_int (a, "normalized_ndim", 1);
+      gboolean affine = tw_attrs_get_bool (a, "elementwise_affine", TRUE);
+      double eps = tw_attrs_get_float (a, "eps", 1e-5);
+      if (ex->opset >= 17)
+        {
+          const char *w = affine ? p[0] : ex_const_fill (ex, ex_printf (ex, "%s/scale", id),
+                                                         xi->dtype, k, xi->dims + r - k, 1.0);
+          Onnx__NodeProto *o = ex_node1 (ex, "LayerNormalization", id,
+                                         (const char *const[]) { x, w, affine ? p[1] : NULL,
+                                                                 NULL });
+          ex_attr_int (ex, o, "axis", -k);
+          ex_attr_float (ex, o, "epsilon", eps);
+          return TRUE;
+        }
+      int64_t axes[TW_MAX_DIMS];
+      for (int i = 0; i < k; i++)
+        axes[i] = r - k + i;
+      if (!affine)
+        {
+          ex_normalise (ex, n, x, xi->dtype, k, axes, eps, id);
+          return TRUE;
+        }
+      const char *y = ex_normalise (ex, n, x, xi->dtype, k, axes, eps, NULL);
+      const char *sc = ex_printf (ex, "%s/scaled", id);
+      ex_node1 (ex, "Mul", sc, (const char *const[]) { y, p[0], NULL });
+      ex_node1 (ex, "Add", id, (const char *const[]) { sc, p[1], NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "scale") || ex_is (n, "add_scalar"))
+    {
+      gboolean sc = ex_is (n, "scale");
+      double v = tw_attrs_get_float (a, sc ? "alpha" : "value", sc ? 1.0 : 0.0);
+      const char *c = ex_const_scalar (ex, ex_printf (ex, "%s/%s", id, sc ? "alpha" : "value"),
+                                       xi->dtype, v);
+      ex_node1 (ex, sc ? "Mul" : "Add", id, (const char *const[]) { x, c, NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "square"))
+    {
+      ex_node1 (ex, "Mul", id, (const char *const[]) { x, x, NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "leaky_relu"))
+    {
+      Onnx__NodeProto *o = ex_node1 (ex, "LeakyRelu", id, (const char *const[]) { x, NULL });
+      ex_attr_float (ex, o, "alpha", tw_attrs_get_float (a, "negative_slope", 0.01));
+      return TRUE;
+    }
+  if (ex_is (n, "gelu"))
+    {
+      /* ONNX has Gelu from opset 20 only: 0.5 x (1 + erf (x / sqrt 2)), or with
+       * approximate "tanh": 0.5 x (1 + tanh (sqrt (2 / pi) (x + 0.044715 x^3))). */
+      tw_dtype dt = xi->dtype;
+      const char *inner;
+      if (g_strcmp0 (tw_attrs_get_string (a, "approximate", "none"), "tanh") == 0)
+        {
+          const char *x2 = ex_printf (ex, "%s/x2", id), *x3 = ex_printf (ex, "%s/x3", id);
+          ex_node1 (ex, "Mul", x2, (const char *const[]) { x, x, NULL });
+          ex_node1 (ex, "Mul", x3, (const char *const[]) { x2, x, NULL });
+          const char *k = ex_const_scalar (ex, ex_printf (ex, "%s/c", id), dt, 0.044715);
+          const char *kx3 = ex_printf (ex, "%s/cx3", id), *s = ex_printf (ex, "%s/sum", id);
+          ex_node1 (ex, "Mul", kx3, (const char *const[]) { x3, k, NULL });
+          ex_node1 (ex, "Add", s, (const char *const[]) { x, kx3, NULL });
+          const char *r2pi = ex_const_scalar (ex, ex_printf (ex, "%s/sqrt_2_over_pi", id), dt,
+                                              sqrt (2.0 / G_PI));
+          const char *arg = ex_printf (ex, "%s/arg", id);
+          ex_node1 (ex, "Mul", arg, (const char *const[]) { s, r2pi, NULL });
+          inner = ex_printf (ex, "%s/tanh", id);
+          ex_node1 (ex, "Tanh", inner, (const char *const[]) { arg, NULL });
+        }
+      else
+        {
+          const char *rs2 = ex_const_scalar (ex, ex_printf (ex, "%s/rsqrt2", id), dt, M_SQRT1_2);
+          const char *arg = ex_printf (ex, "%s/arg", id);
+          ex_node1 (ex, "Mul", arg, (const char *const[]) { x, rs2, NULL });
+          inner = ex_printf (ex, "%s/erf", id);
+          ex_node1 (ex, "Erf", inner, (const char *const[]) { arg, NULL });
+        }
+      const char *one = ex_const_scalar (ex, ex_printf (ex, "%s/one", id), dt, 1.0);
+      const char *half = ex_const_scalar (ex, ex_printf (ex, "%s/half", id), dt, 0.5);
+      const char *op1 = ex_printf (ex, "%s/one_plus", id), *hx = ex_printf (ex, "%s/half_x", id);
+      ex_node1 (ex, "Add", op1, (const char *const[]) { inner, one, NULL });
+      ex_node1 (ex, "Mul", hx, (const char *const[]) { x, half, NULL });
+      ex_node1 (ex, "Mul", id, (const char *const[]) { hx, op1, NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "softmax") || ex_is (n, "log_softmax"))
+    {
+      Onnx__NodeProto *o = ex_node1 (ex, ex_is (n, "softmax") ? "Softmax" : "LogSoftmax", id,
+                                     (const char *const[]) { x, NULL });
+      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
+      return TRUE;
+    }
+  if (ex_is (n, "argmax"))
+    {
+      gboolean cast = n->out_info[0].dtype != TW_I64;
+      const char *am = cast ? ex_printf (ex, "%s/argmax", id) : id;
+      Onnx__NodeProto *o = ex_node1 (ex, "ArgMax", am, (const char *const[]) { x, NULL });
+      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
+      ex_attr_int (ex, o, "keepdims", tw_attrs_get_bool (a, "keepdims", FALSE));
+      if (cast)
+        {
+          o = ex_node1 (ex, "Cast", id, (const char *const[]) { am, NULL });
+          ex_attr_int (ex, o, "to", ex_onnx_dtype (n->out_info[0].dtype));
+        }
+      return TRUE;
+    }
+  if (ex_is (n, "sum") || ex_is (n, "mean") || ex_is (n, "max"))
+    {
+      int64_t axes[TW_ATTR_MAX_LIST];
+      int na = tw_attrs_get_ints (a, "axes", axes, TW_ATTR_MAX_LIST);
+      gboolean keep = tw_attrs_get_bool (a, "keepdim", FALSE);
+      if (na == 0)
+        na = -1;    /* empty: every dim, as absent */
+      Onnx__NodeProto *o;
+      if (ex_is (n, "sum"))
+        {
+          /* ReduceSum takes its axes as an input from opset 13. */
+          const char *ax = na > 0 ? ex_const_i64 (ex, ex_printf (ex, "%s/axes", id), na, axes) : NULL;
+          o = ex_node1 (ex, "ReduceSum", id, (const char *const[]) { x, ax, NULL });
+        }
+      else
+        {
+          o = ex_node1 (ex, ex_is (n, "mean") ? "ReduceMean" : "ReduceMax", id,
+                        (const char *const[]) { x, NULL });
+          if (na > 0)
+            ex_attr_ints (ex, o, "axes", na, axes);
+        }
+      ex_attr_int (ex, o, "keepdims", keep);
+      return TRUE;
+    }
+  if (ex_is (n, "flatten"))
+    {
+      int64_t s = tw_attrs_get_int (a, "start_dim", 1), e = tw_attrs_get_int (a, "end_dim", -1);
+      if (s < 0)
+        s += r;
+      if (e < 0)
+        e += r;
+      if (s == 1 && e == r - 1)
+        {
+          Onnx__NodeProto *o = ex_node1 (ex, "Flatten", id, (const char *const[]) { x, NULL });
+          ex_attr_int (ex, o, "axis", 1);
+          return TRUE;
+        }
+    }
+  if (ex_is (n, "flatten") || ex_is (n, "reshape"))
+    {
+      if (ex_reshape_to (ex, n, x, xi, &n->out_info[0], id))
+        return TRUE;
+      g_string_append_printf (problems,
+                              "node %s (%s): the output shape has two dimensions that depend on "
+                              "the batch size (export with a fixed batch)\n",
+                              id, n->op_name);
+      return FALSE;
+    }
+  if (ex_is (n, "transpose"))
+    {
+      int64_t perm[TW_MAX_DIMS];
+      if (tw_attrs_get_ints (a, "perm", perm, TW_MAX_DIMS) < 0)
+        for (int d = 0; d < r; d++)
+          perm[d] = r - 1 - d;
+      Onnx__NodeProto *o = ex_node1 (ex, "Transpose", id, (const char *const[]) { x, NULL });
+      ex_attr_ints (ex, o, "perm", r, perm);
+      return TRUE;
+    }
+  if (ex_is (n, "concat"))
+    {
+      const char **ins = ex_alloc (ex, sizeof (char *) * (n->n_inputs + 1));
+      for (int i = 0; i < n->n_inputs; i++)
+        ins[i] = ex_input (ex, n, i);
+      Onnx__NodeProto *o = ex_node1 (ex, "Concat", id, ins);
+      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
+      return TRUE;
+    }
+  if (ex_is (n, "split"))
+    {
+      int64_t sizes[TW_ATTR_MAX_LIST];
+      int ns = tw_attrs_get_ints (a, "sizes", sizes, TW_ATTR_MAX_LIST);
+      const char *sp = ex_const_i64 (ex, ex_printf (ex, "%s/split", id), ns, sizes);
+      const char **outs = ex_alloc (ex, sizeof (char *) * (ns + 1));
+      for (int k = 0; k < ns; k++)
+        outs[k] = ex_output (ex, n, k);
+      /* Split takes its sizes as an input from opset 13. */
+      Onnx__NodeProto *o = ex_node (ex, "Split", id, (const char *const[]) { x, sp, NULL }, outs);
+      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
+      return TRUE;
+    }
+  if (ex_is (n, "slice"))
+    {
+      int64_t v[4] = { tw_attrs_get_int (a, "start", 0), tw_attrs_get_int (a, "end", G_MAXINT64),
+                       tw_attrs_get_int (a, "axis", 1), tw_attrs_get_int (a, "step", 1) };
+      static const char *const what[4] = { "starts", "ends", "axes", "steps" };
+      const char *c[4];
+      for (int i = 0; i < 4; i++)
+        c[i] = ex_const_i64 (ex, ex_printf (ex, "%s/%s", id, what[i]), 1, &v[i]);
+      ex_node1 (ex, "Slice", id, (const char *const[]) { x, c[0], c[1], c[2], c[3], NULL });
+      return TRUE;
+    }
+  if (ex_is (n, "embedding"))
+    {
+      Onnx__NodeProto *o = ex_node1 (ex, "Gather", id, (const char *const[]) { p[0], x, NULL });
+      ex_attr_int (ex, o, "axis", 0);
+      return TRUE;
+    }
+
+  if (n->op && (n->op->flags & TW_OP_LOSS))
+    g_string_append_printf (problems,
+                            "node %s (%s): a loss is training-only and is not exported; "
+                            "predict from the node it scores\n",
+                            id, n->op_name);
+  else
+    g_string_append_printf (problems, "node %s (%s): no ONNX form for this op\n", id, n->op_name);
+  return FALSE;
+}
+
+/* ---- the graph -------------------------------------------------------------- */
+
+static Onnx__ValueInfoProto *
+ex_value_info (ex_ctx *ex, const char *name, const tw_tinfo *t)
+{
+  Onnx__ValueInfoProto *vi = ex_alloc (ex, sizeof *vi);
+  onnx__value_info_proto__init (vi);
+  vi->name = ex_strdup (ex, name);
+  Onnx__TypeProto *tp = ex_alloc (ex, sizeof *tp);
+  onnx__type_proto__init (tp);
+  Onnx__TypeProto__Tensor *tt = ex_alloc (ex, sizeof *tt);
+  onnx__type_proto__tensor__init (tt);
+  tt->has_elem_type = TRUE;
+  tt->elem_type = ex_onnx_dtype (t->dtype);
+  Onnx__TensorShapeProto *sh = ex_alloc (ex, sizeof *sh);
+  onnx__tensor_shape_proto__init (sh);
+  sh->n_dim = t->ndim;
+  sh->dim = ex_alloc (ex, sizeof (Onnx__TensorShapeProto__Dimension *) * MAX (t->ndim, 1));
+  for (int d = 0; d < t->ndim; d++)
+    {
+      Onnx__TensorShapeProto__Dimension *dim = ex_alloc (ex, sizeof *dim);
+      onnx__tensor_shape_proto__dimension__init (dim);
+      if (t->dims[d] == TW_DIM_N)
+        {
+          dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+          dim->dim_param = ex_strdup (ex, "N");
+        }
+      else
+        {
+          dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+          dim->dim_value = t->dims[d];
+        }
+      sh->dim[d] = dim;
+    }
+  tt->shape = sh;
+  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  tp->tensor_type = tt;
+  vi->type = tp;
+  return vi;
+}
+
+/* IR version a file of this opset declares (onnx/helper.py's VERSION_TABLE:
+ * opsets 13 and 14 came with IR 7, 15 to 17 with IR 8). */
+static int64_t
+ex_ir_version (int opset)
+{
+  return opset >= 15 ? 8 : 7;
+}
+
+static void
+ex_mark_needed (const tw_graph *g, int i, gboolean *needed)
+{
+  if (needed[i])
+    return;
+  needed[i] = TRUE;
+  const tw_node *n = tw_graph_node (g, i);
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->in_ports[k].node >= 0)
+      ex_mark_needed (g, n->in_ports[k].node, needed);
+}
+
+static void
+ex_ctx_clear (ex_ctx *ex)
+{
+  g_clear_pointer (&ex->nodes, g_ptr_array_unref);
+  g_clear_pointer (&ex->inits, g_ptr_array_unref);
+  g_clear_pointer (&ex->blocks, g_ptr_array_unref);
+  g_clear_pointer (&ex->init_names, g_hash_table_unref);
+  g_clear_pointer (&ex->alias, g_hash_table_unref);
+  g_clear_pointer (&ex->output_values, g_hash_table_unref);
+}
+
+static gboolean
+ex_check_opset (int opset, GError **error)
+{
+  if (opset < TW_ONNX_EXPORT_MIN_OPSET || opset > TW_ONNX_EXPORT_MAX_OPSET)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_OPSET,
+                   "opset %d is outside the %d–%d twb exports", opset, TW_ONNX_EXPORT_MIN_OPSET,
+                   TW_ONNX_EXPORT_MAX_OPSET);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+GBytes *
+tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
+                         const tw_onnx_export_options *opt, GError **error)
+{
+  int opset = opt && opt->opset ? opt->opset : TW_ONNX_EXPORT_MAX_OPSET;
+  gboolean dynamic = opt && opt->dynamic_batch;
+  int64_t batch = opt && opt->batch > 0 ? opt->batch : 1;
+  const char *mname = m->name ? m->name : "model";
+
+  if (!ex_check_opset (opset, error))
+    return NULL;
+  g_autoptr (tw_graph) g = tw_graph_copy (m->graph);
+  int n_err = dynamic ? tw_graph_infer (g) : tw_graph_infer_batch (g, batch);
+  GError *local = NULL;
+  if (n_err == 0 && !tw_graph_check_runnable (g, &local))
+    {
+      g_propagate_error (error, local);
+      return NULL;
+    }
+
+  int nn = tw_graph_n_nodes (g);
+  g_autofree gboolean *needed = g_new0 (gboolean, nn);
+  const char *const *outs = tw_graph_outputs (g);
+  g_autoptr (GString) problems = g_string_new (NULL);
+  for (int i = 0; outs && outs[i]; i++)
+    {
+      tw_port p = tw_graph_resolve (g, outs[i]);
+      if (p.node < 0)
+        g_string_append_printf (problems, "output %s: no such node\n", outs[i]);
+      else
+        ex_mark_needed (g, p.node, needed);
+    }
+  if (n_err > 0)
+    {
+      /* Only the errors of nodes the outputs need matter. */
+      const GArray *diags = tw_graph_diagnostics (g);
+      for (guint i = 0; i < diags->len; i++)
+        {
+          const tw_diag *d = &g_array_index (diags, tw_diag, i);
+          int k = tw_graph_index_of (g, d->node_id);
+          if (k < 0 || needed[k])
+            g_string_append_printf (problems, "node %s: %s\n", d->node_id, d->message);
+        }
+    }
+  if (problems->len > 0)
+    {
+      g_string_truncate (problems, problems->len - 1);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED, "not exported:\n%s",
+                   problems->str);
+      return NULL;
+    }
+  g_autoptr (GArray) order = NULL;
+  if (!tw_graph_topo_order (g, &order, error))
+    return NULL;
+
+  ex_ctx ex = {
+    .g = g, .params = params, .opset = opset,
+    .blocks = g_ptr_array_new_with_free_func (g_free),
+    .nodes = g_ptr_array_new (),
+    .inits = g_ptr_array_new (),
+    .init_names = g_hash_table_new (g_str_hash, g_str_equal),
+    .alias = g_hash_table_new (g_str_hash, g_str_equal),
+    .output_values = g_hash_table_new (g_str_hash, g_str_equal),
+  };
+  for (int i = 0; outs && outs[i]; i++)
+    {
+      tw_port p = tw_graph_resolve (g, outs[i]);
+      const tw_node *src = tw_graph_node (g, p.node);
+      g_hash_table_add (ex.output_values,
+                        p.output == 0 ? ex_strdup (&ex, src->id)
+                                      : ex_printf (&ex, "%s:%d", src->id, p.output));
+    }
+
+  GPtrArray *inputs = g_ptr_array_new ();
+  for (guint i = 0; i < order->len; i++)
+    {
+      const tw_node *n = tw_graph_node (g, g_array_index (order, int, i));
+      if (!needed[g_array_index (order, int, i)])
+        continue;
+      if (n->op && (n->op->flags & TW_OP_SOURCE))
+        {
+          const char *role = tw_attrs_get_string (n->resolved, "role", "data");
+          if (strcmp (role, "data") != 0)
+            g_string_append_printf (problems,
+                                    "node %s (input): a %s input feeds the outputs; only data "
+                                    "inputs are exported\n",
+                                    n->id, role);
+          else if (g_hash_table_contains (ex.output_values, n->id))
+            g_string_append_printf (problems, "node %s (input): a graph input is an output\n",
+                                    n->id);
+          else
+            g_ptr_array_add (inputs, ex_value_info (&ex, n->id, &n->out_info[0]));
+          continue;
+        }
+      ex_emit (&ex, n, problems);
+    }
+
+  GBytes *bytes = NULL;
+  if (problems->len > 0)
+    {
+      g_string_truncate (problems, problems->len - 1);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED, "not exported:\n%s",
+                   problems->str);
+      g_ptr_array_unref (inputs);
+      ex_ctx_clear (&ex);
+      return NULL;
+    }
+
+  Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
+  graph.name = ex_strdup (&ex, mname);
+  graph.n_node = ex.nodes->len;
+  graph.node = (Onnx__NodeProto **) ex.nodes->pdata;
+  graph.n_initializer = ex.inits->len;
+  graph.initializer = (Onnx__TensorProto **) ex.inits->pdata;
+  graph.n_input = inputs->len;
+  graph.input = (Onnx__ValueInfoProto **) inputs->pdata;
+  GPtrArray *outputs = g_ptr_array_new ();
+  for (int i = 0; outs && outs[i]; i++)
+    {
+      tw_port p = tw_graph_resolve (g, outs[i]);
+      const tw_node *src = tw_graph_node (g, p.node);
+      g_ptr_array_add (outputs, ex_value_info (&ex, ex_port_value (&ex, p), &src->out_info[p.output]));
+    }
+  graph.n_output = outputs->len;
+  graph.output = (Onnx__ValueInfoProto **) outputs->pdata;
+
+  Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+  os.domain = ex_strdup (&ex, "");
+  os.has_version = TRUE;
+  os.version = opset;
+  Onnx__OperatorSetIdProto *osp = &os;
+  Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
+  model.has_ir_version = TRUE;
+  model.ir_version = ex_ir_version (opset);
+  model.n_opset_import = 1;
+  model.opset_import = &osp;
+  model.producer_name = ex_strdup (&ex, "twb");
+  model.graph = &graph;
+
+  gsize len = onnx__model_proto__get_packed_size (&model);
+  guint8 *buf = g_malloc (MAX (len, 1));
+  gsize packed = onnx__model_proto__pack (&model, buf);
+  g_assert (packed == len);
+  bytes = g_bytes_new_take (buf, len);
+
+  g_ptr_array_unref (outputs);
+  g_ptr_array_unref (inputs);
+  ex_ctx_clear (&ex);
+  return bytes;
+}
+
+gboolean
+tw_onnx_export (const tw_model *m, const tw_params *params, const tw_onnx_export_options *opt,
+                const char *path, GError **error)
+{
+  g_autoptr (GBytes) bytes = tw_onnx_export_to_bytes (m, params, opt, error);
+  if (bytes == NULL)
+    return FALSE;
+  gsize len;
+  const void *data = g_bytes_get_data (bytes, &len);
+  return tw_file_save (path, data, len, error);
+}
+
+tw_params *
+tw_onnx_export_params (const tw_model *m, const char *weights, GError **error)
+{
+  g_autoptr (tw_graph) g = tw_graph_copy (m->graph);
+  if (tw_graph_infer (g) > 0)
+    {
+      g_autofree char *errs = tw_graph_errors_to_string (g);
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED, "%s: %s",
+                   m->name ? m->name : "model", errs);
+      return NULL;
+    }
+  g_autoptr (tw_params) params = tw_params_new ();
+  if (!tw_params_sync_graph (params, g, m->recipe.seed, error))
+    return NULL;
+  if (weights && !tw_params_load_weights (params, weights, error))
+    return NULL;
+  return g_steal_pointer (&params);
+}

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# test-export.sh TWB ASSETS — `twb export` (TAP).
+#
+# Every model in ASSETS/models, and data/export-ops.json (every op twb
+# exports, with dropout and a loss left out) and data/export-embedding.json,
+# export at opset 13 and 17 and with a symbolic batch.  Where /usr/bin/python3
+# has onnx and numpy (Debian's python3-onnx; skipped otherwise):
+# onnx.checker.check_model (full_check), shape inference's output shapes
+# against `twb info`, node names against the twb ids, initializer names
+# against the parameters (check-export.py check); and the numbers: random
+# weights exported with --weights come out bit for bit, and the exported
+# file run by check-export.py's NumPy interpreter gives `twb predict`'s
+# outputs (eager) on the same input.  Then what is refused, each leaving
+# the output file as it was: losses and labels on the way to an output (all
+# named at once), opsets outside 13..17, weights of the wrong shapes, an
+# output that is the model.
+#
+# Tolerance of the numbers: relative 1e-5 of the largest output; twb runs
+# in float32 and the interpreter accumulates in float64, over at most a few
+# hundred operations per output (float32 rounding 6e-8 each: ~1e-6 seen).
+set -u
+twb=$1
+assets=$2
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/data
+check=$here/check-export.py
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fail=0
+ok () { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2"; }
+skip () { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+
+have_onnx=0
+if [ -x "$py" ] && "$py" -c 'import onnx, numpy' 2>/dev/null; then
+  have_onnx=1
+fi
+no_onnx="no onnx and numpy for $py (Debian's python3-onnx)"
+
+# export NAME MODEL ARGS...: exit status 0 and a file.
+export_ok () {
+  local what=$1 model=$2 out=$3
+  shift 3
+  local msg
+  if msg=$("$twb" export "$model" -o "$out" "$@" 2>&1) && [ -s "$out" ]; then
+    ok "$what exports"
+    return 0
+  fi
+  not_ok "$what exports" "$msg"
+  return 1
+}
+
+# onnx_check FILE MODEL BATCH OPSET
+onnx_check () {
+  local out=$1 model=$2 batch=$3 opset=$4 msg
+  if [ $have_onnx = 0 ]; then
+    skip "$(basename "$out") passes onnx.checker and shape inference" "$no_onnx"
+    return
+  fi
+  "$twb" info "$model" --json > "$tmp/info.json"
+  if msg=$("$py" "$check" check "$out" "$model" "$tmp/info.json" "$batch" "$opset" 2>&1); then
+    ok "$(basename "$out") passes onnx.checker, shape inference, names"
+  else
+    not_ok "$(basename "$out") passes onnx.checker, shape inference, names" "$msg"
+  fi
+}
+
+models=("$assets"/models/*.json "$data/export-ops.json" "$data/export-embedding.json")
+for model in "${models[@]}"; do
+  name=$(basename "$model" .json)
+  batch=$(sed -n 's/.*"batch_size" *: *\([0-9]*\).*/\1/p' "$model" | head -n1)
+  batch=${batch:-64}
+  for opset in 13 17; do
+    out="$tmp/$name-$opset.onnx"
+    export_ok "$name at opset $opset" "$model" "$out" --opset "$opset" && onnx_check "$out" "$model" "$batch" "$opset"
+  done
+  # The 16-million-parameter MLP: the two opsets are enough.
+  [ "$name" = mlp-gemm ] && continue
+  out="$tmp/$name-dyn.onnx"
+  export_ok "$name with --dynamic-batch" "$model" "$out" --dynamic-batch && onnx_check "$out" "$model" N 17
+  out="$tmp/$name-b3.onnx"
+  export_ok "$name with --batch 3" "$model" "$out" --batch 3 --opset 15 && onnx_check "$out" "$model" 3 15
+done
+
+# Without --weights the initial weights are exported, and stderr says so.
+msg=$("$twb" export "$assets/models/mlp.json" -o "$tmp/init.onnx" 2>&1 >/dev/null)
+if grep -q "initial weights" <<<"$msg"; then ok "without --weights: says the initial weights are exported"
+else not_ok "without --weights: says the initial weights are exported" "$msg"; fi
+
+# The numbers: random weights, exported, run by NumPy, against twb predict.
+for model in "$assets/models/mlp.json" "$data/export-ops.json" "$data/export-embedding.json"; do
+  name=$(basename "$model" .json)
+  if [ $have_onnx = 0 ]; then
+    skip "$name: the exported file computes twb's outputs" "$no_onnx"
+    continue
+  fi
+  w="$tmp/$name-w.safetensors"
+  msg=$( { "$py" "$check" weights "$tmp/$name-13.onnx" "$w" 7 \
+           && "$twb" export "$model" --weights "$w" -o "$tmp/$name-w13.onnx" --opset 13 --batch 4 \
+           && "$twb" export "$model" --weights "$w" -o "$tmp/$name-w17.onnx" --dynamic-batch \
+           && "$py" "$check" same-weights "$tmp/$name-w13.onnx" "$w"; } 2>&1)
+  if [ $? = 0 ]; then ok "$name: --weights exported bit for bit"
+  else not_ok "$name: --weights exported bit for bit" "$msg"; continue; fi
+  msg=$( { "$py" "$check" input "$tmp/$name-w17.onnx" "$tmp/$name-x.npy" 4 11 \
+           && "$twb" predict "$model" --weights "$w" --input "$tmp/$name-x.npy" \
+                --output "$tmp/$name-y.npy" --mode eager >/dev/null; } 2>&1)
+  if [ $? != 0 ]; then not_ok "$name: twb predict" "$msg"; continue; fi
+  for opset in 13 17; do
+    if msg=$("$py" "$check" run "$tmp/$name-w$opset.onnx" "$tmp/$name-x.npy" "$tmp/$name-py$opset.npy" 2>&1 \
+             && "$py" "$check" close "$tmp/$name-py$opset.npy" "$tmp/$name-y.npy" 1e-5 2>&1); then
+      ok "$name at opset $opset computes twb's outputs ($msg)"
+    else
+      not_ok "$name at opset $opset computes twb's outputs" "$msg"
+    fi
+  done
+done
+
+# A dropout that is an output becomes an Identity of that name.
+cat > "$tmp/drop-out.json" <<'EOF'
+{ "format": "twb-model", "version": 1, "name": "drop-out",
+  "graph": { "nodes": [
+    { "id": "x", "op": "input", "attrs": { "shape": [4], "dtype": "f32", "role": "data" } },
+    { "id": "fc", "op": "linear", "inputs": ["x"], "attrs": { "out_features": 3 } },
+    { "id": "drop", "op": "dropout", "inputs": ["fc"], "attrs": { "p": 0.5 } } ],
+    "outputs": ["drop"] } }
+EOF
+if export_ok "a dropout output" "$tmp/drop-out.json" "$tmp/drop-out.onnx" --opset 13; then
+  if [ $have_onnx = 0 ]; then
+    skip "a dropout output is an Identity" "$no_onnx"
+  elif msg=$("$py" -c "
+import onnx, sys
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m, full_check=True)
+ops = [(n.name, n.op_type) for n in m.graph.node]
+assert ops == [('fc', 'Gemm'), ('drop', 'Identity')], ops
+assert [o.name for o in m.graph.output] == ['drop']
+" "$tmp/drop-out.onnx" 2>&1); then
+    ok "a dropout output is an Identity"
+  else
+    not_ok "a dropout output is an Identity" "$msg"
+  fi
+fi
+
+# Refusals leave the output file as it was.
+printf 'the previous file\n' > "$tmp/keep.onnx"
+cp "$tmp/keep.onnx" "$tmp/keep.orig"
+# refused WHAT STATUS PATTERN ARGS...: exit status, a message matching, the file kept.
+refused () {
+  local what=$1 want=$2 pattern=$3
+  shift 3
+  local msg st
+  msg=$("$twb" export "$@" 2>&1)
+  st=$?
+  if [ $st = "$want" ] && grep -qE -- "$pattern" <<<"$msg" && cmp -s "$tmp/keep.onnx" "$tmp/keep.orig" \
+     && [ -z "$(ls "$tmp" | grep 'keep.onnx.tmp')" ]; then
+    ok "$what: refused ($st), file untouched"
+  else
+    not_ok "$what: refused ($st, expected $want), file untouched" "$msg"
+  fi
+}
+
+cat > "$tmp/losses.json" <<'EOF'
+{ "format": "twb-model", "version": 1, "name": "losses",
+  "graph": { "nodes": [
+    { "id": "x", "op": "input", "attrs": { "shape": [4], "dtype": "f32", "role": "data" } },
+    { "id": "y", "op": "input", "attrs": { "shape": [], "dtype": "i64", "role": "label" } },
+    { "id": "t", "op": "input", "attrs": { "shape": [3], "dtype": "f32", "role": "label" } },
+    { "id": "fc", "op": "linear", "inputs": ["x"], "attrs": { "out_features": 3 } },
+    { "id": "shifted", "op": "add", "inputs": ["fc", "t"] },
+    { "id": "ce", "op": "cross_entropy", "inputs": ["fc", "y"] },
+    { "id": "l2", "op": "mse_loss", "inputs": ["fc", "t"] } ],
+    "outputs": ["shifted", "ce", "l2"] } }
+EOF
+refused "losses and a label on the way to the outputs" 1 \
+  "node t \(input\): a label input.*" "$tmp/losses.json" -o "$tmp/keep.onnx"
+msg=$("$twb" export "$tmp/losses.json" -o "$tmp/keep.onnx" 2>&1)
+if grep -q "node ce (cross_entropy)" <<<"$msg" && grep -q "node l2 (mse_loss)" <<<"$msg" \
+   && grep -q "node t (input)" <<<"$msg"; then
+  ok "every refused node named at once"
+else
+  not_ok "every refused node named at once" "$msg"
+fi
+refused "--opset 12" 2 "--opset 12" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 12
+refused "--opset 18" 2 "--opset 18" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 18
+refused "--batch with --dynamic-batch" 2 "--batch" "$assets/models/mlp.json" -o "$tmp/keep.onnx" \
+  --batch 2 --dynamic-batch
+refused "no -o" 2 "usage" "$assets/models/mlp.json"
+if [ -f "$tmp/export-embedding-w.safetensors" ]; then
+  refused "weights of another model" 1 "no tensor 'conv1.weight'" "$assets/models/lenet5.json" \
+    --weights "$tmp/export-embedding-w.safetensors" -o "$tmp/keep.onnx"
+else
+  skip "weights of another model" "no weights file (written with $py's numpy and onnx)"
+fi
+refused "a missing weights file" 1 "nothing-here.safetensors" "$assets/models/mlp.json" \
+  --weights "$tmp/nothing-here.safetensors" -o "$tmp/keep.onnx"
+cp "$assets/models/mlp.json" "$tmp/self.json"
+msg=$("$twb" export "$tmp/self.json" -o "$tmp/self.json" 2>&1)
+if [ $? != 0 ] && cmp -s "$tmp/self.json" "$assets/models/mlp.json"; then ok "-o the model itself: refused"
+else not_ok "-o the model itself: refused" "$msg"; fi
+
+echo "1..$n"
+exit $fail
