@@ -139,6 +139,7 @@ tw_ops_init (void)
       tw_ops_register_pad ();
       tw_ops_register_resize ();
       tw_ops_register_shape_extra ();
+      tw_ops_register_select ();
       tw_fused_ops_register ();
       sorted_ops = g_ptr_array_new ();
       GHashTableIter it;

@@ -277,6 +277,7 @@ void tw_ops_register_act_extra (void);   /* act-extra.c: clip, relu6, hard_sigmo
 void tw_ops_register_pad (void);
 void tw_ops_register_resize (void);
 void tw_ops_register_shape_extra (void);  /* shape-extra.c: squeeze, unsqueeze, cast */
+void tw_ops_register_select (void);       /* select.c: where, expand */
 /* The compiler's fused ops and their CPU kernels (engine/compile/fuse.c). */
 void tw_fused_ops_register (void);
 

@@ -1093,6 +1093,36 @@ gen_squeeze (bcase *c, const char *op, int k)
   want (c, &t->y);
 }
 
+/* where (cond as i64 0/1, a, b broadcasting three ways) and expand (both
+ * ways: [3, 1] against [2, 1, 4]; a row; a 0-d input). */
+static void
+gen_where (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp c, a, b, y;
+  } wc[] = {
+    { { 2, { 1, 7 } }, { 2, { 1, 7 } }, { 2, { 1, 7 } }, { 2, { 1, 7 } } },
+    { { 2, { 3, 1 } }, { 1, { 13 } }, { 2, { 3, 13 } }, { 2, { 3, 13 } } },
+    { { 3, { 2, 1, 5 } }, { 0, { 0 } }, { 2, { 3, 1 } }, { 3, { 2, 3, 5 } } },
+  }, ec[] = {
+    { { 2, { 3, 1 } }, { 3, { 2, 1, 4 } }, { 0 }, { 3, { 2, 3, 4 } } },
+    { { 1, { 5 } }, { 2, { 3, 1 } }, { 0 }, { 2, { 3, 5 } } },
+    { { 0, { 0 } }, { 2, { 2, 3 } }, { 0 }, { 2, { 2, 3 } } },
+  };
+  if (is (op, "expand"))
+    {
+      boc_in_randn_s (c, &ec[k].c);
+      tw_attrs_set_ints (attrs_of (c), "shape", ec[k].a.nd, ec[k].a.d);
+      want (c, &ec[k].y);
+      return;
+    }
+  in_int (c, 2, &wc[k].c);
+  boc_in_randn_s (c, &wc[k].a);
+  boc_in_randn_s (c, &wc[k].b);
+  want (c, &wc[k].y);
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 const op_case tw_boc_cases[] = {
@@ -1153,6 +1183,7 @@ const op_case tw_boc_cases[] = {
   { "pad", 3, gen_pad }, { "pad_grad", 3, gen_pad },
   { "resize", 4, gen_resize }, { "resize_grad", 4, gen_resize },
   { "squeeze", 3, gen_squeeze }, { "unsqueeze", 3, gen_squeeze }, { "cast", 3, gen_squeeze },
+  { "where", 3, gen_where }, { "expand", 3, gen_where },
   /* sources */
   { "input", 2, gen_input },
 };

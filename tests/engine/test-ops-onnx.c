@@ -1,6 +1,7 @@
 /* test-ops-onnx.c — the ops real ONNX models need: clip, relu6,
  * hard_sigmoid, hard_swish, pad, resize (nearest), and the element-wise
- * abs, sign, floor, ceil, erf, pow, minimum, maximum; squeeze, unsqueeze, cast.
+ * abs, sign, floor, ceil, erf, pow, minimum, maximum; squeeze, unsqueeze,
+ * cast, where, expand.
  *
  * - ONNX's own node test cases (libonnx-testdata, checked in as
  *   data/onnx-node-ops.json by data/gen-onnx-node-ops.py) through the
@@ -614,6 +615,72 @@ test_squeeze_cast (void)
   tw_attrs_free (ca);
 }
 
+/* ---- where, expand -------------------------------------------------------------------- */
+
+/* Element of t (shape aligned to the right of the output's) at output index idx. */
+static double
+bcast_get (const tw_tensor *t, int ond, const int64_t *idx)
+{
+  int64_t f = 0;
+  for (int d = 0; d < t->ndim; d++)
+    {
+      int64_t i = idx[ond - t->ndim + d];
+      f = f * t->shape[d] + (t->shape[d] == 1 ? 0 : i);
+    }
+  return tw_tensor_get_flat (t, f);
+}
+
+static void
+test_where_expand (void)
+{
+  /* cond u8 [2, 1, 5], a [3, 1], b [5] -> [2, 3, 5] */
+  g_autoptr (tw_tensor) cond = tw_tensor_new (TW_U8, 3, (int64_t[]) { 2, 1, 5 });
+  for (int i = 0; i < 10; i++)
+    tw_tensor_u8 (cond)[i] = (guint8) ((i * 7) % 3);    /* 0, 1, 2: two of three true */
+  g_autoptr (tw_tensor) a = twt_randn (TW_F64, 2, (int64_t[]) { 3, 1 }, 31);
+  g_autoptr (tw_tensor) b = twt_randn (TW_F64, 1, (int64_t[]) { 5 }, 32);
+  tw_tensor *in[3] = { cond, a, b }, *out[1];
+  twt_run_guarded ("where", NULL, in, 3, out, NULL);
+  g_autoptr (tw_tensor) y = out[0];
+  g_assert_cmpint (y->ndim, ==, 3);
+  for (int64_t f = 0; f < 30; f++)
+    {
+      int64_t idx[3];
+      unflatten (3, y->shape, f, idx);
+      double want = bcast_get (cond, 3, idx) != 0 ? bcast_get (a, 3, idx) : bcast_get (b, 3, idx);
+      g_assert_cmpfloat (tw_tensor_f64 (y)[f], ==, want);
+    }
+  /* the gradients of a and b (cond u8 is not differentiated) */
+  twt_assert_grad ("where", NULL, in, 3, ((gboolean[]) { FALSE, TRUE, TRUE }), TOL_GRAD);
+
+  /* expand [3, 1] with [2, 1, 4] -> [2, 3, 4], i64 too (a copy of any dtype) */
+  tw_attrs *ea = tw_attrs_new ();
+  tw_attrs_set_ints (ea, "shape", 3, (int64_t[]) { 2, 1, 4 });
+  g_autoptr (tw_tensor) xi = twt_randint (2, (int64_t[]) { 3, 1 }, 33, 1000);
+  g_autoptr (tw_tensor) ye = run1 ("expand", ea, xi);
+  g_assert_cmpint (ye->ndim, ==, 3);
+  for (int64_t f = 0; f < 24; f++)
+    {
+      int64_t idx[3];
+      unflatten (3, ye->shape, f, idx);
+      g_assert_cmpint (tw_tensor_i64 (ye)[f], ==, (int64_t) bcast_get (xi, 3, idx));
+    }
+  g_autoptr (tw_tensor) xd = twt_randn (TW_F64, 2, (int64_t[]) { 3, 1 }, 34);
+  tw_tensor *gin[1] = { xd };
+  twt_assert_grad ("expand", ea, gin, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+  tw_tinfo x4;
+  tw_tinfo_set (&x4, TW_F32, 2, (int64_t[]) { 3, 2 });
+  twt_assert_infer_error ("expand", ea, &x4, 1, "[3, 2] and [2, 1, 4]", NULL);   /* 2 against 4 */
+  tw_attrs_set_ints (ea, "shape", 1, (int64_t[]) { -2 });
+  twt_assert_infer_error ("expand", ea, &x4, 1, "entry 0 of 'shape' is -2", NULL);
+  tw_attrs_free (ea);
+  tw_tinfo wi[3];
+  tw_tinfo_set (&wi[0], TW_U8, 1, (int64_t[]) { 3 });
+  tw_tinfo_set (&wi[1], TW_F32, 1, (int64_t[]) { 3 });
+  tw_tinfo_set (&wi[2], TW_F64, 1, (int64_t[]) { 3 });
+  twt_assert_infer_error ("where", NULL, wi, 3, "f32[3] and f64[3]", NULL);
+}
+
 /* ---- eager against compiled ---------------------------------------------------------- */
 
 /* Every op of this file in one trainable network: padded (reflect) conv,
@@ -703,6 +770,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/onnx/resize", test_resize);
   g_test_add_func ("/engine/ops/onnx/errors", test_errors);
   g_test_add_func ("/engine/ops/onnx/squeeze-cast", test_squeeze_cast);
+  g_test_add_func ("/engine/ops/onnx/where-expand", test_where_expand);
   g_test_add_func ("/engine/ops/onnx/eager-compiled", test_eager_compiled);
   return g_test_run ();
 }
