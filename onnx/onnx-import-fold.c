@@ -77,6 +77,43 @@ reshaped_copy (const tw_tensor *t, int ndim, const int64_t *dims)
   return tw_tensor_reshape (c, ndim, dims);
 }
 
+/* ONNX Slice of a contiguous t along axis a: start, end and step as ONNX
+ * clamps them (negative from the end; a negative step walks backwards). */
+static tw_tensor *
+slice_axis (const tw_tensor *t, int a, int64_t start, int64_t end, int64_t step)
+{
+  int64_t dim = t->shape[a];
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  GArray *idx = g_array_new (FALSE, FALSE, sizeof (int64_t));
+  if (step > 0)
+    for (int64_t i = CLAMP (start, 0, dim); i < CLAMP (end, 0, dim); i += step)
+      g_array_append_val (idx, i);
+  else
+    for (int64_t i = CLAMP (start, 0, dim - 1); i > CLAMP (end, -1, dim - 1); i += step)
+      g_array_append_val (idx, i);
+  int64_t shape[TW_MAX_DIMS];
+  memcpy (shape, t->shape, t->ndim * sizeof *shape);
+  shape[a] = idx->len;
+  tw_tensor *out = tw_tensor_new (t->dtype, t->ndim, shape);
+  size_t es = tw_dtype_size (t->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; d++)
+    outer *= t->shape[d];
+  for (int d = a + 1; d < t->ndim; d++)
+    inner *= t->shape[d];
+  const char *src = tw_tensor_data (t);
+  char *dst = tw_tensor_data (out);
+  for (int64_t o = 0; o < outer; o++)
+    for (guint j = 0; j < idx->len; j++)
+      memcpy (dst + ((o * idx->len + j) * inner) * es,
+              src + ((o * dim + g_array_index (idx, int64_t, j)) * inner) * es, inner * es);
+  g_array_free (idx, TRUE);
+  return out;
+}
+
 static int64_t
 fold_int (const char *op, int64_t a, int64_t b)
 {
@@ -293,34 +330,64 @@ tw_imp_fold (tw_imp *im)
     }
   if (strcmp (op, "Slice") == 0 && im->opset >= 10)
     {
-      g_autofree int64_t *vals = NULL, *st = NULL, *en = NULL, *ax = NULL, *sp = NULL;
-      int64_t nv, ns, ne, nax = 0, nsp = 0;
-      if (x->c->ndim != 1 || !tw_imp_const_ints (im, x, "a folded Slice's data", &vals, &nv)
-          || !tw_imp_const_ints (im, tw_imp_input (im, 1), "starts", &st, &ns)
+      g_autofree int64_t *st = NULL, *en = NULL, *ax = NULL, *sp = NULL;
+      int64_t ns, ne, nax = -1, nsp = -1;
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "starts", &st, &ns)
           || !tw_imp_const_ints (im, tw_imp_input (im, 2), "ends", &en, &ne)
           || (tw_imp_input (im, 3) && !tw_imp_const_ints (im, tw_imp_input (im, 3), "axes", &ax, &nax))
           || (tw_imp_input (im, 4) && !tw_imp_const_ints (im, tw_imp_input (im, 4), "steps", &sp, &nsp)))
+        return TRUE;
+      if (ne != ns || (nax >= 0 && nax != ns) || (nsp >= 0 && nsp != ns))
         {
-          if (!im->failed)
-            tw_imp_problem (im, "folding a Slice of a constant is supported for 1-D integer tensors only");
+          tw_imp_problem (im, "starts, ends, axes and steps of different lengths");
           return TRUE;
         }
-      int64_t step = nsp ? sp[0] : 1;
-      if (ns != 1 || ne != 1 || (nax && ax[0] != 0 && ax[0] != -1) || step == 0)
+      g_autoptr (tw_tensor) cur = tw_tensor_clone (x->c);
+      for (int64_t k = 0; k < ns; k++)
         {
-          tw_imp_problem (im, "folding a Slice of a constant is supported for 1-D integer tensors only");
+          int a = tw_imp_norm_axis (im, nax >= 0 ? ax[k] : k, cur->ndim);
+          int64_t step = nsp >= 0 ? sp[k] : 1;
+          if (a < 0)
+            return TRUE;
+          if (step == 0)
+            {
+              tw_imp_problem (im, "a step of 0");
+              return TRUE;
+            }
+          tw_tensor *next = slice_axis (cur, a, st[k], en[k], step);
+          tw_tensor_unref (cur);
+          cur = next;
+        }
+      tw_imp_set_const (im, 0, g_steal_pointer (&cur));
+      return TRUE;
+    }
+  if (strcmp (op, "Transpose") == 0)
+    {
+      int64_t perm[TW_MAX_DIMS * 2];
+      gsize np = 0;
+      int r = x->c->ndim;
+      if (!tw_imp_attr_ints (im, "perm", 0, 0, perm, &np))
+        return TRUE;
+      int p[TW_MAX_DIMS];
+      gboolean seen[TW_MAX_DIMS] = { FALSE };
+      if (np != 0 && np != (gsize) r)
+        {
+          tw_imp_problem (im, "perm of %" G_GSIZE_FORMAT " entries for a rank-%d constant", np, r);
           return TRUE;
         }
-      int64_t s = st[0] < 0 ? st[0] + nv : st[0], e = en[0] < 0 ? en[0] + nv : en[0];
-      GArray *o = g_array_new (FALSE, FALSE, sizeof (int64_t));
-      if (step > 0)
-        for (int64_t i = CLAMP (s, 0, nv); i < CLAMP (e, 0, nv); i += step)
-          g_array_append_val (o, vals[i]);
-      else
-        for (int64_t i = CLAMP (s, -1, nv - 1); i > CLAMP (e, -1, nv - 1); i += step)
-          g_array_append_val (o, vals[i]);
-      tw_imp_set_const (im, 0, ints_tensor (1, (int64_t *) o->data, o->len));
-      g_array_free (o, TRUE);
+      for (int d = 0; d < r; d++)
+        {
+          p[d] = np ? (int) perm[d] : r - 1 - d;
+          if (p[d] < 0 || p[d] >= r || seen[p[d]])
+            {
+              tw_imp_problem (im, "perm is not a permutation");
+              return TRUE;
+            }
+          seen[p[d]] = TRUE;
+        }
+      g_autoptr (tw_tensor) c = tw_tensor_clone (x->c);
+      g_autoptr (tw_tensor) v = tw_tensor_permute (c, p);
+      tw_imp_set_const (im, 0, tw_tensor_clone (v));
       return TRUE;
     }
   if (strcmp (op, "ConstantOfShape") == 0)

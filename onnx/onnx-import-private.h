@@ -66,5 +66,9 @@ tw_tensor *tw_imp_as_f32 (const tw_tensor *t);
 /* Fold the current node when its inputs are constants (or Shape of a
  * dynamic value): FALSE when the op is not one folding knows. */
 gboolean tw_imp_fold (tw_imp *im);
+/* Positions in rows (onnx-import-layout.c), and the model's "editor"
+ * member with a block per stage ("layer1.0") of two nodes or more, or NULL. */
+void tw_imp_layout_rows (tw_graph *g);
+JsonNode *tw_imp_stage_blocks (tw_graph *g);
 
 G_END_DECLS

@@ -890,6 +890,204 @@ import_leaky_relu (tw_imp *im)
   emit1 (im, NULL, "leaky_relu", a, x);
 }
 
+static gboolean
+optional_scalar (tw_imp *im, gsize i, const char *what, gboolean *present, double *v)
+{
+  const tw_imp_val *c = tw_imp_input (im, i);
+  *present = c != NULL;
+  if (c && !scalar_of (c, v))
+    {
+      tw_imp_problem (im, "%s must be a constant scalar", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Clip: bounds as inputs from opset 11, attributes before; (0, 6) is relu6. */
+static void
+import_clip (tw_imp *im)
+{
+  static const char *const known[] = { "min", "max", NULL };
+  check_attrs (im, im->opset < 11 ? known : NULL);
+  const tw_imp_val *x = dyn_input (im, 0, "the input");
+  gboolean has_lo = FALSE, has_hi = FALSE;
+  double lo = 0, hi = 0;
+  if (im->opset < 11)
+    {
+      has_lo = tw_onnx_attr (im->n, "min") != NULL, has_hi = tw_onnx_attr (im->n, "max") != NULL;
+      lo = attr_float (im, "min", 0), hi = attr_float (im, "max", 0);
+    }
+  else if (!optional_scalar (im, 1, "min", &has_lo, &lo)
+           || !optional_scalar (im, 2, "max", &has_hi, &hi))
+    return;
+  if (x == NULL || im->failed)
+    return;
+  if (has_lo && has_hi && lo == 0 && hi == 6)
+    {
+      emit1 (im, NULL, "relu6", NULL, x);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  if (has_lo)
+    tw_attrs_set_float (a, "min", short_double ((float) lo));
+  if (has_hi)
+    tw_attrs_set_float (a, "max", short_double ((float) hi));
+  emit1 (im, NULL, "clip", a, x);
+}
+
+static void
+import_hard_sigmoid (tw_imp *im)
+{
+  static const char *const known[] = { "alpha", "beta", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "X");
+  double alpha = attr_float (im, "alpha", 0.2f), beta = attr_float (im, "beta", 0.5f);
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "alpha", short_double ((float) alpha));
+  tw_attrs_set_float (a, "beta", short_double ((float) beta));
+  emit1 (im, NULL, "hard_sigmoid", a, x);
+}
+
+/* Pad: ONNX lists begin pads of every dim, then end pads; twb's pad takes
+ * those of the last k dims, the batch never padded. */
+static void
+import_pad (tw_imp *im)
+{
+  static const char *const known_old[] = { "mode", "pads", "value", NULL };
+  static const char *const known[] = { "mode", NULL };
+  check_attrs (im, im->opset < 11 ? known_old : known);
+  const tw_imp_val *x = dyn_input (im, 0, "data");
+  g_autofree int64_t *pads = NULL;
+  int64_t np = 0;
+  double value = 0;
+  gboolean has_value = FALSE;
+  if (im->opset < 11)
+    {
+      int64_t buf[TW_MAX_DIMS * 2];
+      gsize len = 0;
+      if (!tw_imp_attr_ints (im, "pads", 0, 0, buf, &len))
+        return;
+      pads = g_memdup2 (buf, MAX (len, 1) * sizeof *buf), np = (int64_t) len;
+      value = attr_float (im, "value", 0);
+    }
+  else
+    {
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "pads", &pads, &np)
+          || !optional_scalar (im, 2, "constant_value", &has_value, &value))
+        return;
+      if (tw_imp_input (im, 3))
+        tw_imp_problem (im, "the axes input (opset 18) is not supported");
+    }
+  g_autofree char *mode = tw_onnx_attr (im->n, "mode") ? attr_string_dup (im, "mode")
+                                                          : g_strdup ("constant");
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int r = info.ndim;
+  if (np != 2 * r)
+    {
+      tw_imp_problem (im, "%" G_GINT64_FORMAT " pads for a rank-%d input", np, r);
+      return;
+    }
+  int first = r;
+  for (int d = 0; d < r; d++)
+    if ((pads[d] != 0 || pads[d + r] != 0) && first == r)
+      first = d;
+  if (first == 0)
+    {
+      tw_imp_problem (im, "pads on the batch dimension");
+      return;
+    }
+  if (first == r)
+    first = r - 1;              /* nothing padded: pad the last dim by 0 */
+  int k = r - first;
+  int64_t tp[TW_ATTR_MAX_LIST];
+  if (2 * k > TW_ATTR_MAX_LIST)
+    {
+      tw_imp_problem (im, "pads on %d dims", k);
+      return;
+    }
+  for (int d = 0; d < k; d++)
+    {
+      tp[d] = pads[first + d];
+      tp[k + d] = pads[first + d + r];
+      if (tp[d] < 0 || tp[k + d] < 0)
+        {
+          tw_imp_problem (im, "negative pads (cropping)");
+          return;
+        }
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "pads", 2 * k, tp);
+  tw_attrs_set_string (a, "mode", mode);
+  if (value != 0)
+    tw_attrs_set_float (a, "value", short_double ((float) value));
+  emit1 (im, NULL, "pad", a, x);
+}
+
+/* Resize (opset 11+): scales or sizes of all four NCHW dims, N and C kept. */
+static void
+import_resize (tw_imp *im)
+{
+  static const char *const known[] = { "mode", "coordinate_transformation_mode", "nearest_mode",
+                                       "cubic_coeff_a", "exclude_outside",
+                                       "extrapolation_value", NULL };
+  check_attrs (im, known);
+  const tw_imp_val *x = dyn_input (im, 0, "X");
+  if (im->opset < 11)
+    {
+      tw_imp_problem (im, "Resize before opset 11 (scales as attributes)");
+      return;
+    }
+  if (!attr_string_is (im, "mode", "nearest"))
+    {
+      g_autofree char *m = attr_string_dup (im, "mode");
+      tw_imp_problem (im, "mode %s (twb's resize is nearest only)", m);
+    }
+  if (tw_imp_attr_int (im, "exclude_outside", 0) != 0)
+    tw_imp_problem (im, "exclude_outside=1");
+  const tw_imp_val *sc = tw_imp_input (im, 2), *sz = tw_imp_input (im, 3);
+  if (sc && tw_tensor_numel (sc->c) == 0)
+    sc = NULL;                  /* an empty scales beside sizes */
+  tw_attrs *a = tw_attrs_new ();
+  if (sz)
+    {
+      g_autofree int64_t *v = NULL;
+      int64_t n = 0;
+      if (tw_imp_const_ints (im, sz, "sizes", &v, &n) && n != 4)
+        tw_imp_problem (im, "sizes for %" G_GINT64_FORMAT " dims (twb resizes NCHW)", n);
+      else if (v)
+        tw_attrs_set_ints (a, "sizes", 2, v + 2);
+    }
+  else if (sc && sc->kind == TW_IMP_CONST && tw_tensor_numel (sc->c) == 4)
+    {
+      double f[4];
+      for (int i = 0; i < 4; i++)
+        f[i] = short_double ((float) tw_tensor_get_flat (sc->c, i));
+      if (f[0] != 1 || f[1] != 1)
+        tw_imp_problem (im, "scales that resize N or C");
+      tw_attrs_set_floats (a, "scales", 2, f + 2);
+    }
+  else
+    tw_imp_problem (im, "needs constant scales or sizes of the 4 NCHW dims");
+  if (x == NULL || im->failed)
+    {
+      tw_attrs_free (a);
+      return;
+    }
+  g_autofree char *ct = tw_onnx_attr (im->n, "coordinate_transformation_mode")
+                          ? attr_string_dup (im, "coordinate_transformation_mode")
+                          : g_strdup ("half_pixel");
+  g_autofree char *nm = tw_onnx_attr (im->n, "nearest_mode")
+                          ? attr_string_dup (im, "nearest_mode")
+                          : g_strdup ("round_prefer_floor");
+  tw_attrs_set_string (a, "coordinate_transformation_mode", ct);
+  tw_attrs_set_string (a, "nearest_mode", nm);
+  emit1 (im, NULL, "resize", a, x);
+}
+
 /* An op the registry maps one to one: no attributes, dynamic inputs only. */
 static void
 import_direct (tw_imp *im, const tw_op_def *def)
@@ -939,7 +1137,7 @@ static const char *const translated[] = {
   "Constant", "Shape", "Identity", "Cast", "Unsqueeze", "Squeeze", "Gather", "Concat", "Slice",
   "ConstantOfShape", "Reshape", "Add", "Sub", "Mul", "Div", "Conv", "Gemm", "MatMul",
   "BatchNormalization", "MaxPool", "AveragePool", "Flatten", "Softmax", "LogSoftmax",
-  "Transpose", "Dropout", "LeakyRelu", NULL
+  "Transpose", "Dropout", "LeakyRelu", "Clip", "HardSigmoid", "Pad", "Resize", NULL
 };
 
 /* Whether some input could make the op importable. */
@@ -1018,6 +1216,14 @@ import_node (tw_imp *im)
     import_dropout (im);
   else if (strcmp (op, "LeakyRelu") == 0)
     import_leaky_relu (im);
+  else if (strcmp (op, "Clip") == 0)
+    import_clip (im);
+  else if (strcmp (op, "HardSigmoid") == 0)
+    import_hard_sigmoid (im);
+  else if (strcmp (op, "Pad") == 0)
+    import_pad (im);
+  else if (strcmp (op, "Resize") == 0)
+    import_resize (im);
   else
     {
       const tw_op_def *def = registry_op (op);
@@ -1093,115 +1299,6 @@ add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, GError **error)
   tw_graph_add_input (im->graph, id, dt, (int) sh->n_dim - 1, dims, "data");
   set_val (im, vi->name, TW_IMP_DYN, id, NULL);
   return TRUE;
-}
-
-/* Rows by depth from the input: row r at y = 40 + 90 r, nodes of a row
- * side by side 200 apart (the canvas' node is about 160 wide, 60 high). */
-static void
-layout_rows (tw_graph *g)
-{
-  g_autoptr (GArray) order = NULL;
-  if (!tw_graph_topo_order (g, &order, NULL))
-    return;
-  int n = tw_graph_n_nodes (g);
-  g_autofree int *depth = g_new0 (int, n);
-  GHashTable *slots = g_hash_table_new (g_direct_hash, g_direct_equal);
-  for (guint k = 0; k < order->len; k++)
-    {
-      int i = g_array_index (order, int, k);
-      tw_node *node = tw_graph_node (g, i);
-      for (int j = 0; j < node->n_inputs; j++)
-        {
-          tw_port p = tw_graph_resolve (g, node->inputs[j]);
-          if (p.node >= 0)
-            depth[i] = MAX (depth[i], depth[p.node] + 1);
-        }
-      int slot = GPOINTER_TO_INT (g_hash_table_lookup (slots, GINT_TO_POINTER (depth[i])));
-      g_hash_table_insert (slots, GINT_TO_POINTER (depth[i]), GINT_TO_POINTER (slot + 1));
-      tw_graph_set_pos (g, node, 40 + 200.0 * slot, 40 + 90.0 * depth[i]);
-    }
-  g_hash_table_unref (slots);
-}
-
-/* "layer1.0.conv1" → "layer1.0": a repeated stage's prefix (a name, then a
- * number), or NULL. */
-static char *
-stage_of (const char *id)
-{
-  const char *dot = strchr (id, '.');
-  if (dot == NULL || dot == id || !g_ascii_isdigit (dot[1]))
-    return NULL;
-  const char *p = dot + 1;
-  while (g_ascii_isdigit (*p))
-    p++;
-  if (*p != '.')
-    return NULL;
-  return g_strndup (id, p - id);
-}
-
-/* Editor blocks (the model's "editor" member, see engine/model.h), one per
- * stage with at least two nodes, expanded. */
-static JsonNode *
-stage_blocks (tw_graph *g)
-{
-  GHashTable *members = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                               (GDestroyNotify) g_ptr_array_unref);
-  GPtrArray *names = g_ptr_array_new ();
-  for (int i = 0; i < tw_graph_n_nodes (g); i++)
-    {
-      tw_node *node = tw_graph_node (g, i);
-      char *stage = stage_of (node->id);
-      if (stage == NULL)
-        continue;
-      GPtrArray *m = g_hash_table_lookup (members, stage);
-      if (m == NULL)
-        {
-          m = g_ptr_array_new ();
-          g_ptr_array_add (names, stage);
-          g_hash_table_insert (members, stage, m);
-        }
-      else
-        g_free (stage);
-      g_ptr_array_add (m, node);
-    }
-  g_autoptr (JsonBuilder) b = json_builder_new ();
-  json_builder_begin_object (b);
-  json_builder_set_member_name (b, "blocks");
-  json_builder_begin_array (b);
-  guint n_blocks = 0;
-  for (guint k = 0; k < names->len; k++)
-    {
-      GPtrArray *m = g_hash_table_lookup (members, names->pdata[k]);
-      if (m->len < 2)
-        continue;
-      n_blocks++;
-      double x = G_MAXDOUBLE, y = G_MAXDOUBLE;
-      json_builder_begin_object (b);
-      json_builder_set_member_name (b, "name");
-      json_builder_add_string_value (b, names->pdata[k]);
-      json_builder_set_member_name (b, "nodes");
-      json_builder_begin_array (b);
-      for (guint j = 0; j < m->len; j++)
-        {
-          tw_node *node = m->pdata[j];
-          json_builder_add_string_value (b, node->id);
-          x = MIN (x, node->x), y = MIN (y, node->y);
-        }
-      json_builder_end_array (b);
-      json_builder_set_member_name (b, "collapsed");
-      json_builder_add_boolean_value (b, FALSE);
-      json_builder_set_member_name (b, "pos");
-      json_builder_begin_array (b);
-      json_builder_add_double_value (b, x);
-      json_builder_add_double_value (b, y);
-      json_builder_end_array (b);
-      json_builder_end_object (b);
-    }
-  json_builder_end_array (b);
-  json_builder_end_object (b);
-  g_ptr_array_free (names, TRUE);
-  g_hash_table_unref (members);
-  return n_blocks > 0 ? json_builder_get_root (b) : NULL;
 }
 
 /* Every parameter the inferred graph asks for is there, with its shape. */
@@ -1368,8 +1465,8 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
   if (!check_weights (&im, error))
     goto out;
 
-  layout_rows (m->graph);
-  m->editor = stage_blocks (m->graph);
+  tw_imp_layout_rows (m->graph);
+  m->editor = tw_imp_stage_blocks (m->graph);
   if (weights)
     *weights = g_hash_table_ref (im.weights);
   result = g_steal_pointer (&m);

@@ -196,6 +196,29 @@ test_cnn (void)
   g_rmdir (dir);
 }
 
+/* Clip (relu6 and a clamp), HardSigmoid, Pad (constant and reflect, from
+ * the chain of constants torch emits for its pads), Resize (nearest). */
+static void
+test_ops (void)
+{
+  g_autofree char *p = fixture ("import-ops.onnx");
+  g_autofree char *in = fixture ("import-ops-input.pb");
+  g_autofree char *out = fixture ("import-ops-output.pb");
+  g_autoptr (tw_model) m = import_and_compare (p, in, out, NULL, TOL);
+  static const char *const ops[] = { "pad", "relu6", "clip", "hard_sigmoid", "resize", "scale",
+                                     "add_scalar" };
+  for (guint i = 0; i < G_N_ELEMENTS (ops); i++)
+    g_assert_true (graph_has_op (m->graph, ops[i]));
+  gboolean reflect = FALSE;
+  for (int i = 0; i < tw_graph_n_nodes (m->graph); i++)
+    {
+      tw_node *n = tw_graph_node (m->graph, i);
+      if (strcmp (n->op_name, "pad") == 0)
+        reflect |= strcmp (tw_attrs_get_string (n->attrs, "mode", ""), "reflect") == 0;
+    }
+  g_assert_true (reflect);
+}
+
 /* The reader's fixtures (another exporter run: Gemm, Conv, BN folded or not). */
 static void
 test_reader_fixtures (void)
@@ -288,8 +311,10 @@ main (int argc, char **argv)
   tw_ops_init ();
   g_test_add_func ("/onnx/import/mlp", test_mlp);
   g_test_add_func ("/onnx/import/cnn", test_cnn);
+  g_test_add_func ("/onnx/import/ops", test_ops);
   g_test_add_func ("/onnx/import/reader-fixtures", test_reader_fixtures);
   g_test_add_func ("/onnx/import/unsupported", test_unsupported);
   g_test_add_data_func ("/onnx/import/torchvision/resnet18", "resnet18", test_torchvision);
+  g_test_add_data_func ("/onnx/import/torchvision/mobilenet_v2", "mobilenet_v2", test_torchvision);
   return g_test_run ();
 }

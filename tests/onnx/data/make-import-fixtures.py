@@ -10,6 +10,8 @@ Run with Debian's torch (/usr/bin/python3); writes, beside this script:
                        (kept: TrainingMode.PRESERVE), Relu, MaxPool, AveragePool,
                        a residual Add, Sigmoid, GlobalAveragePool, Flatten, Gemm
   import-*-input.pb, import-*-output.pb   a fixed input and torch's output
+  import-ops.onnx      ReLU6 and clamp (Clip), hardsigmoid, hardswish, constant and
+                       reflect pads (Pad), nearest upsampling (Resize), after a Conv
   import-unsupported.onnx   three nodes twb cannot import (Loop, TopK, an
                        Conv with auto_pad SAME_UPPER) among supported ones
 
@@ -69,6 +71,20 @@ class Cnn(nn.Module):
         return self.fc(x)
 
 
+class Ops(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+
+    def forward(self, x):
+        x = nn.functional.pad(x, (1, 2, 0, 1), value=0.25)
+        x = nn.functional.relu6(self.conv(x) * 4.0)
+        x = nn.functional.pad(x, (1, 1, 1, 1), mode="reflect")
+        x = nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")
+        return nn.functional.hardswish(x - 3.0) + nn.functional.hardsigmoid(x) \
+            + torch.clamp(x, -0.5, 0.5)
+
+
 def save_pb(t, path):
     onnx.save_tensor(numpy_helper.from_array(t.detach().numpy()), path)
 
@@ -122,4 +138,5 @@ if __name__ == "__main__":
            dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
     export(Cnn(), torch.randn(2, 3, 16, 16), "import-cnn",
            training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    export(Ops(), torch.randn(1, 2, 5, 6), "import-ops")
     unsupported()
