@@ -126,13 +126,20 @@ fold_int (const char *op, int64_t a, int64_t b)
         return a == 0 ? b : a;
       return TW_IMP_UNKNOWN;
     }
+  int64_t r;
+  gboolean over;
   if (strcmp (op, "Add") == 0)
-    return a + b;
-  if (strcmp (op, "Sub") == 0)
-    return a - b;
-  if (strcmp (op, "Mul") == 0)
-    return a * b;
-  return b == 0 ? TW_IMP_UNKNOWN : a / b;
+    over = __builtin_add_overflow (a, b, &r);
+  else if (strcmp (op, "Sub") == 0)
+    over = __builtin_sub_overflow (a, b, &r);
+  else if (strcmp (op, "Mul") == 0)
+    over = __builtin_mul_overflow (a, b, &r);
+  else
+    {
+      over = b == 0 || (a == G_MININT64 && b == -1);
+      r = over ? 0 : a / b;
+    }
+  return over ? TW_IMP_UNKNOWN : r;
 }
 
 /* Evaluate the current node on constant inputs (and Shape on a dynamic
@@ -396,10 +403,13 @@ tw_imp_fold (tw_imp *im)
       int64_t nd;
       if (!tw_imp_const_ints (im, x, "the shape", &dims, &nd))
         return TRUE;
+      int64_t total = 1;
       for (int64_t i = 0; i < nd; i++)
-        if (dims[i] < 0 || nd > TW_MAX_DIMS)
+        if (dims[i] < 0 || nd > TW_MAX_DIMS || !tw_size_mul (total, dims[i], &total)
+            || total > TW_IMP_MAX_FOLDED)
           {
-            tw_imp_problem (im, "a ConstantOfShape whose shape depends on the batch size is not supported");
+            tw_imp_problem (im, "a ConstantOfShape of a shape that depends on the batch size or "
+                            "holds more than %d elements", TW_IMP_MAX_FOLDED);
             return TRUE;
           }
       const Onnx__AttributeProto *a = tw_onnx_attr (im->n, "value");
@@ -429,6 +439,12 @@ tw_imp_fold (tw_imp *im)
         {
           if (dims[i] == 0)
             dims[i] = i < x->c->ndim ? x->c->shape[i] : 1;
+          if (dims[i] > MAX (numel, 1) || dims[i] < -1)
+            {
+              tw_imp_problem (im, "a constant of %" G_GINT64_FORMAT " elements cannot take that shape",
+                              numel);
+              return TRUE;
+            }
           if (dims[i] == -1)
             neg = i;
           else

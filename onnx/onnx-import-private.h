@@ -10,6 +10,9 @@ G_BEGIN_DECLS
  * it in a way twb cannot express (batch * 2).  Far from any real size. */
 #define TW_IMP_BATCH (G_MININT64 + 7)
 #define TW_IMP_UNKNOWN (G_MININT64 + 8)
+/* Folding makes small shape tensors; a bigger one (1 << 24 values, 64 MiB
+ * of f32) is refused rather than allocated. */
+#define TW_IMP_MAX_FOLDED (1 << 24)
 
 typedef enum
 {

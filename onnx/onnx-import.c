@@ -38,8 +38,10 @@ tw_imp_problem (tw_imp *im, const char *fmt, ...)
       g_free (last);
       return;
     }
-  g_ptr_array_add (im->problems, g_strdup_printf ("'%s' (%s, opset %" G_GINT64_FORMAT "): %s",
-                                                  label, im->n->op_type, im->opset, msg));
+  g_ptr_array_add (im->problems,
+                   g_strdup_printf ("'%s' (%s, opset %" G_GINT64_FORMAT "): %s", label,
+                                    im->n->op_type ? im->n->op_type : "no op_type", im->opset,
+                                    msg));
   im->failed = TRUE;
 }
 
@@ -209,7 +211,7 @@ check_attrs (tw_imp *im, const char *const *known)
 {
   for (gsize i = 0; i < im->n->n_attribute; i++)
     {
-      const char *name = im->n->attribute[i]->name;
+      const char *name = im->n->attribute[i]->name ? im->n->attribute[i]->name : "";
       gboolean ok = FALSE;
       for (int k = 0; known && known[k]; k++)
         ok |= strcmp (known[k], name) == 0;
@@ -1152,6 +1154,11 @@ import_node (tw_imp *im)
 {
   const Onnx__NodeProto *n = im->n;
   const char *op = n->op_type;
+  if (op == NULL || op[0] == '\0')
+    {
+      tw_imp_problem (im, "no op_type");
+      return;
+    }
 
   if (n->domain && n->domain[0] && strcmp (n->domain, "ai.onnx") != 0)
     {
@@ -1374,6 +1381,12 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
       }
   for (gsize i = 0; i < g->n_output; i++)
     {
+      if (g->output[i]->name == NULL)
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                       "%s: graph output %" G_GSIZE_FORMAT " has no name", display, i);
+          goto out;
+        }
       guint c = GPOINTER_TO_UINT (g_hash_table_lookup (im.uses, g->output[i]->name));
       g_hash_table_replace (im.uses, g_strdup (g->output[i]->name), GUINT_TO_POINTER (c + 1));
     }
@@ -1381,10 +1394,15 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
   for (gsize i = 0; i < g->n_initializer; i++)
     {
       const Onnx__TensorProto *t = g->initializer[i];
+      if (t->name == NULL || t->name[0] == '\0')
+        continue;               /* nothing can refer to it */
       g_autofree char *what = g_strdup_printf ("initializer %s", t->name ? t->name : "?");
       tw_tensor *c = tw_onnx_tensor_to_tw (t, what, error);
       if (c == NULL)
-        goto out;
+        {
+          g_prefix_error (error, "%s: ", display);
+          goto out;
+        }
       set_val (&im, t->name, TW_IMP_CONST, NULL, c);
       tw_imp_val *v = g_hash_table_lookup (im.vals, t->name);
       if (v)
@@ -1395,6 +1413,12 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
   for (gsize i = 0; i < g->n_input; i++)
     {
       const Onnx__ValueInfoProto *vi = g->input[i];
+      if (vi->name == NULL || vi->name[0] == '\0')
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                       "%s: graph input %" G_GSIZE_FORMAT " has no name", display, i);
+          goto out;
+        }
       if (g_hash_table_contains (im.vals, vi->name))
         continue;               /* an initializer listed as an input (IR < 4) */
       if (n_data++ > 0)
