@@ -157,9 +157,12 @@ check_act (const char *op, tw_attrs *a, double p, double q, int nd, const int64_
   g_autoptr (tw_tensor) y32 = run1 (op, a, x32);
   g_assert_cmpfloat (twt_max_error (y64, ref), <=, TOL_F64);
   g_assert_cmpfloat (twt_max_error (y32, ref), <=, TOL_F32);
+  /* Gradients on the small shapes (each probe costs two forward runs); the
+   * large one is there for the threaded forward. */
+  if (tw_tensor_numel (x) > 1000)
+    return;
   tw_tensor *in[1] = { x };
-  /* 256 probes spread over the input: each costs two forward runs */
-  double ge = twt_grad_check (op, a, in, 1, (gboolean[]) { TRUE }, 256, NULL);
+  double ge = twt_grad_check (op, a, in, 1, (gboolean[]) { TRUE }, 0, NULL);
   if (!(ge < TOL_GRAD))
     g_error ("%s: gradient error %.3g", op, ge);
 }
