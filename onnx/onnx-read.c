@@ -456,6 +456,78 @@ tw_onnx_read_tensor_file (const char *path, GError **error)
 
 /* ---- Models ---------------------------------------------------------- */
 
+/* protobuf-c unpacks nested messages by recursion, without a limit: a file
+ * of a few MB nesting 100,000 subgraphs overflows the stack.  So the wire
+ * format is walked first, against the descriptors, counting how deep
+ * messages nest.  Real models stay far below: each subgraph level is three
+ * (attribute, graph, node), TypeProtos a few more. */
+#define WIRE_MAX_DEPTH 100
+
+static gboolean
+wire_varint (const guint8 *p, gsize len, gsize *pos, guint64 *out)
+{
+  guint64 v = 0;
+  for (int shift = 0; shift < 64 && *pos < len; shift += 7)
+    {
+      guint8 b = p[(*pos)++];
+      v |= (guint64) (b & 0x7f) << shift;
+      if ((b & 0x80) == 0)
+        {
+          *out = v;
+          return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/* FALSE when messages nest deeper than WIRE_MAX_DEPTH; malformed input is
+ * left to protobuf-c to refuse (TRUE). */
+static gboolean
+wire_depth_ok (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, int depth)
+{
+  gsize pos = 0;
+  while (pos < len)
+    {
+      guint64 tag, n;
+      if (!wire_varint (p, len, &pos, &tag))
+        return TRUE;
+      switch (tag & 7)
+        {
+        case 0:
+          if (!wire_varint (p, len, &pos, &n))
+            return TRUE;
+          break;
+        case 1:
+          pos += 8;
+          break;
+        case 5:
+          pos += 4;
+          break;
+        case 2:
+          {
+            if (!wire_varint (p, len, &pos, &n) || n > len - pos)
+              return TRUE;
+            const ProtobufCFieldDescriptor *f
+              = tag >> 3 <= G_MAXUINT32
+                  ? protobuf_c_message_descriptor_get_field (desc, (unsigned) (tag >> 3))
+                  : NULL;
+            if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE)
+              {
+                if (depth + 1 > WIRE_MAX_DEPTH)
+                  return FALSE;
+                if (!wire_depth_ok (p + pos, (gsize) n, f->descriptor, depth + 1))
+                  return FALSE;
+              }
+            pos += (gsize) n;
+            break;
+          }
+        default:
+          return TRUE;
+        }
+    }
+  return TRUE;
+}
+
 typedef struct
 {
   const char *filename;
@@ -613,6 +685,13 @@ tw_onnx_read_model_from_data (const guint8 *data, gsize len, const char *filenam
       g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_READ,
                    "%s: %zu bytes, larger than protobuf's limit of %zu", filename, len,
                    TW_ONNX_MAX_FILE_BYTES);
+      return NULL;
+    }
+  if (!wire_depth_ok (data, len, &onnx__model_proto__descriptor, 0))
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                   "%s: protobuf messages nested deeper than %d (subgraphs inside subgraphs?)",
+                   filename, WIRE_MAX_DEPTH);
       return NULL;
     }
   Onnx__ModelProto *m = onnx__model_proto__unpack (NULL, len, data);

@@ -693,6 +693,88 @@ test_crafted_subgraphs (void)
     }
 }
 
+static int
+varint_size (guint64 v)
+{
+  int n = 1;
+  while (v >= 0x80)
+    {
+      v >>= 7;
+      n++;
+    }
+  return n;
+}
+
+static void
+append_tag_len (GByteArray *b, guint8 tag, guint64 len)
+{
+  g_byte_array_append (b, &tag, 1);
+  do
+    {
+      guint8 byte = (guint8) (len & 0x7f);
+      len >>= 7;
+      if (len != 0)
+        byte |= 0x80;
+      g_byte_array_append (b, &byte, 1);
+    }
+  while (len != 0);
+}
+/* A model whose graph nests levels subgraphs (node → attribute g → graph),
+ * written straight as protobuf wire bytes: protobuf-c itself would recurse
+ * to build it. */
+static GByteArray *
+deep_model (int levels)
+{
+  /* Each level's three lengths, innermost first. */
+  g_autofree guint64 *lens = g_new (guint64, 3 * (gsize) levels + 1);
+  guint64 g_len = 0;
+  for (int i = 0; i < levels; i++)
+    {
+      guint64 attr_len = 1 + (guint64) varint_size (g_len) + g_len;
+      guint64 node_len = 1 + (guint64) varint_size (attr_len) + attr_len;
+      lens[3 * i] = g_len;
+      lens[3 * i + 1] = attr_len;
+      lens[3 * i + 2] = node_len;
+      g_len = 1 + (guint64) varint_size (node_len) + node_len;
+    }
+  GByteArray *b = g_byte_array_new ();
+  const guint8 ir[] = { 0x08, 0x08 };          /* ir_version 8 */
+  g_byte_array_append (b, ir, 2);
+  append_tag_len (b, 0x3a, g_len);              /* graph (7) */
+  for (int i = levels - 1; i >= 0; i--)
+    {
+      append_tag_len (b, 0x0a, lens[3 * i + 2]); /* GraphProto.node (1) */
+      append_tag_len (b, 0x2a, lens[3 * i + 1]); /* NodeProto.attribute (5) */
+      append_tag_len (b, 0x32, lens[3 * i]);     /* AttributeProto.g (6) */
+    }
+  const guint8 opset[] = { 0x42, 0x02, 0x10, 0x0d };  /* opset_import (8): version 13 */
+  g_byte_array_append (b, opset, sizeof opset);
+  return b;
+}
+
+static void
+test_crafted_deep (void)
+{
+  /* 30 levels: protobuf-c builds it, the reader's walk stops at 8. */
+  g_autoptr (GByteArray) b30 = deep_model (30);
+  g_autoptr (GError) e = NULL;
+  g_assert_null (tw_onnx_read_model_from_data (b30->data, b30->len, "deep30.onnx", &e));
+  g_assert_error (e, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+  g_assert_true (g_str_has_prefix (e->message, "deep30.onnx: node 'node #0' (?): attribute '?': "));
+  g_autofree char *want = g_strdup_printf ("subgraphs nested deeper than %d", TW_ONNX_MAX_DEPTH);
+  g_assert_true (g_str_has_suffix (e->message, want));
+  g_clear_error (&e);
+
+  /* 100,000 levels (1.2 MB): protobuf-c's recursive unpack would overflow
+   * the stack; refused before it runs. */
+  g_autoptr (GByteArray) big = deep_model (100000);
+  g_assert_null (tw_onnx_read_model_from_data (big->data, big->len, "deep.onnx", &e));
+  g_assert_error (e, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+  g_assert_cmpstr (e->message, ==,
+                   "deep.onnx: protobuf messages nested deeper than 100 (subgraphs inside "
+                   "subgraphs?)");
+}
+
 /* ---- Tensors both ways ------------------------------------------------ */
 
 static void
@@ -931,6 +1013,7 @@ main (int argc, char **argv)
   g_test_add_func ("/onnx/read/crafted/model", test_crafted_model);
   g_test_add_func ("/onnx/read/crafted/external", test_crafted_external);
   g_test_add_func ("/onnx/read/crafted/subgraphs", test_crafted_subgraphs);
+  g_test_add_func ("/onnx/read/crafted/deep", test_crafted_deep);
   g_test_add_func ("/onnx/read/tensor/round-trip", test_round_trip);
   g_test_add_func ("/onnx/read/tensor/dtypes", test_dtypes);
   return g_test_run ();
