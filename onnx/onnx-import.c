@@ -97,10 +97,11 @@ sanitise (const char *s)
  * name as a prefix when the module is an item of a container):
  * "/layer1/layer1.0/downsample/downsample.0/Conv" → "layer1.0.downsample.0";
  * "/layer1/layer1.0/relu_1/Relu" → "layer1.0.relu_1"; "/layer1/layer1.0/Add"
- * → "layer1.0.add" (a stage's own op gets the op's name); other names are
- * kept ("Conv_3"). */
+ * → "layer1.0.add" (a stage's own op gets the op's name, unless the node has
+ * parameters: then the module is theirs, "/features/features.0/features.0.0/Conv"
+ * → "features.0.0"); other names are kept ("Conv_3"). */
 static char *
-id_from_name (const Onnx__NodeProto *n, gsize index)
+id_from_name (const Onnx__NodeProto *n, gsize index, gboolean owner)
 {
   if (n->name == NULL || n->name[0] == '\0')
     {
@@ -128,7 +129,7 @@ id_from_name (const Onnx__NodeProto *n, gsize index)
   g_autofree char *id = NULL;
   if (path->len == 0)
     id = g_strdup (last);
-  else if (g_ascii_isdigit (tail[0]))
+  else if (g_ascii_isdigit (tail[0]) && !owner)
     id = g_strdup_printf ("%s.%s", path->str, last);
   else
     id = g_strdup (path->str);
@@ -163,7 +164,7 @@ node_id (tw_imp *im, const tw_imp_val *weight)
       base = sanitise (scope);
     }
   else
-    base = id_from_name (im->n, im->index);
+    base = id_from_name (im->n, im->index, weight != NULL);
   return unique_id (im, base);
 }
 
