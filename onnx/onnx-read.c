@@ -786,7 +786,7 @@ tw_onnx_tensor_from_tw (const tw_tensor *x, const char *name)
   t->data_type = types[x->dtype];
   t->has_raw_data = TRUE;
   t->raw_data.len = tw_tensor_nbytes (c);
-  t->raw_data.data = g_memdup2 (tw_tensor_data (c), MAX (t->raw_data.len, 1));
+  t->raw_data.data = t->raw_data.len > 0 ? g_memdup2 (tw_tensor_data (c), t->raw_data.len) : NULL;
   return t;
 }
 
@@ -829,9 +829,13 @@ attr_has_type (const Onnx__NodeProto *n, const Onnx__AttributeProto *a, const ch
 {
   if (a->has_type && a->type == want)
     return TRUE;
-  g_autofree char *label = tw_onnx_node_label (n, 0);
+  /* Without the node's index, an unnamed node is named by its output. */
+  g_autofree char *label = n->name != NULL && n->name[0] != '\0'
+                             ? g_strdup_printf ("node '%s'", n->name)
+                             : g_strdup_printf ("the node writing '%s'",
+                                                n->n_output > 0 ? n->output[0] : "?");
   g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
-               "node '%s' (%s): attribute '%s' is %s, not %s", label,
+               "%s (%s): attribute '%s' is %s, not %s", label,
                n->op_type != NULL ? n->op_type : "?", name, attr_type_name (a), want_name);
   return FALSE;
 }

@@ -83,7 +83,18 @@ test_fixture_mlp (void)
   g_assert_cmpfloat (alpha, ==, 2.5f);
   g_assert_false (tw_onnx_attr_float (g->node[0], "transB", 0, &alpha, &e));
   g_assert_error (e, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED);
-  g_assert_nonnull (strstr (e->message, "(Gemm): attribute 'transB' is INT, not FLOAT"));
+  g_autofree char *want = g_strdup_printf ("node '%s' (Gemm): attribute 'transB' is INT, not FLOAT",
+                                           g->node[0]->name);
+  g_assert_cmpstr (e->message, ==, want);
+  /* An unnamed node: by its output. */
+  char *name = g->node[0]->name;
+  g->node[0]->name = (char *) "";
+  g_clear_error (&e);
+  g_assert_false (tw_onnx_attr_int (g->node[0], "alpha", 0, &trans_b, &e));
+  g_autofree char *want2 = g_strdup_printf ("the node writing '%s' (Gemm): attribute 'alpha' is "
+                                            "FLOAT, not INT", g->node[0]->output[0]);
+  g_assert_cmpstr (e->message, ==, want2);
+  g->node[0]->name = name;
   g_clear_error (&e);
   int64_t *ints = NULL;
   gsize n_ints = 9;
@@ -324,12 +335,13 @@ test_truncated (void)
 }
 
 static void
-test_random_edits (void)
+random_edits (const char *name, guint32 seed)
 {
-  g_autoptr (GBytes) b = fixture_bytes ("mlp.onnx");
+  g_autoptr (GBytes) b = fixture_bytes (name);
   gsize len;
   const guint8 *data = g_bytes_get_data (b, &len);
-  g_autoptr (GRand) r = g_rand_new_with_seed (11);
+  g_autoptr (GRand) r = g_rand_new_with_seed (seed);
+  g_autofree char *edited = g_strdup_printf ("%s-edited", name);
   guint loaded = 0, refused = 0;
   for (int i = 0; i < 2000; i++)
     {
@@ -342,16 +354,24 @@ test_random_edits (void)
           gsize at = (gsize) g_rand_int_range (r, 0, (gint32) len);
           copy[at] = g_rand_int_range (r, 0, 4) == 0 ? 0xff : (guint8) g_rand_int_range (r, 0, 256);
         }
-      if (read_mutated (copy, len, "mlp-edited.onnx"))
+      if (read_mutated (copy, len, edited))
         loaded++;
       else
         refused++;
     }
-  g_test_message ("mlp.onnx with 2000 random edits of 1-4 bytes: %u loaded, %u refused", loaded,
+  g_test_message ("%s with 2000 random edits of 1-4 bytes: %u loaded, %u refused", name, loaded,
                   refused);
   /* Most edits land in raw_data (weights) and leave a valid model. */
   g_assert_cmpuint (loaded, >, 0);
   g_assert_cmpuint (refused, >, 0);
+}
+
+static void
+test_random_edits (void)
+{
+  random_edits ("mlp.onnx", 11);
+  /* More nodes and attributes (ints, floats) per byte. */
+  random_edits ("convnet.onnx", 12);
 }
 
 /* ---- Crafted models --------------------------------------------------- */
