@@ -119,7 +119,8 @@ ex_tensor_proto (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const i
   t->data_type = ex_onnx_dtype (dtype);
   t->n_dims = ndim;
   t->dims = ex_alloc (ex, sizeof (int64_t) * MAX (ndim, 1));
-  memcpy (t->dims, dims, sizeof (int64_t) * ndim);
+  if (ndim > 0)
+    memcpy (t->dims, dims, sizeof (int64_t) * ndim);
   t->has_raw_data = TRUE;
   t->raw_data.len = nbytes;
   t->raw_data.data = (uint8_t *) data;
