@@ -439,6 +439,12 @@ tw_onnx_read_tensor_file (const char *path, GError **error)
     return NULL;
   const guint8 *data = (const guint8 *) g_mapped_file_get_contents (f);
   gsize len = g_mapped_file_get_length (f);
+  if (len == 0)
+    {
+      /* Zero bytes parse as a TensorProto with nothing set. */
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE, "%s: empty file", path);
+      return NULL;
+    }
   Onnx__TensorProto *t = onnx__tensor_proto__unpack (NULL, len, data);
   if (t == NULL)
     {

@@ -552,6 +552,22 @@ test_crafted_model (void)
   g_assert_null (tw_onnx_read_model (TW_ONNX_TEST_DATA, &e8));
   g_assert_error (e8, TW_ONNX_ERROR, TW_ONNX_ERROR_READ);
   g_assert_null (tw_onnx_read_tensor_file ("/nonexistent/input_0.pb", NULL));
+
+  /* Empty files, as files. */
+  g_autofree char *dir = g_dir_make_tmp ("twb-onnx-XXXXXX", NULL);
+  g_autofree char *empty = g_build_filename (dir, "empty.onnx", NULL);
+  g_assert_true (g_file_set_contents (empty, "", 0, NULL));
+  g_autoptr (GError) e9 = NULL;
+  g_assert_null (tw_onnx_read_model (empty, &e9));
+  g_autofree char *want9 = g_strdup_printf ("%s: empty file", empty);
+  g_assert_error (e9, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+  g_assert_cmpstr (e9->message, ==, want9);
+  g_autoptr (GError) e10 = NULL;
+  g_assert_null (tw_onnx_read_tensor_file (empty, &e10));
+  g_assert_error (e10, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+  g_assert_cmpstr (e10->message, ==, want9);
+  g_assert_cmpint (g_remove (empty), ==, 0);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
 }
 
 static void
