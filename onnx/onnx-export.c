@@ -24,6 +24,7 @@ typedef struct
   const tw_params *params;
   int opset;
   GPtrArray *blocks;          /* g_free'd at the end */
+  GPtrArray *held;            /* tw_tensor refs whose data initializers point into */
   GPtrArray *nodes;           /* Onnx__NodeProto *, in order */
   GPtrArray *inits;           /* Onnx__TensorProto * */
   GHashTable *init_names;     /* initializer names added (borrowed keys in blocks) */
@@ -190,8 +191,16 @@ ex_param (ex_ctx *ex, const tw_node *n, int k, GString *problems)
                               n->id, n->op_name, name);
       return ex_strdup (ex, name);
     }
-  return ex_tensor_proto (ex, name, p->value->dtype, p->value->ndim, p->value->shape,
-                          tw_tensor_data (p->value), tw_tensor_nbytes (p->value))
+  /* The store keeps trainable parameters in f32; the graph's values may be
+   * f64, and ONNX wants the parameters in their type. */
+  tw_tensor *v = p->value;
+  if (v->dtype != n->params[k].info.dtype)
+    {
+      v = tw_tensor_cast (v, n->params[k].info.dtype);
+      g_ptr_array_add (ex->held, v);
+    }
+  return ex_tensor_proto (ex, name, v->dtype, v->ndim, v->shape, tw_tensor_data (v),
+                          tw_tensor_nbytes (v))
     ->name;
 }
 
@@ -777,6 +786,7 @@ ex_ctx_clear (ex_ctx *ex)
   g_clear_pointer (&ex->nodes, g_ptr_array_unref);
   g_clear_pointer (&ex->inits, g_ptr_array_unref);
   g_clear_pointer (&ex->blocks, g_ptr_array_unref);
+  g_clear_pointer (&ex->held, g_ptr_array_unref);
   g_clear_pointer (&ex->init_names, g_hash_table_unref);
   g_clear_pointer (&ex->alias, g_hash_table_unref);
   g_clear_pointer (&ex->output_values, g_hash_table_unref);
@@ -853,6 +863,7 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
   ex_ctx ex = {
     .g = g, .params = params, .opset = opset,
     .blocks = g_ptr_array_new_with_free_func (g_free),
+    .held = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref),
     .nodes = g_ptr_array_new (),
     .inits = g_ptr_array_new (),
     .init_names = g_hash_table_new (g_str_hash, g_str_equal),

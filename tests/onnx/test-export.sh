@@ -89,6 +89,11 @@ for model in "${models[@]}"; do
   esac
 done
 
+# A float64 model: its parameters go out as doubles (the store keeps them in f32).
+sed 's/"dtype": *"f32"/"dtype": "f64"/' "$assets/models/spirals.json" > "$tmp/spirals-f64.json"
+export_ok "spirals in float64" "$tmp/spirals-f64.json" "$tmp/spirals-f64.onnx" --dynamic-batch \
+  && onnx_check "$tmp/spirals-f64.onnx" "$tmp/spirals-f64.json" N 17
+
 # Without --weights the initial weights are exported, and stderr says so.
 msg=$("$twb" export "$assets/models/mlp.json" -o "$tmp/init.onnx" 2>&1 >/dev/null)
 if grep -q "initial weights" <<<"$msg"; then ok "without --weights: says the initial weights are exported"
