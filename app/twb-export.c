@@ -22,7 +22,8 @@ twb_cmd_export (int argc, char **argv)
       "Fixed batch size (default: the model's training batch size)", "N" },
     { NULL }
   };
-  g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json -o OUT.onnx — export to ONNX");
+  g_autoptr (GOptionContext) ctx
+    = g_option_context_new ("MODEL.json -o OUT.onnx — export to ONNX");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
   const char *usage = "usage: twb export MODEL.json [--weights FILE] -o OUT.onnx [--opset 13..17] "
@@ -46,8 +47,8 @@ twb_cmd_export (int argc, char **argv)
       g_printerr ("%stwb: --batch takes a positive size and not with --dynamic-batch\n", usage);
       return 2;
     }
-  if (!twb_check_output (output, "-o", (const char *[]) { argv[1], weights, NULL },
-                         (const char *[]) { "the model", "the weights file", NULL }))
+  if (!twb_check_output (output, "-o", (const char *[]){ argv[1], weights, NULL },
+                         (const char *[]){ "the model", "the weights file", NULL }))
     return 1;
 
   g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);

@@ -14,7 +14,6 @@
 #include <math.h>
 #include <string.h>
 
-
 /* Attributes of one ONNX node: the most any mapping below sets is 5 (Conv). */
 #define EX_MAX_NODE_ATTRS 8
 
@@ -23,13 +22,13 @@ typedef struct
   const tw_graph *g;
   const tw_params *params;
   int opset;
-  GPtrArray *blocks;          /* g_free'd at the end */
-  GPtrArray *held;            /* tw_tensor refs whose data initializers point into */
-  GPtrArray *nodes;           /* Onnx__NodeProto *, in order */
-  GPtrArray *inits;           /* Onnx__TensorProto * */
-  GHashTable *init_names;     /* initializer names added (borrowed keys in blocks) */
-  GHashTable *alias;          /* value name → value name it stands for (dropped nodes) */
-  GHashTable *output_values;  /* value names that are graph outputs */
+  GPtrArray *blocks;         /* g_free'd at the end */
+  GPtrArray *held;           /* tw_tensor refs whose data initializers point into */
+  GPtrArray *nodes;          /* Onnx__NodeProto *, in order */
+  GPtrArray *inits;          /* Onnx__TensorProto * */
+  GHashTable *init_names;    /* initializer names added (borrowed keys in blocks) */
+  GHashTable *alias;         /* value name → value name it stands for (dropped nodes) */
+  GHashTable *output_values; /* value names that are graph outputs */
 } ex_ctx;
 
 static void *
@@ -48,8 +47,7 @@ ex_strdup (ex_ctx *ex, const char *s)
   return p;
 }
 
-static char *G_GNUC_PRINTF (2, 3)
-ex_printf (ex_ctx *ex, const char *fmt, ...)
+static char *G_GNUC_PRINTF (2, 3) ex_printf (ex_ctx *ex, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -81,7 +79,8 @@ static const char *
 ex_port_value (ex_ctx *ex, tw_port p)
 {
   const tw_node *src = tw_graph_node (ex->g, p.node);
-  const char *v = p.output == 0 ? ex_strdup (ex, src->id) : ex_printf (ex, "%s:%d", src->id, p.output);
+  const char *v =
+    p.output == 0 ? ex_strdup (ex, src->id) : ex_printf (ex, "%s:%d", src->id, p.output);
   const char *a;
   while ((a = g_hash_table_lookup (ex->alias, v)) != NULL)
     v = a;
@@ -156,12 +155,14 @@ static const char *
 ex_const_scalar (ex_ctx *ex, const char *name, tw_dtype dtype, double v)
 {
   float f = (float) v;
-  return ex_const (ex, name, dtype, 0, NULL, dtype == TW_F64 ? (const void *) &v : (const void *) &f);
+  return ex_const (ex, name, dtype, 0, NULL,
+                   dtype == TW_F64 ? (const void *) &v : (const void *) &f);
 }
 
 /* A tensor of one value: shape dims, the dtype of x. */
 static const char *
-ex_const_fill (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims, double v)
+ex_const_fill (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
+               double v)
 {
   int64_t numel = 1;
   for (int i = 0; i < ndim; i++)
@@ -183,9 +184,9 @@ ex_param (ex_ctx *ex, const tw_node *n, int k, GString *problems)
   if (g_hash_table_contains (ex->init_names, name))
     return ex_strdup (ex, name);
   tw_param *p = ex->params ? tw_params_get (ex->params, name) : NULL;
-  if (p == NULL || !tw_tensor_is_contiguous (p->value)
-      || p->value->ndim != n->params[k].info.ndim
-      || memcmp (p->value->shape, n->params[k].info.dims, sizeof (int64_t) * p->value->ndim) != 0)
+  if (p == NULL || !tw_tensor_is_contiguous (p->value) ||
+      p->value->ndim != n->params[k].info.ndim ||
+      memcmp (p->value->shape, n->params[k].info.dims, sizeof (int64_t) * p->value->ndim) != 0)
     {
       g_string_append_printf (problems, "node %s (%s): no weights of the right shape for %s\n",
                               n->id, n->op_name, name);
@@ -234,7 +235,7 @@ ex_node (ex_ctx *ex, const char *op_type, const char *name, const char *const *i
 static Onnx__NodeProto *
 ex_node1 (ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs)
 {
-  return ex_node (ex, op_type, name, inputs, (const char *const[]) { name, NULL });
+  return ex_node (ex, op_type, name, inputs, (const char *const[]){ name, NULL });
 }
 
 static Onnx__AttributeProto *
@@ -290,15 +291,15 @@ ex_attr_pads (ex_ctx *ex, Onnx__NodeProto *o, const tw_attrs *a)
 {
   int64_t p[2];
   tw_attrs_get_ints2 (a, "padding", p, 0);
-  ex_attr_ints (ex, o, "pads", 4, (int64_t[]) { p[0], p[1], p[0], p[1] });
+  ex_attr_ints (ex, o, "pads", 4, (int64_t[]){ p[0], p[1], p[0], p[1] });
 }
 
 /* Reshape of value x to the output info of n (0 keeps the batch dimension,
  * -1 stands for a dimension the batch symbol is part of).  FALSE when the
  * shape needs two unknowns. */
 static gboolean
-ex_reshape_to (ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in,
-               const tw_tinfo *out, const char *name)
+ex_reshape_to (ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in, const tw_tinfo *out,
+               const char *name)
 {
   int64_t shape[TW_MAX_DIMS];
   int unknown = 0;
@@ -317,7 +318,7 @@ ex_reshape_to (ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in,
   if (unknown > 1)
     return FALSE;
   const char *s = ex_const_i64 (ex, ex_printf (ex, "%s/shape", n->id), out->ndim, shape);
-  ex_node1 (ex, "Reshape", name, (const char *const[]) { x, s, NULL });
+  ex_node1 (ex, "Reshape", name, (const char *const[]){ x, s, NULL });
   return TRUE;
 }
 
@@ -329,24 +330,24 @@ ex_normalise (ex_ctx *ex, const tw_node *n, const char *x, tw_dtype dtype, int n
 {
   const char *id = n->id;
   const char *mean = ex_printf (ex, "%s/mean", id);
-  Onnx__NodeProto *o = ex_node1 (ex, "ReduceMean", mean, (const char *const[]) { x, NULL });
+  Onnx__NodeProto *o = ex_node1 (ex, "ReduceMean", mean, (const char *const[]){ x, NULL });
   ex_attr_ints (ex, o, "axes", n_axes, axes);
   ex_attr_int (ex, o, "keepdims", 1);
   const char *c = ex_printf (ex, "%s/centered", id);
-  ex_node1 (ex, "Sub", c, (const char *const[]) { x, mean, NULL });
+  ex_node1 (ex, "Sub", c, (const char *const[]){ x, mean, NULL });
   const char *sq = ex_printf (ex, "%s/squared", id);
-  ex_node1 (ex, "Mul", sq, (const char *const[]) { c, c, NULL });
+  ex_node1 (ex, "Mul", sq, (const char *const[]){ c, c, NULL });
   const char *var = ex_printf (ex, "%s/var", id);
-  o = ex_node1 (ex, "ReduceMean", var, (const char *const[]) { sq, NULL });
+  o = ex_node1 (ex, "ReduceMean", var, (const char *const[]){ sq, NULL });
   ex_attr_ints (ex, o, "axes", n_axes, axes);
   ex_attr_int (ex, o, "keepdims", 1);
   const char *e = ex_const_scalar (ex, ex_printf (ex, "%s/eps", id), dtype, eps);
   const char *ve = ex_printf (ex, "%s/var_eps", id);
-  ex_node1 (ex, "Add", ve, (const char *const[]) { var, e, NULL });
+  ex_node1 (ex, "Add", ve, (const char *const[]){ var, e, NULL });
   const char *sd = ex_printf (ex, "%s/std", id);
-  ex_node1 (ex, "Sqrt", sd, (const char *const[]) { ve, NULL });
+  ex_node1 (ex, "Sqrt", sd, (const char *const[]){ ve, NULL });
   const char *y = out_name ? out_name : ex_printf (ex, "%s/normalised", id);
-  ex_node1 (ex, "Div", y, (const char *const[]) { c, sd, NULL });
+  ex_node1 (ex, "Div", y, (const char *const[]){ c, sd, NULL });
   return y;
 }
 
@@ -360,10 +361,20 @@ ex_is (const tw_node *n, const char *op)
 
 /* Element-wise and other one-to-one ops: twb name → ONNX op type. */
 static const char *const ex_direct[][2] = {
-  { "add", "Add" },   { "sub", "Sub" },       { "mul", "Mul" },         { "div", "Div" },
-  { "neg", "Neg" },   { "sqrt", "Sqrt" },     { "exp", "Exp" },         { "log", "Log" },
-  { "reciprocal", "Reciprocal" },             { "relu", "Relu" },       { "sigmoid", "Sigmoid" },
-  { "tanh", "Tanh" }, { "matmul", "MatMul" }, { "global_avg_pool2d", "GlobalAveragePool" },
+  { "add", "Add" },
+  { "sub", "Sub" },
+  { "mul", "Mul" },
+  { "div", "Div" },
+  { "neg", "Neg" },
+  { "sqrt", "Sqrt" },
+  { "exp", "Exp" },
+  { "log", "Log" },
+  { "reciprocal", "Reciprocal" },
+  { "relu", "Relu" },
+  { "sigmoid", "Sigmoid" },
+  { "tanh", "Tanh" },
+  { "matmul", "MatMul" },
+  { "global_avg_pool2d", "GlobalAveragePool" },
 };
 
 /* Emit n's ONNX nodes.  FALSE with a line in problems when it has no
@@ -395,7 +406,7 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
     {
       /* The identity at inference: dropped, unless it is an output. */
       if (g_hash_table_contains (ex->output_values, id))
-        ex_node1 (ex, "Identity", id, (const char *const[]) { x, NULL });
+        ex_node1 (ex, "Identity", id, (const char *const[]){ x, NULL });
       else
         g_hash_table_insert (ex->alias, ex_strdup (ex, id), (char *) x);
       return TRUE;
@@ -405,30 +416,30 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
       if (r == 2)
         {
-          Onnx__NodeProto *o = ex_node1 (ex, "Gemm", id,
-                                         (const char *const[]) { x, p[0], bias ? p[1] : NULL, NULL });
+          Onnx__NodeProto *o =
+            ex_node1 (ex, "Gemm", id, (const char *const[]){ x, p[0], bias ? p[1] : NULL, NULL });
           ex_attr_int (ex, o, "transB", 1);
           return TRUE;
         }
       /* x [..., in] @ W^T [in, out] (+ b): Gemm takes matrices only. */
       const char *wt = ex_printf (ex, "%s/weight_t", id);
-      Onnx__NodeProto *t = ex_node1 (ex, "Transpose", wt, (const char *const[]) { p[0], NULL });
-      ex_attr_ints (ex, t, "perm", 2, (int64_t[]) { 1, 0 });
+      Onnx__NodeProto *t = ex_node1 (ex, "Transpose", wt, (const char *const[]){ p[0], NULL });
+      ex_attr_ints (ex, t, "perm", 2, (int64_t[]){ 1, 0 });
       if (!bias)
         {
-          ex_node1 (ex, "MatMul", id, (const char *const[]) { x, wt, NULL });
+          ex_node1 (ex, "MatMul", id, (const char *const[]){ x, wt, NULL });
           return TRUE;
         }
       const char *mm = ex_printf (ex, "%s/matmul", id);
-      ex_node1 (ex, "MatMul", mm, (const char *const[]) { x, wt, NULL });
-      ex_node1 (ex, "Add", id, (const char *const[]) { mm, p[1], NULL });
+      ex_node1 (ex, "MatMul", mm, (const char *const[]){ x, wt, NULL });
+      ex_node1 (ex, "Add", id, (const char *const[]){ mm, p[1], NULL });
       return TRUE;
     }
   if (ex_is (n, "conv2d"))
     {
       gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
-      Onnx__NodeProto *o = ex_node1 (ex, "Conv", id,
-                                     (const char *const[]) { x, p[0], bias ? p[1] : NULL, NULL });
+      Onnx__NodeProto *o =
+        ex_node1 (ex, "Conv", id, (const char *const[]){ x, p[0], bias ? p[1] : NULL, NULL });
       ex_attr_pair (ex, o, "kernel_shape", a, "kernel_size", 1);
       ex_attr_pair (ex, o, "strides", a, "stride", 1);
       ex_attr_pads (ex, o, a);
@@ -439,8 +450,8 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
   if (ex_is (n, "max_pool2d") || ex_is (n, "avg_pool2d"))
     {
       gboolean max = ex_is (n, "max_pool2d");
-      Onnx__NodeProto *o = ex_node1 (ex, max ? "MaxPool" : "AveragePool", id,
-                                     (const char *const[]) { x, NULL });
+      Onnx__NodeProto *o =
+        ex_node1 (ex, max ? "MaxPool" : "AveragePool", id, (const char *const[]){ x, NULL });
       int64_t k[2];
       tw_attrs_get_ints2 (a, "kernel_size", k, 1);
       ex_attr_ints (ex, o, "kernel_shape", 2, k);
@@ -471,7 +482,7 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
             }
           const char *mean = p[affine ? 2 : 0], *var = p[affine ? 3 : 1];
           Onnx__NodeProto *o = ex_node1 (ex, "BatchNormalization", id,
-                                         (const char *const[]) { x, w, b, mean, var, NULL });
+                                         (const char *const[]){ x, w, b, mean, var, NULL });
           ex_attr_float (ex, o, "epsilon", eps);
           /* ONNX's running = running * momentum + batch * (1 - momentum); PyTorch's
            * (and twb's) momentum is the batch's share. */
@@ -495,11 +506,11 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
         bshape[d - 1] = 1;
       const char *bs = ex_const_i64 (ex, ex_printf (ex, "%s/param_shape", id), r - 1, bshape);
       const char *wr = ex_printf (ex, "%s/weight_c", id), *br = ex_printf (ex, "%s/bias_c", id);
-      ex_node1 (ex, "Reshape", wr, (const char *const[]) { w, bs, NULL });
-      ex_node1 (ex, "Reshape", br, (const char *const[]) { b, bs, NULL });
+      ex_node1 (ex, "Reshape", wr, (const char *const[]){ w, bs, NULL });
+      ex_node1 (ex, "Reshape", br, (const char *const[]){ b, bs, NULL });
       const char *sc = ex_printf (ex, "%s/scaled", id);
-      ex_node1 (ex, "Mul", sc, (const char *const[]) { y, wr, NULL });
-      ex_node1 (ex, "Add", id, (const char *const[]) { sc, br, NULL });
+      ex_node1 (ex, "Mul", sc, (const char *const[]){ y, wr, NULL });
+      ex_node1 (ex, "Add", id, (const char *const[]){ sc, br, NULL });
       return TRUE;
     }
   if (ex_is (n, "layer_norm"))
@@ -509,11 +520,11 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       double eps = tw_attrs_get_float (a, "eps", 1e-5);
       if (ex->opset >= 17)
         {
-          const char *w = affine ? p[0] : ex_const_fill (ex, ex_printf (ex, "%s/scale", id),
-                                                         xi->dtype, k, xi->dims + r - k, 1.0);
+          const char *w = affine ? p[0]
+                                 : ex_const_fill (ex, ex_printf (ex, "%s/scale", id), xi->dtype, k,
+                                                  xi->dims + r - k, 1.0);
           Onnx__NodeProto *o = ex_node1 (ex, "LayerNormalization", id,
-                                         (const char *const[]) { x, w, affine ? p[1] : NULL,
-                                                                 NULL });
+                                         (const char *const[]){ x, w, affine ? p[1] : NULL, NULL });
           ex_attr_int (ex, o, "axis", -k);
           ex_attr_float (ex, o, "epsilon", eps);
           return TRUE;
@@ -528,27 +539,27 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
         }
       const char *y = ex_normalise (ex, n, x, xi->dtype, k, axes, eps, NULL);
       const char *sc = ex_printf (ex, "%s/scaled", id);
-      ex_node1 (ex, "Mul", sc, (const char *const[]) { y, p[0], NULL });
-      ex_node1 (ex, "Add", id, (const char *const[]) { sc, p[1], NULL });
+      ex_node1 (ex, "Mul", sc, (const char *const[]){ y, p[0], NULL });
+      ex_node1 (ex, "Add", id, (const char *const[]){ sc, p[1], NULL });
       return TRUE;
     }
   if (ex_is (n, "scale") || ex_is (n, "add_scalar"))
     {
       gboolean sc = ex_is (n, "scale");
       double v = tw_attrs_get_float (a, sc ? "alpha" : "value", sc ? 1.0 : 0.0);
-      const char *c = ex_const_scalar (ex, ex_printf (ex, "%s/%s", id, sc ? "alpha" : "value"),
-                                       xi->dtype, v);
-      ex_node1 (ex, sc ? "Mul" : "Add", id, (const char *const[]) { x, c, NULL });
+      const char *c =
+        ex_const_scalar (ex, ex_printf (ex, "%s/%s", id, sc ? "alpha" : "value"), xi->dtype, v);
+      ex_node1 (ex, sc ? "Mul" : "Add", id, (const char *const[]){ x, c, NULL });
       return TRUE;
     }
   if (ex_is (n, "square"))
     {
-      ex_node1 (ex, "Mul", id, (const char *const[]) { x, x, NULL });
+      ex_node1 (ex, "Mul", id, (const char *const[]){ x, x, NULL });
       return TRUE;
     }
   if (ex_is (n, "leaky_relu"))
     {
-      Onnx__NodeProto *o = ex_node1 (ex, "LeakyRelu", id, (const char *const[]) { x, NULL });
+      Onnx__NodeProto *o = ex_node1 (ex, "LeakyRelu", id, (const char *const[]){ x, NULL });
       ex_attr_float (ex, o, "alpha", tw_attrs_get_float (a, "negative_slope", 0.01));
       return TRUE;
     }
@@ -561,39 +572,39 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       if (g_strcmp0 (tw_attrs_get_string (a, "approximate", "none"), "tanh") == 0)
         {
           const char *x2 = ex_printf (ex, "%s/x2", id), *x3 = ex_printf (ex, "%s/x3", id);
-          ex_node1 (ex, "Mul", x2, (const char *const[]) { x, x, NULL });
-          ex_node1 (ex, "Mul", x3, (const char *const[]) { x2, x, NULL });
+          ex_node1 (ex, "Mul", x2, (const char *const[]){ x, x, NULL });
+          ex_node1 (ex, "Mul", x3, (const char *const[]){ x2, x, NULL });
           const char *k = ex_const_scalar (ex, ex_printf (ex, "%s/c", id), dt, 0.044715);
           const char *kx3 = ex_printf (ex, "%s/cx3", id), *s = ex_printf (ex, "%s/sum", id);
-          ex_node1 (ex, "Mul", kx3, (const char *const[]) { x3, k, NULL });
-          ex_node1 (ex, "Add", s, (const char *const[]) { x, kx3, NULL });
-          const char *r2pi = ex_const_scalar (ex, ex_printf (ex, "%s/sqrt_2_over_pi", id), dt,
-                                              sqrt (2.0 / G_PI));
+          ex_node1 (ex, "Mul", kx3, (const char *const[]){ x3, k, NULL });
+          ex_node1 (ex, "Add", s, (const char *const[]){ x, kx3, NULL });
+          const char *r2pi =
+            ex_const_scalar (ex, ex_printf (ex, "%s/sqrt_2_over_pi", id), dt, sqrt (2.0 / G_PI));
           const char *arg = ex_printf (ex, "%s/arg", id);
-          ex_node1 (ex, "Mul", arg, (const char *const[]) { s, r2pi, NULL });
+          ex_node1 (ex, "Mul", arg, (const char *const[]){ s, r2pi, NULL });
           inner = ex_printf (ex, "%s/tanh", id);
-          ex_node1 (ex, "Tanh", inner, (const char *const[]) { arg, NULL });
+          ex_node1 (ex, "Tanh", inner, (const char *const[]){ arg, NULL });
         }
       else
         {
           const char *rs2 = ex_const_scalar (ex, ex_printf (ex, "%s/rsqrt2", id), dt, M_SQRT1_2);
           const char *arg = ex_printf (ex, "%s/arg", id);
-          ex_node1 (ex, "Mul", arg, (const char *const[]) { x, rs2, NULL });
+          ex_node1 (ex, "Mul", arg, (const char *const[]){ x, rs2, NULL });
           inner = ex_printf (ex, "%s/erf", id);
-          ex_node1 (ex, "Erf", inner, (const char *const[]) { arg, NULL });
+          ex_node1 (ex, "Erf", inner, (const char *const[]){ arg, NULL });
         }
       const char *one = ex_const_scalar (ex, ex_printf (ex, "%s/one", id), dt, 1.0);
       const char *half = ex_const_scalar (ex, ex_printf (ex, "%s/half", id), dt, 0.5);
       const char *op1 = ex_printf (ex, "%s/one_plus", id), *hx = ex_printf (ex, "%s/half_x", id);
-      ex_node1 (ex, "Add", op1, (const char *const[]) { inner, one, NULL });
-      ex_node1 (ex, "Mul", hx, (const char *const[]) { x, half, NULL });
-      ex_node1 (ex, "Mul", id, (const char *const[]) { hx, op1, NULL });
+      ex_node1 (ex, "Add", op1, (const char *const[]){ inner, one, NULL });
+      ex_node1 (ex, "Mul", hx, (const char *const[]){ x, half, NULL });
+      ex_node1 (ex, "Mul", id, (const char *const[]){ hx, op1, NULL });
       return TRUE;
     }
   if (ex_is (n, "softmax") || ex_is (n, "log_softmax"))
     {
       Onnx__NodeProto *o = ex_node1 (ex, ex_is (n, "softmax") ? "Softmax" : "LogSoftmax", id,
-                                     (const char *const[]) { x, NULL });
+                                     (const char *const[]){ x, NULL });
       ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
       return TRUE;
     }
@@ -601,12 +612,12 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
     {
       gboolean cast = n->out_info[0].dtype != TW_I64;
       const char *am = cast ? ex_printf (ex, "%s/argmax", id) : id;
-      Onnx__NodeProto *o = ex_node1 (ex, "ArgMax", am, (const char *const[]) { x, NULL });
+      Onnx__NodeProto *o = ex_node1 (ex, "ArgMax", am, (const char *const[]){ x, NULL });
       ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
       ex_attr_int (ex, o, "keepdims", tw_attrs_get_bool (a, "keepdims", FALSE));
       if (cast)
         {
-          o = ex_node1 (ex, "Cast", id, (const char *const[]) { am, NULL });
+          o = ex_node1 (ex, "Cast", id, (const char *const[]){ am, NULL });
           ex_attr_int (ex, o, "to", ex_onnx_dtype (n->out_info[0].dtype));
         }
       return TRUE;
@@ -617,18 +628,19 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       int na = tw_attrs_get_ints (a, "axes", axes, TW_ATTR_MAX_LIST);
       gboolean keep = tw_attrs_get_bool (a, "keepdim", FALSE);
       if (na == 0)
-        na = -1;    /* empty: every dim, as absent */
+        na = -1; /* empty: every dim, as absent */
       Onnx__NodeProto *o;
       if (ex_is (n, "sum"))
         {
           /* ReduceSum takes its axes as an input from opset 13. */
-          const char *ax = na > 0 ? ex_const_i64 (ex, ex_printf (ex, "%s/axes", id), na, axes) : NULL;
-          o = ex_node1 (ex, "ReduceSum", id, (const char *const[]) { x, ax, NULL });
+          const char *ax =
+            na > 0 ? ex_const_i64 (ex, ex_printf (ex, "%s/axes", id), na, axes) : NULL;
+          o = ex_node1 (ex, "ReduceSum", id, (const char *const[]){ x, ax, NULL });
         }
       else
         {
           o = ex_node1 (ex, ex_is (n, "mean") ? "ReduceMean" : "ReduceMax", id,
-                        (const char *const[]) { x, NULL });
+                        (const char *const[]){ x, NULL });
           if (na > 0)
             ex_attr_ints (ex, o, "axes", na, axes);
         }
@@ -644,7 +656,7 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
         e += r;
       if (s == 1 && e == r - 1)
         {
-          Onnx__NodeProto *o = ex_node1 (ex, "Flatten", id, (const char *const[]) { x, NULL });
+          Onnx__NodeProto *o = ex_node1 (ex, "Flatten", id, (const char *const[]){ x, NULL });
           ex_attr_int (ex, o, "axis", 1);
           return TRUE;
         }
@@ -665,7 +677,7 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       if (tw_attrs_get_ints (a, "perm", perm, TW_MAX_DIMS) < 0)
         for (int d = 0; d < r; d++)
           perm[d] = r - 1 - d;
-      Onnx__NodeProto *o = ex_node1 (ex, "Transpose", id, (const char *const[]) { x, NULL });
+      Onnx__NodeProto *o = ex_node1 (ex, "Transpose", id, (const char *const[]){ x, NULL });
       ex_attr_ints (ex, o, "perm", r, perm);
       return TRUE;
     }
@@ -687,7 +699,7 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       for (int k = 0; k < ns; k++)
         outs[k] = ex_output (ex, n, k);
       /* Split takes its sizes as an input from opset 13. */
-      Onnx__NodeProto *o = ex_node (ex, "Split", id, (const char *const[]) { x, sp, NULL }, outs);
+      Onnx__NodeProto *o = ex_node (ex, "Split", id, (const char *const[]){ x, sp, NULL }, outs);
       ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
       return TRUE;
     }
@@ -699,12 +711,12 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       const char *c[4];
       for (int i = 0; i < 4; i++)
         c[i] = ex_const_i64 (ex, ex_printf (ex, "%s/%s", id, what[i]), 1, &v[i]);
-      ex_node1 (ex, "Slice", id, (const char *const[]) { x, c[0], c[1], c[2], c[3], NULL });
+      ex_node1 (ex, "Slice", id, (const char *const[]){ x, c[0], c[1], c[2], c[3], NULL });
       return TRUE;
     }
   if (ex_is (n, "embedding"))
     {
-      Onnx__NodeProto *o = ex_node1 (ex, "Gather", id, (const char *const[]) { p[0], x, NULL });
+      Onnx__NodeProto *o = ex_node1 (ex, "Gather", id, (const char *const[]){ p[0], x, NULL });
       ex_attr_int (ex, o, "axis", 0);
       return TRUE;
     }
@@ -861,7 +873,9 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
     return NULL;
 
   ex_ctx ex = {
-    .g = g, .params = params, .opset = opset,
+    .g = g,
+    .params = params,
+    .opset = opset,
     .blocks = g_ptr_array_new_with_free_func (g_free),
     .held = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref),
     .nodes = g_ptr_array_new (),
@@ -874,9 +888,9 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
     {
       tw_port p = tw_graph_resolve (g, outs[i]);
       const tw_node *src = tw_graph_node (g, p.node);
-      g_hash_table_add (ex.output_values,
-                        p.output == 0 ? ex_strdup (&ex, src->id)
-                                      : ex_printf (&ex, "%s:%d", src->id, p.output));
+      g_hash_table_add (ex.output_values, p.output == 0
+                                            ? ex_strdup (&ex, src->id)
+                                            : ex_printf (&ex, "%s:%d", src->id, p.output));
     }
 
   GPtrArray *inputs = g_ptr_array_new ();
@@ -927,7 +941,8 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
     {
       tw_port p = tw_graph_resolve (g, outs[i]);
       const tw_node *src = tw_graph_node (g, p.node);
-      g_ptr_array_add (outputs, ex_value_info (&ex, ex_port_value (&ex, p), &src->out_info[p.output]));
+      g_ptr_array_add (outputs,
+                       ex_value_info (&ex, ex_port_value (&ex, p), &src->out_info[p.output]));
     }
   graph.n_output = outputs->len;
   graph.output = (Onnx__ValueInfoProto **) outputs->pdata;

@@ -38,9 +38,9 @@ G_BEGIN_DECLS
 
 typedef struct
 {
-  int opset;                  /* TW_ONNX_EXPORT_MIN_OPSET..MAX_OPSET; 0: the max */
-  gboolean dynamic_batch;     /* the batch dimension is the symbol "N" */
-  int64_t batch;              /* fixed batch size when not dynamic; <= 0: 1 */
+  int opset;              /* TW_ONNX_EXPORT_MIN_OPSET..MAX_OPSET; 0: the max */
+  gboolean dynamic_batch; /* the batch dimension is the symbol "N" */
+  int64_t batch;          /* fixed batch size when not dynamic; <= 0: 1 */
 } tw_onnx_export_options;
 
 /* The model's parameters initialised as a run of it would start them
