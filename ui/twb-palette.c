@@ -14,6 +14,7 @@ struct _TwbPalette
   GtkWidget *search;
   GtkWidget *list;
   char *filter;
+  gboolean setting_text;        /* twb_palette_set_search is setting the entry */
 };
 
 G_DEFINE_FINAL_TYPE (TwbPalette, twb_palette, GTK_TYPE_WIDGET)
@@ -74,9 +75,45 @@ row_category (GtkListBoxRow *row)
   return g_object_get_data (G_OBJECT (row), "category");
 }
 
+/* While searching: how well a row's op name matches (0: the name itself,
+ * 1: a name starting with it, 2: a name containing it, 3: its category or
+ * description), so "sigmoid" lists and adds sigmoid before hard_sigmoid. */
+static int
+match_rank (GtkListBoxRow *row, const char *filter)
+{
+  g_autofree char *name = g_utf8_casefold (g_object_get_data (G_OBJECT (row), "op"), -1);
+  if (strcmp (name, filter) == 0)
+    return 0;
+  if (g_str_has_prefix (name, filter))
+    return 1;
+  return strstr (name, filter) ? 2 : 3;
+}
+
+static gboolean
+searching (TwbPalette *self)
+{
+  return self->filter && self->filter[0];
+}
+
+static int
+sort_func (GtkListBoxRow *a, GtkListBoxRow *b, gpointer data)
+{
+  TwbPalette *self = data;
+  if (searching (self))
+    {
+      int ra = match_rank (a, self->filter), rb = match_rank (b, self->filter);
+      if (ra != rb)
+        return ra - rb;
+    }
+  return GPOINTER_TO_INT (g_object_get_data (G_OBJECT (a), "order"))
+         - GPOINTER_TO_INT (g_object_get_data (G_OBJECT (b), "order"));
+}
+
 static void
 header_func (GtkListBoxRow *row, GtkListBoxRow *before, gpointer data)
 {
+  /* While searching the rows are ranked: a category's header shows again
+   * where ranks interleave categories. */
   const char *cat = row_category (row);
   if (before && g_strcmp0 (cat, row_category (before)) == 0)
     {
@@ -107,17 +144,27 @@ filter_func (GtkListBoxRow *row, gpointer data)
 static void
 search_changed (GtkSearchEntry *e, TwbPalette *self)
 {
+  if (self->setting_text)
+    return;
   twb_palette_set_search (self, gtk_editable_get_text (GTK_EDITABLE (e)));
 }
 
 void
 twb_palette_set_search (TwbPalette *self, const char *text)
 {
+  /* The entry first: setting its text empties it on the way, and an empty
+   * search entry reports at once (search_changed would then filter by ""). */
+  if (g_strcmp0 (gtk_editable_get_text (GTK_EDITABLE (self->search)), text ? text : "") != 0)
+    {
+      self->setting_text = TRUE;
+      gtk_editable_set_text (GTK_EDITABLE (self->search), text ? text : "");
+      self->setting_text = FALSE;
+    }
   g_free (self->filter);
   self->filter = g_utf8_casefold (text ? text : "", -1);
-  if (g_strcmp0 (gtk_editable_get_text (GTK_EDITABLE (self->search)), text ? text : "") != 0)
-    gtk_editable_set_text (GTK_EDITABLE (self->search), text ? text : "");
   gtk_list_box_invalidate_filter (GTK_LIST_BOX (self->list));
+  gtk_list_box_invalidate_sort (GTK_LIST_BOX (self->list));
+  gtk_list_box_invalidate_headers (GTK_LIST_BOX (self->list));
 }
 
 int
@@ -137,16 +184,30 @@ row_activated (GtkListBox *box, GtkListBoxRow *row, TwbPalette *self)
   g_signal_emit (self, signals[SIGNAL_OP_ACTIVATED], 0, g_object_get_data (G_OBJECT (row), "op"));
 }
 
+static GtkListBoxRow *
+first_match (TwbPalette *self)
+{
+  GtkListBoxRow *r;
+  for (int i = 0; (r = gtk_list_box_get_row_at_index (GTK_LIST_BOX (self->list), i)); i++)
+    if (filter_func (r, self))
+      return r;
+  return NULL;
+}
+
+const char *
+twb_palette_first_match (TwbPalette *self)
+{
+  GtkListBoxRow *r = first_match (self);
+  return r ? g_object_get_data (G_OBJECT (r), "op") : NULL;
+}
+
 static void
 search_activate (GtkSearchEntry *e, TwbPalette *self)
 {
-  /* Enter in the search adds the first match. */
-  for (GtkWidget *c = gtk_widget_get_first_child (self->list); c; c = gtk_widget_get_next_sibling (c))
-    if (GTK_IS_LIST_BOX_ROW (c) && filter_func (GTK_LIST_BOX_ROW (c), self))
-      {
-        row_activated (GTK_LIST_BOX (self->list), GTK_LIST_BOX_ROW (c), self);
-        return;
-      }
+  /* Enter in the search adds the first match, in the list's (ranked) order. */
+  GtkListBoxRow *r = first_match (self);
+  if (r)
+    row_activated (GTK_LIST_BOX (self->list), r, self);
 }
 
 static void
@@ -171,6 +232,7 @@ populate (TwbPalette *self)
       g_object_set_data (G_OBJECT (row), "op", (gpointer) d->name);
       g_object_set_data (G_OBJECT (row), "category", (gpointer) (d->category ? d->category : "Other"));
       g_object_set_data (G_OBJECT (row), "doc", (gpointer) d->doc);
+      g_object_set_data (G_OBJECT (row), "order", GINT_TO_POINTER (i));
       if (d->doc)
         gtk_widget_set_tooltip_text (row, d->doc);
       g_autofree char *acc = g_strdup_printf ("%s layer, %s. Drag onto the canvas or press Enter to add it",
@@ -230,6 +292,7 @@ twb_palette_init (TwbPalette *self)
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->list), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   "Layers", -1);
   gtk_list_box_set_header_func (GTK_LIST_BOX (self->list), header_func, NULL, NULL);
+  gtk_list_box_set_sort_func (GTK_LIST_BOX (self->list), sort_func, self, NULL);
   gtk_list_box_set_filter_func (GTK_LIST_BOX (self->list), filter_func, self, NULL);
   gtk_list_box_set_activate_on_single_click (GTK_LIST_BOX (self->list), FALSE);
   g_signal_connect (self->list, "row-activated", G_CALLBACK (row_activated), self);

@@ -17,6 +17,10 @@ GtkWidget *twb_palette_new (void);
 void twb_palette_set_search (TwbPalette *self, const char *text);
 /* Number of rows the current search shows (tests). */
 int twb_palette_count_visible (TwbPalette *self);
+/* The op Enter in the search adds: the first row shown (while searching,
+ * rows rank the op named exactly first, then names starting with the text,
+ * then names containing it, then category or description matches). */
+const char *twb_palette_first_match (TwbPalette *self);
 /* Palette order of categories; ops of other categories come last. */
 const char *const *twb_palette_categories (void);
 

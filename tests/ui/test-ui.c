@@ -441,6 +441,14 @@ test_sequential_and_palette (void)
   int some = twb_palette_count_visible (p);
   g_assert_cmpint (some, >=, 3);
   g_assert_cmpint (some, <, all);
+  /* The op named exactly comes first (Enter adds it), before names that
+   * merely contain the text. */
+  twb_palette_set_search (p, "sigmoid");
+  g_assert_cmpstr (twb_palette_first_match (p), ==, "sigmoid");
+  twb_palette_set_search (p, "relu");
+  g_assert_cmpstr (twb_palette_first_match (p), ==, "relu");
+  twb_palette_set_search (p, "SWISH");
+  g_assert_cmpstr (twb_palette_first_match (p), ==, "hard_swish");
   twb_palette_set_search (p, "");
   close_window (w);
 }
