@@ -1136,17 +1136,40 @@ registry_op (const char *onnx_name)
   return NULL;
 }
 
+static void import_max_pool (tw_imp *im) { import_pool (im, TRUE); }
+static void import_avg_pool (tw_imp *im) { import_pool (im, FALSE); }
+static void import_softmax_op (tw_imp *im) { import_softmax (im, "softmax"); }
+static void import_log_softmax (tw_imp *im) { import_softmax (im, "log_softmax"); }
+
+/* The ops whose attributes or layout need a translation (the rest map one
+ * to one through the registry's onnx_name). */
+static const struct
+{
+  const char *op;
+  void (*fn) (tw_imp *im);
+} translators[] = {
+  { "Conv", import_conv }, { "Gemm", import_gemm }, { "MatMul", import_matmul },
+  { "BatchNormalization", import_batch_norm }, { "MaxPool", import_max_pool },
+  { "AveragePool", import_avg_pool }, { "Flatten", import_flatten }, { "Reshape", import_reshape },
+  { "Softmax", import_softmax_op }, { "LogSoftmax", import_log_softmax },
+  { "Transpose", import_transpose }, { "Concat", import_concat }, { "Dropout", import_dropout },
+  { "LeakyRelu", import_leaky_relu }, { "Clip", import_clip }, { "HardSigmoid", import_hard_sigmoid },
+  { "Pad", import_pad }, { "Resize", import_resize },
+};
+
+/* Also importable in some form: folded at import, or scalar forms. */
 static const char *const translated[] = {
   "Constant", "Shape", "Identity", "Cast", "Unsqueeze", "Squeeze", "Gather", "Concat", "Slice",
-  "ConstantOfShape", "Reshape", "Add", "Sub", "Mul", "Div", "Conv", "Gemm", "MatMul",
-  "BatchNormalization", "MaxPool", "AveragePool", "Flatten", "Softmax", "LogSoftmax",
-  "Transpose", "Dropout", "LeakyRelu", "Clip", "HardSigmoid", "Pad", "Resize", NULL
+  "ConstantOfShape", "Reshape", "Add", "Sub", "Mul", "Div", NULL
 };
 
 /* Whether some input could make the op importable. */
 static gboolean
 op_known (const char *op)
 {
+  for (guint i = 0; i < G_N_ELEMENTS (translators); i++)
+    if (strcmp (op, translators[i].op) == 0)
+      return TRUE;
   return g_strv_contains (translated, op) || registry_op (op) != NULL;
 }
 
@@ -1198,50 +1221,19 @@ import_node (tw_imp *im)
   if (tw_imp_fold (im))
     return;
 
-  if (strcmp (op, "Conv") == 0)
-    import_conv (im);
-  else if (strcmp (op, "Gemm") == 0)
-    import_gemm (im);
-  else if (strcmp (op, "MatMul") == 0)
-    import_matmul (im);
-  else if (strcmp (op, "BatchNormalization") == 0)
-    import_batch_norm (im);
-  else if (strcmp (op, "MaxPool") == 0 || strcmp (op, "AveragePool") == 0)
-    import_pool (im, op[0] == 'M');
-  else if (strcmp (op, "Flatten") == 0)
-    import_flatten (im);
-  else if (strcmp (op, "Reshape") == 0)
-    import_reshape (im);
-  else if (strcmp (op, "Softmax") == 0)
-    import_softmax (im, "softmax");
-  else if (strcmp (op, "LogSoftmax") == 0)
-    import_softmax (im, "log_softmax");
-  else if (strcmp (op, "Transpose") == 0)
-    import_transpose (im);
-  else if (strcmp (op, "Concat") == 0)
-    import_concat (im);
-  else if (strcmp (op, "Dropout") == 0)
-    import_dropout (im);
-  else if (strcmp (op, "LeakyRelu") == 0)
-    import_leaky_relu (im);
-  else if (strcmp (op, "Clip") == 0)
-    import_clip (im);
-  else if (strcmp (op, "HardSigmoid") == 0)
-    import_hard_sigmoid (im);
-  else if (strcmp (op, "Pad") == 0)
-    import_pad (im);
-  else if (strcmp (op, "Resize") == 0)
-    import_resize (im);
+  for (guint i = 0; i < G_N_ELEMENTS (translators); i++)
+    if (strcmp (op, translators[i].op) == 0)
+      {
+        translators[i].fn (im);
+        return;
+      }
+  const tw_op_def *def = registry_op (op);
+  if (def == NULL)
+    tw_imp_problem (im, "no twb op");
+  else if (def->min_inputs == 2 && def->max_inputs == 2 && (def->flags & TW_OP_ELEMENTWISE))
+    import_binary (im, def);
   else
-    {
-      const tw_op_def *def = registry_op (op);
-      if (def == NULL)
-        tw_imp_problem (im, "no twb op");
-      else if (def->min_inputs == 2 && def->max_inputs == 2 && (def->flags & TW_OP_ELEMENTWISE))
-        import_binary (im, def);
-      else
-        import_direct (im, def);
-    }
+    import_direct (im, def);
 }
 
 /* ---- graph input, outputs, layout -------------------------------------------- */
