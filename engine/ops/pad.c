@@ -14,15 +14,10 @@
  */
 #define G_LOG_DOMAIN "twb-ops-pad"
 
-#include "engine/cpu/parallel.h"
 #include "engine/op.h"
+#include "engine/ops/index-map.h"
 
 #include <stdarg.h>
-#include <string.h>
-
-/* Rows of the output go parallel above this many elements (fork/join costs a
- * few µs, a row copy ~1 ns per element). */
-#define PAD_PAR_MIN 32768
 
 typedef enum
 {
@@ -135,104 +130,12 @@ src_index (pad_mode mode, int64_t i, int64_t begin, int64_t n)
     }
 }
 
-/* map[d][i] = src_index along dim d for every output index i, laid out one
- * dim after another in buf (sum of the output dims). */
-static void
-build_maps (const pad_plan *p, int64_t *buf, int64_t **map)
+/* tw_index_map_fn over a pad_plan. */
+static int64_t
+plan_source (const void *data, int d, int64_t i)
 {
-  for (int d = 0; d < p->nd; d++)
-    {
-      map[d] = buf;
-      for (int64_t i = 0; i < p->out[d]; i++)
-        buf[i] = src_index (p->mode, i, p->begin[d], p->in[d]);
-      buf += p->out[d];
-    }
-}
-
-static size_t
-maps_size (const pad_plan *p)
-{
-  int64_t n = 1;
-  for (int d = 0; d < p->nd; d++)
-    n += p->out[d];
-  return (size_t) n * sizeof (int64_t);
-}
-
-/* Offset in x of output row r (all dims but the last), or -1 when the row
- * lies in the constant border. */
-static inline int64_t
-row_source (const pad_plan *p, int64_t *const *map, int64_t r)
-{
-  int64_t off = 0, stride = p->in[p->nd - 1];
-  for (int d = p->nd - 2; d >= 0; d--)
-    {
-      int64_t i = r % p->out[d];
-      r /= p->out[d];
-      int64_t s = map[d][i];
-      if (s < 0)
-        return -1;
-      off += s * stride;
-      stride *= p->in[d];
-    }
-  return off;
-}
-
-/* x is p->in, y is p->out (both contiguous). */
-#define PAD_KERNELS(T)                                                                          \
-  static void pad_fwd_##T (const pad_plan *p, int64_t *const *map, const T *x, T *y, int nt)   \
-  {                                                                                           \
-    int64_t w = p->out[p->nd - 1], rows = 1;                                                  \
-    const int64_t *ml = map[p->nd - 1];                                                       \
-    const T v = (T) p->value;                                                                 \
-    for (int d = 0; d < p->nd - 1; d++)                                                       \
-      rows *= p->out[d];                                                                      \
-    TW_PARALLEL_FOR (rows * w > PAD_PAR_MIN, nt, r, rows, {                                   \
-        int64_t off = row_source (p, map, r);                                                 \
-        T *yr = y + r * w;                                                                    \
-        if (off < 0)                                                                          \
-          for (int64_t j = 0; j < w; j++)                                                     \
-            yr[j] = v;                                                                        \
-        else                                                                                  \
-          for (int64_t j = 0; j < w; j++)                                                     \
-            yr[j] = ml[j] < 0 ? v : x[off + ml[j]];                                           \
-      });                                                                                     \
-  }                                                                                           \
-  /* dy is p->out, dx is p->in.  Several rows of dy may land on one row of dx     \
-   * (reflect, edge): rows are split over threads by the first dim only when    \
-   * that dim is not padded, so that no two threads write one element. */      \
-  static void pad_bwd_##T (const pad_plan *p, int64_t *const *map, const T *dy, T *dx, int nt)  \
-  {                                                                                           \
-    int64_t w = p->out[p->nd - 1], rows = 1;                                                  \
-    const int64_t *ml = map[p->nd - 1];                                                       \
-    int64_t numel_in = 1;                                                                     \
-    for (int d = 0; d < p->nd; d++)                                                           \
-      numel_in *= p->in[d];                                                                   \
-    memset (dx, 0, (size_t) numel_in * sizeof (T));                                           \
-    for (int d = 0; d < p->nd - 1; d++)                                                       \
-      rows *= p->out[d];                                                                      \
-    gboolean split = p->nd > 1 && p->in[0] == p->out[0] && p->in[0] > 1;                      \
-    int64_t parts = split ? p->out[0] : 1, per = rows / MAX (parts, 1);                       \
-    TW_PARALLEL_FOR (split && rows * w > PAD_PAR_MIN, nt, q, parts, {                         \
-        for (int64_t r = q * per; r < (q + 1) * per; r++)                                     \
-          {                                                                                   \
-            int64_t off = row_source (p, map, r);                                             \
-            const T *gr = dy + r * w;                                                         \
-            if (off < 0)                                                                      \
-              continue;                                                                       \
-            for (int64_t j = 0; j < w; j++)                                                   \
-              if (ml[j] >= 0)                                                                 \
-                dx[off + ml[j]] += gr[j];                                                     \
-          }                                                                                   \
-      });                                                                                     \
-  }
-
-PAD_KERNELS (float)
-PAD_KERNELS (double)
-
-static inline int
-pad_threads (const tw_kctx *ctx)
-{
-  return ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
+  const pad_plan *p = data;
+  return src_index (p->mode, i, p->begin[d], p->in[d]);
 }
 
 /* A 0-d tensor pads like a one-element vector with no pads. */
@@ -246,26 +149,38 @@ plan_scalar (pad_plan *p)
   p->begin[0] = 0;
 }
 
+/* The gather (pad) from src shaped like shape padded into dst, or its adjoint
+ * (pad_grad) from src padded into dst shaped like shape. */
+static gboolean
+pad_run (const tw_kctx *ctx, const char *op, const tw_attrs *a, const tw_tensor *shape,
+         const tw_tensor *src, tw_tensor *dst, gboolean grad, GError **error)
+{
+  pad_plan p;
+  tw_tinfo xi;
+  tw_tinfo_from_tensor (&xi, shape);
+  if (!pad_plan_init (&p, op, a, &xi, error))
+    return FALSE;
+  plan_scalar (&p);
+  if (tw_tensor_numel (dst) == 0)
+    return TRUE;
+  tw_index_map m;
+  tw_index_map_build (&m, ctx, p.nd, p.in, p.out, plan_source, &p);
+  if (!grad)
+    tw_index_map_gather (&m, ctx, src, dst, p.value);
+  else
+    /* Several rows of dy may land on one row of dx (reflect, edge): rows are
+     * split over threads by the first dim only when that dim is not padded. */
+    tw_index_map_scatter_add (&m, ctx, src, dst,
+                              p.nd > 1 && p.in[0] == p.out[0] && p.in[0] > 1 ? 1 : 0);
+  return TRUE;
+}
+
 /* in[0]: x; out[0]: x padded. */
 static gboolean
 pad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
              tw_tensor *const *out, GError **error)
 {
-  pad_plan p;
-  tw_tinfo xi;
-  tw_tinfo_from_tensor (&xi, in[0]);
-  if (!pad_plan_init (&p, "pad", a, &xi, error))
-    return FALSE;
-  plan_scalar (&p);
-  if (tw_tensor_numel (out[0]) == 0)
-    return TRUE;
-  int64_t *map[TW_MAX_DIMS];
-  build_maps (&p, tw_scratch (ctx, maps_size (&p)), map);
-  if (in[0]->dtype == TW_F32)
-    pad_fwd_float (&p, map, tw_tensor_f32 (in[0]), tw_tensor_f32 (out[0]), pad_threads (ctx));
-  else
-    pad_fwd_double (&p, map, tw_tensor_f64 (in[0]), tw_tensor_f64 (out[0]), pad_threads (ctx));
-  return TRUE;
+  return pad_run (ctx, "pad", a, in[0], in[0], out[0], FALSE, error);
 }
 
 /* in[0]: dy (x padded); in[1]: x (its shape); out[0]: dx shaped like x. */
@@ -273,39 +188,14 @@ static gboolean
 pad_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
                   tw_tensor *const *out, GError **error)
 {
-  pad_plan p;
-  tw_tinfo xi;
-  tw_tinfo_from_tensor (&xi, in[1]);
-  if (!pad_plan_init (&p, "pad_grad", a, &xi, error))
-    return FALSE;
-  plan_scalar (&p);
-  if (tw_tensor_numel (out[0]) == 0)
-    return TRUE;
-  int64_t *map[TW_MAX_DIMS];
-  build_maps (&p, tw_scratch (ctx, maps_size (&p)), map);
-  if (out[0]->dtype == TW_F32)
-    pad_bwd_float (&p, map, tw_tensor_f32 (in[0]), tw_tensor_f32 (out[0]), pad_threads (ctx));
-  else
-    pad_bwd_double (&p, map, tw_tensor_f64 (in[0]), tw_tensor_f64 (out[0]), pad_threads (ctx));
-  return TRUE;
-}
-
-static gboolean
-check_float (const char *op, const char *what, const tw_tinfo *t, GError **error)
-{
-  if (tw_dtype_is_float (t->dtype))
-    return TRUE;
-  g_autofree char *s = tw_tinfo_to_string (t);
-  g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_DTYPE, "%s expects a float %s (f32 or f64), got %s",
-               op, what, s);
-  return FALSE;
+  return pad_run (ctx, "pad_grad", a, in[1], in[0], out[0], TRUE, error);
 }
 
 static gboolean
 pad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   pad_plan p;
-  if (!check_float ("pad", "input", &in[0], error)
+  if (!tw_index_map_check_float ("pad", "input", &in[0], error)
       || !pad_plan_init (&p, "pad", a, &in[0], error))
     return FALSE;
   tw_tinfo_set (&out[0], in[0].dtype, p.nd, p.out);
@@ -321,19 +211,11 @@ static gboolean
 pad_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   pad_plan p;
-  if (!check_float ("pad_grad", "gradient", &in[0], error)
+  if (!tw_index_map_check_float ("pad_grad", "gradient", &in[0], error)
       || !pad_plan_init (&p, "pad_grad", a, &in[1], error))
     return FALSE;
-  tw_tinfo want;
-  tw_tinfo_set (&want, in[0].dtype, p.nd, p.out);
-  if (!tw_tinfo_equal (&want, &in[0]))
-    {
-      g_autofree char *ws = tw_tinfo_to_string (&want);
-      g_autofree char *gs = tw_tinfo_to_string (&in[0]);
-      g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_SHAPE,
-                   "pad_grad expects dy shaped like the padded input, %s, got %s", ws, gs);
-      return FALSE;
-    }
+  if (!tw_index_map_check_grad ("pad_grad", "padded", &in[0], p.nd, p.out, error))
+    return FALSE;
   tw_tinfo_set (&out[0], in[0].dtype, in[1].ndim, in[1].dims);
   return TRUE;
 }
@@ -363,22 +245,6 @@ pad_grad_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
   return TRUE;
 }
 
-/* A copy: no flops; pad_grad's adds are one per dy element. */
-static void
-pad_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
-          tw_cost *cost)
-{
-  tw_cost_elementwise (in, 1, out, n_out, 0, cost);
-}
-
-static void
-pad_grad_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
-               tw_cost *cost)
-{
-  tw_cost_elementwise (in, 1, out, n_out, 0, cost);
-  cost->flops = (double) tw_tinfo_numel (&in[0], NULL);
-}
-
 static const char *const mode_choices[] = { "constant", "reflect", "edge", NULL };
 static const tw_attr_spec pad_attrs[] = {
   { "pads", TW_ATTR_INTS, NULL, TRUE,
@@ -405,7 +271,7 @@ static const tw_op_def pad_def = {
   .infer = pad_infer,
   .forward = pad_forward,
   .backward = pad_backward,
-  .cost = pad_cost,
+  .cost = tw_index_map_cost,
   .onnx_name = "Pad",
 };
 
@@ -421,7 +287,7 @@ static const tw_op_def pad_grad_def = {
   .infer = pad_grad_infer,
   .forward = pad_grad_forward,
   .backward = pad_grad_backward,
-  .cost = pad_grad_cost,
+  .cost = tw_index_map_grad_cost,
   .flags = TW_OP_INTERNAL,
 };
 

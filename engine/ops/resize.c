@@ -20,16 +20,12 @@
  */
 #define G_LOG_DOMAIN "twb-ops-resize"
 
-#include "engine/cpu/parallel.h"
 #include "engine/op.h"
+#include "engine/ops/index-map.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
-
-/* Output rows go parallel above this many elements (fork/join costs a few
- * µs, a row copy ~1 ns per element). */
-#define RESIZE_PAR_MIN 32768
 
 typedef struct
 {
@@ -151,90 +147,43 @@ source_index (const tw_attrs *a, const resize_plan *p, int d, int64_t i)
   return (int64_t) CLAMP (r, 0, n - 1);
 }
 
-/* map[d][i]: source index along dim d of output index i (the identity for N
- * and C), laid out one dim after another in buf. */
-static void
-build_maps (const tw_attrs *a, const resize_plan *p, int64_t *buf, int64_t **map)
+typedef struct
 {
-  for (int d = 0; d < p->nd; d++)
-    {
-      map[d] = buf;
-      for (int64_t i = 0; i < p->out[d]; i++)
-        buf[i] = d < 2 ? i : source_index (a, p, d, i);
-      buf += p->out[d];
-    }
+  const tw_attrs *a;
+  const resize_plan *p;
+} resize_source;
+
+/* tw_index_map_fn over a resize_source: the identity for N and C. */
+static int64_t
+plan_source (const void *data, int d, int64_t i)
+{
+  const resize_source *rs = data;
+  return d < 2 ? i : source_index (rs->a, rs->p, d, i);
 }
 
-static size_t
-maps_size (const resize_plan *p)
+/* The gather (resize) from src shaped like shape into dst, or its adjoint
+ * (resize_grad) from src resized into dst shaped like shape. */
+static gboolean
+resize_run (const tw_kctx *ctx, const char *op, const tw_attrs *a, const tw_tensor *shape,
+            const tw_tensor *src, tw_tensor *dst, gboolean grad, GError **error)
 {
-  int64_t n = 0;
-  for (int d = 0; d < p->nd; d++)
-    n += p->out[d];
-  return (size_t) n * sizeof (int64_t);
-}
-
-/* Offset in x of output row r (all dims but the last). */
-static inline int64_t
-row_source (const resize_plan *p, int64_t *const *map, int64_t r)
-{
-  int64_t off = 0, stride = p->in[p->nd - 1];
-  for (int d = p->nd - 2; d >= 0; d--)
-    {
-      int64_t i = r % p->out[d];
-      r /= p->out[d];
-      off += map[d][i] * stride;
-      stride *= p->in[d];
-    }
-  return off;
-}
-
-/* x is p->in, y is p->out (contiguous).  resize_bwd: dy is p->out, dx is
- * p->in; the [N, C] planes are never resized, so threads split them and no
- * two threads write one element. */
-#define RESIZE_KERNELS(T)                                                                        \
-  static void resize_fwd_##T (const resize_plan *p, int64_t *const *map, const T *x, T *y,     \
-                              int nt)                                                          \
-  {                                                                                            \
-    int64_t w = p->out[p->nd - 1], rows = 1;                                                   \
-    const int64_t *ml = map[p->nd - 1];                                                        \
-    for (int d = 0; d < p->nd - 1; d++)                                                        \
-      rows *= p->out[d];                                                                       \
-    TW_PARALLEL_FOR (rows * w > RESIZE_PAR_MIN, nt, r, rows, {                                 \
-        const T *xr = x + row_source (p, map, r);                                              \
-        T *yr = y + r * w;                                                                     \
-        for (int64_t j = 0; j < w; j++)                                                        \
-          yr[j] = xr[ml[j]];                                                                   \
-      });                                                                                      \
-  }                                                                                            \
-  static void resize_bwd_##T (const resize_plan *p, int64_t *const *map, const T *dy, T *dx,   \
-                              int nt)                                                          \
-  {                                                                                            \
-    int64_t w = p->out[p->nd - 1], planes = p->in[0] * p->in[1], per = 1, in_plane = 1;        \
-    const int64_t *ml = map[p->nd - 1];                                                        \
-    for (int d = 2; d < p->nd - 1; d++)                                                        \
-      per *= p->out[d];                                                                        \
-    for (int d = 2; d < p->nd; d++)                                                            \
-      in_plane *= p->in[d];                                                                    \
-    memset (dx, 0, (size_t) (planes * in_plane) * sizeof (T));                                 \
-    TW_PARALLEL_FOR (planes * per * w > RESIZE_PAR_MIN, nt, q, planes, {                       \
-        for (int64_t r = q * per; r < (q + 1) * per; r++)                                      \
-          {                                                                                    \
-            T *dr = dx + row_source (p, map, r);                                               \
-            const T *gr = dy + r * w;                                                          \
-            for (int64_t j = 0; j < w; j++)                                                    \
-              dr[ml[j]] += gr[j];                                                              \
-          }                                                                                    \
-      });                                                                                      \
-  }
-
-RESIZE_KERNELS (float)
-RESIZE_KERNELS (double)
-
-static inline int
-resize_threads (const tw_kctx *ctx)
-{
-  return ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
+  resize_plan p;
+  tw_tinfo xi;
+  tw_tinfo_from_tensor (&xi, shape);
+  if (!resize_plan_init (&p, op, a, &xi, error))
+    return FALSE;
+  if (tw_tensor_numel (dst) == 0)
+    return TRUE;
+  tw_index_map m;
+  resize_source rs = { a, &p };
+  tw_index_map_build (&m, ctx, p.nd, p.in, p.out, plan_source, &rs);
+  if (!grad)
+    tw_index_map_gather (&m, ctx, src, dst, 0.0);
+  else
+    /* The [N, C] planes are never resized, so threads split them and no two
+     * threads write one element. */
+    tw_index_map_scatter_add (&m, ctx, src, dst, 2);
+  return TRUE;
 }
 
 /* in[0]: x [N, C, spatial...]; out[0]: x resized. */
@@ -242,22 +191,7 @@ static gboolean
 resize_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
                 tw_tensor *const *out, GError **error)
 {
-  resize_plan p;
-  tw_tinfo xi;
-  tw_tinfo_from_tensor (&xi, in[0]);
-  if (!resize_plan_init (&p, "resize", a, &xi, error))
-    return FALSE;
-  if (tw_tensor_numel (out[0]) == 0)
-    return TRUE;
-  int64_t *map[TW_MAX_DIMS];
-  build_maps (a, &p, tw_scratch (ctx, maps_size (&p)), map);
-  if (in[0]->dtype == TW_F32)
-    resize_fwd_float (&p, map, tw_tensor_f32 (in[0]), tw_tensor_f32 (out[0]),
-                      resize_threads (ctx));
-  else
-    resize_fwd_double (&p, map, tw_tensor_f64 (in[0]), tw_tensor_f64 (out[0]),
-                       resize_threads (ctx));
-  return TRUE;
+  return resize_run (ctx, "resize", a, in[0], in[0], out[0], FALSE, error);
 }
 
 /* in[0]: dy (x resized); in[1]: x (its shape); out[0]: dx shaped like x. */
@@ -265,39 +199,14 @@ static gboolean
 resize_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
                      tw_tensor *const *out, GError **error)
 {
-  resize_plan p;
-  tw_tinfo xi;
-  tw_tinfo_from_tensor (&xi, in[1]);
-  if (!resize_plan_init (&p, "resize_grad", a, &xi, error))
-    return FALSE;
-  if (tw_tensor_numel (out[0]) == 0)
-    return TRUE;
-  int64_t *map[TW_MAX_DIMS];
-  build_maps (a, &p, tw_scratch (ctx, maps_size (&p)), map);
-  if (out[0]->dtype == TW_F32)
-    resize_bwd_float (&p, map, tw_tensor_f32 (in[0]), tw_tensor_f32 (out[0]),
-                      resize_threads (ctx));
-  else
-    resize_bwd_double (&p, map, tw_tensor_f64 (in[0]), tw_tensor_f64 (out[0]),
-                       resize_threads (ctx));
-  return TRUE;
-}
-
-static gboolean
-check_float (const char *op, const char *what, const tw_tinfo *t, GError **error)
-{
-  if (tw_dtype_is_float (t->dtype))
-    return TRUE;
-  g_autofree char *s = tw_tinfo_to_string (t);
-  return resize_error (error, TW_OP_ERROR_DTYPE, "%s expects a float %s (f32 or f64), got %s", op,
-                       what, s);
+  return resize_run (ctx, "resize_grad", a, in[1], in[0], out[0], TRUE, error);
 }
 
 static gboolean
 resize_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   resize_plan p;
-  if (!check_float ("resize", "input", &in[0], error)
+  if (!tw_index_map_check_float ("resize", "input", &in[0], error)
       || !resize_plan_init (&p, "resize", a, &in[0], error))
     return FALSE;
   tw_tinfo_set (&out[0], in[0].dtype, p.nd, p.out);
@@ -314,19 +223,11 @@ resize_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *ou
                    GError **error)
 {
   resize_plan p;
-  if (!check_float ("resize_grad", "gradient", &in[0], error)
+  if (!tw_index_map_check_float ("resize_grad", "gradient", &in[0], error)
       || !resize_plan_init (&p, "resize_grad", a, &in[1], error))
     return FALSE;
-  tw_tinfo want;
-  tw_tinfo_set (&want, in[0].dtype, p.nd, p.out);
-  if (!tw_tinfo_equal (&want, &in[0]))
-    {
-      g_autofree char *ws = tw_tinfo_to_string (&want);
-      g_autofree char *gs = tw_tinfo_to_string (&in[0]);
-      return resize_error (error, TW_OP_ERROR_SHAPE,
-                           "resize_grad expects dy shaped like the resized input, %s, got %s", ws,
-                           gs);
-    }
+  if (!tw_index_map_check_grad ("resize_grad", "resized", &in[0], p.nd, p.out, error))
+    return FALSE;
   tw_tinfo_set (&out[0], in[0].dtype, in[1].ndim, in[1].dims);
   return TRUE;
 }
@@ -350,22 +251,6 @@ resize_grad_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in
   if (needs[1])
     gin[1] = tw_emit1 (e, "zeros_like", NULL, in[1]);
   return TRUE;
-}
-
-/* A gather: no flops; resize_grad adds once per dy element. */
-static void
-resize_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
-             tw_cost *cost)
-{
-  tw_cost_elementwise (in, 1, out, n_out, 0, cost);
-}
-
-static void
-resize_grad_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out,
-                  int n_out, tw_cost *cost)
-{
-  tw_cost_elementwise (in, 1, out, n_out, 0, cost);
-  cost->flops = (double) tw_tinfo_numel (&in[0], NULL);
 }
 
 static const char *const mode_choices[] = { "nearest", NULL };
@@ -404,7 +289,7 @@ static const tw_op_def resize_def = {
   .infer = resize_infer,
   .forward = resize_forward,
   .backward = resize_backward,
-  .cost = resize_cost,
+  .cost = tw_index_map_cost,
   .onnx_name = "Resize",
 };
 
@@ -420,7 +305,7 @@ static const tw_op_def resize_grad_def = {
   .infer = resize_grad_infer,
   .forward = resize_grad_forward,
   .backward = resize_grad_backward,
-  .cost = resize_grad_cost,
+  .cost = tw_index_map_grad_cost,
   .flags = TW_OP_INTERNAL,
 };
 
