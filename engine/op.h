@@ -253,6 +253,9 @@ gboolean tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a,
 /* Common infer helpers. */
 gboolean tw_infer_same_as_input0 (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
                                   GError **error);
+/* Element strides of x read as the broadcast shape of y (x's dims aligned
+ * to the right; 0 along the dims x broadcasts).  st has y->ndim entries. */
+void tw_broadcast_strides (const tw_tensor *x, const tw_tensor *y, int64_t *st);
 /* NumPy broadcasting of all inputs, dtype of input 0; TW_DIM_N broadcasts
  * with 1 and with itself. */
 gboolean tw_infer_broadcast (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,

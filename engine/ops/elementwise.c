@@ -125,8 +125,8 @@ typedef struct
   int64_t sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
 } bcast_plan;
 
-static void
-input_strides (const tw_tensor *x, const tw_tensor *y, int64_t *s)
+void
+tw_broadcast_strides (const tw_tensor *x, const tw_tensor *y, int64_t *s)
 {
   int lead = y->ndim - x->ndim;
   int64_t st = 1;
@@ -142,8 +142,8 @@ static void
 bcast_plan_init (bcast_plan *p, const tw_tensor *a, const tw_tensor *b, const tw_tensor *y)
 {
   int64_t sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
-  input_strides (a, y, sa);
-  input_strides (b, y, sb);
+  tw_broadcast_strides (a, y, sa);
+  tw_broadcast_strides (b, y, sb);
   p->nd = 0;
   for (int d = 0; d < y->ndim; d++)
     {

@@ -16,21 +16,6 @@
 /* Rows go parallel above this many elements (fork/join costs a few µs). */
 #define SELECT_PAR_MIN 32768
 
-/* Element strides of x read as the broadcast shape y (0 along the dims x
- * broadcasts; x's dims align to the right). */
-static void
-bcast_strides (const tw_tensor *x, const tw_tensor *y, int64_t *st)
-{
-  int lead = y->ndim - x->ndim;
-  int64_t s = 1;
-  for (int d = y->ndim - 1; d >= 0; d--)
-    {
-      int64_t n = d < lead ? 1 : x->shape[d - lead];
-      st[d] = n == 1 ? 0 : s;
-      s *= n;
-    }
-}
-
 /* Offset of output row r (all dims but the last) in an input with strides st. */
 static inline int64_t
 row_offset (const tw_tensor *y, const int64_t *st, int64_t r)
@@ -93,9 +78,9 @@ where_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *const *in, 
   int64_t sc[TW_MAX_DIMS], sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
   if (tw_tensor_numel (out[0]) == 0)
     return TRUE;
-  bcast_strides (in[0], out[0], sc);
-  bcast_strides (in[1], out[0], sa);
-  bcast_strides (in[2], out[0], sb);
+  tw_broadcast_strides (in[0], out[0], sc);
+  tw_broadcast_strides (in[1], out[0], sa);
+  tw_broadcast_strides (in[2], out[0], sb);
   if (out[0]->dtype == TW_F32)
     where_float (in[0], tw_tensor_f32 (in[1]), tw_tensor_f32 (in[2]), out[0], sc, sa, sb,
                  select_threads (ctx));
@@ -115,7 +100,7 @@ expand_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *const *in,
   size_t es = tw_dtype_size (y->dtype);
   if (tw_tensor_numel (y) == 0)
     return TRUE;
-  bcast_strides (in[0], y, st);
+  tw_broadcast_strides (in[0], y, st);
   int nd = y->ndim;
   int64_t w = nd ? y->shape[nd - 1] : 1, rows = tw_tensor_numel (y) / w, lst = nd ? st[nd - 1] : 0;
   const char *x = tw_tensor_data (in[0]);
