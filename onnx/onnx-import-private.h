@@ -66,6 +66,28 @@ int tw_imp_norm_axis (tw_imp *im, int64_t axis, int rank);
 gboolean tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, int64_t **out, int64_t *n);
 /* A contiguous f32 copy. */
 tw_tensor *tw_imp_as_f32 (const tw_tensor *t);
+/* Shared by the translators (onnx-import.c, onnx-import-act.c). */
+/* A node of op on input x, named from weight's scope when given (NULL: from
+ * the ONNX node); attrs is taken. */
+tw_node *tw_imp_emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs,
+                       const tw_imp_val *x);
+/* Attributes other than known (NULL-terminated) are problems. */
+void tw_imp_check_attrs (tw_imp *im, const char *const *known);
+/* f as the shortest double that reads back as it ("0.2", not 0.20000000298). */
+double tw_imp_short_double (float f);
+float tw_imp_attr_float (tw_imp *im, const char *name, float def);
+char *tw_imp_attr_string_dup (tw_imp *im, const char *name);
+gboolean tw_imp_attr_string_is (tw_imp *im, const char *name, const char *want);
+/* Input i as a dynamic value (a problem naming what otherwise). */
+const tw_imp_val *tw_imp_dyn_input (tw_imp *im, gsize i, const char *what);
+/* A one-element float constant's value. */
+gboolean tw_imp_scalar_of (const tw_imp_val *v, double *out);
+/* The translators in onnx-import-act.c. */
+void tw_imp_leaky_relu (tw_imp *im);
+void tw_imp_clip (tw_imp *im);
+void tw_imp_hard_sigmoid (tw_imp *im);
+void tw_imp_pad (tw_imp *im);
+void tw_imp_resize (tw_imp *im);
 /* Fold the current node when its inputs are constants (or Shape of a
  * dynamic value): FALSE when the op is not one folding knows. */
 gboolean tw_imp_fold (tw_imp *im);

@@ -191,8 +191,8 @@ emit (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, con
   return node;
 }
 
-static tw_node *
-emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, const tw_imp_val *x)
+tw_node *
+tw_imp_emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, const tw_imp_val *x)
 {
   const char *in[] = { x->ref, NULL };
   return emit (im, weight, op, attrs, in, 1);
@@ -207,8 +207,8 @@ add_weight (tw_imp *im, const tw_node *node, const char *suffix, tw_tensor *t)
 /* ---- attributes -------------------------------------------------------------- */
 
 /* Report every attribute of the node not in known (NULL-terminated). */
-static void
-check_attrs (tw_imp *im, const char *const *known)
+void
+tw_imp_check_attrs (tw_imp *im, const char *const *known)
 {
   for (gsize i = 0; i < im->n->n_attribute; i++)
     {
@@ -233,8 +233,8 @@ tw_imp_attr_int (tw_imp *im, const char *name, int64_t def)
 
 /* A float attribute as the shortest decimal that reads back as the same
  * float (1e-5f → 1e-05, not 9.999999747378752e-06), for the model file. */
-static double
-short_double (float f)
+double
+tw_imp_short_double (float f)
 {
   char buf[32];
   for (int digits = 6; digits < 9; digits++)
@@ -246,8 +246,8 @@ short_double (float f)
   return f;
 }
 
-static float
-attr_float (tw_imp *im, const char *name, float def)
+float
+tw_imp_attr_float (tw_imp *im, const char *name, float def)
 {
   float v = def;
   g_autoptr (GError) error = NULL;
@@ -290,8 +290,8 @@ tw_imp_attr_ints (tw_imp *im, const char *name, gsize want, int64_t d, int64_t *
 
 /* A string attribute's value (bytes, not NUL-terminated in protobuf-c)
  * for messages; caller frees. */
-static char *
-attr_string_dup (tw_imp *im, const char *name)
+char *
+tw_imp_attr_string_dup (tw_imp *im, const char *name)
 {
   const Onnx__AttributeProto *a = tw_onnx_attr (im->n, name);
   if (a == NULL || a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
@@ -300,8 +300,8 @@ attr_string_dup (tw_imp *im, const char *name)
   return g_utf8_make_valid (raw, -1);
 }
 
-static gboolean
-attr_string_is (tw_imp *im, const char *name, const char *want)
+gboolean
+tw_imp_attr_string_is (tw_imp *im, const char *name, const char *want)
 {
   const Onnx__AttributeProto *a = tw_onnx_attr (im->n, name);
   if (a == NULL)
@@ -343,8 +343,8 @@ tw_imp_norm_axis (tw_imp *im, int64_t axis, int rank)
 /* ---- translations ------------------------------------------------------------ */
 
 /* The dynamic data input 0 of the current node, or NULL (a problem reported). */
-static const tw_imp_val *
-dyn_input (tw_imp *im, gsize i, const char *what)
+const tw_imp_val *
+tw_imp_dyn_input (tw_imp *im, gsize i, const char *what)
 {
   const tw_imp_val *v = tw_imp_input (im, i);
   if (v == NULL || v->kind != TW_IMP_DYN)
@@ -388,9 +388,9 @@ sym_pads (tw_imp *im, int64_t out[2])
       return FALSE;
     }
   out[0] = p[0], out[1] = p[1];
-  if (!attr_string_is (im, "auto_pad", "NOTSET") && !attr_string_is (im, "auto_pad", "VALID"))
+  if (!tw_imp_attr_string_is (im, "auto_pad", "NOTSET") && !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
     {
-      g_autofree char *ap = attr_string_dup (im, "auto_pad");
+      g_autofree char *ap = tw_imp_attr_string_dup (im, "auto_pad");
       tw_imp_problem (im, "auto_pad %s is not supported (only explicit pads)", ap);
       return FALSE;
     }
@@ -402,8 +402,8 @@ import_conv (tw_imp *im)
 {
   static const char *const known[] = { "kernel_shape", "strides", "pads", "dilations", "group",
                                        "auto_pad", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "the input"), *w = const_input (im, 1, "the weight");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input"), *w = const_input (im, 1, "the weight");
   const tw_imp_val *b = tw_imp_input (im, 2);
   if (b && !(b = const_input (im, 2, "the bias")))
     return;
@@ -434,7 +434,7 @@ import_conv (tw_imp *im)
   tw_attrs_set_ints (a, "dilation", 2, d);
   tw_attrs_set_int (a, "groups", group);
   tw_attrs_set_bool (a, "bias", b != NULL);
-  tw_node *node = emit1 (im, w, "conv2d", a, x);
+  tw_node *node = tw_imp_emit1 (im, w, "conv2d", a, x);
   if (node == NULL)
     return;
   add_weight (im, node, "weight", tw_imp_as_f32 (w->c));
@@ -477,12 +477,12 @@ static void
 import_gemm (tw_imp *im)
 {
   static const char *const known[] = { "alpha", "beta", "transA", "transB", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "A"), *w = const_input (im, 1, "B (the weight)");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "A"), *w = const_input (im, 1, "B (the weight)");
   const tw_imp_val *c = tw_imp_input (im, 2);
   if (c && !(c = const_input (im, 2, "C (the bias)")))
     return;
-  double alpha = attr_float (im, "alpha", 1.0f), beta = attr_float (im, "beta", 1.0f);
+  double alpha = tw_imp_attr_float (im, "alpha", 1.0f), beta = tw_imp_attr_float (im, "beta", 1.0f);
   int64_t ta = tw_imp_attr_int (im, "transA", 0), tb = tw_imp_attr_int (im, "transB", 0);
   if (ta != 0)
     tw_imp_problem (im, "transA=1 (twb's linear takes [batch, in])");
@@ -500,7 +500,7 @@ import_gemm (tw_imp *im)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "out_features", nout);
   tw_attrs_set_bool (a, "bias", bias != NULL);
-  tw_node *node = emit1 (im, w, "linear", a, x);
+  tw_node *node = tw_imp_emit1 (im, w, "linear", a, x);
   if (node == NULL)
     return;
   add_weight (im, node, "weight", linear_weight (w->c, !tb, alpha));
@@ -513,7 +513,7 @@ import_gemm (tw_imp *im)
 static void
 import_matmul (tw_imp *im)
 {
-  check_attrs (im, NULL);
+  tw_imp_check_attrs (im, NULL);
   const tw_imp_val *x = tw_imp_input (im, 0), *w = tw_imp_input (im, 1);
   if (x && w && x->kind == TW_IMP_DYN && w->kind == TW_IMP_DYN)
     {
@@ -521,7 +521,7 @@ import_matmul (tw_imp *im)
       emit (im, NULL, "matmul", NULL, in, 1);
       return;
     }
-  x = dyn_input (im, 0, "A");
+  x = tw_imp_dyn_input (im, 0, "A");
   w = const_input (im, 1, "B (the weight)");
   if (x == NULL || w == NULL)
     return;
@@ -533,15 +533,15 @@ import_matmul (tw_imp *im)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "out_features", w->c->shape[1]);
   tw_attrs_set_bool (a, "bias", FALSE);
-  tw_node *node = emit1 (im, w, "linear", a, x);
+  tw_node *node = tw_imp_emit1 (im, w, "linear", a, x);
   if (node == NULL)
     return;
   add_weight (im, node, "weight", linear_weight (w->c, TRUE, 1.0));
   g_hash_table_add (im->bias_free, g_strdup (node->id));
 }
 
-static gboolean
-scalar_of (const tw_imp_val *v, double *out)
+gboolean
+tw_imp_scalar_of (const tw_imp_val *v, double *out)
 {
   if (v == NULL || v->kind != TW_IMP_CONST || tw_tensor_numel (v->c) != 1
       || !tw_dtype_is_float (v->c->dtype))
@@ -554,7 +554,7 @@ static void
 import_binary (tw_imp *im, const tw_op_def *def)
 {
   const char *op = im->n->op_type;
-  check_attrs (im, NULL);
+  tw_imp_check_attrs (im, NULL);
   const tw_imp_val *a = tw_imp_input (im, 0), *b = tw_imp_input (im, 1);
   if (a == NULL || b == NULL)
     {
@@ -604,7 +604,7 @@ import_binary (tw_imp *im, const tw_op_def *def)
         }
     }
   double c;
-  if (!scalar_of (b, &c))
+  if (!tw_imp_scalar_of (b, &c))
     {
       g_autofree char *sb = tw_shape_to_string (b->c->ndim, b->c->shape);
       tw_imp_problem (im, "a constant operand of shape %s (twb has no constant node; only scalars "
@@ -612,7 +612,7 @@ import_binary (tw_imp *im, const tw_op_def *def)
       return;
     }
   if (b->c->dtype == TW_F32)
-    c = short_double ((float) c);
+    c = tw_imp_short_double ((float) c);
   tw_attrs *at = tw_attrs_new ();
   const char *twop;
   if (op[0] == 'A' || op[0] == 'S')
@@ -625,15 +625,15 @@ import_binary (tw_imp *im, const tw_op_def *def)
       twop = "scale";
       tw_attrs_set_float (at, "alpha", op[0] == 'M' ? c : 1.0 / c);
     }
-  emit1 (im, NULL, twop, at, a);
+  tw_imp_emit1 (im, NULL, twop, at, a);
 }
 
 static void
 import_batch_norm (tw_imp *im)
 {
   static const char *const known[] = { "epsilon", "momentum", "training_mode", "spatial", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "X");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   const tw_imp_val *p[4] = { const_input (im, 1, "scale"), const_input (im, 2, "B"),
                       const_input (im, 3, "input_mean"), const_input (im, 4, "input_var") };
   if (tw_imp_attr_int (im, "training_mode", 0) != 0)
@@ -643,15 +643,15 @@ import_batch_norm (tw_imp *im)
   for (gsize k = 1; k < im->n->n_output; k++)
     if (is_used (im, k))
       tw_imp_problem (im, "output %" G_GSIZE_FORMAT " (running statistics) is used", k);
-  double eps = attr_float (im, "epsilon", 1e-5f), mom = attr_float (im, "momentum", 0.9f);
+  double eps = tw_imp_attr_float (im, "epsilon", 1e-5f), mom = tw_imp_attr_float (im, "momentum", 0.9f);
   if (x == NULL || !p[0] || !p[1] || !p[2] || !p[3] || im->failed)
     return;
   tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_float (a, "eps", short_double ((float) eps));
+  tw_attrs_set_float (a, "eps", tw_imp_short_double ((float) eps));
   /* ONNX: running = running * momentum + batch * (1 - momentum); PyTorch's
    * (and twb's) momentum is the weight of the batch. */
-  tw_attrs_set_float (a, "momentum", short_double ((float) (1.0 - short_double ((float) mom))));
-  tw_node *node = emit1 (im, p[0], "batch_norm", a, x);
+  tw_attrs_set_float (a, "momentum", tw_imp_short_double ((float) (1.0 - tw_imp_short_double ((float) mom))));
+  tw_node *node = tw_imp_emit1 (im, p[0], "batch_norm", a, x);
   if (node == NULL)
     return;
   static const char *const names[] = { "weight", "bias", "running_mean", "running_var" };
@@ -666,8 +666,8 @@ import_pool (tw_imp *im, gboolean max)
                                            "ceil_mode", "storage_order", "auto_pad", NULL };
   static const char *const known_avg[] = { "kernel_shape", "strides", "pads", "ceil_mode",
                                            "count_include_pad", "auto_pad", NULL };
-  check_attrs (im, max ? known_max : known_avg);
-  const tw_imp_val *x = dyn_input (im, 0, "X");
+  tw_imp_check_attrs (im, max ? known_max : known_avg);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   int64_t k[2], s[2], d[2], p[2];
   if (!tw_imp_attr_ints (im, "kernel_shape", 2, 0, k, NULL) || !tw_imp_attr_ints (im, "strides", 2, 1, s, NULL)
       || !tw_imp_attr_ints (im, "dilations", 2, 1, d, NULL) || !sym_pads (im, p))
@@ -691,15 +691,15 @@ import_pool (tw_imp *im, gboolean max)
     tw_attrs_set_ints (a, "dilation", 2, d);
   else
     tw_attrs_set_bool (a, "count_include_pad", cip != 0);
-  emit1 (im, NULL, max ? "max_pool2d" : "avg_pool2d", a, x);
+  tw_imp_emit1 (im, NULL, max ? "max_pool2d" : "avg_pool2d", a, x);
 }
 
 static void
 import_flatten (tw_imp *im)
 {
   static const char *const known[] = { "axis", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "the input");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
   tw_tinfo info;
   if (x == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
@@ -714,15 +714,15 @@ import_flatten (tw_imp *im)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "start_dim", 1);
   tw_attrs_set_int (a, "end_dim", -1);
-  emit1 (im, NULL, "flatten", a, x);
+  tw_imp_emit1 (im, NULL, "flatten", a, x);
 }
 
 static void
 import_reshape (tw_imp *im)
 {
   static const char *const known[] = { "allowzero", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "data");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
   g_autofree int64_t *dims = NULL;
   int64_t nd;
   const tw_imp_val *sv = tw_imp_input (im, 1);
@@ -773,15 +773,15 @@ import_reshape (tw_imp *im)
     per[neg] = have / rest;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "shape", (int) (nd - 1), per);
-  emit1 (im, NULL, "reshape", a, x);
+  tw_imp_emit1 (im, NULL, "reshape", a, x);
 }
 
 static void
 import_softmax (tw_imp *im, const char *twop)
 {
   static const char *const known[] = { "axis", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "the input");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
   tw_tinfo info;
   if (x == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
@@ -801,15 +801,15 @@ import_softmax (tw_imp *im, const char *twop)
     }
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "axis", ax);
-  emit1 (im, NULL, twop, a, x);
+  tw_imp_emit1 (im, NULL, twop, a, x);
 }
 
 static void
 import_transpose (tw_imp *im)
 {
   static const char *const known[] = { "perm", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "data");
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
   tw_tinfo info;
   if (x == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
@@ -827,18 +827,18 @@ import_transpose (tw_imp *im)
     }
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "perm", (int) np, perm);
-  emit1 (im, NULL, "transpose", a, x);
+  tw_imp_emit1 (im, NULL, "transpose", a, x);
 }
 
 static void
 import_concat (tw_imp *im)
 {
   static const char *const known[] = { "axis", NULL };
-  check_attrs (im, known);
+  tw_imp_check_attrs (im, known);
   GPtrArray *refs = g_ptr_array_new ();
   for (gsize i = 0; i < im->n->n_input; i++)
     {
-      const tw_imp_val *v = dyn_input (im, i, "every input");
+      const tw_imp_val *v = tw_imp_dyn_input (im, i, "every input");
       if (v == NULL)
         break;
       g_ptr_array_add (refs, v->ref);
@@ -864,238 +864,26 @@ static void
 import_dropout (tw_imp *im)
 {
   static const char *const known[] = { "ratio", "seed", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "data");
-  double p = attr_float (im, "ratio", 0.5f);
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
+  double p = tw_imp_attr_float (im, "ratio", 0.5f);
   const tw_imp_val *r = tw_imp_input (im, 1);
-  if (r && !scalar_of (r, &p))
+  if (r && !tw_imp_scalar_of (r, &p))
     tw_imp_problem (im, "ratio must be a constant scalar");
   if (is_used (im, 1))
     tw_imp_problem (im, "the mask output is used");
   if (x == NULL || im->failed)
     return;
   tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_float (a, "p", short_double ((float) p));
-  emit1 (im, NULL, "dropout", a, x);
-}
-
-static void
-import_leaky_relu (tw_imp *im)
-{
-  static const char *const known[] = { "alpha", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "X");
-  double alpha = attr_float (im, "alpha", 0.01f);
-  if (x == NULL || im->failed)
-    return;
-  tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_float (a, "negative_slope", short_double ((float) alpha));
-  emit1 (im, NULL, "leaky_relu", a, x);
-}
-
-static gboolean
-optional_scalar (tw_imp *im, gsize i, const char *what, gboolean *present, double *v)
-{
-  const tw_imp_val *c = tw_imp_input (im, i);
-  *present = c != NULL;
-  if (c && !scalar_of (c, v))
-    {
-      tw_imp_problem (im, "%s must be a constant scalar", what);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-/* Clip: bounds as inputs from opset 11, attributes before; (0, 6) is relu6. */
-static void
-import_clip (tw_imp *im)
-{
-  static const char *const known[] = { "min", "max", NULL };
-  check_attrs (im, im->opset < 11 ? known : NULL);
-  const tw_imp_val *x = dyn_input (im, 0, "the input");
-  gboolean has_lo = FALSE, has_hi = FALSE;
-  double lo = 0, hi = 0;
-  if (im->opset < 11)
-    {
-      has_lo = tw_onnx_attr (im->n, "min") != NULL, has_hi = tw_onnx_attr (im->n, "max") != NULL;
-      lo = attr_float (im, "min", 0), hi = attr_float (im, "max", 0);
-    }
-  else if (!optional_scalar (im, 1, "min", &has_lo, &lo)
-           || !optional_scalar (im, 2, "max", &has_hi, &hi))
-    return;
-  if (x == NULL || im->failed)
-    return;
-  if (has_lo && has_hi && lo == 0 && hi == 6)
-    {
-      emit1 (im, NULL, "relu6", NULL, x);
-      return;
-    }
-  tw_attrs *a = tw_attrs_new ();
-  if (has_lo)
-    tw_attrs_set_float (a, "min", short_double ((float) lo));
-  if (has_hi)
-    tw_attrs_set_float (a, "max", short_double ((float) hi));
-  emit1 (im, NULL, "clip", a, x);
-}
-
-static void
-import_hard_sigmoid (tw_imp *im)
-{
-  static const char *const known[] = { "alpha", "beta", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "X");
-  double alpha = attr_float (im, "alpha", 0.2f), beta = attr_float (im, "beta", 0.5f);
-  if (x == NULL || im->failed)
-    return;
-  tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_float (a, "alpha", short_double ((float) alpha));
-  tw_attrs_set_float (a, "beta", short_double ((float) beta));
-  emit1 (im, NULL, "hard_sigmoid", a, x);
-}
-
-/* Pad: ONNX lists begin pads of every dim, then end pads; twb's pad takes
- * those of the last k dims, the batch never padded. */
-static void
-import_pad (tw_imp *im)
-{
-  static const char *const known_old[] = { "mode", "pads", "value", NULL };
-  static const char *const known[] = { "mode", NULL };
-  check_attrs (im, im->opset < 11 ? known_old : known);
-  const tw_imp_val *x = dyn_input (im, 0, "data");
-  g_autofree int64_t *pads = NULL;
-  int64_t np = 0;
-  double value = 0;
-  gboolean has_value = FALSE;
-  if (im->opset < 11)
-    {
-      int64_t buf[TW_MAX_DIMS * 2];
-      gsize len = 0;
-      if (!tw_imp_attr_ints (im, "pads", 0, 0, buf, &len))
-        return;
-      pads = g_memdup2 (buf, MAX (len, 1) * sizeof *buf), np = (int64_t) len;
-      value = attr_float (im, "value", 0);
-    }
-  else
-    {
-      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "pads", &pads, &np)
-          || !optional_scalar (im, 2, "constant_value", &has_value, &value))
-        return;
-      if (tw_imp_input (im, 3))
-        tw_imp_problem (im, "the axes input (opset 18) is not supported");
-    }
-  g_autofree char *mode = tw_onnx_attr (im->n, "mode") ? attr_string_dup (im, "mode")
-                                                          : g_strdup ("constant");
-  tw_tinfo info;
-  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
-    return;
-  int r = info.ndim;
-  if (np != 2 * r)
-    {
-      tw_imp_problem (im, "%" G_GINT64_FORMAT " pads for a rank-%d input", np, r);
-      return;
-    }
-  int first = r;
-  for (int d = 0; d < r; d++)
-    if ((pads[d] != 0 || pads[d + r] != 0) && first == r)
-      first = d;
-  if (first == 0)
-    {
-      tw_imp_problem (im, "pads on the batch dimension");
-      return;
-    }
-  if (first == r)
-    first = r - 1;              /* nothing padded: pad the last dim by 0 */
-  int k = r - first;
-  int64_t tp[TW_ATTR_MAX_LIST];
-  if (2 * k > TW_ATTR_MAX_LIST)
-    {
-      tw_imp_problem (im, "pads on %d dims", k);
-      return;
-    }
-  for (int d = 0; d < k; d++)
-    {
-      tp[d] = pads[first + d];
-      tp[k + d] = pads[first + d + r];
-      if (tp[d] < 0 || tp[k + d] < 0)
-        {
-          tw_imp_problem (im, "negative pads (cropping)");
-          return;
-        }
-    }
-  tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_ints (a, "pads", 2 * k, tp);
-  tw_attrs_set_string (a, "mode", mode);
-  if (value != 0)
-    tw_attrs_set_float (a, "value", short_double ((float) value));
-  emit1 (im, NULL, "pad", a, x);
-}
-
-/* Resize (opset 11+): scales or sizes of all four NCHW dims, N and C kept. */
-static void
-import_resize (tw_imp *im)
-{
-  static const char *const known[] = { "mode", "coordinate_transformation_mode", "nearest_mode",
-                                       "cubic_coeff_a", "exclude_outside",
-                                       "extrapolation_value", NULL };
-  check_attrs (im, known);
-  const tw_imp_val *x = dyn_input (im, 0, "X");
-  if (im->opset < 11)
-    {
-      tw_imp_problem (im, "Resize before opset 11 (scales as attributes)");
-      return;
-    }
-  if (!attr_string_is (im, "mode", "nearest"))
-    {
-      g_autofree char *m = attr_string_dup (im, "mode");
-      tw_imp_problem (im, "mode %s (twb's resize is nearest only)", m);
-    }
-  if (tw_imp_attr_int (im, "exclude_outside", 0) != 0)
-    tw_imp_problem (im, "exclude_outside=1");
-  const tw_imp_val *sc = tw_imp_input (im, 2), *sz = tw_imp_input (im, 3);
-  if (sc && tw_tensor_numel (sc->c) == 0)
-    sc = NULL;                  /* an empty scales beside sizes */
-  tw_attrs *a = tw_attrs_new ();
-  if (sz)
-    {
-      g_autofree int64_t *v = NULL;
-      int64_t n = 0;
-      if (tw_imp_const_ints (im, sz, "sizes", &v, &n) && n != 4)
-        tw_imp_problem (im, "sizes for %" G_GINT64_FORMAT " dims (twb resizes NCHW)", n);
-      else if (v)
-        tw_attrs_set_ints (a, "sizes", 2, v + 2);
-    }
-  else if (sc && sc->kind == TW_IMP_CONST && tw_tensor_numel (sc->c) == 4)
-    {
-      double f[4];
-      for (int i = 0; i < 4; i++)
-        f[i] = short_double ((float) tw_tensor_get_flat (sc->c, i));
-      if (f[0] != 1 || f[1] != 1)
-        tw_imp_problem (im, "scales that resize N or C");
-      tw_attrs_set_floats (a, "scales", 2, f + 2);
-    }
-  else
-    tw_imp_problem (im, "needs constant scales or sizes of the 4 NCHW dims");
-  if (x == NULL || im->failed)
-    {
-      tw_attrs_free (a);
-      return;
-    }
-  g_autofree char *ct = tw_onnx_attr (im->n, "coordinate_transformation_mode")
-                          ? attr_string_dup (im, "coordinate_transformation_mode")
-                          : g_strdup ("half_pixel");
-  g_autofree char *nm = tw_onnx_attr (im->n, "nearest_mode")
-                          ? attr_string_dup (im, "nearest_mode")
-                          : g_strdup ("round_prefer_floor");
-  tw_attrs_set_string (a, "coordinate_transformation_mode", ct);
-  tw_attrs_set_string (a, "nearest_mode", nm);
-  emit1 (im, NULL, "resize", a, x);
+  tw_attrs_set_float (a, "p", tw_imp_short_double ((float) p));
+  tw_imp_emit1 (im, NULL, "dropout", a, x);
 }
 
 /* An op the registry maps one to one: no attributes, dynamic inputs only. */
 static void
 import_direct (tw_imp *im, const tw_op_def *def)
 {
-  check_attrs (im, NULL);
+  tw_imp_check_attrs (im, NULL);
   if (def->params != NULL || (def->flags & (TW_OP_LOSS | TW_OP_SOURCE)))
     {
       tw_imp_problem (im, "no translation to twb's %s", def->name);
@@ -1111,7 +899,7 @@ import_direct (tw_imp *im, const tw_op_def *def)
   g_autofree const char **refs = g_new0 (const char *, n_in + 1);
   for (int i = 0; i < n_in; i++)
     {
-      const tw_imp_val *v = dyn_input (im, i, "every input");
+      const tw_imp_val *v = tw_imp_dyn_input (im, i, "every input");
       if (v == NULL)
         return;
       refs[i] = v->ref;
@@ -1153,8 +941,8 @@ static const struct
   { "AveragePool", import_avg_pool }, { "Flatten", import_flatten }, { "Reshape", import_reshape },
   { "Softmax", import_softmax_op }, { "LogSoftmax", import_log_softmax },
   { "Transpose", import_transpose }, { "Concat", import_concat }, { "Dropout", import_dropout },
-  { "LeakyRelu", import_leaky_relu }, { "Clip", import_clip }, { "HardSigmoid", import_hard_sigmoid },
-  { "Pad", import_pad }, { "Resize", import_resize },
+  { "LeakyRelu", tw_imp_leaky_relu }, { "Clip", tw_imp_clip }, { "HardSigmoid", tw_imp_hard_sigmoid },
+  { "Pad", tw_imp_pad }, { "Resize", tw_imp_resize },
 };
 
 /* Also importable in some form: folded at import, or scalar forms. */

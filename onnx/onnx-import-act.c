@@ -1,0 +1,222 @@
+/* onnx-import-act.c — the ONNX ops whose attributes need translating into
+ * the ops added for mobile networks: LeakyRelu, Clip (relu6 for 0..6),
+ * HardSigmoid, Pad and Resize (see onnx-import.c for the rest). */
+#define G_LOG_DOMAIN "tw-onnx"
+
+#include "onnx/onnx-import-private.h"
+
+#include <math.h>
+#include <string.h>
+
+void
+tw_imp_leaky_relu (tw_imp *im)
+{
+  static const char *const known[] = { "alpha", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
+  double alpha = tw_imp_attr_float (im, "alpha", 0.01f);
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "negative_slope", tw_imp_short_double ((float) alpha));
+  tw_imp_emit1 (im, NULL, "leaky_relu", a, x);
+}
+
+static gboolean
+optional_scalar (tw_imp *im, gsize i, const char *what, gboolean *present, double *v)
+{
+  const tw_imp_val *c = tw_imp_input (im, i);
+  *present = c != NULL;
+  if (c && !tw_imp_scalar_of (c, v))
+    {
+      tw_imp_problem (im, "%s must be a constant scalar", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Clip: bounds as inputs from opset 11, attributes before; (0, 6) is relu6. */
+void
+tw_imp_clip (tw_imp *im)
+{
+  static const char *const known[] = { "min", "max", NULL };
+  tw_imp_check_attrs (im, im->opset < 11 ? known : NULL);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
+  gboolean has_lo = FALSE, has_hi = FALSE;
+  double lo = 0, hi = 0;
+  if (im->opset < 11)
+    {
+      has_lo = tw_onnx_attr (im->n, "min") != NULL, has_hi = tw_onnx_attr (im->n, "max") != NULL;
+      lo = tw_imp_attr_float (im, "min", 0), hi = tw_imp_attr_float (im, "max", 0);
+    }
+  else if (!optional_scalar (im, 1, "min", &has_lo, &lo)
+           || !optional_scalar (im, 2, "max", &has_hi, &hi))
+    return;
+  if (x == NULL || im->failed)
+    return;
+  if (has_lo && has_hi && lo == 0 && hi == 6)
+    {
+      tw_imp_emit1 (im, NULL, "relu6", NULL, x);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  if (has_lo)
+    tw_attrs_set_float (a, "min", tw_imp_short_double ((float) lo));
+  if (has_hi)
+    tw_attrs_set_float (a, "max", tw_imp_short_double ((float) hi));
+  tw_imp_emit1 (im, NULL, "clip", a, x);
+}
+
+void
+tw_imp_hard_sigmoid (tw_imp *im)
+{
+  static const char *const known[] = { "alpha", "beta", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
+  double alpha = tw_imp_attr_float (im, "alpha", 0.2f), beta = tw_imp_attr_float (im, "beta", 0.5f);
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "alpha", tw_imp_short_double ((float) alpha));
+  tw_attrs_set_float (a, "beta", tw_imp_short_double ((float) beta));
+  tw_imp_emit1 (im, NULL, "hard_sigmoid", a, x);
+}
+
+/* Pad: ONNX lists begin pads of every dim, then end pads; twb's pad takes
+ * those of the last k dims, the batch never padded. */
+void
+tw_imp_pad (tw_imp *im)
+{
+  static const char *const known_old[] = { "mode", "pads", "value", NULL };
+  static const char *const known[] = { "mode", NULL };
+  tw_imp_check_attrs (im, im->opset < 11 ? known_old : known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
+  g_autofree int64_t *pads = NULL;
+  int64_t np = 0;
+  double value = 0;
+  gboolean has_value = FALSE;
+  if (im->opset < 11)
+    {
+      int64_t buf[TW_MAX_DIMS * 2];
+      gsize len = 0;
+      if (!tw_imp_attr_ints (im, "pads", 0, 0, buf, &len))
+        return;
+      pads = g_memdup2 (buf, MAX (len, 1) * sizeof *buf), np = (int64_t) len;
+      value = tw_imp_attr_float (im, "value", 0);
+    }
+  else
+    {
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "pads", &pads, &np)
+          || !optional_scalar (im, 2, "constant_value", &has_value, &value))
+        return;
+      if (tw_imp_input (im, 3))
+        tw_imp_problem (im, "the axes input (opset 18) is not supported");
+    }
+  g_autofree char *mode = tw_onnx_attr (im->n, "mode") ? tw_imp_attr_string_dup (im, "mode")
+                                                          : g_strdup ("constant");
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int r = info.ndim;
+  if (np != 2 * r)
+    {
+      tw_imp_problem (im, "%" G_GINT64_FORMAT " pads for a rank-%d input", np, r);
+      return;
+    }
+  int first = r;
+  for (int d = 0; d < r; d++)
+    if ((pads[d] != 0 || pads[d + r] != 0) && first == r)
+      first = d;
+  if (first == 0)
+    {
+      tw_imp_problem (im, "pads on the batch dimension");
+      return;
+    }
+  if (first == r)
+    first = r - 1;              /* nothing padded: pad the last dim by 0 */
+  int k = r - first;
+  int64_t tp[TW_ATTR_MAX_LIST];
+  if (2 * k > TW_ATTR_MAX_LIST)
+    {
+      tw_imp_problem (im, "pads on %d dims", k);
+      return;
+    }
+  for (int d = 0; d < k; d++)
+    {
+      tp[d] = pads[first + d];
+      tp[k + d] = pads[first + d + r];
+      if (tp[d] < 0 || tp[k + d] < 0)
+        {
+          tw_imp_problem (im, "negative pads (cropping)");
+          return;
+        }
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "pads", 2 * k, tp);
+  tw_attrs_set_string (a, "mode", mode);
+  if (value != 0)
+    tw_attrs_set_float (a, "value", tw_imp_short_double ((float) value));
+  tw_imp_emit1 (im, NULL, "pad", a, x);
+}
+
+/* Resize (opset 11+): scales or sizes of all four NCHW dims, N and C kept. */
+void
+tw_imp_resize (tw_imp *im)
+{
+  static const char *const known[] = { "mode", "coordinate_transformation_mode", "nearest_mode",
+                                       "cubic_coeff_a", "exclude_outside",
+                                       "extrapolation_value", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
+  if (im->opset < 11)
+    {
+      tw_imp_problem (im, "Resize before opset 11 (scales as attributes)");
+      return;
+    }
+  if (!tw_imp_attr_string_is (im, "mode", "nearest"))
+    {
+      g_autofree char *m = tw_imp_attr_string_dup (im, "mode");
+      tw_imp_problem (im, "mode %s (twb's resize is nearest only)", m);
+    }
+  if (tw_imp_attr_int (im, "exclude_outside", 0) != 0)
+    tw_imp_problem (im, "exclude_outside=1");
+  const tw_imp_val *sc = tw_imp_input (im, 2), *sz = tw_imp_input (im, 3);
+  if (sc && tw_tensor_numel (sc->c) == 0)
+    sc = NULL;                  /* an empty scales beside sizes */
+  tw_attrs *a = tw_attrs_new ();
+  if (sz)
+    {
+      g_autofree int64_t *v = NULL;
+      int64_t n = 0;
+      if (tw_imp_const_ints (im, sz, "sizes", &v, &n) && n != 4)
+        tw_imp_problem (im, "sizes for %" G_GINT64_FORMAT " dims (twb resizes NCHW)", n);
+      else if (v)
+        tw_attrs_set_ints (a, "sizes", 2, v + 2);
+    }
+  else if (sc && sc->kind == TW_IMP_CONST && tw_tensor_numel (sc->c) == 4)
+    {
+      double f[4];
+      for (int i = 0; i < 4; i++)
+        f[i] = tw_imp_short_double ((float) tw_tensor_get_flat (sc->c, i));
+      if (f[0] != 1 || f[1] != 1)
+        tw_imp_problem (im, "scales that resize N or C");
+      tw_attrs_set_floats (a, "scales", 2, f + 2);
+    }
+  else
+    tw_imp_problem (im, "needs constant scales or sizes of the 4 NCHW dims");
+  if (x == NULL || im->failed)
+    {
+      tw_attrs_free (a);
+      return;
+    }
+  g_autofree char *ct = tw_onnx_attr (im->n, "coordinate_transformation_mode")
+                          ? tw_imp_attr_string_dup (im, "coordinate_transformation_mode")
+                          : g_strdup ("half_pixel");
+  g_autofree char *nm = tw_onnx_attr (im->n, "nearest_mode")
+                          ? tw_imp_attr_string_dup (im, "nearest_mode")
+                          : g_strdup ("round_prefer_floor");
+  tw_attrs_set_string (a, "coordinate_transformation_mode", ct);
+  tw_attrs_set_string (a, "nearest_mode", nm);
+  tw_imp_emit1 (im, NULL, "resize", a, x);
+}
+
