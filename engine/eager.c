@@ -370,8 +370,8 @@ gboolean
 tw_check_feed (const char *input, const tw_tinfo *want, const tw_tensor *t, GError **error)
 {
   gboolean ok = t->dtype == want->dtype && t->ndim == want->ndim;
-  for (int d = 1; ok && d < want->ndim; d++)
-    ok = t->shape[d] == want->dims[d];
+  for (int d = 0; ok && d < want->ndim; d++)
+    ok = want->dims[d] == TW_DIM_N || t->shape[d] == want->dims[d];
   if (!ok)
     {
       g_autofree char *w = tw_tinfo_to_string (want);
@@ -396,18 +396,66 @@ gboolean
 tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean training,
                   guint64 step, GError **error)
 {
-  int nn = tw_graph_n_nodes (ex->graph);
-  g_autofree gboolean *needed = g_new0 (gboolean, nn);
   tw_node *data_src = tw_graph_find_source (ex->graph, "data");
   tw_node *label_src = tw_graph_find_source (ex->graph, "label");
+  tw_feed feeds[2];
+  int n_feeds = 0;
+  if (data_src && data)
+    feeds[n_feeds++] = (tw_feed) { data_src->id, data };
+  if (label_src && labels)
+    feeds[n_feeds++] = (tw_feed) { label_src->id, labels };
+  return tw_eager_forward_feeds (ex, feeds, n_feeds, labels != NULL, training, step, error);
+}
+
+/* The tensor fed to source node n, or NULL. */
+static tw_tensor *
+find_feed (const tw_node *n, const tw_feed *feeds, int n_feeds)
+{
+  for (int i = 0; i < n_feeds; i++)
+    if (g_strcmp0 (feeds[i].input, n->id) == 0)
+      return feeds[i].tensor;
+  return NULL;
+}
+
+gboolean
+tw_eager_forward_feeds (tw_eager *ex, const tw_feed *feeds, int n_feeds, gboolean with_loss,
+                        gboolean training, guint64 step, GError **error)
+{
+  int nn = tw_graph_n_nodes (ex->graph);
+  g_autofree gboolean *needed = g_new0 (gboolean, nn);
+
+  for (int i = 0; i < n_feeds; i++)
+    {
+      tw_node *n = tw_graph_find (ex->graph, feeds[i].input);
+      if (n == NULL || n->op == NULL || !(n->op->flags & TW_OP_SOURCE))
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "'%s' was fed, but the graph has no input of that name", feeds[i].input);
+          return FALSE;
+        }
+    }
 
   release_values (ex);
   ex->training = training;
   ex->step = step;
 
   /* A batch whose activations cannot fit is refused before the first op
-   * allocates (Linux would overcommit and kill the process later). */
-  int64_t batch = data && data->ndim > 0 ? data->shape[0] : 1;
+   * allocates (Linux would overcommit and kill the process later).  The
+   * batch is the leading size of the first input that has a batch
+   * dimension (1 when every input is of fixed size). */
+  int64_t batch = 1;
+  for (int i = 0; i < nn; i++)
+    {
+      tw_node *n = tw_graph_node (ex->graph, i);
+      tw_tensor *t = n->op && (n->op->flags & TW_OP_SOURCE) && n->n_outputs > 0
+                       && n->out_info[0].ndim > 0 && n->out_info[0].dims[0] == TW_DIM_N
+                       ? find_feed (n, feeds, n_feeds) : NULL;
+      if (t && t->ndim > 0)
+        {
+          batch = t->shape[0];
+          break;
+        }
+    }
   if (batch != ex->mem_batch || (training && !ex->mem_training))
     {
       if (!tw_graph_check_memory (ex->graph, batch, training, error))
@@ -418,7 +466,7 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
 
   for (const char *const *o = tw_graph_outputs (ex->graph); *o; o++)
     mark_needed (ex, needed, tw_graph_resolve (ex->graph, *o).node);
-  if (labels && ex->loss_node >= 0)
+  if (with_loss && ex->loss_node >= 0)
     mark_needed (ex, needed, ex->loss_node);
 
   for (guint oi = 0; oi < ex->order->len; oi++)
@@ -431,7 +479,7 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
 
       if (n->op->flags & TW_OP_SOURCE)
         {
-          tw_tensor *feed = n == data_src ? data : n == label_src ? labels : NULL;
+          tw_tensor *feed = find_feed (n, feeds, n_feeds);
           if (feed == NULL)
             {
               g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
@@ -467,7 +515,7 @@ tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean tra
                       .inputs = in, .n_inputs = n_in + n->n_params };
       if (listen)
         {
-          update_ident_costs (ex, data ? data->shape[0] : 1);
+          update_ident_costs (ex, batch);
           ev.t_start = tw_now_ns ();
           if (!publish (ex, &ev, error))
             return FALSE;

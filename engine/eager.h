@@ -72,6 +72,20 @@ void tw_eager_set_seed (tw_eager *ex, guint64 seed);
  * batch-norm behaviour and keeps the tape for backward. */
 gboolean tw_eager_forward (tw_eager *ex, tw_tensor *data, tw_tensor *labels, gboolean training,
                            guint64 step, GError **error);
+/* One graph input and the tensor fed to it (borrowed). */
+typedef struct
+{
+  const char *input;          /* the id of an "input" node */
+  tw_tensor *tensor;
+} tw_feed;
+
+/* The same with any number of inputs, each named by its node id (data,
+ * labels and role "other" alike; an unknown name is an error, an input the
+ * needed nodes read but that is not fed is one too).  with_loss: run the
+ * loss node as well (its inputs must be fed). */
+gboolean tw_eager_forward_feeds (tw_eager *ex, const tw_feed *feeds, int n_feeds,
+                                 gboolean with_loss, gboolean training, guint64 step,
+                                 GError **error);
 /* Gradients of the loss into params (+=).  Needs a training forward with labels. */
 gboolean tw_eager_backward (tw_eager *ex, GError **error);
 /* The same, but each trainable parameter's gradient is set (=) to this

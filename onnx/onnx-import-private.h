@@ -83,6 +83,13 @@ const tw_imp_val *tw_imp_dyn_input (tw_imp *im, gsize i, const char *what);
 /* A one-element float constant's value. */
 gboolean tw_imp_scalar_of (const tw_imp_val *v, double *out);
 /* The translators in onnx-import-act.c. */
+/* A translation for one ONNX op. */
+typedef void (*tw_imp_fn) (tw_imp *im);
+/* The translators of onnx-import-more.c (comparisons, reductions, the
+ * ops ONNX's test cases need), consulted after onnx-import.c's own table;
+ * NULL when op has none there. */
+tw_imp_fn tw_imp_more_translator (const char *op);
+
 void tw_imp_leaky_relu (tw_imp *im);
 void tw_imp_clip (tw_imp *im);
 void tw_imp_hard_sigmoid (tw_imp *im);

@@ -958,6 +958,8 @@ op_known (const char *op)
   for (guint i = 0; i < G_N_ELEMENTS (translators); i++)
     if (strcmp (op, translators[i].op) == 0)
       return TRUE;
+  if (tw_imp_more_translator (op) != NULL)
+    return TRUE;
   return g_strv_contains (translated, op) || registry_op (op) != NULL;
 }
 
@@ -1015,6 +1017,12 @@ import_node (tw_imp *im)
         translators[i].fn (im);
         return;
       }
+  tw_imp_fn more = tw_imp_more_translator (op);
+  if (more != NULL)
+    {
+      more (im);
+      return;
+    }
   const tw_op_def *def = registry_op (op);
   if (def == NULL)
     tw_imp_problem (im, "no twb op");

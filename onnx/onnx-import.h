@@ -48,6 +48,45 @@
 G_BEGIN_DECLS
 
 tw_model *tw_onnx_import (const char *path, GHashTable **weights, GError **error);
+
+/* What a training run needs, added after import (onnx-import-train.c). */
+typedef enum
+{
+  TW_ONNX_LOSS_NONE,            /* the inference graph only (the default) */
+  TW_ONNX_LOSS_AUTO,            /* cross-entropy when the first output is [N, C], else none */
+  TW_ONNX_LOSS_CROSS_ENTROPY,   /* a label input (i64 class indices) + cross_entropy */
+  TW_ONNX_LOSS_MSE,             /* a label input shaped like the output + mse_loss */
+} tw_onnx_loss;
+
+typedef struct
+{
+  /* Every graph input (not an initializer) becomes an "input" node, in
+   * order, of fixed shape ("batch": false, the ONNX dims as they are): the
+   * first has role "data", the others role "other".  For graphs whose
+   * inputs share no batch dimension (ONNX's node test cases).  Default
+   * FALSE: the first input is the data batch (its dim 0 the batch). */
+  gboolean fixed_inputs;
+  /* Accept default-domain opsets below TW_ONNX_MIN_OPSET (ONNX's test
+   * cases of opset 6–10): nodes whose older form differs from the one the
+   * importer reads are then refused per node, as unsupported.  The
+   * conformance runner only; users' files keep the 11–17 check. */
+  gboolean any_opset;
+  tw_onnx_loss loss;
+} tw_onnx_import_options;
+
+/* tw_onnx_import with options (NULL: the defaults, all zero). */
+tw_model *tw_onnx_import_with (const char *path, const tw_onnx_import_options *opts,
+                               GHashTable **weights, GError **error);
+tw_model *tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
+                                     const tw_onnx_import_options *opts, GHashTable **weights,
+                                     GError **error);
+/* Adds a label input and a loss node to an imported model (loss as in
+ * tw_onnx_import_options); TW_ONNX_LOSS_AUTO without a [N, C] output and
+ * TW_ONNX_LOSS_NONE leave it as it is.  FALSE with an error naming the
+ * output when the model cannot take that loss. */
+gboolean tw_onnx_add_loss (tw_model *m, tw_onnx_loss loss, GError **error);
+/* The names "none", "auto", "cross-entropy", "mse"; FALSE if unknown. */
+gboolean tw_onnx_loss_from_name (const char *name, tw_onnx_loss *out);
 /* The same from a parsed model; filename names it in errors and gives the
  * model's name (its base name without ".onnx"). */
 tw_model *tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename,

@@ -576,31 +576,69 @@ gboolean
 tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *labels,
                  guint64 step, GError **error)
 {
-  runnable *r = get_runnable (c, kind, x->ndim > 0 ? x->shape[0] : 1, error);
+  tw_node *data_src = tw_graph_find_source (c->graph, "data");
+  tw_node *label_src = tw_graph_find_source (c->graph, "label");
+  tw_feed feeds[2];
+  int n_feeds = 0;
+  if (data_src && x)
+    feeds[n_feeds++] = (tw_feed) { data_src->id, x };
+  if (label_src && labels)
+    feeds[n_feeds++] = (tw_feed) { label_src->id, labels };
+  return tw_compiled_run_feeds (c, kind, feeds, n_feeds, step, error);
+}
+
+gboolean
+tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feeds, int n_feeds,
+                       guint64 step, GError **error)
+{
+  /* The batch: the leading size of the first fed input that has a batch
+   * dimension (1 when every input is of fixed size). */
+  int64_t batch = 1;
+  for (int i = 0; i < n_feeds; i++)
+    {
+      tw_node *n = tw_graph_find (c->graph, feeds[i].input);
+      if (n == NULL || n->op == NULL || !(n->op->flags & TW_OP_SOURCE))
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "'%s' was fed, but the graph has no input of that name", feeds[i].input);
+          return FALSE;
+        }
+    }
+  for (int i = 0; i < n_feeds; i++)
+    {
+      tw_node *n = tw_graph_find (c->graph, feeds[i].input);
+      if (n->n_outputs > 0 && n->out_info[0].ndim > 0 && n->out_info[0].dims[0] == TW_DIM_N
+          && feeds[i].tensor->ndim > 0)
+        {
+          batch = feeds[i].tensor->shape[0];
+          break;
+        }
+    }
+  runnable *r = get_runnable (c, kind, batch, error);
   if (r == NULL)
     return FALSE;
   tw_program *p = r->prog;
   c->last = r;
 
-  if (p->data_slot >= 0)
+  for (guint si = 0; si < p->slots->len; si++)
     {
-      if (!tw_check_feed (tw_program_slot (p, p->data_slot)->name, &tw_program_slot (p, p->data_slot)->info, x, error))
-        return FALSE;
-      g_clear_pointer (&r->t[p->data_slot], tw_tensor_unref);
-      r->t[p->data_slot] = tw_tensor_contiguous (x);
-    }
-  if (p->label_slot >= 0)
-    {
-      if (labels == NULL)
+      tw_slot *sl = tw_program_slot (p, (int) si);
+      if (sl->kind != TW_SLOT_DATA && sl->kind != TW_SLOT_LABEL)
+        continue;
+      tw_tensor *t = NULL;
+      for (int i = 0; i < n_feeds && t == NULL; i++)
+        if (g_strcmp0 (feeds[i].input, sl->name) == 0)
+          t = feeds[i].tensor;
+      if (t == NULL)
         {
-          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "input '%s' (labels) was not fed",
-                       tw_program_slot (p, p->label_slot)->name);
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "input '%s'%s was not fed",
+                       sl->name, sl->kind == TW_SLOT_LABEL ? " (labels)" : "");
           return FALSE;
         }
-      if (!tw_check_feed (tw_program_slot (p, p->label_slot)->name, &tw_program_slot (p, p->label_slot)->info, labels, error))
+      if (!tw_check_feed (sl->name, &sl->info, t, error))
         return FALSE;
-      g_clear_pointer (&r->t[p->label_slot], tw_tensor_unref);
-      r->t[p->label_slot] = tw_tensor_contiguous (labels);
+      g_clear_pointer (&r->t[si], tw_tensor_unref);
+      r->t[si] = tw_tensor_contiguous (t);
     }
   bind_views (r);
 

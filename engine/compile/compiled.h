@@ -70,6 +70,10 @@ tw_program *tw_compiled_program (tw_compiled *c, tw_program_kind kind, int64_t b
 /* Run the program for x's batch size.  labels may be NULL for INFER. */
 gboolean tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *labels,
                           guint64 step, GError **error);
+/* The same with any number of inputs, each named by its node id (as
+ * tw_eager_forward_feeds): every input the program reads must be fed. */
+gboolean tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feeds,
+                                int n_feeds, guint64 step, GError **error);
 tw_tensor *tw_compiled_loss (tw_compiled *c);
 double tw_compiled_loss_value (tw_compiled *c);
 tw_tensor *tw_compiled_prediction (tw_compiled *c);

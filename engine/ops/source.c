@@ -8,20 +8,26 @@ static const tw_attr_spec input_attrs[] = {
   { "shape", TW_ATTR_INTS, NULL, TRUE, "shape of one sample (without the batch dimension)" },
   { "dtype", TW_ATTR_STRING, "\"f32\"", FALSE, "element type", dtype_choices },
   { "role", TW_ATTR_STRING, "\"data\"", FALSE, "what the executor feeds here", role_choices },
+  { "batch", TW_ATTR_BOOL, "true", FALSE,
+    "the fed tensor has a batch dimension before 'shape' (false: 'shape' is the whole shape, "
+    "as for an imported graph input of fixed size)" },
   { NULL }
 };
 
-/* Output: [N, shape...].  Graph inference replaces N by the batch when known. */
+/* Output: [N, shape...].  Graph inference replaces N by the batch when known.
+ * With "batch": false the output is [shape...], fixed (it may be 0-d). */
 static gboolean
 input_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   int64_t shape[TW_MAX_DIMS];
   int n = tw_attrs_get_ints (a, "shape", shape, TW_MAX_DIMS);
+  gboolean batched = tw_attrs_get_bool (a, "batch", TRUE);
+  int lead = batched ? 1 : 0;
   tw_dtype dt = TW_F32;
-  if (n < 0 || n > TW_MAX_DIMS - 1)
+  if (n < 0 || n > TW_MAX_DIMS - lead)
     {
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
-                   "input: 'shape' must list at most %d dimensions", TW_MAX_DIMS - 1);
+                   "input: 'shape' must list at most %d dimensions", TW_MAX_DIMS - lead);
       return FALSE;
     }
   for (int i = 0; i < n; i++)
@@ -45,10 +51,11 @@ input_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GEr
       return FALSE;
     }
   out[0].dtype = dt;
-  out[0].ndim = n + 1;
-  out[0].dims[0] = TW_DIM_N;
+  out[0].ndim = n + lead;
+  if (batched)
+    out[0].dims[0] = TW_DIM_N;
   for (int i = 0; i < n; i++)
-    out[0].dims[i + 1] = shape[i];
+    out[0].dims[i + lead] = shape[i];
   return TRUE;
 }
 
