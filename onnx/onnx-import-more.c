@@ -1,6 +1,6 @@
 /* onnx-import-more.c — translators for the ONNX ops beyond those the real
- * models need (comparisons, reductions and the rest ONNX's own test cases
- * use).  The table is consulted after onnx-import.c's own. */
+ * models need (comparisons, logic, trigonometry, activations and the other
+ * element-wise ops ONNX's own test cases use).  The table is consulted after onnx-import.c's own. */
 #define G_LOG_DOMAIN "tw-onnx"
 
 #include "onnx/onnx-import-private.h"

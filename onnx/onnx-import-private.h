@@ -89,6 +89,9 @@ typedef void (*tw_imp_fn) (tw_imp *im);
  * ops ONNX's test cases need), consulted after onnx-import.c's own table;
  * NULL when op has none there. */
 tw_imp_fn tw_imp_more_translator (const char *op);
+/* The same for onnx-import-reduce.c (reductions, index and loss ops),
+ * consulted after tw_imp_more_translator. */
+tw_imp_fn tw_imp_reduce_translator (const char *op);
 
 void tw_imp_leaky_relu (tw_imp *im);
 void tw_imp_clip (tw_imp *im);

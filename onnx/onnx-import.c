@@ -958,7 +958,7 @@ op_known (const char *op)
   for (guint i = 0; i < G_N_ELEMENTS (translators); i++)
     if (strcmp (op, translators[i].op) == 0)
       return TRUE;
-  if (tw_imp_more_translator (op) != NULL)
+  if (tw_imp_more_translator (op) != NULL || tw_imp_reduce_translator (op) != NULL)
     return TRUE;
   return g_strv_contains (translated, op) || registry_op (op) != NULL;
 }
@@ -1018,6 +1018,8 @@ import_node (tw_imp *im)
         return;
       }
   tw_imp_fn more = tw_imp_more_translator (op);
+  if (more == NULL)
+    more = tw_imp_reduce_translator (op);
   if (more != NULL)
     {
       more (im);
