@@ -181,7 +181,7 @@ tw_imp_resize (tw_imp *im)
   if (tw_imp_attr_int (im, "exclude_outside", 0) != 0)
     tw_imp_problem (im, "exclude_outside=1");
   const tw_imp_val *sc = tw_imp_input (im, 2), *sz = tw_imp_input (im, 3);
-  if (sc && tw_tensor_numel (sc->c) == 0)
+  if (sc && sc->kind == TW_IMP_CONST && tw_tensor_numel (sc->c) == 0)
     sc = NULL;                  /* an empty scales beside sizes */
   tw_attrs *a = tw_attrs_new ();
   if (sz)

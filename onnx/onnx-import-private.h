@@ -41,6 +41,7 @@ typedef struct
   GHashTable *bias_free;   /* twb id of a linear made from MatMul, still without bias */
   GPtrArray *problems;     /* one line per node that cannot be imported */
   int64_t export_batch;    /* the ONNX input's static batch size, -1 when symbolic */
+  gboolean fixed;          /* inputs of fixed shape (tw_onnx_import_options): no batch dim */
   /* The node being imported. */
   const Onnx__NodeProto *n;
   gsize index;

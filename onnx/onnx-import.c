@@ -694,6 +694,43 @@ import_pool (tw_imp *im, gboolean max)
   tw_imp_emit1 (im, NULL, max ? "max_pool2d" : "avg_pool2d", a, x);
 }
 
+/* x (of fixed shape info) as the whole shape dims[nd], for graphs without a
+ * batch dimension: one reshape when dim 0 stays, else unsqueeze → reshape →
+ * squeeze (twb's reshape keeps dim 0). */
+static void
+reshape_full (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, int nd, const int64_t *dims)
+{
+  if (nd > TW_MAX_DIMS - 1)
+    {
+      tw_imp_problem (im, "a rank-%d target shape (twb reshapes to at most %d dims here)", nd,
+                      TW_MAX_DIMS - 1);
+      return;
+    }
+  if (info->ndim >= 1 && nd >= 1 && dims[0] == info->dims[0])
+    {
+      tw_attrs *a = tw_attrs_new ();
+      tw_attrs_set_ints (a, "shape", nd - 1, dims + 1);
+      tw_imp_emit1 (im, NULL, "reshape", a, x);
+      return;
+    }
+  int64_t zero = 0;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "axes", 1, &zero);
+  tw_node *u = tw_imp_emit1 (im, NULL, "unsqueeze", a, x);
+  if (u == NULL)
+    return;
+  a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "shape", nd, dims);
+  const char *in1[] = { u->id, NULL };
+  tw_node *r = emit (im, NULL, "reshape", a, in1, 1);
+  if (r == NULL)
+    return;
+  a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "axes", 1, &zero);
+  const char *in2[] = { r->id, NULL };
+  emit (im, NULL, "squeeze", a, in2, 1);
+}
+
 static void
 import_flatten (tw_imp *im)
 {
@@ -706,6 +743,14 @@ import_flatten (tw_imp *im)
   int64_t axis = tw_imp_attr_int (im, "axis", 1);
   if (axis < 0)
     axis += info.ndim;
+  if (im->fixed && axis >= 0 && axis <= info.ndim)
+    {
+      int64_t t[2] = { 1, 1 };
+      for (int d = 0; d < info.ndim; d++)
+        t[d < axis ? 0 : 1] *= info.dims[d];
+      reshape_full (im, x, &info, 2, t);
+      return;
+    }
   if (axis != 1)
     {
       tw_imp_problem (im, "axis=%" G_GINT64_FORMAT " (twb keeps the batch dimension: axis 1 only)", axis);
@@ -715,6 +760,46 @@ import_flatten (tw_imp *im)
   tw_attrs_set_int (a, "start_dim", 1);
   tw_attrs_set_int (a, "end_dim", -1);
   tw_imp_emit1 (im, NULL, "flatten", a, x);
+}
+
+/* ONNX's Reshape (0 copies the input's dim, one -1 is inferred) of a value
+ * of fixed shape. */
+static void
+reshape_fixed (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, const int64_t *dims, int64_t nd)
+{
+  if (nd > TW_MAX_DIMS)
+    {
+      tw_imp_problem (im, "a rank-%" G_GINT64_FORMAT " target shape", nd);
+      return;
+    }
+  int64_t t[TW_MAX_DIMS], have = 1, rest = 1;
+  int neg = -1;
+  for (int d = 0; d < info->ndim; d++)
+    have *= info->dims[d];
+  for (int64_t i = 0; i < nd; i++)
+    {
+      t[i] = dims[i] == 0 && i < info->ndim ? info->dims[i] : dims[i];
+      if (t[i] == -1 && neg < 0)
+        neg = (int) i;
+      else if (t[i] < 0)
+        {
+          tw_imp_problem (im, "entry %" G_GINT64_FORMAT " of the target shape is %" G_GINT64_FORMAT, i,
+                          dims[i]);
+          return;
+        }
+      else
+        rest *= t[i];
+    }
+  if (neg >= 0)
+    {
+      if (rest == 0 || have % rest != 0)
+        {
+          tw_imp_problem (im, "the target shape does not fit %" G_GINT64_FORMAT " elements", have);
+          return;
+        }
+      t[neg] = have / rest;
+    }
+  reshape_full (im, x, info, (int) nd, t);
 }
 
 static void
@@ -740,6 +825,11 @@ import_reshape (tw_imp *im)
   tw_tinfo info;
   if (im->failed || !tw_imp_dyn_info (im, x, &info))
     return;
+  if (im->fixed)
+    {
+      reshape_fixed (im, x, &info, dims, nd);
+      return;
+    }
   gboolean rest_neg = FALSE;
   for (int64_t i = 1; i < nd; i++)
     rest_neg |= dims[i] == -1;
@@ -794,7 +884,7 @@ import_softmax (tw_imp *im, const char *twop)
                ax, info.ndim);
       return;
     }
-  if (ax == 0)
+  if (ax == 0 && !im->fixed)
     {
       tw_imp_problem (im, "a softmax over the batch dimension");
       return;
@@ -820,7 +910,7 @@ import_transpose (tw_imp *im)
   if (np == 0)
     for (int i = 0; i < info.ndim; i++)
       perm[np++] = info.ndim - 1 - i;
-  if (perm[0] != 0)
+  if (perm[0] != 0 && !im->fixed)
     {
       tw_imp_problem (im, "a permutation that moves the batch dimension");
       return;
@@ -848,9 +938,9 @@ import_concat (tw_imp *im)
   if (!im->failed && tw_imp_dyn_info (im, tw_imp_input (im, 0), &info))
     {
       int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", 1), info.ndim);
-      if (ax == 0)
+      if (ax == 0 && !im->fixed)
         tw_imp_problem (im, "a concatenation along the batch dimension");
-      else if (ax > 0)
+      else if (ax >= 0)
         {
           tw_attrs *a = tw_attrs_new ();
           tw_attrs_set_int (a, "axis", ax);
@@ -1036,8 +1126,46 @@ import_node (tw_imp *im)
 
 /* ---- graph input, outputs, layout -------------------------------------------- */
 
+/* A graph input of fixed shape: every dim as the file gives it. */
 static gboolean
-add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, GError **error)
+add_fixed_input (tw_imp *im, const Onnx__ValueInfoProto *vi, tw_dtype dt, const char *role,
+                 GError **error)
+{
+  g_autofree char *display = g_filename_display_name (im->filename);
+  const Onnx__TensorShapeProto *sh = vi->type->tensor_type->shape;
+  if (sh->n_dim > TW_MAX_DIMS)
+    {
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: graph input '%s' has rank %" G_GSIZE_FORMAT " (twb takes at most %d dims)",
+                   display, vi->name, sh->n_dim, TW_MAX_DIMS);
+      return FALSE;
+    }
+  int64_t dims[TW_MAX_DIMS];
+  for (gsize i = 0; i < sh->n_dim; i++)
+    {
+      const Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+      if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || d->dim_value < 0)
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                       "%s: graph input '%s': dimension %" G_GSIZE_FORMAT
+                       " is symbolic ('%s'); a fixed input needs every dimension fixed",
+                       display, vi->name, i,
+                       d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                         ? d->dim_param : "?");
+          return FALSE;
+        }
+      dims[i] = d->dim_value;
+    }
+  g_autofree char *base = sanitise (vi->name);
+  g_autofree char *id = unique_id (im, base);
+  tw_node *node = tw_graph_add_input (im->graph, id, dt, (int) sh->n_dim, dims, role);
+  tw_attrs_set_bool (node->attrs, "batch", FALSE);
+  set_val (im, vi->name, TW_IMP_DYN, id, NULL);
+  return TRUE;
+}
+
+static gboolean
+add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, const char *role, GError **error)
 {
   g_autofree char *display = g_filename_display_name (im->filename);
   const Onnx__TypeProto *t = vi->type;
@@ -1056,6 +1184,11 @@ add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, GError **error)
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: dt = TW_I64; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: dt = TW_I32; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: dt = TW_U8; break;
+    /* As onnx-read.c reads such tensors: bool as u8, narrow integers as i32. */
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: dt = TW_U8; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: dt = TW_I32; break;
     default:
       g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
                    "%s: graph input '%s' has ONNX data type %d, which twb lacks", display,
@@ -1063,6 +1196,8 @@ add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, GError **error)
       return FALSE;
     }
   const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
+  if (im->fixed)
+    return add_fixed_input (im, vi, dt, role, error);
   if (sh->n_dim < 1 || sh->n_dim > TW_MAX_DIMS)
     {
       g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
@@ -1139,9 +1274,13 @@ model_name_for (const char *filename)
 }
 
 tw_model *
-tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHashTable **weights,
-                      GError **error)
+tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
+                           const tw_onnx_import_options *opts, GHashTable **weights,
+                           GError **error)
 {
+  static const tw_onnx_import_options defaults = { 0 };
+  if (opts == NULL)
+    opts = &defaults;
   g_return_val_if_fail (proto != NULL && proto->graph != NULL, NULL);
   tw_ops_init ();
   const char *fname = filename ? filename : "<data>";
@@ -1160,6 +1299,7 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
     .bias_free = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
     .problems = g_ptr_array_new_with_free_func (g_free),
     .export_batch = -1,
+    .fixed = opts->fixed_inputs,
   };
   tw_model *result = NULL;
 
@@ -1212,14 +1352,14 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
         }
       if (g_hash_table_contains (im.vals, vi->name))
         continue;               /* an initializer listed as an input (IR < 4) */
-      if (n_data++ > 0)
+      if (n_data++ > 0 && !im.fixed)
         {
           g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
                        "%s: a second graph input '%s' (a twb model takes one data input)",
                        display, vi->name);
           goto out;
         }
-      if (!add_graph_input (&im, vi, error))
+      if (!add_graph_input (&im, vi, n_data == 1 ? "data" : "other", error))
         goto out;
     }
   if (n_data == 0)
@@ -1279,6 +1419,13 @@ tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHash
     }
   if (!check_weights (&im, error))
     goto out;
+  if (opts->loss != TW_ONNX_LOSS_NONE)
+    {
+      /* The loss is added by onnx-import-train.c, not built yet. */
+      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
+                   "%s: adding a loss at import is not supported yet", display);
+      goto out;
+    }
 
   tw_imp_layout_rows (m->graph);
   m->editor = tw_imp_stage_blocks (m->graph);
@@ -1297,14 +1444,29 @@ out:
 }
 
 tw_model *
-tw_onnx_import (const char *path, GHashTable **weights, GError **error)
+tw_onnx_import_model (const Onnx__ModelProto *proto, const char *filename, GHashTable **weights,
+                      GError **error)
 {
-  Onnx__ModelProto *proto = tw_onnx_read_model (path, error);
+  return tw_onnx_import_model_with (proto, filename, NULL, weights, error);
+}
+
+tw_model *
+tw_onnx_import_with (const char *path, const tw_onnx_import_options *opts, GHashTable **weights,
+                     GError **error)
+{
+  Onnx__ModelProto *proto = opts && opts->any_opset ? tw_onnx_read_model_any_opset (path, error)
+                                                    : tw_onnx_read_model (path, error);
   if (proto == NULL)
     return NULL;
-  tw_model *m = tw_onnx_import_model (proto, path, weights, error);
+  tw_model *m = tw_onnx_import_model_with (proto, path, opts, weights, error);
   onnx__model_proto__free_unpacked (proto, NULL);
   return m;
+}
+
+tw_model *
+tw_onnx_import (const char *path, GHashTable **weights, GError **error)
+{
+  return tw_onnx_import_with (path, NULL, weights, error);
 }
 
 char *

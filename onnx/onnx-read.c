@@ -677,9 +677,9 @@ tw_onnx_model_opset (const Onnx__ModelProto *m)
   return -1;
 }
 
-Onnx__ModelProto *
-tw_onnx_read_model_from_data (const guint8 *data, gsize len, const char *filename,
-                              GError **error)
+static Onnx__ModelProto *
+read_model_from_data (const guint8 *data, gsize len, const char *filename, gboolean any_opset,
+                      GError **error)
 {
   if (len == 0)
     {
@@ -716,7 +716,7 @@ tw_onnx_read_model_from_data (const guint8 *data, gsize len, const char *filenam
       return NULL;
     }
   int64_t opset = tw_onnx_model_opset (m);
-  if (opset < TW_ONNX_MIN_OPSET || opset > TW_ONNX_MAX_OPSET)
+  if ((opset < TW_ONNX_MIN_OPSET && !(any_opset && opset >= 1)) || opset > TW_ONNX_MAX_OPSET)
     {
       if (opset < 0)
         g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_OPSET,
@@ -758,13 +758,32 @@ tw_onnx_read_model_from_data (const guint8 *data, gsize len, const char *filenam
 }
 
 Onnx__ModelProto *
-tw_onnx_read_model (const char *path, GError **error)
+tw_onnx_read_model_from_data (const guint8 *data, gsize len, const char *filename,
+                              GError **error)
+{
+  return read_model_from_data (data, len, filename, FALSE, error);
+}
+
+static Onnx__ModelProto *
+read_model (const char *path, gboolean any_opset, GError **error)
 {
   g_autoptr (GMappedFile) f = map_file (path, error);
   if (f == NULL)
     return NULL;
-  return tw_onnx_read_model_from_data ((const guint8 *) g_mapped_file_get_contents (f),
-                                       g_mapped_file_get_length (f), path, error);
+  return read_model_from_data ((const guint8 *) g_mapped_file_get_contents (f),
+                               g_mapped_file_get_length (f), path, any_opset, error);
+}
+
+Onnx__ModelProto *
+tw_onnx_read_model (const char *path, GError **error)
+{
+  return read_model (path, FALSE, error);
+}
+
+Onnx__ModelProto *
+tw_onnx_read_model_any_opset (const char *path, GError **error)
+{
+  return read_model (path, TRUE, error);
 }
 
 /* ---- Tensors out ----------------------------------------------------- */
