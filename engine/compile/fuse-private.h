@@ -1,5 +1,6 @@
-/* fuse-private.h — what the fusion pass (fuse.c) and the fused kernels
- * (fused_linear.c, fused_conv.c, fused_ew.c) share.  Not a public header.
+/* fuse-private.h — what the fusion passes (fuse.c, fold-bn.c) and the fused
+ * kernels (fused_linear.c, fused_conv.c, fused_ew.c) share.  Not a public
+ * header.
  *
  * A fused instruction has op == NULL, kernel set to one of the functions
  * below and kdata pointing at the kernel's description (freed with g_free
@@ -60,14 +61,31 @@ gboolean tw_fused_linear_grad_weight (const tw_kctx *ctx, const tw_instr *ins,
 
 /* ---- convolution (fused_conv.c) ---------------------------------------- */
 
-/* ins->attrs holds the conv2d's attributes; kdata a tw_fused_conv. */
+/* ins->attrs holds the conv2d's attributes; kdata a tw_fused_conv.  The
+ * epilogue, per output channel o, as the GEMM's output is copied out:
+ *   v = acc + b[o]                                   (has_bias)
+ *   v = (v - mean[o]) * s[o] + beta[o]               (bn >= 0: an inference batch
+ *        s = weight[o] / sqrt (var[o] + eps)          norm folded in, fold-bn.c)
+ *   v = v + r                                        (residual >= 0)
+ *   y = v > 0 ? v : 0                                (relu)
+ * s and the shift are computed from the parameters at every run, so they
+ * follow the parameters. */
 typedef struct
 {
-  gboolean relu;          /* conv2d + bias + relu */
+  gboolean relu;          /* conv2d + bias (+ ...) + relu */
   gboolean has_bias;
+  int bn;                 /* index of the batch norm's first input: [weight, bias,]
+                           * running_mean, running_var (bn_affine: with weight and bias); -1 */
+  gboolean bn_affine;
+  double bn_eps;
+  int residual;           /* index of r [N, O, Ho, Wo] added after the batch norm; -1 */
 } tw_fused_conv;
 
-/* in: x [N, C, H, W], W [O, C/G, kh, kw], b [O] (has_bias); out: y [N, O, Ho, Wo]. */
+/* A tw_fused_conv for a plain conv2d (no batch norm, residual or relu). */
+tw_fused_conv *tw_fused_conv_new (gboolean has_bias);
+
+/* in: x [N, C, H, W], W [O, C/G, kh, kw], b [O] (has_bias), then the batch
+ * norm's and the residual's inputs as tw_fused_conv says; out: y [N, O, Ho, Wo]. */
 gboolean tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
                             tw_tensor *const *out, GError **error);
 /* conv2d_grad_input and conv2d_grad_weight through tw_gemm (ins->attrs: the
@@ -94,6 +112,43 @@ gboolean tw_fused_pool_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tens
 gboolean tw_fused_relu_conv_bias_bwd (const tw_kctx *ctx, const tw_instr *ins,
                                       tw_tensor *const *in, tw_tensor *const *out,
                                       GError **error);
+
+/* ---- batch norm folded into a linear layer (fold-bn.c) ----------------- */
+
+/* in: x [M, K], W [N, K], b [N] (lin.has_bias), then the batch norm's
+ * [weight, bias,] running_mean, running_var from in[bn] on (affine: with
+ * weight and bias); out: y [M, N] = act (batch_norm (x Wᵀ + b)), the batch
+ * norm in its own expression ((v - mean) * scale + shift, per column). */
+typedef struct
+{
+  tw_fused_linear lin;    /* lin.act: NONE or RELU, applied after the batch norm */
+  int bn;
+  gboolean affine;
+  double eps;
+} tw_fused_linear_bn;
+
+gboolean tw_fused_linear_bn_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                                 tw_tensor *const *out, GError **error);
+
+/* ---- helpers of fuse.c for the passes beside it (fold-bn.c) ------------- */
+
+/* The instruction at i, or NULL (out of range, or removed by this pass). */
+tw_instr *tw_fuse_at (tw_program *p, int i);
+/* A registered op `name`, not fused yet, not pinned. */
+gboolean tw_fuse_is_op (const tw_instr *ins, const char *name);
+gboolean tw_fuse_all_f32 (const tw_program *p, const tw_instr *ins);
+/* The index of the one instruction reading slot s (once), or -1: none,
+ * several, or s is kept past the program. */
+int tw_fuse_sole_reader (const tw_program *p, int s);
+/* A fused instruction covering covered[0..n-1] (their sources and costs),
+ * with the phase, RNG key and training flag of the first; kdata is freed
+ * with g_free. */
+tw_instr *tw_fuse_new (const char *label, const char *fused_op, gpointer kdata,
+                       const tw_attrs *attrs, tw_instr *const *covered, int n);
+void tw_fuse_set_io (tw_instr *f, int n_in, const int *in, int n_out, const int *out);
+/* f takes position pos; the instructions at drop[] (and pos) are freed,
+ * their entries NULL until tw_program_compact. */
+void tw_fuse_install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_drop);
 
 /* ---- element-wise chains (fused_ew.c) ---------------------------------- */
 

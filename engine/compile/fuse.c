@@ -12,7 +12,9 @@
  *     epilogue.  A linear without one still goes through the GEMM with the
  *     bias epilogue.
  *  3. conv2d + relu: the bias and ReLU applied as the GEMM's output is
- *     copied out.
+ *     copied out; the same for a conv2d with a batch norm folded in
+ *     (fold-bn.c).  tw_pass_fuse_residual, a pass of its own that runs
+ *     before this one, takes conv2d + add (+ relu) first.
  *  4. Backward: max_pool2d_grad + relu_grad + conv2d_grad_bias in one pass;
  *     relu_grad + conv2d_grad_bias; linear_grad_input + relu_grad +
  *     linear_grad_bias (the mask and the column sums while the GEMM's rows
@@ -203,6 +205,50 @@ install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_drop)
   g_ptr_array_index (p->instrs, pos) = f;
 }
 
+/* The helpers above for the passes beside this one (fold-bn.c). */
+tw_instr *
+tw_fuse_at (tw_program *p, int i)
+{
+  return at (p, i);
+}
+
+gboolean
+tw_fuse_is_op (const tw_instr *ins, const char *name)
+{
+  return is_op (ins, name);
+}
+
+gboolean
+tw_fuse_all_f32 (const tw_program *p, const tw_instr *ins)
+{
+  return all_f32 (p, ins);
+}
+
+int
+tw_fuse_sole_reader (const tw_program *p, int s)
+{
+  return sole_reader (p, s);
+}
+
+tw_instr *
+tw_fuse_new (const char *label, const char *fused_op, gpointer kdata, const tw_attrs *attrs,
+             tw_instr *const *covered, int n)
+{
+  return fused_new (label, fused_op, kdata, attrs, covered, n);
+}
+
+void
+tw_fuse_set_io (tw_instr *f, int n_in, const int *in, int n_out, const int *out)
+{
+  set_io (f, n_in, in, n_out, out);
+}
+
+void
+tw_fuse_install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_drop)
+{
+  install (p, pos, f, drop, n_drop);
+}
+
 /* ---- 1. activation gradients from the activation's output ------------------ */
 
 static int
@@ -261,7 +307,86 @@ fuse_linear (tw_program *p)
   return n;
 }
 
-/* ---- 3. conv2d (+ relu) ------------------------------------------------------ */
+/* ---- 3. conv2d (+ folded batch norm) (+ residual add) (+ relu) -------------- */
+
+/* "fused conv2d+batch_norm+add+relu", or "conv2d (gemm)" for the plain one. */
+static char *
+conv_label (const tw_fused_conv *k)
+{
+  if (k->bn < 0 && k->residual < 0 && !k->relu)
+    return g_strdup ("conv2d (gemm)");
+  return g_strdup_printf ("fused conv2d%s%s%s", k->bn >= 0 ? "+batch_norm" : "",
+                          k->residual >= 0 ? "+add" : "", k->relu ? "+relu" : "");
+}
+
+/* A conv2d instruction the epilogue may still grow on: a plain f32 conv2d
+ * (a fresh tw_fused_conv in *k), or a fused one of fold-bn.c with nothing
+ * after its batch norm yet (a copy of its description). */
+static gboolean
+conv_head (const tw_program *p, const tw_instr *c, tw_fused_conv **k)
+{
+  if (is_op (c, "conv2d") && all_f32 (p, c))
+    {
+      *k = tw_fused_conv_new (c->n_in > 2);
+      return TRUE;
+    }
+  if (c == NULL || c->pinned || g_strcmp0 (c->fused_op, "fused_conv2d") != 0
+      || c->phase != TW_PHASE_FORWARD)
+    return FALSE;
+  const tw_fused_conv *old = c->kdata;
+  if (old->relu || old->residual >= 0)
+    return FALSE;
+  *k = g_memdup2 (old, sizeof *old);
+  return TRUE;
+}
+
+/* The instruction reading conv (conv's output as its input 0 or 1) that
+ * adds a same-shaped f32 residual: its index, and the residual's slot in *r. */
+static int
+residual_add (const tw_program *p, const tw_instr *conv, int *r)
+{
+  int ai = sole_reader (p, conv->out[0]);
+  tw_instr *a = at ((tw_program *) p, ai);
+  if (!is_op (a, "add") || !all_f32 (p, a) || a->training || a->n_in != 2)
+    return -1;
+  const tw_tinfo *o = &tw_program_slot (p, conv->out[0])->info;
+  int other = a->in[0] == conv->out[0] ? a->in[1] : a->in[0];
+  if (!tw_tinfo_equal (&tw_program_slot (p, other)->info, o)
+      || !tw_tinfo_equal (&tw_program_slot (p, a->out[0])->info, o))
+    return -1;   /* broadcasting: the generic add */
+  *r = other;
+  return ai;
+}
+
+/* Replaces the head conv at i and what follows it (the residual add at ai,
+ * the relu at ri; either -1) by one fused instruction. */
+static void
+conv_install (tw_program *p, int i, tw_fused_conv *k, int ai, int r, int ri)
+{
+  tw_instr *c = at (p, (int) i), *a = at (p, ai), *rl = at (p, ri);
+  tw_instr *cov[3] = { c };
+  int ncov = 1;
+  int in[TW_MAX_INPUTS + TW_MAX_PARAMS];
+  int n_in = c->n_in;
+  memcpy (in, c->in, n_in * sizeof (int));
+  if (a)
+    {
+      cov[ncov++] = a;
+      k->residual = n_in;
+      in[n_in++] = r;
+    }
+  if (rl)
+    {
+      cov[ncov++] = rl;
+      k->relu = TRUE;
+    }
+  g_autofree char *label = conv_label (k);
+  tw_instr *f = fused_new (label, "fused_conv2d", k, c->attrs, cov, ncov);
+  const tw_instr *last = rl ? rl : a ? a : c;
+  set_io (f, n_in, in, 1, last->out);
+  int drop[2] = { (int) i, a && rl ? ai : -1 };
+  install (p, rl ? ri : a ? ai : (int) i, f, drop, 2);
+}
 
 static int
 fuse_conv (tw_program *p)
@@ -270,21 +395,52 @@ fuse_conv (tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *c = at (p, (int) i);
-      if (!is_op (c, "conv2d") || !all_f32 (p, c))
+      tw_fused_conv *k = NULL;
+      if (!conv_head (p, c, &k))
         continue;
       int r = sole_reader (p, c->out[0]);
       tw_instr *a = at (p, r);
       gboolean relu = is_op (a, "relu") && all_f32 (p, a);
-      tw_fused_conv *k = g_new0 (tw_fused_conv, 1);
-      k->relu = relu;
-      k->has_bias = c->n_in > 2;
-      tw_instr *cov[2] = { c, a };
-      tw_instr *f = fused_new (relu ? "fused conv2d+relu" : "conv2d (gemm)", "fused_conv2d", k,
-                               c->attrs, cov, relu ? 2 : 1);
-      set_io (f, c->n_in, c->in, 1, relu ? a->out : c->out);
-      int drop[1] = { (int) i };
-      install (p, relu ? r : (int) i, f, drop, 1);
+      if (!relu && c->kernel)
+        {
+          g_free (k);   /* fold-bn.c's instruction as it is */
+          continue;
+        }
+      conv_install (p, (int) i, k, -1, -1, relu ? r : -1);
       n += relu;
+    }
+  tw_program_compact (p);
+  return n;
+}
+
+/* conv2d (+ folded batch norm) + add (+ relu) of inference programs: the
+ * residual block's tail, out = relu (conv (x) + b + r), in the conv's
+ * epilogue.  Training programs keep their schedule (the backward reads the
+ * add's output through relu_grad). */
+int
+tw_pass_fuse_residual (tw_program *p)
+{
+  int n = 0;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *c = at (p, (int) i);
+      tw_fused_conv *k = NULL;
+      int r = -1;
+      if (c == NULL || c->training || c->phase != TW_PHASE_FORWARD)
+        continue;
+      if (!conv_head (p, c, &k))
+        continue;
+      int ai = residual_add (p, c, &r);
+      if (ai < 0)
+        {
+          g_free (k);
+          continue;
+        }
+      int ri = sole_reader (p, at (p, ai)->out[0]);
+      tw_instr *rl = at (p, ri);
+      gboolean relu = is_op (rl, "relu") && all_f32 (p, rl) && !rl->training;
+      conv_install (p, (int) i, k, ai, r, relu ? ri : -1);
+      n++;
     }
   tw_program_compact (p);
   return n;
@@ -549,6 +705,7 @@ fuse_elementwise (tw_program *p)
                                              .name = op_, .fused = (gpointer) fn_ }
 FUSED ("fused_linear", tw_fused_linear_fwd, );
 FUSED ("fused_conv2d", tw_fused_conv_fwd, );
+FUSED ("fused_linear_batch_norm", tw_fused_linear_bn_fwd, );
 FUSED ("fused_pool_backward", tw_fused_pool_bwd_run, );
 FUSED ("fused_relu_conv_bias_backward", tw_fused_relu_conv_bias_bwd, );
 FUSED ("fused_act_backward", tw_fused_act_bwd_run, );
@@ -567,7 +724,10 @@ tw_fused_ops_register (void)
     const char *doc;
   } ops[] = {
     { &fused_cpu_tw_fused_linear_fwd, "linear + bias (+ relu / leaky_relu) as one GEMM with an epilogue" },
-    { &fused_cpu_tw_fused_conv_fwd, "conv2d + bias (+ relu) as im2col and one GEMM with an epilogue" },
+    { &fused_cpu_tw_fused_conv_fwd, "conv2d + bias (+ inference batch_norm) (+ residual add) (+ relu) "
+                                     "as im2col and one GEMM with an epilogue" },
+    { &fused_cpu_tw_fused_linear_bn_fwd, "linear + inference batch_norm (+ relu): the GEMM, then "
+                                         "one pass over its output" },
     { &fused_cpu_tw_fused_pool_bwd_run, "max_pool2d_grad (+ relu_grad) (+ conv2d_grad_bias) in one pass" },
     { &fused_cpu_tw_fused_relu_conv_bias_bwd, "relu_grad + conv2d_grad_bias in one pass" },
     { &fused_cpu_tw_fused_act_bwd_run, "linear_grad_input (GEMM) + activation mask + linear_grad_bias" },

@@ -1,5 +1,6 @@
-/* fused_conv.c — fused kernels of convolution layers: conv2d with the bias
- * and ReLU applied while the GEMM's output block is copied out, the conv
+/* fused_conv.c — fused kernels of convolution layers: conv2d with the bias,
+ * a folded inference batch norm, a residual add and the ReLU applied while
+ * the GEMM's output block is copied out (tw_fused_conv), the conv
  * gradients through tw_gemm, and max_pool2d_grad + relu_grad +
  * conv2d_grad_bias in one pass over the pool's input.
  *
@@ -39,27 +40,59 @@ conv_is_pointwise (const conv_geom *g)
 #undef TW_FN
 #undef GEMM
 
-/* dst [P] = act (src [P] + bias): the generic conv's bias add, then relu's
- * expression (x > 0 ? x : 0). */
-static inline void
-bias_act_row (float *dst, const float *src, float bo, int64_t P, gboolean relu)
+/* One output channel's epilogue (fuse-private.h, tw_fused_conv): the bias,
+ * then a folded batch norm in batch_norm's own expression and rounding
+ * ((v - mean) * scale + shift, scale = (float) (weight / sqrt (var + eps))
+ * worked out in double), then the residual. */
+typedef struct
 {
-  if (relu)
-    for (int64_t p = 0; p < P; p++)
-      {
-        float v = src[p] + bo;
-        dst[p] = v > 0 ? v : 0.0f;
-      }
-  else
-    for (int64_t p = 0; p < P; p++)
-      dst[p] = src[p] + bo;
-}
+  float bias;
+  gboolean bn;
+  float mean, scale, shift;
+} chan_epilogue;
 
-/* y [N, O, Ho, Wo] = act (conv (x [N, C, H, W], w [O, C/G, kh, kw]) + b [O]).
- * The generic conv_forward with the activation in its copy-out loop. */
+/* The relu is relu's expression (x > 0 ? x : 0); each case is its own loop
+ * so the compiler vectorises it. */
+#define EPILOGUE_LOOP(expr)                                                     \
+  do                                                                            \
+    {                                                                           \
+      if (relu)                                                                 \
+        for (int64_t p = 0; p < P; p++)                                         \
+          {                                                                     \
+            const float v = (expr);                                             \
+            dst[p] = v > 0 ? v : 0.0f;                                          \
+          }                                                                     \
+      else                                                                      \
+        for (int64_t p = 0; p < P; p++)                                         \
+          dst[p] = (expr);                                                      \
+    }                                                                           \
+  while (0)
+
+/* dst [P] = epilogue (src [P]) (+ res [P] when res is not NULL); dst may be src. */
+static inline void
+epilogue_row (float *dst, const float *src, const float *res, const chan_epilogue *e, int64_t P,
+              gboolean relu)
+{
+  const float b = e->bias, m = e->mean, sc = e->scale, sh = e->shift;
+  if (e->bn && res)
+    EPILOGUE_LOOP (((src[p] + b) - m) * sc + sh + res[p]);
+  else if (e->bn)
+    EPILOGUE_LOOP (((src[p] + b) - m) * sc + sh);
+  else if (res)
+    EPILOGUE_LOOP ((src[p] + b) + res[p]);
+  else
+    EPILOGUE_LOOP (src[p] + b);
+}
+#undef EPILOGUE_LOOP
+
+/* y [N, O, Ho, Wo] = epilogue (conv (x [N, C, H, W], w [O, C/G, kh, kw])),
+ * with ep [O] each channel's epilogue and res [N, O, Ho, Wo] (or NULL) the
+ * residual; b: some epilogue has a bias or batch norm.  The generic conv_forward with the epilogue in its copy-out
+ * loop. */
 static void
-conv_forward_act (const conv_geom *g, const float *x, const float *w, const float *b, float *y,
-                  float *ws, int64_t nb, gboolean relu)
+conv_forward_epilogue (const conv_geom *g, const float *x, const float *w, gboolean b,
+                       const chan_epilogue *ep, const float *res, float *y, float *ws, int64_t nb,
+                       gboolean relu)
 {
   const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
   const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
@@ -74,10 +107,11 @@ conv_forward_act (const conv_geom *g, const float *x, const float *w, const floa
       for (int64_t gi = 0; gi < G; gi++)
         {
           const float *wg = w + gi * og * K;    /* [og, K] */
-          const float *bg = b ? b + gi * og : NULL;
+          const chan_epilogue *eg = ep + gi * og;
           if (cnt == 1)
             {
-              float *yb = y + (n0 * g->o + gi * og) * P;
+              const int64_t at = (n0 * g->o + gi * og) * P;
+              float *yb = y + at;
               const float *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
               if (!pointwise)
                 {
@@ -85,15 +119,10 @@ conv_forward_act (const conv_geom *g, const float *x, const float *w, const floa
                   src = col;
                 }
               tw_gemm_f32 (FALSE, FALSE, og, P, K, 1.0f, wg, K, src, P, 0.0f, yb, P);
-              if (bg || relu)
-                for (int64_t o = 0; o < og; o++)
-                  {
-                    if (bg)
-                      bias_act_row (yb + o * P, yb + o * P, bg[o], P, relu);
-                    else
-                      for (int64_t p = 0; p < P; p++)
-                        yb[o * P + p] = yb[o * P + p] > 0 ? yb[o * P + p] : 0.0f;
-                  }
+              /* As conv2d: nothing added to a lone sample without a bias. */
+              for (int64_t o = 0; o < og && (b || relu || res); o++)
+                epilogue_row (yb + o * P, yb + o * P, res ? res + at + o * P : NULL, &eg[o], P,
+                              relu);
               continue;
             }
           im2col_chunk_fused (g, x, n0, cnt, gi, col, xp);
@@ -101,10 +130,22 @@ conv_forward_act (const conv_geom *g, const float *x, const float *w, const floa
                        cnt * P);
           for (int64_t s = 0; s < cnt; s++)
             for (int64_t o = 0; o < og; o++)
-              bias_act_row (y + ((n0 + s) * g->o + gi * og + o) * P, tmp + (o * cnt + s) * P,
-                            bg ? bg[o] : 0, P, relu);
+              {
+                const int64_t at = ((n0 + s) * g->o + gi * og + o) * P;
+                epilogue_row (y + at, tmp + (o * cnt + s) * P, res ? res + at : NULL, &eg[o], P,
+                              relu);
+              }
         }
     }
+}
+
+tw_fused_conv *
+tw_fused_conv_new (gboolean has_bias)
+{
+  tw_fused_conv *k = g_new0 (tw_fused_conv, 1);
+  k->has_bias = has_bias;
+  k->bn = k->residual = -1;
+  return k;
 }
 
 gboolean
@@ -115,12 +156,39 @@ tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
+  chan_epilogue *ep = tw_scratch (ctx, MAX (g.o, 1) * sizeof (chan_epilogue));
   float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d", error);
   if (ws == NULL)
     return FALSE;
-  conv_forward_act (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
-                    k->has_bias ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb,
-                    k->relu);
+  /* The parameters as they are now (O values each: nothing beside the GEMM). */
+  const float *b = k->has_bias ? tw_tensor_f32 (in[2]) : NULL;
+  const float *bw = NULL, *bb = NULL, *rm = NULL, *rv = NULL;
+  if (k->bn >= 0)
+    {
+      int i = k->bn;
+      if (k->bn_affine)
+        {
+          bw = tw_tensor_f32 (in[i++]);
+          bb = tw_tensor_f32 (in[i++]);
+        }
+      rm = tw_tensor_f32 (in[i++]);
+      rv = tw_tensor_f32 (in[i]);
+    }
+  for (int64_t o = 0; o < g.o; o++)
+    {
+      ep[o].bias = b ? b[o] : 0.0f;
+      ep[o].bn = rm != NULL;
+      if (rm == NULL)
+        continue;
+      const double invstd = 1.0 / sqrt ((double) rv[o] + k->bn_eps);
+      ep[o].mean = rm[o];
+      ep[o].scale = (float) (invstd * (bw ? (double) bw[o] : 1.0));
+      ep[o].shift = bb ? bb[o] : 0.0f;
+    }
+  conv_forward_epilogue (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
+                         k->has_bias || k->bn >= 0, ep,
+                         k->residual >= 0 ? tw_tensor_f32 (in[k->residual]) : NULL,
+                         tw_tensor_f32 (out[0]), ws, nb, k->relu);
   return TRUE;
 }
 

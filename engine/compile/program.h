@@ -115,7 +115,11 @@ typedef enum
   TW_PASS_INPLACE = 1 << 4,
   TW_PASS_SCHEDULE = 1 << 5,
   TW_PASS_FUSE_UPDATES = 1 << 6,   /* weight gradient + update (needs TW_PASS_FUSE too) */
-  TW_PASS_ALL = 0xff,
+  TW_PASS_FOLD_BN = 1 << 7,        /* inference batch norm into the conv2d / linear before it
+                                    * (needs TW_PASS_FUSE too) */
+  TW_PASS_FUSE_RESIDUAL = 1 << 8,  /* conv2d + residual add (+ relu) of inference programs
+                                    * (needs TW_PASS_FUSE too) */
+  TW_PASS_ALL = 0x1ff,
 } tw_pass_flags;
 
 /* One line of the compile report. */
@@ -164,6 +168,21 @@ int tw_pass_dce (tw_program *p);
 int tw_pass_cse (tw_program *p);
 int tw_pass_fuse (tw_program *p);
 int tw_pass_inplace (tw_program *p);
+/* Inference programs (eval-mode instructions): a batch_norm with running
+ * statistics whose input is a conv2d's (or a 2-d linear's, + a relu after
+ * it) output read by nothing else becomes part of that layer's kernel: the
+ * per-channel scale weight / sqrt (running_var + eps) and shift, worked out
+ * from the parameters at every run (O(channels), so a program cached
+ * across training steps or after new weights were loaded never runs a stale
+ * fold), applied in the GEMM's epilogue, which is W' = W · scale,
+ * b' = (b - mean) · scale + bias without a copy of W.  Runs before fusion.
+ * Returns the number folded. */
+int tw_pass_fold_bn (tw_program *p);
+/* Inference programs: conv2d (+ its folded batch norm) + add of a
+ * same-shaped residual (+ relu) as one instruction, relu (conv (x) + b + r)
+ * in the conv's epilogue (fuse.c).  Runs after tw_pass_fold_bn, before
+ * fusion.  Returns the number fused. */
+int tw_pass_fuse_residual (tw_program *p);
 /* Moves each update instruction right after the last instruction that needs
  * the parameter's old value or produces its gradient, so gradient buffers
  * die early.  Returns the number moved. */

@@ -107,6 +107,30 @@ grad_update_summary (const tw_program *p)
   return g_string_free (s, FALSE);
 }
 
+/* passes.c's one line per fold or fusion as one summary: "2 batch norms
+ * folded: bn1 into conv1, bn2 into conv2", "1 fused: conv2d+add+relu:
+ * conv2, add1, relu2". */
+static char *
+lines_summary (const char *pass, const char *detail)
+{
+  g_auto (GStrv) lines = g_strsplit (detail, "\n", -1);
+  GString *s = g_string_new (NULL);
+  int n = 0;
+  for (char **l = lines; *l; l++)
+    if (**l)
+      g_string_append_printf (s, "%s%s", n++ ? "; " : "", *l);
+  gboolean fold = strcmp (pass, "fold batch norm") == 0;
+  g_string_prepend (s, fold ? (n == 1 ? "1 batch norm folded: " : " batch norms folded: ")
+                            : (n == 1 ? "1 residual block tail fused: "
+                                      : " residual block tails fused: "));
+  if (n != 1)
+    {
+      g_autofree char *count = g_strdup_printf ("%d", n);
+      g_string_prepend (s, count);
+    }
+  return g_string_free (s, FALSE);
+}
+
 static char *
 pass_summary (const tw_program *p, const tw_pass_record *r)
 {
@@ -130,6 +154,9 @@ pass_summary (const tw_program *p, const tw_pass_record *r)
       text =
         g_strdup_printf ("arena %s for %s of activations, gradients and temporaries", arena, all);
     }
+  else if ((strcmp (r->pass, "fold batch norm") == 0 || strcmp (r->pass, "conv + residual add") == 0)
+           && r->detail && *r->detail)
+    text = lines_summary (r->pass, r->detail);
   else if (r->detail && *r->detail)
     text = g_strdup (r->detail);
   else if (removed > 0 && g_str_has_prefix (r->pass, "dead code"))
