@@ -128,6 +128,7 @@ tw_ops_init (void)
       openblas_set_num_threads (1);
       registry = g_hash_table_new (g_str_hash, g_str_equal);
       tw_ops_register_source ();
+      tw_ops_register_constant ();
       tw_ops_register_elementwise ();
       tw_ops_register_reduce ();
       tw_ops_register_shape ();

@@ -276,6 +276,7 @@ void tw_ops_register_conv (void);
 void tw_ops_register_norm (void);
 void tw_ops_register_loss (void);
 void tw_ops_register_source (void);
+void tw_ops_register_constant (void);    /* constant.c: constant */
 void tw_ops_register_act_extra (void);   /* act-extra.c: clip, relu6, hard_sigmoid, hard_swish */
 void tw_ops_register_pad (void);
 void tw_ops_register_resize (void);

@@ -81,6 +81,13 @@ char *tw_imp_attr_string_dup (tw_imp *im, const char *name);
 gboolean tw_imp_attr_string_is (tw_imp *im, const char *name, const char *want);
 /* Input i as a dynamic value (a problem naming what otherwise). */
 const tw_imp_val *tw_imp_dyn_input (tw_imp *im, gsize i, const char *what);
+/* A value as a twb reference: a dynamic value's own, a constant's a
+ * "constant" node (engine/ops/constant.c) made on first use, its values in
+ * the weights as "<id>.value"; NULL (a problem reported) when the value
+ * cannot be one (an integer beyond 2^24, a failed producer). */
+const char *tw_imp_ref (tw_imp *im, const tw_imp_val *v);
+/* The same for input i of the current node (missing: a problem naming what). */
+const char *tw_imp_ref_input (tw_imp *im, gsize i, const char *what);
 /* A one-element float constant's value. */
 gboolean tw_imp_scalar_of (const tw_imp_val *v, double *out);
 /* The translators in onnx-import-act.c. */

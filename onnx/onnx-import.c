@@ -204,6 +204,57 @@ add_weight (tw_imp *im, const tw_node *node, const char *suffix, tw_tensor *t)
   g_hash_table_replace (im->weights, g_strdup_printf ("%s.%s", node->id, suffix), t);
 }
 
+/* Integers f32 holds exactly (the constant op's store is f32). */
+#define F32_EXACT_INT 16777216.0
+
+const char *
+tw_imp_ref (tw_imp *im, const tw_imp_val *v)
+{
+  if (v == NULL || v->kind == TW_IMP_BAD)
+    return NULL;
+  if (v->kind == TW_IMP_DYN || v->ref != NULL)
+    return v->ref;
+  const tw_tensor *c = v->c;
+  if (!tw_dtype_is_float (c->dtype))
+    for (int64_t i = 0, n = tw_tensor_numel (c); i < n; i++)
+      if (fabs (tw_tensor_get_flat (c, i)) > F32_EXACT_INT)
+        {
+          tw_imp_problem (im, "a constant integer operand holding %.0f (twb's constants hold "
+                          "integers up to 2^24)", tw_tensor_get_flat (c, i));
+          return NULL;
+        }
+  g_autofree char *base = v->init_name ? sanitise (v->init_name) : g_strdup ("constant");
+  g_autofree char *id = unique_id (im, base);
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "shape", c->ndim, c->shape);
+  tw_attrs_set_string (a, "dtype", tw_dtype_name (c->dtype));
+  const char *none[] = { NULL };
+  g_autoptr (GError) error = NULL;
+  tw_node *node = tw_graph_add_node (im->graph, id, "constant", a, none, &error);
+  tw_attrs_free (a);
+  if (node == NULL)
+    {
+      tw_imp_problem (im, "%s", error->message);
+      return NULL;
+    }
+  add_weight (im, node, "value", tw_imp_as_f32 (c));
+  /* Made once: later uses of the value share the node. */
+  ((tw_imp_val *) v)->ref = g_strdup (id);
+  return v->ref;
+}
+
+const char *
+tw_imp_ref_input (tw_imp *im, gsize i, const char *what)
+{
+  const tw_imp_val *v = tw_imp_input (im, i);
+  if (v == NULL)
+    {
+      tw_imp_problem (im, "%s is missing", what);
+      return NULL;
+    }
+  return tw_imp_ref (im, v);
+}
+
 /* ---- attributes -------------------------------------------------------------- */
 
 /* Report every attribute of the node not in known (NULL-terminated). */
@@ -550,13 +601,59 @@ tw_imp_scalar_of (const tw_imp_val *v, double *out)
   return TRUE;
 }
 
+/* a op b with constants as constant nodes (in the ONNX order). */
+static void
+binary_const (tw_imp *im, const tw_op_def *def)
+{
+  const char *ra = tw_imp_ref_input (im, 0, "A"), *rb = ra ? tw_imp_ref_input (im, 1, "B") : NULL;
+  if (ra == NULL || rb == NULL)
+    return;
+  const char *in[] = { ra, rb, NULL };
+  emit (im, NULL, def->name, NULL, in, 1);
+}
+
+/* Max / Min of n inputs as a chain of n - 1 binary nodes (one input: itself). */
+static void
+import_variadic (tw_imp *im, const tw_op_def *def)
+{
+  const char *acc = tw_imp_ref_input (im, 0, "input 0");
+  if (acc == NULL)
+    return;
+  if (im->n->n_input == 1)
+    {
+      const tw_imp_val *v = tw_imp_input (im, 0);
+      if (v->kind == TW_IMP_DYN)
+        set_val (im, im->n->output[0], TW_IMP_DYN, v->ref, NULL);
+      else
+        tw_imp_set_const (im, 0, tw_tensor_clone (v->c));
+      return;
+    }
+  for (gsize i = 1; i < im->n->n_input; i++)
+    {
+      const char *b = tw_imp_ref_input (im, i, "every input");
+      if (b == NULL)
+        return;
+      const char *in[] = { acc, b, NULL };
+      tw_node *node = emit (im, NULL, def->name, NULL, in, 1);
+      if (node == NULL)
+        return;
+      acc = node->id;
+    }
+}
+
 static void
 import_binary (tw_imp *im, const tw_op_def *def)
 {
   const char *op = im->n->op_type;
   tw_imp_check_attrs (im, NULL);
+  if ((strcmp (op, "Max") == 0 || strcmp (op, "Min") == 0) && im->n->n_input != 2
+      && im->n->n_input > 0)
+    {
+      import_variadic (im, def);
+      return;
+    }
   const tw_imp_val *a = tw_imp_input (im, 0), *b = tw_imp_input (im, 1);
-  if (a == NULL || b == NULL)
+  if (a == NULL || b == NULL || im->n->n_input != 2)
     {
       tw_imp_problem (im, "needs two inputs");
       return;
@@ -573,9 +670,10 @@ import_binary (tw_imp *im, const tw_op_def *def)
       const tw_imp_val *t = a;
       a = b, b = t;
     }
+  gboolean arith = commutes || strcmp (op, "Sub") == 0 || strcmp (op, "Div") == 0;
   if (a->kind != TW_IMP_DYN)
     {
-      tw_imp_problem (im, "a constant first operand (twb has no constant node)");
+      binary_const (im, def);
       return;
     }
   /* MatMul + Add → linear with bias. */
@@ -603,12 +701,15 @@ import_binary (tw_imp *im, const tw_op_def *def)
           return;
         }
     }
+  /* A float scalar of no higher rank than a: add_scalar / scale; anything
+   * else a constant node. */
   double c;
-  if (!tw_imp_scalar_of (b, &c))
+  tw_tinfo ai;
+  if (!arith || !tw_imp_scalar_of (b, &c) || !tw_imp_dyn_info (im, a, &ai) || b->c->ndim > ai.ndim
+      || !tw_dtype_is_float (ai.dtype))
     {
-      g_autofree char *sb = tw_shape_to_string (b->c->ndim, b->c->shape);
-      tw_imp_problem (im, "a constant operand of shape %s (twb has no constant node; only scalars "
-               "become add_scalar / scale)", sb);
+      if (!im->failed)
+        binary_const (im, def);
       return;
     }
   if (b->c->dtype == TW_F32)
@@ -928,10 +1029,10 @@ import_concat (tw_imp *im)
   GPtrArray *refs = g_ptr_array_new ();
   for (gsize i = 0; i < im->n->n_input; i++)
     {
-      const tw_imp_val *v = tw_imp_dyn_input (im, i, "every input");
-      if (v == NULL)
+      const char *ref = tw_imp_ref_input (im, i, "every input");
+      if (ref == NULL)
         break;
-      g_ptr_array_add (refs, v->ref);
+      g_ptr_array_add (refs, (gpointer) ref);
     }
   g_ptr_array_add (refs, NULL);
   tw_tinfo info;
@@ -989,10 +1090,9 @@ import_direct (tw_imp *im, const tw_op_def *def)
   g_autofree const char **refs = g_new0 (const char *, n_in + 1);
   for (int i = 0; i < n_in; i++)
     {
-      const tw_imp_val *v = tw_imp_dyn_input (im, i, "every input");
-      if (v == NULL)
+      refs[i] = tw_imp_ref_input (im, i, "every input");
+      if (refs[i] == NULL)
         return;
-      refs[i] = v->ref;
     }
   int n_out = def->n_outputs > 0 ? def->n_outputs : 1;
   for (gsize k = n_out; k < im->n->n_output; k++)
