@@ -220,3 +220,163 @@ tw_imp_resize (tw_imp *im)
   tw_imp_emit1 (im, NULL, "resize", a, x);
 }
 
+
+/* Cast of a computed value to a dtype twb has (bool from integers only:
+ * twb's cast truncates floats, ONNX's bool is x != 0). */
+void
+tw_imp_cast (tw_imp *im)
+{
+  static const char *const known[] = { "to", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
+  int64_t to = tw_imp_attr_int (im, "to", 0);
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  const char *dt = NULL;
+  switch (to)
+    {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: dt = "f32"; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: dt = "f64"; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: dt = "i32"; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: dt = "i64"; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: dt = "u8"; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+      if (info.dtype == TW_U8)
+        dt = "u8";
+      break;
+    default:
+      break;
+    }
+  if (dt == NULL)
+    {
+      tw_imp_problem (im, "cast of %s to ONNX data type %" G_GINT64_FORMAT " is not supported",
+                      tw_dtype_name (info.dtype), to);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_string (a, "to", dt);
+  tw_imp_emit1 (im, NULL, "cast", a, x);
+}
+
+/* Squeeze / Unsqueeze of a computed value: the axes constant (attribute
+ * before opset 13).  With a batch dimension, axes must leave it alone. */
+void
+tw_imp_squeeze (tw_imp *im)
+{
+  gboolean un = strcmp (im->n->op_type, "Unsqueeze") == 0;
+  static const char *const known[] = { "axes", NULL };
+  tw_imp_check_attrs (im, im->opset < 13 ? known : NULL);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
+  g_autofree int64_t *axes = NULL;
+  int64_t na = -1;
+  tw_tinfo info;
+  if (x == NULL || !tw_imp_axes_of (im, &axes, &na) || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int rank = un ? info.ndim + (int) MAX (na, 0) : info.ndim;
+  if (un && (na <= 0 || rank > TW_MAX_DIMS))
+    {
+      tw_imp_problem (im, "needs axes giving at most %d dims", TW_MAX_DIMS);
+      return;
+    }
+  int64_t norm[TW_MAX_DIMS * 2];
+  for (int64_t k = 0; k < na && k < TW_MAX_DIMS * 2; k++)
+    {
+      int ax = tw_imp_norm_axis (im, axes[k], rank);
+      if (ax < 0)
+        return;
+      if (ax == 0 && !im->fixed)
+        {
+          tw_imp_problem (im, "axis 0 is the batch dimension");
+          return;
+        }
+      norm[k] = ax;
+    }
+  if (na < 0 && !im->fixed)
+    {
+      tw_imp_problem (im, "no axes (every size-1 dim, the batch's too)");
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  if (na >= 0)
+    tw_attrs_set_ints (a, "axes", (int) MIN (na, TW_MAX_DIMS * 2), norm);
+  tw_imp_emit1 (im, NULL, un ? "unsqueeze" : "squeeze", a, x);
+}
+
+/* Slice of a computed value: one twb slice per axis, from constant starts,
+ * ends, axes and steps (inputs from opset 10, attributes before; ONNX's
+ * clamping is twb's).  With a batch dimension, axis 0 stays whole. */
+void
+tw_imp_slice (tw_imp *im)
+{
+  static const char *const known_old[] = { "starts", "ends", "axes", NULL };
+  tw_imp_check_attrs (im, im->opset < 10 ? known_old : NULL);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  g_autofree int64_t *st = NULL, *en = NULL, *ax = NULL, *sp = NULL;
+  int64_t ns = 0, ne = 0, na = -1, np = -1;
+  if (im->opset < 10)
+    {
+      int64_t buf[3][TW_MAX_DIMS * 2];
+      gsize len[3] = { 0, 0, 0 };
+      if (!tw_imp_attr_ints (im, "starts", 0, 0, buf[0], &len[0])
+          || !tw_imp_attr_ints (im, "ends", 0, 0, buf[1], &len[1])
+          || !tw_imp_attr_ints (im, "axes", 0, 0, buf[2], &len[2]))
+        return;
+      st = g_memdup2 (buf[0], sizeof buf[0]), ns = (int64_t) len[0];
+      en = g_memdup2 (buf[1], sizeof buf[1]), ne = (int64_t) len[1];
+      if (tw_onnx_attr (im->n, "axes"))
+        ax = g_memdup2 (buf[2], sizeof buf[2]), na = (int64_t) len[2];
+    }
+  else
+    {
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "starts", &st, &ns)
+          || !tw_imp_const_ints (im, tw_imp_input (im, 2), "ends", &en, &ne))
+        return;
+      if (tw_imp_input (im, 3) && !tw_imp_const_ints (im, tw_imp_input (im, 3), "axes", &ax, &na))
+        return;
+      if (tw_imp_input (im, 4) && !tw_imp_const_ints (im, tw_imp_input (im, 4), "steps", &sp, &np))
+        return;
+    }
+  if (ns != ne || (na >= 0 && na != ns) || (np >= 0 && np != ns) || ns > info.ndim)
+    {
+      tw_imp_problem (im, "starts, ends, axes and steps of different lengths");
+      return;
+    }
+  const tw_imp_val *cur = x;
+  tw_imp_val link = { .kind = TW_IMP_DYN };
+  g_autofree char *ref = NULL;
+  for (int64_t k = 0; k < ns; k++)
+    {
+      int a = tw_imp_norm_axis (im, ax ? ax[k] : k, info.ndim);
+      int64_t step = sp ? sp[k] : 1;
+      if (a < 0)
+        return;
+      if (step == 0)
+        {
+          tw_imp_problem (im, "a step of 0");
+          return;
+        }
+      if (a == 0 && !im->fixed)
+        {
+          tw_imp_problem (im, "a slice of the batch dimension");
+          return;
+        }
+      tw_attrs *at = tw_attrs_new ();
+      tw_attrs_set_int (at, "axis", a);
+      tw_attrs_set_int (at, "start", st[k]);
+      tw_attrs_set_int (at, "end", en[k]);
+      tw_attrs_set_int (at, "step", step);
+      tw_node *node = tw_imp_emit1 (im, NULL, "slice", at, cur);
+      if (node == NULL)
+        return;
+      g_free (ref);
+      ref = g_strdup (node->id);
+      link.ref = ref;
+      cur = &link;
+    }
+  if (ns == 0)
+    tw_imp_problem (im, "no axes to slice");
+}

@@ -43,8 +43,8 @@ ints_tensor (int ndim, const int64_t *data, int64_t n)
 
 /* Axes of Unsqueeze / Squeeze / ReduceX: the attribute before opset 13, the
  * second input from 13 on.  *n -1: absent. */
-static gboolean
-axes_of (tw_imp *im, int64_t **axes, int64_t *n)
+gboolean
+tw_imp_axes_of (tw_imp *im, int64_t **axes, int64_t *n)
 {
   if (im->opset < 13)
     {
@@ -232,7 +232,7 @@ tw_imp_fold (tw_imp *im)
     {
       g_autofree int64_t *axes = NULL;
       int64_t na;
-      if (!axes_of (im, &axes, &na))
+      if (!tw_imp_axes_of (im, &axes, &na))
         return TRUE;
       int r = x->c->ndim;
       int64_t dims[TW_MAX_DIMS];

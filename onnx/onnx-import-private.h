@@ -101,6 +101,13 @@ tw_imp_fn tw_imp_more_translator (const char *op);
  * consulted after tw_imp_more_translator. */
 tw_imp_fn tw_imp_reduce_translator (const char *op);
 
+/* Axes of Unsqueeze / Squeeze / ReduceX: the attribute before opset 13, a
+ * constant second input from 13 on; *n -1 when absent (*axes g_new'ed). */
+gboolean tw_imp_axes_of (tw_imp *im, int64_t **axes, int64_t *n);
+
+void tw_imp_cast (tw_imp *im);
+void tw_imp_slice (tw_imp *im);
+void tw_imp_squeeze (tw_imp *im);     /* Squeeze and Unsqueeze of computed values */
 void tw_imp_leaky_relu (tw_imp *im);
 void tw_imp_clip (tw_imp *im);
 void tw_imp_hard_sigmoid (tw_imp *im);

@@ -29,6 +29,12 @@ tw_imp_problem (tw_imp *im, const char *fmt, ...)
   va_start (ap, fmt);
   g_autofree char *msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
+  if (im->n == NULL)
+    {
+      /* Not a node's: the graph outputs'. */
+      g_ptr_array_add (im->problems, g_strdup_printf ("graph outputs: %s", msg));
+      return;
+    }
   g_autofree char *label = tw_onnx_node_label (im->n, im->index);
   if (im->failed)
     {
@@ -1132,7 +1138,8 @@ static const struct
   { "Softmax", import_softmax_op }, { "LogSoftmax", import_log_softmax },
   { "Transpose", import_transpose }, { "Concat", import_concat }, { "Dropout", import_dropout },
   { "LeakyRelu", tw_imp_leaky_relu }, { "Clip", tw_imp_clip }, { "HardSigmoid", tw_imp_hard_sigmoid },
-  { "Pad", tw_imp_pad }, { "Resize", tw_imp_resize },
+  { "Pad", tw_imp_pad }, { "Resize", tw_imp_resize }, { "Cast", tw_imp_cast },
+  { "Squeeze", tw_imp_squeeze }, { "Unsqueeze", tw_imp_squeeze }, { "Slice", tw_imp_slice },
 };
 
 /* Also importable in some form: folded at import, or scalar forms. */
@@ -1484,7 +1491,15 @@ tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
   for (gsize i = 0; i < g->n_output; i++)
     {
       const tw_imp_val *v = g_hash_table_lookup (im.vals, g->output[i]->name);
-      if (v && v->kind == TW_IMP_DYN)
+      if (v && v->kind == TW_IMP_CONST && im.fixed)
+        {
+          /* A folded output (Shape of a fixed input): a constant node. */
+          im.n = NULL;
+          const char *ref = tw_imp_ref (&im, v);
+          if (ref)
+            g_ptr_array_add (outs, (gpointer) ref);
+        }
+      else if (v && v->kind == TW_IMP_DYN)
         g_ptr_array_add (outs, v->ref);
       else if (v == NULL || v->kind == TW_IMP_CONST)
         g_ptr_array_add (im.problems,
