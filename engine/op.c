@@ -141,6 +141,9 @@ tw_ops_init (void)
       tw_ops_register_resize ();
       tw_ops_register_shape_extra ();
       tw_ops_register_select ();
+      tw_ops_register_reduce_more ();
+      tw_ops_register_index_more ();
+      tw_ops_register_loss_more ();
       tw_fused_ops_register ();
       sorted_ops = g_ptr_array_new ();
       GHashTableIter it;

@@ -1,4 +1,4 @@
-/* reduce.c — sum, mean and max over axes, and the internal ops their
+/* reduce.c — sum, mean, max and min over axes, and the internal ops their
  * gradients (and those of broadcasting) need: sum_to, broadcast_to,
  * max_grad.
  *
@@ -26,6 +26,8 @@
 /* Independent accumulators inside a block: 8 doubles = two AVX registers,
  * enough to hide the add latency and let gcc vectorise. */
 #define RED_LANES 8
+/* v beats the running extremum m: larger for max (dir 1), smaller for min (-1). */
+#define RED_BETTER(v, m, dir) ((dir) > 0 ? (v) > (m) : (v) < (m))
 
 static inline int
 red_threads (const tw_kctx *ctx)
@@ -200,8 +202,8 @@ plan_red_offset (const red_plan *p, int64_t k)
     return s;                                                                               \
   }                                                                                         \
                                                                                             \
-  /* Max of x[0..n), NaN if any element is NaN (as torch.max). */                           \
-  static T span_max_##T (const T *restrict x, int64_t n)                                    \
+  /* Max (dir 1) or min (-1) of x[0..n), NaN if any element is NaN (as torch.max). */     \
+  static T span_max_##T (const T *restrict x, int64_t n, int dir)                           \
   {                                                                                         \
     T m[RED_LANES];                                                                         \
     int nan = 0;                                                                            \
@@ -213,20 +215,20 @@ plan_red_offset (const red_plan *p, int64_t k)
         {                                                                                   \
           T v = x[i + l];                                                                   \
           nan |= v != v;                                                                    \
-          m[l] = v > m[l] ? v : m[l];                                                       \
+          m[l] = RED_BETTER (v, m[l], dir) ? v : m[l];                                      \
         }                                                                                   \
     for (; i < n; i++)                                                                      \
       {                                                                                     \
         nan |= x[i] != x[i];                                                                \
-        m[0] = x[i] > m[0] ? x[i] : m[0];                                                   \
+        m[0] = RED_BETTER (x[i], m[0], dir) ? x[i] : m[0];                                  \
       }                                                                                     \
     for (int l = 1; l < RED_LANES; l++)                                                     \
-      m[0] = m[l] > m[0] ? m[l] : m[0];                                                     \
+      m[0] = RED_BETTER (m[l], m[0], dir) ? m[l] : m[0];                                    \
     return nan ? (T) NAN : m[0];                                                            \
   }                                                                                         \
                                                                                             \
   /* Row r of a reduction: y[r, :] from its part of x; acc: [inner] doubles. */             \
-  static void reduce_row_##T (const red_plan *p, const T *x, T *y, gboolean is_max, double mul,\
+  static void reduce_row_##T (const red_plan *p, const T *x, T *y, int is_max, double mul,    \
                               double *acc, int64_t r)                                       \
   {                                                                                         \
     const T *xr = x + plan_row_offset (p, r);                                               \
@@ -253,7 +255,7 @@ plan_red_offset (const red_plan *p, int64_t k)
           {                                                                                 \
             const T *restrict xk = xr + plan_red_offset (p, k);                             \
             for (int64_t j = 0; j < p->inner; j++)                                          \
-              yr[j] = (xk[j] > yr[j] || isnan (xk[j])) ? xk[j] : yr[j];                     \
+              yr[j] = (RED_BETTER (xk[j], yr[j], is_max) || isnan (xk[j])) ? xk[j] : yr[j]; \
           }                                                                                 \
       }                                                                                     \
     else if (!is_max)                                                                       \
@@ -265,19 +267,19 @@ plan_red_offset (const red_plan *p, int64_t k)
       }                                                                                     \
     else                                                                                    \
       {                                                                                     \
-        T m = span_max_##T (xr + plan_red_offset (p, 0), p->span);                          \
+        T m = span_max_##T (xr + plan_red_offset (p, 0), p->span, is_max);                 \
         for (int64_t k = 1; k < p->rcount; k++)                                             \
           {                                                                                 \
-            T v = span_max_##T (xr + plan_red_offset (p, k), p->span);                      \
-            m = (v > m || isnan (v)) ? v : m;                                               \
+            T v = span_max_##T (xr + plan_red_offset (p, k), p->span, is_max);             \
+            m = (RED_BETTER (v, m, is_max) || isnan (v)) ? v : m;                           \
           }                                                                                 \
         yr[0] = m;                                                                          \
       }                                                                                     \
   }                                                                                         \
                                                                                             \
   /* x: the plan's input; y: [rows, inner] = the output, contiguous.                        \
-   * is_max: max instead of sum; sum results are multiplied by mul. */                      \
-  static void reduce_##T (const red_plan *p, const T *x, T *y, gboolean is_max, double mul, \
+   * is_max: 1 max, -1 min, 0 sum; sum results are multiplied by mul. */                    \
+  static void reduce_##T (const red_plan *p, const T *x, T *y, int is_max, double mul,      \
                           int nt)                                                           \
   {                                                                                         \
     int64_t total = p->rows * p->inner * p->rcount * p->span;                               \
@@ -341,7 +343,7 @@ RED_KERNELS (double)
 /* out[0] = sum or max of in[0] over the dims in mask, times mul. */
 static void
 run_reduce (const tw_kctx *ctx, const tw_tensor *x, const gboolean *mask, tw_tensor *y,
-            gboolean is_max, double mul)
+            int is_max, double mul)
 {
   red_plan p;
   if (tw_tensor_numel (y) == 0)
@@ -416,9 +418,10 @@ mean_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n
   return TRUE;
 }
 
+/* dir 1: max, -1: min. */
 static gboolean
-max_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
-             tw_tensor *const *out, GError **error)
+extremum_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
+                  tw_tensor *const *out, int dir, GError **error)
 {
   gboolean mask[TW_MAX_DIMS];
   if (!axes_mask (a, in[0]->ndim, mask, error))
@@ -426,11 +429,26 @@ max_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_
   if (reduced_count (in[0], mask) == 0)
     {
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_SHAPE,
-                   "max over an empty set of elements (a reduced dim has size 0)");
+                   "%s over an empty set of elements (a reduced dim has size 0)",
+                   dir > 0 ? "max" : "min");
       return FALSE;
     }
-  run_reduce (ctx, in[0], mask, out[0], TRUE, 1.0);
+  run_reduce (ctx, in[0], mask, out[0], dir, 1.0);
   return TRUE;
+}
+
+static gboolean
+max_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+             tw_tensor *const *out, GError **error)
+{
+  return extremum_forward (ctx, a, in, out, 1, error);
+}
+
+static gboolean
+min_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+             tw_tensor *const *out, GError **error)
+{
+  return extremum_forward (ctx, a, in, out, -1, error);
 }
 
 /* Attributes for broadcast_to re-inserting the dims a keepdim=false
@@ -491,6 +509,9 @@ max_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val
   gin[0] = tw_emit3 (e, "max_grad", a, in[0], out[0], gout[0]);
   return TRUE;
 }
+
+/* max_grad routes dy to the first element equal to y: the minimum's too. */
+#define min_backward max_backward
 
 static void
 reduce_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
@@ -796,10 +817,11 @@ static const char *const names_max_grad[] = { "x", "y", "dy", NULL };
 DEF_REDUCE (sum, "sum over axes", "ReduceSum")
 DEF_REDUCE (mean, "mean over axes", "ReduceMean")
 DEF_REDUCE (max, "maximum over axes (gradient to the first maximum)", "ReduceMax")
+DEF_REDUCE (min, "minimum over axes (gradient to the first minimum)", "ReduceMin")
 
 static const tw_op_def max_grad_def = {
   .name = "max_grad", .category = "Math",
-  .doc = "dy routed to the first position of the maximum of x",
+  .doc = "dy routed to the first position of the maximum (or minimum) y of x",
   .attrs = reduce_attrs, .min_inputs = 3, .max_inputs = 3, .input_names = names_max_grad,
   .n_outputs = 1, .infer = max_grad_infer, .forward = max_grad_forward, .cost = copy_cost,
   .flags = TW_OP_INTERNAL,
@@ -827,6 +849,7 @@ tw_ops_register_reduce (void)
   tw_op_register (&sum_def);
   tw_op_register (&mean_def);
   tw_op_register (&max_def);
+  tw_op_register (&min_def);
   tw_op_register (&max_grad_def);
   tw_op_register (&sum_to_def);
   tw_op_register (&broadcast_to_def);

@@ -1,0 +1,511 @@
+/* index-more.c — index and selection ops of ONNX graphs:
+ *
+ *   argmin          (x) -> i64 index of the smallest element along axis     ArgMin
+ *   trilu           (x) -> x with the upper or lower triangle kept          Trilu
+ *   gather_elements (data, indices) -> data picked along axis per index     GatherElements
+ *   cumsum          (x) -> running sum along axis (exclusive, reverse)      CumSum
+ *   hardmax         (x) -> 1 at the first maximum along axis, 0 elsewhere   Hardmax
+ *   gather_elements_grad (data, indices, dy) -> dx (internal: dy added at the indices)
+ *
+ * argmin keeps the first minimum, or the last with select_last_index, and
+ * counts a NaN as the minimum (as torch.argmin).  Indices of gather_elements
+ * may be negative (counted from the end of the axis); one outside the axis is
+ * an error naming its position.  trilu and gather_elements copy elements of
+ * any dtype; cumsum sums floats in double and integers in int64. */
+#define G_LOG_DOMAIN "twb-ops-index"
+
+#include "engine/ops/nn-private.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const names_x[] = { "x", NULL };
+static const char *const names_gather[] = { "data", "indices", NULL };
+static const char *const names_gather_grad[] = { "data", "indices", "dy", NULL };
+
+static gboolean
+is_index_dtype (tw_dtype dt)
+{
+  return dt == TW_I64 || dt == TW_I32;
+}
+
+static inline int64_t
+index_at (const tw_tensor *t, int64_t i)
+{
+  return t->dtype == TW_I64 ? tw_tensor_i64 (t)[i] : (int64_t) tw_tensor_i32 (t)[i];
+}
+
+static int
+norm_axis (const tw_attrs *a, const char *name, int64_t def, int ndim)
+{
+  int64_t ax = tw_attrs_get_int (a, name, def);
+  return (int) (ax < 0 ? ax + ndim : ax);
+}
+
+/* ---- argmin ---------------------------------------------------------------------- */
+
+static gboolean
+argmin_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  int axis;
+  if (!tw_nn_check_float ("argmin", "input", &in[0], error)
+      || !tw_nn_axis ("argmin", tw_attrs_get_int (a, "axis", 0), &in[0], &axis, error))
+    return FALSE;
+  out[0] = in[0];
+  out[0].dtype = TW_I64;
+  if (tw_attrs_get_bool (a, "keepdims", TRUE))
+    out[0].dims[axis] = 1;
+  else
+    {
+      for (int d = axis; d < in[0].ndim - 1; d++)
+        out[0].dims[d] = in[0].dims[d + 1];
+      out[0].ndim--;
+    }
+  return TRUE;
+}
+
+#define DEFINE_ARGMIN(T, SFX)                                                                \
+  static void argmin_##SFX (const T *x, int64_t *idx, int64_t outer, int64_t L, int64_t inner,\
+                            gboolean last)                                                  \
+  {                                                                                         \
+    for (int64_t r = 0; r < outer * inner; r++)                                             \
+      {                                                                                     \
+        const T *p = x + (r / inner) * L * inner + r % inner;                               \
+        int64_t best = 0;                                                                   \
+        T bv = p[0];                                                                        \
+        for (int64_t l = 1; l < L && !isnan (bv); l++)                                      \
+          {                                                                                 \
+            T v = p[l * inner];                                                             \
+            if (v < bv || isnan (v) || (last && v == bv))                                   \
+              {                                                                             \
+                bv = v;                                                                     \
+                best = l;                                                                   \
+              }                                                                             \
+          }                                                                                 \
+        idx[r] = best;                                                                      \
+      }                                                                                     \
+  }
+
+DEFINE_ARGMIN (float, f32)
+DEFINE_ARGMIN (double, f64)
+
+static gboolean
+argmin_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                tw_tensor *const *out, GError **error)
+{
+  int axis = norm_axis (a, "axis", 0, in[0]->ndim);
+  gboolean last = tw_attrs_get_bool (a, "select_last_index", FALSE);
+  int64_t outer, L, inner;
+  tw_nn_split_axis (in[0], axis, &outer, &L, &inner);
+  if (L == 0)
+    return tw_nn_shape_error (error, "argmin over an empty dimension");
+  if (in[0]->dtype == TW_F32)
+    argmin_f32 (tw_tensor_f32 (in[0]), tw_tensor_i64 (out[0]), outer, L, inner, last);
+  else
+    argmin_f64 (tw_tensor_f64 (in[0]), tw_tensor_i64 (out[0]), outer, L, inner, last);
+  return TRUE;
+}
+
+/* ---- trilu ------------------------------------------------------------------------ */
+
+static gboolean
+trilu_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  if (in[0].ndim < 2)
+    {
+      g_autofree char *s = tw_tinfo_to_string (&in[0]);
+      return tw_nn_shape_error (error, "trilu expects an input of rank 2 or more, got %s", s);
+    }
+  out[0] = in[0];
+  return TRUE;
+}
+
+/* Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower). */
+static gboolean
+trilu_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+               tw_tensor *const *out, GError **error)
+{
+  const tw_tensor *x = in[0];
+  int64_t R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
+  int64_t mats = R * C > 0 ? tw_tensor_numel (x) / (R * C) : 0;
+  int64_t k = tw_attrs_get_int (a, "k", 0);
+  gboolean upper = tw_attrs_get_bool (a, "upper", TRUE);
+  size_t es = tw_dtype_size (x->dtype);
+  const char *src = tw_tensor_data (x);
+  char *dst = tw_tensor_data (out[0]);
+  for (int64_t m = 0; m < mats; m++)
+    for (int64_t i = 0; i < R; i++)
+      for (int64_t j = 0; j < C; j++)
+        {
+          int64_t off = (m * R + i) * C + j;
+          gboolean keep = upper ? j - i >= k : j - i <= k;
+          if (keep)
+            memcpy (dst + off * es, src + off * es, es);
+          else
+            memset (dst + off * es, 0, es);
+        }
+  return TRUE;
+}
+
+static gboolean
+trilu_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  gin[0] = tw_emit1 (e, "trilu", a, gout[0]);
+  return gin[0] != NULL;
+}
+
+/* ---- gather_elements ----------------------------------------------------------------- */
+
+static gboolean
+gather_check (const char *op, const tw_attrs *a, const tw_tinfo *data, const tw_tinfo *idx,
+              int *axis, GError **error)
+{
+  g_autofree char *sd = tw_tinfo_to_string (data);
+  g_autofree char *si = tw_tinfo_to_string (idx);
+  if (!is_index_dtype (idx->dtype))
+    return tw_nn_shape_error (error, "%s expects i64 or i32 indices, got %s", op, si);
+  if (data->ndim != idx->ndim || data->ndim < 1)
+    return tw_nn_shape_error (error, "%s expects indices of the data's rank: data %s, indices %s",
+                              op, sd, si);
+  if (!tw_nn_axis (op, tw_attrs_get_int (a, "axis", 0), data, axis, error))
+    return FALSE;
+  for (int d = 0; d < data->ndim; d++)
+    if (d != *axis && idx->dims[d] != data->dims[d]
+        && !(idx->dims[d] != TW_DIM_N && data->dims[d] != TW_DIM_N && idx->dims[d] <= data->dims[d]))
+      return tw_nn_shape_error (error,
+                                "%s: indices %s do not fit data %s in dim %d (at most the data's "
+                                "size off the axis)", op, si, sd, d);
+  return TRUE;
+}
+
+static gboolean
+gather_elements_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
+                       GError **error)
+{
+  int axis;
+  if (!gather_check ("gather_elements", a, &in[0], &in[1], &axis, error))
+    return FALSE;
+  out[0] = in[1];
+  out[0].dtype = in[0].dtype;
+  return TRUE;
+}
+
+/* For each element e of indices (row-major): the offset of the data
+ * element it picks, into off[]; FALSE naming the first bad index. */
+static gboolean
+gather_offsets (const tw_tensor *data, const tw_tensor *idx, int axis, int64_t *off,
+                GError **error)
+{
+  int nd = data->ndim;
+  int64_t dst[TW_MAX_DIMS], st = 1;
+  for (int d = nd - 1; d >= 0; d--)
+    {
+      dst[d] = st;
+      st *= data->shape[d];
+    }
+  int64_t pos[TW_MAX_DIMS] = { 0 }, n = tw_tensor_numel (idx), L = data->shape[axis];
+  for (int64_t e = 0; e < n; e++)
+    {
+      int64_t v = index_at (idx, e), j = v < 0 ? v + L : v;
+      if (j < 0 || j >= L)
+        {
+          g_autofree char *where = tw_nn_index_string (nd, idx->shape, e);
+          return tw_nn_shape_error (error,
+                                    "gather_elements: index %" G_GINT64_FORMAT " at %s is outside "
+                                    "axis %d of size %" G_GINT64_FORMAT, v, where, axis, L);
+        }
+      int64_t o = 0;
+      for (int d = 0; d < nd; d++)
+        o += (d == axis ? j : pos[d]) * dst[d];
+      off[e] = o;
+      for (int d = nd - 1; d >= 0; d--)
+        {
+          if (++pos[d] < idx->shape[d])
+            break;
+          pos[d] = 0;
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+gather_elements_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                         tw_tensor *const *out, GError **error)
+{
+  int axis = norm_axis (a, "axis", 0, in[0]->ndim);
+  int64_t n = tw_tensor_numel (in[1]);
+  int64_t *off = tw_scratch (ctx, MAX (n, 1) * sizeof (int64_t));
+  if (!gather_offsets (in[0], in[1], axis, off, error))
+    return FALSE;
+  size_t es = tw_dtype_size (in[0]->dtype);
+  const char *src = tw_tensor_data (in[0]);
+  char *dst = tw_tensor_data (out[0]);
+  for (int64_t e = 0; e < n; e++)
+    memcpy (dst + e * es, src + off[e] * es, es);
+  return TRUE;
+}
+
+static gboolean
+gather_elements_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
+                          tw_val *const *out, tw_val *const *gout, const gboolean *needs,
+                          tw_val **gin)
+{
+  if (needs[0])
+    {
+      gin[0] = tw_emit3 (e, "gather_elements_grad", a, in[0], in[1], gout[0]);
+      if (gin[0] == NULL)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+gather_elements_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
+                            GError **error)
+{
+  int axis;
+  if (!gather_check ("gather_elements_grad", a, &in[0], &in[1], &axis, error)
+      || !tw_nn_check_float ("gather_elements_grad", "data", &in[0], error))
+    return FALSE;
+  tw_tinfo want = in[1];
+  want.dtype = in[0].dtype;
+  if (!tw_tinfo_equal (&want, &in[2]))
+    {
+      g_autofree char *w = tw_tinfo_to_string (&want);
+      g_autofree char *g = tw_tinfo_to_string (&in[2]);
+      return tw_nn_shape_error (error, "gather_elements_grad expects dy %s, got %s", w, g);
+    }
+  out[0] = in[0];
+  return TRUE;
+}
+
+static gboolean
+gather_elements_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
+                              int n_in, tw_tensor *const *out, GError **error)
+{
+  int axis = norm_axis (a, "axis", 0, in[0]->ndim);
+  int64_t n = tw_tensor_numel (in[1]);
+  int64_t *off = tw_scratch (ctx, MAX (n, 1) * sizeof (int64_t));
+  if (!gather_offsets (in[0], in[1], axis, off, error))
+    return FALSE;
+  tw_tensor_fill (out[0], 0.0);
+  if (out[0]->dtype == TW_F32)
+    for (int64_t e = 0; e < n; e++)
+      tw_tensor_f32 (out[0])[off[e]] += tw_tensor_f32 (in[2])[e];
+  else
+    for (int64_t e = 0; e < n; e++)
+      tw_tensor_f64 (out[0])[off[e]] += tw_tensor_f64 (in[2])[e];
+  return TRUE;
+}
+
+/* ---- cumsum --------------------------------------------------------------------------- */
+
+static gboolean
+cumsum_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  int axis;
+  g_autofree char *s = tw_tinfo_to_string (&in[0]);
+  if (!tw_dtype_is_float (in[0].dtype) && !is_index_dtype (in[0].dtype))
+    return tw_nn_shape_error (error, "cumsum expects f32, f64, i32 or i64, got %s", s);
+  if (!tw_nn_axis ("cumsum", tw_attrs_get_int (a, "axis", 0), &in[0], &axis, error))
+    return FALSE;
+  out[0] = in[0];
+  return TRUE;
+}
+
+static gboolean
+cumsum_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                tw_tensor *const *out, GError **error)
+{
+  const tw_tensor *x = in[0];
+  int axis = norm_axis (a, "axis", 0, x->ndim);
+  gboolean excl = tw_attrs_get_bool (a, "exclusive", FALSE);
+  gboolean rev = tw_attrs_get_bool (a, "reverse", FALSE);
+  int64_t outer, L, inner;
+  tw_nn_split_axis (x, axis, &outer, &L, &inner);
+  gboolean fl = tw_dtype_is_float (x->dtype);
+  for (int64_t r = 0; r < outer * inner; r++)
+    {
+      int64_t base = (r / inner) * L * inner + r % inner;
+      double sf = 0;
+      int64_t si = 0;
+      for (int64_t t = 0; t < L; t++)
+        {
+          int64_t o = base + (rev ? L - 1 - t : t) * inner;
+          double vf = 0;
+          int64_t vi = 0;
+          if (fl)
+            vf = tw_tensor_get_flat (x, o);
+          else
+            vi = index_at (x, o);
+          if (!excl)
+            sf += vf, si += vi;
+          if (x->dtype == TW_F32)
+            tw_tensor_f32 (out[0])[o] = (float) sf;
+          else if (x->dtype == TW_F64)
+            tw_tensor_f64 (out[0])[o] = sf;
+          else if (x->dtype == TW_I64)
+            tw_tensor_i64 (out[0])[o] = si;
+          else
+            tw_tensor_i32 (out[0])[o] = (int32_t) si;
+          if (excl)
+            sf += vf, si += vi;
+        }
+    }
+  return TRUE;
+}
+
+/* The adjoint of a running sum is the running sum the other way. */
+static gboolean
+cumsum_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                 tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  tw_attrs *b = tw_attrs_copy (a);
+  tw_attrs_set_bool (b, "reverse", !tw_attrs_get_bool (a, "reverse", FALSE));
+  gin[0] = tw_emit1 (e, "cumsum", b, gout[0]);
+  tw_attrs_free (b);
+  return gin[0] != NULL;
+}
+
+/* ---- hardmax ------------------------------------------------------------------------------ */
+
+static gboolean
+hardmax_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  int axis;
+  if (!tw_nn_check_float ("hardmax", "input", &in[0], error)
+      || !tw_nn_axis ("hardmax", tw_attrs_get_int (a, "axis", -1), &in[0], &axis, error))
+    return FALSE;
+  out[0] = in[0];
+  return TRUE;
+}
+
+static gboolean
+hardmax_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                 tw_tensor *const *out, GError **error)
+{
+  const tw_tensor *x = in[0];
+  int axis = norm_axis (a, "axis", -1, x->ndim);
+  int64_t outer, L, inner;
+  tw_nn_split_axis (x, axis, &outer, &L, &inner);
+  tw_tensor_fill (out[0], 0.0);
+  for (int64_t r = 0; r < outer * inner; r++)
+    {
+      int64_t base = (r / inner) * L * inner + r % inner, best = 0;
+      double bv = L > 0 ? tw_tensor_get_flat (x, base) : 0;
+      for (int64_t l = 1; l < L; l++)
+        {
+          double v = tw_tensor_get_flat (x, base + l * inner);
+          if (v > bv)
+            bv = v, best = l;
+        }
+      if (L > 0)
+        tw_tensor_set_flat (out[0], base + best * inner, 1.0);
+    }
+  return TRUE;
+}
+
+/* ---- costs and definitions ------------------------------------------------------------------ */
+
+static void
+copy_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
+           tw_cost *cost)
+{
+  double n = (double) tw_tinfo_numel (&out[0], NULL), es = tw_dtype_size (out[0].dtype);
+  cost->flops = 0;
+  cost->bytes_read = 0;
+  for (int i = 0; i < n_in; i++)
+    cost->bytes_read += (double) tw_tinfo_numel (&in[i], NULL) * tw_dtype_size (in[i].dtype);
+  cost->bytes_written = n * es;
+}
+
+static void
+scan_cost (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
+           tw_cost *cost)
+{
+  copy_cost (a, in, n_in, out, n_out, cost);
+  cost->flops = (double) tw_tinfo_numel (&in[0], NULL);
+}
+
+static const tw_attr_spec argmin_attrs[] = {
+  { "axis", TW_ATTR_INT, "0", FALSE, "dimension to search" },
+  { "keepdims", TW_ATTR_BOOL, "true", FALSE, "keep the searched dimension with size 1" },
+  { "select_last_index", TW_ATTR_BOOL, "false", FALSE, "the last minimum rather than the first" },
+  { NULL }
+};
+static const tw_attr_spec trilu_attrs[] = {
+  { "upper", TW_ATTR_BOOL, "true", FALSE, "keep the upper triangle (else the lower)" },
+  { "k", TW_ATTR_INT, "0", FALSE, "diagonal offset: keep j - i >= k (upper) or <= k (lower)" },
+  { NULL }
+};
+static const tw_attr_spec axis0_attrs[] = {
+  { "axis", TW_ATTR_INT, "0", FALSE, "dimension to index (negative from the end)" },
+  { NULL }
+};
+static const tw_attr_spec cumsum_attrs[] = {
+  { "axis", TW_ATTR_INT, "0", FALSE, "dimension to sum along (negative from the end)" },
+  { "exclusive", TW_ATTR_BOOL, "false", FALSE, "each sum leaves out its own element" },
+  { "reverse", TW_ATTR_BOOL, "false", FALSE, "sum from the end of the axis" },
+  { NULL }
+};
+static const tw_attr_spec hardmax_attrs[] = {
+  { "axis", TW_ATTR_INT, "-1", FALSE, "dimension to search" },
+  { NULL }
+};
+
+static const tw_op_def argmin_def = {
+  .name = "argmin", .category = "Math", .doc = "index of the smallest element along an axis (i64)",
+  .attrs = argmin_attrs, .min_inputs = 1, .max_inputs = 1, .input_names = names_x,
+  .n_outputs = 1, .infer = argmin_infer, .forward = argmin_forward, .cost = scan_cost,
+  .onnx_name = "ArgMin",
+};
+
+static const tw_op_def trilu_def = {
+  .name = "trilu", .category = "Shape",
+  .doc = "upper or lower triangle of the last two dims, the rest zero", .attrs = trilu_attrs,
+  .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
+  .infer = trilu_infer, .forward = trilu_forward, .backward = trilu_backward,
+  .cost = copy_cost, .onnx_name = "Trilu",
+};
+
+static const tw_op_def gather_elements_def = {
+  .name = "gather_elements", .category = "Shape",
+  .doc = "data picked along axis at each index (output shaped as indices)",
+  .attrs = axis0_attrs, .min_inputs = 2, .max_inputs = 2, .input_names = names_gather,
+  .n_outputs = 1, .infer = gather_elements_infer, .forward = gather_elements_forward,
+  .backward = gather_elements_backward, .cost = copy_cost, .onnx_name = "GatherElements",
+};
+
+static const tw_op_def gather_elements_grad_def = {
+  .name = "gather_elements_grad", .category = "Shape",
+  .doc = "dy added into zeros shaped as data at the indices gather_elements read",
+  .attrs = axis0_attrs, .min_inputs = 3, .max_inputs = 3, .input_names = names_gather_grad,
+  .n_outputs = 1, .infer = gather_elements_grad_infer, .forward = gather_elements_grad_forward,
+  .cost = copy_cost, .flags = TW_OP_INTERNAL,
+};
+
+static const tw_op_def cumsum_def = {
+  .name = "cumsum", .category = "Math", .doc = "running sum along an axis",
+  .attrs = cumsum_attrs, .min_inputs = 1, .max_inputs = 1, .input_names = names_x,
+  .n_outputs = 1, .infer = cumsum_infer, .forward = cumsum_forward, .backward = cumsum_backward,
+  .cost = scan_cost, .onnx_name = "CumSum",
+};
+
+static const tw_op_def hardmax_def = {
+  .name = "hardmax", .category = "Activation",
+  .doc = "1 at the first maximum along an axis, 0 elsewhere", .attrs = hardmax_attrs,
+  .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
+  .infer = hardmax_infer, .forward = hardmax_forward, .cost = scan_cost, .onnx_name = "Hardmax",
+};
+
+void
+tw_ops_register_index_more (void)
+{
+  tw_op_register (&argmin_def);
+  tw_op_register (&trilu_def);
+  tw_op_register (&gather_elements_def);
+  tw_op_register (&gather_elements_grad_def);
+  tw_op_register (&cumsum_def);
+  tw_op_register (&hardmax_def);
+}

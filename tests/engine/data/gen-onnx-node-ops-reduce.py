@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+# gen-onnx-node-ops-reduce.py — writes onnx-node-ops-reduce.json beside it:
+# ONNX's own backend test cases (Debian's libonnx-testdata, ONNX 1.12,
+# data/node, test_data_set_0) of the single-node graphs of the reductions,
+# index ops and losses twb imports (onnx/onnx-import-reduce.c): the model
+# file and its input and output tensors, each as a serialized ONNX proto in
+# base64, read back by test-ops-reduce-more.c through the importer
+# (every graph input fixed, fed by name, run eagerly).  Cases of more than
+# 5,000 values are left to the conformance runner.
+#
+# Where ONNX feeds an attribute-like input (a reduction's axes, Trilu's k,
+# CumSum's axis, Tile's repeats) from the test data, the
+# case is written twice: as it is (twb refuses it: the value is not known
+# at import) and as "<case>@const" with that input an initializer holding
+# the test data's value, as an exporter writes it.
+#
+#   /usr/bin/python3 tests/engine/data/gen-onnx-node-ops-reduce.py   (needs python3-onnx)
+import base64, glob, json, os
+import onnx
+from onnx import numpy_helper as nh
+
+D = '/usr/share/libonnx-testdata/data/node/'
+OPS = {'ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2',
+       'ReduceLogSum', 'ReduceLogSumExp', 'ReduceSumSquare', 'ArgMax', 'ArgMin', 'CumSum', 'Trilu',
+       'Tile', 'GatherElements', 'Range', 'Size', 'Hardmax', 'Einsum', 'GlobalMaxPool', 'CastLike',
+       'LayerNormalization', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss'}
+MAX_VALUES = 5000
+# Inputs that must be constants for twb, by op: positions.
+CONST_INPUTS = {'ReduceSum': [1], 'ReduceMean': [1], 'ReduceMax': [1], 'ReduceMin': [1],
+                'ReduceProd': [1], 'ReduceL1': [1], 'ReduceL2': [1], 'ReduceLogSum': [1],
+                'ReduceLogSumExp': [1], 'ReduceSumSquare': [1], 'Trilu': [1], 'CumSum': [1],
+                'Tile': [1]}
+
+
+def b64(data):
+    return base64.b64encode(data).decode('ascii')
+
+
+out = []
+for case in sorted(os.listdir(D)):
+    m = onnx.load(D + case + '/model.onnx')
+    if len(m.graph.node) != 1 or m.graph.node[0].op_type not in OPS:
+        continue
+    files = {k: sorted(glob.glob(D + case + '/test_data_set_0/' + k + '_*.pb'))
+             for k in ('input', 'output')}
+    tensors = {k: [onnx.load_tensor(f) for f in v] for k, v in files.items()}
+    if sum(nh.to_array(t).size for v in tensors.values() for t in v) > MAX_VALUES:
+        continue
+    with open(D + case + '/model.onnx', 'rb') as f:
+        model = f.read()
+    inits = {t.name for t in m.graph.initializer}
+    in_names = [i.name for i in m.graph.input if i.name not in inits]
+    out_names = [o.name for o in m.graph.output]
+    for k, names in (('input', in_names), ('output', out_names)):
+        for name, t in zip(names, tensors[k]):
+            t.name = name
+
+    def entry(name, model_bytes, ins):
+        return {'case': name, 'op': m.graph.node[0].op_type, 'model': b64(model_bytes),
+                'inputs': [b64(t.SerializeToString()) for t in ins],
+                'outputs': [b64(t.SerializeToString()) for t in tensors['output']]}
+
+    out.append(entry(case, model, tensors['input']))
+    node = m.graph.node[0]
+    fixed = {node.input[i] for i in CONST_INPUTS.get(node.op_type, [])
+             if i < len(node.input) and node.input[i] in in_names}
+    if fixed:
+        c = onnx.ModelProto()
+        c.CopyFrom(m)
+        keep = [i for i in c.graph.input if i.name not in fixed]
+        del c.graph.input[:]
+        c.graph.input.extend(keep)
+        for t in tensors['input']:
+            if t.name in fixed:
+                c.graph.initializer.append(t)
+        out.append(entry(case + '@const', c.SerializeToString(),
+                         [t for t in tensors['input'] if t.name not in fixed]))
+
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'onnx-node-ops-reduce.json')
+with open(path, 'w') as f:
+    json.dump({'source': 'libonnx-testdata (ONNX 1.12) data/node, test_data_set_0',
+               'cases': out}, f, indent=1)
+    f.write('\n')
+print(path, len(out), 'cases')
