@@ -297,7 +297,7 @@ gen_reduce (bcase *c, const char *op, int k)
 {
   shp x, y;
   reduce_case (c, k, &x, &y);
-  if (is (op, "max"))
+  if (is (op, "max") || is (op, "min"))
     in_distinct (c, &x);
   else
     boc_in_randn_s (c, &x);
@@ -1125,6 +1125,111 @@ gen_where (bcase *c, const char *op, int k)
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
+/* ---- reductions, index ops and nll_loss of ONNX graphs --------------------------------- */
+
+/* prod_grad (x, dy shaped as prod's output). */
+static void
+gen_prod_grad (bcase *c, const char *op, int k)
+{
+  shp xs, ys;
+  reduce_case (c, k, &xs, &ys);
+  boc_in_randn_s (c, &xs);
+  boc_in_randn_s (c, &ys);
+  want (c, &xs);
+}
+
+/* argmin along an axis, the last of ties in case 2; hardmax along one. */
+static void
+gen_argmin (bcase *c, const char *op, int k)
+{
+  in_distinct (c, &argmax_cases[k].x);
+  tw_attrs_set_int (attrs_of (c), "axis", argmax_cases[k].axis);
+  if (is (op, "hardmax"))
+    {
+      want (c, &argmax_cases[k].x);
+      return;
+    }
+  tw_attrs_set_bool (attrs_of (c), "keepdims", argmax_cases[k].keep);
+  tw_attrs_set_bool (attrs_of (c), "select_last_index", k == 2);
+  want (c, &argmax_cases[k].y);
+  c->want[0].dtype = TW_I64;
+}
+
+/* trilu (upper / lower, k) and cumsum (axis, exclusive, reverse). */
+static void
+gen_trilu_cumsum (bcase *c, const char *op, int k)
+{
+  static const shp shapes[] = { { 2, { 1, 7 } }, { 3, { 2, 3, 5 } }, { 2, { 4, 4 } } };
+  const shp *s = &shapes[k];
+  boc_in_randn_s (c, s);
+  if (is (op, "trilu"))
+    {
+      tw_attrs_set_bool (attrs_of (c), "upper", k != 1);
+      tw_attrs_set_int (attrs_of (c), "k", k - 1);
+    }
+  else
+    {
+      tw_attrs_set_int (attrs_of (c), "axis", k == 1 ? -2 : k == 2 ? 0 : 1);
+      tw_attrs_set_bool (attrs_of (c), "exclusive", k != 0);
+      tw_attrs_set_bool (attrs_of (c), "reverse", k == 2);
+    }
+  want (c, s);
+}
+
+/* gather_elements (data, indices) along axis, and its grad (data, indices,
+ * dy): case 1 picks more along the axis than it has (repeats). */
+static void
+gen_gather_elements (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp data, idx;
+    int64_t axis;
+  } gc[] = {
+    { { 2, { 3, 5 } }, { 2, { 3, 4 } }, 1 },
+    { { 3, { 2, 3, 4 } }, { 3, { 5, 3, 4 } }, 0 },
+    { { 2, { 1, 7 } }, { 2, { 1, 7 } }, -1 },
+  };
+  boc_in_randn_s (c, &gc[k].data);
+  int ax = (int) (gc[k].axis < 0 ? gc[k].axis + gc[k].data.nd : gc[k].axis);
+  in_int (c, gc[k].data.d[ax], &gc[k].idx);
+  if (is (op, "gather_elements_grad"))
+    boc_in_randn_s (c, &gc[k].idx);
+  tw_attrs_set_int (attrs_of (c), "axis", gc[k].axis);
+  want (c, is (op, "gather_elements_grad") ? &gc[k].data : &gc[k].idx);
+}
+
+/* nll_loss (x [N, C, d...], target[, weight]) and its grad (..., dy):
+ * case 0 means, case 1 sums with class weights, case 2 keeps [N, d] and
+ * ignores class 1. */
+static void
+gen_nll_loss (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp x, t, y;
+  } nc[] = {
+    { { 2, { 4, 5 } }, { 1, { 4 } }, { 0, { 0 } } },
+    { { 3, { 2, 3, 4 } }, { 2, { 2, 4 } }, { 0, { 0 } } },
+    { { 3, { 1, 3, 7 } }, { 2, { 1, 7 } }, { 2, { 1, 7 } } },
+  };
+  static const char *const red[] = { "mean", "sum", "none" };
+  boc_in_randn_s (c, &nc[k].x);
+  in_int (c, nc[k].x.d[1], &nc[k].t);
+  if (k == 1)
+    {
+      shp w = { 1, { nc[k].x.d[1] } };
+      boc_in_uniform (c, 0.2, 2, &w);
+      c->no_grad[c->n_in - 1] = TRUE;     /* the gradient flows to x only */
+    }
+  if (is (op, "nll_loss_grad"))
+    boc_in_randn_s (c, &nc[k].y);
+  tw_attrs_set_string (attrs_of (c), "reduction", red[k]);
+  if (k == 2)
+    tw_attrs_set_int (attrs_of (c), "ignore_index", 1);
+  want (c, is (op, "nll_loss_grad") ? &nc[k].x : &nc[k].y);
+}
+
 const op_case tw_boc_cases[] = {
   /* element-wise */
   { "add", 6, gen_binary }, { "sub", 6, gen_binary },
@@ -1184,6 +1289,12 @@ const op_case tw_boc_cases[] = {
   { "resize", 4, gen_resize }, { "resize_grad", 4, gen_resize },
   { "squeeze", 3, gen_squeeze }, { "unsqueeze", 3, gen_squeeze }, { "cast", 3, gen_squeeze },
   { "where", 3, gen_where }, { "expand", 3, gen_where },
+  /* reductions, index ops and nll_loss of ONNX graphs */
+  { "min", 6, gen_reduce }, { "prod", 6, gen_reduce }, { "prod_grad", 6, gen_prod_grad },
+  { "logsumexp", 6, gen_reduce }, { "argmin", 3, gen_argmin }, { "hardmax", 3, gen_argmin },
+  { "trilu", 3, gen_trilu_cumsum }, { "cumsum", 3, gen_trilu_cumsum },
+  { "gather_elements", 3, gen_gather_elements }, { "gather_elements_grad", 3, gen_gather_elements },
+  { "nll_loss", 3, gen_nll_loss }, { "nll_loss_grad", 3, gen_nll_loss },
   /* sources */
   { "input", 2, gen_input },
 };

@@ -112,6 +112,9 @@ static const allowed allow_list[] = {
   { "argmax", NO_BACKWARD,
     "integer output (i64 indices): piecewise constant in x, zero gradient almost everywhere "
     "and undefined at ties" },
+  { "argmin", NO_BACKWARD, "integer output (i64 indices), as argmax" },
+  { "hardmax", NO_BACKWARD,
+    "one-hot of the maximum: piecewise constant in x, zero gradient almost everywhere" },
 };
 
 /* Gradient ops without a second-order rule.  Each is emitted only by the
@@ -126,7 +129,7 @@ static const char *const first_order_ops[] = {
   "embedding_grad", "gelu_grad", "global_avg_pool2d_grad", "layer_norm_grad",
   "linear_grad_bias", "linear_grad_input", "linear_grad_weight", "log_softmax_grad",
   "matmul_grad_a", "matmul_grad_b", "max_grad", "max_pool2d_grad", "mse_loss_grad",
-  "nn_zeros_like", "softmax_grad",
+  "nn_zeros_like", "softmax_grad", "prod_grad", "gather_elements_grad", "nll_loss_grad",
 };
 
 static const allowed first_order = {
