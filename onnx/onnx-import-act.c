@@ -49,6 +49,22 @@ tw_imp_clip (tw_imp *im)
       has_lo = tw_onnx_attr (im->n, "min") != NULL, has_hi = tw_onnx_attr (im->n, "max") != NULL;
       lo = tw_imp_attr_float (im, "min", 0), hi = tw_imp_attr_float (im, "max", 0);
     }
+  else if ((tw_imp_input (im, 1) && tw_imp_input (im, 1)->kind == TW_IMP_DYN)
+           || (tw_imp_input (im, 2) && tw_imp_input (im, 2)->kind == TW_IMP_DYN))
+    {
+      /* Computed bounds: min (max (x, lo), hi). */
+      const char *r = x ? x->ref : NULL;
+      for (int k = 1; k <= 2 && r; k++)
+        if (tw_imp_input (im, k))
+          {
+            const char *b = tw_imp_ref_input (im, k, k == 1 ? "min" : "max");
+            tw_node *n = b ? tw_imp_emitn (im, k == 1 ? "maximum" : "minimum", NULL,
+                                           (const char *const[]) { r, b, NULL }, 1)
+                           : NULL;
+            r = n ? n->id : NULL;
+          }
+      return;
+    }
   else if (!optional_scalar (im, 1, "min", &has_lo, &lo)
            || !optional_scalar (im, 2, "max", &has_hi, &hi))
     return;
@@ -379,4 +395,132 @@ tw_imp_slice (tw_imp *im)
     }
   if (ns == 0)
     tw_imp_problem (im, "no axes to slice");
+}
+
+/* x as a reference, transposed (the last two dims) when trans. */
+static const char *
+maybe_transposed (tw_imp *im, const char *ref, gboolean trans)
+{
+  if (!trans)
+    return ref;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "perm", 2, (int64_t[]) { 1, 0 });
+  tw_node *n = tw_imp_emitn (im, "transpose", a, (const char *const[]) { ref, NULL }, 1);
+  return n ? n->id : NULL;
+}
+
+static const char *
+scaled (tw_imp *im, const char *ref, double alpha)
+{
+  if (ref == NULL || alpha == 1.0)
+    return ref;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "alpha", tw_imp_short_double ((float) alpha));
+  tw_node *n = tw_imp_emitn (im, "scale", a, (const char *const[]) { ref, NULL }, 1);
+  return n ? n->id : NULL;
+}
+
+void
+tw_imp_gemm_values (tw_imp *im)
+{
+  double alpha = tw_imp_attr_float (im, "alpha", 1.0f), beta = tw_imp_attr_float (im, "beta", 1.0f);
+  int64_t ta = tw_imp_attr_int (im, "transA", 0), tb = tw_imp_attr_int (im, "transB", 0);
+  if (im->failed)
+    return;
+  const char *a = tw_imp_ref_input (im, 0, "A");
+  const char *b = a ? tw_imp_ref_input (im, 1, "B") : NULL;
+  a = a && b ? maybe_transposed (im, a, ta != 0) : NULL;
+  b = a ? maybe_transposed (im, b, tb != 0) : NULL;
+  if (a == NULL || b == NULL)
+    return;
+  tw_node *y = tw_imp_emitn (im, "matmul", NULL, (const char *const[]) { a, b, NULL }, 1);
+  const char *r = y ? scaled (im, y->id, alpha) : NULL;
+  if (r == NULL || tw_imp_input (im, 2) == NULL)
+    return;
+  const char *c = scaled (im, tw_imp_ref_input (im, 2, "C"), beta);
+  if (c)
+    tw_imp_emitn (im, "add", NULL, (const char *const[]) { r, c, NULL }, 1);
+}
+
+/* Split of a computed value into constant sizes (the 'split' input from
+ * opset 13, the attribute before, else equal parts). */
+void
+tw_imp_split (tw_imp *im)
+{
+  static const char *const known_old[] = { "axis", "split", NULL };
+  static const char *const known[] = { "axis", NULL };
+  tw_imp_check_attrs (im, im->opset < 13 ? known_old : known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", 0), info.ndim);
+  if (ax < 0)
+    return;
+  if (ax == 0 && !im->fixed)
+    {
+      tw_imp_problem (im, "a split of the batch dimension");
+      return;
+    }
+  gsize n_out = im->n->n_output;
+  g_autofree int64_t *sizes = NULL;
+  int64_t ns = -1;
+  if (im->opset < 13 && tw_onnx_attr (im->n, "split"))
+    {
+      int64_t buf[TW_MAX_DIMS * 2];
+      gsize len = 0;
+      if (!tw_imp_attr_ints (im, "split", 0, 0, buf, &len))
+        return;
+      sizes = g_memdup2 (buf, MAX (len, 1) * sizeof *buf), ns = (int64_t) len;
+    }
+  else if (im->opset >= 13 && tw_imp_input (im, 1)
+           && !tw_imp_const_ints (im, tw_imp_input (im, 1), "split", &sizes, &ns))
+    return;
+  if (ns < 0)
+    {
+      int64_t d = info.dims[ax];
+      if (n_out == 0 || d % (int64_t) n_out != 0)
+        {
+          tw_imp_problem (im, "%" G_GSIZE_FORMAT " equal parts of a dim of %" G_GINT64_FORMAT, n_out, d);
+          return;
+        }
+      ns = (int64_t) n_out;
+      sizes = g_new (int64_t, ns);
+      for (int64_t k = 0; k < ns; k++)
+        sizes[k] = d / (int64_t) n_out;
+    }
+  if (ns != (int64_t) n_out || ns > TW_MAX_OUTPUTS)
+    {
+      tw_imp_problem (im, "%" G_GINT64_FORMAT " sizes for %" G_GSIZE_FORMAT " outputs", ns, n_out);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "axis", ax);
+  tw_attrs_set_ints (a, "sizes", (int) ns, sizes);
+  tw_imp_emitn (im, "split", a, (const char *const[]) { x->ref, NULL }, (int) ns);
+}
+
+/* Expand of a computed value to a constant shape. */
+void
+tw_imp_expand (tw_imp *im)
+{
+  tw_imp_check_attrs (im, NULL);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input");
+  g_autofree int64_t *shape = NULL;
+  int64_t n = 0;
+  if (x == NULL || !tw_imp_const_ints (im, tw_imp_input (im, 1), "shape", &shape, &n))
+    return;
+  if (!im->fixed)
+    {
+      tw_imp_problem (im, "an expand of a batched value (twb expands fixed shapes)");
+      return;
+    }
+  if (n > TW_MAX_DIMS)
+    {
+      tw_imp_problem (im, "a rank-%" G_GINT64_FORMAT " shape", n);
+      return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "shape", (int) n, shape);
+  tw_imp_emit1 (im, NULL, "expand", a, x);
 }

@@ -72,6 +72,11 @@ tw_tensor *tw_imp_as_f32 (const tw_tensor *t);
  * the ONNX node); attrs is taken. */
 tw_node *tw_imp_emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs,
                        const tw_imp_val *x);
+/* A node of op on inputs (NULL-terminated references) with n_out outputs,
+ * named from the ONNX node; its outputs become the node's (the last node
+ * emitted for an ONNX node gives its value).  attrs is taken. */
+tw_node *tw_imp_emitn (tw_imp *im, const char *op, tw_attrs *attrs, const char *const *inputs,
+                       int n_out);
 /* Attributes other than known (NULL-terminated) are problems. */
 void tw_imp_check_attrs (tw_imp *im, const char *const *known);
 /* f as the shortest double that reads back as it ("0.2", not 0.20000000298). */
@@ -106,6 +111,11 @@ tw_imp_fn tw_imp_reduce_translator (const char *op);
 gboolean tw_imp_axes_of (tw_imp *im, int64_t **axes, int64_t *n);
 
 void tw_imp_cast (tw_imp *im);
+/* Gemm of computed values (fixed inputs): matmul of the transposed
+ * operands, scaled, plus beta C. */
+void tw_imp_gemm_values (tw_imp *im);
+void tw_imp_split (tw_imp *im);
+void tw_imp_expand (tw_imp *im);
 void tw_imp_slice (tw_imp *im);
 void tw_imp_squeeze (tw_imp *im);     /* Squeeze and Unsqueeze of computed values */
 void tw_imp_leaky_relu (tw_imp *im);

@@ -198,6 +198,12 @@ emit (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, con
 }
 
 tw_node *
+tw_imp_emitn (tw_imp *im, const char *op, tw_attrs *attrs, const char *const *inputs, int n_out)
+{
+  return emit (im, NULL, op, attrs, inputs, n_out);
+}
+
+tw_node *
 tw_imp_emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, const tw_imp_val *x)
 {
   const char *in[] = { x->ref, NULL };
@@ -535,6 +541,17 @@ import_gemm (tw_imp *im)
 {
   static const char *const known[] = { "alpha", "beta", "transA", "transB", NULL };
   tw_imp_check_attrs (im, known);
+  if (im->fixed)
+    {
+      const tw_imp_val *a0 = tw_imp_input (im, 0), *b0 = tw_imp_input (im, 1), *c0 = tw_imp_input (im, 2);
+      if (a0 && b0
+          && (a0->kind != TW_IMP_DYN || b0->kind != TW_IMP_CONST || (c0 && c0->kind != TW_IMP_CONST)
+              || tw_imp_attr_int (im, "transA", 0) != 0))
+        {
+          tw_imp_gemm_values (im);
+          return;
+        }
+    }
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "A"), *w = const_input (im, 1, "B (the weight)");
   const tw_imp_val *c = tw_imp_input (im, 2);
   if (c && !(c = const_input (im, 2, "C (the bias)")))
@@ -578,15 +595,19 @@ import_matmul (tw_imp *im)
       emit (im, NULL, "matmul", NULL, in, 1);
       return;
     }
+  if (x && w && (x->kind == TW_IMP_CONST || w->kind == TW_IMP_DYN || w->c->ndim != 2
+                 || !tw_dtype_is_float (w->c->dtype)))
+    {
+      /* Not a layer's weight: a product of values, constants as nodes. */
+      const char *ra = tw_imp_ref (im, x), *rb = ra ? tw_imp_ref (im, w) : NULL;
+      if (ra && rb)
+        emit (im, NULL, "matmul", NULL, (const char *const[]) { ra, rb, NULL }, 1);
+      return;
+    }
   x = tw_imp_dyn_input (im, 0, "A");
   w = const_input (im, 1, "B (the weight)");
   if (x == NULL || w == NULL)
     return;
-  if (w->c->ndim != 2)
-    {
-      tw_imp_problem (im, "a constant B of rank %d (twb's linear takes a 2-D weight)", w->c->ndim);
-      return;
-    }
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "out_features", w->c->shape[1]);
   tw_attrs_set_bool (a, "bias", FALSE);
@@ -1140,6 +1161,7 @@ static const struct
   { "LeakyRelu", tw_imp_leaky_relu }, { "Clip", tw_imp_clip }, { "HardSigmoid", tw_imp_hard_sigmoid },
   { "Pad", tw_imp_pad }, { "Resize", tw_imp_resize }, { "Cast", tw_imp_cast },
   { "Squeeze", tw_imp_squeeze }, { "Unsqueeze", tw_imp_squeeze }, { "Slice", tw_imp_slice },
+  { "Split", tw_imp_split }, { "Expand", tw_imp_expand },
 };
 
 /* Also importable in some form: folded at import, or scalar forms. */
