@@ -350,9 +350,11 @@ import_trilu (tw_imp *im)
 {
   static const char *const known[] = { "upper", NULL };
   tw_imp_check_attrs (im, known);
-  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "input");
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "input"), *kv = tw_imp_input (im, 1);
   int64_t k = 0;
-  if (!const_int_input (im, 1, "k", 0, &k))
+  /* k computed in the graph is read at run time (the shape does not depend on it) */
+  gboolean dyn_k = kv && kv->kind == TW_IMP_DYN;
+  if (!dyn_k && !const_int_input (im, 1, "k", 0, &k))
     return;
   gboolean upper = tw_imp_attr_int (im, "upper", 1) != 0;
   if (x == NULL || im->failed)
@@ -360,7 +362,7 @@ import_trilu (tw_imp *im)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_bool (a, "upper", upper);
   tw_attrs_set_int (a, "k", k);
-  const char *y = emit_1 (im, "trilu", a, x->ref);
+  const char *y = dyn_k ? emit_2 (im, "trilu", a, x->ref, kv->ref) : emit_1 (im, "trilu", a, x->ref);
   if (y)
     set_out (im, 0, y);
 }
@@ -390,15 +392,17 @@ import_cumsum (tw_imp *im)
 {
   static const char *const known[] = { "exclusive", "reverse", NULL };
   tw_imp_check_attrs (im, known);
-  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "x");
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "x"), *av = tw_imp_input (im, 1);
   int64_t axis = 0;
   tw_tinfo info;
-  if (tw_imp_input (im, 1) == NULL)
+  if (av == NULL)
     tw_imp_problem (im, "the axis input is missing");
-  if (x == NULL || im->failed || !const_int_input (im, 1, "axis", 0, &axis)
+  /* an axis computed in the graph is read at run time (the shape does not depend on it) */
+  gboolean dyn_axis = av && av->kind == TW_IMP_DYN;
+  if (x == NULL || im->failed || (!dyn_axis && !const_int_input (im, 1, "axis", 0, &axis))
       || !tw_imp_dyn_info (im, x, &info))
     return;
-  int ax = tw_imp_norm_axis (im, axis, info.ndim);
+  int ax = dyn_axis ? 0 : tw_imp_norm_axis (im, axis, info.ndim);
   gboolean excl = tw_imp_attr_int (im, "exclusive", 0) != 0;
   gboolean rev = tw_imp_attr_int (im, "reverse", 0) != 0;
   if (ax < 0 || im->failed)
@@ -407,7 +411,7 @@ import_cumsum (tw_imp *im)
   tw_attrs_set_int (a, "axis", ax);
   tw_attrs_set_bool (a, "exclusive", excl);
   tw_attrs_set_bool (a, "reverse", rev);
-  const char *y = emit_1 (im, "cumsum", a, x->ref);
+  const char *y = dyn_axis ? emit_2 (im, "cumsum", a, x->ref, av->ref) : emit_1 (im, "cumsum", a, x->ref);
   if (y)
     set_out (im, 0, y);
 }

@@ -1,9 +1,9 @@
 /* index-more.c — index and selection ops of ONNX graphs:
  *
  *   argmin          (x) -> i64 index of the smallest element along axis     ArgMin
- *   trilu           (x) -> x with the upper or lower triangle kept          Trilu
+ *   trilu           (x, [k]) -> x with the upper or lower triangle kept     Trilu
  *   gather_elements (data, indices) -> data picked along axis per index     GatherElements
- *   cumsum          (x) -> running sum along axis (exclusive, reverse)      CumSum
+ *   cumsum          (x, [axis]) -> running sum along axis (exclusive, reverse)  CumSum
  *   hardmax         (x) -> 1 at the first maximum along axis, 0 elsewhere   Hardmax
  *   gather_elements_grad (data, indices, dy) -> dx (internal: dy added at the indices)
  *
@@ -11,7 +11,10 @@
  * counts a NaN as the minimum (as torch.argmin).  Indices of gather_elements
  * may be negative (counted from the end of the axis); one outside the axis is
  * an error naming its position.  trilu and gather_elements copy elements of
- * any dtype; cumsum sums floats in double and integers in int64. */
+ * any dtype; cumsum sums floats in double and integers in int64.  trilu's
+ * diagonal and cumsum's axis may come as an optional second input (an
+ * integer scalar read at run time, as ONNX graphs feed them; the output's
+ * shape does not depend on it), overriding the attribute. */
 #define G_LOG_DOMAIN "twb-ops-index"
 
 #include "engine/ops/nn-private.h"
@@ -20,6 +23,8 @@
 #include <string.h>
 
 static const char *const names_x[] = { "x", NULL };
+static const char *const names_trilu[] = { "x", "k", NULL };
+static const char *const names_cumsum[] = { "x", "axis", NULL };
 static const char *const names_gather[] = { "data", "indices", NULL };
 static const char *const names_gather_grad[] = { "data", "indices", "dy", NULL };
 
@@ -40,6 +45,27 @@ norm_axis (const tw_attrs *a, const char *name, int64_t def, int ndim)
 {
   int64_t ax = tw_attrs_get_int (a, name, def);
   return (int) (ax < 0 ? ax + ndim : ax);
+}
+
+/* An optional integer scalar input i (one element) checked at infer time. */
+static gboolean
+check_scalar_input (const char *op, const char *what, const tw_tinfo *in, int n_in, int i,
+                    GError **error)
+{
+  if (n_in <= i)
+    return TRUE;
+  gboolean sym;
+  if (is_index_dtype (in[i].dtype) && tw_tinfo_numel (&in[i], &sym) == 1 && !sym)
+    return TRUE;
+  g_autofree char *s = tw_tinfo_to_string (&in[i]);
+  return tw_nn_shape_error (error, "%s expects %s as an i64 or i32 scalar, got %s", op, what, s);
+}
+
+/* The attribute name, or input i's value when given. */
+static int64_t
+int_from (const tw_attrs *a, const char *name, int64_t def, tw_tensor *const *in, int n_in, int i)
+{
+  return n_in > i ? index_at (in[i], 0) : tw_attrs_get_int (a, name, def);
 }
 
 /* ---- argmin ---------------------------------------------------------------------- */
@@ -116,6 +142,8 @@ trilu_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GEr
       g_autofree char *s = tw_tinfo_to_string (&in[0]);
       return tw_nn_shape_error (error, "trilu expects an input of rank 2 or more, got %s", s);
     }
+  if (!check_scalar_input ("trilu", "k", in, n_in, 1, error))
+    return FALSE;
   out[0] = in[0];
   return TRUE;
 }
@@ -128,7 +156,7 @@ trilu_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int 
   const tw_tensor *x = in[0];
   int64_t R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
   int64_t mats = R * C > 0 ? tw_tensor_numel (x) / (R * C) : 0;
-  int64_t k = tw_attrs_get_int (a, "k", 0);
+  int64_t k = int_from (a, "k", 0, in, n_in, 1);
   gboolean upper = tw_attrs_get_bool (a, "upper", TRUE);
   size_t es = tw_dtype_size (x->dtype);
   const char *src = tw_tensor_data (x);
@@ -151,8 +179,10 @@ static gboolean
 trilu_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
                 tw_val *const *gout, const gboolean *needs, tw_val **gin)
 {
-  gin[0] = tw_emit1 (e, "trilu", a, gout[0]);
-  return gin[0] != NULL;
+  tw_val *args[2] = { gout[0], n_in > 1 ? in[1] : NULL };
+  if (needs[0])
+    gin[0] = tw_emit_op (e, "trilu", a, n_in, args);
+  return !needs[0] || gin[0] != NULL;
 }
 
 /* ---- gather_elements ----------------------------------------------------------------- */
@@ -308,7 +338,8 @@ cumsum_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
   g_autofree char *s = tw_tinfo_to_string (&in[0]);
   if (!tw_dtype_is_float (in[0].dtype) && !is_index_dtype (in[0].dtype))
     return tw_nn_shape_error (error, "cumsum expects f32, f64, i32 or i64, got %s", s);
-  if (!tw_nn_axis ("cumsum", tw_attrs_get_int (a, "axis", 0), &in[0], &axis, error))
+  if (!check_scalar_input ("cumsum", "the axis", in, n_in, 1, error)
+      || (n_in < 2 && !tw_nn_axis ("cumsum", tw_attrs_get_int (a, "axis", 0), &in[0], &axis, error)))
     return FALSE;
   out[0] = in[0];
   return TRUE;
@@ -319,7 +350,11 @@ cumsum_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
                 tw_tensor *const *out, GError **error)
 {
   const tw_tensor *x = in[0];
-  int axis = norm_axis (a, "axis", 0, x->ndim);
+  int64_t ax = int_from (a, "axis", 0, in, n_in, 1);
+  if (ax < -x->ndim || ax >= x->ndim)
+    return tw_nn_shape_error (error, "cumsum: axis %" G_GINT64_FORMAT " is outside a rank-%d input",
+                              ax, x->ndim);
+  int axis = (int) (ax < 0 ? ax + x->ndim : ax);
   gboolean excl = tw_attrs_get_bool (a, "exclusive", FALSE);
   gboolean rev = tw_attrs_get_bool (a, "reverse", FALSE);
   int64_t outer, L, inner;
@@ -363,9 +398,11 @@ cumsum_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_
 {
   tw_attrs *b = tw_attrs_copy (a);
   tw_attrs_set_bool (b, "reverse", !tw_attrs_get_bool (a, "reverse", FALSE));
-  gin[0] = tw_emit1 (e, "cumsum", b, gout[0]);
+  tw_val *args[2] = { gout[0], n_in > 1 ? in[1] : NULL };
+  if (needs[0])
+    gin[0] = tw_emit_op (e, "cumsum", b, n_in, args);
   tw_attrs_free (b);
-  return gin[0] != NULL;
+  return !needs[0] || gin[0] != NULL;
 }
 
 /* ---- hardmax ------------------------------------------------------------------------------ */
@@ -436,7 +473,8 @@ static const tw_attr_spec argmin_attrs[] = {
 };
 static const tw_attr_spec trilu_attrs[] = {
   { "upper", TW_ATTR_BOOL, "true", FALSE, "keep the upper triangle (else the lower)" },
-  { "k", TW_ATTR_INT, "0", FALSE, "diagonal offset: keep j - i >= k (upper) or <= k (lower)" },
+  { "k", TW_ATTR_INT, "0", FALSE,
+    "diagonal offset: keep j - i >= k (upper) or <= k (lower); input k overrides it" },
   { NULL }
 };
 static const tw_attr_spec axis0_attrs[] = {
@@ -444,7 +482,8 @@ static const tw_attr_spec axis0_attrs[] = {
   { NULL }
 };
 static const tw_attr_spec cumsum_attrs[] = {
-  { "axis", TW_ATTR_INT, "0", FALSE, "dimension to sum along (negative from the end)" },
+  { "axis", TW_ATTR_INT, "0", FALSE,
+    "dimension to sum along (negative from the end); input axis overrides it" },
   { "exclusive", TW_ATTR_BOOL, "false", FALSE, "each sum leaves out its own element" },
   { "reverse", TW_ATTR_BOOL, "false", FALSE, "sum from the end of the axis" },
   { NULL }
@@ -464,7 +503,7 @@ static const tw_op_def argmin_def = {
 static const tw_op_def trilu_def = {
   .name = "trilu", .category = "Shape",
   .doc = "upper or lower triangle of the last two dims, the rest zero", .attrs = trilu_attrs,
-  .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
+  .min_inputs = 1, .max_inputs = 2, .input_names = names_trilu, .n_outputs = 1,
   .infer = trilu_infer, .forward = trilu_forward, .backward = trilu_backward,
   .cost = copy_cost, .onnx_name = "Trilu",
 };
@@ -487,7 +526,7 @@ static const tw_op_def gather_elements_grad_def = {
 
 static const tw_op_def cumsum_def = {
   .name = "cumsum", .category = "Math", .doc = "running sum along an axis",
-  .attrs = cumsum_attrs, .min_inputs = 1, .max_inputs = 1, .input_names = names_x,
+  .attrs = cumsum_attrs, .min_inputs = 1, .max_inputs = 2, .input_names = names_cumsum,
   .n_outputs = 1, .infer = cumsum_infer, .forward = cumsum_forward, .backward = cumsum_backward,
   .cost = scan_cost, .onnx_name = "CumSum",
 };

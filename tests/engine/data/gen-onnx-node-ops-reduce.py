@@ -9,10 +9,12 @@
 # 5,000 values are left to the conformance runner.
 #
 # Where ONNX feeds an attribute-like input (a reduction's axes, Trilu's k,
-# CumSum's axis, Tile's repeats) from the test data, the
-# case is written twice: as it is (twb refuses it: the value is not known
-# at import) and as "<case>@const" with that input an initializer holding
-# the test data's value, as an exporter writes it.
+# CumSum's axis, Tile's repeats) from the test data, the case is written
+# twice: as it is, and with that input an initializer holding the test
+# data's value, as exporters write it: "<case>@const" where twb refuses the
+# first form (the output's shape depends on the value, unknown at import),
+# "<case>@init" where twb reads the value at run time (Trilu's k, CumSum's
+# axis) and imports both.
 #
 #   /usr/bin/python3 tests/engine/data/gen-onnx-node-ops-reduce.py   (needs python3-onnx)
 import base64, glob, json, os
@@ -25,11 +27,13 @@ OPS = {'ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'Reduc
        'Tile', 'GatherElements', 'Range', 'Size', 'Hardmax', 'Einsum', 'GlobalMaxPool', 'CastLike',
        'LayerNormalization', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss'}
 MAX_VALUES = 5000
-# Inputs that must be constants for twb, by op: positions.
+# Attribute-like inputs by op: positions.
 CONST_INPUTS = {'ReduceSum': [1], 'ReduceMean': [1], 'ReduceMax': [1], 'ReduceMin': [1],
                 'ReduceProd': [1], 'ReduceL1': [1], 'ReduceL2': [1], 'ReduceLogSum': [1],
                 'ReduceLogSumExp': [1], 'ReduceSumSquare': [1], 'Trilu': [1], 'CumSum': [1],
                 'Tile': [1]}
+# Those twb also reads at run time.
+RUNTIME_OK = {'Trilu', 'CumSum'}
 
 
 def b64(data):
@@ -73,7 +77,8 @@ for case in sorted(os.listdir(D)):
         for t in tensors['input']:
             if t.name in fixed:
                 c.graph.initializer.append(t)
-        out.append(entry(case + '@const', c.SerializeToString(),
+        suffix = '@init' if node.op_type in RUNTIME_OK else '@const'
+        out.append(entry(case + suffix, c.SerializeToString(),
                          [t for t in tensors['input'] if t.name not in fixed]))
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'onnx-node-ops-reduce.json')
