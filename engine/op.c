@@ -141,6 +141,8 @@ tw_ops_init (void)
       tw_ops_register_resize ();
       tw_ops_register_shape_extra ();
       tw_ops_register_select ();
+      tw_ops_register_elementwise_more ();
+      tw_ops_register_logic ();
       tw_ops_register_reduce_more ();
       tw_ops_register_index_more ();
       tw_ops_register_loss_more ();

@@ -282,6 +282,8 @@ void tw_ops_register_pad (void);
 void tw_ops_register_resize (void);
 void tw_ops_register_shape_extra (void);  /* shape-extra.c: squeeze, unsqueeze, cast */
 void tw_ops_register_select (void);       /* select.c: where, expand */
+void tw_ops_register_elementwise_more (void);  /* elementwise-more.c: trigonometry, elu, prelu, ... */
+void tw_ops_register_logic (void);        /* logic.c: comparisons, logic, isnan, isinf, mod */
 void tw_ops_register_reduce_more (void);  /* reduce-more.c: prod, logsumexp */
 void tw_ops_register_index_more (void);   /* index-more.c: argmin, trilu, gather_elements, cumsum, hardmax */
 void tw_ops_register_loss_more (void);    /* loss-more.c: nll_loss */

@@ -1123,6 +1123,127 @@ gen_where (bcase *c, const char *op, int k)
   want (c, &wc[k].y);
 }
 
+/* ---- trigonometry, activations, comparisons, logic and mod of ONNX graphs ------------- */
+
+/* Unary float ops of elementwise-more.c (x, and dy for the grad ops) in
+ * their domains; the piecewise ones (thresholded_relu at alpha, shrink at
+ * +-lambd) are kinks the f32-rounded N(0, 1) draws miss. */
+static void
+gen_ew_more (bcase *c, const char *op, int k)
+{
+  shp s = ew_shape (c, k);
+  if (is (op, "asin") || is (op, "acos") || is (op, "atanh"))
+    boc_in_uniform (c, -0.9, 0.9, &s);    /* inside the domain, away from the poles at +-1 */
+  else if (is (op, "acosh"))
+    boc_in_uniform (c, 1.2, 3, &s);
+  else if (is (op, "tan"))
+    boc_in_uniform (c, -1.2, 1.2, &s);    /* away from the poles at +-pi/2 */
+  else if (g_str_has_prefix (op, "selu") || g_str_has_prefix (op, "prelu"))
+    in_away_from_zero (c, &s);            /* selu and prelu have a kink at 0 */
+  else
+    boc_in_randn_s (c, &s);
+  if (g_str_has_suffix (op, "_grad"))
+    boc_in_randn_s (c, &s);
+  if (g_str_has_prefix (op, "elu") && k == 1)
+    tw_attrs_set_float (attrs_of (c), "alpha", 0.7);
+  else if (g_str_has_prefix (op, "selu") && k == 1)
+    {
+      tw_attrs_set_float (attrs_of (c), "alpha", 2);
+      tw_attrs_set_float (attrs_of (c), "gamma", 3);
+    }
+  else if (g_str_has_prefix (op, "celu") && k == 1)
+    tw_attrs_set_float (attrs_of (c), "alpha", 2.5);
+  else if (g_str_has_prefix (op, "thresholded_relu") && k == 1)
+    tw_attrs_set_float (attrs_of (c), "alpha", -0.3);
+  else if (g_str_has_prefix (op, "shrink") && k == 1)
+    {
+      tw_attrs_set_float (attrs_of (c), "bias", 0.25);
+      tw_attrs_set_float (attrs_of (c), "lambd", 0.8);
+    }
+  else if (is (op, "prelu") && k == 1)
+    tw_attrs_set_int (attrs_of (c), "num_parameters", s.d[1]);   /* one slope per channel */
+  want (c, &s);
+}
+
+/* prelu_broadcast (x, slope): the slope broadcasts to x (a row, a column,
+ * a scalar); mod (a, b): the divisor away from 0, a's jumps (at multiples of
+ * b) missed by the draws, both fmod forms. */
+static void
+gen_ew_more_binary (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp a, b;
+  } pc[] = {
+    { { 2, { 1, 7 } }, { 2, { 1, 7 } } },
+    { { 2, { 3, 13 } }, { 1, { 13 } } },
+    { { 3, { 2, 3, 5 } }, { 2, { 3, 1 } } },
+    { { 2, { 4, 7 } }, { 0, { 0 } } },
+  };
+  if (is (op, "prelu_broadcast"))
+    {
+      in_away_from_zero (c, &pc[k].a);
+      boc_in_randn_s (c, &pc[k].b);
+      want (c, &pc[k].a);
+      return;
+    }
+  shp a, b, y;
+  if (k < (int) G_N_ELEMENTS (bcast_cases))
+    a = bcast_cases[k].a, b = bcast_cases[k].b, y = bcast_cases[k].y;
+  else
+    random_broadcast (c, &a, &b, &y);
+  boc_in_uniform (c, -6, 6, &a);
+  tw_tensor *t = boc_in_uniform (c, 0.5, 2, &b);
+  if (k % 2 == 1)
+    for (int64_t i = 0; i < tw_tensor_numel (t); i++)
+      tw_tensor_set_flat (t, i, -tw_tensor_get_flat (t, i));   /* negative divisors */
+  tw_attrs_set_int (attrs_of (c), "fmod", k >= 2);
+  want (c, &y);
+}
+
+/* Comparisons (small integers in f64: ties happen), logic (u8 0/1) and
+ * isnan / isinf (NaN, +-inf planted): u8 outputs, exact; the comparisons'
+ * zero gradient is not probed (finite differences across a tie are not 0). */
+static void
+gen_compare (bcase *c, const char *op, int k)
+{
+  gboolean unary = is (op, "logical_not") || is (op, "isnan") || is (op, "isinf");
+  shp a, b, y;
+  if (k < (int) G_N_ELEMENTS (bcast_cases))
+    a = bcast_cases[k].a, b = bcast_cases[k].b, y = bcast_cases[k].y;
+  else
+    random_broadcast (c, &a, &b, &y);
+  if (unary)
+    y = a = b;
+  int n_in = unary ? 1 : 2;
+  for (int i = 0; i < n_in; i++)
+    {
+      const shp *si = i == 0 ? &a : &b;
+      if (g_str_has_prefix (op, "logical_"))
+        {
+          g_autoptr (tw_tensor) t = twt_randint (si->nd, si->d, c->seed++, 2);
+          push (c, tw_tensor_cast (t, TW_U8));
+        }
+      else if (is (op, "isnan") || is (op, "isinf"))
+        {
+          tw_tensor *t = boc_in_randn_s (c, si);
+          static const double planted[] = { NAN, INFINITY, -INFINITY };
+          for (int64_t j = 0; j < tw_tensor_numel (t); j += 3)
+            tw_tensor_set_flat (t, j, planted[(j / 3) % 3]);
+        }
+      else
+        {
+          g_autoptr (tw_tensor) t = twt_randint (si->nd, si->d, c->seed++, 3);
+          push (c, tw_tensor_cast (t, TW_F64));
+          c->no_grad[c->n_in - 1] = TRUE;
+        }
+    }
+  if (is (op, "isinf") && k == 1)
+    tw_attrs_set_bool (attrs_of (c), "detect_negative", FALSE);
+  want (c, &y);
+  c->want[0].dtype = TW_U8;
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 /* ---- reductions, index ops and nll_loss of ONNX graphs --------------------------------- */
@@ -1295,6 +1416,23 @@ const op_case tw_boc_cases[] = {
   { "trilu", 3, gen_trilu_cumsum }, { "cumsum", 3, gen_trilu_cumsum },
   { "gather_elements", 3, gen_gather_elements }, { "gather_elements_grad", 3, gen_gather_elements },
   { "nll_loss", 3, gen_nll_loss }, { "nll_loss_grad", 3, gen_nll_loss },
+  /* trigonometry, activations, comparisons, logic and mod of ONNX graphs */
+  { "sin", 4, gen_ew_more }, { "cos", 4, gen_ew_more }, { "tan", 4, gen_ew_more },
+  { "asin", 4, gen_ew_more }, { "acos", 4, gen_ew_more }, { "atan", 4, gen_ew_more },
+  { "sinh", 4, gen_ew_more }, { "cosh", 4, gen_ew_more }, { "asinh", 4, gen_ew_more },
+  { "acosh", 4, gen_ew_more }, { "atanh", 4, gen_ew_more }, { "round", 4, gen_ew_more },
+  { "elu", 4, gen_ew_more }, { "selu", 4, gen_ew_more }, { "celu", 4, gen_ew_more },
+  { "softplus", 4, gen_ew_more }, { "softsign", 4, gen_ew_more },
+  { "thresholded_relu", 4, gen_ew_more }, { "shrink", 4, gen_ew_more },
+  { "elu_grad", 4, gen_ew_more }, { "selu_grad", 4, gen_ew_more }, { "celu_grad", 4, gen_ew_more },
+  { "thresholded_relu_grad", 4, gen_ew_more }, { "shrink_grad", 4, gen_ew_more },
+  { "prelu", 4, gen_ew_more }, { "prelu_broadcast", 4, gen_ew_more_binary },
+  { "mod", 6, gen_ew_more_binary },
+  { "equal", 6, gen_compare }, { "greater", 6, gen_compare }, { "less", 6, gen_compare },
+  { "greater_equal", 6, gen_compare }, { "less_equal", 6, gen_compare },
+  { "logical_and", 6, gen_compare }, { "logical_or", 6, gen_compare },
+  { "logical_xor", 6, gen_compare }, { "logical_not", 4, gen_compare },
+  { "isnan", 4, gen_compare }, { "isinf", 4, gen_compare },
   /* sources */
   { "input", 2, gen_input },
 };

@@ -115,6 +115,10 @@ static const allowed allow_list[] = {
   { "argmin", NO_BACKWARD, "integer output (i64 indices), as argmax" },
   { "hardmax", NO_BACKWARD,
     "one-hot of the maximum: piecewise constant in x, zero gradient almost everywhere" },
+  { "logical_and", NO_BACKWARD, "u8 inputs and output (ONNX's bool): nothing to differentiate" },
+  { "logical_or", NO_BACKWARD, "u8 inputs and output, as logical_and" },
+  { "logical_xor", NO_BACKWARD, "u8 inputs and output, as logical_and" },
+  { "logical_not", NO_BACKWARD, "u8 input and output, as logical_and" },
 };
 
 /* Gradient ops without a second-order rule.  Each is emitted only by the
@@ -130,6 +134,7 @@ static const char *const first_order_ops[] = {
   "linear_grad_bias", "linear_grad_input", "linear_grad_weight", "log_softmax_grad",
   "matmul_grad_a", "matmul_grad_b", "max_grad", "max_pool2d_grad", "mse_loss_grad",
   "nn_zeros_like", "softmax_grad", "prod_grad", "gather_elements_grad", "nll_loss_grad",
+  "elu_grad", "selu_grad", "celu_grad",
 };
 
 static const allowed first_order = {
