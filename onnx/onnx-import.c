@@ -437,20 +437,21 @@ const_input (tw_imp *im, gsize i, const char *what)
   return v;
 }
 
-/* Spatial pads [top, left, bottom, right] as twb's symmetric [ph, pw]. */
+/* Spatial pads [top, left, bottom, right] as twb's symmetric [ph, pw]; a
+ * 1-D op's [begin, end] as [0, p] (it runs as 2-D over [N, C, 1, L]). */
 static gboolean
-sym_pads (tw_imp *im, int64_t out[2])
+sym_pads (tw_imp *im, int nsp, int64_t out[2])
 {
   int64_t p[4];
-  if (!tw_imp_attr_ints (im, "pads", 4, 0, p, NULL))
+  if (!tw_imp_attr_ints (im, "pads", 2 * nsp, 0, p, NULL))
     return FALSE;
-  if (p[0] != p[2] || p[1] != p[3])
+  if (p[0] != p[nsp] || (nsp == 2 && p[1] != p[3]))
     {
-      tw_imp_problem (im, "asymmetric pads [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-               ", %" G_GINT64_FORMAT "] (twb pads each side alike)", p[0], p[1], p[2], p[3]);
+      g_autofree char *sp = tw_shape_to_string (2 * nsp, p);
+      tw_imp_problem (im, "asymmetric pads %s (twb pads each side alike)", sp);
       return FALSE;
     }
-  out[0] = p[0], out[1] = p[1];
+  out[0] = nsp == 2 ? p[0] : 0, out[1] = nsp == 2 ? p[1] : p[0];
   if (!tw_imp_attr_string_is (im, "auto_pad", "NOTSET") && !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
     {
       g_autofree char *ap = tw_imp_attr_string_dup (im, "auto_pad");
@@ -458,6 +459,40 @@ sym_pads (tw_imp *im, int64_t out[2])
       return FALSE;
     }
   return TRUE;
+}
+
+/* An ints attribute of nsp (1 or 2) spatial entries as 2-D [h, w]: a 1-D
+ * op's [v] as [lead, v]. */
+static gboolean
+spatial_ints (tw_imp *im, const char *name, int nsp, int64_t d, int64_t lead, int64_t out[2])
+{
+  int64_t v[2];
+  if (!tw_imp_attr_ints (im, name, nsp, d, v, NULL))
+    return FALSE;
+  out[0] = nsp == 2 ? v[0] : lead, out[1] = nsp == 2 ? v[1] : v[0];
+  return TRUE;
+}
+
+/* A 1-D op on x [N, C, L] runs as 2-D on [N, C, 1, L]: x unsqueezed at
+ * dim 2 (a value borrowed from link), then the output squeezed. */
+static const tw_imp_val *
+as_2d (tw_imp *im, const tw_imp_val *x, tw_imp_val *link)
+{
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 2 });
+  tw_node *u = tw_imp_emit1 (im, NULL, "unsqueeze", a, x);
+  if (u == NULL)
+    return NULL;
+  *link = (tw_imp_val) { .kind = TW_IMP_DYN, .ref = u->id };
+  return link;
+}
+
+static void
+back_to_1d (tw_imp *im, const tw_node *y)
+{
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 2 });
+  emit (im, NULL, "squeeze", a, (const char *const[]) { y->id, NULL }, 1);
 }
 
 static void
@@ -472,16 +507,19 @@ import_conv (tw_imp *im)
     return;
   if (x == NULL || w == NULL)
     return;
-  if (w->c->ndim != 4)
+  if (w->c->ndim != 4 && w->c->ndim != 3)
     {
-      tw_imp_problem (im, "a %d-D convolution (twb has conv2d only)", w->c->ndim - 2);
+      tw_imp_problem (im, "a %d-D convolution (twb has conv2d, and 1-D through it)", w->c->ndim - 2);
       return;
     }
+  int nsp = w->c->ndim - 2;
   int64_t k[2], s[2], d[2], p[2];
-  if (!tw_imp_attr_ints (im, "kernel_shape", 2, 0, k, NULL) || !tw_imp_attr_ints (im, "strides", 2, 1, s, NULL)
-      || !tw_imp_attr_ints (im, "dilations", 2, 1, d, NULL) || !sym_pads (im, p))
+  if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) || !spatial_ints (im, "strides", nsp, 1, 1, s)
+      || !spatial_ints (im, "dilations", nsp, 1, 1, d) || !sym_pads (im, nsp, p))
     return;
-  if ((k[0] || k[1]) && (k[0] != w->c->shape[2] || k[1] != w->c->shape[3]))
+  int64_t wshape[4] = { w->c->shape[0], w->c->shape[1], nsp == 2 ? w->c->shape[2] : 1,
+                        w->c->shape[nsp == 2 ? 3 : 2] };
+  if (tw_onnx_attr (im->n, "kernel_shape") && (k[0] != wshape[2] || k[1] != wshape[3]))
     {
       tw_imp_problem (im, "kernel_shape disagrees with the weight's shape");
       return;
@@ -489,9 +527,12 @@ import_conv (tw_imp *im)
   int64_t group = tw_imp_attr_int (im, "group", 1);
   if (im->failed)
     return;
+  tw_imp_val link;
+  if (nsp == 1 && (x = as_2d (im, x, &link)) == NULL)
+    return;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "out_channels", w->c->shape[0]);
-  tw_attrs_set_ints (a, "kernel_size", 2, w->c->shape + 2);
+  tw_attrs_set_ints (a, "kernel_size", 2, wshape + 2);
   tw_attrs_set_ints (a, "stride", 2, s);
   tw_attrs_set_ints (a, "padding", 2, p);
   tw_attrs_set_ints (a, "dilation", 2, d);
@@ -500,7 +541,10 @@ import_conv (tw_imp *im)
   tw_node *node = tw_imp_emit1 (im, w, "conv2d", a, x);
   if (node == NULL)
     return;
-  add_weight (im, node, "weight", tw_imp_as_f32 (w->c));
+  g_autoptr (tw_tensor) wf = tw_imp_as_f32 (w->c);
+  add_weight (im, node, "weight", tw_tensor_reshape (wf, 4, wshape));
+  if (nsp == 1)
+    back_to_1d (im, node);
   if (b)
     add_weight (im, node, "bias", tw_imp_as_f32 (b->c));
 }
@@ -540,7 +584,10 @@ static void
 import_gemm (tw_imp *im)
 {
   static const char *const known[] = { "alpha", "beta", "transA", "transB", NULL };
-  tw_imp_check_attrs (im, known);
+  /* Before opset 7, broadcast=1 asked for the broadcasting of C that is
+   * the rule from 7 on (and 0 for a C of the full shape, which is too). */
+  static const char *const known_6[] = { "alpha", "beta", "transA", "transB", "broadcast", NULL };
+  tw_imp_check_attrs (im, im->opset < 7 ? known_6 : known);
   if (im->fixed)
     {
       const tw_imp_val *a0 = tw_imp_input (im, 0), *b0 = tw_imp_input (im, 1), *c0 = tw_imp_input (im, 2);
@@ -760,7 +807,10 @@ static void
 import_batch_norm (tw_imp *im)
 {
   static const char *const known[] = { "epsilon", "momentum", "training_mode", "spatial", NULL };
-  tw_imp_check_attrs (im, known);
+  static const char *const known_6[] = { "epsilon", "momentum", "spatial", "is_test", NULL };
+  tw_imp_check_attrs (im, im->opset < 7 ? known_6 : known);
+  if (im->opset < 7 && tw_imp_attr_int (im, "is_test", 0) != 1)
+    tw_imp_problem (im, "is_test=0 (the training form; import the inference graph)");
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   const tw_imp_val *p[4] = { const_input (im, 1, "scale"), const_input (im, 2, "B"),
                       const_input (im, 3, "input_mean"), const_input (im, 4, "input_var") };
@@ -796,9 +846,11 @@ import_pool (tw_imp *im, gboolean max)
                                            "count_include_pad", "auto_pad", NULL };
   tw_imp_check_attrs (im, max ? known_max : known_avg);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
+  const Onnx__AttributeProto *ks = tw_onnx_attr (im->n, "kernel_shape");
+  int nsp = ks && ks->n_ints == 1 ? 1 : 2;
   int64_t k[2], s[2], d[2], p[2];
-  if (!tw_imp_attr_ints (im, "kernel_shape", 2, 0, k, NULL) || !tw_imp_attr_ints (im, "strides", 2, 1, s, NULL)
-      || !tw_imp_attr_ints (im, "dilations", 2, 1, d, NULL) || !sym_pads (im, p))
+  if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) || !spatial_ints (im, "strides", nsp, 1, 1, s)
+      || !spatial_ints (im, "dilations", nsp, 1, 1, d) || !sym_pads (im, nsp, p))
     return;
   if (tw_onnx_attr (im->n, "kernel_shape") == NULL)
     tw_imp_problem (im, "kernel_shape is missing");
@@ -811,6 +863,9 @@ import_pool (tw_imp *im, gboolean max)
   int64_t cip = tw_imp_attr_int (im, "count_include_pad", 0);
   if (x == NULL || im->failed)
     return;
+  tw_imp_val link;
+  if (nsp == 1 && (x = as_2d (im, x, &link)) == NULL)
+    return;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "kernel_size", 2, k);
   tw_attrs_set_ints (a, "stride", 2, s);
@@ -819,7 +874,9 @@ import_pool (tw_imp *im, gboolean max)
     tw_attrs_set_ints (a, "dilation", 2, d);
   else
     tw_attrs_set_bool (a, "count_include_pad", cip != 0);
-  tw_imp_emit1 (im, NULL, max ? "max_pool2d" : "avg_pool2d", a, x);
+  tw_node *y = tw_imp_emit1 (im, NULL, max ? "max_pool2d" : "avg_pool2d", a, x);
+  if (y && nsp == 1)
+    back_to_1d (im, y);
 }
 
 /* x (of fixed shape info) as the whole shape dims[nd], for graphs without a
@@ -828,13 +885,14 @@ import_pool (tw_imp *im, gboolean max)
 static void
 reshape_full (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, int nd, const int64_t *dims)
 {
-  if (nd > TW_MAX_DIMS - 1)
+  gboolean keeps0 = info->ndim >= 1 && nd >= 1 && dims[0] == info->dims[0];
+  if (nd > TW_MAX_DIMS - (keeps0 ? 0 : 1))
     {
       tw_imp_problem (im, "a rank-%d target shape (twb reshapes to at most %d dims here)", nd,
-                      TW_MAX_DIMS - 1);
+                      TW_MAX_DIMS - (keeps0 ? 0 : 1));
       return;
     }
-  if (info->ndim >= 1 && nd >= 1 && dims[0] == info->dims[0])
+  if (keeps0)
     {
       tw_attrs *a = tw_attrs_new ();
       tw_attrs_set_ints (a, "shape", nd - 1, dims + 1);
@@ -1085,16 +1143,29 @@ import_dropout (tw_imp *im)
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
   double p = tw_imp_attr_float (im, "ratio", 0.5f);
-  const tw_imp_val *r = tw_imp_input (im, 1);
-  if (r && !tw_imp_scalar_of (r, &p))
+  const tw_imp_val *r = tw_imp_input (im, 1), *tm = tw_imp_input (im, 2);
+  double train = 0;
+  if (tm && !(tm->kind == TW_IMP_CONST && tw_tensor_numel (tm->c) == 1
+              && (train = tw_tensor_get_flat (tm->c, 0), train == 0)))
+    tw_imp_problem (im, "training_mode (the random form; import the inference graph)");
+  /* An inference graph of fixed inputs (ONNX's test cases) runs dropout as
+   * the identity whatever the ratio, and its mask is all true. */
+  if (r && !tw_imp_scalar_of (r, &p) && !im->fixed)
     tw_imp_problem (im, "ratio must be a constant scalar");
-  if (is_used (im, 1))
+  if (is_used (im, 1) && !im->fixed)
     tw_imp_problem (im, "the mask output is used");
-  if (x == NULL || im->failed)
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
     return;
   tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_float (a, "p", tw_imp_short_double ((float) p));
-  tw_imp_emit1 (im, NULL, "dropout", a, x);
+  tw_attrs_set_float (a, "p", tw_imp_short_double ((float) CLAMP (p, 0.0, 0.99)));
+  tw_node *y = tw_imp_emit1 (im, NULL, "dropout", a, x);
+  if (y && is_used (im, 1))
+    {
+      tw_tensor *ones = tw_tensor_new (TW_U8, info.ndim, info.dims);
+      tw_tensor_fill (ones, 1.0);
+      tw_imp_set_const (im, 1, ones);
+    }
 }
 
 /* An op the registry maps one to one: no attributes, dynamic inputs only. */
