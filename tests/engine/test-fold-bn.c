@@ -467,6 +467,54 @@ test_residual_plain (void)
   g_assert_cmpfloat (rel_err (out, ref), <=, RTOL);
 }
 
+/* A depthwise block (MobileNet's: conv - bn - relu, depthwise conv (groups
+ * = channels) - bn - relu, pointwise conv - bn, + the block's input): each
+ * group's channels take their own batch norm's scale and shift; batches of
+ * 1 (the GEMM straight into the output) and 7 (im2col over several
+ * samples). */
+static void
+test_grouped (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = tw_model_new ("fold-bn-grouped");
+  tw_graph *g = m->graph;
+  tw_graph_add_input (g, "x", TW_F32, 3, (int64_t[]){ 3, 8, 8 }, "data");
+  add_conv (g, "conv1", 6, 3, 1, FALSE, "x");
+  add_bn (g, "bn1", TRUE, TRUE, "conv1");
+  tw_graph_add (g, "relu1", "relu", NULL, "bn1", NULL);
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "out_channels", 6);
+  tw_attrs_set_int (a, "kernel_size", 3);
+  tw_attrs_set_int (a, "padding", 1);
+  tw_attrs_set_int (a, "groups", 6);
+  tw_graph_add (g, "dw", "conv2d", a, "relu1", NULL);
+  tw_attrs_free (a);
+  add_bn (g, "bndw", TRUE, TRUE, "dw");
+  tw_graph_add (g, "reludw", "relu", NULL, "bndw", NULL);
+  add_conv (g, "pw", 6, 1, 1, FALSE, "reludw");
+  add_bn (g, "bnpw", TRUE, TRUE, "pw");
+  tw_graph_add (g, "res", "add", NULL, "relu1", "bnpw", NULL);
+  tw_graph_set_outputs (g, (const char *[]){ "res", NULL });
+  g_assert_cmpint (tw_graph_infer (g), ==, 0);
+  g_autoptr (tw_params) params = tw_params_new ();
+  g_autoptr (tw_compiled) c = tw_compiled_new (g, params, 2, &error);
+  g_assert_no_error (error);
+  randomise_bn (params, 13);
+  for (int64_t batch = 1; batch <= 7; batch += 6)
+    {
+      g_autoptr (tw_tensor) x = make_x (batch, 30 + batch);
+      g_autoptr (tw_tensor) out = compiled_predict (c, x);
+      g_autoptr (tw_tensor) ref = eager_predict (m, params, x);
+      double e = rel_err (out, ref);
+      g_test_message ("batch %" G_GINT64_FORMAT ": %.2e", batch, e);
+      g_assert_cmpfloat (e, <=, RTOL);
+      tw_program *p = tw_compiled_program (c, TW_PROGRAM_INFER, batch, &error);
+      g_assert_cmpint (count_label (p, "fused conv2d+batch_norm+relu", "dw, bndw, reludw"), ==, 1);
+      g_assert_cmpint (count_label (p, "fused conv2d+batch_norm+add", "pw, bnpw, res"), ==, 1);
+      g_assert_cmpint (count_op (p, "batch_norm"), ==, 0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -478,5 +526,6 @@ main (int argc, char **argv)
   g_test_add_func ("/compile/fold-bn/training-unchanged", test_training_unchanged);
   g_test_add_func ("/compile/fold-bn/not-folded", test_not_folded);
   g_test_add_func ("/compile/fold-bn/residual-plain", test_residual_plain);
+  g_test_add_func ("/compile/fold-bn/grouped", test_grouped);
   return g_test_run ();
 }
