@@ -1,5 +1,6 @@
-/* twb-import.c — `twb import MODEL.onnx [-o OUT.json]`: an ONNX file as a
- * twb model and its weights (OUT.safetensors beside it). */
+/* twb-import.c — `twb import MODEL.onnx [-o OUT.json] [--loss KIND]`: an
+ * ONNX file as a twb model and its weights (OUT.safetensors beside it),
+ * optionally with a label input and a loss to train it. */
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
@@ -20,8 +21,11 @@ default_output (const char *input)
 int
 twb_cmd_import (int argc, char **argv)
 {
-  g_autofree char *output = NULL;
+  g_autofree char *output = NULL, *loss_name = NULL;
   GOptionEntry entries[] = {
+    { "loss", 0, 0, G_OPTION_ARG_STRING, &loss_name,
+      "Add a label input and a loss on the first output, for training: none (default), auto "
+      "(cross-entropy when the output is [N, C]), cross-entropy or mse", "KIND" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
       "Model file to write (default: MODEL.json beside MODEL.onnx); the weights go to "
       "OUT.safetensors beside it", "OUT.json" },
@@ -33,8 +37,14 @@ twb_cmd_import (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
     {
-      g_printerr ("usage: twb import MODEL.onnx [-o OUT.json]\n%s%s",
+      g_printerr ("usage: twb import MODEL.onnx [-o OUT.json] [--loss KIND]\n%s%s",
                   error ? error->message : "", error ? "\n" : "");
+      return 2;
+    }
+  tw_onnx_loss loss = TW_ONNX_LOSS_NONE;
+  if (loss_name && !tw_onnx_loss_from_name (loss_name, &loss))
+    {
+      g_printerr ("twb: --loss: unknown “%s” (none, auto, cross-entropy or mse)\n", loss_name);
       return 2;
     }
   const char *input = argv[1];
@@ -49,7 +59,7 @@ twb_cmd_import (int argc, char **argv)
 
   g_autoptr (GHashTable) weights = NULL;
   g_autoptr (tw_model) m = tw_onnx_import (input, &weights, &error);
-  if (m == NULL)
+  if (m == NULL || !tw_onnx_add_loss (m, loss, &error))
     {
       twb_print_error (NULL, error);
       return 1;

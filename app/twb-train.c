@@ -465,7 +465,8 @@ twb_cmd_train (int argc, char **argv)
   GOptionEntry entries[] = {
     { "data", 'd', 0, G_OPTION_ARG_STRING, &data,
       "Dataset: fashion-mnist, fashion-mnist-subset, spirals, circles, xor, blobs, a folder of IDX "
-      "files, FILE.csv or FILE.npy (default: the model's recipe)", "DATA" },
+      "files, FILE.csv, FILE.npy or synthetic[:N] (random class patterns shaped for the model's "
+      "input) (default: the model's recipe)", "DATA" },
     NUM_ENTRY ("epochs", 'e', "Epochs (default: recipe)", "N"),
     NUM_ENTRY ("max-steps", 0, "Stop after N steps (in all, counting those of a resumed run)", "N"),
     { "debug", 0, 0, G_OPTION_ARG_NONE, &debug,

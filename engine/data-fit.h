@@ -15,7 +15,12 @@ G_BEGIN_DECLS
 
 /* Open the dataset split named by spec (or the model's recipe) and check that
  * its samples fit the model's data input; reshapes x when only the layout
- * differs (same element count per sample).  The caller frees the result. */
+ * differs (same element count per sample).  Besides tw_dataset_open's
+ * names, "synthetic" or "synthetic:N" gives N samples shaped for the data
+ * input (default 2^24 values' worth, 32 to 1024; the test split a quarter)
+ * with labels for the model's logits [N, C]: class c's fixed random pattern
+ * plus noise, learnable, for a model without data of its own (an imported
+ * one).  The caller frees the result. */
 tw_dataset *tw_dataset_open_for_model (const tw_model *m, const char *spec, tw_split split,
                                        GError **error);
 /* Samples x [n, ...] laid out as the model's data input wants (same elements

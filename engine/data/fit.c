@@ -4,6 +4,113 @@
 #define G_LOG_DOMAIN "twb-data"
 
 #include "engine/data-fit.h"
+#include "engine/rng.h"
+
+#include <string.h>
+
+/* The classes of the model's loss (its logits [N, C]), else of its first
+ * output; 0 when neither is [N, C]. */
+static int64_t
+model_classes (const tw_model *m)
+{
+  tw_node *loss = tw_graph_find_loss (m->graph);
+  const char *const *outs = tw_graph_outputs (m->graph);
+  const char *ref = loss && loss->n_inputs > 0 ? loss->inputs[0] : outs ? outs[0] : NULL;
+  tw_port p = ref ? tw_graph_resolve (m->graph, ref) : (tw_port) { -1, 0 };
+  tw_node *n = p.node >= 0 ? tw_graph_node (m->graph, p.node) : NULL;
+  if (n == NULL || n->out_info == NULL || p.output >= n->n_outputs)
+    return 0;
+  const tw_tinfo *o = &n->out_info[p.output];
+  return o->ndim == 2 && o->dims[1] > 0 ? o->dims[1] : 0;
+}
+
+/* "synthetic[:N]": samples shaped as the model's data input, N of them
+ * (default: as many as fit in 2^24 values, 32 to 1024; the test split a
+ * quarter), sample i of class i mod C: the class's fixed random pattern
+ * (from the recipe seed) plus normal noise of 0.5, different per split.  A learnable stand-in for the images of an imported model. */
+static tw_dataset *
+synthetic_for_model (const tw_model *m, const char *name, tw_split split, GError **error)
+{
+  tw_node *src = tw_graph_find_source (m->graph, "data");
+  int64_t classes = model_classes (m);
+  if (src == NULL || src->out_info == NULL || classes == 0)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "dataset %s: gives class labels for a model with a data input and logits "
+                   "[N, C]; this one has %s",
+                   name, src == NULL ? "no data input" : "no output of that shape");
+      return NULL;
+    }
+  const tw_tinfo *want = &src->out_info[0];
+  int64_t per = 1;
+  for (int i = 1; i < want->ndim; i++)
+    per *= MAX (want->dims[i], 1);
+  int64_t n = CLAMP ((int64_t) (1 << 24) / per, 32, 1024);
+  if (name[strlen ("synthetic")] == ':')
+    {
+      const char *count = name + strlen ("synthetic:");
+      guint64 v = 0;
+      if (!g_ascii_string_to_unsigned (count, 10, 1, 1 << 20, &v, NULL))
+        {
+          g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_UNKNOWN,
+                       "dataset %s: “%s” is not a sample count from 1 to %d", name, count,
+                       1 << 20);
+          return NULL;
+        }
+      n = (int64_t) v;
+    }
+  if (split == TW_SPLIT_TEST)
+    n = MAX (n / 4, 1);
+  int64_t shape[TW_MAX_DIMS];
+  shape[0] = n;
+  for (int i = 1; i < want->ndim; i++)
+    shape[i] = MAX (want->dims[i], 1);
+  g_autoptr (tw_tensor) x = tw_tensor_try_new (TW_F32, MAX (want->ndim, 1), shape);
+  if (x == NULL)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "dataset %s: no memory for %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+                   " values", name, n, per);
+      return NULL;
+    }
+  g_autoptr (tw_tensor) y = tw_tensor_new (TW_I64, 1, (int64_t[]) { n });
+  /* Class c's pattern: a level per channel (the sample's first dim, for
+   * samples of rank 2 or more: it survives global pooling) plus a pattern
+   * per element (normal, 0.5). */
+  g_autofree float *patterns = g_new (float, classes * per);
+  guint64 seed = m->recipe.seed;
+  int64_t channels = want->ndim >= 3 ? MAX (want->dims[1], 1) : 1;
+  int64_t inner = per / channels;
+  g_autofree float *levels = g_new (float, channels);
+  for (int64_t c = 0; c < classes; c++)
+    {
+      float *mu = patterns + c * per;
+      tw_rng_fill_normal (mu, per, seed, 0x5e7000 + 2 * c, 0, 0.5f);
+      if (channels > 1)
+        {
+          tw_rng_fill_normal (levels, channels, seed, 0x5e7000 + 2 * c + 1, 0, 1);
+          for (int64_t k = 0; k < per; k++)
+            mu[k] += levels[k / inner];
+        }
+    }
+  float *px = tw_tensor_f32 (x);
+  int64_t *py = tw_tensor_i64 (y);
+  tw_rng_fill_normal (px, n * per, seed, split == TW_SPLIT_TEST ? 0x5e6002 : 0x5e6001, 0, 0.5f);
+  for (int64_t i = 0; i < n; i++)
+    {
+      py[i] = i % classes;
+      const float *mu = patterns + py[i] * per;
+      for (int64_t k = 0; k < per; k++)
+        px[i * per + k] += mu[k];
+    }
+  return tw_dataset_new (name, x, y, (int) classes);
+}
+
+static gboolean
+is_synthetic (const char *name)
+{
+  return strcmp (name, "synthetic") == 0 || g_str_has_prefix (name, "synthetic:");
+}
 
 tw_dataset *
 tw_dataset_open_for_model (const tw_model *m, const char *spec, tw_split split, GError **error)
@@ -15,7 +122,9 @@ tw_dataset_open_for_model (const tw_model *m, const char *spec, tw_split split, 
                    "no dataset: name one with --data or in the model's training recipe");
       return NULL;
     }
-  g_autoptr (tw_dataset) d = tw_dataset_open (name, split, m->recipe.seed, error);
+  g_autoptr (tw_dataset) d = is_synthetic (name)
+                               ? synthetic_for_model (m, name, split, error)
+                               : tw_dataset_open (name, split, m->recipe.seed, error);
   if (d == NULL)
     return NULL;
   tw_node *src = tw_graph_find_source (m->graph, "data");
