@@ -1627,13 +1627,9 @@ tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
     }
   if (!check_weights (&im, error))
     goto out;
-  if (opts->loss != TW_ONNX_LOSS_NONE)
-    {
-      /* The loss is added by onnx-import-train.c, not built yet. */
-      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_UNSUPPORTED,
-                   "%s: adding a loss at import is not supported yet", display);
-      goto out;
-    }
+  /* Its errors name the model. */
+  if (opts->loss != TW_ONNX_LOSS_NONE && !tw_onnx_add_loss (m, opts->loss, error))
+    goto out;
 
   tw_imp_layout_rows (m->graph);
   m->editor = tw_imp_stage_blocks (m->graph);
