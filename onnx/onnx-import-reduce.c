@@ -7,7 +7,8 @@
  * ReduceSum/Mean/Max/Min/Prod/LogSumExp map to one twb op each; ReduceL1
  * = sum (abs), ReduceL2 = sqrt (sum (square)), ReduceSumSquare = sum
  * (square), ReduceLogSum = log (sum).  ArgMax/ArgMin (select_last_index:
- * argmin of -x), Trilu, GatherElements, CumSum, Hardmax, GlobalMaxPool,
+ * argmin of -x), Trilu, GatherElements, ScatterElements (and Scatter),
+ * GatherND, EyeLike, CumSum, Hardmax, GlobalMaxPool,
  * CastLike, Tile (concatenated copies), LayerNormalization (constant scale
  * and bias become its parameters, graph values multiply and add),
  * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (log_softmax over
@@ -461,6 +462,91 @@ import_tile (tw_imp *im)
     set_out (im, 0, cur);
 }
 
+/* ScatterElements (Scatter before opset 11: the same without reduction). */
+static void
+import_scatter_elements (tw_imp *im)
+{
+  static const char *const known[] = { "axis", "reduction", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
+  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
+  const tw_imp_val *up = tw_imp_dyn_input (im, 2, "updates");
+  tw_tinfo info;
+  if (x == NULL || idx == NULL || up == NULL || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", 0), info.ndim);
+  g_autofree char *red = tw_onnx_attr (im->n, "reduction") ? tw_imp_attr_string_dup (im, "reduction")
+                                                           : g_strdup ("none");
+  if (strcmp (red, "none") != 0 && strcmp (red, "add") != 0 && strcmp (red, "mul") != 0)
+    tw_imp_problem (im, "reduction '%s' (twb takes none, add and mul)", red);
+  if (ax < 0 || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "axis", ax);
+  tw_attrs_set_string (a, "reduction", red);
+  const char *in[] = { x->ref, idx->ref, up->ref, NULL };
+  const char *y = emit (im, "scatter_elements", a, in);
+  if (y)
+    set_out (im, 0, y);
+}
+
+static void
+import_gather_nd (tw_imp *im)
+{
+  static const char *const known[] = { "batch_dims", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
+  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
+  int64_t b = tw_imp_attr_int (im, "batch_dims", 0);
+  if (x == NULL || idx == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "batch_dims", b);
+  const char *y = emit_2 (im, "gather_nd", a, x->ref, idx->ref);
+  if (y)
+    set_out (im, 0, y);
+}
+
+/* ONNX's TensorProto data type as a twb dtype name (NULL: none). */
+static const char *
+dtype_name_of_onnx (int64_t t)
+{
+  switch (t)
+    {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return "f32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return "f64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return "i32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return "i64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return "u8";
+    default: return NULL;
+    }
+}
+
+static void
+import_eye_like (tw_imp *im)
+{
+  static const char *const known[] = { "dtype", "k", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "input");
+  int64_t k = tw_imp_attr_int (im, "k", 0);
+  const char *to = NULL;
+  if (tw_onnx_attr (im->n, "dtype"))
+    {
+      int64_t t = tw_imp_attr_int (im, "dtype", 0);
+      if ((to = dtype_name_of_onnx (t)) == NULL)
+        tw_imp_problem (im, "dtype %" G_GINT64_FORMAT " (twb has float, double, int32, int64, uint8)", t);
+    }
+  if (x == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "k", k);
+  if (to)
+    tw_attrs_set_string (a, "to", to);
+  const char *y = emit_1 (im, "eye_like", a, x->ref);
+  if (y)
+    set_out (im, 0, y);
+}
+
 /* ---- Size, Range, CastLike ------------------------------------------------------------------- */
 
 static void
@@ -862,6 +948,10 @@ static const struct
   { "Trilu", import_trilu },
   { "GatherElements", import_gather_elements },
   { "CumSum", import_cumsum },
+  { "ScatterElements", import_scatter_elements },
+  { "Scatter", import_scatter_elements },
+  { "GatherND", import_gather_nd },
+  { "EyeLike", import_eye_like },
   { "Tile", import_tile },
   { "Size", import_size },
   { "Range", import_range },

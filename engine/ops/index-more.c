@@ -5,7 +5,12 @@
  *   gather_elements (data, indices) -> data picked along axis per index     GatherElements
  *   cumsum          (x, [axis]) -> running sum along axis (exclusive, reverse)  CumSum
  *   hardmax         (x) -> 1 at the first maximum along axis, 0 elsewhere   Hardmax
+ *   scatter_elements (data, indices, updates) -> data with updates written  ScatterElements
+ *                   (or added, multiplied) along axis at the indices
+ *   gather_nd       (data, indices) -> slices of data at index tuples       GatherND
+ *   eye_like        (x) -> ones on diagonal k of x's 2-D shape, zeros        EyeLike
  *   gather_elements_grad (data, indices, dy) -> dx (internal: dy added at the indices)
+ *   gather_nd_grad  (data, indices, dy) -> dx (internal)
  *
  * argmin keeps the first minimum, or the last with select_last_index, and
  * counts a NaN as the minimum (as torch.argmin).  Indices of gather_elements
@@ -27,6 +32,7 @@ static const char *const names_trilu[] = { "x", "k", NULL };
 static const char *const names_cumsum[] = { "x", "axis", NULL };
 static const char *const names_gather[] = { "data", "indices", NULL };
 static const char *const names_gather_grad[] = { "data", "indices", "dy", NULL };
+static const char *const names_scatter[] = { "data", "indices", "updates", NULL };
 
 static gboolean
 is_index_dtype (tw_dtype dt)
@@ -443,6 +449,267 @@ hardmax_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, in
   return TRUE;
 }
 
+/* ---- scatter_elements ------------------------------------------------------------------- */
+
+static const char *const scatter_reductions[] = { "none", "add", "mul", NULL };
+
+static gboolean
+scatter_elements_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
+                        GError **error)
+{
+  int axis;
+  if (!gather_check ("scatter_elements", a, &in[0], &in[1], &axis, error))
+    return FALSE;
+  tw_tinfo want = in[1];
+  want.dtype = in[0].dtype;
+  if (!tw_tinfo_equal (&want, &in[2]))
+    {
+      g_autofree char *w = tw_tinfo_to_string (&want);
+      g_autofree char *g = tw_tinfo_to_string (&in[2]);
+      return tw_nn_shape_error (error, "scatter_elements expects updates %s (shaped as indices, "
+                                "typed as data), got %s", w, g);
+    }
+  out[0] = in[0];
+  return TRUE;
+}
+
+static gboolean
+scatter_elements_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                          tw_tensor *const *out, GError **error)
+{
+  int axis = norm_axis (a, "axis", 0, in[0]->ndim);
+  const char *red = tw_attrs_get_string (a, "reduction", "none");
+  int64_t n = tw_tensor_numel (in[1]);
+  int64_t *off = tw_scratch (ctx, MAX (n, 1) * sizeof (int64_t));
+  if (!gather_offsets (in[0], in[1], axis, off, error))
+    return FALSE;
+  size_t es = tw_dtype_size (in[0]->dtype);
+  memcpy (tw_tensor_data (out[0]), tw_tensor_data (in[0]), tw_tensor_numel (in[0]) * es);
+  if (strcmp (red, "none") == 0)
+    {
+      const char *src = tw_tensor_data (in[2]);
+      char *dst = tw_tensor_data (out[0]);
+      for (int64_t e = 0; e < n; e++)
+        memcpy (dst + off[e] * es, src + e * es, es);
+      return TRUE;
+    }
+  gboolean add = strcmp (red, "add") == 0;
+  for (int64_t e = 0; e < n; e++)
+    {
+      double v = tw_tensor_get_flat (out[0], off[e]), u = tw_tensor_get_flat (in[2], e);
+      tw_tensor_set_flat (out[0], off[e], add ? v + u : v * u);
+    }
+  return TRUE;
+}
+
+/* none: data's gradient is dy with the written positions zeroed, the
+ * updates' is dy read there; add: dy, and dy read there. */
+static gboolean
+scatter_elements_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
+                           tw_val *const *out, tw_val *const *gout, const gboolean *needs,
+                           tw_val **gin)
+{
+  const char *red = tw_attrs_get_string (a, "reduction", "none");
+  gboolean none = strcmp (red, "none") == 0;
+  if (!none && strcmp (red, "add") != 0)
+    return FALSE;             /* mul: not written */
+  tw_attrs *ga = tw_attrs_new ();
+  tw_attrs_set_int (ga, "axis", tw_attrs_get_int (a, "axis", 0));
+  gboolean ok = TRUE;
+  if (needs[0])
+    {
+      tw_val *z = none ? tw_emit1 (e, "zeros_like", NULL, in[2]) : NULL;
+      gin[0] = none ? (z ? tw_emit3 (e, "scatter_elements", ga, gout[0], in[1], z) : NULL)
+                    : gout[0];
+      ok &= gin[0] != NULL;
+    }
+  if (needs[2])
+    {
+      gin[2] = tw_emit2 (e, "gather_elements", ga, gout[0], in[1]);
+      ok &= gin[2] != NULL;
+    }
+  tw_attrs_free (ga);
+  return ok;
+}
+
+/* ---- gather_nd --------------------------------------------------------------------------- */
+
+/* data [B..., D...], indices [B..., I..., k] with b = batch_dims leading
+ * dims shared; output [B..., I..., D[b + k]...]. */
+static gboolean
+gather_nd_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  const tw_tinfo *d = &in[0], *ix = &in[1];
+  int64_t b = tw_attrs_get_int (a, "batch_dims", 0);
+  g_autofree char *sd = tw_tinfo_to_string (d);
+  g_autofree char *si = tw_tinfo_to_string (ix);
+  if (!is_index_dtype (ix->dtype))
+    return tw_nn_shape_error (error, "gather_nd expects i64 or i32 indices, got %s", si);
+  if (b < 0 || ix->ndim < b + 1 || d->ndim < b + 1)
+    return tw_nn_shape_error (error, "gather_nd: batch_dims %" G_GINT64_FORMAT " does not fit data "
+                              "%s and indices %s", b, sd, si);
+  int64_t k = ix->dims[ix->ndim - 1];
+  if (k == TW_DIM_N || k < 1 || k > d->ndim - b)
+    return tw_nn_shape_error (error, "gather_nd: index tuples of %" G_GINT64_FORMAT " entries for "
+                              "data %s past %" G_GINT64_FORMAT " batch dims", k, sd, b);
+  for (int i = 0; i < b; i++)
+    if (ix->dims[i] != d->dims[i])
+      return tw_nn_shape_error (error, "gather_nd: the %" G_GINT64_FORMAT " batch dims of data %s "
+                                "and indices %s differ", b, sd, si);
+  out[0].dtype = d->dtype;
+  out[0].ndim = 0;
+  for (int i = 0; i < ix->ndim - 1; i++)
+    out[0].dims[out[0].ndim++] = ix->dims[i];
+  for (int i = (int) (b + k); i < d->ndim; i++)
+    out[0].dims[out[0].ndim++] = d->dims[i];
+  if (out[0].ndim > TW_MAX_DIMS)
+    return tw_nn_shape_error (error, "gather_nd: the output of data %s at indices %s has more "
+                              "than %d dims", sd, si, TW_MAX_DIMS);
+  return TRUE;
+}
+
+/* Offsets (in data) of the slices the index tuples pick, into off[]
+ * (one per tuple); *slice the slice's element count. */
+static gboolean
+gather_nd_offsets (const tw_attrs *a, const tw_tensor *d, const tw_tensor *ix, int64_t *off,
+                   int64_t *slice, GError **error)
+{
+  int b = (int) tw_attrs_get_int (a, "batch_dims", 0);
+  int64_t k = ix->shape[ix->ndim - 1], tuples = k > 0 ? tw_tensor_numel (ix) / k : 0;
+  int64_t per_batch = 1, bsize = 1, st[TW_MAX_DIMS], acc = 1;
+  for (int i = d->ndim - 1; i >= 0; i--)
+    {
+      st[i] = acc;
+      acc *= d->shape[i];
+    }
+  *slice = 1;
+  for (int i = b + (int) k; i < d->ndim; i++)
+    *slice *= d->shape[i];
+  for (int i = 0; i < b; i++)
+    bsize *= d->shape[i];
+  per_batch = bsize > 0 ? tuples / bsize : 0;
+  for (int64_t t = 0; t < tuples; t++)
+    {
+      int64_t bi = per_batch > 0 ? t / per_batch : 0, o = bi * (b > 0 ? st[b - 1] : 0);
+      for (int64_t j = 0; j < k; j++)
+        {
+          int dim = b + (int) j;
+          int64_t v = index_at (ix, t * k + j), L = d->shape[dim], w = v < 0 ? v + L : v;
+          if (w < 0 || w >= L)
+            {
+              g_autofree char *where = tw_nn_index_string (ix->ndim, ix->shape, t * k + j);
+              return tw_nn_shape_error (error, "gather_nd: index %" G_GINT64_FORMAT " at %s is "
+                                        "outside dim %d of size %" G_GINT64_FORMAT, v, where, dim, L);
+            }
+          o += w * st[dim];
+        }
+      off[t] = o;
+    }
+  return TRUE;
+}
+
+static gboolean
+gather_nd_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                   tw_tensor *const *out, GError **error)
+{
+  int64_t k = in[1]->shape[in[1]->ndim - 1], tuples = tw_tensor_numel (in[1]) / k, slice;
+  int64_t *off = tw_scratch (ctx, MAX (tuples, 1) * sizeof (int64_t));
+  if (!gather_nd_offsets (a, in[0], in[1], off, &slice, error))
+    return FALSE;
+  size_t es = tw_dtype_size (in[0]->dtype);
+  const char *src = tw_tensor_data (in[0]);
+  char *dst = tw_tensor_data (out[0]);
+  for (int64_t t = 0; t < tuples; t++)
+    memcpy (dst + t * slice * es, src + off[t] * es, slice * es);
+  return TRUE;
+}
+
+static gboolean
+gather_nd_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
+                    tw_val *const *out, tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  if (needs[0])
+    gin[0] = tw_emit3 (e, "gather_nd_grad", a, in[0], in[1], gout[0]);
+  return !needs[0] || gin[0] != NULL;
+}
+
+static gboolean
+gather_nd_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
+                      GError **error)
+{
+  tw_tinfo y;
+  if (!gather_nd_infer (a, in, 2, &y, error)
+      || !tw_nn_check_float ("gather_nd_grad", "data", &in[0], error))
+    return FALSE;
+  if (!tw_tinfo_equal (&y, &in[2]))
+    {
+      g_autofree char *w = tw_tinfo_to_string (&y);
+      g_autofree char *g = tw_tinfo_to_string (&in[2]);
+      return tw_nn_shape_error (error, "gather_nd_grad expects dy %s, got %s", w, g);
+    }
+  out[0] = in[0];
+  return TRUE;
+}
+
+static gboolean
+gather_nd_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                        tw_tensor *const *out, GError **error)
+{
+  int64_t k = in[1]->shape[in[1]->ndim - 1], tuples = tw_tensor_numel (in[1]) / k, slice;
+  int64_t *off = tw_scratch (ctx, MAX (tuples, 1) * sizeof (int64_t));
+  if (!gather_nd_offsets (a, in[0], in[1], off, &slice, error))
+    return FALSE;
+  tw_tensor_fill (out[0], 0.0);
+  for (int64_t t = 0; t < tuples; t++)
+    for (int64_t j = 0; j < slice; j++)
+      if (out[0]->dtype == TW_F32)
+        tw_tensor_f32 (out[0])[off[t] + j] += tw_tensor_f32 (in[2])[t * slice + j];
+      else
+        tw_tensor_f64 (out[0])[off[t] + j] += tw_tensor_f64 (in[2])[t * slice + j];
+  return TRUE;
+}
+
+/* ---- eye_like ------------------------------------------------------------------------------ */
+
+static const char *const eye_dtypes[] = { "f32", "f64", "i32", "i64", "u8", NULL };
+
+static gboolean
+eye_like_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  if (in[0].ndim != 2)
+    {
+      g_autofree char *s = tw_tinfo_to_string (&in[0]);
+      return tw_nn_shape_error (error, "eye_like expects a 2-D input, got %s", s);
+    }
+  out[0] = in[0];
+  const char *to = tw_attrs_get_string (a, "to", NULL);
+  if (to && !tw_dtype_from_name (to, &out[0].dtype))
+    return tw_nn_shape_error (error, "eye_like: unknown dtype '%s'", to);
+  return TRUE;
+}
+
+static gboolean
+eye_like_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                  tw_tensor *const *out, GError **error)
+{
+  int64_t R = out[0]->shape[0], C = out[0]->shape[1], k = tw_attrs_get_int (a, "k", 0);
+  tw_tensor_fill (out[0], 0.0);
+  for (int64_t i = 0; i < R; i++)
+    if (i + k >= 0 && i + k < C)
+      tw_tensor_set_flat (out[0], i * C + i + k, 1.0);
+  return TRUE;
+}
+
+/* The output depends on x's shape only. */
+static gboolean
+eye_like_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
+                   tw_val *const *out, tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  if (needs[0])
+    gin[0] = tw_emit1 (e, "zeros_like", NULL, in[0]);
+  return !needs[0] || gin[0] != NULL;
+}
+
 /* ---- costs and definitions ------------------------------------------------------------------ */
 
 static void
@@ -493,6 +760,23 @@ static const tw_attr_spec hardmax_attrs[] = {
   { NULL }
 };
 
+static const tw_attr_spec scatter_attrs[] = {
+  { "axis", TW_ATTR_INT, "0", FALSE, "dimension to index (negative from the end)" },
+  { "reduction", TW_ATTR_STRING, "\"none\"", FALSE,
+    "none: the updates replace; add, mul: they are added to or multiply the data",
+    scatter_reductions },
+  { NULL }
+};
+static const tw_attr_spec gather_nd_attrs[] = {
+  { "batch_dims", TW_ATTR_INT, "0", FALSE, "leading dims data and indices share" },
+  { NULL }
+};
+static const tw_attr_spec eye_like_attrs[] = {
+  { "k", TW_ATTR_INT, "0", FALSE, "diagonal: 0 main, > 0 above, < 0 below" },
+  { "to", TW_ATTR_STRING, NULL, FALSE, "element type of the output (absent: x's)", eye_dtypes },
+  { NULL }
+};
+
 static const tw_op_def argmin_def = {
   .name = "argmin", .category = "Math", .doc = "index of the smallest element along an axis (i64)",
   .attrs = argmin_attrs, .min_inputs = 1, .max_inputs = 1, .input_names = names_x,
@@ -538,6 +822,38 @@ static const tw_op_def hardmax_def = {
   .infer = hardmax_infer, .forward = hardmax_forward, .cost = scan_cost, .onnx_name = "Hardmax",
 };
 
+static const tw_op_def scatter_elements_def = {
+  .name = "scatter_elements", .category = "Shape",
+  .doc = "data with updates written (or added, multiplied) along axis at the indices",
+  .attrs = scatter_attrs, .min_inputs = 3, .max_inputs = 3, .input_names = names_scatter,
+  .n_outputs = 1, .infer = scatter_elements_infer, .forward = scatter_elements_forward,
+  .backward = scatter_elements_backward, .cost = copy_cost, .onnx_name = "ScatterElements",
+};
+
+static const tw_op_def gather_nd_def = {
+  .name = "gather_nd", .category = "Shape",
+  .doc = "slices of data at the index tuples of the last dim of indices",
+  .attrs = gather_nd_attrs, .min_inputs = 2, .max_inputs = 2, .input_names = names_gather,
+  .n_outputs = 1, .infer = gather_nd_infer, .forward = gather_nd_forward,
+  .backward = gather_nd_backward, .cost = copy_cost, .onnx_name = "GatherND",
+};
+
+static const tw_op_def gather_nd_grad_def = {
+  .name = "gather_nd_grad", .category = "Shape",
+  .doc = "dy added into zeros shaped as data at the slices gather_nd read",
+  .attrs = gather_nd_attrs, .min_inputs = 3, .max_inputs = 3, .input_names = names_gather_grad,
+  .n_outputs = 1, .infer = gather_nd_grad_infer, .forward = gather_nd_grad_forward,
+  .cost = copy_cost, .flags = TW_OP_INTERNAL,
+};
+
+static const tw_op_def eye_like_def = {
+  .name = "eye_like", .category = "Shape",
+  .doc = "ones on a diagonal of x's 2-D shape, zeros elsewhere", .attrs = eye_like_attrs,
+  .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
+  .infer = eye_like_infer, .forward = eye_like_forward, .backward = eye_like_backward,
+  .cost = copy_cost, .onnx_name = "EyeLike",
+};
+
 void
 tw_ops_register_index_more (void)
 {
@@ -547,4 +863,8 @@ tw_ops_register_index_more (void)
   tw_op_register (&gather_elements_grad_def);
   tw_op_register (&cumsum_def);
   tw_op_register (&hardmax_def);
+  tw_op_register (&scatter_elements_def);
+  tw_op_register (&gather_nd_def);
+  tw_op_register (&gather_nd_grad_def);
+  tw_op_register (&eye_like_def);
 }

@@ -1351,6 +1351,60 @@ gen_nll_loss (bcase *c, const char *op, int k)
   want (c, is (op, "nll_loss_grad") ? &nc[k].x : &nc[k].y);
 }
 
+/* scatter_elements (data, indices, updates): case 0 writes at distinct
+ * positions, case 1 adds with repeats, case 2 writes along dim 0. */
+static void
+gen_scatter_elements (bcase *c, const char *op, int k)
+{
+  static const int64_t rows[] = { 4, 0, 2, 3, 1, 0, 2, 4, 1 };    /* distinct per row */
+  shp d = { 2, { 3, 5 } }, ix = { 2, { k == 2 ? 2 : 3, k == 2 ? 5 : 3 } };
+  boc_in_randn_s (c, &d);
+  tw_tensor *t = push (c, tw_tensor_new (TW_I64, ix.nd, ix.d));
+  for (int64_t i = 0; i < tw_tensor_numel (t); i++)
+    if (k == 2)
+      tw_tensor_i64 (t)[i] = i < 5 ? 0 : -1;          /* rows 0 and 2 of each column */
+    else
+      tw_tensor_i64 (t)[i] = k == 1 ? i % 3 : rows[i];
+  boc_in_randn_s (c, &ix);
+  tw_attrs_set_int (attrs_of (c), "axis", k == 2 ? 0 : 1);
+  tw_attrs_set_string (attrs_of (c), "reduction", k == 1 ? "add" : "none");
+  want (c, &d);
+}
+
+/* gather_nd (data, indices[, dy]): tuples of 2, one batch dim, rows. */
+static void
+gen_gather_nd (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp data, idx, y;
+    int b;
+  } gc[] = {
+    { { 3, { 2, 3, 4 } }, { 2, { 5, 2 } }, { 2, { 5, 4 } }, 0 },
+    { { 3, { 2, 3, 4 } }, { 3, { 2, 3, 1 } }, { 3, { 2, 3, 4 } }, 1 },
+    { { 2, { 1, 7 } }, { 2, { 3, 1 } }, { 2, { 3, 7 } }, 0 },
+  };
+  boc_in_randn_s (c, &gc[k].data);
+  tw_tensor *t = push (c, tw_tensor_new (TW_I64, gc[k].idx.nd, gc[k].idx.d));
+  int64_t kk = gc[k].idx.d[gc[k].idx.nd - 1];
+  for (int64_t i = 0; i < tw_tensor_numel (t); i++)
+    tw_tensor_i64 (t)[i] = (int64_t) ((i * 7 + 3) % gc[k].data.d[gc[k].b + i % kk]);
+  if (is (op, "gather_nd_grad"))
+    boc_in_randn_s (c, &gc[k].y);
+  tw_attrs_set_int (attrs_of (c), "batch_dims", gc[k].b);
+  want (c, is (op, "gather_nd_grad") ? &gc[k].data : &gc[k].y);
+}
+
+/* eye_like (x) on diagonals 0, 2 and -1. */
+static void
+gen_eye_like (bcase *c, const char *op, int k)
+{
+  static const shp s[] = { { 2, { 1, 7 } }, { 2, { 3, 13 } }, { 2, { 4, 4 } } };
+  boc_in_randn_s (c, &s[k]);
+  tw_attrs_set_int (attrs_of (c), "k", k == 1 ? 2 : -k / 2);
+  want (c, &s[k]);
+}
+
 const op_case tw_boc_cases[] = {
   /* element-wise */
   { "add", 6, gen_binary }, { "sub", 6, gen_binary },
@@ -1416,6 +1470,8 @@ const op_case tw_boc_cases[] = {
   { "trilu", 3, gen_trilu_cumsum }, { "cumsum", 3, gen_trilu_cumsum },
   { "gather_elements", 3, gen_gather_elements }, { "gather_elements_grad", 3, gen_gather_elements },
   { "nll_loss", 3, gen_nll_loss }, { "nll_loss_grad", 3, gen_nll_loss },
+  { "scatter_elements", 3, gen_scatter_elements }, { "gather_nd", 3, gen_gather_nd },
+  { "gather_nd_grad", 3, gen_gather_nd }, { "eye_like", 3, gen_eye_like },
   /* trigonometry, activations, comparisons, logic and mod of ONNX graphs */
   { "sin", 4, gen_ew_more }, { "cos", 4, gen_ew_more }, { "tan", 4, gen_ew_more },
   { "asin", 4, gen_ew_more }, { "acos", 4, gen_ew_more }, { "atan", 4, gen_ew_more },

@@ -134,6 +134,7 @@ static const char *const first_order_ops[] = {
   "linear_grad_bias", "linear_grad_input", "linear_grad_weight", "log_softmax_grad",
   "matmul_grad_a", "matmul_grad_b", "max_grad", "max_pool2d_grad", "mse_loss_grad",
   "nn_zeros_like", "softmax_grad", "prod_grad", "gather_elements_grad", "nll_loss_grad",
+  "gather_nd_grad",
   "elu_grad", "selu_grad", "celu_grad",
 };
 

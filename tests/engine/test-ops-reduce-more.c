@@ -1,6 +1,7 @@
 /* test-ops-reduce-more.c — the reductions, index ops and losses ONNX graphs
  * use: min, prod, logsumexp (engine/ops/reduce.c, reduce-more.c), argmin,
- * trilu, gather_elements, cumsum, hardmax (index-more.c), nll_loss
+ * trilu, gather_elements, cumsum, hardmax, scatter_elements, gather_nd,
+ * eye_like (index-more.c), nll_loss
  * (loss-more.c), and their import (onnx/onnx-import-reduce.c).
  *
  * - ONNX's own node cases (libonnx-testdata, checked in as
@@ -488,6 +489,105 @@ test_gather_elements (void)
     }
 }
 
+/* scatter_elements (distinct indices per row, so that "none" has one
+ * writer per position), gather_nd (batch dims, negative indices), eye_like. */
+static void
+test_scatter_gather_nd_eye (void)
+{
+  int64_t ds[2] = { 3, 5 }, is[2] = { 3, 2 };
+  g_autoptr (tw_tensor) data = twt_randn (TW_F64, 2, ds, 71);
+  g_autoptr (tw_tensor) up = twt_randn (TW_F64, 2, is, 72);
+  int64_t iv[6] = { 4, 0, 1, -2, 2, 2 };         /* row 2 repeats 2: add and mul only */
+  g_autoptr (tw_tensor) idx = tw_tensor_from_data (TW_I64, 2, is, iv);
+  static const char *const reds[] = { "none", "add", "mul" };
+  for (int r = 0; r < 3; r++)
+    {
+      tw_attrs *a = twt_attrs_int ("axis", -1);
+      tw_attrs_set_string (a, "reduction", reds[r]);
+      tw_tensor *in[3] = { data, idx, up };
+      g_autoptr (tw_tensor) y = run1 ("scatter_elements", a, in, 3);
+      g_autoptr (tw_tensor) ref = tw_tensor_clone (data);
+      for (int e = 0; e < 6; e++)
+        {
+          int64_t o = (e / 2) * 5 + (iv[e] + 5) % 5;
+          double u = tw_tensor_f64 (up)[e], *v = &tw_tensor_f64 (ref)[o];
+          if (r == 0 && e >= 4)
+            continue;                               /* row 2 checked below */
+          *v = r == 0 ? u : r == 1 ? *v + u : *v * u;
+        }
+      if (r == 0)
+        tw_tensor_f64 (ref)[12] = tw_tensor_f64 (y)[12];  /* one of the two writes */
+      g_assert_cmpfloat (twt_max_error (y, ref), <=, TOL_F64);
+      if (r == 0)
+        g_assert_true (tw_tensor_f64 (y)[12] == tw_tensor_f64 (up)[4]
+                       || tw_tensor_f64 (y)[12] == tw_tensor_f64 (up)[5]);
+      if (r == 1)
+        {
+          twt_assert_grad ("scatter_elements", a, in, 3, ((gboolean[]) { TRUE, FALSE, TRUE }),
+                           TOL_GRAD);
+          /* none: distinct indices */
+          int64_t jv[6] = { 4, 0, 1, -2, 2, 3 };
+          g_autoptr (tw_tensor) jdx = tw_tensor_from_data (TW_I64, 2, is, jv);
+          tw_attrs_set_string (a, "reduction", "none");
+          tw_tensor *jn[3] = { data, jdx, up };
+          twt_assert_grad ("scatter_elements", a, jn, 3, ((gboolean[]) { TRUE, FALSE, TRUE }),
+                           TOL_GRAD);
+        }
+      tw_attrs_free (a);
+    }
+
+  /* gather_nd: data [2, 3, 4], one batch dim, tuples of 1 (rows) and of 2 */
+  int64_t gs[3] = { 2, 3, 4 };
+  g_autoptr (tw_tensor) g = twt_randn (TW_F64, 3, gs, 73);
+  for (int b = 0; b < 2; b++)
+    for (int64_t k = 1; k <= 2; k++)
+      {
+        int64_t ish[3] = { 2, 2, k };
+        int64_t ivals[8] = { 1, -1, 0, 2, 2, 3, 1, 0 };
+        g_autoptr (tw_tensor) gi = tw_tensor_from_data (TW_I64, 3, ish, ivals);
+        if (b == 0)
+          for (int i = 0; i < 4 * k; i++)
+            tw_tensor_i64 (gi)[i] = ivals[i] % 2;    /* dim 0 has 2 */
+        tw_attrs *a = twt_attrs_int ("batch_dims", b);
+        tw_tensor *in[2] = { g, gi };
+        g_autoptr (tw_tensor) y = run1 ("gather_nd", a, in, 2);
+        int64_t slice = 1;
+        for (int d = b + (int) k; d < 3; d++)
+          slice *= gs[d];
+        g_assert_cmpint (tw_tensor_numel (y), ==, 4 * slice);
+        for (int t = 0; t < 4; t++)
+          {
+            int64_t pos[3] = { 0, 0, 0 };
+            if (b == 1)
+              pos[0] = t / 2;
+            for (int j = 0; j < k; j++)
+              {
+                int64_t v = tw_tensor_i64 (gi)[t * k + j];
+                pos[b + j] = v < 0 ? v + gs[b + j] : v;
+              }
+            int64_t o = (pos[0] * 3 + pos[1]) * 4 + pos[2];
+            for (int64_t j = 0; j < slice; j++)
+              g_assert_cmpfloat (tw_tensor_f64 (y)[t * slice + j], ==, tw_tensor_f64 (g)[o + j]);
+          }
+        twt_assert_grad ("gather_nd", a, in, 2, ((gboolean[]) { TRUE, FALSE }), TOL_GRAD);
+        tw_attrs_free (a);
+      }
+
+  /* eye_like: a 3 x 5 of ones on diagonal k, in x's dtype or "to" */
+  g_autoptr (tw_tensor) e = twt_randn (TW_F32, 2, ds, 74);
+  for (int64_t k = -3; k <= 5; k++)
+    {
+      tw_attrs *a = twt_attrs_int ("k", k);
+      if (k == 1)
+        tw_attrs_set_string (a, "to", "i64");
+      g_autoptr (tw_tensor) y = run1 ("eye_like", a, &e, 1);
+      g_assert_cmpint (y->dtype, ==, k == 1 ? TW_I64 : TW_F32);
+      for (int64_t i = 0; i < 15; i++)
+        g_assert_cmpfloat (tw_tensor_get_flat (y, i), ==, (i % 5) - (i / 5) == k ? 1.0 : 0.0);
+      tw_attrs_free (a);
+    }
+}
+
 /* ---- nll_loss ------------------------------------------------------------------------------ */
 
 static void
@@ -599,6 +699,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/reduce-more/argmin", test_argmin);
   g_test_add_func ("/engine/ops/reduce-more/trilu-cumsum-hardmax", test_trilu_cumsum_hardmax);
   g_test_add_func ("/engine/ops/reduce-more/gather-elements", test_gather_elements);
+  g_test_add_func ("/engine/ops/reduce-more/scatter-gather-nd-eye", test_scatter_gather_nd_eye);
   g_test_add_func ("/engine/ops/reduce-more/nll-loss", test_nll_loss);
   g_test_add_func ("/engine/ops/reduce-more/errors", test_errors);
   return g_test_run ();

@@ -25,7 +25,8 @@ D = '/usr/share/libonnx-testdata/data/node/'
 OPS = {'ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2',
        'ReduceLogSum', 'ReduceLogSumExp', 'ReduceSumSquare', 'ArgMax', 'ArgMin', 'CumSum', 'Trilu',
        'Tile', 'GatherElements', 'Range', 'Size', 'Hardmax', 'Einsum', 'GlobalMaxPool', 'CastLike',
-       'LayerNormalization', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss'}
+       'LayerNormalization', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss',
+       'ScatterElements', 'Scatter', 'GatherND', 'EyeLike'}
 MAX_VALUES = 5000
 # Attribute-like inputs by op: positions.
 CONST_INPUTS = {'ReduceSum': [1], 'ReduceMean': [1], 'ReduceMax': [1], 'ReduceMin': [1],
