@@ -6,8 +6,8 @@
  * one to one through the registry's onnx_name; here are those whose
  * attributes need reading (Elu, Selu, Celu, ThresholdedRelu, Shrink, IsInf,
  * Mod), PRelu (a constant per-channel slope becomes prelu's weight, any
- * other slope a second input of prelu_broadcast) and the n-ary Sum and Mean
- * (chains of add, Mean scaled by 1 / n). */
+ * other slope a second input of prelu_broadcast), the n-ary Sum and Mean
+ * (chains of add, Mean scaled by 1 / n) and Pow of mixed element types. */
 #define G_LOG_DOMAIN "tw-onnx"
 
 #include "onnx/onnx-import-private.h"
@@ -200,6 +200,44 @@ import_prelu (tw_imp *im)
     emit_refs (im, NULL, "prelu_broadcast", NULL, (const char *const[]) { x->ref, rs }, 2);
 }
 
+static gboolean
+val_dtype (tw_imp *im, const tw_imp_val *v, tw_dtype *dt)
+{
+  tw_tinfo info;
+  if (v->kind == TW_IMP_CONST)
+    {
+      *dt = v->c->dtype;
+      return TRUE;
+    }
+  if (!tw_imp_dyn_info (im, v, &info))
+    return FALSE;
+  *dt = info.dtype;
+  return TRUE;
+}
+
+/* Pow: the exponent may have another element type than the base (ONNX's T
+ * and T1); it is cast to the base's, the output's type. */
+static void
+import_pow (tw_imp *im)
+{
+  tw_imp_check_attrs (im, NULL);
+  const tw_imp_val *x = tw_imp_input (im, 0), *y = tw_imp_input (im, 1);
+  const char *rx = tw_imp_ref_input (im, 0, "X"), *ry = rx ? tw_imp_ref_input (im, 1, "Y") : NULL;
+  tw_dtype dx, dy;
+  if (rx == NULL || ry == NULL || !val_dtype (im, x, &dx) || !val_dtype (im, y, &dy))
+    return;
+  if (dx != dy)
+    {
+      tw_attrs *c = tw_attrs_new ();
+      tw_attrs_set_string (c, "to", tw_dtype_name (dx));
+      tw_node *cast = emit_refs (im, NULL, "cast", c, &ry, 1);
+      if (cast == NULL)
+        return;
+      ry = cast->id;
+    }
+  emit_refs (im, NULL, "pow", NULL, (const char *const[]) { rx, ry }, 2);
+}
+
 static const struct
 {
   const char *op;
@@ -208,7 +246,7 @@ static const struct
   { "Elu", import_elu }, { "Selu", import_selu }, { "Celu", import_celu },
   { "ThresholdedRelu", import_thresholded_relu }, { "Shrink", import_shrink },
   { "IsInf", import_isinf }, { "Mod", import_mod }, { "Sum", import_sum }, { "Mean", import_mean },
-  { "PRelu", import_prelu },
+  { "PRelu", import_prelu }, { "Pow", import_pow },
 };
 
 tw_imp_fn

@@ -258,7 +258,10 @@ bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
 #define BINARY_OP(NAME, EXPR)                                                               \
   BINARY_KERNELS (NAME, float, EXPR)                                                        \
   BINARY_KERNELS (NAME, double, EXPR)                                                       \
-  /* in[0], in[1]: broadcastable; out[0]: the broadcast shape. */                           \
+  BINARY_KERNELS (NAME, int32_t, EXPR)                                                      \
+  BINARY_KERNELS (NAME, int64_t, EXPR)                                                      \
+  BINARY_KERNELS (NAME, uint8_t, EXPR)                                                      \
+  /* in[0], in[1]: broadcastable, one element type; out[0]: the broadcast shape. */         \
   static gboolean NAME##_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, \
                                   int n_in, tw_tensor *const *out, GError **error)          \
   {                                                                                         \
@@ -266,30 +269,55 @@ bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
     if (tw_tensor_numel (out[0]) == 0)                                                      \
       return TRUE;                                                                          \
     bcast_plan_init (&p, in[0], in[1], out[0]);                                             \
-    if (out[0]->dtype == TW_F32)                                                            \
-      NAME##_plan_float (&p, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),                  \
-                         tw_tensor_f32 (out[0]), ew_threads (ctx));                         \
-    else                                                                                    \
-      NAME##_plan_double (&p, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]),                 \
-                          tw_tensor_f64 (out[0]), ew_threads (ctx));                        \
+    switch (out[0]->dtype)                                                                  \
+      {                                                                                     \
+      case TW_F32:                                                                          \
+        NAME##_plan_float (&p, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),                \
+                           tw_tensor_f32 (out[0]), ew_threads (ctx));                       \
+        break;                                                                              \
+      case TW_F64:                                                                          \
+        NAME##_plan_double (&p, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]),               \
+                            tw_tensor_f64 (out[0]), ew_threads (ctx));                      \
+        break;                                                                              \
+      case TW_I32:                                                                          \
+        NAME##_plan_int32_t (&p, tw_tensor_i32 (in[0]), tw_tensor_i32 (in[1]),              \
+                             tw_tensor_i32 (out[0]), ew_threads (ctx));                     \
+        break;                                                                              \
+      case TW_I64:                                                                          \
+        NAME##_plan_int64_t (&p, tw_tensor_i64 (in[0]), tw_tensor_i64 (in[1]),              \
+                             tw_tensor_i64 (out[0]), ew_threads (ctx));                     \
+        break;                                                                              \
+      default:                                                                              \
+        NAME##_plan_uint8_t (&p, tw_tensor_u8 (in[0]), tw_tensor_u8 (in[1]),                \
+                             tw_tensor_u8 (out[0]), ew_threads (ctx));                      \
+        break;                                                                              \
+      }                                                                                     \
     return TRUE;                                                                            \
   }
+
+/* Integer division as C's (truncating, ONNX's Div), defined everywhere: a
+ * zero divisor gives 0 and INT_MIN / -1 wraps (both undefined in C). */
+static inline int64_t
+tw_idiv (int64_t a, int64_t b)
+{
+  return b == 0 ? 0 : b == -1 ? (int64_t) (0 - (uint64_t) a) : a / b;
+}
+#define DIV(a, b) _Generic ((a), float: (a) / (b), double: (a) / (b), default: tw_idiv ((a), (b)))
 
 BINARY_OP (add, x0 + x1)
 BINARY_OP (sub, x0 - x1)
 BINARY_OP (mul, x0 * x1)
-BINARY_OP (div, x0 / x1)
+BINARY_OP (div, DIV (x0, x1))
 BINARY_OP (pow, pow (x0, x1))
 BINARY_OP (minimum, x0 <= x1 ? x0 : x1)
 BINARY_OP (maximum, x0 >= x1 ? x0 : x1)
 BINARY_OP (ge_mask, (__typeof__ (x0)) (x0 >= x1))
 
+/* Any element type, the same for both (integers as C computes them in
+ * int, stored back wrapping for u8; ONNX's integer Add, Div, Max ...). */
 static gboolean
 binary_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
-  if (!check_float (&in[0], "input a", error)
-      || !check_float (&in[1], "input b", error))
-    return FALSE;
   if (in[0].dtype != in[1].dtype)
     {
       g_autofree char *sa = tw_tinfo_to_string (&in[0]);
