@@ -8,9 +8,10 @@
  * = sum (abs), ReduceL2 = sqrt (sum (square)), ReduceSumSquare = sum
  * (square), ReduceLogSum = log (sum).  ArgMax/ArgMin (select_last_index:
  * argmin of -x), Trilu, GatherElements, ScatterElements (and Scatter),
- * GatherND, EyeLike, CumSum, Hardmax, GlobalMaxPool,
+ * GatherND, ScatterND, EyeLike, CumSum, Hardmax, GlobalMaxPool,
  * CastLike, Tile (concatenated copies), LayerNormalization (constant scale
  * and bias become its parameters, graph values multiply and add),
+ * InstanceNormalization (composed: mean, variance, scale and B per channel),
  * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (log_softmax over
  * dim 1, then nll_loss); Size and Range are folded when their inputs are
  * known; Einsum maps the forms that are a matmul, a transpose or a sum. */
@@ -507,6 +508,68 @@ import_gather_nd (tw_imp *im)
     set_out (im, 0, y);
 }
 
+static void
+import_scatter_nd (tw_imp *im)
+{
+  static const char *const known[] = { "reduction", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
+  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
+  const tw_imp_val *up = tw_imp_dyn_input (im, 2, "updates");
+  g_autofree char *red = tw_onnx_attr (im->n, "reduction") ? tw_imp_attr_string_dup (im, "reduction")
+                                                           : g_strdup ("none");
+  if (strcmp (red, "none") != 0 && strcmp (red, "add") != 0 && strcmp (red, "mul") != 0)
+    tw_imp_problem (im, "reduction '%s' (twb takes none, add and mul)", red);
+  if (x == NULL || idx == NULL || up == NULL || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_string (a, "reduction", red);
+  const char *in[] = { x->ref, idx->ref, up->ref, NULL };
+  const char *y = emit (im, "scatter_nd", a, in);
+  if (y)
+    set_out (im, 0, y);
+}
+
+/* InstanceNormalization: per sample and channel over the spatial dims,
+ * then scale and B per channel (computed values, unsqueezed to [C, 1...]). */
+static void
+import_instance_norm (tw_imp *im)
+{
+  static const char *const known[] = { "epsilon", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "input");
+  const tw_imp_val *sc = tw_imp_dyn_input (im, 1, "scale");
+  const tw_imp_val *b = tw_imp_dyn_input (im, 2, "B");
+  double eps = tw_imp_attr_float (im, "epsilon", 1e-5f);
+  tw_tinfo info;
+  if (x == NULL || sc == NULL || b == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  if (info.ndim < 3)
+    {
+      tw_imp_problem (im, "an input of rank %d ([N, C, spatial...] expected)", info.ndim);
+      return;
+    }
+  int64_t axes[TW_MAX_DIMS], un[TW_MAX_DIMS];
+  for (int d = 2; d < info.ndim; d++)
+    axes[d - 2] = d, un[d - 2] = d - 1;
+  int na = info.ndim - 2;
+  const char *mean = emit_1 (im, "mean", red_attrs (na, axes, TRUE), x->ref);
+  const char *d = emit_2 (im, "sub", NULL, x->ref, mean);
+  const char *var = emit_1 (im, "mean", red_attrs (na, axes, TRUE), emit_1 (im, "square", NULL, d));
+  tw_attrs *e = tw_attrs_new ();
+  tw_attrs_set_float (e, "value", tw_imp_short_double ((float) eps));
+  const char *inv = emit_1 (im, "reciprocal", NULL,
+                            emit_1 (im, "sqrt", NULL, emit_1 (im, "add_scalar", e, var)));
+  tw_attrs *u1 = tw_attrs_new (), *u2 = tw_attrs_new ();
+  tw_attrs_set_ints (u1, "axes", na, un);
+  tw_attrs_set_ints (u2, "axes", na, un);
+  const char *y = emit_2 (im, "mul", NULL, emit_2 (im, "mul", NULL, d, inv),
+                          emit_1 (im, "unsqueeze", u1, sc->ref));
+  y = emit_2 (im, "add", NULL, y, emit_1 (im, "unsqueeze", u2, b->ref));
+  if (y)
+    set_out (im, 0, y);
+}
+
 /* ONNX's TensorProto data type as a twb dtype name (NULL: none). */
 static const char *
 dtype_name_of_onnx (int64_t t)
@@ -951,6 +1014,8 @@ static const struct
   { "ScatterElements", import_scatter_elements },
   { "Scatter", import_scatter_elements },
   { "GatherND", import_gather_nd },
+  { "ScatterND", import_scatter_nd },
+  { "InstanceNormalization", import_instance_norm },
   { "EyeLike", import_eye_like },
   { "Tile", import_tile },
   { "Size", import_size },

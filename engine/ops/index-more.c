@@ -8,6 +8,8 @@
  *   scatter_elements (data, indices, updates) -> data with updates written  ScatterElements
  *                   (or added, multiplied) along axis at the indices
  *   gather_nd       (data, indices) -> slices of data at index tuples       GatherND
+ *   scatter_nd      (data, indices, updates) -> data with slices written    ScatterND
+ *                   (or added, multiplied) at the index tuples
  *   eye_like        (x) -> ones on diagonal k of x's 2-D shape, zeros        EyeLike
  *   gather_elements_grad (data, indices, dy) -> dx (internal: dy added at the indices)
  *   gather_nd_grad  (data, indices, dy) -> dx (internal)
@@ -669,6 +671,76 @@ gather_nd_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const 
   return TRUE;
 }
 
+/* ---- scatter_nd ----------------------------------------------------------------------------- */
+
+/* updates are shaped as gather_nd's output (batch_dims 0). */
+static gboolean
+scatter_nd_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  tw_tinfo want;
+  if (!gather_nd_infer (NULL, in, 2, &want, error))
+    return FALSE;
+  if (!tw_tinfo_equal (&want, &in[2]))
+    {
+      g_autofree char *w = tw_tinfo_to_string (&want);
+      g_autofree char *g = tw_tinfo_to_string (&in[2]);
+      return tw_nn_shape_error (error, "scatter_nd expects updates %s (the slices the indices "
+                                "name), got %s", w, g);
+    }
+  out[0] = in[0];
+  return TRUE;
+}
+
+static gboolean
+scatter_nd_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                    tw_tensor *const *out, GError **error)
+{
+  int64_t k = in[1]->shape[in[1]->ndim - 1], tuples = tw_tensor_numel (in[1]) / k, slice;
+  int64_t *off = tw_scratch (ctx, MAX (tuples, 1) * sizeof (int64_t));
+  if (!gather_nd_offsets (NULL, in[0], in[1], off, &slice, error))
+    return FALSE;
+  const char *red = tw_attrs_get_string (a, "reduction", "none");
+  size_t es = tw_dtype_size (in[0]->dtype);
+  memcpy (tw_tensor_data (out[0]), tw_tensor_data (in[0]), tw_tensor_numel (in[0]) * es);
+  char *dst = tw_tensor_data (out[0]);
+  const char *src = tw_tensor_data (in[2]);
+  gboolean none = strcmp (red, "none") == 0, add = strcmp (red, "add") == 0;
+  for (int64_t t = 0; t < tuples; t++)
+    if (none)
+      memcpy (dst + off[t] * es, src + t * slice * es, slice * es);
+    else
+      for (int64_t j = 0; j < slice; j++)
+        {
+          double v = tw_tensor_get_flat (out[0], off[t] + j);
+          double u = tw_tensor_get_flat (in[2], t * slice + j);
+          tw_tensor_set_flat (out[0], off[t] + j, add ? v + u : v * u);
+        }
+  return TRUE;
+}
+
+static gboolean
+scatter_nd_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
+                     tw_val *const *out, tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  const char *red = tw_attrs_get_string (a, "reduction", "none");
+  gboolean none = strcmp (red, "none") == 0;
+  if (!none && strcmp (red, "add") != 0)
+    return FALSE;             /* mul: not written */
+  gboolean ok = TRUE;
+  if (needs[0])
+    {
+      tw_val *z = none ? tw_emit1 (e, "zeros_like", NULL, in[2]) : NULL;
+      gin[0] = none ? (z ? tw_emit3 (e, "scatter_nd", NULL, gout[0], in[1], z) : NULL) : gout[0];
+      ok &= gin[0] != NULL;
+    }
+  if (needs[2])
+    {
+      gin[2] = tw_emit2 (e, "gather_nd", NULL, gout[0], in[1]);
+      ok &= gin[2] != NULL;
+    }
+  return ok;
+}
+
 /* ---- eye_like ------------------------------------------------------------------------------ */
 
 static const char *const eye_dtypes[] = { "f32", "f64", "i32", "i64", "u8", NULL };
@@ -767,6 +839,12 @@ static const tw_attr_spec scatter_attrs[] = {
     scatter_reductions },
   { NULL }
 };
+static const tw_attr_spec scatter_nd_attrs[] = {
+  { "reduction", TW_ATTR_STRING, "\"none\"", FALSE,
+    "none: the updates replace; add, mul: they are added to or multiply the data",
+    scatter_reductions },
+  { NULL }
+};
 static const tw_attr_spec gather_nd_attrs[] = {
   { "batch_dims", TW_ATTR_INT, "0", FALSE, "leading dims data and indices share" },
   { NULL }
@@ -846,6 +924,14 @@ static const tw_op_def gather_nd_grad_def = {
   .cost = copy_cost, .flags = TW_OP_INTERNAL,
 };
 
+static const tw_op_def scatter_nd_def = {
+  .name = "scatter_nd", .category = "Shape",
+  .doc = "data with slices written (or added, multiplied) at the index tuples",
+  .attrs = scatter_nd_attrs, .min_inputs = 3, .max_inputs = 3, .input_names = names_scatter,
+  .n_outputs = 1, .infer = scatter_nd_infer, .forward = scatter_nd_forward,
+  .backward = scatter_nd_backward, .cost = copy_cost, .onnx_name = "ScatterND",
+};
+
 static const tw_op_def eye_like_def = {
   .name = "eye_like", .category = "Shape",
   .doc = "ones on a diagonal of x's 2-D shape, zeros elsewhere", .attrs = eye_like_attrs,
@@ -866,5 +952,6 @@ tw_ops_register_index_more (void)
   tw_op_register (&scatter_elements_def);
   tw_op_register (&gather_nd_def);
   tw_op_register (&gather_nd_grad_def);
+  tw_op_register (&scatter_nd_def);
   tw_op_register (&eye_like_def);
 }

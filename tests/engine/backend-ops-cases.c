@@ -1395,6 +1395,27 @@ gen_gather_nd (bcase *c, const char *op, int k)
   want (c, is (op, "gather_nd_grad") ? &gc[k].data : &gc[k].y);
 }
 
+/* scatter_nd (data, indices, updates): rows written, elements added (one
+ * position twice), rows of a 3-D data written. */
+static void
+gen_scatter_nd (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp data, idx, up;
+    int64_t iv[4];
+  } sc[] = {
+    { { 2, { 4, 3 } }, { 2, { 2, 1 } }, { 2, { 2, 3 } }, { 3, 0 } },
+    { { 2, { 4, 3 } }, { 2, { 2, 2 } }, { 1, { 2 } }, { 1, 2, 1, 2 } },
+    { { 3, { 2, 3, 5 } }, { 2, { 2, 2 } }, { 2, { 2, 5 } }, { 1, 2, 0, -1 } },
+  };
+  boc_in_randn_s (c, &sc[k].data);
+  push (c, tw_tensor_from_data (TW_I64, sc[k].idx.nd, sc[k].idx.d, sc[k].iv));
+  boc_in_randn_s (c, &sc[k].up);
+  tw_attrs_set_string (attrs_of (c), "reduction", k == 1 ? "add" : "none");
+  want (c, &sc[k].data);
+}
+
 /* eye_like (x) on diagonals 0, 2 and -1. */
 static void
 gen_eye_like (bcase *c, const char *op, int k)
@@ -1472,6 +1493,7 @@ const op_case tw_boc_cases[] = {
   { "nll_loss", 3, gen_nll_loss }, { "nll_loss_grad", 3, gen_nll_loss },
   { "scatter_elements", 3, gen_scatter_elements }, { "gather_nd", 3, gen_gather_nd },
   { "gather_nd_grad", 3, gen_gather_nd }, { "eye_like", 3, gen_eye_like },
+  { "scatter_nd", 3, gen_scatter_nd },
   /* trigonometry, activations, comparisons, logic and mod of ONNX graphs */
   { "sin", 4, gen_ew_more }, { "cos", 4, gen_ew_more }, { "tan", 4, gen_ew_more },
   { "asin", 4, gen_ew_more }, { "acos", 4, gen_ew_more }, { "atan", 4, gen_ew_more },

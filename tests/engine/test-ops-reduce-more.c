@@ -1,7 +1,7 @@
 /* test-ops-reduce-more.c — the reductions, index ops and losses ONNX graphs
  * use: min, prod, logsumexp (engine/ops/reduce.c, reduce-more.c), argmin,
  * trilu, gather_elements, cumsum, hardmax, scatter_elements, gather_nd,
- * eye_like (index-more.c), nll_loss
+ * scatter_nd, eye_like (index-more.c), nll_loss
  * (loss-more.c), and their import (onnx/onnx-import-reduce.c).
  *
  * - ONNX's own node cases (libonnx-testdata, checked in as
@@ -570,6 +570,36 @@ test_scatter_gather_nd_eye (void)
               g_assert_cmpfloat (tw_tensor_f64 (y)[t * slice + j], ==, tw_tensor_f64 (g)[o + j]);
           }
         twt_assert_grad ("gather_nd", a, in, 2, ((gboolean[]) { TRUE, FALSE }), TOL_GRAD);
+        tw_attrs_free (a);
+      }
+
+  /* scatter_nd: rows of a [4, 3] (tuples of 1, one negative) and single
+   * elements (tuples of 2), written, added and multiplied */
+  int64_t sds[2] = { 4, 3 };
+  g_autoptr (tw_tensor) sd = twt_randn (TW_F64, 2, sds, 75);
+  for (int64_t k = 1; k <= 2; k++)
+    for (int r = 0; r < 3; r++)
+      {
+        int64_t ish[2] = { 2, k }, ush[2] = { 2, 3 };
+        int64_t rows[2] = { 1, -1 }, elems[4] = { 0, 2, 3, -3 };
+        g_autoptr (tw_tensor) si = tw_tensor_from_data (TW_I64, 2, ish, k == 1 ? rows : elems);
+        g_autoptr (tw_tensor) su = twt_randn (TW_F64, k == 1 ? 2 : 1, ush, 76 + k);
+        tw_attrs *a = tw_attrs_new ();
+        tw_attrs_set_string (a, "reduction", reds[r]);
+        tw_tensor *in[3] = { sd, si, su };
+        g_autoptr (tw_tensor) y = run1 ("scatter_nd", a, in, 3);
+        g_autoptr (tw_tensor) ref = tw_tensor_clone (sd);
+        for (int t = 0; t < 2; t++)
+          for (int j = 0; j < (k == 1 ? 3 : 1); j++)
+            {
+              int64_t o = k == 1 ? ((rows[t] + 4) % 4) * 3 + j
+                                 : elems[2 * t] * 3 + (elems[2 * t + 1] + 3) % 3;
+              double u = tw_tensor_f64 (su)[t * (k == 1 ? 3 : 1) + j], *v = &tw_tensor_f64 (ref)[o];
+              *v = r == 0 ? u : r == 1 ? *v + u : *v * u;
+            }
+        g_assert_cmpfloat (twt_max_error (y, ref), <=, TOL_F64);
+        if (r < 2)
+          twt_assert_grad ("scatter_nd", a, in, 3, ((gboolean[]) { TRUE, FALSE, TRUE }), TOL_GRAD);
         tw_attrs_free (a);
       }
 

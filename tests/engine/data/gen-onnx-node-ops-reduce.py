@@ -26,7 +26,7 @@ OPS = {'ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'Reduc
        'ReduceLogSum', 'ReduceLogSumExp', 'ReduceSumSquare', 'ArgMax', 'ArgMin', 'CumSum', 'Trilu',
        'Tile', 'GatherElements', 'Range', 'Size', 'Hardmax', 'Einsum', 'GlobalMaxPool', 'CastLike',
        'LayerNormalization', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss',
-       'ScatterElements', 'Scatter', 'GatherND', 'EyeLike'}
+       'ScatterElements', 'Scatter', 'GatherND', 'EyeLike', 'ScatterND', 'InstanceNormalization'}
 MAX_VALUES = 5000
 # Attribute-like inputs by op: positions.
 CONST_INPUTS = {'ReduceSum': [1], 'ReduceMean': [1], 'ReduceMax': [1], 'ReduceMin': [1],
