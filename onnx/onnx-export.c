@@ -411,6 +411,22 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
         g_hash_table_insert (ex->alias, ex_strdup (ex, id), (char *) x);
       return TRUE;
     }
+  if (ex_is (n, "constant"))
+    {
+      /* Its value is an initializer already ("ID.value", f32 as the store
+       * keeps it): an alias of it, or a Cast to the node's dtype. */
+      tw_dtype dt = n->out_info[0].dtype;
+      if (dt != TW_F32)
+        {
+          Onnx__NodeProto *o = ex_node1 (ex, "Cast", id, (const char *const[]){ p[0], NULL });
+          ex_attr_int (ex, o, "to", ex_onnx_dtype (dt));
+        }
+      else if (g_hash_table_contains (ex->output_values, id))
+        ex_node1 (ex, "Identity", id, (const char *const[]){ p[0], NULL });
+      else
+        g_hash_table_insert (ex->alias, ex_strdup (ex, id), (char *) p[0]);
+      return TRUE;
+    }
   if (ex_is (n, "linear"))
     {
       gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
