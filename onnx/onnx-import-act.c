@@ -524,3 +524,86 @@ tw_imp_expand (tw_imp *im)
   tw_attrs_set_ints (a, "shape", (int) n, shape);
   tw_imp_emit1 (im, NULL, "expand", a, x);
 }
+
+void
+tw_imp_gather (tw_imp *im)
+{
+  static const char *const known[] = { "axis", NULL };
+  tw_imp_check_attrs (im, known);
+  const tw_imp_val *data = tw_imp_input (im, 0), *idx = tw_imp_input (im, 1);
+  int64_t axis = tw_imp_attr_int (im, "axis", 0);
+  if (data == NULL || idx == NULL || im->failed)
+    {
+      if (!im->failed)
+        tw_imp_problem (im, "needs data and indices");
+      return;
+    }
+  if (data->kind == TW_IMP_CONST && idx->kind == TW_IMP_DYN && data->c->ndim == 2 && axis == 0
+      && tw_dtype_is_float (data->c->dtype))
+    {
+      /* A lookup table: embedding, the table its weight. */
+      tw_attrs *a = tw_attrs_new ();
+      tw_attrs_set_int (a, "num_embeddings", data->c->shape[0]);
+      tw_attrs_set_int (a, "embedding_dim", data->c->shape[1]);
+      tw_node *n = tw_imp_emit1 (im, data, "embedding", a, idx);
+      if (n)
+        g_hash_table_replace (im->weights, g_strdup_printf ("%s.weight", n->id),
+                              tw_imp_as_f32 (data->c));
+      return;
+    }
+  if (!im->fixed)
+    {
+      tw_imp_problem (im, "a gather of computed values with a batch dimension");
+      return;
+    }
+  const char *dref = tw_imp_ref (im, data), *iref = dref ? tw_imp_ref (im, idx) : NULL;
+  tw_imp_val dv = { .kind = TW_IMP_DYN, .ref = (char *) dref };
+  tw_imp_val iv = { .kind = TW_IMP_DYN, .ref = (char *) iref };
+  tw_tinfo di, ii;
+  if (iref == NULL || !tw_imp_dyn_info (im, &dv, &di) || !tw_imp_dyn_info (im, &iv, &ii))
+    return;
+  int a = tw_imp_norm_axis (im, axis, di.ndim);
+  if (a < 0)
+    return;
+  int r_out = di.ndim - 1 + ii.ndim;
+  if (r_out > TW_MAX_DIMS || di.ndim > TW_MAX_DIMS - 1)
+    {
+      tw_imp_problem (im, "a rank-%d result", r_out);
+      return;
+    }
+  /* indices [I...] → [1.., n, ..1] (n at the axis) → expanded to data's
+   * shape with n at the axis → gather_elements → [data[:a], I..., data[a+1:]]. */
+  int64_t n = 1;
+  for (int d = 0; d < ii.ndim; d++)
+    n *= ii.dims[d];
+  int64_t col[TW_MAX_DIMS], full[TW_MAX_DIMS], out[TW_MAX_DIMS];
+  for (int d = 0; d < di.ndim; d++)
+    {
+      col[d] = d == a ? n : 1;
+      full[d] = d == a ? n : di.dims[d];
+    }
+  int k = 0;
+  for (int d = 0; d < a; d++)
+    out[k++] = di.dims[d];
+  for (int d = 0; d < ii.ndim; d++)
+    out[k++] = ii.dims[d];
+  for (int d = a + 1; d < di.ndim; d++)
+    out[k++] = di.dims[d];
+  const char *c = tw_imp_reshape_full (im, &iv, &ii, di.ndim, col);
+  if (c == NULL)
+    return;
+  tw_attrs *at = tw_attrs_new ();
+  tw_attrs_set_ints (at, "shape", di.ndim, full);
+  tw_node *e = tw_imp_emitn (im, "expand", at, (const char *const[]) { c, NULL }, 1);
+  if (e == NULL)
+    return;
+  at = tw_attrs_new ();
+  tw_attrs_set_int (at, "axis", a);
+  tw_node *g = tw_imp_emitn (im, "gather_elements", at, (const char *const[]) { dref, e->id, NULL }, 1);
+  if (g == NULL)
+    return;
+  tw_imp_val gv = { .kind = TW_IMP_DYN, .ref = g->id };
+  tw_tinfo gi;
+  tw_tinfo_set (&gi, di.dtype, di.ndim, full);
+  tw_imp_reshape_full (im, &gv, &gi, r_out, out);
+}

@@ -115,6 +115,14 @@ void tw_imp_cast (tw_imp *im);
  * operands, scaled, plus beta C. */
 void tw_imp_gemm_values (tw_imp *im);
 void tw_imp_split (tw_imp *im);
+/* Gather: rows of a constant 2-D table by computed indices (embedding), or,
+ * with fixed inputs, gather_elements of indices broadcast along the axis. */
+void tw_imp_gather (tw_imp *im);
+/* x (of fixed shape info) reshaped to the whole shape dims[nd] (one reshape
+ * when dim 0 stays, else unsqueeze → reshape → squeeze); the last node's
+ * id, or NULL with a problem. */
+const char *tw_imp_reshape_full (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, int nd,
+                                 const int64_t *dims);
 void tw_imp_expand (tw_imp *im);
 void tw_imp_slice (tw_imp *im);
 void tw_imp_squeeze (tw_imp *im);     /* Squeeze and Unsqueeze of computed values */

@@ -882,39 +882,41 @@ import_pool (tw_imp *im, gboolean max)
 /* x (of fixed shape info) as the whole shape dims[nd], for graphs without a
  * batch dimension: one reshape when dim 0 stays, else unsqueeze → reshape →
  * squeeze (twb's reshape keeps dim 0). */
-static void
-reshape_full (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, int nd, const int64_t *dims)
+const char *
+tw_imp_reshape_full (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, int nd,
+                     const int64_t *dims)
 {
   gboolean keeps0 = info->ndim >= 1 && nd >= 1 && dims[0] == info->dims[0];
   if (nd > TW_MAX_DIMS - (keeps0 ? 0 : 1))
     {
       tw_imp_problem (im, "a rank-%d target shape (twb reshapes to at most %d dims here)", nd,
                       TW_MAX_DIMS - (keeps0 ? 0 : 1));
-      return;
+      return NULL;
     }
   if (keeps0)
     {
       tw_attrs *a = tw_attrs_new ();
       tw_attrs_set_ints (a, "shape", nd - 1, dims + 1);
-      tw_imp_emit1 (im, NULL, "reshape", a, x);
-      return;
+      tw_node *r = tw_imp_emit1 (im, NULL, "reshape", a, x);
+      return r ? r->id : NULL;
     }
   int64_t zero = 0;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "axes", 1, &zero);
   tw_node *u = tw_imp_emit1 (im, NULL, "unsqueeze", a, x);
   if (u == NULL)
-    return;
+    return NULL;
   a = tw_attrs_new ();
   tw_attrs_set_ints (a, "shape", nd, dims);
   const char *in1[] = { u->id, NULL };
   tw_node *r = emit (im, NULL, "reshape", a, in1, 1);
   if (r == NULL)
-    return;
+    return NULL;
   a = tw_attrs_new ();
   tw_attrs_set_ints (a, "axes", 1, &zero);
   const char *in2[] = { r->id, NULL };
-  emit (im, NULL, "squeeze", a, in2, 1);
+  tw_node *q = emit (im, NULL, "squeeze", a, in2, 1);
+  return q ? q->id : NULL;
 }
 
 static void
@@ -934,7 +936,7 @@ import_flatten (tw_imp *im)
       int64_t t[2] = { 1, 1 };
       for (int d = 0; d < info.ndim; d++)
         t[d < axis ? 0 : 1] *= info.dims[d];
-      reshape_full (im, x, &info, 2, t);
+      tw_imp_reshape_full (im, x, &info, 2, t);
       return;
     }
   if (axis != 1)
@@ -985,7 +987,7 @@ reshape_fixed (tw_imp *im, const tw_imp_val *x, const tw_tinfo *info, const int6
         }
       t[neg] = have / rest;
     }
-  reshape_full (im, x, info, (int) nd, t);
+  tw_imp_reshape_full (im, x, info, (int) nd, t);
 }
 
 static void
@@ -1233,6 +1235,7 @@ static const struct
   { "Pad", tw_imp_pad }, { "Resize", tw_imp_resize }, { "Cast", tw_imp_cast },
   { "Squeeze", tw_imp_squeeze }, { "Unsqueeze", tw_imp_squeeze }, { "Slice", tw_imp_slice },
   { "Split", tw_imp_split }, { "Expand", tw_imp_expand },
+  { "Gather", tw_imp_gather },
 };
 
 /* Also importable in some form: folded at import, or scalar forms. */
