@@ -468,12 +468,10 @@ tw_imp_fold (tw_imp *im)
     {
       const tw_imp_val *y = tw_imp_input (im, 1);
       const tw_tensor *a = x->c, *b = y ? y->c : NULL;
+      /* Other shapes and dtypes: the registry's op runs on them (import_binary). */
       if (b == NULL || a->dtype != b->dtype
           || (!tw_tensor_same_shape (a, b) && tw_tensor_numel (a) != 1 && tw_tensor_numel (b) != 1))
-        {
-          tw_imp_problem (im, "folding it is supported for one dtype and equal shapes or a scalar only");
-          return TRUE;
-        }
+        return FALSE;
       const tw_tensor *big = tw_tensor_numel (a) >= tw_tensor_numel (b) ? a : b;
       tw_tensor *out = tw_tensor_new (a->dtype, big->ndim, big->shape);
       int64_t n = tw_tensor_numel (out);
@@ -492,6 +490,19 @@ tw_imp_fold (tw_imp *im)
       tw_imp_set_const (im, 0, out);
       return TRUE;
     }
+  if (strcmp (op, "Neg") == 0 && !tw_dtype_is_float (x->c->dtype))
+    {
+      /* Integer negation (twb's neg is for floats): the axes of ONNX's
+       * function bodies (LayerNormalization's expansion). */
+      tw_tensor *out = tw_tensor_clone (x->c);
+      for (int64_t i = 0, n = tw_tensor_numel (out); i < n; i++)
+        if (out->dtype == TW_I64)
+          tw_tensor_i64 (out)[i] = tw_tensor_i64 (x->c)[i] == G_MININT64 ? G_MININT64
+                                                                          : -tw_tensor_i64 (x->c)[i];
+        else
+          tw_tensor_set_flat (out, i, -tw_tensor_get_flat (x->c, i));
+      tw_imp_set_const (im, 0, out);
+      return TRUE;
+    }
   return FALSE;
 }
-

@@ -686,6 +686,46 @@ binary_const (tw_imp *im, const tw_op_def *def)
   emit (im, NULL, def->name, NULL, in, 1);
 }
 
+/* A registry op whose inputs are all constants, run now: its outputs
+ * become constants (folded like the shape chains).  FALSE when an input is
+ * not a constant, or the op cannot run here (the node is then emitted, and
+ * reports its own error). */
+static gboolean
+eval_const (tw_imp *im, const tw_op_def *def, const tw_attrs *attrs)
+{
+  gsize n_in = im->n->n_input;
+  if (n_in == 0 || n_in > TW_MAX_INPUTS || def->params != NULL || def->forward == NULL
+      || (def->flags & (TW_OP_LOSS | TW_OP_SOURCE)))
+    return FALSE;
+  tw_tensor *in[TW_MAX_INPUTS];
+  for (gsize i = 0; i < n_in; i++)
+    {
+      const tw_imp_val *v = tw_imp_input (im, i);
+      if (v == NULL || v->kind != TW_IMP_CONST || tw_tensor_numel (v->c) > TW_IMP_MAX_FOLDED
+          || !tw_tensor_is_contiguous (v->c))
+        return FALSE;
+      in[i] = v->c;
+    }
+  g_autoptr (GError) error = NULL;
+  tw_attrs *res = tw_op_resolve_attrs (def, attrs, &error);
+  if (res == NULL)
+    return FALSE;
+  int n_out = tw_op_num_outputs (def, res);
+  tw_tensor *out[TW_MAX_OUTPUTS] = { NULL };
+  tw_kctx ctx = { .num_threads = 1 };
+  gboolean ok = n_out >= 1 && n_out <= TW_MAX_OUTPUTS
+                && tw_op_run (def, &ctx, res, in, (int) n_in, out, &error);
+  tw_attrs_free (res);
+  if (!ok)
+    return FALSE;
+  for (int k = 0; k < n_out; k++)
+    if ((gsize) k < im->n->n_output && tw_tensor_numel (out[k]) <= TW_IMP_MAX_FOLDED)
+      tw_imp_set_const (im, k, out[k]);
+    else
+      tw_tensor_unref (out[k]);
+  return TRUE;
+}
+
 /* Max / Min of n inputs as a chain of n - 1 binary nodes (one input: itself). */
 static void
 import_variadic (tw_imp *im, const tw_op_def *def)
@@ -738,6 +778,8 @@ import_binary (tw_imp *im, const tw_op_def *def)
       emit (im, NULL, def->name, NULL, in, 1);
       return;
     }
+  if (!im->failed && eval_const (im, def, NULL))
+    return;
   gboolean commutes = strcmp (op, "Add") == 0 || strcmp (op, "Mul") == 0;
   if (a->kind == TW_IMP_CONST && commutes)
     {
@@ -1187,6 +1229,8 @@ import_direct (tw_imp *im, const tw_op_def *def)
                def->max_inputs);
       return;
     }
+  if (!im->failed && eval_const (im, def, NULL))
+    return;
   g_autofree const char **refs = g_new0 (const char *, n_in + 1);
   for (int i = 0; i < n_in; i++)
     {
