@@ -607,3 +607,52 @@ tw_imp_gather (tw_imp *im)
   tw_tinfo_set (&gi, di.dtype, di.ndim, full);
   tw_imp_reshape_full (im, &gv, &gi, r_out, out);
 }
+
+/* A pool's pads [b_h, b_w] and [e_h, e_w] over spatial dims hw (a 1-D
+ * pool's as [0, p], hw [1, L]): explicit pads or auto_pad's SAME_UPPER /
+ * SAME_LOWER / VALID, and with ceil_mode the end pads that make the last
+ * partial window (ONNX's output size ceil ((in + pads - dk) / s) + 1). */
+gboolean
+tw_imp_pool_pads (tw_imp *im, int nsp, const int64_t hw[2], const int64_t k[2], const int64_t s[2],
+                  const int64_t d[2], gboolean ceil_mode, int64_t b[2], int64_t e[2])
+{
+  int64_t p[4] = { 0, 0, 0, 0 };
+  if (!tw_imp_attr_ints (im, "pads", 2 * nsp, 0, p, NULL))
+    return FALSE;
+  for (int i = 0; i < 2; i++)
+    {
+      int j = i - (2 - nsp);    /* the ONNX spatial index of 2-D dim i; < 0: the added H */
+      b[i] = j < 0 ? 0 : p[j];
+      e[i] = j < 0 ? 0 : p[j + nsp];
+    }
+  gboolean upper = tw_imp_attr_string_is (im, "auto_pad", "SAME_UPPER") && tw_onnx_attr (im->n, "auto_pad");
+  gboolean lower = tw_imp_attr_string_is (im, "auto_pad", "SAME_LOWER") && tw_onnx_attr (im->n, "auto_pad");
+  if (!upper && !lower && !tw_imp_attr_string_is (im, "auto_pad", "NOTSET")
+      && !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
+    {
+      g_autofree char *ap = tw_imp_attr_string_dup (im, "auto_pad");
+      tw_imp_problem (im, "auto_pad %s", ap);
+      return FALSE;
+    }
+  if (tw_imp_attr_string_is (im, "auto_pad", "VALID") && tw_onnx_attr (im->n, "auto_pad"))
+    b[0] = b[1] = e[0] = e[1] = 0;
+  for (int i = 0; i < 2; i++)
+    {
+      int64_t dk = (k[i] - 1) * d[i] + 1;
+      if (upper || lower)
+        {
+          /* Output ceil (in / s); the pads that make it, the odd one at the end (upper). */
+          int64_t out = (hw[i] + s[i] - 1) / s[i];
+          int64_t total = MAX ((out - 1) * s[i] + dk - hw[i], 0);
+          b[i] = upper ? total / 2 : total - total / 2;
+          e[i] = total - b[i];
+        }
+      if (ceil_mode)
+        {
+          int64_t span = hw[i] + b[i] + e[i] - dk;
+          if (span >= 0 && span % s[i] != 0)
+            e[i] += s[i] - span % s[i];
+        }
+    }
+  return TRUE;
+}

@@ -890,24 +890,60 @@ import_pool (tw_imp *im, gboolean max)
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   const Onnx__AttributeProto *ks = tw_onnx_attr (im->n, "kernel_shape");
   int nsp = ks && ks->n_ints == 1 ? 1 : 2;
-  int64_t k[2], s[2], d[2], p[2];
+  int64_t k[2], s[2], d[2], p[2] = { 0, 0 }, b[2], e[2];
   if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) || !spatial_ints (im, "strides", nsp, 1, 1, s)
-      || !spatial_ints (im, "dilations", nsp, 1, 1, d) || !sym_pads (im, nsp, p))
+      || !spatial_ints (im, "dilations", nsp, 1, 1, d))
     return;
   if (tw_onnx_attr (im->n, "kernel_shape") == NULL)
     tw_imp_problem (im, "kernel_shape is missing");
-  if (tw_imp_attr_int (im, "ceil_mode", 0) != 0)
-    tw_imp_problem (im, "ceil_mode=1 (twb's pools round down)");
+  gboolean ceil_mode = tw_imp_attr_int (im, "ceil_mode", 0) != 0;
+  if (ceil_mode && !max)
+    tw_imp_problem (im, "ceil_mode=1 (the last window's divisor leaves out what is past the end)");
   if (tw_imp_attr_int (im, "storage_order", 0) != 0)
     tw_imp_problem (im, "storage_order=1");
   if (is_used (im, 1))
     tw_imp_problem (im, "the Indices output is used");
   int64_t cip = tw_imp_attr_int (im, "count_include_pad", 0);
-  if (x == NULL || im->failed)
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
     return;
-  tw_imp_val link;
+  if (info.ndim != nsp + 2)
+    {
+      tw_imp_problem (im, "a rank-%d input for a %d-D pool", info.ndim, nsp);
+      return;
+    }
+  int64_t hw[2] = { nsp == 2 ? info.dims[2] : 1, info.dims[info.ndim - 1] };
+  if (!tw_imp_pool_pads (im, nsp, hw, k, s, d, ceil_mode, b, e))
+    return;
+  /* twb pads each side alike, by at most half the kernel; other pads go
+   * into a pad node before the pool (the lowest float for max, zeros for
+   * an average that counts them). */
+  gboolean fits = TRUE;
+  for (int i = 0; i < 2; i++)
+    fits &= b[i] == e[i] && 2 * b[i] <= k[i];
+  if (!fits && !max && !cip)
+    {
+      tw_imp_problem (im, "pads [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] + [%" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT "] with count_include_pad=0 (twb pads each side alike, "
+                      "by at most half the kernel)", b[0], b[1], e[0], e[1]);
+      return;
+    }
+  tw_imp_val link, plink;
   if (nsp == 1 && (x = as_2d (im, x, &link)) == NULL)
     return;
+  if (fits)
+    p[0] = b[0], p[1] = b[1];
+  else
+    {
+      tw_attrs *pa = tw_attrs_new ();
+      tw_attrs_set_ints (pa, "pads", 4, (int64_t[]) { b[0], b[1], e[0], e[1] });
+      tw_attrs_set_float (pa, "value", max ? -G_MAXFLOAT : 0.0);
+      tw_node *pn = tw_imp_emit1 (im, NULL, "pad", pa, x);
+      if (pn == NULL)
+        return;
+      plink = (tw_imp_val) { .kind = TW_IMP_DYN, .ref = pn->id };
+      x = &plink;
+    }
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "kernel_size", 2, k);
   tw_attrs_set_ints (a, "stride", 2, s);
