@@ -30,6 +30,7 @@ struct _TwbApplication
   int shot_ready_frames;
   gboolean shot_done;
   gint64 shot_deadline;      /* monotonic µs: an action that takes longer fails */
+  gboolean shot_waited;      /* for a file being read (an ONNX import) */
   char *shot_theme;
 };
 
@@ -353,6 +354,22 @@ shot_tick (GtkWidget *widget, GdkFrameClock *clock, gpointer data)
     twb_graph_canvas_zoom_to_fit (twb_window_get_canvas (self->shot_window));
   if (self->shot_ticks < 8)
     return G_SOURCE_CONTINUE;
+  if (self->shot_do == NULL && shot_busy (self))
+    {
+      /* A file still being read (an ONNX import, a trace): when it is
+       * there, select --select's node in it, zoom to fit again and draw. */
+      self->shot_ticks = 4;
+      self->shot_waited = TRUE;
+      return G_SOURCE_CONTINUE;
+    }
+  if (self->shot_waited)
+    {
+      self->shot_waited = FALSE;
+      if (self->shot_select)
+        twb_graph_canvas_reveal_node (twb_window_get_canvas (self->shot_window), self->shot_select);
+      self->shot_ticks = 4;
+      return G_SOURCE_CONTINUE;
+    }
   if (self->shot_do == NULL)
     {
       shot_finish (self);
@@ -369,7 +386,8 @@ activate_screenshot (TwbApplication *self)
 {
   g_autoptr (TwbDocument) doc = NULL;
   gboolean trace = self->shot_model && twb_path_is_trace (self->shot_model);
-  if (self->shot_model && !trace)
+  gboolean onnx = self->shot_model && !trace && twb_path_is_onnx (self->shot_model);
+  if (self->shot_model && !trace && !onnx)
     {
       g_autoptr (GError) error = NULL;
       doc = twb_document_new_from_file (self->shot_model, &error);
@@ -387,6 +405,8 @@ activate_screenshot (TwbApplication *self)
   gtk_window_set_default_size (GTK_WINDOW (self->shot_window), self->shot_w, self->shot_h);
   if (trace)
     twb_window_open_trace (self->shot_window, self->shot_model);
+  if (onnx)
+    twb_window_import_onnx (self->shot_window, self->shot_model);
   if (self->shot_panel)
     twb_window_show_panel (self->shot_window, self->shot_panel);
   if (self->shot_select)
@@ -443,6 +463,16 @@ twb_application_open (GApplication *app, GFile **files, int n_files, const char 
           TwbWindow *tw = TWB_IS_WINDOW (front) ? TWB_WINDOW (front)
                                                 : twb_application_new_window (self, NULL);
           twb_window_open_trace (tw, path);
+          gtk_window_present (GTK_WINDOW (tw));
+          continue;
+        }
+      if (path && twb_path_is_onnx (path))
+        {
+          /* Imported on a worker, into the window in front when it is empty. */
+          GtkWindow *front = gtk_application_get_active_window (GTK_APPLICATION (app));
+          TwbWindow *tw = TWB_IS_WINDOW (front) ? TWB_WINDOW (front)
+                                                : twb_application_new_window (self, NULL);
+          twb_window_import_onnx (tw, path);
           gtk_window_present (GTK_WINDOW (tw));
           continue;
         }
@@ -525,7 +555,7 @@ twb_gui_main (int argc, char **argv)
       "With --screenshot: run these actions first, in order, each to its end "
       "(\"win.train-steps(300);debugger.toggle-breakpoint('fc2');debugger.run\")", "ACTIONS" },
     { "theme", 0, 0, G_OPTION_ARG_STRING, &theme, "With --screenshot: light or dark", "THEME" },
-    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MODEL.json…]" },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MODEL.json|MODEL.onnx…]" },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— the Tensor Workbench window");

@@ -1,13 +1,27 @@
-/* onnx-import-layout.c — an imported graph laid out for the canvas: rows by
- * depth, and editor blocks for the repeated stages its ids name. */
+/* onnx-import-layout.c — an imported graph laid out for the canvas: layers
+ * left to right wrapped into rows, and editor blocks for the repeated
+ * stages its ids name. */
 #define G_LOG_DOMAIN "tw-onnx"
 
 #include "onnx/onnx-import-private.h"
 
+#include <math.h>
 #include <string.h>
 
-/* Rows by depth from the input: row r at y = 40 + 90 r, nodes of a row
- * side by side 200 apart (the canvas' node is about 160 wide, 60 high). */
+/* The canvas' node box is about 180 × 64 at 100 %, its ports on the left
+ * and right: layers run left to right, a layer's nodes one below the other
+ * (with room for an edge label between them), as in the editor's own
+ * auto layout (graph_editor/twb-document-layout.c), whose gaps these are. */
+#define STEP_X 260.0  /* box + 80 */
+#define STEP_Y 104.0  /* box + 40 */
+#define WRAP_GAP 72.0 /* below a row: the edge to the next row's start */
+#define ORIGIN 40.0
+/* The picture a fit of the whole graph aims at: a canvas of 16:10. */
+#define ASPECT 1.6
+
+/* Layers by longest path from the inputs, left to right; a long chain (a
+ * ResNet is 50 layers deep) wraps into rows of k layers, k chosen so the
+ * whole graph is about as wide as the canvas is, relative to its height. */
 void
 tw_imp_layout_rows (tw_graph *g)
 {
@@ -15,8 +29,11 @@ tw_imp_layout_rows (tw_graph *g)
   if (!tw_graph_topo_order (g, &order, NULL))
     return;
   int n = tw_graph_n_nodes (g);
+  if (n == 0)
+    return;
   g_autofree int *depth = g_new0 (int, n);
-  GHashTable *slots = g_hash_table_new (g_direct_hash, g_direct_equal);
+  g_autofree int *slot = g_new0 (int, n);
+  int n_layers = 0;
   for (guint k = 0; k < order->len; k++)
     {
       int i = g_array_index (order, int, k);
@@ -27,11 +44,47 @@ tw_imp_layout_rows (tw_graph *g)
           if (p.node >= 0)
             depth[i] = MAX (depth[i], depth[p.node] + 1);
         }
-      int slot = GPOINTER_TO_INT (g_hash_table_lookup (slots, GINT_TO_POINTER (depth[i])));
-      g_hash_table_insert (slots, GINT_TO_POINTER (depth[i]), GINT_TO_POINTER (slot + 1));
-      tw_graph_set_pos (g, node, 40 + 200.0 * slot, 40 + 90.0 * depth[i]);
+      n_layers = MAX (n_layers, depth[i] + 1);
     }
-  g_hash_table_unref (slots);
+  g_autofree int *width = g_new0 (int, n_layers); /* nodes per layer */
+  for (guint k = 0; k < order->len; k++)
+    {
+      int i = g_array_index (order, int, k);
+      slot[i] = width[depth[i]]++;
+    }
+  /* Rows of k layers: a row is as tall as its widest layer. */
+  int best_k = n_layers;
+  double best = G_MAXDOUBLE;
+  g_autofree double *row_h = g_new0 (double, n_layers);
+  for (int k = MIN (3, n_layers); k <= n_layers; k++)
+    {
+      double h = 0;
+      for (int r = 0; r * k < n_layers; r++)
+        {
+          int widest = 1;
+          for (int d = r * k; d < MIN ((r + 1) * k, n_layers); d++)
+            widest = MAX (widest, width[d]);
+          h += widest * STEP_Y + WRAP_GAP;
+        }
+      double ratio = (k * STEP_X) / h;
+      double off = fabs (log (ratio / ASPECT));
+      if (off < best)
+        best = off, best_k = k;
+    }
+  double y = ORIGIN;
+  for (int r = 0; r * best_k < n_layers; r++)
+    {
+      int widest = 1;
+      for (int d = r * best_k; d < MIN ((r + 1) * best_k, n_layers); d++)
+        widest = MAX (widest, width[d]);
+      row_h[r] = y;
+      y += widest * STEP_Y + WRAP_GAP;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      int r = depth[i] / best_k, c = depth[i] % best_k;
+      tw_graph_set_pos (g, tw_graph_node (g, i), ORIGIN + STEP_X * c, row_h[r] + STEP_Y * slot[i]);
+    }
 }
 
 /* "layer1.0.conv1" → "layer1.0": a repeated stage's prefix (a name, then a
@@ -55,8 +108,8 @@ stage_of (const char *id)
 JsonNode *
 tw_imp_stage_blocks (tw_graph *g)
 {
-  GHashTable *members = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                               (GDestroyNotify) g_ptr_array_unref);
+  GHashTable *members =
+    g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_ptr_array_unref);
   GPtrArray *names = g_ptr_array_new ();
   for (int i = 0; i < tw_graph_n_nodes (g); i++)
     {
@@ -114,4 +167,3 @@ tw_imp_stage_blocks (tw_graph *g)
   g_hash_table_unref (members);
   return n_blocks > 0 ? json_builder_get_root (b) : NULL;
 }
-

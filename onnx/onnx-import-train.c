@@ -130,12 +130,19 @@ tw_onnx_add_loss (tw_model *m, tw_onnx_loss loss, GError **error)
   tw_node *ln =
     tw_graph_add_node (g, loss_id, ce ? "cross_entropy" : "mse_loss", NULL, inputs, error);
   g_assert (label != NULL && ln != NULL); /* the ids are free */
-  /* Below the output, the label to its right (rows grow downwards, see
-   * onnx-import-layout.c). */
+  /* The loss right of the output, the label below the output (layers run
+   * left to right, see onnx-import-layout.c), or below the loss where a
+   * node is there already. */
   tw_node *at = tw_graph_find (g, src->id);
   double x = at->has_pos ? at->x : 40, y = at->has_pos ? at->y : 40;
-  tw_graph_set_pos (g, ln, x, y + 90);
-  tw_graph_set_pos (g, label, x + 200, y);
+  tw_graph_set_pos (g, ln, x + 260, y);
+  gboolean taken = FALSE;
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      tw_node *n = tw_graph_node (g, i);
+      taken |= n != label && n->has_pos && n->x == x && n->y == y + 104;
+    }
+  tw_graph_set_pos (g, label, taken ? x + 260 : x, y + 104);
   if (tw_graph_infer (g) > 0)
     {
       g_autofree char *errs = tw_graph_errors_to_string (g);

@@ -70,8 +70,13 @@ struct _TwbWindow
   char *record_mode;            /* the mode when recording began */
   gboolean record_armed;        /* Record pressed without a run: starts with the next */
   guint record_timer;
-  int loading;                  /* traces being read */
+  int loading;                  /* traces being read, ONNX files imported */
   gboolean profiler_selecting;
+
+  /* An imported ONNX model's weights (twb-window-onnx.c) until it is saved:
+   * held, and written to a cache file that init_weights names. */
+  GHashTable *onnx_weights;
+  char *onnx_weights_file;
 };
 
 /* twb-window-actions.c */
@@ -88,6 +93,15 @@ gboolean twb_window_run_close_request (TwbWindow *self);
 void twb_window_update_tints (TwbWindow *self);
 /* Room for the tab shown: the bottom panel grows when it is small. */
 void twb_window_grow_bottom_panel (TwbWindow *self);
+
+/* twb-window-onnx.c */
+void twb_window_onnx_init (TwbWindow *self);
+void twb_window_onnx_dispose (TwbWindow *self);
+/* After the model was saved at model_path: the imported weights beside it
+ * (MODEL.safetensors), and runs start from there.  TRUE when there are
+ * none. */
+gboolean twb_window_save_imported_weights (TwbWindow *self, const char *model_path,
+                                           GError **error);
 
 /* twb-window-profiler.c */
 void twb_window_profiler_init (TwbWindow *self);

@@ -338,6 +338,12 @@ TwbWindow *
 twb_window_open_file (TwbWindow *self, const char *path)
 {
   g_autoptr (GError) error = NULL;
+  if (twb_path_is_onnx (path))
+    {
+      /* Imported (on a worker): into this window or a new one. */
+      twb_window_import_onnx (self, path);
+      return self;
+    }
   GtkApplication *app = gtk_window_get_application (GTK_WINDOW (self));
   g_autoptr (GFile) wanted = g_file_new_for_path (path);
   TwbWindow *open = app ? twb_window_find_for_file (app, wanted) : NULL;
@@ -371,7 +377,10 @@ twb_window_open_file (TwbWindow *self, const char *path)
 gboolean
 twb_window_save_to (TwbWindow *self, const char *path, GError **error)
 {
-  if (!twb_document_save (self->doc, path, error))
+  /* An imported model's weights first: a model file never names weights
+   * that are not there. */
+  if (!twb_window_save_imported_weights (self, path, error)
+      || !twb_document_save (self->doc, path, error))
     return FALSE;
   g_autoptr (GFile) file = g_file_new_for_path (path);
   g_autofree char *uri = g_file_get_uri (file);
@@ -648,6 +657,7 @@ twb_window_dispose (GObject *object)
   g_clear_signal_handler (&self->recent_changed_id, gtk_recent_manager_get_default ());
   twb_window_run_dispose (self);
   twb_window_profiler_dispose (self);
+  twb_window_onnx_dispose (self);
   if (self->doc)
     {
       g_clear_signal_handler (&self->changed_id, self->doc);
@@ -733,6 +743,7 @@ twb_window_init (TwbWindow *self)
   twb_window_install_actions (self);
   twb_window_run_init (self);
   twb_window_profiler_init (self);
+  twb_window_onnx_init (self);
 
   const char *env = g_getenv ("TWB_AUTOSAVE_SECONDS");
   int period = env ? atoi (env) : AUTOSAVE_SECONDS;

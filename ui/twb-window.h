@@ -88,6 +88,22 @@ gboolean twb_window_is_busy (TwbWindow *self);
  * or an object with "traceEvents" and no "graph"). */
 gboolean twb_path_is_trace (const char *path);
 
+/* ONNX (twb-window-onnx.c; win.import-onnx, win.import-onnx-path,
+ * win.export-onnx, win.export-onnx-to).  Import reads and translates path on
+ * a worker thread (the window is busy meanwhile, see twb_window_is_busy),
+ * then shows the model as a new, unsaved document in this window when its
+ * document is empty and unmodified, else in a new window; runs start from
+ * the file's weights, and Save writes them beside the model file.  On
+ * error a toast names the file and the nodes, and nothing changes.
+ * Export writes the inference graph with the last run's weights (or those
+ * runs start from) at opset (0: the latest), atomically; on error nothing
+ * is written and the message says so. */
+void twb_window_import_onnx (TwbWindow *self, const char *path);
+gboolean twb_window_export_onnx_to (TwbWindow *self, const char *path, int opset,
+                                    GError **error);
+/* An ONNX file: the .onnx extension, or a protobuf's first bytes. */
+gboolean twb_path_is_onnx (const char *path);
+
 /* Close without the unsaved-changes prompt (after it was answered). */
 void twb_window_close_now (TwbWindow *self);
 

@@ -155,14 +155,18 @@ test_cnn (void)
   g_assert_false (tw_attrs_get_bool (avg->attrs, "count_include_pad", TRUE));
   g_assert_true (tw_graph_find (m->graph, "layer1.0.add") != NULL);
 
-  /* Laid out in rows: every node placed, the input on top, rows apart. */
+  /* Laid out in rows of layers: every node placed, the input at the top
+   * left, no two nodes at one place. */
   tw_node *x = tw_graph_find (m->graph, "x");
   for (int i = 0; i < tw_graph_n_nodes (m->graph); i++)
     {
       tw_node *n = tw_graph_node (m->graph, i);
       g_assert_true (n->has_pos);
-      if (n != x)
-        g_assert_cmpfloat (n->y, >, x->y);
+      g_assert_cmpfloat (n->x, >=, x->x);
+      g_assert_cmpfloat (n->y, >=, x->y);
+      for (int j = 0; j < i; j++)
+        g_assert_false (tw_graph_node (m->graph, j)->x == n->x
+                        && tw_graph_node (m->graph, j)->y == n->y);
     }
   /* The stage "layer1.0" is an editor block. */
   g_assert_nonnull (m->editor);
