@@ -385,7 +385,24 @@ tw_imp_dyn_info (tw_imp *im, const tw_imp_val *v, tw_tinfo *out)
   tw_node *node = p.node >= 0 ? tw_graph_node (im->graph, p.node) : NULL;
   if (node == NULL || !node->valid || p.output >= node->n_outputs)
     {
-      tw_imp_problem (im, "the shape of its input '%s' is not known", v->ref);
+      /* Name the twb node upstream whose own inference failed. */
+      tw_node *cur = node;
+      for (int steps = 0; cur && !cur->error && steps < tw_graph_n_nodes (im->graph); steps++)
+        {
+          tw_node *next = NULL;
+          for (int i = 0; i < cur->n_inputs && next == NULL && cur->in_ports; i++)
+            {
+              tw_node *up = cur->in_ports[i].node >= 0 ? tw_graph_node (im->graph, cur->in_ports[i].node) : NULL;
+              if (up && !up->valid)
+                next = up;
+            }
+          cur = next;
+        }
+      if (cur && cur->error)
+        tw_imp_problem (im, "the shape of its input '%s' is not known (node %s: %s)", v->ref, cur->id,
+                        cur->error);
+      else
+        tw_imp_problem (im, "the shape of its input '%s' is not known", v->ref);
       return FALSE;
     }
   *out = node->out_info[p.output];
