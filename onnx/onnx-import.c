@@ -743,6 +743,35 @@ eval_const (tw_imp *im, const tw_op_def *def, const tw_attrs *attrs)
   return TRUE;
 }
 
+/* Before opset 7, broadcast=1 with axis: B's dims line up with A's from
+ * axis on (B [3] on A [2, 3, 4] at axis 1 is B [3, 1]). */
+static void
+binary_axis (tw_imp *im, const tw_op_def *def)
+{
+  const char *ra = tw_imp_ref_input (im, 0, "A"), *rb = ra ? tw_imp_ref_input (im, 1, "B") : NULL;
+  if (rb == NULL)
+    return;
+  tw_imp_val av = { .kind = TW_IMP_DYN, .ref = (char *) ra }, bv = { .kind = TW_IMP_DYN, .ref = (char *) rb };
+  tw_tinfo ai, bi;
+  if (!tw_imp_dyn_info (im, &av, &ai) || !tw_imp_dyn_info (im, &bv, &bi))
+    return;
+  int axis = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", 0), ai.ndim);
+  if (axis < 0)
+    return;
+  if (axis + bi.ndim > ai.ndim || (ai.ndim > 0 && ai.dims[0] == TW_DIM_N && axis == 0))
+    {
+      tw_imp_problem (im, "B of rank %d at axis %d of a rank-%d A", bi.ndim, axis, ai.ndim);
+      return;
+    }
+  int64_t dims[TW_MAX_DIMS];
+  int nd = ai.ndim - axis;
+  for (int d = 0; d < nd; d++)
+    dims[d] = d < bi.ndim ? bi.dims[d] : 1;
+  const char *rb2 = nd == bi.ndim ? rb : tw_imp_reshape_full (im, &bv, &bi, nd, dims);
+  if (rb2)
+    emit (im, NULL, def->name, NULL, (const char *const[]) { ra, rb2, NULL }, 1);
+}
+
 /* Max / Min of n inputs as a chain of n - 1 binary nodes (one input: itself). */
 static void
 import_variadic (tw_imp *im, const tw_op_def *def)
@@ -776,7 +805,13 @@ static void
 import_binary (tw_imp *im, const tw_op_def *def)
 {
   const char *op = im->n->op_type;
-  tw_imp_check_attrs (im, NULL);
+  static const char *const known_6[] = { "broadcast", "axis", NULL };
+  tw_imp_check_attrs (im, im->opset < 7 ? known_6 : NULL);
+  if (im->opset < 7 && tw_onnx_attr (im->n, "axis") && tw_imp_attr_int (im, "broadcast", 0) == 1)
+    {
+      binary_axis (im, def);
+      return;
+    }
   if ((strcmp (op, "Max") == 0 || strcmp (op, "Min") == 0) && im->n->n_input != 2
       && im->n->n_input > 0)
     {
