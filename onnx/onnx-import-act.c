@@ -656,3 +656,51 @@ tw_imp_pool_pads (tw_imp *im, int nsp, const int64_t hw[2], const int64_t k[2], 
     }
   return TRUE;
 }
+
+/* BatchNormalization (inference) of computed scale, bias, mean and var:
+ * (x - mean) / sqrt (var + eps) * scale + bias, each [C] as [C, 1, ...]. */
+void
+tw_imp_batch_norm_values (tw_imp *im, double eps)
+{
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
+  tw_tinfo xi;
+  if (x == NULL || !tw_imp_dyn_info (im, x, &xi))
+    return;
+  if (xi.ndim < 2)
+    {
+      tw_imp_problem (im, "X of rank %d", xi.ndim);
+      return;
+    }
+  const char *p[4];
+  for (int k = 0; k < 4; k++)
+    {
+      const char *r = tw_imp_ref_input (im, k + 1, "every parameter");
+      if (r == NULL)
+        return;
+      tw_imp_val v = { .kind = TW_IMP_DYN, .ref = (char *) r };
+      tw_tinfo info;
+      if (!tw_imp_dyn_info (im, &v, &info))
+        return;
+      if (info.ndim != 1 || info.dims[0] != xi.dims[1])
+        {
+          tw_imp_problem (im, "parameter %d is not of [C] (C = %" G_GINT64_FORMAT ")", k + 1, xi.dims[1]);
+          return;
+        }
+      int64_t dims[TW_MAX_DIMS];
+      dims[0] = xi.dims[1];
+      for (int d = 1; d < xi.ndim - 1; d++)
+        dims[d] = 1;
+      p[k] = xi.ndim == 2 ? r : tw_imp_reshape_full (im, &v, &info, xi.ndim - 1, dims);
+      if (p[k] == NULL)
+        return;
+    }
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_float (a, "value", tw_imp_short_double ((float) eps));
+  tw_node *ve = tw_imp_emitn (im, "add_scalar", a, (const char *const[]) { p[3], NULL }, 1);
+  tw_node *sd = ve ? tw_imp_emitn (im, "sqrt", NULL, (const char *const[]) { ve->id, NULL }, 1) : NULL;
+  tw_node *c = sd ? tw_imp_emitn (im, "sub", NULL, (const char *const[]) { x->ref, p[2], NULL }, 1) : NULL;
+  tw_node *nrm = c ? tw_imp_emitn (im, "div", NULL, (const char *const[]) { c->id, sd->id, NULL }, 1) : NULL;
+  tw_node *sc = nrm ? tw_imp_emitn (im, "mul", NULL, (const char *const[]) { nrm->id, p[0], NULL }, 1) : NULL;
+  if (sc)
+    tw_imp_emitn (im, "add", NULL, (const char *const[]) { sc->id, p[1], NULL }, 1);
+}

@@ -115,6 +115,7 @@ void tw_imp_cast (tw_imp *im);
  * operands, scaled, plus beta C. */
 void tw_imp_gemm_values (tw_imp *im);
 void tw_imp_split (tw_imp *im);
+void tw_imp_batch_norm_values (tw_imp *im, double eps);
 gboolean tw_imp_pool_pads (tw_imp *im, int nsp, const int64_t hw[2], const int64_t k[2],
                            const int64_t s[2], const int64_t d[2], gboolean ceil_mode, int64_t b[2],
                            int64_t e[2]);

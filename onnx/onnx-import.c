@@ -905,6 +905,17 @@ import_batch_norm (tw_imp *im)
   tw_imp_check_attrs (im, im->opset < 7 ? known_6 : known);
   if (im->opset < 7 && tw_imp_attr_int (im, "is_test", 0) != 1)
     tw_imp_problem (im, "is_test=0 (the training form; import the inference graph)");
+  if (im->fixed && im->opset >= 7 && tw_imp_attr_int (im, "training_mode", 0) == 0)
+    for (gsize k = 1; k <= 4; k++)
+      if (tw_imp_input (im, k) && tw_imp_input (im, k)->kind != TW_IMP_CONST)
+        {
+          for (gsize j = 1; j < im->n->n_output; j++)
+            if (is_used (im, j))
+              tw_imp_problem (im, "output %" G_GSIZE_FORMAT " (running statistics) is used", j);
+          if (!im->failed)
+            tw_imp_batch_norm_values (im, tw_imp_attr_float (im, "epsilon", 1e-5f));
+          return;
+        }
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   const tw_imp_val *p[4] = { const_input (im, 1, "scale"), const_input (im, 2, "B"),
                       const_input (im, 3, "input_mean"), const_input (im, 4, "input_var") };
