@@ -179,8 +179,8 @@ check_float (const char *op, const tw_tinfo *t, GError **error)
   if (tw_dtype_is_float (t->dtype))
     return TRUE;
   g_autofree char *s = tw_tinfo_to_string (t);
-  g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_DTYPE, "%s expects a float input (f32 or f64), got %s",
-               op, s);
+  g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_DTYPE, "%s%sexpects a float input (f32 or f64), got %s",
+               op ? op : "", op ? " " : "", s);
   return FALSE;
 }
 
@@ -195,7 +195,8 @@ float_infer (const char *op, const tw_tinfo *in, int n_in, tw_tinfo *out, GError
       g_autofree char *s0 = tw_tinfo_to_string (&in[0]);
       g_autofree char *s1 = tw_tinfo_to_string (&in[1]);
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_SHAPE,
-                   "%s expects dy shaped like x: x is %s, dy is %s", op, s0, s1);
+                   "%s%sexpects dy shaped like x: x is %s, dy is %s", op ? op : "", op ? " " : "",
+                   s0, s1);
       return FALSE;
     }
   out[0] = in[0];
@@ -205,16 +206,15 @@ float_infer (const char *op, const tw_tinfo *in, int n_in, tw_tinfo *out, GError
 static gboolean
 plain_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
-  return float_infer (n_in > 1 ? "the grad op" : "the op", in, n_in, out, error);
+  return float_infer (NULL, in, n_in, out, error);
 }
 
 static gboolean
-check_finite (const char *op, const char *name, double v, gboolean positive, GError **error)
+check_finite (const char *name, double v, GError **error)
 {
-  if (isfinite (v) && (!positive || v > 0))
+  if (isfinite (v))
     return TRUE;
-  g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR, "%s: %s must be a finite%s number, got %g", op,
-               name, positive ? " positive" : "", v);
+  g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR, "%s must be a finite number, got %g", name, v);
   return FALSE;
 }
 
@@ -226,7 +226,7 @@ attr_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GErr
   static const char *const names[] = { "alpha", "gamma", "bias", "lambd" };
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     if (tw_attrs_has (a, names[i])
-        && !check_finite ("the op", names[i], tw_attrs_get_float (a, names[i], 0), FALSE, error))
+        && !check_finite (names[i], tw_attrs_get_float (a, names[i], 0), error))
       return FALSE;
   return plain_infer (a, in, n_in, out, error);
 }

@@ -239,7 +239,7 @@ same_dtype (const char *op, const tw_tinfo *in, GError **error)
 static gboolean
 cmp_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
-  if (!same_dtype ("the comparison", in, error) || !tw_infer_broadcast (a, in, n_in, out, error))
+  if (!same_dtype ("a comparison", in, error) || !tw_infer_broadcast (a, in, n_in, out, error))
     return FALSE;
   out[0].dtype = TW_U8;
   return TRUE;
@@ -268,7 +268,7 @@ check_u8 (const char *op, const tw_tinfo *in, int n_in, GError **error)
 static gboolean
 logic_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
-  return check_u8 ("the logic op", in, n_in, error) && tw_infer_broadcast (a, in, n_in, out, error);
+  return check_u8 ("a logic op", in, n_in, error) && tw_infer_broadcast (a, in, n_in, out, error);
 }
 
 static gboolean
