@@ -139,6 +139,8 @@ import_done (GObject *source, GAsyncResult *res, gpointer data)
   ImportJob *j = g_task_get_task_data (G_TASK (res));
   g_autoptr (GError) error = NULL;
   self->loading--;
+  if (gtk_window_get_application (GTK_WINDOW (self)) == NULL)
+    return; /* closed meanwhile: nothing to show it in */
   if (!g_task_propagate_boolean (G_TASK (res), &error))
     {
       twb_window_show_toast (self, error->message);

@@ -284,6 +284,34 @@ test_refusals (void)
   g_rmdir (dir);
 }
 
+/* A window closed while its import runs: the result is dropped, no
+ * window appears, nothing is left in the cache. */
+static void
+test_close_while_importing (void)
+{
+  g_autofree char *cnn = fixture ("import-cnn.onnx");
+  guint n0 = n_windows ();
+  TwbWindow *w = twb_window_new (GTK_APPLICATION (app), NULL);
+  gtk_window_present (GTK_WINDOW (w));
+  g_object_ref (w);
+  twb_window_import_onnx (w, cnn);
+  twb_window_close_now (w);
+  gint64 end = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+  while (w->loading > 0)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, end);
+      g_main_context_iteration (NULL, FALSE);
+      g_usleep (2000);
+    }
+  twt_ui_pump ();
+  g_assert_cmpuint (n_windows (), ==, n0);
+  g_assert_null (w->onnx_weights_file);
+  g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "twb", "imported", NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_assert_null (d ? g_dir_read_name (d) : NULL);
+  g_object_unref (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -302,6 +330,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/onnx/import-export-save", test_import_action);
   g_test_add_func ("/ui/onnx/open-file", test_open_file);
   g_test_add_func ("/ui/onnx/refusals", test_refusals);
+  g_test_add_func ("/ui/onnx/close-while-importing", test_close_while_importing);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
