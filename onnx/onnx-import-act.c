@@ -260,6 +260,20 @@ tw_imp_cast (tw_imp *im)
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
       if (info.dtype == TW_U8)
         dt = "u8";
+      else
+        {
+          /* x != 0: not (x == 0). */
+          g_autoptr (tw_tensor) zero = tw_tensor_new (info.dtype, 0, NULL);
+          tw_tensor_fill (zero, 0.0);
+          tw_imp_val zv = { .kind = TW_IMP_CONST, .c = zero };
+          const char *z = tw_imp_ref (im, &zv);
+          tw_node *eq = z ? tw_imp_emitn (im, "equal", NULL, (const char *const[]) { x->ref, z, NULL }, 1)
+                          : NULL;
+          g_free (zv.ref);
+          if (eq)
+            tw_imp_emitn (im, "logical_not", NULL, (const char *const[]) { eq->id, NULL }, 1);
+          return;
+        }
       break;
     default:
       break;

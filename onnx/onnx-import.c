@@ -1135,6 +1135,11 @@ static void
 import_reshape (tw_imp *im)
 {
   static const char *const known[] = { "allowzero", NULL };
+  if (im->opset < 5)
+    {
+      tw_imp_problem (im, "Reshape before opset 5 (the shape as an attribute)");
+      return;
+    }
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
   g_autofree int64_t *dims = NULL;
