@@ -366,7 +366,7 @@ test_training_unchanged (void)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (tw_model) m = make_resnet ();
-  g_autofree char *dumps[2] = { NULL, NULL };
+  char *dumps[2] = { NULL, NULL };
   double losses[2][3];
   for (int v = 0; v < 2; v++)
     {
@@ -392,6 +392,8 @@ test_training_unchanged (void)
         }
     }
   g_assert_cmpstr (dumps[0], ==, dumps[1]);
+  g_free (dumps[0]);
+  g_free (dumps[1]);
   for (int s = 0; s < 3; s++)
     g_assert_cmpfloat (losses[0][s], ==, losses[1][s]);
 }
