@@ -348,6 +348,19 @@ twb_window_save_as (TwbWindow *self, gboolean then_close)
   g_autofree char *title = twb_document_get_title (self->doc);
   g_autofree char *name = g_str_has_suffix (title, ".json") ? g_strdup (title)
                                                              : g_strconcat (title, ".json", NULL);
+  if (self->onnx_source)
+    {
+      /* An imported model: NAME.json beside NAME.onnx. */
+      const tw_model *m = twb_document_get_model (self->doc);
+      g_autofree char *dir = g_path_get_dirname (self->onnx_source);
+      g_autoptr (GFile) f = g_file_new_for_path (dir);
+      gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (d), f, NULL);
+      if (m->name)
+        {
+          g_free (name);
+          name = g_strconcat (m->name, ".json", NULL);
+        }
+    }
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (d), name);
   g_object_set_data (G_OBJECT (d), "then-close", GINT_TO_POINTER (then_close));
   g_signal_connect (d, "response", G_CALLBACK (save_as_response), self);

@@ -123,6 +123,7 @@ static void
 clear_imported (TwbWindow *self)
 {
   g_clear_pointer (&self->onnx_weights, g_hash_table_unref);
+  g_clear_pointer (&self->onnx_source, g_free);
   if (self->onnx_weights_file)
     {
       if (g_strcmp0 (self->init_weights, self->onnx_weights_file) == 0)
@@ -164,6 +165,7 @@ import_done (GObject *source, GAsyncResult *res, gpointer data)
   twb_window_set_document (w, doc);
   w->onnx_weights = g_steal_pointer (&j->weights);
   w->onnx_weights_file = g_steal_pointer (&j->weights_file);
+  w->onnx_source = g_strdup (j->path);
   g_free (w->init_weights);
   w->init_weights = g_strdup (w->onnx_weights_file);
   g_autofree char *base = g_path_get_basename (j->path);

@@ -77,6 +77,7 @@ struct _TwbWindow
    * held, and written to a cache file that init_weights names. */
   GHashTable *onnx_weights;
   char *onnx_weights_file;
+  char *onnx_source;            /* the ONNX file: Save As suggests NAME.json beside it */
 };
 
 /* twb-window-actions.c */
