@@ -730,6 +730,62 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       ex_node1 (ex, "Slice", id, (const char *const[]){ x, c[0], c[1], c[2], c[3], NULL });
       return TRUE;
     }
+  /* The element-wise ops of elementwise-more.c and logic.c: their ONNX op,
+   * attributes of the same names (isinf's bools as ints); prelu's weight
+   * [C] reshaped to [C, 1, ...] against x [N, C, ...]. */
+  static const char *const ew_more[] = { "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+                                         "cosh", "asinh", "acosh", "atanh", "round", "softplus",
+                                         "softsign", "elu", "selu", "celu", "thresholded_relu",
+                                         "shrink", "prelu_broadcast", "equal", "greater", "less",
+                                         "greater_equal", "less_equal", "logical_and",
+                                         "logical_or", "logical_xor", "logical_not", "isnan",
+                                         "isinf", "mod", NULL };
+  if (g_strv_contains (ew_more, n->op_name) || ex_is (n, "prelu"))
+    {
+      const char *ins[3] = { x, n->n_inputs > 1 ? ex_input (ex, n, 1) : p[0], NULL };
+      int64_t c = ex_is (n, "prelu") ? tw_attrs_get_int (a, "num_parameters", 1) : 1;
+      if (c > 1 && r > 2)
+        {
+          int64_t shape[TW_MAX_DIMS] = { c };
+          for (int d = 2; d < r; d++)
+            shape[d - 1] = 1;
+          const char *sh = ex_const_i64 (ex, ex_printf (ex, "%s/slope_shape", id), r - 1, shape);
+          ins[1] = ex_printf (ex, "%s/slope", id);
+          ex_node1 (ex, "Reshape", ins[1], (const char *const[]){ p[0], sh, NULL });
+        }
+      /* twb's u8 is ONNX's bool for these: Cast to BOOL in (logic), to
+       * UINT8 out (comparisons, tests, logic), as the graph's u8 values. */
+      gboolean to_bool = g_str_has_prefix (n->op_name, "logical_");
+      gboolean from_bool = to_bool || ex_is (n, "isnan") || ex_is (n, "isinf")
+                           || (n->out_info[0].dtype == TW_U8 && !ex_is (n, "mod"));
+      for (int i = 0; to_bool && i < n->n_inputs; i++)
+        {
+          const char *b = ex_printf (ex, "%s/in%d_bool", id, i);
+          Onnx__NodeProto *cast = ex_node1 (ex, "Cast", b, (const char *const[]){ ins[i], NULL });
+          ex_attr_int (ex, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+          ins[i] = b;
+        }
+      const char *type = ex_is (n, "prelu") ? "PRelu" : n->op->onnx_name;
+      const char *oid = from_bool ? ex_printf (ex, "%s/bool", id) : id;
+      Onnx__NodeProto *o = ex_node1 (ex, type, oid, ins);
+      if (from_bool)
+        {
+          Onnx__NodeProto *cast = ex_node1 (ex, "Cast", id, (const char *const[]){ oid, NULL });
+          ex_attr_int (ex, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8);
+        }
+      static const char *const floats[] = { "alpha", "gamma", "bias", "lambd" };
+      for (gsize i = 0; i < G_N_ELEMENTS (floats); i++)
+        if (tw_attrs_has (a, floats[i]))
+          ex_attr_float (ex, o, floats[i], tw_attrs_get_float (a, floats[i], 0));
+      if (ex_is (n, "mod"))
+        ex_attr_int (ex, o, "fmod", tw_attrs_get_int (a, "fmod", 0));
+      if (ex_is (n, "isinf"))
+        {
+          ex_attr_int (ex, o, "detect_positive", tw_attrs_get_bool (a, "detect_positive", TRUE));
+          ex_attr_int (ex, o, "detect_negative", tw_attrs_get_bool (a, "detect_negative", TRUE));
+        }
+      return TRUE;
+    }
   if (ex_is (n, "embedding"))
     {
       Onnx__NodeProto *o = ex_node1 (ex, "Gather", id, (const char *const[]){ p[0], x, NULL });

@@ -11,15 +11,19 @@
  * - ONNX's own node cases (data/onnx-node-ops-ew.json, made by
  *   data/gen-onnx-node-ops-ew.py from libonnx-testdata) through the
  *   registry, and, where libonnx-testdata is installed, each case's
- *   model.onnx through the importer (fixed inputs) and the eager executor.
+ *   model.onnx through the importer (fixed inputs) and the eager executor;
+ * - a model of all of them exported (opsets 13 and 17, onnx.checker where
+ *   python3-onnx is installed) and imported again: the same outputs.
  */
 #include "opcheck.h"
 
 #include "engine/eager.h"
 #include "engine/params.h"
+#include "onnx/onnx-export.h"
 #include "onnx/onnx-import.h"
 
 #include <math.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 /* f64 kernels call the same libm functions as the references: equal up to
@@ -420,6 +424,116 @@ test_errors (void)
   g_assert_cmpint (out.dtype, ==, TW_U8);
 }
 
+/* ---- export ------------------------------------------------------------------------- */
+
+/* Every op of elementwise-more.c and logic.c in one model (u8 values through
+ * the logic ops, prelu per channel and shared). */
+static const char export_model[] =
+  "{\n"
+  "  \"format\": \"twb-model\", \"version\": 1, \"name\": \"ew\",\n"
+  "  \"graph\": {\n"
+  "    \"nodes\": [\n"
+  "      { \"id\": \"x\", \"op\": \"input\", \"attrs\": { \"shape\": [3, 4, 5], \"dtype\": \"f32\", \"role\": \"data\" } },\n"
+  "      { \"id\": \"s\", \"op\": \"sin\", \"inputs\": [\"x\"] },\n"
+  "      { \"id\": \"e\", \"op\": \"elu\", \"inputs\": [\"s\"], \"attrs\": { \"alpha\": 0.5 } },\n"
+  "      { \"id\": \"se\", \"op\": \"selu\", \"inputs\": [\"e\"] },\n"
+  "      { \"id\": \"c\", \"op\": \"celu\", \"inputs\": [\"se\"], \"attrs\": { \"alpha\": 2.0 } },\n"
+  "      { \"id\": \"sp\", \"op\": \"softplus\", \"inputs\": [\"c\"] },\n"
+  "      { \"id\": \"ss\", \"op\": \"softsign\", \"inputs\": [\"sp\"] },\n"
+  "      { \"id\": \"tr\", \"op\": \"thresholded_relu\", \"inputs\": [\"ss\"], \"attrs\": { \"alpha\": 0.1 } },\n"
+  "      { \"id\": \"sh\", \"op\": \"shrink\", \"inputs\": [\"x\"], \"attrs\": { \"lambd\": 0.3, \"bias\": 0.1 } },\n"
+  "      { \"id\": \"pr\", \"op\": \"prelu\", \"inputs\": [\"sh\"], \"attrs\": { \"num_parameters\": 3 } },\n"
+  "      { \"id\": \"pr1\", \"op\": \"prelu\", \"inputs\": [\"pr\"] },\n"
+  "      { \"id\": \"at\", \"op\": \"atan\", \"inputs\": [\"pr1\"] },\n"
+  "      { \"id\": \"md\", \"op\": \"mod\", \"inputs\": [\"at\", \"tr\"], \"attrs\": { \"fmod\": 1 } },\n"
+  "      { \"id\": \"rd\", \"op\": \"round\", \"inputs\": [\"md\"] },\n"
+  "      { \"id\": \"gt\", \"op\": \"greater\", \"inputs\": [\"x\", \"at\"] },\n"
+  "      { \"id\": \"nn\", \"op\": \"isnan\", \"inputs\": [\"md\"] },\n"
+  "      { \"id\": \"ii\", \"op\": \"isinf\", \"inputs\": [\"md\"], \"attrs\": { \"detect_negative\": false } },\n"
+  "      { \"id\": \"o\", \"op\": \"logical_or\", \"inputs\": [\"nn\", \"ii\"] },\n"
+  "      { \"id\": \"an\", \"op\": \"logical_and\", \"inputs\": [\"o\", \"gt\"] },\n"
+  "      { \"id\": \"no\", \"op\": \"logical_not\", \"inputs\": [\"an\"] },\n"
+  "      { \"id\": \"pb\", \"op\": \"prelu_broadcast\", \"inputs\": [\"x\", \"at\"] }\n"
+  "    ],\n"
+  "    \"outputs\": [\"rd\", \"no\", \"pb\"]\n"
+  "  }\n"
+  "}\n";
+
+/* Outputs of m (weights from params) on x, eagerly; new references. */
+static void
+eager_outputs (tw_model *m, tw_params *params, tw_tensor *x, tw_tensor **out, int n)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_eager) ex = tw_eager_new (m->graph, params, 0, &error);
+  g_assert_no_error (error);
+  tw_feed feed = { tw_graph_find_source (m->graph, "data")->id, x };
+  g_assert_true (tw_eager_forward_feeds (ex, &feed, 1, FALSE, FALSE, 0, &error));
+  g_assert_no_error (error);
+  const char *const *refs = tw_graph_outputs (m->graph);
+  for (int k = 0; k < n; k++)
+    out[k] = tw_tensor_ref (tw_eager_value (ex, refs[k]));
+}
+
+/* Exported at opsets 13 and 17, imported again: the same ops and the same
+ * outputs bit for bit (eager); onnx.checker (full_check) where
+ * /usr/bin/python3 has onnx. */
+static void
+test_export (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = tw_model_load_from_data (export_model, -1, "ew.json", &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_params) params = tw_onnx_export_params (m, NULL, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_tensor) x = twt_uniform (TW_F32, 4, (int64_t[]) { 2, 3, 4, 5 }, 77, -3, 3);
+  tw_tensor *want[3], *got[3];
+  eager_outputs (m, params, x, want, 3);
+  g_autofree char *dir = g_dir_make_tmp ("twb-ew-export-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_autofree char *path = g_build_filename (dir, "ew.onnx", NULL);
+  gboolean python = g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE)
+                    && g_spawn_command_line_sync ("/usr/bin/python3 -c 'import onnx'", NULL, NULL,
+                                                  NULL, NULL);
+  for (int opset = 13; opset <= 17; opset += 4)
+    {
+      tw_onnx_export_options opt = { .opset = opset, .batch = 2 };
+      g_assert_true (tw_onnx_export (m, params, &opt, path, &error));
+      g_assert_no_error (error);
+      if (python)
+        {
+          g_autofree char *cmd = g_strdup_printf (
+            "/usr/bin/python3 -c 'import onnx, sys; "
+            "onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' %s", path);
+          int status = 0;
+          g_autofree char *err = NULL;
+          g_assert_true (g_spawn_command_line_sync (cmd, NULL, &err, &status, NULL));
+          if (status != 0)
+            g_error ("onnx.checker refuses the export at opset %d: %s", opset, err);
+        }
+      GHashTable *weights = NULL;
+      g_autoptr (tw_model) back = tw_onnx_import (path, &weights, &error);
+      g_assert_no_error (error);
+      g_autoptr (tw_params) bp = tw_params_new ();
+      eager_outputs (back, bp, x, got, 0);
+      g_assert_true (tw_params_load_state_dict (bp, weights, NULL, "import", FALSE, NULL, &error));
+      g_assert_no_error (error);
+      g_hash_table_unref (weights);
+      eager_outputs (back, bp, x, got, 3);
+      for (int k = 0; k < 3; k++)
+        {
+          g_assert_true (tw_tensor_same_shape (got[k], want[k]));
+          g_assert_cmpint (got[k]->dtype, ==, want[k]->dtype);
+          g_assert_cmpint (memcmp (tw_tensor_data (got[k]), tw_tensor_data (want[k]),
+                                   tw_tensor_nbytes (want[k])), ==, 0);
+          tw_tensor_unref (got[k]);
+        }
+    }
+  for (int k = 0; k < 3; k++)
+    tw_tensor_unref (want[k]);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 /* ---- ONNX's own cases ------------------------------------------------------------------ */
 
 static tw_tensor *
@@ -580,5 +694,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/ew-more/isnan-isinf-not", test_float_tests);
   g_test_add_func ("/engine/ops/ew-more/errors", test_errors);
   g_test_add_func ("/engine/ops/ew-more/onnx-cases", test_onnx_cases);
+  g_test_add_func ("/engine/ops/ew-more/export", test_export);
   return g_test_run ();
 }
