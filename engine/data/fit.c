@@ -42,6 +42,13 @@ synthetic_for_model (const tw_model *m, const char *name, tw_split split, GError
       return NULL;
     }
   const tw_tinfo *want = &src->out_info[0];
+  if (!tw_dtype_is_float (want->dtype))
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "dataset %s: input '%s' takes %s values; synthetic samples are floats", name,
+                   src->id, tw_dtype_name (want->dtype));
+      return NULL;
+    }
   int64_t per = 1;
   for (int i = 1; i < want->ndim; i++)
     per *= MAX (want->dims[i], 1);

@@ -270,6 +270,15 @@ test_synthetic_data (void)
   g_assert_null (tw_dataset_open_for_model (img, "synthetic", TW_SPLIT_TRAIN, &error));
   g_assert_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH);
   g_assert_nonnull (strstr (error->message, "logits [N, C]"));
+  g_clear_error (&error);
+  /* Token ids are not what random patterns give. */
+  g_autofree char *emb = fixture ("export-embedding.json");
+  g_autoptr (tw_model) tokens = tw_model_load (emb, &error);
+  g_assert_no_error (error);
+  tw_graph_infer (tokens->graph);
+  g_assert_null (tw_dataset_open_for_model (tokens, "synthetic", TW_SPLIT_TRAIN, &error));
+  g_assert_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH);
+  g_assert_nonnull (strstr (error->message, "takes i64 values; synthetic samples are floats"));
 }
 
 /* torchvision's ResNet-18 (random weights, 64 × 64 inputs) exported by
