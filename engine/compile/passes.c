@@ -67,8 +67,11 @@ tw_program_optimize (tw_program *p, tw_pass_flags passes, GError **error)
         continue;
       if (table[t].run == tw_pass_fuse_updates && !(passes & TW_PASS_FUSE_UPDATES))
         continue;
-      /* The fusion passes before fusion run only with it. */
-      if ((table[t].flag & (TW_PASS_FOLD_BN | TW_PASS_FUSE_RESIDUAL)) && !(passes & TW_PASS_FUSE))
+      /* The inference passes before fusion run only with it, and only on
+       * programs without a backward (training ones have nothing for them). */
+      if ((table[t].flag & (TW_PASS_FOLD_BN | TW_PASS_FUSE_RESIDUAL))
+          && (!(passes & TW_PASS_FUSE) || p->kind == TW_PROGRAM_TRAIN
+              || p->kind == TW_PROGRAM_STEP))
         continue;
       tw_pass_record r = { g_strdup (table[t].name), (int) p->instrs->len, 0, 0, NULL };
       gint64 t0 = g_get_monotonic_time ();
