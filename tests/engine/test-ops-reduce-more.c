@@ -13,12 +13,16 @@
  * - forward against float64 references written per output element, in f32
  *   and f64, on shapes with size-1 dims and negative axes;
  * - backward against central finite differences in float64;
+ * - a network of the differentiable ones trained by the eager and the
+ *   compiled executors: the same losses and weights;
  * - errors that name the index, the target or the shape.
  */
 #include "opcheck.h"
 
 #include "engine/eager.h"
+#include "engine/model.h"
 #include "engine/params.h"
+#include "engine/train.h"
 #include "onnx/onnx-import.h"
 
 #include <math.h>
@@ -666,6 +670,77 @@ test_nll_loss (void)
         }
 }
 
+/* ---- eager and compiled training ------------------------------------------------------------ */
+
+/* The differentiable ops in one network: the same losses and weights from
+ * both executors over a few SGD steps, and the loss falls. */
+static const char model_json[] =
+  "{ \"format\": \"twb-model\", \"version\": 1, \"name\": \"reduce-more\","
+  "  \"graph\": { \"nodes\": ["
+  "    { \"id\": \"x\", \"op\": \"input\", \"attrs\": { \"shape\": [4, 6], \"role\": \"data\" } },"
+  "    { \"id\": \"y\", \"op\": \"input\", \"attrs\": { \"shape\": [], \"dtype\": \"i64\", \"role\": \"label\" } },"
+  "    { \"id\": \"l1\", \"op\": \"linear\", \"inputs\": [\"x\"], \"attrs\": { \"out_features\": 6 } },"
+  "    { \"id\": \"cs\", \"op\": \"cumsum\", \"inputs\": [\"l1\"], \"attrs\": { \"axis\": 2, \"exclusive\": true } },"
+  "    { \"id\": \"tr\", \"op\": \"trilu\", \"inputs\": [\"cs\"], \"attrs\": { \"upper\": false, \"k\": 1 } },"
+  "    { \"id\": \"mn\", \"op\": \"min\", \"inputs\": [\"l1\"], \"attrs\": { \"axes\": [1] } },"
+  "    { \"id\": \"ls\", \"op\": \"logsumexp\", \"inputs\": [\"tr\"], \"attrs\": { \"axes\": [-2] } },"
+  "    { \"id\": \"sg\", \"op\": \"sigmoid\", \"inputs\": [\"l1\"] },"
+  "    { \"id\": \"pr\", \"op\": \"prod\", \"inputs\": [\"sg\"], \"attrs\": { \"axes\": [1] } },"
+  "    { \"id\": \"a1\", \"op\": \"add\", \"inputs\": [\"mn\", \"ls\"] },"
+  "    { \"id\": \"a2\", \"op\": \"add\", \"inputs\": [\"a1\", \"pr\"] },"
+  "    { \"id\": \"fc\", \"op\": \"linear\", \"inputs\": [\"a2\"], \"attrs\": { \"out_features\": 5 } },"
+  "    { \"id\": \"loss\", \"op\": \"cross_entropy\", \"inputs\": [\"fc\", \"y\"] }"
+  "  ], \"outputs\": [\"fc\"] },"
+  "  \"training\": { \"loss\": \"loss\", \"batch_size\": 6, \"seed\": 3,"
+  "                \"optimizer\": { \"type\": \"sgd\", \"lr\": 0.1 } } }";
+
+/* As test-ops-onnx.c: float32 rounding drifts ~1e-6 relative over a few
+ * steps, a wrong rule by far more. */
+#define PARITY_RTOL 1e-4
+
+static void
+test_eager_compiled (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) me = tw_model_load_from_data (model_json, -1, "reduce-more", &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_model) mc = tw_model_load_from_data (model_json, -1, "reduce-more", &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_trainer) te = tw_trainer_new (me, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_trainer) tc = tw_trainer_new (mc, &error);
+  g_assert_no_error (error);
+  tw_trainer_set_mode (tc, TW_MODE_COMPILED);
+  double first = 0, last = 0;
+  for (int s = 0; s < 8; s++)
+    {
+      g_autoptr (tw_tensor) x = twt_randn (TW_F32, 3, (int64_t[]) { 6, 4, 6 }, 900);
+      g_autoptr (tw_tensor) y = twt_randint (1, (int64_t[]) { 6 }, 901, 5);
+      double le, lc;
+      g_assert_true (tw_trainer_step (te, x, y, &le, &error));
+      g_assert_no_error (error);
+      g_assert_true (tw_trainer_step (tc, x, y, &lc, &error));
+      g_assert_no_error (error);
+      if (fabs (le - lc) > PARITY_RTOL * MAX (1e-6, fabs (le)))
+        g_error ("step %d: eager loss %.9g, compiled %.9g", s, le, lc);
+      if (s == 0)
+        first = le;
+      last = le;
+    }
+  g_test_message ("loss %.6f -> %.6f over 8 steps", first, last);
+  g_assert_cmpfloat (last, <, first);
+  tw_params *pe = tw_trainer_params (te), *pc = tw_trainer_params (tc);
+  g_assert_cmpint (tw_params_count (pe), ==, tw_params_count (pc));
+  for (int i = 0; i < tw_params_count (pe); i++)
+    {
+      tw_param *a = tw_params_at (pe, i), *b = tw_params_get (pc, a->name);
+      g_assert_nonnull (b);
+      double err = twt_max_error (a->value, b->value);
+      if (err > PARITY_RTOL)
+        g_error ("parameter %s differs by %.3g between eager and compiled", a->name, err);
+    }
+}
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 static void
@@ -731,6 +806,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/reduce-more/gather-elements", test_gather_elements);
   g_test_add_func ("/engine/ops/reduce-more/scatter-gather-nd-eye", test_scatter_gather_nd_eye);
   g_test_add_func ("/engine/ops/reduce-more/nll-loss", test_nll_loss);
+  g_test_add_func ("/engine/ops/reduce-more/eager-compiled", test_eager_compiled);
   g_test_add_func ("/engine/ops/reduce-more/errors", test_errors);
   return g_test_run ();
 }
