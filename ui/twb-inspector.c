@@ -518,6 +518,11 @@ twb_inspector_check_dataset (const char *value, GError **error)
   const char *const *known = tw_dataset_known_names ();
   if (g_strv_contains (known, value))
     return TRUE;
+  /* Samples made for the model (engine/data-fit.h), "synthetic:N" N of them. */
+  const char *count = g_str_has_prefix (value, "synthetic:") ? value + strlen ("synthetic:") : NULL;
+  if (strcmp (value, "synthetic") == 0
+      || (count && count[0] && strspn (count, "0123456789") == strlen (count)))
+    return TRUE;
   g_autofree char *lower = g_ascii_strdown (value, -1);
   gboolean file = g_str_has_suffix (lower, ".csv") || g_str_has_suffix (lower, ".npy");
   if (file && g_file_test (value, G_FILE_TEST_IS_REGULAR))
@@ -535,7 +540,8 @@ twb_inspector_check_dataset (const char *value, GError **error)
                  "no folder %s (a dataset file ends in .csv or .npy)", value);
   else
     g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_UNKNOWN,
-                 "unknown dataset '%s': one of %s, a .csv or .npy file, or a folder of IDX files",
+                 "unknown dataset '%s': one of %s, synthetic[:N], a .csv or .npy file, or a "
+                 "folder of IDX files",
                  value, list);
   return FALSE;
 }

@@ -141,6 +141,13 @@ test_import_action (void)
   g_assert_cmpuint (n_windows (), ==, n0); /* into the empty window */
   check_imported_cnn (w, cnn);
   g_autofree char *cache = g_strdup (w->init_weights);
+  /* Its recipe's data, synthetic, is what the inspector's dataset field takes. */
+  const tw_recipe *r = &twb_document_get_model (twb_window_get_document (w))->recipe;
+  g_assert_cmpstr (r->dataset, ==, "synthetic");
+  g_assert_true (twb_inspector_check_dataset (r->dataset, NULL));
+  g_assert_true (twb_inspector_check_dataset ("synthetic:64", NULL));
+  g_assert_false (twb_inspector_check_dataset ("synthetic:", NULL));
+  g_assert_false (twb_inspector_check_dataset ("synthetic:6x", NULL));
 
   /* Export ONNX and import that: the same ids; the file checks out. */
   g_autofree char *dir = g_dir_make_tmp ("twb-onnx-ui-XXXXXX", NULL);
