@@ -842,7 +842,8 @@ twb_cmd_compile (int argc, char **argv)
     NUM_ENTRY ("batch", 'b', "Batch size (default: recipe)", "N"),
     { "inference", 0, 0, G_OPTION_ARG_NONE, &infer, "The inference program (forward only)", NULL },
     { "passes", 0, 0, G_OPTION_ARG_STRING, &passes_opt,
-      "Passes to run: all, none, or a comma list of constfold,dce,cse,fuse,inplace", "LIST" },
+      "Passes to run: all, none, or a comma list of constfold,dce,cse,fuse,inplace,foldbn,residual "
+      "(the last two: inference programs, with fuse)", "LIST" },
     { "dump", 0, 0, G_OPTION_ARG_NONE, &dump, "Print every instruction", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the report as JSON", NULL },
     { NULL }
@@ -866,6 +867,7 @@ twb_cmd_compile (int argc, char **argv)
       static const struct { const char *name; tw_pass_flags flag; } names[] = {
         { "constfold", TW_PASS_CONSTFOLD }, { "dce", TW_PASS_DCE }, { "cse", TW_PASS_CSE },
         { "fuse", TW_PASS_FUSE | TW_PASS_FUSE_UPDATES }, { "inplace", TW_PASS_INPLACE }, { "all", TW_PASS_ALL },
+        { "foldbn", TW_PASS_FOLD_BN }, { "residual", TW_PASS_FUSE_RESIDUAL },
         { "none", 0 },
       };
       g_auto (GStrv) parts = g_strsplit (passes_opt, ",", -1);
