@@ -269,8 +269,8 @@ static int
 run (const options *o, GArray *batches, const char *dir)
 {
   g_autoptr (GError) error = NULL;
-  fprintf (stderr, "onnx-latency: %s: torch export and timing (%d threads)\n", o->model,
-           o->threads);
+  fprintf (stderr, "onnx-latency: %s: torch export and timing (%d thread%s)\n", o->model,
+           o->threads, o->threads == 1 ? "" : "s");
   gboolean skipped = FALSE;
   g_autoptr (JsonObject) torch = run_torch (o, dir, &skipped, &error);
   if (torch == NULL)
@@ -374,11 +374,12 @@ run (const options *o, GArray *batches, const char *dir)
       torch_cell (torch, "jit", b, &cells[bi * N_MODES + TORCH_JIT]);
     }
 
-  printf ("%s (torchvision %s, random weights), ONNX opset %d%s, %dx%d, %d threads "
+  printf ("%s (torchvision %s, random weights), ONNX opset %d%s, %dx%d, %d thread%s "
           "(torch %s: %" G_GINT64_FORMAT "); imported in %.0f ms\n",
           o->model, json_object_get_string_member (torch, "torchvision"), o->opset,
           o->torch_folded ? " (batch norms folded by torch's exporter)" : " with its batch norms",
-          o->size, o->size, o->threads, json_object_get_string_member (torch, "torch"),
+          o->size, o->size, o->threads, o->threads == 1 ? "" : "s",
+          json_object_get_string_member (torch, "torch"),
           json_object_get_int_member (torch, "threads"), import_ms);
   printf ("latency in ms, median / p90 (timed runs)\n\n%6s", "batch");
   for (int k = 0; k < N_MODES; k++)
