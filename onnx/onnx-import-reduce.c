@@ -375,7 +375,7 @@ import_gather_elements (tw_imp *im)
   static const char *const known[] = { "axis", NULL };
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
-  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
+  const char *idx = tw_imp_ref_input (im, 1, "indices");    /* a constant: a constant node */
   tw_tinfo info;
   if (x == NULL || idx == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
@@ -384,7 +384,7 @@ import_gather_elements (tw_imp *im)
     return;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "axis", ax);
-  const char *y = emit_2 (im, "gather_elements", a, x->ref, idx->ref);
+  const char *y = emit_2 (im, "gather_elements", a, x->ref, idx);
   if (y)
     set_out (im, 0, y);
 }
@@ -470,8 +470,7 @@ import_scatter_elements (tw_imp *im)
   static const char *const known[] = { "axis", "reduction", NULL };
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
-  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
-  const tw_imp_val *up = tw_imp_dyn_input (im, 2, "updates");
+  const char *idx = tw_imp_ref_input (im, 1, "indices"), *up = tw_imp_ref_input (im, 2, "updates");
   tw_tinfo info;
   if (x == NULL || idx == NULL || up == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
@@ -485,7 +484,7 @@ import_scatter_elements (tw_imp *im)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "axis", ax);
   tw_attrs_set_string (a, "reduction", red);
-  const char *in[] = { x->ref, idx->ref, up->ref, NULL };
+  const char *in[] = { x->ref, idx, up, NULL };
   const char *y = emit (im, "scatter_elements", a, in);
   if (y)
     set_out (im, 0, y);
@@ -497,13 +496,13 @@ import_gather_nd (tw_imp *im)
   static const char *const known[] = { "batch_dims", NULL };
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
-  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
+  const char *idx = tw_imp_ref_input (im, 1, "indices");
   int64_t b = tw_imp_attr_int (im, "batch_dims", 0);
   if (x == NULL || idx == NULL || im->failed)
     return;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "batch_dims", b);
-  const char *y = emit_2 (im, "gather_nd", a, x->ref, idx->ref);
+  const char *y = emit_2 (im, "gather_nd", a, x->ref, idx);
   if (y)
     set_out (im, 0, y);
 }
@@ -514,8 +513,7 @@ import_scatter_nd (tw_imp *im)
   static const char *const known[] = { "reduction", NULL };
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "data");
-  const tw_imp_val *idx = tw_imp_dyn_input (im, 1, "indices");
-  const tw_imp_val *up = tw_imp_dyn_input (im, 2, "updates");
+  const char *idx = tw_imp_ref_input (im, 1, "indices"), *up = tw_imp_ref_input (im, 2, "updates");
   g_autofree char *red = tw_onnx_attr (im->n, "reduction") ? tw_imp_attr_string_dup (im, "reduction")
                                                            : g_strdup ("none");
   if (strcmp (red, "none") != 0 && strcmp (red, "add") != 0 && strcmp (red, "mul") != 0)
@@ -524,7 +522,7 @@ import_scatter_nd (tw_imp *im)
     return;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_string (a, "reduction", red);
-  const char *in[] = { x->ref, idx->ref, up->ref, NULL };
+  const char *in[] = { x->ref, idx, up, NULL };
   const char *y = emit (im, "scatter_nd", a, in);
   if (y)
     set_out (im, 0, y);
@@ -538,8 +536,8 @@ import_instance_norm (tw_imp *im)
   static const char *const known[] = { "epsilon", NULL };
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "input");
-  const tw_imp_val *sc = tw_imp_dyn_input (im, 1, "scale");
-  const tw_imp_val *b = tw_imp_dyn_input (im, 2, "B");
+  /* initializers (as exporters write them) become constant nodes */
+  const char *sc = tw_imp_ref_input (im, 1, "scale"), *b = tw_imp_ref_input (im, 2, "B");
   double eps = tw_imp_attr_float (im, "epsilon", 1e-5f);
   tw_tinfo info;
   if (x == NULL || sc == NULL || b == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
@@ -564,8 +562,8 @@ import_instance_norm (tw_imp *im)
   tw_attrs_set_ints (u1, "axes", na, un);
   tw_attrs_set_ints (u2, "axes", na, un);
   const char *y = emit_2 (im, "mul", NULL, emit_2 (im, "mul", NULL, d, inv),
-                          emit_1 (im, "unsqueeze", u1, sc->ref));
-  y = emit_2 (im, "add", NULL, y, emit_1 (im, "unsqueeze", u2, b->ref));
+                          emit_1 (im, "unsqueeze", u1, sc));
+  y = emit_2 (im, "add", NULL, y, emit_1 (im, "unsqueeze", u2, b));
   if (y)
     set_out (im, 0, y);
 }
@@ -776,15 +774,11 @@ import_layer_norm (tw_imp *im)
       set_out (im, 0, y);
       return;
     }
-  if (sc->kind != TW_IMP_DYN || (b && b->kind != TW_IMP_DYN))
-    {
-      tw_imp_problem (im, "Scale and B must both be constants of the normalised shape or both "
-                      "computed in the graph");
-      return;
-    }
-  y = emit_2 (im, "mul", NULL, y, sc->ref);
+  /* computed (or broadcast) scale and bias: multiplied and added, a
+   * constant one as a constant node */
+  y = emit_2 (im, "mul", NULL, y, tw_imp_ref (im, sc));
   if (b && y)
-    y = emit_2 (im, "add", NULL, y, b->ref);
+    y = emit_2 (im, "add", NULL, y, tw_imp_ref (im, b));
   if (y)
     set_out (im, 0, y);
 }
@@ -802,11 +796,9 @@ emit_nll (tw_imp *im, const char *logp, const tw_imp_val *target, const tw_imp_v
       tw_imp_problem (im, "reduction '%s' (none, sum or mean)", red);
       return NULL;
     }
-  if (w && w->kind != TW_IMP_DYN)
-    {
-      tw_imp_problem (im, "a constant weight (twb takes the class weights as a graph value)");
-      return NULL;
-    }
+  const char *wref = w ? tw_imp_ref (im, w) : NULL;     /* a constant: a constant node */
+  if (w && wref == NULL)
+    return NULL;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_string (a, "reduction", red);
   if (tw_onnx_attr (im->n, "ignore_index"))
@@ -816,7 +808,7 @@ emit_nll (tw_imp *im, const char *logp, const tw_imp_val *target, const tw_imp_v
       tw_attrs_free (a);
       return NULL;
     }
-  const char *in[] = { logp, target->ref, w ? w->ref : NULL, NULL };
+  const char *in[] = { logp, target->ref, wref, NULL };
   return emit (im, "nll_loss", a, in);
 }
 
@@ -952,7 +944,7 @@ import_einsum (tw_imp *im)
   for (guint i = 0; ok && i < nops; i++)
     ok = einsum_term (ops[i], strlen (ops[i]), t[i], &nt[i]);
   const tw_imp_val *a = tw_imp_dyn_input (im, 0, "the first operand");
-  const tw_imp_val *b = nops == 2 ? tw_imp_dyn_input (im, 1, "the second operand") : NULL;
+  const char *b = nops == 2 ? tw_imp_ref_input (im, 1, "the second operand") : NULL;
   if (!ok)
     {
       tw_imp_problem (im, "equation '%s' (twb maps einsum with one or two operands, distinct "
@@ -966,7 +958,7 @@ import_einsum (tw_imp *im)
     y = einsum_one (im, a->ref, t[0], nt[0], o, no);
   else if (nt[0] == nt[1] && memcmp (t[0], t[1], nt[0]) == 0)
     /* the same letters: an element-wise product, then a one-operand einsum */
-    y = einsum_one (im, emit_2 (im, "mul", NULL, a->ref, b->ref), t[0], nt[0], o, no);
+    y = einsum_one (im, emit_2 (im, "mul", NULL, a->ref, b), t[0], nt[0], o, no);
   else if (nt[0] >= 2 && nt[0] == nt[1] && nt[0] == no
            && memcmp (t[0], t[1], nt[0] - 2) == 0 && memcmp (t[0], o, nt[0] - 2) == 0)
     {
@@ -975,7 +967,7 @@ import_einsum (tw_imp *im)
       char i = t[0][r - 2], j = t[0][r - 1];
       if (t[1][r - 2] == j && t[1][r - 1] != i && t[1][r - 1] != j && o[r - 2] == i
           && o[r - 1] == t[1][r - 1])
-        y = emit_2 (im, "matmul", NULL, a->ref, b->ref);
+        y = emit_2 (im, "matmul", NULL, a->ref, b);
     }
   if (y == NULL && !im->failed)
     {

@@ -13,8 +13,9 @@
 # twice: as it is, and with that input an initializer holding the test
 # data's value, as exporters write it: "<case>@const" where twb refuses the
 # first form (the output's shape depends on the value, unknown at import),
-# "<case>@init" where twb reads the value at run time (Trilu's k, CumSum's
-# axis) and imports both.
+# "<case>@init" where twb imports both (Trilu's k and CumSum's axis read at
+# run time; class weights, scales, indices and updates as constant nodes or,
+# for LayerNormalization, as the op's parameters).
 #
 #   /usr/bin/python3 tests/engine/data/gen-onnx-node-ops-reduce.py   (needs python3-onnx)
 import base64, glob, json, os
@@ -32,9 +33,16 @@ MAX_VALUES = 5000
 CONST_INPUTS = {'ReduceSum': [1], 'ReduceMean': [1], 'ReduceMax': [1], 'ReduceMin': [1],
                 'ReduceProd': [1], 'ReduceL1': [1], 'ReduceL2': [1], 'ReduceLogSum': [1],
                 'ReduceLogSumExp': [1], 'ReduceSumSquare': [1], 'Trilu': [1], 'CumSum': [1],
-                'Tile': [1]}
-# Those twb also reads at run time.
-RUNTIME_OK = {'Trilu', 'CumSum'}
+                'Tile': [1],
+                # inputs exporters write as initializers: both forms import
+                'NegativeLogLikelihoodLoss': [2], 'SoftmaxCrossEntropyLoss': [2],
+                'LayerNormalization': [1, 2], 'InstanceNormalization': [1, 2],
+                'GatherElements': [1], 'ScatterElements': [1, 2], 'ScatterND': [1, 2],
+                'GatherND': [1]}
+# Those twb also takes computed (run-time values, or constant nodes).
+RUNTIME_OK = {'Trilu', 'CumSum', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss',
+              'LayerNormalization', 'InstanceNormalization', 'GatherElements', 'ScatterElements',
+              'ScatterND', 'GatherND'}
 
 
 def b64(data):
