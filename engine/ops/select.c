@@ -68,8 +68,11 @@ cond_at (const tw_tensor *c, int64_t i)
 
 WHERE_KERNEL (float)
 WHERE_KERNEL (double)
+WHERE_KERNEL (int32_t)
+WHERE_KERNEL (int64_t)
+WHERE_KERNEL (uint8_t)
 
-/* in[0]: cond (any dtype), in[1]: a, in[2]: b (one float dtype); out[0]:
+/* in[0]: cond (any dtype), in[1]: a, in[2]: b (one dtype, any); out[0]:
  * the broadcast shape. */
 static gboolean
 where_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *const *in, int n_in,
@@ -81,12 +84,26 @@ where_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *const *in, 
   tw_broadcast_strides (in[0], out[0], sc);
   tw_broadcast_strides (in[1], out[0], sa);
   tw_broadcast_strides (in[2], out[0], sb);
-  if (out[0]->dtype == TW_F32)
-    where_float (in[0], tw_tensor_f32 (in[1]), tw_tensor_f32 (in[2]), out[0], sc, sa, sb,
-                 select_threads (ctx));
-  else
-    where_double (in[0], tw_tensor_f64 (in[1]), tw_tensor_f64 (in[2]), out[0], sc, sa, sb,
-                  select_threads (ctx));
+  int nt = select_threads (ctx);
+  const tw_tensor *a = in[1], *b = in[2];
+  switch (out[0]->dtype)
+    {
+    case TW_F32:
+      where_float (in[0], tw_tensor_f32 (a), tw_tensor_f32 (b), out[0], sc, sa, sb, nt);
+      break;
+    case TW_F64:
+      where_double (in[0], tw_tensor_f64 (a), tw_tensor_f64 (b), out[0], sc, sa, sb, nt);
+      break;
+    case TW_I32:
+      where_int32_t (in[0], tw_tensor_i32 (a), tw_tensor_i32 (b), out[0], sc, sa, sb, nt);
+      break;
+    case TW_I64:
+      where_int64_t (in[0], tw_tensor_i64 (a), tw_tensor_i64 (b), out[0], sc, sa, sb, nt);
+      break;
+    default:
+      where_uint8_t (in[0], tw_tensor_u8 (a), tw_tensor_u8 (b), out[0], sc, sa, sb, nt);
+      break;
+    }
   return TRUE;
 }
 
@@ -121,12 +138,12 @@ expand_forward (const tw_kctx *ctx, const tw_attrs *attrs, tw_tensor *const *in,
 static gboolean
 where_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
-  if (!tw_dtype_is_float (in[1].dtype) || in[1].dtype != in[2].dtype)
+  if (in[1].dtype != in[2].dtype)
     {
       g_autofree char *s1 = tw_tinfo_to_string (&in[1]);
       g_autofree char *s2 = tw_tinfo_to_string (&in[2]);
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_DTYPE,
-                   "where expects a and b of one float type (f32 or f64), got %s and %s", s1, s2);
+                   "where expects a and b of one element type, got %s and %s", s1, s2);
       return FALSE;
     }
   if (!tw_infer_broadcast (a, in, 3, out, error))

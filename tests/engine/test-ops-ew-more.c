@@ -363,6 +363,25 @@ test_broadcasting_types (void)
     }
 }
 
+/* where of integer values (u8 cond from a comparison, ONNX's NLL graphs). */
+static void
+test_where_ints (void)
+{
+  static const tw_dtype dts[] = { TW_I32, TW_I64, TW_U8 };
+  for (guint d = 0; d < G_N_ELEMENTS (dts); d++)
+    {
+      g_autoptr (tw_tensor) c = small_ints (TW_U8, 2, (int64_t[]) { 3, 1 }, 60 + d, 0, 1);
+      g_autoptr (tw_tensor) a = small_ints (dts[d], 1, (int64_t[]) { 4 }, 70 + d, 0, 9);
+      g_autoptr (tw_tensor) b = small_ints (dts[d], 2, (int64_t[]) { 3, 4 }, 80 + d, 0, 9);
+      g_autoptr (tw_tensor) y = run_op ("where", NULL, (tw_tensor *[]) { c, a, b }, 3);
+      g_assert_cmpint (y->dtype, ==, dts[d]);
+      for (int64_t f = 0; f < 12; f++)
+        g_assert_cmpfloat (tw_tensor_get_flat (y, f), ==,
+                           tw_tensor_u8 (c)[f / 4] ? tw_tensor_get_flat (a, f % 4)
+                                                   : tw_tensor_get_flat (b, f));
+    }
+}
+
 static void
 test_float_tests (void)
 {
@@ -781,6 +800,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/ew-more/prelu", test_prelu);
   g_test_add_func ("/engine/ops/ew-more/broadcasting-types", test_broadcasting_types);
   g_test_add_func ("/engine/ops/ew-more/isnan-isinf-not", test_float_tests);
+  g_test_add_func ("/engine/ops/ew-more/where-ints", test_where_ints);
   g_test_add_func ("/engine/ops/ew-more/errors", test_errors);
   g_test_add_func ("/engine/ops/ew-more/onnx-cases", test_onnx_cases);
   g_test_add_func ("/engine/ops/ew-more/export", test_export);
