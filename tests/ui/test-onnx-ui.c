@@ -291,6 +291,28 @@ test_refusals (void)
   g_rmdir (dir);
 }
 
+/* What counts as ONNX: the extension, else a ModelProto's first bytes. */
+static void
+test_sniff (void)
+{
+  g_autofree char *cnn = fixture ("import-cnn.onnx");
+  g_autofree char *mlp = g_build_filename (g_getenv ("TWB_ASSETS_DIR"), "models", "mlp.json", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("twb-onnx-sniff-XXXXXX", NULL);
+  g_autofree char *bare = g_build_filename (dir, "model.pb", NULL);
+  g_autofree char *upper = g_build_filename (dir, "MISSING.ONNX", NULL);
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  g_assert_true (g_file_get_contents (cnn, &data, &len, NULL));
+  g_assert_true (g_file_set_contents (bare, data, len, NULL));
+  g_assert_true (twb_path_is_onnx (cnn));
+  g_assert_true (twb_path_is_onnx (bare));
+  g_assert_true (twb_path_is_onnx (upper));
+  g_assert_false (twb_path_is_onnx (mlp));
+  g_assert_false (twb_path_is_onnx (dir));
+  g_unlink (bare);
+  g_rmdir (dir);
+}
+
 /* A window closed while its import runs: the result is dropped, no
  * window appears, nothing is left in the cache. */
 static void
@@ -338,6 +360,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/onnx/open-file", test_open_file);
   g_test_add_func ("/ui/onnx/refusals", test_refusals);
   g_test_add_func ("/ui/onnx/close-while-importing", test_close_while_importing);
+  g_test_add_func ("/ui/onnx/sniff", test_sniff);
   int st = g_test_run ();
   g_object_unref (app);
   return st;
