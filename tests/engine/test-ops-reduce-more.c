@@ -9,7 +9,8 @@
  *   through the importer, every graph input fixed and fed by name, run
  *   eagerly and compared as ONNX's backend tests compare (rtol 1e-3,
  *   atol 1e-7; integers exactly); the cases twb refuses are listed with the
- *   reason the importer must give;
+ *   reason the importer must give; three "twb_" cases of the generator's
+ *   own check the folding of Range and Size;
  * - forward against float64 references written per output element, in f32
  *   and f64, on shapes with size-1 dims and negative axes;
  * - backward against central finite differences in float64;

@@ -90,6 +90,37 @@ for case in sorted(os.listdir(D)):
         out.append(entry(case + suffix, c.SerializeToString(),
                          [t for t in tensors['input'] if t.name not in fixed]))
 
+# Folding, which ONNX's cases (graph inputs all) do not reach: Range of
+# constants and Size of a fixed input, added to the input ("twb_" cases,
+# expected outputs from NumPy).
+import numpy as np
+from onnx import helper as oh, TensorProto as TP
+
+
+def synthetic(name, n, nodes, inits, want):
+    g = oh.make_graph(nodes, name, [oh.make_tensor_value_info('x', TP.FLOAT, [n])],
+                      [oh.make_tensor_value_info('y', TP.FLOAT, [n])], inits)
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid('', 13)])
+    x = np.arange(n, dtype=np.float32) * np.float32(0.25) - 1
+    xt, yt = nh.from_array(x, 'x'), nh.from_array((x + want).astype(np.float32), 'y')
+    out.append({'case': name, 'op': nodes[0].op_type, 'model': b64(m.SerializeToString()),
+                'inputs': [b64(xt.SerializeToString())], 'outputs': [b64(yt.SerializeToString())]})
+
+
+sc = lambda name, v, dt: nh.from_array(np.array(v, dtype=dt), name)
+synthetic('twb_range_fold_float', 5,
+          [oh.make_node('Range', ['s', 'l', 'd'], ['r']), oh.make_node('Add', ['x', 'r'], ['y'])],
+          [sc('s', 0.5, np.float32), sc('l', 3.0, np.float32), sc('d', 0.5, np.float32)],
+          np.arange(0.5, 3.0, 0.5, dtype=np.float32))
+synthetic('twb_range_fold_int32', 2,
+          [oh.make_node('Range', ['s', 'l', 'd'], ['r']), oh.make_node('Cast', ['r'], ['rf'], to=1),
+           oh.make_node('Add', ['x', 'rf'], ['y'])],
+          [sc('s', 10, np.int32), sc('l', 4, np.int32), sc('d', -3, np.int32)],
+          np.arange(10, 4, -3).astype(np.float32))
+synthetic('twb_size_fold', 6,
+          [oh.make_node('Size', ['x'], ['n']), oh.make_node('Cast', ['n'], ['nf'], to=1),
+           oh.make_node('Add', ['x', 'nf'], ['y'])], [], np.float32(6))
+
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'onnx-node-ops-reduce.json')
 with open(path, 'w') as f:
     json.dump({'source': 'libonnx-testdata (ONNX 1.12) data/node, test_data_set_0',
