@@ -303,10 +303,14 @@ tw_idiv (int64_t a, int64_t b)
   return b == 0 ? 0 : b == -1 ? (int64_t) (0 - (uint64_t) a) : a / b;
 }
 #define DIV(a, b) _Generic ((a), float: (a) / (b), double: (a) / (b), default: tw_idiv ((a), (b)))
+/* Signed integer +, -, * wrap (through unsigned: overflow is undefined in C). */
+#define WRAP(a, op, b)                                                                      \
+  _Generic ((a), int32_t: (int32_t) ((uint32_t) (a) op (uint32_t) (b)),                     \
+            int64_t: (int64_t) ((uint64_t) (a) op (uint64_t) (b)), default: (a) op (b))
 
-BINARY_OP (add, x0 + x1)
-BINARY_OP (sub, x0 - x1)
-BINARY_OP (mul, x0 * x1)
+BINARY_OP (add, WRAP (x0, +, x1))
+BINARY_OP (sub, WRAP (x0, -, x1))
+BINARY_OP (mul, WRAP (x0, *, x1))
 BINARY_OP (div, DIV (x0, x1))
 BINARY_OP (pow, pow (x0, x1))
 BINARY_OP (minimum, x0 <= x1 ? x0 : x1)

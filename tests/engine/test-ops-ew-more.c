@@ -361,6 +361,20 @@ test_broadcasting_types (void)
       g_assert_cmpint (tw_tensor_i32 (q)[i], ==, wq[i]);
       g_assert_cmpint (tw_tensor_i32 (r)[i], ==, wr[i]);
     }
+  /* Signed overflow wraps as two's complement (no undefined behaviour). */
+  g_autoptr (tw_tensor) big = tw_tensor_from_data (TW_I32, 1, (int64_t[]) { 2 },
+                                                   (int32_t[]) { INT32_MAX, INT32_MIN });
+  g_autoptr (tw_tensor) two = tw_tensor_from_data (TW_I32, 1, (int64_t[]) { 1 }, (int32_t[]) { 2 });
+  g_autoptr (tw_tensor) sum = run_op ("add", NULL, (tw_tensor *[]) { big, two }, 2);
+  g_autoptr (tw_tensor) dif = run_op ("sub", NULL, (tw_tensor *[]) { big, two }, 2);
+  g_autoptr (tw_tensor) prod = run_op ("mul", NULL, (tw_tensor *[]) { big, two }, 2);
+  g_assert_cmpint (tw_tensor_i32 (sum)[0], ==, INT32_MIN + 1);
+  g_assert_cmpint (tw_tensor_i32 (dif)[1], ==, INT32_MAX - 1);
+  g_assert_cmpint (tw_tensor_i32 (prod)[0], ==, -2);
+  g_autoptr (tw_tensor) b64 = tw_tensor_from_data (TW_I64, 1, (int64_t[]) { 1 },
+                                                   (int64_t[]) { INT64_MAX });
+  g_autoptr (tw_tensor) p64 = run_op ("mul", NULL, (tw_tensor *[]) { b64, b64 }, 2);
+  g_assert_cmpint (tw_tensor_i64 (p64)[0], ==, 1);
 }
 
 /* where of integer values (u8 cond from a comparison, ONNX's NLL graphs). */
