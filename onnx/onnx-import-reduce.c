@@ -656,8 +656,13 @@ import_range (tw_imp *im)
   tw_dtype dt = v[0]->c->dtype;
   double start = tw_tensor_get_flat (v[0]->c, 0), limit = tw_tensor_get_flat (v[1]->c, 0);
   double delta = tw_tensor_get_flat (v[2]->c, 0);
-  double count = delta != 0 ? ceil ((limit - start) / delta) : NAN;
-  if (!(count >= 0) || count > TW_IMP_MAX_FOLDED)
+  if (delta == 0)
+    {
+      tw_imp_problem (im, "delta is 0");
+      return;
+    }
+  double count = MAX (ceil ((limit - start) / delta), 0);     /* ONNX: max (ceil (...), 0) */
+  if (!(count <= TW_IMP_MAX_FOLDED))
     {
       tw_imp_problem (im, "a range of %g elements", count);
       return;
