@@ -5,7 +5,8 @@
  * grad ops, plus fill_like / zeros_like.
  *
  * Kernels are written once per element type through macros expanded for
- * float and double.  Every loop is a plain contiguous loop over restrict
+ * float and double (the broadcasting binary ops also for int32, int64 and
+ * uint8: ONNX's integer arithmetic).  Every loop is a plain contiguous loop over restrict
  * pointers so gcc vectorises it; large loops are split across OpenMP threads
  * (element-wise results do not depend on the split). */
 #include "engine/cpu/parallel.h"
