@@ -8,7 +8,7 @@
  * = sum (abs), ReduceL2 = sqrt (sum (square)), ReduceSumSquare = sum
  * (square), ReduceLogSum = log (sum).  ArgMax/ArgMin (select_last_index:
  * argmin of -x), Trilu, GatherElements, ScatterElements (and Scatter),
- * GatherND, ScatterND, EyeLike, CumSum, Hardmax, GlobalMaxPool,
+ * GatherND, ScatterND, EyeLike, TopK (constant K), CumSum, Hardmax, GlobalMaxPool,
  * CastLike, Tile (concatenated copies), LayerNormalization (constant scale
  * and bias become its parameters, graph values multiply and add),
  * InstanceNormalization (composed: mean, variance, scale and B per channel),
@@ -608,6 +608,49 @@ import_eye_like (tw_imp *im)
     set_out (im, 0, y);
 }
 
+/* TopK: K from a constant input (opset 10 on) or the attribute before;
+ * sorted output only. */
+static void
+import_topk (tw_imp *im)
+{
+  static const char *const known_old[] = { "axis", "k", NULL };
+  static const char *const known[] = { "axis", "largest", "sorted", NULL };
+  tw_imp_check_attrs (im, im->opset < 10 ? known_old : known);
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X"), *kv = tw_imp_input (im, 1);
+  int64_t k = im->opset < 10 ? tw_imp_attr_int (im, "k", 1) : 0;
+  if (im->opset >= 10)
+    {
+      if (kv && kv->kind == TW_IMP_DYN)
+        {
+          tw_imp_problem (im, "K is computed at run time (the output's shape depends on it)");
+          return;
+        }
+      if (kv == NULL)
+        tw_imp_problem (im, "K is missing");
+      else if (!const_int_input (im, 1, "K", 1, &k))
+        return;
+    }
+  tw_tinfo info;
+  if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
+    return;
+  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", -1), info.ndim);
+  gboolean largest = tw_imp_attr_int (im, "largest", 1) != 0;
+  if (tw_imp_attr_int (im, "sorted", 1) == 0)
+    tw_imp_problem (im, "sorted=0 (twb's topk sorts)");
+  if (ax < 0 || im->failed)
+    return;
+  tw_attrs *a = tw_attrs_new ();
+  tw_attrs_set_int (a, "k", k);
+  tw_attrs_set_int (a, "axis", ax);
+  tw_attrs_set_bool (a, "largest", largest);
+  const char *y = emit_1 (im, "topk", a, x->ref);
+  if (y == NULL)
+    return;
+  g_autofree char *y1 = g_strdup_printf ("%s:1", y);
+  set_out (im, 0, y);
+  set_out (im, 1, y1);
+}
+
 /* ---- Size, Range, CastLike ------------------------------------------------------------------- */
 
 static void
@@ -1014,6 +1057,7 @@ static const struct
   { "ScatterND", import_scatter_nd },
   { "InstanceNormalization", import_instance_norm },
   { "EyeLike", import_eye_like },
+  { "TopK", import_topk },
   { "Tile", import_tile },
   { "Size", import_size },
   { "Range", import_range },

@@ -11,6 +11,8 @@
  *   scatter_nd      (data, indices, updates) -> data with slices written    ScatterND
  *                   (or added, multiplied) at the index tuples
  *   eye_like        (x) -> ones on diagonal k of x's 2-D shape, zeros        EyeLike
+ *   topk            (x) -> the k largest (or smallest) along axis, and their  TopK
+ *                   i64 indices (ties: the lower index first)
  *   gather_elements_grad (data, indices, dy) -> dx (internal: dy added at the indices)
  *   gather_nd_grad  (data, indices, dy) -> dx (internal)
  *
@@ -782,6 +784,99 @@ eye_like_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
   return !needs[0] || gin[0] != NULL;
 }
 
+/* ---- topk ---------------------------------------------------------------------------------- */
+
+static gboolean
+topk_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  int axis;
+  int64_t k = tw_attrs_get_int (a, "k", 1);
+  if (!tw_nn_check_float ("topk", "input", &in[0], error)
+      || !tw_nn_axis ("topk", tw_attrs_get_int (a, "axis", -1), &in[0], &axis, error))
+    return FALSE;
+  if (k < 0 || (in[0].dims[axis] != TW_DIM_N && k > in[0].dims[axis]))
+    {
+      g_autofree char *s = tw_tinfo_to_string (&in[0]);
+      return tw_nn_shape_error (error, "topk: k = %" G_GINT64_FORMAT " for axis %d of %s", k, axis,
+                                s);
+    }
+  out[0] = in[0];
+  out[0].dims[axis] = k;
+  out[1] = out[0];
+  out[1].dtype = TW_I64;
+  return TRUE;
+}
+
+typedef struct
+{
+  const tw_tensor *x;
+  int64_t base, inner;
+  gboolean largest;
+} topk_row;
+
+/* Larger (or smaller) first, then the lower index; NaN as the largest. */
+static gint
+topk_cmp (gconstpointer pa, gconstpointer pb, gpointer data)
+{
+  const topk_row *r = data;
+  int64_t ia = *(const int64_t *) pa, ib = *(const int64_t *) pb;
+  double va = tw_tensor_get_flat (r->x, r->base + ia * r->inner);
+  double vb = tw_tensor_get_flat (r->x, r->base + ib * r->inner);
+  if (isnan (va) || isnan (vb))
+    {
+      if (isnan (va) != isnan (vb))
+        return (isnan (va) ? -1 : 1) * (r->largest ? 1 : -1);
+    }
+  else if (va != vb)
+    return (va > vb ? -1 : 1) * (r->largest ? 1 : -1);
+  return ia < ib ? -1 : ia > ib;
+}
+
+static gboolean
+topk_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
+              tw_tensor *const *out, GError **error)
+{
+  const tw_tensor *x = in[0];
+  int axis = norm_axis (a, "axis", -1, x->ndim);
+  int64_t k = tw_attrs_get_int (a, "k", 1), outer, L, inner;
+  tw_nn_split_axis (x, axis, &outer, &L, &inner);
+  topk_row r = { x, 0, inner, tw_attrs_get_bool (a, "largest", TRUE) };
+  int64_t *order = tw_scratch (ctx, MAX (L, 1) * sizeof (int64_t));
+  for (int64_t q = 0; q < outer * inner; q++)
+    {
+      r.base = (q / inner) * L * inner + q % inner;
+      for (int64_t l = 0; l < L; l++)
+        order[l] = l;
+      g_qsort_with_data (order, (gint) L, sizeof *order, topk_cmp, &r);    /* stable */
+      int64_t ob = (q / inner) * k * inner + q % inner;
+      for (int64_t j = 0; j < k; j++)
+        {
+          tw_tensor_set_flat (out[0], ob + j * inner, tw_tensor_get_flat (x, r.base + order[j] * inner));
+          tw_tensor_i64 (out[1])[ob + j * inner] = order[j];
+        }
+    }
+  return TRUE;
+}
+
+/* The values' gradient goes back to the positions they came from. */
+static gboolean
+topk_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+               tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  if (!needs[0])
+    return TRUE;
+  if (gout[0] == NULL)
+    gin[0] = tw_emit1 (e, "zeros_like", NULL, in[0]);
+  else
+    {
+      tw_attrs *ga = tw_attrs_new ();
+      tw_attrs_set_int (ga, "axis", tw_attrs_get_int (a, "axis", -1));
+      gin[0] = tw_emit3 (e, "gather_elements_grad", ga, in[0], out[1], gout[0]);
+      tw_attrs_free (ga);
+    }
+  return gin[0] != NULL;
+}
+
 /* ---- costs and definitions ------------------------------------------------------------------ */
 
 static void
@@ -852,6 +947,13 @@ static const tw_attr_spec gather_nd_attrs[] = {
 static const tw_attr_spec eye_like_attrs[] = {
   { "k", TW_ATTR_INT, "0", FALSE, "diagonal: 0 main, > 0 above, < 0 below" },
   { "to", TW_ATTR_STRING, NULL, FALSE, "element type of the output (absent: x's)", eye_dtypes },
+  { NULL }
+};
+
+static const tw_attr_spec topk_attrs[] = {
+  { "k", TW_ATTR_INT, "1", FALSE, "how many to keep" },
+  { "axis", TW_ATTR_INT, "-1", FALSE, "dimension to search" },
+  { "largest", TW_ATTR_BOOL, "true", FALSE, "the largest (else the smallest)" },
   { NULL }
 };
 
@@ -940,6 +1042,14 @@ static const tw_op_def eye_like_def = {
   .cost = copy_cost, .onnx_name = "EyeLike",
 };
 
+static const tw_op_def topk_def = {
+  .name = "topk", .category = "Math",
+  .doc = "the k largest (or smallest) along an axis, sorted, and their indices (i64)",
+  .attrs = topk_attrs, .min_inputs = 1, .max_inputs = 1, .input_names = names_x,
+  .n_outputs = 2, .infer = topk_infer, .forward = topk_forward, .backward = topk_backward,
+  .cost = scan_cost, .onnx_name = "TopK",
+};
+
 void
 tw_ops_register_index_more (void)
 {
@@ -954,4 +1064,5 @@ tw_ops_register_index_more (void)
   tw_op_register (&gather_nd_grad_def);
   tw_op_register (&scatter_nd_def);
   tw_op_register (&eye_like_def);
+  tw_op_register (&topk_def);
 }

@@ -1416,6 +1416,29 @@ gen_scatter_nd (bcase *c, const char *op, int k)
   want (c, &sc[k].data);
 }
 
+/* topk (x): the 3 largest along dim 1, the 2 smallest along the last, 1
+ * along dim 0; values distinct. */
+static void
+gen_topk (bcase *c, const char *op, int k)
+{
+  static const struct
+  {
+    shp x, y;
+    int64_t k, axis;
+  } tc[] = {
+    { { 3, { 2, 5, 3 } }, { 3, { 2, 3, 3 } }, 3, 1 },
+    { { 2, { 3, 13 } }, { 2, { 3, 2 } }, 2, -1 },
+    { { 2, { 1, 7 } }, { 2, { 1, 7 } }, 1, 0 },
+  };
+  in_distinct (c, &tc[k].x);
+  tw_attrs_set_int (attrs_of (c), "k", tc[k].k);
+  tw_attrs_set_int (attrs_of (c), "axis", tc[k].axis);
+  tw_attrs_set_bool (attrs_of (c), "largest", k != 1);
+  want (c, &tc[k].y);
+  want (c, &tc[k].y);
+  c->want[1].dtype = TW_I64;
+}
+
 /* eye_like (x) on diagonals 0, 2 and -1. */
 static void
 gen_eye_like (bcase *c, const char *op, int k)
@@ -1493,7 +1516,7 @@ const op_case tw_boc_cases[] = {
   { "nll_loss", 3, gen_nll_loss }, { "nll_loss_grad", 3, gen_nll_loss },
   { "scatter_elements", 3, gen_scatter_elements }, { "gather_nd", 3, gen_gather_nd },
   { "gather_nd_grad", 3, gen_gather_nd }, { "eye_like", 3, gen_eye_like },
-  { "scatter_nd", 3, gen_scatter_nd },
+  { "scatter_nd", 3, gen_scatter_nd }, { "topk", 3, gen_topk },
   /* trigonometry, activations, comparisons, logic and mod of ONNX graphs */
   { "sin", 4, gen_ew_more }, { "cos", 4, gen_ew_more }, { "tan", 4, gen_ew_more },
   { "asin", 4, gen_ew_more }, { "acos", 4, gen_ew_more }, { "atan", 4, gen_ew_more },

@@ -1,7 +1,7 @@
 /* test-ops-reduce-more.c — the reductions, index ops and losses ONNX graphs
  * use: min, prod, logsumexp (engine/ops/reduce.c, reduce-more.c), argmin,
  * trilu, gather_elements, cumsum, hardmax, scatter_elements, gather_nd,
- * scatter_nd, eye_like (index-more.c), nll_loss
+ * scatter_nd, eye_like, topk (index-more.c), nll_loss
  * (loss-more.c), and their import (onnx/onnx-import-reduce.c).
  *
  * - ONNX's own node cases (libonnx-testdata, checked in as
@@ -623,6 +623,56 @@ test_scatter_gather_nd_eye (void)
     }
 }
 
+/* topk: values and indices along either axis, largest and smallest, ties
+ * to the lower index; the values' gradient back to where they came from. */
+static void
+test_topk (void)
+{
+  double v[12] = { 3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8 };
+  int64_t shape[2] = { 2, 6 };
+  g_autoptr (tw_tensor) x = tw_tensor_from_data (TW_F64, 2, shape, v);
+  static const struct
+  {
+    int64_t k, axis;
+    gboolean largest;
+    double want[6];
+    int64_t idx[6];
+    int n;
+  } cases[] = {
+    { 3, 1, TRUE, { 9, 5, 4, 8, 6, 5 }, { 5, 4, 2, 5, 1, 2 }, 6 },
+    { 2, -1, FALSE, { 1, 1, 2, 3 }, { 1, 3, 0, 3 }, 4 },
+    { 1, 0, TRUE, { 3, 6, 5, 3, 5, 9 }, { 0, 1, 1, 1, 0, 0 }, 6 },
+  };
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    for (int f32 = 0; f32 < 2; f32++)
+      {
+        tw_attrs *a = twt_attrs_int ("k", cases[c].k);
+        tw_attrs_set_int (a, "axis", cases[c].axis);
+        tw_attrs_set_bool (a, "largest", cases[c].largest);
+        g_autoptr (tw_tensor) xin = tw_tensor_cast (x, f32 ? TW_F32 : TW_F64);
+        tw_tensor *out[2];
+        twt_run_guarded ("topk", a, &xin, 1, out, NULL);
+        g_assert_cmpint (tw_tensor_numel (out[0]), ==, cases[c].n);
+        g_assert_cmpint (out[1]->dtype, ==, TW_I64);
+        for (int i = 0; i < cases[c].n; i++)
+          {
+            g_assert_cmpfloat (tw_tensor_get_flat (out[0], i), ==, cases[c].want[i]);
+            g_assert_cmpint (tw_tensor_i64 (out[1])[i], ==, cases[c].idx[i]);
+          }
+        tw_tensor_unref (out[0]);
+        tw_tensor_unref (out[1]);
+        tw_attrs_free (a);
+      }
+  int64_t rs[3] = { 2, 7, 3 };
+  g_autoptr (tw_tensor) r = twt_randn (TW_F64, 3, rs, 81);
+  tw_attrs *a = twt_attrs_int ("k", 4);
+  tw_attrs_set_int (a, "axis", 1);
+  twt_assert_grad ("topk", a, &r, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+  tw_attrs_set_bool (a, "largest", FALSE);
+  twt_assert_grad ("topk", a, &r, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+  tw_attrs_free (a);
+}
+
 /* ---- nll_loss ------------------------------------------------------------------------------ */
 
 static void
@@ -806,6 +856,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/reduce-more/trilu-cumsum-hardmax", test_trilu_cumsum_hardmax);
   g_test_add_func ("/engine/ops/reduce-more/gather-elements", test_gather_elements);
   g_test_add_func ("/engine/ops/reduce-more/scatter-gather-nd-eye", test_scatter_gather_nd_eye);
+  g_test_add_func ("/engine/ops/reduce-more/topk", test_topk);
   g_test_add_func ("/engine/ops/reduce-more/nll-loss", test_nll_loss);
   g_test_add_func ("/engine/ops/reduce-more/eager-compiled", test_eager_compiled);
   g_test_add_func ("/engine/ops/reduce-more/errors", test_errors);

@@ -27,13 +27,14 @@ OPS = {'ReduceSum', 'ReduceMean', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'Reduc
        'ReduceLogSum', 'ReduceLogSumExp', 'ReduceSumSquare', 'ArgMax', 'ArgMin', 'CumSum', 'Trilu',
        'Tile', 'GatherElements', 'Range', 'Size', 'Hardmax', 'Einsum', 'GlobalMaxPool', 'CastLike',
        'LayerNormalization', 'NegativeLogLikelihoodLoss', 'SoftmaxCrossEntropyLoss',
-       'ScatterElements', 'Scatter', 'GatherND', 'EyeLike', 'ScatterND', 'InstanceNormalization'}
+       'ScatterElements', 'Scatter', 'GatherND', 'EyeLike', 'ScatterND', 'InstanceNormalization',
+       'TopK'}
 MAX_VALUES = 5000
 # Attribute-like inputs by op: positions.
 CONST_INPUTS = {'ReduceSum': [1], 'ReduceMean': [1], 'ReduceMax': [1], 'ReduceMin': [1],
                 'ReduceProd': [1], 'ReduceL1': [1], 'ReduceL2': [1], 'ReduceLogSum': [1],
                 'ReduceLogSumExp': [1], 'ReduceSumSquare': [1], 'Trilu': [1], 'CumSum': [1],
-                'Tile': [1],
+                'Tile': [1], 'TopK': [1],
                 # inputs exporters write as initializers: both forms import
                 'NegativeLogLikelihoodLoss': [2], 'SoftmaxCrossEntropyLoss': [2],
                 'LayerNormalization': [1, 2], 'InstanceNormalization': [1, 2],
