@@ -537,8 +537,8 @@ main (int argc, char **argv)
     { "compiled", 0, 0, G_OPTION_ARG_NONE, &compiled, "Also run each case compiled", NULL },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Print each failed case", NULL },
     { "filter", 0, 0, G_OPTION_ARG_STRING, &filter, "Only cases whose suite/name contains S", "S" },
-    { "list", 0, 0, G_OPTION_ARG_FILENAME, &list, "Only the cases named in FILE (one a line)",
-      "FILE" },
+    { "list", 0, 0, G_OPTION_ARG_FILENAME, &list,
+      "Only the cases named in FILE (one a line, suite/case or case; # comments)", "FILE" },
     { "json", 0, 0, G_OPTION_ARG_FILENAME, &json, "Write every case's result to OUT", "OUT" },
     { "data", 0, 0, G_OPTION_ARG_FILENAME, &data,
       "The test data (default /usr/share/libonnx-testdata/data)", "DIR" },
@@ -594,8 +594,14 @@ main (int argc, char **argv)
           found++;
           if (filter && !strstr (name, filter))
             continue;
-          if (r.list && !g_hash_table_contains (r.list, name))
+          /* Listed as "suite/case", or as the case alone (then in any suite). */
+          if (r.list && !g_hash_table_contains (r.list, name) && !g_hash_table_contains (r.list, c))
             continue;
+          if (r.list)
+            {
+              g_hash_table_remove (r.list, name);
+              g_hash_table_remove (r.list, c);
+            }
           run_case (&r, suites[s], case_dir, name);
         }
     }
@@ -610,8 +616,20 @@ main (int argc, char **argv)
       write_json (&r, json);
       g_object_unref (r.json);
     }
-  /* A listed case that no longer imports is a regression too. */
-  int failed = r.failed + (r.list ? r.skipped : 0);
+  /* A listed case that no longer imports, or is not there, is a regression too. */
+  int missing = 0;
+  if (r.list)
+    {
+      GHashTableIter it;
+      gpointer key;
+      g_hash_table_iter_init (&it, r.list);
+      while (g_hash_table_iter_next (&it, &key, NULL))
+        {
+          printf ("listed but not found: %s\n", (const char *) key);
+          missing++;
+        }
+    }
+  int failed = r.failed + (r.list ? r.skipped + missing : 0);
   g_hash_table_unref (r.ops);
   g_hash_table_unref (r.skips);
   if (r.list)

@@ -20,7 +20,7 @@ ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2" | tail -40; }
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 
-echo "1..6"
+echo "1..7"
 
 want=$(grep -cv '^\(#\|$\)' "$list")
 out=$("$runner" --compiled --list "$list" --expect-pass --json "$tmp/r.json" 2>&1); st=$?
@@ -43,4 +43,8 @@ check "a wrong output fails the case, and --expect-pass exits 1" \
    && grep -q "run 1, passed 0, failed 1" <<<"$out"' "$out"
 out=$("$runner" --data "$tmp/data" 2>&1); st=$?
 check "without --expect-pass it exits 0 all the same" '[ $st = 0 ]' "$out"
+printf 'test_abs\nnode/test_no_such_case\n' > "$tmp/list.txt"
+out=$("$runner" --data "$data" --list "$tmp/list.txt" --expect-pass 2>&1); st=$?
+check "a listed case that is not there fails --expect-pass, named" \
+  '[ $st = 1 ] && grep -q "^listed but not found: node/test_no_such_case$" <<<"$out"' "$out"
 exit $fail
