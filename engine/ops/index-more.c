@@ -840,6 +840,9 @@ topk_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n
   int axis = norm_axis (a, "axis", -1, x->ndim);
   int64_t k = tw_attrs_get_int (a, "k", 1), outer, L, inner;
   tw_nn_split_axis (x, axis, &outer, &L, &inner);
+  if (k > L)                /* a batch axis, unknown at infer time */
+    return tw_nn_shape_error (error, "topk: k = %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+                              " elements along axis %d", k, L, axis);
   topk_row r = { x, 0, inner, tw_attrs_get_bool (a, "largest", TRUE) };
   int64_t *order = tw_scratch (ctx, MAX (L, 1) * sizeof (int64_t));
   for (int64_t q = 0; q < outer * inner; q++)

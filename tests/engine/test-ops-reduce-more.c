@@ -623,6 +623,9 @@ test_scatter_gather_nd_eye (void)
     }
 }
 
+static void assert_run_error (const char *op, const tw_attrs *a, tw_tensor *const *in, int n_in,
+                              const char *needle);
+
 /* topk: values and indices along either axis, largest and smallest, ties
  * to the lower index; the values' gradient back to where they came from. */
 static void
@@ -671,6 +674,19 @@ test_topk (void)
   tw_attrs_set_bool (a, "largest", FALSE);
   twt_assert_grad ("topk", a, &r, 1, (gboolean[]) { TRUE }, TOL_GRAD);
   tw_attrs_free (a);
+  /* k beyond a symbolic dim: inferred, then refused on the concrete shape */
+  tw_tinfo xi;
+  tw_tinfo_set (&xi, TW_F32, 2, (int64_t[]) { TW_DIM_N, 4 });
+  tw_tinfo yo[2];
+  g_autoptr (GError) error = NULL;
+  tw_attrs *b = twt_attrs_int ("k", 3);
+  tw_attrs_set_int (b, "axis", 0);
+  g_assert_true (twt_infer ("topk", b, &xi, 1, yo, &error));
+  g_assert_cmpint (yo[0].dims[0], ==, 3);
+  int64_t s2[2] = { 2, 4 };
+  g_autoptr (tw_tensor) two = twt_randn (TW_F32, 2, s2, 82);
+  assert_run_error ("topk", b, &two, 1, "k = 3 for axis 0 of f32[2, 4]");
+  tw_attrs_free (b);
 }
 
 /* ---- nll_loss ------------------------------------------------------------------------------ */
