@@ -35,7 +35,8 @@ float_attr_op (tw_imp *im, const char *op, const char *const *names, const float
   const char *x = tw_imp_ref_input (im, 0, "X");
   tw_attrs *a = tw_attrs_new ();
   for (int i = 0; names[i]; i++)
-    tw_attrs_set_float (a, names[i], tw_imp_short_double (tw_imp_attr_float (im, names[i], defaults[i])));
+    tw_attrs_set_float (a, names[i],
+                        tw_imp_short_double (tw_imp_attr_float (im, names[i], defaults[i])));
   if (x == NULL || im->failed)
     {
       tw_attrs_free (a);
@@ -48,7 +49,7 @@ static void
 import_elu (tw_imp *im)
 {
   static const char *const names[] = { "alpha", NULL };
-  float_attr_op (im, "elu", names, (const float[]) { 1.0f });
+  float_attr_op (im, "elu", names, (const float[]){ 1.0f });
 }
 
 /* ONNX's Selu defaults, as the float attributes its reference reads. */
@@ -56,29 +57,29 @@ static void
 import_selu (tw_imp *im)
 {
   static const char *const names[] = { "alpha", "gamma", NULL };
-  float_attr_op (im, "selu", names, (const float[]) { 1.67326319217681884765625f,
-                                                       1.05070102214813232421875f });
+  float_attr_op (im, "selu", names,
+                 (const float[]){ 1.67326319217681884765625f, 1.05070102214813232421875f });
 }
 
 static void
 import_celu (tw_imp *im)
 {
   static const char *const names[] = { "alpha", NULL };
-  float_attr_op (im, "celu", names, (const float[]) { 1.0f });
+  float_attr_op (im, "celu", names, (const float[]){ 1.0f });
 }
 
 static void
 import_thresholded_relu (tw_imp *im)
 {
   static const char *const names[] = { "alpha", NULL };
-  float_attr_op (im, "thresholded_relu", names, (const float[]) { 1.0f });
+  float_attr_op (im, "thresholded_relu", names, (const float[]){ 1.0f });
 }
 
 static void
 import_shrink (tw_imp *im)
 {
   static const char *const names[] = { "bias", "lambd", NULL };
-  float_attr_op (im, "shrink", names, (const float[]) { 0.0f, 0.5f });
+  float_attr_op (im, "shrink", names, (const float[]){ 0.0f, 0.5f });
 }
 
 static void
@@ -87,7 +88,8 @@ import_isinf (tw_imp *im)
   static const char *const known[] = { "detect_positive", "detect_negative", NULL };
   tw_imp_check_attrs (im, known);
   const char *x = tw_imp_ref_input (im, 0, "X");
-  int64_t pos = tw_imp_attr_int (im, "detect_positive", 1), neg = tw_imp_attr_int (im, "detect_negative", 1);
+  int64_t pos = tw_imp_attr_int (im, "detect_positive", 1),
+          neg = tw_imp_attr_int (im, "detect_negative", 1);
   if (x == NULL || im->failed)
     return;
   tw_attrs *a = tw_attrs_new ();
@@ -109,7 +111,7 @@ import_mod (tw_imp *im)
     return;
   tw_attrs *at = tw_attrs_new ();
   tw_attrs_set_int (at, "fmod", fm);
-  emit_refs (im, NULL, "mod", at, (const char *const[]) { a, b }, 2);
+  emit_refs (im, NULL, "mod", at, (const char *const[]){ a, b }, 2);
 }
 
 /* Sum and Mean of 1..n inputs (NumPy broadcasting): a chain of adds, then
@@ -128,7 +130,8 @@ import_sum_mean (tw_imp *im, gboolean mean)
   for (gsize i = 1; acc && i < n; i++)
     {
       const char *b = tw_imp_ref_input (im, i, "every input");
-      tw_node *node = b ? emit_refs (im, NULL, "add", NULL, (const char *const[]) { acc, b }, 2) : NULL;
+      tw_node *node =
+        b ? emit_refs (im, NULL, "add", NULL, (const char *const[]){ acc, b }, 2) : NULL;
       acc = node ? node->id : NULL;
     }
   if (acc == NULL || (n > 1 && !mean))
@@ -138,8 +141,16 @@ import_sum_mean (tw_imp *im, gboolean mean)
   emit_refs (im, NULL, "scale", a, &acc, 1);
 }
 
-static void import_sum (tw_imp *im) { import_sum_mean (im, FALSE); }
-static void import_mean (tw_imp *im) { import_sum_mean (im, TRUE); }
+static void
+import_sum (tw_imp *im)
+{
+  import_sum_mean (im, FALSE);
+}
+static void
+import_mean (tw_imp *im)
+{
+  import_sum_mean (im, TRUE);
+}
 
 /* The channel count C when the constant slope s is one per channel of x
  * (dim 1): [C] before opset 7 (PRelu then broadcast along the channels),
@@ -175,7 +186,8 @@ import_prelu (tw_imp *im)
   if (x == NULL || s == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
     return;
   int64_t c = s->kind == TW_IMP_CONST && tw_dtype_is_float (s->c->dtype)
-                ? slope_channels (im, s->c, &info) : 0;
+                ? slope_channels (im, s->c, &info)
+                : 0;
   if (c > 0)
     {
       tw_attrs *a = tw_attrs_new ();
@@ -185,19 +197,22 @@ import_prelu (tw_imp *im)
         return;
       g_autoptr (tw_tensor) f = tw_imp_as_f32 (s->c);
       tw_tensor *w = tw_tensor_reshape (f, 1, &c);
-      g_hash_table_replace (im->weights, g_strdup_printf ("%s.weight", node->id), tw_tensor_clone (w));
+      g_hash_table_replace (im->weights, g_strdup_printf ("%s.weight", node->id),
+                            tw_tensor_clone (w));
       tw_tensor_unref (w);
       return;
     }
   if (im->opset < 7)
     {
-      tw_imp_problem (im, "a slope that is not one per channel (opset %" G_GINT64_FORMAT
-                      " broadcasts it along the channels)", im->opset);
+      tw_imp_problem (im,
+                      "a slope that is not one per channel (opset %" G_GINT64_FORMAT
+                      " broadcasts it along the channels)",
+                      im->opset);
       return;
     }
   const char *rs = tw_imp_ref (im, s);
   if (rs)
-    emit_refs (im, NULL, "prelu_broadcast", NULL, (const char *const[]) { x->ref, rs }, 2);
+    emit_refs (im, NULL, "prelu_broadcast", NULL, (const char *const[]){ x->ref, rs }, 2);
 }
 
 static gboolean
@@ -235,7 +250,7 @@ import_pow (tw_imp *im)
         return;
       ry = cast->id;
     }
-  emit_refs (im, NULL, "pow", NULL, (const char *const[]) { rx, ry }, 2);
+  emit_refs (im, NULL, "pow", NULL, (const char *const[]){ rx, ry }, 2);
 }
 
 static const struct
@@ -243,10 +258,12 @@ static const struct
   const char *op;
   tw_imp_fn fn;
 } more_translators[] = {
-  { "Elu", import_elu }, { "Selu", import_selu }, { "Celu", import_celu },
-  { "ThresholdedRelu", import_thresholded_relu }, { "Shrink", import_shrink },
-  { "IsInf", import_isinf }, { "Mod", import_mod }, { "Sum", import_sum }, { "Mean", import_mean },
-  { "PRelu", import_prelu }, { "Pow", import_pow },
+  { "Elu", import_elu },       { "Selu", import_selu },
+  { "Celu", import_celu },     { "ThresholdedRelu", import_thresholded_relu },
+  { "Shrink", import_shrink }, { "IsInf", import_isinf },
+  { "Mod", import_mod },       { "Sum", import_sum },
+  { "Mean", import_mean },     { "PRelu", import_prelu },
+  { "Pow", import_pow },
 };
 
 tw_imp_fn

@@ -56,47 +56,79 @@ run_op (const char *op, const tw_attrs *a, tw_tensor **in, int n_in)
 typedef struct
 {
   const char *op;
-  double lo, hi;                      /* the inputs' range (the op's domain) */
-  const char *p, *q;                  /* attributes set, or NULL */
+  double lo, hi;     /* the inputs' range (the op's domain) */
+  const char *p, *q; /* attributes set, or NULL */
   double pv, qv;
 } unary_case;
 
 static double
 ref_unary (const char *op, double x, double p, double q)
 {
-  if (!strcmp (op, "sin")) return sin (x);
-  if (!strcmp (op, "cos")) return cos (x);
-  if (!strcmp (op, "tan")) return tan (x);
-  if (!strcmp (op, "asin")) return asin (x);
-  if (!strcmp (op, "acos")) return acos (x);
-  if (!strcmp (op, "atan")) return atan (x);
-  if (!strcmp (op, "sinh")) return sinh (x);
-  if (!strcmp (op, "cosh")) return cosh (x);
-  if (!strcmp (op, "asinh")) return asinh (x);
-  if (!strcmp (op, "acosh")) return acosh (x);
-  if (!strcmp (op, "atanh")) return atanh (x);
-  if (!strcmp (op, "round")) return nearbyint (x);
-  if (!strcmp (op, "elu")) return x > 0 ? x : p * (exp (x) - 1);
-  if (!strcmp (op, "selu")) return q * (x > 0 ? x : p * (exp (x) - 1));
-  if (!strcmp (op, "celu")) return fmax (0, x) + fmin (0, p * (exp (x / p) - 1));
-  if (!strcmp (op, "softplus")) return log (1 + exp (x));
-  if (!strcmp (op, "softsign")) return x / (1 + fabs (x));
-  if (!strcmp (op, "thresholded_relu")) return x > p ? x : 0;
+  if (!strcmp (op, "sin"))
+    return sin (x);
+  if (!strcmp (op, "cos"))
+    return cos (x);
+  if (!strcmp (op, "tan"))
+    return tan (x);
+  if (!strcmp (op, "asin"))
+    return asin (x);
+  if (!strcmp (op, "acos"))
+    return acos (x);
+  if (!strcmp (op, "atan"))
+    return atan (x);
+  if (!strcmp (op, "sinh"))
+    return sinh (x);
+  if (!strcmp (op, "cosh"))
+    return cosh (x);
+  if (!strcmp (op, "asinh"))
+    return asinh (x);
+  if (!strcmp (op, "acosh"))
+    return acosh (x);
+  if (!strcmp (op, "atanh"))
+    return atanh (x);
+  if (!strcmp (op, "round"))
+    return nearbyint (x);
+  if (!strcmp (op, "elu"))
+    return x > 0 ? x : p * (exp (x) - 1);
+  if (!strcmp (op, "selu"))
+    return q * (x > 0 ? x : p * (exp (x) - 1));
+  if (!strcmp (op, "celu"))
+    return fmax (0, x) + fmin (0, p * (exp (x / p) - 1));
+  if (!strcmp (op, "softplus"))
+    return log (1 + exp (x));
+  if (!strcmp (op, "softsign"))
+    return x / (1 + fabs (x));
+  if (!strcmp (op, "thresholded_relu"))
+    return x > p ? x : 0;
   g_assert_cmpstr (op, ==, "shrink");
   return x < -q ? x + p : (x > q ? x - p : 0);
 }
 
 static const unary_case unary_cases[] = {
-  { "sin", -6, 6 }, { "cos", -6, 6 }, { "tan", -1.3, 1.3 }, { "asin", -0.95, 0.95 },
-  { "acos", -0.95, 0.95 }, { "atan", -8, 8 }, { "sinh", -5, 5 }, { "cosh", -5, 5 },
-  { "asinh", -8, 8 }, { "acosh", 1.05, 8 }, { "atanh", -0.95, 0.95 }, { "round", -6, 6 },
-  { "elu", -4, 4 }, { "elu", -4, 4, "alpha", NULL, 0.3 },
+  { "sin", -6, 6 },
+  { "cos", -6, 6 },
+  { "tan", -1.3, 1.3 },
+  { "asin", -0.95, 0.95 },
+  { "acos", -0.95, 0.95 },
+  { "atan", -8, 8 },
+  { "sinh", -5, 5 },
+  { "cosh", -5, 5 },
+  { "asinh", -8, 8 },
+  { "acosh", 1.05, 8 },
+  { "atanh", -0.95, 0.95 },
+  { "round", -6, 6 },
+  { "elu", -4, 4 },
+  { "elu", -4, 4, "alpha", NULL, 0.3 },
   { "selu", -4, 4, "alpha", "gamma", 1.67326319217681884765625, 1.05070102214813232421875 },
   { "selu", -4, 4, "alpha", "gamma", 2, 0.5 },
-  { "celu", -4, 4, "alpha", NULL, 1 }, { "celu", -4, 4, "alpha", NULL, 0.4 },
-  { "softplus", -30, 30 }, { "softsign", -8, 8 },
-  { "thresholded_relu", -3, 3, "alpha", NULL, 1 }, { "thresholded_relu", -3, 3, "alpha", NULL, -0.5 },
-  { "shrink", -3, 3, "bias", "lambd", 0, 0.5 }, { "shrink", -3, 3, "bias", "lambd", 0.75, 1.5 },
+  { "celu", -4, 4, "alpha", NULL, 1 },
+  { "celu", -4, 4, "alpha", NULL, 0.4 },
+  { "softplus", -30, 30 },
+  { "softsign", -8, 8 },
+  { "thresholded_relu", -3, 3, "alpha", NULL, 1 },
+  { "thresholded_relu", -3, 3, "alpha", NULL, -0.5 },
+  { "shrink", -3, 3, "bias", "lambd", 0, 0.5 },
+  { "shrink", -3, 3, "bias", "lambd", 0.75, 1.5 },
 };
 
 /* The kinks and jumps of the piecewise ops, where finite differences do
@@ -135,8 +167,8 @@ test_unary (void)
         double pv = c->p ? c->pv : 1.0, qv = c->q ? c->qv : 0.5;
         if (!strcmp (c->op, "shrink") && !c->p)
           pv = 0;
-        g_autoptr (tw_tensor) x32 = twt_uniform (TW_F32, shapes[s].nd, shapes[s].d, 7 * k + s,
-                                                 c->lo, c->hi);
+        g_autoptr (tw_tensor) x32 =
+          twt_uniform (TW_F32, shapes[s].nd, shapes[s].d, 7 * k + s, c->lo, c->hi);
         g_autoptr (tw_tensor) x = tw_tensor_cast (x32, TW_F64);
         for (int64_t i = 0; i < tw_tensor_numel (x); i++)
           if (near_kink (c, tw_tensor_f64 (x)[i]))
@@ -144,13 +176,13 @@ test_unary (void)
         g_autoptr (tw_tensor) ref = tw_tensor_new_like (x);
         for (int64_t i = 0; i < tw_tensor_numel (x); i++)
           tw_tensor_f64 (ref)[i] = ref_unary (c->op, tw_tensor_f64 (x)[i], pv, qv);
-        g_autoptr (tw_tensor) y64 = run_op (c->op, a, (tw_tensor *[]) { x }, 1);
-        g_autoptr (tw_tensor) y32 = run_op (c->op, a, (tw_tensor *[]) { x32 }, 1);
+        g_autoptr (tw_tensor) y64 = run_op (c->op, a, (tw_tensor *[]){ x }, 1);
+        g_autoptr (tw_tensor) y32 = run_op (c->op, a, (tw_tensor *[]){ x32 }, 1);
         double e64 = twt_max_error (y64, ref), e32 = twt_max_error (y32, ref);
         if (!(e64 <= TOL_F64 && e32 <= TOL_F32))
           g_error ("%s (case %u, shape %u): errors %.3g (f64), %.3g (f32)", c->op, k, s, e64, e32);
         if (tw_tensor_numel (x) <= 1000)
-          twt_assert_grad (c->op, a, (tw_tensor *[]) { x }, 1, (gboolean[]) { TRUE }, TOL_GRAD);
+          twt_assert_grad (c->op, a, (tw_tensor *[]){ x }, 1, (gboolean[]){ TRUE }, TOL_GRAD);
         tw_attrs_free (a);
       }
 }
@@ -165,9 +197,9 @@ test_prelu (void)
   for (int np = 1; np <= 3; np += 2)
     {
       g_autoptr (tw_tensor) x = twt_uniform (TW_F64, 4, xs, 11 + np, -2, 2);
-      g_autoptr (tw_tensor) w = twt_uniform (TW_F64, 1, (int64_t[]) { np }, 12 + np, -1, 1);
+      g_autoptr (tw_tensor) w = twt_uniform (TW_F64, 1, (int64_t[]){ np }, 12 + np, -1, 1);
       tw_attrs *a = twt_attrs_int ("num_parameters", np);
-      g_autoptr (tw_tensor) y = run_op ("prelu", a, (tw_tensor *[]) { x, w }, 2);
+      g_autoptr (tw_tensor) y = run_op ("prelu", a, (tw_tensor *[]){ x, w }, 2);
       for (int64_t i = 0; i < tw_tensor_numel (x); i++)
         {
           double v = tw_tensor_f64 (x)[i], s = tw_tensor_f64 (w)[np == 1 ? 0 : (i / 20) % 3];
@@ -179,9 +211,9 @@ test_prelu (void)
       tw_attrs_free (a);
     }
   /* prelu_broadcast: a slope [4, 1] against x [2, 4, 3]. */
-  g_autoptr (tw_tensor) x = twt_uniform (TW_F64, 3, (int64_t[]) { 2, 4, 3 }, 21, -2, 2);
-  g_autoptr (tw_tensor) s = twt_uniform (TW_F64, 2, (int64_t[]) { 4, 1 }, 22, -1, 1);
-  g_autoptr (tw_tensor) y = run_op ("prelu_broadcast", NULL, (tw_tensor *[]) { x, s }, 2);
+  g_autoptr (tw_tensor) x = twt_uniform (TW_F64, 3, (int64_t[]){ 2, 4, 3 }, 21, -2, 2);
+  g_autoptr (tw_tensor) s = twt_uniform (TW_F64, 2, (int64_t[]){ 4, 1 }, 22, -1, 1);
+  g_autoptr (tw_tensor) y = run_op ("prelu_broadcast", NULL, (tw_tensor *[]){ x, s }, 2);
   for (int64_t i = 0; i < tw_tensor_numel (x); i++)
     {
       double v = tw_tensor_f64 (x)[i], sl = tw_tensor_f64 (s)[(i / 3) % 4];
@@ -241,22 +273,38 @@ static double
 ref_binary (const char *op, double a, double b, tw_dtype dt)
 {
   gboolean integer = !tw_dtype_is_float (dt);
-  if (!strcmp (op, "equal")) return a == b;
-  if (!strcmp (op, "greater")) return a > b;
-  if (!strcmp (op, "less")) return a < b;
-  if (!strcmp (op, "greater_equal")) return a >= b;
-  if (!strcmp (op, "less_equal")) return a <= b;
-  if (!strcmp (op, "logical_and")) return a != 0 && b != 0;
-  if (!strcmp (op, "logical_or")) return a != 0 || b != 0;
-  if (!strcmp (op, "logical_xor")) return (a != 0) != (b != 0);
-  if (!strcmp (op, "mod")) return ref_mod (a, b, 0, integer);
-  if (!strcmp (op, "mod_fmod")) return ref_mod (a, b, 1, integer);
-  if (!strcmp (op, "add")) return wrap (dt, a + b);
-  if (!strcmp (op, "sub")) return wrap (dt, a - b);
-  if (!strcmp (op, "mul")) return wrap (dt, a * b);
-  if (!strcmp (op, "div")) return !integer ? a / b : b == 0 ? 0 : wrap (dt, trunc (a / b));
-  if (!strcmp (op, "minimum")) return fmin (a, b);
-  if (!strcmp (op, "maximum")) return fmax (a, b);
+  if (!strcmp (op, "equal"))
+    return a == b;
+  if (!strcmp (op, "greater"))
+    return a > b;
+  if (!strcmp (op, "less"))
+    return a < b;
+  if (!strcmp (op, "greater_equal"))
+    return a >= b;
+  if (!strcmp (op, "less_equal"))
+    return a <= b;
+  if (!strcmp (op, "logical_and"))
+    return a != 0 && b != 0;
+  if (!strcmp (op, "logical_or"))
+    return a != 0 || b != 0;
+  if (!strcmp (op, "logical_xor"))
+    return (a != 0) != (b != 0);
+  if (!strcmp (op, "mod"))
+    return ref_mod (a, b, 0, integer);
+  if (!strcmp (op, "mod_fmod"))
+    return ref_mod (a, b, 1, integer);
+  if (!strcmp (op, "add"))
+    return wrap (dt, a + b);
+  if (!strcmp (op, "sub"))
+    return wrap (dt, a - b);
+  if (!strcmp (op, "mul"))
+    return wrap (dt, a * b);
+  if (!strcmp (op, "div"))
+    return !integer ? a / b : b == 0 ? 0 : wrap (dt, trunc (a / b));
+  if (!strcmp (op, "minimum"))
+    return fmin (a, b);
+  if (!strcmp (op, "maximum"))
+    return fmax (a, b);
   g_assert_cmpstr (op, ==, "pow");
   return wrap (dt, pow (a, b));
 }
@@ -284,16 +332,16 @@ check_binary (const char *op, tw_dtype dt, int an, const int64_t *ad, int bn, co
   g_autoptr (tw_tensor) a = small_ints (dt, an, ad, seed, lo, hi);
   g_autoptr (tw_tensor) b = small_ints (dt, bn, bd, seed + 1, is_pow ? 0 : lo, is_pow ? 3 : hi);
   if (tw_dtype_is_float (dt) && !logic)
-    for (int64_t i = 0; i < tw_tensor_numel (a); i++)   /* fractions for fmod, div */
+    for (int64_t i = 0; i < tw_tensor_numel (a); i++) /* fractions for fmod, div */
       tw_tensor_set_flat (a, i, tw_tensor_get_flat (a, i) * 0.75);
   if (tw_dtype_is_float (dt) && (g_str_has_prefix (op, "mod") || !strcmp (op, "div")))
-    for (int64_t i = 0; i < tw_tensor_numel (b); i++)   /* float division by zero: inf, NaN */
+    for (int64_t i = 0; i < tw_tensor_numel (b); i++) /* float division by zero: inf, NaN */
       if (tw_tensor_get_flat (b, i) == 0)
         tw_tensor_set_flat (b, i, 2.5);
   tw_attrs *at = NULL;
   if (!strcmp (op, "mod_fmod"))
     at = twt_attrs_int ("fmod", 1);
-  g_autoptr (tw_tensor) y = run_op (twop, at, (tw_tensor *[]) { a, b }, 2);
+  g_autoptr (tw_tensor) y = run_op (twop, at, (tw_tensor *[]){ a, b }, 2);
   tw_attrs_free (at);
   int yn = MAX (an, bn);
   int64_t yd[TW_MAX_DIMS];
@@ -322,20 +370,19 @@ check_binary (const char *op, tw_dtype dt, int an, const int64_t *ad, int bn, co
 static void
 test_broadcasting_types (void)
 {
-  static const char *const ops[] = { "equal", "greater", "less", "greater_equal", "less_equal",
-                                     "logical_and", "logical_or", "logical_xor", "mod",
-                                     "mod_fmod", "add", "sub", "mul", "div", "minimum",
-                                     "maximum", "pow" };
+  static const char *const ops[] = { "equal",      "greater",     "less",       "greater_equal",
+                                     "less_equal", "logical_and", "logical_or", "logical_xor",
+                                     "mod",        "mod_fmod",    "add",        "sub",
+                                     "mul",        "div",         "minimum",    "maximum",
+                                     "pow" };
   static const tw_dtype dts[] = { TW_F32, TW_F64, TW_I32, TW_I64, TW_U8 };
   static const struct
   {
     int an, bn;
     int64_t ad[3], bd[3];
   } sh[] = {
-    { 2, 2, { 1, 7 }, { 1, 7 } },
-    { 2, 1, { 3, 13 }, { 13 } },
-    { 3, 2, { 2, 1, 5 }, { 3, 1 } },
-    { 0, 2, { 0 }, { 4, 7 } },
+    { 2, 2, { 1, 7 }, { 1, 7 } },       { 2, 1, { 3, 13 }, { 13 } },
+    { 3, 2, { 2, 1, 5 }, { 3, 1 } },    { 0, 2, { 0 }, { 4, 7 } },
     { 3, 3, { 1, 4, 1 }, { 3, 1, 6 } },
   };
   guint64 seed = 300;
@@ -349,12 +396,12 @@ test_broadcasting_types (void)
       }
 
   /* The edges of integer division and remainder. */
-  g_autoptr (tw_tensor) a = tw_tensor_from_data (TW_I32, 1, (int64_t[]) { 5 },
-                                                 (int32_t[]) { INT32_MIN, 7, -7, 7, -7 });
-  g_autoptr (tw_tensor) b = tw_tensor_from_data (TW_I32, 1, (int64_t[]) { 5 },
-                                                 (int32_t[]) { -1, -2, 2, 0, 0 });
-  g_autoptr (tw_tensor) q = run_op ("div", NULL, (tw_tensor *[]) { a, b }, 2);
-  g_autoptr (tw_tensor) r = run_op ("mod", NULL, (tw_tensor *[]) { a, b }, 2);
+  g_autoptr (tw_tensor) a =
+    tw_tensor_from_data (TW_I32, 1, (int64_t[]){ 5 }, (int32_t[]){ INT32_MIN, 7, -7, 7, -7 });
+  g_autoptr (tw_tensor) b =
+    tw_tensor_from_data (TW_I32, 1, (int64_t[]){ 5 }, (int32_t[]){ -1, -2, 2, 0, 0 });
+  g_autoptr (tw_tensor) q = run_op ("div", NULL, (tw_tensor *[]){ a, b }, 2);
+  g_autoptr (tw_tensor) r = run_op ("mod", NULL, (tw_tensor *[]){ a, b }, 2);
   static const int32_t wq[] = { INT32_MIN, -3, -3, 0, 0 }, wr[] = { 0, -1, 1, 0, 0 };
   for (int i = 0; i < 5; i++)
     {
@@ -362,18 +409,18 @@ test_broadcasting_types (void)
       g_assert_cmpint (tw_tensor_i32 (r)[i], ==, wr[i]);
     }
   /* Signed overflow wraps as two's complement (no undefined behaviour). */
-  g_autoptr (tw_tensor) big = tw_tensor_from_data (TW_I32, 1, (int64_t[]) { 2 },
-                                                   (int32_t[]) { INT32_MAX, INT32_MIN });
-  g_autoptr (tw_tensor) two = tw_tensor_from_data (TW_I32, 1, (int64_t[]) { 1 }, (int32_t[]) { 2 });
-  g_autoptr (tw_tensor) sum = run_op ("add", NULL, (tw_tensor *[]) { big, two }, 2);
-  g_autoptr (tw_tensor) dif = run_op ("sub", NULL, (tw_tensor *[]) { big, two }, 2);
-  g_autoptr (tw_tensor) prod = run_op ("mul", NULL, (tw_tensor *[]) { big, two }, 2);
+  g_autoptr (tw_tensor) big =
+    tw_tensor_from_data (TW_I32, 1, (int64_t[]){ 2 }, (int32_t[]){ INT32_MAX, INT32_MIN });
+  g_autoptr (tw_tensor) two = tw_tensor_from_data (TW_I32, 1, (int64_t[]){ 1 }, (int32_t[]){ 2 });
+  g_autoptr (tw_tensor) sum = run_op ("add", NULL, (tw_tensor *[]){ big, two }, 2);
+  g_autoptr (tw_tensor) dif = run_op ("sub", NULL, (tw_tensor *[]){ big, two }, 2);
+  g_autoptr (tw_tensor) prod = run_op ("mul", NULL, (tw_tensor *[]){ big, two }, 2);
   g_assert_cmpint (tw_tensor_i32 (sum)[0], ==, INT32_MIN + 1);
   g_assert_cmpint (tw_tensor_i32 (dif)[1], ==, INT32_MAX - 1);
   g_assert_cmpint (tw_tensor_i32 (prod)[0], ==, -2);
-  g_autoptr (tw_tensor) b64 = tw_tensor_from_data (TW_I64, 1, (int64_t[]) { 1 },
-                                                   (int64_t[]) { INT64_MAX });
-  g_autoptr (tw_tensor) p64 = run_op ("mul", NULL, (tw_tensor *[]) { b64, b64 }, 2);
+  g_autoptr (tw_tensor) b64 =
+    tw_tensor_from_data (TW_I64, 1, (int64_t[]){ 1 }, (int64_t[]){ INT64_MAX });
+  g_autoptr (tw_tensor) p64 = run_op ("mul", NULL, (tw_tensor *[]){ b64, b64 }, 2);
   g_assert_cmpint (tw_tensor_i64 (p64)[0], ==, 1);
 }
 
@@ -384,10 +431,10 @@ test_where_ints (void)
   static const tw_dtype dts[] = { TW_I32, TW_I64, TW_U8 };
   for (guint d = 0; d < G_N_ELEMENTS (dts); d++)
     {
-      g_autoptr (tw_tensor) c = small_ints (TW_U8, 2, (int64_t[]) { 3, 1 }, 60 + d, 0, 1);
-      g_autoptr (tw_tensor) a = small_ints (dts[d], 1, (int64_t[]) { 4 }, 70 + d, 0, 9);
-      g_autoptr (tw_tensor) b = small_ints (dts[d], 2, (int64_t[]) { 3, 4 }, 80 + d, 0, 9);
-      g_autoptr (tw_tensor) y = run_op ("where", NULL, (tw_tensor *[]) { c, a, b }, 3);
+      g_autoptr (tw_tensor) c = small_ints (TW_U8, 2, (int64_t[]){ 3, 1 }, 60 + d, 0, 1);
+      g_autoptr (tw_tensor) a = small_ints (dts[d], 1, (int64_t[]){ 4 }, 70 + d, 0, 9);
+      g_autoptr (tw_tensor) b = small_ints (dts[d], 2, (int64_t[]){ 3, 4 }, 80 + d, 0, 9);
+      g_autoptr (tw_tensor) y = run_op ("where", NULL, (tw_tensor *[]){ c, a, b }, 3);
       g_assert_cmpint (y->dtype, ==, dts[d]);
       for (int64_t f = 0; f < 12; f++)
         g_assert_cmpfloat (tw_tensor_get_flat (y, f), ==,
@@ -402,7 +449,7 @@ test_float_tests (void)
   static const double v[] = { 1.5, NAN, INFINITY, -INFINITY, -0.0, -3, HUGE_VAL, -NAN };
   for (int f32 = 0; f32 < 2; f32++)
     {
-      g_autoptr (tw_tensor) x64 = tw_tensor_from_data (TW_F64, 1, (int64_t[]) { 8 }, v);
+      g_autoptr (tw_tensor) x64 = tw_tensor_from_data (TW_F64, 1, (int64_t[]){ 8 }, v);
       g_autoptr (tw_tensor) x = tw_tensor_cast (x64, f32 ? TW_F32 : TW_F64);
       g_autoptr (tw_tensor) n = run_op ("isnan", NULL, &x, 1);
       tw_attrs *a = tw_attrs_new ();
@@ -420,7 +467,8 @@ test_float_tests (void)
         g_assert_cmpint (tw_tensor_u8 (n)[i], ==, isnan (v[i]));
       g_assert_cmpint (n->dtype, ==, TW_U8);
     }
-  g_autoptr (tw_tensor) b = tw_tensor_from_data (TW_U8, 1, (int64_t[]) { 3 }, (uint8_t[]) { 0, 1, 7 });
+  g_autoptr (tw_tensor) b =
+    tw_tensor_from_data (TW_U8, 1, (int64_t[]){ 3 }, (uint8_t[]){ 0, 1, 7 });
   g_autoptr (tw_tensor) nb = run_op ("logical_not", NULL, &b, 1);
   g_assert_cmpint (tw_tensor_u8 (nb)[0], ==, 1);
   g_assert_cmpint (tw_tensor_u8 (nb)[1], ==, 0);
@@ -433,20 +481,20 @@ static void
 test_errors (void)
 {
   tw_tinfo f32, f64, u8, i64, bad;
-  tw_tinfo_set (&f32, TW_F32, 2, (int64_t[]) { 3, 4 });
-  tw_tinfo_set (&f64, TW_F64, 2, (int64_t[]) { 3, 4 });
-  tw_tinfo_set (&u8, TW_U8, 2, (int64_t[]) { 3, 4 });
-  tw_tinfo_set (&i64, TW_I64, 1, (int64_t[]) { 4 });
-  tw_tinfo_set (&bad, TW_F32, 1, (int64_t[]) { 5 });
+  tw_tinfo_set (&f32, TW_F32, 2, (int64_t[]){ 3, 4 });
+  tw_tinfo_set (&f64, TW_F64, 2, (int64_t[]){ 3, 4 });
+  tw_tinfo_set (&u8, TW_U8, 2, (int64_t[]){ 3, 4 });
+  tw_tinfo_set (&i64, TW_I64, 1, (int64_t[]){ 4 });
+  tw_tinfo_set (&bad, TW_F32, 1, (int64_t[]){ 5 });
   twt_assert_infer_error ("sin", NULL, &u8, 1, "float", "u8[3, 4]");
-  twt_assert_infer_error ("equal", NULL, (tw_tinfo[]) { f32, f64 }, 2, "same element type",
+  twt_assert_infer_error ("equal", NULL, (tw_tinfo[]){ f32, f64 }, 2, "same element type",
                           "f64[3, 4]");
-  twt_assert_infer_error ("equal", NULL, (tw_tinfo[]) { f32, bad }, 2, "broadcast", NULL);
-  twt_assert_infer_error ("logical_and", NULL, (tw_tinfo[]) { f32, f32 }, 2, "u8", "f32[3, 4]");
+  twt_assert_infer_error ("equal", NULL, (tw_tinfo[]){ f32, bad }, 2, "broadcast", NULL);
+  twt_assert_infer_error ("logical_and", NULL, (tw_tinfo[]){ f32, f32 }, 2, "u8", "f32[3, 4]");
   twt_assert_infer_error ("isnan", NULL, &i64, 1, "float", "i64[4]");
-  twt_assert_infer_error ("add", NULL, (tw_tinfo[]) { u8, f32 }, 2, "same element type", NULL);
-  twt_assert_infer_error ("prelu_broadcast", NULL, (tw_tinfo[]) { f32, bad }, 2,
-                          "must broadcast", "f32[5]");
+  twt_assert_infer_error ("add", NULL, (tw_tinfo[]){ u8, f32 }, 2, "same element type", NULL);
+  twt_assert_infer_error ("prelu_broadcast", NULL, (tw_tinfo[]){ f32, bad }, 2, "must broadcast",
+                          "f32[5]");
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_float (a, "alpha", 0);
   twt_assert_infer_error ("celu", a, &f32, 1, "alpha", "nonzero");
@@ -456,7 +504,7 @@ test_errors (void)
   tw_attrs_free (a);
   tw_tinfo out;
   g_autoptr (GError) error = NULL;
-  g_assert_true (twt_infer ("greater", NULL, (tw_tinfo[]) { f64, f64 }, 2, &out, &error));
+  g_assert_true (twt_infer ("greater", NULL, (tw_tinfo[]){ f64, f64 }, 2, &out, &error));
   g_assert_cmpint (out.dtype, ==, TW_U8);
 }
 
@@ -521,15 +569,15 @@ test_export (void)
   g_assert_no_error (error);
   g_autoptr (tw_params) params = tw_onnx_export_params (m, NULL, &error);
   g_assert_no_error (error);
-  g_autoptr (tw_tensor) x = twt_uniform (TW_F32, 4, (int64_t[]) { 2, 3, 4, 5 }, 77, -3, 3);
+  g_autoptr (tw_tensor) x = twt_uniform (TW_F32, 4, (int64_t[]){ 2, 3, 4, 5 }, 77, -3, 3);
   tw_tensor *want[3], *got[3];
   eager_outputs (m, params, x, want, 3);
   g_autofree char *dir = g_dir_make_tmp ("twb-ew-export-XXXXXX", &error);
   g_assert_no_error (error);
   g_autofree char *path = g_build_filename (dir, "ew.onnx", NULL);
-  gboolean python = g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE)
-                    && g_spawn_command_line_sync ("/usr/bin/python3 -c 'import onnx'", NULL, NULL,
-                                                  NULL, NULL);
+  gboolean python =
+    g_file_test ("/usr/bin/python3", G_FILE_TEST_IS_EXECUTABLE) &&
+    g_spawn_command_line_sync ("/usr/bin/python3 -c 'import onnx'", NULL, NULL, NULL, NULL);
   for (int opset = 13; opset <= 17; opset += 4)
     {
       tw_onnx_export_options opt = { .opset = opset, .batch = 2 };
@@ -539,7 +587,8 @@ test_export (void)
         {
           g_autofree char *cmd = g_strdup_printf (
             "/usr/bin/python3 -c 'import onnx, sys; "
-            "onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' %s", path);
+            "onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' %s",
+            path);
           int status = 0;
           g_autofree char *err = NULL;
           g_assert_true (g_spawn_command_line_sync (cmd, NULL, &err, &status, NULL));
@@ -559,8 +608,9 @@ test_export (void)
         {
           g_assert_true (tw_tensor_same_shape (got[k], want[k]));
           g_assert_cmpint (got[k]->dtype, ==, want[k]->dtype);
-          g_assert_cmpint (memcmp (tw_tensor_data (got[k]), tw_tensor_data (want[k]),
-                                   tw_tensor_nbytes (want[k])), ==, 0);
+          g_assert_cmpint (
+            memcmp (tw_tensor_data (got[k]), tw_tensor_data (want[k]), tw_tensor_nbytes (want[k])),
+            ==, 0);
           tw_tensor_unref (got[k]);
         }
     }
@@ -622,8 +672,8 @@ onnx_error (const tw_tensor *got, const tw_tensor *want)
 static gboolean
 run_imported (const char *suite, const char *name, GPtrArray *ins, const tw_tensor *want)
 {
-  g_autofree char *path = g_build_filename ("/usr/share/libonnx-testdata/data", suite, name,
-                                            "model.onnx", NULL);
+  g_autofree char *path =
+    g_build_filename ("/usr/share/libonnx-testdata/data", suite, name, "model.onnx", NULL);
   if (!g_file_test (path, G_FILE_TEST_EXISTS))
     return FALSE;
   g_autoptr (GError) error = NULL;
@@ -646,7 +696,7 @@ run_imported (const char *suite, const char *name, GPtrArray *ins, const tw_tens
       if (strcmp (node->op->name, "input") == 0)
         {
           g_assert_cmpuint (n, <, ins->len);
-          feeds[n] = (tw_feed) { node->id, g_ptr_array_index (ins, n) };
+          feeds[n] = (tw_feed){ node->id, g_ptr_array_index (ins, n) };
           n++;
         }
     }
@@ -667,8 +717,8 @@ test_onnx_cases (void)
   g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (GError) error = NULL;
   g_assert_true (json_parser_load_from_file (parser, path, &error));
-  JsonArray *cases = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
-                                                   "cases");
+  JsonArray *cases =
+    json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "cases");
   g_assert_cmpuint (json_array_get_length (cases), >=, 120);
   guint n_reg = 0, n_imp = 0;
   for (guint i = 0; i < json_array_get_length (cases); i++)
@@ -696,13 +746,16 @@ test_onnx_cases (void)
           /* The same in float64 for the float ops. */
           if (want->dtype == TW_F32)
             {
-              g_autoptr (GPtrArray) in64 = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref);
+              g_autoptr (GPtrArray) in64 =
+                g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref);
               for (guint k = 0; k < ins->len; k++)
                 {
                   tw_tensor *t = g_ptr_array_index (ins, k);
-                  g_ptr_array_add (in64, t->dtype == TW_F32 ? tw_tensor_cast (t, TW_F64) : tw_tensor_ref (t));
+                  g_ptr_array_add (in64, t->dtype == TW_F32 ? tw_tensor_cast (t, TW_F64)
+                                                            : tw_tensor_ref (t));
                 }
-              g_autoptr (tw_tensor) g64 = run_op (op, a, (tw_tensor **) in64->pdata, (int) in64->len);
+              g_autoptr (tw_tensor) g64 =
+                run_op (op, a, (tw_tensor **) in64->pdata, (int) in64->len);
               g_autoptr (tw_tensor) g32 = tw_tensor_cast (g64, TW_F32);
               double e64 = onnx_error (g32, want);
               if (!(e64 <= TOL_ONNX))
@@ -713,8 +766,7 @@ test_onnx_cases (void)
         }
       n_imp += run_imported (json_object_get_string_member (c, "suite"), name, ins, want);
     }
-  g_test_message ("%u ONNX node cases through the registry, %u through the importer", n_reg,
-                  n_imp);
+  g_test_message ("%u ONNX node cases through the registry, %u through the importer", n_reg, n_imp);
   if (n_imp == 0)
     g_test_message ("libonnx-testdata is not installed: the importer runs were skipped");
 }
@@ -771,8 +823,8 @@ test_eager_compiled (void)
   for (int s = 0; s < 10; s++)
     {
       /* the same batch every step: the loss must fall */
-      g_autoptr (tw_tensor) x = twt_randn (TW_F32, 3, (int64_t[]) { 6, 3, 8 }, 910);
-      g_autoptr (tw_tensor) y = twt_randint (1, (int64_t[]) { 6 }, 911, 4);
+      g_autoptr (tw_tensor) x = twt_randn (TW_F32, 3, (int64_t[]){ 6, 3, 8 }, 910);
+      g_autoptr (tw_tensor) y = twt_randint (1, (int64_t[]){ 6 }, 911, 4);
       double le, lc;
       g_assert_true (tw_trainer_step (te, x, y, &le, &error));
       g_assert_no_error (error);
