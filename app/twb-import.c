@@ -58,8 +58,9 @@ twb_cmd_import (int argc, char **argv)
     return 1;
 
   g_autoptr (GHashTable) weights = NULL;
-  g_autoptr (tw_model) m = tw_onnx_import (input, &weights, &error);
-  if (m == NULL || !tw_onnx_add_loss (m, loss, &error))
+  tw_onnx_import_options opts = { .loss = loss };
+  g_autoptr (tw_model) m = tw_onnx_import_with (input, &opts, &weights, &error);
+  if (m == NULL)
     {
       twb_print_error (NULL, error);
       return 1;

@@ -31,6 +31,9 @@ tw_imp_layout_rows (tw_graph *g)
   int n = tw_graph_n_nodes (g);
   if (n == 0)
     return;
+  /* A loss and its label go beside the output afterwards. */
+  tw_node *loss = NULL, *label = NULL;
+  tw_imp_loss_nodes (g, &loss, &label);
   g_autofree int *depth = g_new0 (int, n);
   g_autofree int *slot = g_new0 (int, n);
   int n_layers = 0;
@@ -38,6 +41,8 @@ tw_imp_layout_rows (tw_graph *g)
     {
       int i = g_array_index (order, int, k);
       tw_node *node = tw_graph_node (g, i);
+      if (node == loss || node == label)
+        continue;
       for (int j = 0; j < node->n_inputs; j++)
         {
           tw_port p = tw_graph_resolve (g, node->inputs[j]);
@@ -50,7 +55,8 @@ tw_imp_layout_rows (tw_graph *g)
   for (guint k = 0; k < order->len; k++)
     {
       int i = g_array_index (order, int, k);
-      slot[i] = width[depth[i]]++;
+      if (tw_graph_node (g, i) != loss && tw_graph_node (g, i) != label)
+        slot[i] = width[depth[i]]++;
     }
   /* Rows of k layers: a row is as tall as its widest layer. */
   int best_k = n_layers;
@@ -85,6 +91,7 @@ tw_imp_layout_rows (tw_graph *g)
       int r = depth[i] / best_k, c = depth[i] % best_k;
       tw_graph_set_pos (g, tw_graph_node (g, i), ORIGIN + STEP_X * c, row_h[r] + STEP_Y * slot[i]);
     }
+  tw_imp_place_loss (g);
 }
 
 /* "layer1.0.conv1" → "layer1.0": a repeated stage's prefix (a name, then a

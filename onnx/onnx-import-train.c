@@ -2,7 +2,7 @@
  * input, a loss on its first output and a recipe (tw_onnx_add_loss). */
 #define G_LOG_DOMAIN "tw-onnx"
 
-#include "onnx/onnx-import.h"
+#include "onnx/onnx-import-private.h"
 
 #include <string.h>
 
@@ -26,6 +26,49 @@ tw_onnx_loss_from_name (const char *name, tw_onnx_loss *out)
         return TRUE;
       }
   return FALSE;
+}
+
+gboolean
+tw_imp_loss_nodes (const tw_graph *g, tw_node **loss_out, tw_node **label_out)
+{
+  tw_node *loss = tw_graph_find_loss (g);
+  if (loss == NULL || loss->n_inputs < 1)
+    return FALSE;
+  tw_node *label = NULL;
+  if (loss->n_inputs > 1)
+    {
+      tw_port p = tw_graph_resolve (g, loss->inputs[1]);
+      tw_node *n = p.node >= 0 ? tw_graph_node (g, p.node) : NULL;
+      if (n && strcmp (n->op_name, "input") == 0 &&
+          g_strcmp0 (tw_attrs_get_string (n->attrs, "role", NULL), "label") == 0)
+        label = n;
+    }
+  *loss_out = loss;
+  *label_out = label;
+  return TRUE;
+}
+
+void
+tw_imp_place_loss (tw_graph *g)
+{
+  tw_node *loss, *label;
+  if (!tw_imp_loss_nodes (g, &loss, &label))
+    return;
+  tw_port p = tw_graph_resolve (g, loss->inputs[0]);
+  tw_node *at = p.node >= 0 ? tw_graph_node (g, p.node) : NULL;
+  double x = at && at->has_pos ? at->x : 40, y = at && at->has_pos ? at->y : 40;
+  /* One layer step right (onnx-import-layout.c's 260); the label one slot
+   * below the output (104), or below the loss where a node is there. */
+  tw_graph_set_pos (g, loss, x + 260, y);
+  if (label == NULL)
+    return;
+  gboolean taken = FALSE;
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      tw_node *n = tw_graph_node (g, i);
+      taken |= n != label && n != loss && n->has_pos && n->x == x && n->y == y + 104;
+    }
+  tw_graph_set_pos (g, label, taken ? x + 260 : x, y + 104);
 }
 
 /* base, or base_1, base_2, ... : an id the graph does not have yet. */
@@ -130,19 +173,6 @@ tw_onnx_add_loss (tw_model *m, tw_onnx_loss loss, GError **error)
   tw_node *ln =
     tw_graph_add_node (g, loss_id, ce ? "cross_entropy" : "mse_loss", NULL, inputs, error);
   g_assert (label != NULL && ln != NULL); /* the ids are free */
-  /* The loss right of the output, the label below the output (layers run
-   * left to right, see onnx-import-layout.c), or below the loss where a
-   * node is there already. */
-  tw_node *at = tw_graph_find (g, src->id);
-  double x = at->has_pos ? at->x : 40, y = at->has_pos ? at->y : 40;
-  tw_graph_set_pos (g, ln, x + 260, y);
-  gboolean taken = FALSE;
-  for (int i = 0; i < tw_graph_n_nodes (g); i++)
-    {
-      tw_node *n = tw_graph_node (g, i);
-      taken |= n != label && n->has_pos && n->x == x && n->y == y + 104;
-    }
-  tw_graph_set_pos (g, label, taken ? x + 260 : x, y + 104);
   if (tw_graph_infer (g) > 0)
     {
       g_autofree char *errs = tw_graph_errors_to_string (g);
@@ -155,6 +185,7 @@ tw_onnx_add_loss (tw_model *m, tw_onnx_loss loss, GError **error)
       return FALSE;
     }
   tw_graph_set_loss (g, loss_id);
+  tw_imp_place_loss (g);
   set_recipe (m, loss_id);
   return TRUE;
 }

@@ -95,10 +95,9 @@ import_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
   ImportJob *j = data;
   GError *error = NULL;
   GHashTable *weights = NULL;
-  tw_model *m = tw_onnx_import (j->path, &weights, &error);
   /* A loss where the output is [N, C], so that Train works as it is. */
-  if (m && !tw_onnx_add_loss (m, TW_ONNX_LOSS_AUTO, &error))
-    g_clear_pointer (&m, tw_model_free);
+  tw_onnx_import_options opts = { .loss = TW_ONNX_LOSS_AUTO };
+  tw_model *m = tw_onnx_import_with (j->path, &opts, &weights, &error);
   if (m)
     {
       j->weights_file = cache_weights_file (m->name ? m->name : "imported", &error);

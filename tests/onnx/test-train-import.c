@@ -108,6 +108,26 @@ test_add_loss (void)
   g_unlink (json);
   g_rmdir (dir);
 
+  /* Through the import options: the same nodes, the loss laid out right
+   * of the output and the label below it, no two nodes at one place. */
+  tw_onnx_import_options opts = { .loss = TW_ONNX_LOSS_CROSS_ENTROPY };
+  g_autoptr (tw_model) m3 = tw_onnx_import_with (cnn, &opts, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (tw_graph_n_nodes (m3->graph), ==, n0 + 2);
+  tw_node *o3 = tw_graph_find (m3->graph, tw_graph_outputs (m3->graph)[0]);
+  tw_node *l3 = tw_graph_find_loss (m3->graph), *y3 = tw_graph_find_source (m3->graph, "label");
+  g_assert_cmpfloat (l3->x, >, o3->x);
+  g_assert_cmpfloat (l3->y, ==, o3->y);
+  g_assert_cmpfloat (y3->x, ==, o3->x);
+  g_assert_cmpfloat (y3->y, >, o3->y);
+  for (int i = 0; i < tw_graph_n_nodes (m3->graph); i++)
+    for (int j = 0; j < i; j++)
+      {
+        tw_node *a = tw_graph_node (m3->graph, i), *b = tw_graph_node (m3->graph, j);
+        g_assert_true (a->has_pos);
+        g_assert_false (a->x == b->x && a->y == b->y);
+      }
+
   /* mse: a float label shaped like the output ([3] for [N, 3]). */
   g_autoptr (tw_model) m2 = import (cnn, NULL);
   g_assert_true (tw_onnx_add_loss (m2, TW_ONNX_LOSS_MSE, &error));
