@@ -1,5 +1,6 @@
 /* onnx-import-private.h — what the importer's files share (onnx-import.c:
- * translations and the graph; onnx-import-fold.c: constant folding). */
+ * translations and the graph; onnx-import-layers.c: the layers;
+ * onnx-import-fold.c: constant folding). */
 #pragma once
 
 #include "onnx/onnx-import.h"
@@ -77,6 +78,13 @@ tw_node *tw_imp_emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_
  * emitted for an ONNX node gives its value).  attrs is taken. */
 tw_node *tw_imp_emitn (tw_imp *im, const char *op, tw_attrs *attrs, const char *const *inputs,
                        int n_out);
+/* Whether output k of the current node is read by a node or is a graph output. */
+gboolean tw_imp_is_used (tw_imp *im, gsize k);
+/* t (taken) as the parameter "<node id>.<suffix>". */
+void tw_imp_add_weight (tw_imp *im, const tw_node *node, const char *suffix, tw_tensor *t);
+/* ONNX's [n] or [1, n] bias (or a scalar) times beta as f32 [n]; NULL (a
+ * problem) for other shapes. */
+tw_tensor *tw_imp_bias_vector (tw_imp *im, const tw_tensor *c, int64_t n, double beta);
 /* Attributes other than known (NULL-terminated) are problems. */
 void tw_imp_check_attrs (tw_imp *im, const char *const *known);
 /* f as the shortest double that reads back as it ("0.2", not 0.20000000298). */
@@ -130,6 +138,12 @@ const char *tw_imp_reshape_full (tw_imp *im, const tw_imp_val *x, const tw_tinfo
 void tw_imp_expand (tw_imp *im);
 void tw_imp_slice (tw_imp *im);
 void tw_imp_squeeze (tw_imp *im);     /* Squeeze and Unsqueeze of computed values */
+/* The layers' translators (onnx-import-layers.c). */
+void tw_imp_conv (tw_imp *im);
+void tw_imp_gemm (tw_imp *im);
+void tw_imp_matmul (tw_imp *im);
+void tw_imp_batch_norm (tw_imp *im);
+void tw_imp_pool (tw_imp *im, gboolean max);
 void tw_imp_leaky_relu (tw_imp *im);
 void tw_imp_clip (tw_imp *im);
 void tw_imp_hard_sigmoid (tw_imp *im);
