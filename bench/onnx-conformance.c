@@ -50,7 +50,7 @@ typedef struct
 typedef struct
 {
   int cases;
-  char *example;      /* the first case's reason */
+  char *example; /* the first case's reason */
   char *example_case;
 } skip_count;
 
@@ -58,9 +58,9 @@ typedef struct
 {
   gboolean compiled, verbose, expect_pass;
   const char *filter;
-  GHashTable *list;   /* case names to run, or NULL */
-  GHashTable *ops;    /* ONNX op → op_count */
-  GHashTable *skips;  /* ONNX op (or "(graph)") → skip_count */
+  GHashTable *list;  /* case names to run, or NULL */
+  GHashTable *ops;   /* ONNX op → op_count */
+  GHashTable *skips; /* ONNX op (or "(graph)") → skip_count */
   JsonBuilder *json;
   int run, passed, failed, skipped;
 } runner;
@@ -171,7 +171,8 @@ compare (const tw_tensor *got_in, const tw_tensor *want_in, double *max_err)
   g_autofree char *sg = tw_shape_to_string (got->ndim, got->shape);
   g_autofree char *sw = tw_shape_to_string (want->ndim, want->shape);
   *max_err = 0;
-  if (got->ndim != want->ndim || memcmp (got->shape, want->shape, sizeof (int64_t) * got->ndim) != 0)
+  if (got->ndim != want->ndim ||
+      memcmp (got->shape, want->shape, sizeof (int64_t) * got->ndim) != 0)
     return g_strdup_printf ("shape %s, expected %s", sg, sw);
   gboolean fw = tw_dtype_is_float (want->dtype), fg = tw_dtype_is_float (got->dtype);
   if (fw != fg || (fw && got->dtype != want->dtype))
@@ -205,9 +206,11 @@ compare (const tw_tensor *got_in, const tw_tensor *want_in, double *max_err)
   if (bad == 0)
     return NULL;
   GString *s = g_string_new (NULL);
-  g_string_append_printf (s, "%" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " elements differ; first at "
-                          "%" G_GINT64_FORMAT ": %.9g, expected %.9g", bad, n, first,
-                          tw_tensor_get_flat (got, first), tw_tensor_get_flat (want, first));
+  g_string_append_printf (s,
+                          "%" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " elements differ; first at "
+                          "%" G_GINT64_FORMAT ": %.9g, expected %.9g",
+                          bad, n, first, tw_tensor_get_flat (got, first),
+                          tw_tensor_get_flat (want, first));
   if (fw && worst >= 0)
     g_string_append_printf (s, "; largest error %.3g at %" G_GINT64_FORMAT " (%.9g, expected %.9g)",
                             *max_err, worst, tw_tensor_get_flat (got, worst),
@@ -268,7 +271,7 @@ run_set (tw_model *m, tw_params *params, gboolean compiled, const char *set_dir,
     return g_strdup_printf ("%u input tensors for %u graph inputs", ins->len, ids->len);
   g_autofree tw_feed *feeds = g_new0 (tw_feed, MAX (ins->len, 1));
   for (guint i = 0; i < ins->len; i++)
-    feeds[i] = (tw_feed) { g_ptr_array_index (ids, i), g_ptr_array_index (ins, i) };
+    feeds[i] = (tw_feed){ g_ptr_array_index (ids, i), g_ptr_array_index (ins, i) };
   const char *const *refs = tw_graph_outputs (m->graph);
   guint n_refs = refs ? g_strv_length ((char **) refs) : 0;
   if (n_refs != outs->len)
@@ -277,7 +280,8 @@ run_set (tw_model *m, tw_params *params, gboolean compiled, const char *set_dir,
   if (!compiled)
     {
       g_autoptr (tw_eager) ex = tw_eager_new (m->graph, params, 0, &error);
-      if (ex == NULL || !tw_eager_forward_feeds (ex, feeds, (int) ins->len, FALSE, FALSE, 0, &error))
+      if (ex == NULL ||
+          !tw_eager_forward_feeds (ex, feeds, (int) ins->len, FALSE, FALSE, 0, &error))
         return g_strdup_printf ("eager: %s", error->message);
       for (guint k = 0; k < n_refs; k++)
         {
@@ -303,8 +307,8 @@ run_set (tw_model *m, tw_params *params, gboolean compiled, const char *set_dir,
       const char *one[] = { saved[k], NULL };
       tw_graph_set_outputs (m->graph, one);
       g_autoptr (tw_compiled) c = tw_compiled_new (m->graph, params, 0, &error);
-      if (c == NULL
-          || !tw_compiled_run_feeds (c, TW_PROGRAM_INFER, feeds, (int) ins->len, 0, &error))
+      if (c == NULL ||
+          !tw_compiled_run_feeds (c, TW_PROGRAM_INFER, feeds, (int) ins->len, 0, &error))
         {
           result = g_strdup_printf ("compiled: %s", error->message);
           break;
@@ -369,7 +373,8 @@ run_case (runner *r, const char *suite, const char *case_dir, const char *name)
       g_autoptr (tw_params) params = tw_params_new ();
       tw_state_dict_report rep = { 0 };
       g_autoptr (tw_eager) ex = tw_eager_new (m->graph, params, 0, &error);
-      if (ex == NULL || !tw_params_load_state_dict (params, weights, NULL, "import", TRUE, &rep, &error))
+      if (ex == NULL ||
+          !tw_params_load_state_dict (params, weights, NULL, "import", TRUE, &rep, &error))
         why = g_strdup_printf ("weights: %s", error->message);
       tw_state_dict_report_clear (&rep);
       g_autoptr (GDir) d = why ? NULL : g_dir_open (case_dir, 0, NULL);
@@ -556,7 +561,10 @@ main (int argc, char **argv)
     }
   const char *root = data ? data : "/usr/share/libonnx-testdata/data";
   runner r = {
-    .compiled = compiled, .verbose = verbose, .expect_pass = expect_pass, .filter = filter,
+    .compiled = compiled,
+    .verbose = verbose,
+    .expect_pass = expect_pass,
+    .filter = filter,
     .ops = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free),
     .skips = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, skip_count_free),
   };

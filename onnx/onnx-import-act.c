@@ -49,8 +49,8 @@ tw_imp_clip (tw_imp *im)
       has_lo = tw_onnx_attr (im->n, "min") != NULL, has_hi = tw_onnx_attr (im->n, "max") != NULL;
       lo = tw_imp_attr_float (im, "min", 0), hi = tw_imp_attr_float (im, "max", 0);
     }
-  else if ((tw_imp_input (im, 1) && tw_imp_input (im, 1)->kind == TW_IMP_DYN)
-           || (tw_imp_input (im, 2) && tw_imp_input (im, 2)->kind == TW_IMP_DYN))
+  else if ((tw_imp_input (im, 1) && tw_imp_input (im, 1)->kind == TW_IMP_DYN) ||
+           (tw_imp_input (im, 2) && tw_imp_input (im, 2)->kind == TW_IMP_DYN))
     {
       /* Computed bounds: min (max (x, lo), hi). */
       const char *r = x ? x->ref : NULL;
@@ -59,14 +59,14 @@ tw_imp_clip (tw_imp *im)
           {
             const char *b = tw_imp_ref_input (im, k, k == 1 ? "min" : "max");
             tw_node *n = b ? tw_imp_emitn (im, k == 1 ? "maximum" : "minimum", NULL,
-                                           (const char *const[]) { r, b, NULL }, 1)
+                                           (const char *const[]){ r, b, NULL }, 1)
                            : NULL;
             r = n ? n->id : NULL;
           }
       return;
     }
-  else if (!optional_scalar (im, 1, "min", &has_lo, &lo)
-           || !optional_scalar (im, 2, "max", &has_hi, &hi))
+  else if (!optional_scalar (im, 1, "min", &has_lo, &lo) ||
+           !optional_scalar (im, 2, "max", &has_hi, &hi))
     return;
   if (x == NULL || im->failed)
     return;
@@ -122,14 +122,14 @@ tw_imp_pad (tw_imp *im)
     }
   else
     {
-      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "pads", &pads, &np)
-          || !optional_scalar (im, 2, "constant_value", &has_value, &value))
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "pads", &pads, &np) ||
+          !optional_scalar (im, 2, "constant_value", &has_value, &value))
         return;
       if (tw_imp_input (im, 3))
         tw_imp_problem (im, "the axes input (opset 18) is not supported");
     }
-  g_autofree char *mode = tw_onnx_attr (im->n, "mode") ? tw_imp_attr_string_dup (im, "mode")
-                                                          : g_strdup ("constant");
+  g_autofree char *mode =
+    tw_onnx_attr (im->n, "mode") ? tw_imp_attr_string_dup (im, "mode") : g_strdup ("constant");
   tw_tinfo info;
   if (x == NULL || im->failed || !tw_imp_dyn_info (im, x, &info))
     return;
@@ -149,7 +149,7 @@ tw_imp_pad (tw_imp *im)
       return;
     }
   if (first == r)
-    first = r - 1;              /* nothing padded: pad the last dim by 0 */
+    first = r - 1; /* nothing padded: pad the last dim by 0 */
   int k = r - first;
   int64_t tp[TW_ATTR_MAX_LIST];
   if (2 * k > TW_ATTR_MAX_LIST)
@@ -179,9 +179,13 @@ tw_imp_pad (tw_imp *im)
 void
 tw_imp_resize (tw_imp *im)
 {
-  static const char *const known[] = { "mode", "coordinate_transformation_mode", "nearest_mode",
-                                       "cubic_coeff_a", "exclude_outside",
-                                       "extrapolation_value", NULL };
+  static const char *const known[] = { "mode",
+                                       "coordinate_transformation_mode",
+                                       "nearest_mode",
+                                       "cubic_coeff_a",
+                                       "exclude_outside",
+                                       "extrapolation_value",
+                                       NULL };
   tw_imp_check_attrs (im, known);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   if (im->opset < 11)
@@ -198,7 +202,7 @@ tw_imp_resize (tw_imp *im)
     tw_imp_problem (im, "exclude_outside=1");
   const tw_imp_val *sc = tw_imp_input (im, 2), *sz = tw_imp_input (im, 3);
   if (sc && sc->kind == TW_IMP_CONST && tw_tensor_numel (sc->c) == 0)
-    sc = NULL;                  /* an empty scales beside sizes */
+    sc = NULL; /* an empty scales beside sizes */
   tw_attrs *a = tw_attrs_new ();
   if (sz)
     {
@@ -236,7 +240,6 @@ tw_imp_resize (tw_imp *im)
   tw_imp_emit1 (im, NULL, "resize", a, x);
 }
 
-
 /* Cast of a computed value to a dtype twb has (bool from integers only:
  * twb's cast truncates floats, ONNX's bool is x != 0). */
 void
@@ -267,16 +270,16 @@ tw_imp_cast (tw_imp *im)
           tw_tensor_fill (zero, 0.0);
           tw_imp_val zv = { .kind = TW_IMP_CONST, .c = zero };
           const char *z = tw_imp_ref (im, &zv);
-          tw_node *eq = z ? tw_imp_emitn (im, "equal", NULL, (const char *const[]) { x->ref, z, NULL }, 1)
-                          : NULL;
+          tw_node *eq =
+            z ? tw_imp_emitn (im, "equal", NULL, (const char *const[]){ x->ref, z, NULL }, 1)
+              : NULL;
           g_free (zv.ref);
           if (eq)
-            tw_imp_emitn (im, "logical_not", NULL, (const char *const[]) { eq->id, NULL }, 1);
+            tw_imp_emitn (im, "logical_not", NULL, (const char *const[]){ eq->id, NULL }, 1);
           return;
         }
       break;
-    default:
-      break;
+    default: break;
     }
   if (dt == NULL)
     {
@@ -301,7 +304,8 @@ tw_imp_squeeze (tw_imp *im)
   g_autofree int64_t *axes = NULL;
   int64_t na = -1;
   tw_tinfo info;
-  if (x == NULL || !tw_imp_axes_of (im, &axes, &na) || im->failed || !tw_imp_dyn_info (im, x, &info))
+  if (x == NULL || !tw_imp_axes_of (im, &axes, &na) || im->failed ||
+      !tw_imp_dyn_info (im, x, &info))
     return;
   int rank = un ? info.ndim + (int) MAX (na, 0) : info.ndim;
   if (un && (na <= 0 || rank > TW_MAX_DIMS))
@@ -351,9 +355,9 @@ tw_imp_slice (tw_imp *im)
     {
       int64_t buf[3][TW_MAX_DIMS * 2];
       gsize len[3] = { 0, 0, 0 };
-      if (!tw_imp_attr_ints (im, "starts", 0, 0, buf[0], &len[0])
-          || !tw_imp_attr_ints (im, "ends", 0, 0, buf[1], &len[1])
-          || !tw_imp_attr_ints (im, "axes", 0, 0, buf[2], &len[2]))
+      if (!tw_imp_attr_ints (im, "starts", 0, 0, buf[0], &len[0]) ||
+          !tw_imp_attr_ints (im, "ends", 0, 0, buf[1], &len[1]) ||
+          !tw_imp_attr_ints (im, "axes", 0, 0, buf[2], &len[2]))
         return;
       st = g_memdup2 (buf[0], sizeof buf[0]), ns = (int64_t) len[0];
       en = g_memdup2 (buf[1], sizeof buf[1]), ne = (int64_t) len[1];
@@ -362,8 +366,8 @@ tw_imp_slice (tw_imp *im)
     }
   else
     {
-      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "starts", &st, &ns)
-          || !tw_imp_const_ints (im, tw_imp_input (im, 2), "ends", &en, &ne))
+      if (!tw_imp_const_ints (im, tw_imp_input (im, 1), "starts", &st, &ns) ||
+          !tw_imp_const_ints (im, tw_imp_input (im, 2), "ends", &en, &ne))
         return;
       if (tw_imp_input (im, 3) && !tw_imp_const_ints (im, tw_imp_input (im, 3), "axes", &ax, &na))
         return;
@@ -418,8 +422,8 @@ maybe_transposed (tw_imp *im, const char *ref, gboolean trans)
   if (!trans)
     return ref;
   tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_ints (a, "perm", 2, (int64_t[]) { 1, 0 });
-  tw_node *n = tw_imp_emitn (im, "transpose", a, (const char *const[]) { ref, NULL }, 1);
+  tw_attrs_set_ints (a, "perm", 2, (int64_t[]){ 1, 0 });
+  tw_node *n = tw_imp_emitn (im, "transpose", a, (const char *const[]){ ref, NULL }, 1);
   return n ? n->id : NULL;
 }
 
@@ -430,7 +434,7 @@ scaled (tw_imp *im, const char *ref, double alpha)
     return ref;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_float (a, "alpha", tw_imp_short_double ((float) alpha));
-  tw_node *n = tw_imp_emitn (im, "scale", a, (const char *const[]) { ref, NULL }, 1);
+  tw_node *n = tw_imp_emitn (im, "scale", a, (const char *const[]){ ref, NULL }, 1);
   return n ? n->id : NULL;
 }
 
@@ -447,13 +451,13 @@ tw_imp_gemm_values (tw_imp *im)
   b = a ? maybe_transposed (im, b, tb != 0) : NULL;
   if (a == NULL || b == NULL)
     return;
-  tw_node *y = tw_imp_emitn (im, "matmul", NULL, (const char *const[]) { a, b, NULL }, 1);
+  tw_node *y = tw_imp_emitn (im, "matmul", NULL, (const char *const[]){ a, b, NULL }, 1);
   const char *r = y ? scaled (im, y->id, alpha) : NULL;
   if (r == NULL || tw_imp_input (im, 2) == NULL)
     return;
   const char *c = scaled (im, tw_imp_ref_input (im, 2, "C"), beta);
   if (c)
-    tw_imp_emitn (im, "add", NULL, (const char *const[]) { r, c, NULL }, 1);
+    tw_imp_emitn (im, "add", NULL, (const char *const[]){ r, c, NULL }, 1);
 }
 
 /* Split of a computed value into constant sizes (the 'split' input from
@@ -487,15 +491,16 @@ tw_imp_split (tw_imp *im)
         return;
       sizes = g_memdup2 (buf, MAX (len, 1) * sizeof *buf), ns = (int64_t) len;
     }
-  else if (im->opset >= 13 && tw_imp_input (im, 1)
-           && !tw_imp_const_ints (im, tw_imp_input (im, 1), "split", &sizes, &ns))
+  else if (im->opset >= 13 && tw_imp_input (im, 1) &&
+           !tw_imp_const_ints (im, tw_imp_input (im, 1), "split", &sizes, &ns))
     return;
   if (ns < 0)
     {
       int64_t d = info.dims[ax];
       if (n_out == 0 || d % (int64_t) n_out != 0)
         {
-          tw_imp_problem (im, "%" G_GSIZE_FORMAT " equal parts of a dim of %" G_GINT64_FORMAT, n_out, d);
+          tw_imp_problem (im, "%" G_GSIZE_FORMAT " equal parts of a dim of %" G_GINT64_FORMAT,
+                          n_out, d);
           return;
         }
       ns = (int64_t) n_out;
@@ -511,7 +516,7 @@ tw_imp_split (tw_imp *im)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "axis", ax);
   tw_attrs_set_ints (a, "sizes", (int) ns, sizes);
-  tw_imp_emitn (im, "split", a, (const char *const[]) { x->ref, NULL }, (int) ns);
+  tw_imp_emitn (im, "split", a, (const char *const[]){ x->ref, NULL }, (int) ns);
 }
 
 /* Expand of a computed value to a constant shape. */
@@ -552,8 +557,8 @@ tw_imp_gather (tw_imp *im)
         tw_imp_problem (im, "needs data and indices");
       return;
     }
-  if (data->kind == TW_IMP_CONST && idx->kind == TW_IMP_DYN && data->c->ndim == 2 && axis == 0
-      && tw_dtype_is_float (data->c->dtype))
+  if (data->kind == TW_IMP_CONST && idx->kind == TW_IMP_DYN && data->c->ndim == 2 && axis == 0 &&
+      tw_dtype_is_float (data->c->dtype))
     {
       /* A lookup table: embedding, the table its weight. */
       tw_attrs *a = tw_attrs_new ();
@@ -608,12 +613,13 @@ tw_imp_gather (tw_imp *im)
     return;
   tw_attrs *at = tw_attrs_new ();
   tw_attrs_set_ints (at, "shape", di.ndim, full);
-  tw_node *e = tw_imp_emitn (im, "expand", at, (const char *const[]) { c, NULL }, 1);
+  tw_node *e = tw_imp_emitn (im, "expand", at, (const char *const[]){ c, NULL }, 1);
   if (e == NULL)
     return;
   at = tw_attrs_new ();
   tw_attrs_set_int (at, "axis", a);
-  tw_node *g = tw_imp_emitn (im, "gather_elements", at, (const char *const[]) { dref, e->id, NULL }, 1);
+  tw_node *g =
+    tw_imp_emitn (im, "gather_elements", at, (const char *const[]){ dref, e->id, NULL }, 1);
   if (g == NULL)
     return;
   tw_imp_val gv = { .kind = TW_IMP_DYN, .ref = g->id };
@@ -635,14 +641,16 @@ tw_imp_pool_pads (tw_imp *im, int nsp, const int64_t hw[2], const int64_t k[2], 
     return FALSE;
   for (int i = 0; i < 2; i++)
     {
-      int j = i - (2 - nsp);    /* the ONNX spatial index of 2-D dim i; < 0: the added H */
+      int j = i - (2 - nsp); /* the ONNX spatial index of 2-D dim i; < 0: the added H */
       b[i] = j < 0 ? 0 : p[j];
       e[i] = j < 0 ? 0 : p[j + nsp];
     }
-  gboolean upper = tw_imp_attr_string_is (im, "auto_pad", "SAME_UPPER") && tw_onnx_attr (im->n, "auto_pad");
-  gboolean lower = tw_imp_attr_string_is (im, "auto_pad", "SAME_LOWER") && tw_onnx_attr (im->n, "auto_pad");
-  if (!upper && !lower && !tw_imp_attr_string_is (im, "auto_pad", "NOTSET")
-      && !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
+  gboolean upper =
+    tw_imp_attr_string_is (im, "auto_pad", "SAME_UPPER") && tw_onnx_attr (im->n, "auto_pad");
+  gboolean lower =
+    tw_imp_attr_string_is (im, "auto_pad", "SAME_LOWER") && tw_onnx_attr (im->n, "auto_pad");
+  if (!upper && !lower && !tw_imp_attr_string_is (im, "auto_pad", "NOTSET") &&
+      !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
     {
       g_autofree char *ap = tw_imp_attr_string_dup (im, "auto_pad");
       tw_imp_problem (im, "auto_pad %s", ap);
@@ -697,7 +705,8 @@ tw_imp_batch_norm_values (tw_imp *im, double eps)
         return;
       if (info.ndim != 1 || info.dims[0] != xi.dims[1])
         {
-          tw_imp_problem (im, "parameter %d is not of [C] (C = %" G_GINT64_FORMAT ")", k + 1, xi.dims[1]);
+          tw_imp_problem (im, "parameter %d is not of [C] (C = %" G_GINT64_FORMAT ")", k + 1,
+                          xi.dims[1]);
           return;
         }
       int64_t dims[TW_MAX_DIMS];
@@ -710,11 +719,15 @@ tw_imp_batch_norm_values (tw_imp *im, double eps)
     }
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_float (a, "value", tw_imp_short_double ((float) eps));
-  tw_node *ve = tw_imp_emitn (im, "add_scalar", a, (const char *const[]) { p[3], NULL }, 1);
-  tw_node *sd = ve ? tw_imp_emitn (im, "sqrt", NULL, (const char *const[]) { ve->id, NULL }, 1) : NULL;
-  tw_node *c = sd ? tw_imp_emitn (im, "sub", NULL, (const char *const[]) { x->ref, p[2], NULL }, 1) : NULL;
-  tw_node *nrm = c ? tw_imp_emitn (im, "div", NULL, (const char *const[]) { c->id, sd->id, NULL }, 1) : NULL;
-  tw_node *sc = nrm ? tw_imp_emitn (im, "mul", NULL, (const char *const[]) { nrm->id, p[0], NULL }, 1) : NULL;
+  tw_node *ve = tw_imp_emitn (im, "add_scalar", a, (const char *const[]){ p[3], NULL }, 1);
+  tw_node *sd =
+    ve ? tw_imp_emitn (im, "sqrt", NULL, (const char *const[]){ ve->id, NULL }, 1) : NULL;
+  tw_node *c =
+    sd ? tw_imp_emitn (im, "sub", NULL, (const char *const[]){ x->ref, p[2], NULL }, 1) : NULL;
+  tw_node *nrm =
+    c ? tw_imp_emitn (im, "div", NULL, (const char *const[]){ c->id, sd->id, NULL }, 1) : NULL;
+  tw_node *sc =
+    nrm ? tw_imp_emitn (im, "mul", NULL, (const char *const[]){ nrm->id, p[0], NULL }, 1) : NULL;
   if (sc)
-    tw_imp_emitn (im, "add", NULL, (const char *const[]) { sc->id, p[1], NULL }, 1);
+    tw_imp_emitn (im, "add", NULL, (const char *const[]){ sc->id, p[1], NULL }, 1);
 }

@@ -20,7 +20,7 @@ const_input (tw_imp *im, gsize i, const char *what)
   if (!tw_dtype_is_float (v->c->dtype))
     {
       tw_imp_problem (im, "%s has dtype %s, twb parameters are floating-point", what,
-               tw_dtype_name (v->c->dtype));
+                      tw_dtype_name (v->c->dtype));
       return NULL;
     }
   return v;
@@ -41,7 +41,8 @@ sym_pads (tw_imp *im, int nsp, int64_t out[2])
       return FALSE;
     }
   out[0] = nsp == 2 ? p[0] : 0, out[1] = nsp == 2 ? p[1] : p[0];
-  if (!tw_imp_attr_string_is (im, "auto_pad", "NOTSET") && !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
+  if (!tw_imp_attr_string_is (im, "auto_pad", "NOTSET") &&
+      !tw_imp_attr_string_is (im, "auto_pad", "VALID"))
     {
       g_autofree char *ap = tw_imp_attr_string_dup (im, "auto_pad");
       tw_imp_problem (im, "auto_pad %s is not supported (only explicit pads)", ap);
@@ -68,11 +69,11 @@ static const tw_imp_val *
 as_2d (tw_imp *im, const tw_imp_val *x, tw_imp_val *link)
 {
   tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 2 });
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]){ 2 });
   tw_node *u = tw_imp_emit1 (im, NULL, "unsqueeze", a, x);
   if (u == NULL)
     return NULL;
-  *link = (tw_imp_val) { .kind = TW_IMP_DYN, .ref = u->id };
+  *link = (tw_imp_val){ .kind = TW_IMP_DYN, .ref = u->id };
   return link;
 }
 
@@ -80,17 +81,18 @@ static void
 back_to_1d (tw_imp *im, const tw_node *y)
 {
   tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_ints (a, "axes", 1, (int64_t[]) { 2 });
-  tw_imp_emitn (im, "squeeze", a, (const char *const[]) { y->id, NULL }, 1);
+  tw_attrs_set_ints (a, "axes", 1, (int64_t[]){ 2 });
+  tw_imp_emitn (im, "squeeze", a, (const char *const[]){ y->id, NULL }, 1);
 }
 
 void
 tw_imp_conv (tw_imp *im)
 {
-  static const char *const known[] = { "kernel_shape", "strides", "pads", "dilations", "group",
-                                       "auto_pad", NULL };
+  static const char *const known[] = { "kernel_shape", "strides",  "pads", "dilations",
+                                       "group",        "auto_pad", NULL };
   tw_imp_check_attrs (im, known);
-  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input"), *w = const_input (im, 1, "the weight");
+  const tw_imp_val *x = tw_imp_dyn_input (im, 0, "the input"),
+                   *w = const_input (im, 1, "the weight");
   const tw_imp_val *b = tw_imp_input (im, 2);
   if (b && !(b = const_input (im, 2, "the bias")))
     return;
@@ -98,13 +100,15 @@ tw_imp_conv (tw_imp *im)
     return;
   if (w->c->ndim != 4 && w->c->ndim != 3)
     {
-      tw_imp_problem (im, "a %d-D convolution (twb has conv2d, and 1-D through it)", w->c->ndim - 2);
+      tw_imp_problem (im, "a %d-D convolution (twb has conv2d, and 1-D through it)",
+                      w->c->ndim - 2);
       return;
     }
   int nsp = w->c->ndim - 2;
   int64_t k[2], s[2], d[2], p[2];
-  if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) || !spatial_ints (im, "strides", nsp, 1, 1, s)
-      || !spatial_ints (im, "dilations", nsp, 1, 1, d) || !sym_pads (im, nsp, p))
+  if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) ||
+      !spatial_ints (im, "strides", nsp, 1, 1, s) ||
+      !spatial_ints (im, "dilations", nsp, 1, 1, d) || !sym_pads (im, nsp, p))
     return;
   int64_t wshape[4] = { w->c->shape[0], w->c->shape[1], nsp == 2 ? w->c->shape[2] : 1,
                         w->c->shape[nsp == 2 ? 3 : 2] };
@@ -146,8 +150,8 @@ tw_imp_bias_vector (tw_imp *im, const tw_tensor *c, int64_t n, double beta)
   if (!(numel == n || numel == 1) || (c->ndim > 1 && c->shape[c->ndim - 1] != numel))
     {
       g_autofree char *sc = tw_shape_to_string (c->ndim, c->shape);
-      tw_imp_problem (im, "a bias of shape %s for %" G_GINT64_FORMAT " outputs (twb adds one per output)",
-               sc, n);
+      tw_imp_problem (
+        im, "a bias of shape %s for %" G_GINT64_FORMAT " outputs (twb adds one per output)", sc, n);
       return NULL;
     }
   tw_tensor *out = tw_tensor_new (TW_F32, 1, &n);
@@ -179,10 +183,11 @@ tw_imp_gemm (tw_imp *im)
   tw_imp_check_attrs (im, im->opset < 7 ? known_6 : known);
   if (im->fixed)
     {
-      const tw_imp_val *a0 = tw_imp_input (im, 0), *b0 = tw_imp_input (im, 1), *c0 = tw_imp_input (im, 2);
-      if (a0 && b0
-          && (a0->kind != TW_IMP_DYN || b0->kind != TW_IMP_CONST || (c0 && c0->kind != TW_IMP_CONST)
-              || tw_imp_attr_int (im, "transA", 0) != 0))
+      const tw_imp_val *a0 = tw_imp_input (im, 0), *b0 = tw_imp_input (im, 1),
+                       *c0 = tw_imp_input (im, 2);
+      if (a0 && b0 &&
+          (a0->kind != TW_IMP_DYN || b0->kind != TW_IMP_CONST || (c0 && c0->kind != TW_IMP_CONST) ||
+           tw_imp_attr_int (im, "transA", 0) != 0))
         {
           tw_imp_gemm_values (im);
           return;
@@ -231,13 +236,14 @@ tw_imp_matmul (tw_imp *im)
       tw_imp_emitn (im, "matmul", NULL, in, 1);
       return;
     }
-  if (x && w && (x->kind == TW_IMP_CONST || w->kind == TW_IMP_DYN || w->c->ndim != 2
-                 || !tw_dtype_is_float (w->c->dtype)))
+  if (x && w &&
+      (x->kind == TW_IMP_CONST || w->kind == TW_IMP_DYN || w->c->ndim != 2 ||
+       !tw_dtype_is_float (w->c->dtype)))
     {
       /* Not a layer's weight: a product of values, constants as nodes. */
       const char *ra = tw_imp_ref (im, x), *rb = ra ? tw_imp_ref (im, w) : NULL;
       if (ra && rb)
-        tw_imp_emitn (im, "matmul", NULL, (const char *const[]) { ra, rb, NULL }, 1);
+        tw_imp_emitn (im, "matmul", NULL, (const char *const[]){ ra, rb, NULL }, 1);
       return;
     }
   x = tw_imp_dyn_input (im, 0, "A");
@@ -275,7 +281,7 @@ tw_imp_batch_norm (tw_imp *im)
         }
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   const tw_imp_val *p[4] = { const_input (im, 1, "scale"), const_input (im, 2, "B"),
-                      const_input (im, 3, "input_mean"), const_input (im, 4, "input_var") };
+                             const_input (im, 3, "input_mean"), const_input (im, 4, "input_var") };
   if (tw_imp_attr_int (im, "training_mode", 0) != 0)
     tw_imp_problem (im, "training_mode=1 (import the inference graph)");
   if (tw_imp_attr_int (im, "spatial", 1) != 1)
@@ -283,14 +289,16 @@ tw_imp_batch_norm (tw_imp *im)
   for (gsize k = 1; k < im->n->n_output; k++)
     if (tw_imp_is_used (im, k))
       tw_imp_problem (im, "output %" G_GSIZE_FORMAT " (running statistics) is used", k);
-  double eps = tw_imp_attr_float (im, "epsilon", 1e-5f), mom = tw_imp_attr_float (im, "momentum", 0.9f);
+  double eps = tw_imp_attr_float (im, "epsilon", 1e-5f),
+         mom = tw_imp_attr_float (im, "momentum", 0.9f);
   if (x == NULL || !p[0] || !p[1] || !p[2] || !p[3] || im->failed)
     return;
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_float (a, "eps", tw_imp_short_double ((float) eps));
   /* ONNX: running = running * momentum + batch * (1 - momentum); PyTorch's
    * (and twb's) momentum is the weight of the batch. */
-  tw_attrs_set_float (a, "momentum", tw_imp_short_double ((float) (1.0 - tw_imp_short_double ((float) mom))));
+  tw_attrs_set_float (a, "momentum",
+                      tw_imp_short_double ((float) (1.0 - tw_imp_short_double ((float) mom))));
   tw_node *node = tw_imp_emit1 (im, p[0], "batch_norm", a, x);
   if (node == NULL)
     return;
@@ -302,17 +310,17 @@ tw_imp_batch_norm (tw_imp *im)
 void
 tw_imp_pool (tw_imp *im, gboolean max)
 {
-  static const char *const known_max[] = { "kernel_shape", "strides", "pads", "dilations",
-                                           "ceil_mode", "storage_order", "auto_pad", NULL };
-  static const char *const known_avg[] = { "kernel_shape", "strides", "pads", "ceil_mode",
+  static const char *const known_max[] = { "kernel_shape", "strides",       "pads",     "dilations",
+                                           "ceil_mode",    "storage_order", "auto_pad", NULL };
+  static const char *const known_avg[] = { "kernel_shape",      "strides",  "pads", "ceil_mode",
                                            "count_include_pad", "auto_pad", NULL };
   tw_imp_check_attrs (im, max ? known_max : known_avg);
   const tw_imp_val *x = tw_imp_dyn_input (im, 0, "X");
   const Onnx__AttributeProto *ks = tw_onnx_attr (im->n, "kernel_shape");
   int nsp = ks && ks->n_ints == 1 ? 1 : 2;
   int64_t k[2], s[2], d[2], p[2] = { 0, 0 }, b[2], e[2];
-  if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) || !spatial_ints (im, "strides", nsp, 1, 1, s)
-      || !spatial_ints (im, "dilations", nsp, 1, 1, d))
+  if (!spatial_ints (im, "kernel_shape", nsp, 0, 1, k) ||
+      !spatial_ints (im, "strides", nsp, 1, 1, s) || !spatial_ints (im, "dilations", nsp, 1, 1, d))
     return;
   if (tw_onnx_attr (im->n, "kernel_shape") == NULL)
     tw_imp_problem (im, "kernel_shape is missing");
@@ -343,9 +351,11 @@ tw_imp_pool (tw_imp *im, gboolean max)
     fits &= b[i] == e[i] && 2 * b[i] <= k[i];
   if (!fits && !max && !cip)
     {
-      tw_imp_problem (im, "pads [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] + [%" G_GINT64_FORMAT
+      tw_imp_problem (im,
+                      "pads [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] + [%" G_GINT64_FORMAT
                       ", %" G_GINT64_FORMAT "] with count_include_pad=0 (twb pads each side alike, "
-                      "by at most half the kernel)", b[0], b[1], e[0], e[1]);
+                      "by at most half the kernel)",
+                      b[0], b[1], e[0], e[1]);
       return;
     }
   tw_imp_val link, plink;
@@ -356,12 +366,12 @@ tw_imp_pool (tw_imp *im, gboolean max)
   else
     {
       tw_attrs *pa = tw_attrs_new ();
-      tw_attrs_set_ints (pa, "pads", 4, (int64_t[]) { b[0], b[1], e[0], e[1] });
+      tw_attrs_set_ints (pa, "pads", 4, (int64_t[]){ b[0], b[1], e[0], e[1] });
       tw_attrs_set_float (pa, "value", max ? -G_MAXFLOAT : 0.0);
       tw_node *pn = tw_imp_emit1 (im, NULL, "pad", pa, x);
       if (pn == NULL)
         return;
-      plink = (tw_imp_val) { .kind = TW_IMP_DYN, .ref = pn->id };
+      plink = (tw_imp_val){ .kind = TW_IMP_DYN, .ref = pn->id };
       x = &plink;
     }
   tw_attrs *a = tw_attrs_new ();

@@ -115,8 +115,8 @@ constant_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, i
 
 /* Nothing to do: the value is a buffer, never trained (needs[0] is FALSE). */
 static gboolean
-constant_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
-                   tw_val *const *out, tw_val *const *gout, const gboolean *needs, tw_val **gin)
+constant_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                   tw_val *const *gout, const gboolean *needs, tw_val **gin)
 {
   return TRUE;
 }

@@ -31,8 +31,7 @@ filled (int ndim, const int64_t *shape, double base, double step)
 /* The graph's first output after one inference run with feeds, eager or
  * compiled (a new reference), or NULL with error. */
 static tw_tensor *
-run (tw_graph *g, tw_params *params, gboolean compiled, const tw_feed *feeds, int n,
-     GError **error)
+run (tw_graph *g, tw_params *params, gboolean compiled, const tw_feed *feeds, int n, GError **error)
 {
   if (compiled)
     {
@@ -52,7 +51,8 @@ check_close (const tw_tensor *got, const double *want, int64_t n)
 {
   g_assert_cmpint (tw_tensor_numel (got), ==, n);
   for (int64_t i = 0; i < n; i++)
-    g_assert_cmpfloat_with_epsilon (tw_tensor_get_flat (got, i), want[i], TOL * (1 + fabs (want[i])));
+    g_assert_cmpfloat_with_epsilon (tw_tensor_get_flat (got, i), want[i],
+                                    TOL * (1 + fabs (want[i])));
 }
 
 /* y = (a - b) with a [N, 3] (data) and b [N, 3] (other). */
@@ -61,10 +61,10 @@ test_two_inputs (gconstpointer data)
 {
   gboolean compiled = GPOINTER_TO_INT (data);
   g_autoptr (tw_graph) g = tw_graph_new ();
-  tw_graph_add_input (g, "a", TW_F32, 1, (int64_t[]) { 3 }, "data");
-  tw_graph_add_input (g, "b", TW_F32, 1, (int64_t[]) { 3 }, "other");
+  tw_graph_add_input (g, "a", TW_F32, 1, (int64_t[]){ 3 }, "data");
+  tw_graph_add_input (g, "b", TW_F32, 1, (int64_t[]){ 3 }, "other");
   tw_graph_add (g, "y", "sub", NULL, "a", "b", NULL);
-  tw_graph_set_outputs (g, (const char *const[]) { "y", NULL });
+  tw_graph_set_outputs (g, (const char *const[]){ "y", NULL });
   g_assert_cmpint (tw_graph_infer (g), ==, 0);
   g_autoptr (tw_params) params = tw_params_new ();
   int64_t shape[] = { 2, 3 };
@@ -97,7 +97,7 @@ test_three_inputs_fixed (gconstpointer data)
   tw_graph_add (g, "ab", "add", NULL, "a", "b", NULL);
   tw_graph_add (g, "abc", "mul", NULL, "ab", "c", NULL);
   tw_graph_add (g, "y", "mul", NULL, "abc", "s", NULL);
-  tw_graph_set_outputs (g, (const char *const[]) { "y", NULL });
+  tw_graph_set_outputs (g, (const char *const[]){ "y", NULL });
   g_assert_cmpint (tw_graph_infer (g), ==, 0);
   /* The fixed inputs' shapes are exactly theirs: no batch dimension. */
   g_assert_cmpint (tw_graph_find (g, "c")->out_info[0].ndim, ==, 2);
@@ -139,7 +139,7 @@ test_constant (gconstpointer data)
   tw_graph_add (g, "kf", "cast", a, "k", NULL);
   tw_attrs_free (a);
   tw_graph_add (g, "y", "add", NULL, "x", "kf", NULL);
-  tw_graph_set_outputs (g, (const char *const[]) { "y", NULL });
+  tw_graph_set_outputs (g, (const char *const[]){ "y", NULL });
   g_assert_cmpint (tw_graph_infer (g), ==, 0);
   g_assert_cmpint (tw_graph_find (g, "k")->out_info[0].dtype, ==, TW_I64);
   g_autoptr (tw_params) params = tw_params_new ();
@@ -174,7 +174,7 @@ test_errors (gconstpointer data)
   tw_graph_add_input (g, "a", TW_F32, 1, per, "data");
   fixed_input (g, "w", TW_F32, 1, per);
   tw_graph_add (g, "y", "mul", NULL, "a", "w", NULL);
-  tw_graph_set_outputs (g, (const char *const[]) { "y", NULL });
+  tw_graph_set_outputs (g, (const char *const[]){ "y", NULL });
   g_assert_cmpint (tw_graph_infer (g), ==, 0);
   g_autoptr (tw_params) params = tw_params_new ();
   int64_t shape[] = { 2, 3 }, bad[] = { 4 };
