@@ -80,9 +80,18 @@ static gboolean
 constant_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
                   tw_tensor *const *out, GError **error)
 {
-  const float *v = tw_tensor_f32 (in[0]);
   int64_t n = tw_tensor_numel (out[0]);
   void *o = tw_tensor_data (out[0]);
+  if (in[0]->dtype != TW_F32)
+    {
+      /* A value held in another type (a float64 reference run). */
+      g_autoptr (tw_tensor) c = tw_tensor_cast (in[0], out[0]->dtype);
+      g_autoptr (tw_tensor) cc = tw_tensor_contiguous (c);
+      if (n > 0)
+        memcpy (o, tw_tensor_data (cc), (size_t) n * tw_dtype_size (out[0]->dtype));
+      return TRUE;
+    }
+  const float *v = tw_tensor_f32 (in[0]);
   switch (out[0]->dtype)
     {
     case TW_F32:

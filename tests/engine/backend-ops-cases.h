@@ -47,8 +47,38 @@ typedef struct
 tw_tensor *boc_in_randn_s (bcase *c, const shp *s);
 tw_tensor *boc_in_uniform (bcase *c, double lo, double hi, const shp *s);
 
-/* The table: one entry per op (the harness fails an op that has none). */
+/* Shared by the generators of both files. */
+typedef struct
+{
+  shp a, b, y;                      /* two operands and the broadcast result */
+} boc_bcast_case;
+extern const boc_bcast_case boc_bcast_cases[];
+extern const guint boc_n_bcast_cases;
+typedef struct
+{
+  shp x;
+  int64_t axis;
+  gboolean keep;
+  shp y;
+} boc_axis_case;
+extern const boc_axis_case boc_argmax_cases[];   /* 3 cases: x, axis, keepdims, y */
+
+gboolean boc_is (const char *a, const char *b);
+tw_attrs *boc_attrs (bcase *c);                    /* c's attrs, made on first use */
+tw_tensor *boc_push (bcase *c, tw_tensor *t);      /* append an input (c takes t) */
+tw_tensor *boc_in_int (bcase *c, int64_t hi, const shp *s);          /* i64 in [0, hi) */
+tw_tensor *boc_in_away_from_zero (bcase *c, const shp *s);
+tw_tensor *boc_in_distinct (bcase *c, const shp *s);
+void boc_want (bcase *c, const shp *s);            /* an output of shape s, float */
+shp boc_ew_shape (bcase *c, int k);
+void boc_random_broadcast (bcase *c, shp *a, shp *b, shp *y);
+void boc_reduce_case (bcase *c, int k, shp *x, shp *y);
+
+/* The tables: one entry per op (the harness fails an op that has none);
+ * the second in backend-ops-cases-more.c. */
 extern const op_case tw_boc_cases[];
 extern const guint tw_boc_n_cases;
+extern const op_case tw_boc_more_cases[];
+extern const guint tw_boc_n_more_cases;
 
 G_END_DECLS

@@ -463,6 +463,9 @@ find_case (const char *op)
   for (guint i = 0; i < tw_boc_n_cases; i++)
     if (strcmp (tw_boc_cases[i].op, op) == 0)
       return &tw_boc_cases[i];
+  for (guint i = 0; i < tw_boc_n_more_cases; i++)
+    if (strcmp (tw_boc_more_cases[i].op, op) == 0)
+      return &tw_boc_more_cases[i];
   return NULL;
 }
 
@@ -507,6 +510,10 @@ test_registry (void)
   for (guint i = 0; i < tw_boc_n_cases; i++)
     if (tw_op_lookup (tw_boc_cases[i].op) == NULL)
       fail (&r, "test-backend-ops has cases for %s, which is not a registered op", tw_boc_cases[i].op);
+  for (guint i = 0; i < tw_boc_n_more_cases; i++)
+    if (tw_op_lookup (tw_boc_more_cases[i].op) == NULL)
+      fail (&r, "test-backend-ops has cases for %s, which is not a registered op",
+            tw_boc_more_cases[i].op);
   for (guint i = 0; i < G_N_ELEMENTS (allow_list); i++)
     if (tw_op_lookup (allow_list[i].op) == NULL)
       fail (&r, "the allow-list of test-backend-ops names %s, which is not a registered op",
