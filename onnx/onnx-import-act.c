@@ -566,8 +566,7 @@ tw_imp_gather (tw_imp *im)
       tw_attrs_set_int (a, "embedding_dim", data->c->shape[1]);
       tw_node *n = tw_imp_emit1 (im, data, "embedding", a, idx);
       if (n)
-        g_hash_table_replace (im->weights, g_strdup_printf ("%s.weight", n->id),
-                              tw_imp_as_f32 (data->c));
+        tw_imp_add_weight (im, n, "weight", tw_imp_as_f32 (data->c));
       return;
     }
   if (!im->fixed)

@@ -197,8 +197,7 @@ import_prelu (tw_imp *im)
         return;
       g_autoptr (tw_tensor) f = tw_imp_as_f32 (s->c);
       tw_tensor *w = tw_tensor_reshape (f, 1, &c);
-      g_hash_table_replace (im->weights, g_strdup_printf ("%s.weight", node->id),
-                            tw_tensor_clone (w));
+      tw_imp_add_weight (im, node, "weight", tw_tensor_clone (w));
       tw_tensor_unref (w);
       return;
     }

@@ -39,6 +39,7 @@ typedef struct
   GHashTable *uses;        /* ONNX value name → number of consumers (+ graph outputs) */
   GHashTable *ids;         /* twb ids taken */
   GHashTable *weights;     /* parameter name → tw_tensor */
+  GHashTable *weight_scope; /* weight initializer name → the scope of the node that took it first */
   GHashTable *bias_free;   /* twb id of a linear made from MatMul, still without bias */
   GPtrArray *problems;     /* one line per node that cannot be imported */
   int64_t export_batch;    /* the ONNX input's static batch size, -1 when symbolic */

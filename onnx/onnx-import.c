@@ -157,12 +157,16 @@ unique_id (tw_imp *im, const char *base)
 }
 
 /* The id of the current node: the scope of its weight initializer when it
- * is named "<scope>.weight", else from the node's name. */
+ * is named "<scope>.weight", else from the node's name.  A weight another
+ * node took first makes this node share that node's parameters (a shared
+ * layer: *share is set to the scope, the id comes from the node's name). */
 static char *
-node_id (tw_imp *im, const tw_imp_val *weight)
+node_id (tw_imp *im, const tw_imp_val *weight, const char **share)
 {
   g_autofree char *base = NULL;
-  if (weight && weight->init_name && g_str_has_suffix (weight->init_name, ".weight")
+  *share = weight && weight->init_name ? g_hash_table_lookup (im->weight_scope, weight->init_name)
+                                       : NULL;
+  if (*share == NULL && weight && weight->init_name && g_str_has_suffix (weight->init_name, ".weight")
       && strlen (weight->init_name) > strlen (".weight") && !strchr (weight->init_name, ':'))
     {
       g_autofree char *scope = g_strndup (weight->init_name,
@@ -180,7 +184,8 @@ static tw_node *
 emit (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, const char *const *inputs,
       int n_out)
 {
-  g_autofree char *id = node_id (im, weight);
+  const char *share = NULL;
+  g_autofree char *id = node_id (im, weight, &share);
   g_autoptr (GError) error = NULL;
   tw_node *node = tw_graph_add_node (im->graph, id, op, attrs, inputs, &error);
   tw_attrs_free (attrs);
@@ -189,6 +194,10 @@ emit (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *attrs, con
       tw_imp_problem (im, "%s", error->message);
       return NULL;
     }
+  if (share)
+    tw_graph_set_share (im->graph, node, share);
+  else if (weight && weight->init_name)
+    g_hash_table_insert (im->weight_scope, g_strdup (weight->init_name), g_strdup (id));
   for (int k = 0; k < n_out && (gsize) k < im->n->n_output; k++)
     {
       g_autofree char *ref = k == 0 ? g_strdup (id) : g_strdup_printf ("%s:%d", id, k);
@@ -210,10 +219,34 @@ tw_imp_emit1 (tw_imp *im, const tw_imp_val *weight, const char *op, tw_attrs *at
   return emit (im, weight, op, attrs, in, 1);
 }
 
+static gboolean
+same_values (const tw_tensor *a, const tw_tensor *b)
+{
+  if (a->dtype != b->dtype || a->ndim != b->ndim
+      || memcmp (a->shape, b->shape, sizeof (int64_t) * a->ndim) != 0)
+    return FALSE;
+  for (int64_t i = 0, n = tw_tensor_numel (a); i < n; i++)
+    if (tw_tensor_get_flat (a, i) != tw_tensor_get_flat (b, i))
+      return FALSE;
+  return TRUE;
+}
+
 void
 tw_imp_add_weight (tw_imp *im, const tw_node *node, const char *suffix, tw_tensor *t)
 {
-  g_hash_table_replace (im->weights, g_strdup_printf ("%s.%s", node->id, suffix), t);
+  const char *scope = tw_node_scope (node);
+  g_autofree char *name = g_strdup_printf ("%s.%s", scope, suffix);
+  const tw_tensor *have = node->share ? g_hash_table_lookup (im->weights, name) : NULL;
+  if (have == NULL)
+    {
+      g_hash_table_replace (im->weights, g_steal_pointer (&name), t);
+      return;
+    }
+  /* A shared layer: its parameters are those of the node it shares. */
+  if (!same_values (have, t))
+    tw_imp_problem (im, "it uses the weight of '%s' but another %s (twb shares a layer's "
+                    "parameters whole)", scope, suffix);
+  tw_tensor_unref (t);
 }
 
 /* Integers f32 holds exactly (the constant op's store is f32). */
@@ -1277,6 +1310,7 @@ tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
     .vals = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, val_free),
     .uses = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
     .ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
+    .weight_scope = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free),
     .weights = tw_tensor_table_new (),
     .bias_free = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
     .problems = g_ptr_array_new_with_free_func (g_free),
@@ -1423,6 +1457,7 @@ out:
   g_hash_table_unref (im.vals);
   g_hash_table_unref (im.uses);
   g_hash_table_unref (im.ids);
+  g_hash_table_unref (im.weight_scope);
   g_hash_table_unref (im.weights);
   g_hash_table_unref (im.bias_free);
   g_ptr_array_free (im.problems, TRUE);
