@@ -245,7 +245,8 @@ twb_document_get_title (TwbDocument *doc)
 {
   g_return_val_if_fail (TWB_IS_DOCUMENT (doc), NULL);
   if (doc->path == NULL)
-    return g_strdup ("Untitled");
+    /* Never saved: the model's own name (an imported file's), else Untitled. */
+    return g_strdup (doc->model->name && doc->model->name[0] ? doc->model->name : "Untitled");
   g_autofree char *base = g_path_get_basename (doc->path);
   return g_filename_display_name (base);
 }

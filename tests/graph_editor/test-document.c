@@ -126,6 +126,11 @@ test_build (void)
   g_assert_cmpstr (twb_document_undo_label (doc), ==, "Set outputs");
   g_autofree char *title = twb_document_get_title (doc);
   g_assert_cmpstr (title, ==, "Untitled");
+
+  /* Never saved, but named (an imported model): its name. */
+  g_autoptr (TwbDocument) named = twb_document_new_for_model (tw_model_new ("resnet18"));
+  g_autofree char *named_title = twb_document_get_title (named);
+  g_assert_cmpstr (named_title, ==, "resnet18");
 }
 
 /* Undo every edit back to the empty model and redo them all, comparing the
