@@ -5,6 +5,7 @@
  * not copied: raw_data points into the store's contiguous tensors, which
  * outlive the packing. */
 #include "onnx/onnx-export.h"
+#include "onnx/onnx-export-private.h"
 
 #include "engine/eager.h"
 #include "engine/fileutil.h"
@@ -14,40 +15,24 @@
 #include <math.h>
 #include <string.h>
 
-/* Attributes of one ONNX node: the most any mapping below sets is 5 (Conv). */
-#define EX_MAX_NODE_ATTRS 8
-
-typedef struct
-{
-  const tw_graph *g;
-  const tw_params *params;
-  int opset;
-  GPtrArray *blocks;         /* g_free'd at the end */
-  GPtrArray *held;           /* tw_tensor refs whose data initializers point into */
-  GPtrArray *nodes;          /* Onnx__NodeProto *, in order */
-  GPtrArray *inits;          /* Onnx__TensorProto * */
-  GHashTable *init_names;    /* initializer names added (borrowed keys in blocks) */
-  GHashTable *alias;         /* value name → value name it stands for (dropped nodes) */
-  GHashTable *output_values; /* value names that are graph outputs */
-} ex_ctx;
-
-static void *
-ex_alloc (ex_ctx *ex, gsize size)
+void *
+tw_ex_alloc (tw_ex_ctx *ex, gsize size)
 {
   void *p = g_malloc0 (MAX (size, 1));
   g_ptr_array_add (ex->blocks, p);
   return p;
 }
 
-static char *
-ex_strdup (ex_ctx *ex, const char *s)
+char *
+tw_ex_strdup (tw_ex_ctx *ex, const char *s)
 {
   char *p = g_strdup (s);
   g_ptr_array_add (ex->blocks, p);
   return p;
 }
 
-static char *G_GNUC_PRINTF (2, 3) ex_printf (ex_ctx *ex, const char *fmt, ...)
+char *
+tw_ex_printf (tw_ex_ctx *ex, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -57,8 +42,8 @@ static char *G_GNUC_PRINTF (2, 3) ex_printf (ex_ctx *ex, const char *fmt, ...)
   return p;
 }
 
-static int32_t
-ex_onnx_dtype (tw_dtype d)
+int32_t
+tw_ex_onnx_dtype (tw_dtype d)
 {
   switch (d)
     {
@@ -76,49 +61,49 @@ ex_onnx_dtype (tw_dtype d)
 /* The ONNX value of a twb port: "ID" for output 0, "ID:k" for output k,
  * then through the aliases of dropped nodes. */
 static const char *
-ex_port_value (ex_ctx *ex, tw_port p)
+ex_port_value (tw_ex_ctx *ex, tw_port p)
 {
   const tw_node *src = tw_graph_node (ex->g, p.node);
   const char *v =
-    p.output == 0 ? ex_strdup (ex, src->id) : ex_printf (ex, "%s:%d", src->id, p.output);
+    p.output == 0 ? tw_ex_strdup (ex, src->id) : tw_ex_printf (ex, "%s:%d", src->id, p.output);
   const char *a;
   while ((a = g_hash_table_lookup (ex->alias, v)) != NULL)
     v = a;
   return v;
 }
 
-static const char *
-ex_input (ex_ctx *ex, const tw_node *n, int i)
+const char *
+tw_ex_input (tw_ex_ctx *ex, const tw_node *n, int i)
 {
   return ex_port_value (ex, n->in_ports[i]);
 }
 
-static const tw_tinfo *
-ex_input_info (ex_ctx *ex, const tw_node *n, int i)
+const tw_tinfo *
+tw_ex_input_info (tw_ex_ctx *ex, const tw_node *n, int i)
 {
   const tw_node *src = tw_graph_node (ex->g, n->in_ports[i].node);
   return &src->out_info[n->in_ports[i].output];
 }
 
-static const char *
-ex_output (ex_ctx *ex, const tw_node *n, int k)
+const char *
+tw_ex_output (tw_ex_ctx *ex, const tw_node *n, int k)
 {
-  return k == 0 ? ex_strdup (ex, n->id) : ex_printf (ex, "%s:%d", n->id, k);
+  return k == 0 ? tw_ex_strdup (ex, n->id) : tw_ex_printf (ex, "%s:%d", n->id, k);
 }
 
 /* ---- initializers --------------------------------------------------------- */
 
 static Onnx__TensorProto *
-ex_tensor_proto (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
+ex_tensor_proto (tw_ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
                  const void *data, gsize nbytes)
 {
-  Onnx__TensorProto *t = ex_alloc (ex, sizeof *t);
+  Onnx__TensorProto *t = tw_ex_alloc (ex, sizeof *t);
   onnx__tensor_proto__init (t);
-  t->name = ex_strdup (ex, name);
+  t->name = tw_ex_strdup (ex, name);
   t->has_data_type = TRUE;
-  t->data_type = ex_onnx_dtype (dtype);
+  t->data_type = tw_ex_onnx_dtype (dtype);
   t->n_dims = ndim;
-  t->dims = ex_alloc (ex, sizeof (int64_t) * MAX (ndim, 1));
+  t->dims = tw_ex_alloc (ex, sizeof (int64_t) * MAX (ndim, 1));
   if (ndim > 0)
     memcpy (t->dims, dims, sizeof (int64_t) * ndim);
   t->has_raw_data = TRUE;
@@ -130,38 +115,52 @@ ex_tensor_proto (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const i
 }
 
 /* A constant the mapping needs, copied into the arena.  Returns its name. */
-static const char *
-ex_const (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
-          const void *data)
+const char *
+tw_ex_const (tw_ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
+             const void *data)
 {
   int64_t numel = 1;
   for (int i = 0; i < ndim; i++)
     numel *= dims[i];
   gsize nbytes = numel * tw_dtype_size (dtype);
-  void *copy = ex_alloc (ex, nbytes);
+  void *copy = tw_ex_alloc (ex, nbytes);
   memcpy (copy, data, nbytes);
   return ex_tensor_proto (ex, name, dtype, ndim, dims, copy, nbytes)->name;
 }
 
-static const char *
-ex_const_i64 (ex_ctx *ex, const char *name, int n, const int64_t *v)
+const char *
+tw_ex_const_i64 (tw_ex_ctx *ex, const char *name, int n, const int64_t *v)
 {
   int64_t dims[1] = { n };
-  return ex_const (ex, name, TW_I64, 1, dims, v);
+  return tw_ex_const (ex, name, TW_I64, 1, dims, v);
 }
 
-/* A 0-d constant of a floating-point dtype (f32 or f64, as x). */
-static const char *
-ex_const_scalar (ex_ctx *ex, const char *name, tw_dtype dtype, double v)
+/* A 0-d constant of dtype (x's). */
+const char *
+tw_ex_const_scalar (tw_ex_ctx *ex, const char *name, tw_dtype dtype, double v)
 {
-  float f = (float) v;
-  return ex_const (ex, name, dtype, 0, NULL,
-                   dtype == TW_F64 ? (const void *) &v : (const void *) &f);
+  union
+  {
+    float f;
+    double d;
+    int32_t i32;
+    int64_t i64;
+    guint8 u8;
+  } u;
+  switch (dtype)
+    {
+    case TW_F64: u.d = v; break;
+    case TW_I32: u.i32 = (int32_t) v; break;
+    case TW_I64: u.i64 = (int64_t) v; break;
+    case TW_U8: u.u8 = (guint8) v; break;
+    default: u.f = (float) v; break;
+    }
+  return tw_ex_const (ex, name, dtype, 0, NULL, &u);
 }
 
 /* A tensor of one value: shape dims, the dtype of x. */
 static const char *
-ex_const_fill (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
+ex_const_fill (tw_ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int64_t *dims,
                double v)
 {
   int64_t numel = 1;
@@ -173,16 +172,16 @@ ex_const_fill (ex_ctx *ex, const char *name, tw_dtype dtype, int ndim, const int
       float f = (float) v;
       g_array_append_vals (buf, dtype == TW_F64 ? (const void *) &v : (const void *) &f, 1);
     }
-  return ex_const (ex, name, dtype, ndim, dims, buf->data);
+  return tw_ex_const (ex, name, dtype, ndim, dims, buf->data);
 }
 
 /* The node's k-th parameter as an initializer (added once per name). */
 static const char *
-ex_param (ex_ctx *ex, const tw_node *n, int k, GString *problems)
+ex_param (tw_ex_ctx *ex, const tw_node *n, int k, GString *problems)
 {
   g_autofree char *name = tw_node_param_name (n, k);
   if (g_hash_table_contains (ex->init_names, name))
-    return ex_strdup (ex, name);
+    return tw_ex_strdup (ex, name);
   tw_param *p = ex->params ? tw_params_get (ex->params, name) : NULL;
   if (p == NULL || !tw_tensor_is_contiguous (p->value) ||
       p->value->ndim != n->params[k].info.ndim ||
@@ -190,7 +189,7 @@ ex_param (ex_ctx *ex, const tw_node *n, int k, GString *problems)
     {
       g_string_append_printf (problems, "node %s (%s): no weights of the right shape for %s\n",
                               n->id, n->op_name, name);
-      return ex_strdup (ex, name);
+      return tw_ex_strdup (ex, name);
     }
   /* The store keeps trainable parameters in f32; the graph's values may be
    * f64, and ONNX wants the parameters in their type. */
@@ -208,98 +207,99 @@ ex_param (ex_ctx *ex, const tw_node *n, int k, GString *problems)
 /* ---- nodes ------------------------------------------------------------------ */
 
 /* A node; inputs and outputs NULL-terminated ("" for an omitted optional input). */
-static Onnx__NodeProto *
-ex_node (ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs,
-         const char *const *outputs)
+Onnx__NodeProto *
+tw_ex_node (tw_ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs,
+            const char *const *outputs)
 {
-  Onnx__NodeProto *n = ex_alloc (ex, sizeof *n);
+  Onnx__NodeProto *n = tw_ex_alloc (ex, sizeof *n);
   onnx__node_proto__init (n);
-  n->op_type = ex_strdup (ex, op_type);
-  n->name = ex_strdup (ex, name);
+  n->op_type = tw_ex_strdup (ex, op_type);
+  n->name = tw_ex_strdup (ex, name);
   for (const char *const *s = inputs; *s; s++)
     n->n_input++;
   for (const char *const *s = outputs; *s; s++)
     n->n_output++;
-  n->input = ex_alloc (ex, sizeof (char *) * MAX (n->n_input, 1));
-  n->output = ex_alloc (ex, sizeof (char *) * n->n_output);
+  n->input = tw_ex_alloc (ex, sizeof (char *) * MAX (n->n_input, 1));
+  n->output = tw_ex_alloc (ex, sizeof (char *) * n->n_output);
   for (gsize i = 0; i < n->n_input; i++)
-    n->input[i] = ex_strdup (ex, inputs[i]);
+    n->input[i] = tw_ex_strdup (ex, inputs[i]);
   for (gsize i = 0; i < n->n_output; i++)
-    n->output[i] = ex_strdup (ex, outputs[i]);
-  n->attribute = ex_alloc (ex, sizeof (Onnx__AttributeProto *) * EX_MAX_NODE_ATTRS);
+    n->output[i] = tw_ex_strdup (ex, outputs[i]);
+  n->attribute = tw_ex_alloc (ex, sizeof (Onnx__AttributeProto *) * EX_MAX_NODE_ATTRS);
   g_ptr_array_add (ex->nodes, n);
   return n;
 }
 
 /* A one-output node whose output value is named like the node. */
-static Onnx__NodeProto *
-ex_node1 (ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs)
+Onnx__NodeProto *
+tw_ex_node1 (tw_ex_ctx *ex, const char *op_type, const char *name, const char *const *inputs)
 {
-  return ex_node (ex, op_type, name, inputs, (const char *const[]){ name, NULL });
+  return tw_ex_node (ex, op_type, name, inputs, (const char *const[]){ name, NULL });
 }
 
 static Onnx__AttributeProto *
-ex_attr (ex_ctx *ex, Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type)
+ex_attr (tw_ex_ctx *ex, Onnx__NodeProto *n, const char *name,
+         Onnx__AttributeProto__AttributeType type)
 {
   g_assert (n->n_attribute < EX_MAX_NODE_ATTRS);
-  Onnx__AttributeProto *a = ex_alloc (ex, sizeof *a);
+  Onnx__AttributeProto *a = tw_ex_alloc (ex, sizeof *a);
   onnx__attribute_proto__init (a);
-  a->name = ex_strdup (ex, name);
+  a->name = tw_ex_strdup (ex, name);
   a->has_type = TRUE;
   a->type = type;
   n->attribute[n->n_attribute++] = a;
   return a;
 }
 
-static void
-ex_attr_int (ex_ctx *ex, Onnx__NodeProto *n, const char *name, int64_t v)
+void
+tw_ex_attr_int (tw_ex_ctx *ex, Onnx__NodeProto *n, const char *name, int64_t v)
 {
   Onnx__AttributeProto *a = ex_attr (ex, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
   a->has_i = TRUE;
   a->i = v;
 }
 
-static void
-ex_attr_float (ex_ctx *ex, Onnx__NodeProto *n, const char *name, double v)
+void
+tw_ex_attr_float (tw_ex_ctx *ex, Onnx__NodeProto *n, const char *name, double v)
 {
   Onnx__AttributeProto *a = ex_attr (ex, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
   a->has_f = TRUE;
   a->f = (float) v;
 }
 
-static void
-ex_attr_ints (ex_ctx *ex, Onnx__NodeProto *n, const char *name, int len, const int64_t *v)
+void
+tw_ex_attr_ints (tw_ex_ctx *ex, Onnx__NodeProto *n, const char *name, int len, const int64_t *v)
 {
   Onnx__AttributeProto *a = ex_attr (ex, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
   a->n_ints = len;
-  a->ints = ex_alloc (ex, sizeof (int64_t) * MAX (len, 1));
+  a->ints = tw_ex_alloc (ex, sizeof (int64_t) * MAX (len, 1));
   memcpy (a->ints, v, sizeof (int64_t) * len);
 }
 
 /* Pair attributes (kernel, stride, padding, dilation) from the resolved bag. */
 static void
-ex_attr_pair (ex_ctx *ex, Onnx__NodeProto *o, const char *onnx_name, const tw_attrs *a,
+ex_attr_pair (tw_ex_ctx *ex, Onnx__NodeProto *o, const char *onnx_name, const tw_attrs *a,
               const char *name, int64_t fallback)
 {
   int64_t v[2];
   tw_attrs_get_ints2 (a, name, v, fallback);
-  ex_attr_ints (ex, o, onnx_name, 2, v);
+  tw_ex_attr_ints (ex, o, onnx_name, 2, v);
 }
 
 static void
-ex_attr_pads (ex_ctx *ex, Onnx__NodeProto *o, const tw_attrs *a)
+ex_attr_pads (tw_ex_ctx *ex, Onnx__NodeProto *o, const tw_attrs *a)
 {
   int64_t p[2];
   tw_attrs_get_ints2 (a, "padding", p, 0);
-  ex_attr_ints (ex, o, "pads", 4, (int64_t[]){ p[0], p[1], p[0], p[1] });
+  tw_ex_attr_ints (ex, o, "pads", 4, (int64_t[]){ p[0], p[1], p[0], p[1] });
 }
 
 /* Reshape of value x to the output info of n (0 keeps the batch dimension,
  * -1 stands for a dimension the batch symbol is part of).  FALSE when the
  * shape needs two unknowns. */
 static gboolean
-ex_reshape_to (ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in, const tw_tinfo *out,
-               const char *name)
+ex_reshape_to (tw_ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in,
+               const tw_tinfo *out, const char *name)
 {
   int64_t shape[TW_MAX_DIMS];
   int unknown = 0;
@@ -317,44 +317,44 @@ ex_reshape_to (ex_ctx *ex, const tw_node *n, const char *x, const tw_tinfo *in, 
     }
   if (unknown > 1)
     return FALSE;
-  const char *s = ex_const_i64 (ex, ex_printf (ex, "%s/shape", n->id), out->ndim, shape);
-  ex_node1 (ex, "Reshape", name, (const char *const[]){ x, s, NULL });
+  const char *s = tw_ex_const_i64 (ex, tw_ex_printf (ex, "%s/shape", n->id), out->ndim, shape);
+  tw_ex_node1 (ex, "Reshape", name, (const char *const[]){ x, s, NULL });
   return TRUE;
 }
 
 /* (x - mean) / sqrt (var + eps) over axes (keepdims), the helpers named
  * "ID/..."; returns the normalised value's name (out_name when given). */
 static const char *
-ex_normalise (ex_ctx *ex, const tw_node *n, const char *x, tw_dtype dtype, int n_axes,
+ex_normalise (tw_ex_ctx *ex, const tw_node *n, const char *x, tw_dtype dtype, int n_axes,
               const int64_t *axes, double eps, const char *out_name)
 {
   const char *id = n->id;
-  const char *mean = ex_printf (ex, "%s/mean", id);
-  Onnx__NodeProto *o = ex_node1 (ex, "ReduceMean", mean, (const char *const[]){ x, NULL });
-  ex_attr_ints (ex, o, "axes", n_axes, axes);
-  ex_attr_int (ex, o, "keepdims", 1);
-  const char *c = ex_printf (ex, "%s/centered", id);
-  ex_node1 (ex, "Sub", c, (const char *const[]){ x, mean, NULL });
-  const char *sq = ex_printf (ex, "%s/squared", id);
-  ex_node1 (ex, "Mul", sq, (const char *const[]){ c, c, NULL });
-  const char *var = ex_printf (ex, "%s/var", id);
-  o = ex_node1 (ex, "ReduceMean", var, (const char *const[]){ sq, NULL });
-  ex_attr_ints (ex, o, "axes", n_axes, axes);
-  ex_attr_int (ex, o, "keepdims", 1);
-  const char *e = ex_const_scalar (ex, ex_printf (ex, "%s/eps", id), dtype, eps);
-  const char *ve = ex_printf (ex, "%s/var_eps", id);
-  ex_node1 (ex, "Add", ve, (const char *const[]){ var, e, NULL });
-  const char *sd = ex_printf (ex, "%s/std", id);
-  ex_node1 (ex, "Sqrt", sd, (const char *const[]){ ve, NULL });
-  const char *y = out_name ? out_name : ex_printf (ex, "%s/normalised", id);
-  ex_node1 (ex, "Div", y, (const char *const[]){ c, sd, NULL });
+  const char *mean = tw_ex_printf (ex, "%s/mean", id);
+  Onnx__NodeProto *o = tw_ex_node1 (ex, "ReduceMean", mean, (const char *const[]){ x, NULL });
+  tw_ex_attr_ints (ex, o, "axes", n_axes, axes);
+  tw_ex_attr_int (ex, o, "keepdims", 1);
+  const char *c = tw_ex_printf (ex, "%s/centered", id);
+  tw_ex_node1 (ex, "Sub", c, (const char *const[]){ x, mean, NULL });
+  const char *sq = tw_ex_printf (ex, "%s/squared", id);
+  tw_ex_node1 (ex, "Mul", sq, (const char *const[]){ c, c, NULL });
+  const char *var = tw_ex_printf (ex, "%s/var", id);
+  o = tw_ex_node1 (ex, "ReduceMean", var, (const char *const[]){ sq, NULL });
+  tw_ex_attr_ints (ex, o, "axes", n_axes, axes);
+  tw_ex_attr_int (ex, o, "keepdims", 1);
+  const char *e = tw_ex_const_scalar (ex, tw_ex_printf (ex, "%s/eps", id), dtype, eps);
+  const char *ve = tw_ex_printf (ex, "%s/var_eps", id);
+  tw_ex_node1 (ex, "Add", ve, (const char *const[]){ var, e, NULL });
+  const char *sd = tw_ex_printf (ex, "%s/std", id);
+  tw_ex_node1 (ex, "Sqrt", sd, (const char *const[]){ ve, NULL });
+  const char *y = out_name ? out_name : tw_ex_printf (ex, "%s/normalised", id);
+  tw_ex_node1 (ex, "Div", y, (const char *const[]){ c, sd, NULL });
   return y;
 }
 
 /* ---- one twb node ----------------------------------------------------------- */
 
-static gboolean
-ex_is (const tw_node *n, const char *op)
+gboolean
+tw_ex_is (const tw_node *n, const char *op)
 {
   return strcmp (n->op_name, op) == 0;
 }
@@ -380,12 +380,12 @@ static const char *const ex_direct[][2] = {
 /* Emit n's ONNX nodes.  FALSE with a line in problems when it has no
  * ONNX form (nothing useful is emitted then; the export fails anyway). */
 static gboolean
-ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
+ex_emit (tw_ex_ctx *ex, const tw_node *n, GString *problems)
 {
   const tw_attrs *a = n->resolved;
   const char *id = n->id;
-  const tw_tinfo *xi = n->n_inputs > 0 ? ex_input_info (ex, n, 0) : NULL;
-  const char *x = n->n_inputs > 0 ? ex_input (ex, n, 0) : NULL;
+  const tw_tinfo *xi = n->n_inputs > 0 ? tw_ex_input_info (ex, n, 0) : NULL;
+  const char *x = n->n_inputs > 0 ? tw_ex_input (ex, n, 0) : NULL;
   int r = xi ? xi->ndim : 0;
   gsize before = problems->len;
   const char *p[TW_MAX_PARAMS] = { NULL };
@@ -395,94 +395,95 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
     return FALSE;
 
   for (gsize i = 0; i < G_N_ELEMENTS (ex_direct); i++)
-    if (ex_is (n, ex_direct[i][0]))
+    if (tw_ex_is (n, ex_direct[i][0]))
       {
-        const char *ins[3] = { x, n->n_inputs > 1 ? ex_input (ex, n, 1) : NULL, NULL };
-        ex_node1 (ex, ex_direct[i][1], id, ins);
+        const char *ins[3] = { x, n->n_inputs > 1 ? tw_ex_input (ex, n, 1) : NULL, NULL };
+        tw_ex_node1 (ex, ex_direct[i][1], id, ins);
         return TRUE;
       }
 
-  if (ex_is (n, "dropout"))
+  if (tw_ex_is (n, "dropout"))
     {
       /* The identity at inference: dropped, unless it is an output. */
       if (g_hash_table_contains (ex->output_values, id))
-        ex_node1 (ex, "Identity", id, (const char *const[]){ x, NULL });
+        tw_ex_node1 (ex, "Identity", id, (const char *const[]){ x, NULL });
       else
-        g_hash_table_insert (ex->alias, ex_strdup (ex, id), (char *) x);
+        g_hash_table_insert (ex->alias, tw_ex_strdup (ex, id), (char *) x);
       return TRUE;
     }
-  if (ex_is (n, "constant"))
+  if (tw_ex_is (n, "constant"))
     {
       /* Its value is an initializer already ("ID.value", f32 as the store
        * keeps it): an alias of it, or a Cast to the node's dtype. */
       tw_dtype dt = n->out_info[0].dtype;
       if (dt != TW_F32)
         {
-          Onnx__NodeProto *o = ex_node1 (ex, "Cast", id, (const char *const[]){ p[0], NULL });
-          ex_attr_int (ex, o, "to", ex_onnx_dtype (dt));
+          Onnx__NodeProto *o = tw_ex_node1 (ex, "Cast", id, (const char *const[]){ p[0], NULL });
+          tw_ex_attr_int (ex, o, "to", tw_ex_onnx_dtype (dt));
         }
       else if (g_hash_table_contains (ex->output_values, id))
-        ex_node1 (ex, "Identity", id, (const char *const[]){ p[0], NULL });
+        tw_ex_node1 (ex, "Identity", id, (const char *const[]){ p[0], NULL });
       else
-        g_hash_table_insert (ex->alias, ex_strdup (ex, id), (char *) p[0]);
+        g_hash_table_insert (ex->alias, tw_ex_strdup (ex, id), (char *) p[0]);
       return TRUE;
     }
-  if (ex_is (n, "linear"))
+  if (tw_ex_is (n, "linear"))
     {
       gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
       if (r == 2)
         {
-          Onnx__NodeProto *o =
-            ex_node1 (ex, "Gemm", id, (const char *const[]){ x, p[0], bias ? p[1] : NULL, NULL });
-          ex_attr_int (ex, o, "transB", 1);
+          Onnx__NodeProto *o = tw_ex_node1 (
+            ex, "Gemm", id, (const char *const[]){ x, p[0], bias ? p[1] : NULL, NULL });
+          tw_ex_attr_int (ex, o, "transB", 1);
           return TRUE;
         }
       /* x [..., in] @ W^T [in, out] (+ b): Gemm takes matrices only. */
-      const char *wt = ex_printf (ex, "%s/weight_t", id);
-      Onnx__NodeProto *t = ex_node1 (ex, "Transpose", wt, (const char *const[]){ p[0], NULL });
-      ex_attr_ints (ex, t, "perm", 2, (int64_t[]){ 1, 0 });
+      const char *wt = tw_ex_printf (ex, "%s/weight_t", id);
+      Onnx__NodeProto *t = tw_ex_node1 (ex, "Transpose", wt, (const char *const[]){ p[0], NULL });
+      tw_ex_attr_ints (ex, t, "perm", 2, (int64_t[]){ 1, 0 });
       if (!bias)
         {
-          ex_node1 (ex, "MatMul", id, (const char *const[]){ x, wt, NULL });
+          tw_ex_node1 (ex, "MatMul", id, (const char *const[]){ x, wt, NULL });
           return TRUE;
         }
-      const char *mm = ex_printf (ex, "%s/matmul", id);
-      ex_node1 (ex, "MatMul", mm, (const char *const[]){ x, wt, NULL });
-      ex_node1 (ex, "Add", id, (const char *const[]){ mm, p[1], NULL });
+      const char *mm = tw_ex_printf (ex, "%s/matmul", id);
+      tw_ex_node1 (ex, "MatMul", mm, (const char *const[]){ x, wt, NULL });
+      tw_ex_node1 (ex, "Add", id, (const char *const[]){ mm, p[1], NULL });
       return TRUE;
     }
-  if (ex_is (n, "conv2d"))
+  if (tw_ex_is (n, "conv2d"))
     {
       gboolean bias = tw_attrs_get_bool (a, "bias", TRUE);
       Onnx__NodeProto *o =
-        ex_node1 (ex, "Conv", id, (const char *const[]){ x, p[0], bias ? p[1] : NULL, NULL });
+        tw_ex_node1 (ex, "Conv", id, (const char *const[]){ x, p[0], bias ? p[1] : NULL, NULL });
       ex_attr_pair (ex, o, "kernel_shape", a, "kernel_size", 1);
       ex_attr_pair (ex, o, "strides", a, "stride", 1);
       ex_attr_pads (ex, o, a);
       ex_attr_pair (ex, o, "dilations", a, "dilation", 1);
-      ex_attr_int (ex, o, "group", tw_attrs_get_int (a, "groups", 1));
+      tw_ex_attr_int (ex, o, "group", tw_attrs_get_int (a, "groups", 1));
       return TRUE;
     }
-  if (ex_is (n, "max_pool2d") || ex_is (n, "avg_pool2d"))
+  if (tw_ex_is (n, "max_pool2d") || tw_ex_is (n, "avg_pool2d"))
     {
-      gboolean max = ex_is (n, "max_pool2d");
+      gboolean max = tw_ex_is (n, "max_pool2d");
       Onnx__NodeProto *o =
-        ex_node1 (ex, max ? "MaxPool" : "AveragePool", id, (const char *const[]){ x, NULL });
+        tw_ex_node1 (ex, max ? "MaxPool" : "AveragePool", id, (const char *const[]){ x, NULL });
       int64_t k[2];
       tw_attrs_get_ints2 (a, "kernel_size", k, 1);
-      ex_attr_ints (ex, o, "kernel_shape", 2, k);
+      tw_ex_attr_ints (ex, o, "kernel_shape", 2, k);
       if (tw_attrs_has (a, "stride"))
         ex_attr_pair (ex, o, "strides", a, "stride", 1);
       else
-        ex_attr_ints (ex, o, "strides", 2, k);
+        tw_ex_attr_ints (ex, o, "strides", 2, k);
       ex_attr_pads (ex, o, a);
       if (max)
         ex_attr_pair (ex, o, "dilations", a, "dilation", 1);
       else
-        ex_attr_int (ex, o, "count_include_pad", tw_attrs_get_bool (a, "count_include_pad", TRUE));
+        tw_ex_attr_int (ex, o, "count_include_pad",
+                        tw_attrs_get_bool (a, "count_include_pad", TRUE));
       return TRUE;
     }
-  if (ex_is (n, "batch_norm"))
+  if (tw_ex_is (n, "batch_norm"))
     {
       gboolean affine = tw_attrs_get_bool (a, "affine", TRUE);
       gboolean track = tw_attrs_get_bool (a, "track_running_stats", TRUE);
@@ -493,16 +494,16 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
         {
           if (!affine)
             {
-              w = ex_const_fill (ex, ex_printf (ex, "%s/scale", id), xi->dtype, 1, &C, 1.0);
-              b = ex_const_fill (ex, ex_printf (ex, "%s/shift", id), xi->dtype, 1, &C, 0.0);
+              w = ex_const_fill (ex, tw_ex_printf (ex, "%s/scale", id), xi->dtype, 1, &C, 1.0);
+              b = ex_const_fill (ex, tw_ex_printf (ex, "%s/shift", id), xi->dtype, 1, &C, 0.0);
             }
           const char *mean = p[affine ? 2 : 0], *var = p[affine ? 3 : 1];
-          Onnx__NodeProto *o = ex_node1 (ex, "BatchNormalization", id,
-                                         (const char *const[]){ x, w, b, mean, var, NULL });
-          ex_attr_float (ex, o, "epsilon", eps);
+          Onnx__NodeProto *o = tw_ex_node1 (ex, "BatchNormalization", id,
+                                            (const char *const[]){ x, w, b, mean, var, NULL });
+          tw_ex_attr_float (ex, o, "epsilon", eps);
           /* ONNX's running = running * momentum + batch * (1 - momentum); PyTorch's
            * (and twb's) momentum is the batch's share. */
-          ex_attr_float (ex, o, "momentum", 1.0 - tw_attrs_get_float (a, "momentum", 0.1));
+          tw_ex_attr_float (ex, o, "momentum", 1.0 - tw_attrs_get_float (a, "momentum", 0.1));
           return TRUE;
         }
       /* No running statistics: inference normalises with the batch's own. */
@@ -520,16 +521,17 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       int64_t bshape[TW_MAX_DIMS] = { C };
       for (int d = 2; d < r; d++)
         bshape[d - 1] = 1;
-      const char *bs = ex_const_i64 (ex, ex_printf (ex, "%s/param_shape", id), r - 1, bshape);
-      const char *wr = ex_printf (ex, "%s/weight_c", id), *br = ex_printf (ex, "%s/bias_c", id);
-      ex_node1 (ex, "Reshape", wr, (const char *const[]){ w, bs, NULL });
-      ex_node1 (ex, "Reshape", br, (const char *const[]){ b, bs, NULL });
-      const char *sc = ex_printf (ex, "%s/scaled", id);
-      ex_node1 (ex, "Mul", sc, (const char *const[]){ y, wr, NULL });
-      ex_node1 (ex, "Add", id, (const char *const[]){ sc, br, NULL });
+      const char *bs = tw_ex_const_i64 (ex, tw_ex_printf (ex, "%s/param_shape", id), r - 1, bshape);
+      const char *wr = tw_ex_printf (ex, "%s/weight_c", id),
+                 *br = tw_ex_printf (ex, "%s/bias_c", id);
+      tw_ex_node1 (ex, "Reshape", wr, (const char *const[]){ w, bs, NULL });
+      tw_ex_node1 (ex, "Reshape", br, (const char *const[]){ b, bs, NULL });
+      const char *sc = tw_ex_printf (ex, "%s/scaled", id);
+      tw_ex_node1 (ex, "Mul", sc, (const char *const[]){ y, wr, NULL });
+      tw_ex_node1 (ex, "Add", id, (const char *const[]){ sc, br, NULL });
       return TRUE;
     }
-  if (ex_is (n, "layer_norm"))
+  if (tw_ex_is (n, "layer_norm"))
     {
       int k = (int) tw_attrs_get_int (a, "normalized_ndim", 1);
       gboolean affine = tw_attrs_get_bool (a, "elementwise_affine", TRUE);
@@ -537,12 +539,13 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       if (ex->opset >= 17)
         {
           const char *w = affine ? p[0]
-                                 : ex_const_fill (ex, ex_printf (ex, "%s/scale", id), xi->dtype, k,
-                                                  xi->dims + r - k, 1.0);
-          Onnx__NodeProto *o = ex_node1 (ex, "LayerNormalization", id,
-                                         (const char *const[]){ x, w, affine ? p[1] : NULL, NULL });
-          ex_attr_int (ex, o, "axis", -k);
-          ex_attr_float (ex, o, "epsilon", eps);
+                                 : ex_const_fill (ex, tw_ex_printf (ex, "%s/scale", id), xi->dtype,
+                                                  k, xi->dims + r - k, 1.0);
+          Onnx__NodeProto *o =
+            tw_ex_node1 (ex, "LayerNormalization", id,
+                         (const char *const[]){ x, w, affine ? p[1] : NULL, NULL });
+          tw_ex_attr_int (ex, o, "axis", -k);
+          tw_ex_attr_float (ex, o, "epsilon", eps);
           return TRUE;
         }
       int64_t axes[TW_MAX_DIMS];
@@ -554,32 +557,32 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
           return TRUE;
         }
       const char *y = ex_normalise (ex, n, x, xi->dtype, k, axes, eps, NULL);
-      const char *sc = ex_printf (ex, "%s/scaled", id);
-      ex_node1 (ex, "Mul", sc, (const char *const[]){ y, p[0], NULL });
-      ex_node1 (ex, "Add", id, (const char *const[]){ sc, p[1], NULL });
+      const char *sc = tw_ex_printf (ex, "%s/scaled", id);
+      tw_ex_node1 (ex, "Mul", sc, (const char *const[]){ y, p[0], NULL });
+      tw_ex_node1 (ex, "Add", id, (const char *const[]){ sc, p[1], NULL });
       return TRUE;
     }
-  if (ex_is (n, "scale") || ex_is (n, "add_scalar"))
+  if (tw_ex_is (n, "scale") || tw_ex_is (n, "add_scalar"))
     {
-      gboolean sc = ex_is (n, "scale");
+      gboolean sc = tw_ex_is (n, "scale");
       double v = tw_attrs_get_float (a, sc ? "alpha" : "value", sc ? 1.0 : 0.0);
-      const char *c =
-        ex_const_scalar (ex, ex_printf (ex, "%s/%s", id, sc ? "alpha" : "value"), xi->dtype, v);
-      ex_node1 (ex, sc ? "Mul" : "Add", id, (const char *const[]){ x, c, NULL });
+      const char *c = tw_ex_const_scalar (
+        ex, tw_ex_printf (ex, "%s/%s", id, sc ? "alpha" : "value"), xi->dtype, v);
+      tw_ex_node1 (ex, sc ? "Mul" : "Add", id, (const char *const[]){ x, c, NULL });
       return TRUE;
     }
-  if (ex_is (n, "square"))
+  if (tw_ex_is (n, "square"))
     {
-      ex_node1 (ex, "Mul", id, (const char *const[]){ x, x, NULL });
+      tw_ex_node1 (ex, "Mul", id, (const char *const[]){ x, x, NULL });
       return TRUE;
     }
-  if (ex_is (n, "leaky_relu"))
+  if (tw_ex_is (n, "leaky_relu"))
     {
-      Onnx__NodeProto *o = ex_node1 (ex, "LeakyRelu", id, (const char *const[]){ x, NULL });
-      ex_attr_float (ex, o, "alpha", tw_attrs_get_float (a, "negative_slope", 0.01));
+      Onnx__NodeProto *o = tw_ex_node1 (ex, "LeakyRelu", id, (const char *const[]){ x, NULL });
+      tw_ex_attr_float (ex, o, "alpha", tw_attrs_get_float (a, "negative_slope", 0.01));
       return TRUE;
     }
-  if (ex_is (n, "gelu"))
+  if (tw_ex_is (n, "gelu"))
     {
       /* ONNX has Gelu from opset 20 only: 0.5 x (1 + erf (x / sqrt 2)), or with
        * approximate "tanh": 0.5 x (1 + tanh (sqrt (2 / pi) (x + 0.044715 x^3))). */
@@ -587,58 +590,60 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       const char *inner;
       if (g_strcmp0 (tw_attrs_get_string (a, "approximate", "none"), "tanh") == 0)
         {
-          const char *x2 = ex_printf (ex, "%s/x2", id), *x3 = ex_printf (ex, "%s/x3", id);
-          ex_node1 (ex, "Mul", x2, (const char *const[]){ x, x, NULL });
-          ex_node1 (ex, "Mul", x3, (const char *const[]){ x2, x, NULL });
-          const char *k = ex_const_scalar (ex, ex_printf (ex, "%s/c", id), dt, 0.044715);
-          const char *kx3 = ex_printf (ex, "%s/cx3", id), *s = ex_printf (ex, "%s/sum", id);
-          ex_node1 (ex, "Mul", kx3, (const char *const[]){ x3, k, NULL });
-          ex_node1 (ex, "Add", s, (const char *const[]){ x, kx3, NULL });
-          const char *r2pi =
-            ex_const_scalar (ex, ex_printf (ex, "%s/sqrt_2_over_pi", id), dt, sqrt (2.0 / G_PI));
-          const char *arg = ex_printf (ex, "%s/arg", id);
-          ex_node1 (ex, "Mul", arg, (const char *const[]){ s, r2pi, NULL });
-          inner = ex_printf (ex, "%s/tanh", id);
-          ex_node1 (ex, "Tanh", inner, (const char *const[]){ arg, NULL });
+          const char *x2 = tw_ex_printf (ex, "%s/x2", id), *x3 = tw_ex_printf (ex, "%s/x3", id);
+          tw_ex_node1 (ex, "Mul", x2, (const char *const[]){ x, x, NULL });
+          tw_ex_node1 (ex, "Mul", x3, (const char *const[]){ x2, x, NULL });
+          const char *k = tw_ex_const_scalar (ex, tw_ex_printf (ex, "%s/c", id), dt, 0.044715);
+          const char *kx3 = tw_ex_printf (ex, "%s/cx3", id), *s = tw_ex_printf (ex, "%s/sum", id);
+          tw_ex_node1 (ex, "Mul", kx3, (const char *const[]){ x3, k, NULL });
+          tw_ex_node1 (ex, "Add", s, (const char *const[]){ x, kx3, NULL });
+          const char *r2pi = tw_ex_const_scalar (ex, tw_ex_printf (ex, "%s/sqrt_2_over_pi", id), dt,
+                                                 sqrt (2.0 / G_PI));
+          const char *arg = tw_ex_printf (ex, "%s/arg", id);
+          tw_ex_node1 (ex, "Mul", arg, (const char *const[]){ s, r2pi, NULL });
+          inner = tw_ex_printf (ex, "%s/tanh", id);
+          tw_ex_node1 (ex, "Tanh", inner, (const char *const[]){ arg, NULL });
         }
       else
         {
-          const char *rs2 = ex_const_scalar (ex, ex_printf (ex, "%s/rsqrt2", id), dt, M_SQRT1_2);
-          const char *arg = ex_printf (ex, "%s/arg", id);
-          ex_node1 (ex, "Mul", arg, (const char *const[]){ x, rs2, NULL });
-          inner = ex_printf (ex, "%s/erf", id);
-          ex_node1 (ex, "Erf", inner, (const char *const[]){ arg, NULL });
+          const char *rs2 =
+            tw_ex_const_scalar (ex, tw_ex_printf (ex, "%s/rsqrt2", id), dt, M_SQRT1_2);
+          const char *arg = tw_ex_printf (ex, "%s/arg", id);
+          tw_ex_node1 (ex, "Mul", arg, (const char *const[]){ x, rs2, NULL });
+          inner = tw_ex_printf (ex, "%s/erf", id);
+          tw_ex_node1 (ex, "Erf", inner, (const char *const[]){ arg, NULL });
         }
-      const char *one = ex_const_scalar (ex, ex_printf (ex, "%s/one", id), dt, 1.0);
-      const char *half = ex_const_scalar (ex, ex_printf (ex, "%s/half", id), dt, 0.5);
-      const char *op1 = ex_printf (ex, "%s/one_plus", id), *hx = ex_printf (ex, "%s/half_x", id);
-      ex_node1 (ex, "Add", op1, (const char *const[]){ inner, one, NULL });
-      ex_node1 (ex, "Mul", hx, (const char *const[]){ x, half, NULL });
-      ex_node1 (ex, "Mul", id, (const char *const[]){ hx, op1, NULL });
+      const char *one = tw_ex_const_scalar (ex, tw_ex_printf (ex, "%s/one", id), dt, 1.0);
+      const char *half = tw_ex_const_scalar (ex, tw_ex_printf (ex, "%s/half", id), dt, 0.5);
+      const char *op1 = tw_ex_printf (ex, "%s/one_plus", id),
+                 *hx = tw_ex_printf (ex, "%s/half_x", id);
+      tw_ex_node1 (ex, "Add", op1, (const char *const[]){ inner, one, NULL });
+      tw_ex_node1 (ex, "Mul", hx, (const char *const[]){ x, half, NULL });
+      tw_ex_node1 (ex, "Mul", id, (const char *const[]){ hx, op1, NULL });
       return TRUE;
     }
-  if (ex_is (n, "softmax") || ex_is (n, "log_softmax"))
+  if (tw_ex_is (n, "softmax") || tw_ex_is (n, "log_softmax"))
     {
-      Onnx__NodeProto *o = ex_node1 (ex, ex_is (n, "softmax") ? "Softmax" : "LogSoftmax", id,
-                                     (const char *const[]){ x, NULL });
-      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
+      Onnx__NodeProto *o = tw_ex_node1 (ex, tw_ex_is (n, "softmax") ? "Softmax" : "LogSoftmax", id,
+                                        (const char *const[]){ x, NULL });
+      tw_ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
       return TRUE;
     }
-  if (ex_is (n, "argmax"))
+  if (tw_ex_is (n, "argmax"))
     {
       gboolean cast = n->out_info[0].dtype != TW_I64;
-      const char *am = cast ? ex_printf (ex, "%s/argmax", id) : id;
-      Onnx__NodeProto *o = ex_node1 (ex, "ArgMax", am, (const char *const[]){ x, NULL });
-      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
-      ex_attr_int (ex, o, "keepdims", tw_attrs_get_bool (a, "keepdims", FALSE));
+      const char *am = cast ? tw_ex_printf (ex, "%s/argmax", id) : id;
+      Onnx__NodeProto *o = tw_ex_node1 (ex, "ArgMax", am, (const char *const[]){ x, NULL });
+      tw_ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", -1));
+      tw_ex_attr_int (ex, o, "keepdims", tw_attrs_get_bool (a, "keepdims", FALSE));
       if (cast)
         {
-          o = ex_node1 (ex, "Cast", id, (const char *const[]){ am, NULL });
-          ex_attr_int (ex, o, "to", ex_onnx_dtype (n->out_info[0].dtype));
+          o = tw_ex_node1 (ex, "Cast", id, (const char *const[]){ am, NULL });
+          tw_ex_attr_int (ex, o, "to", tw_ex_onnx_dtype (n->out_info[0].dtype));
         }
       return TRUE;
     }
-  if (ex_is (n, "sum") || ex_is (n, "mean") || ex_is (n, "max"))
+  if (tw_ex_is (n, "sum") || tw_ex_is (n, "mean") || tw_ex_is (n, "max"))
     {
       int64_t axes[TW_ATTR_MAX_LIST];
       int na = tw_attrs_get_ints (a, "axes", axes, TW_ATTR_MAX_LIST);
@@ -646,24 +651,24 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
       if (na == 0)
         na = -1; /* empty: every dim, as absent */
       Onnx__NodeProto *o;
-      if (ex_is (n, "sum"))
+      if (tw_ex_is (n, "sum"))
         {
           /* ReduceSum takes its axes as an input from opset 13. */
           const char *ax =
-            na > 0 ? ex_const_i64 (ex, ex_printf (ex, "%s/axes", id), na, axes) : NULL;
-          o = ex_node1 (ex, "ReduceSum", id, (const char *const[]){ x, ax, NULL });
+            na > 0 ? tw_ex_const_i64 (ex, tw_ex_printf (ex, "%s/axes", id), na, axes) : NULL;
+          o = tw_ex_node1 (ex, "ReduceSum", id, (const char *const[]){ x, ax, NULL });
         }
       else
         {
-          o = ex_node1 (ex, ex_is (n, "mean") ? "ReduceMean" : "ReduceMax", id,
-                        (const char *const[]){ x, NULL });
+          o = tw_ex_node1 (ex, tw_ex_is (n, "mean") ? "ReduceMean" : "ReduceMax", id,
+                           (const char *const[]){ x, NULL });
           if (na > 0)
-            ex_attr_ints (ex, o, "axes", na, axes);
+            tw_ex_attr_ints (ex, o, "axes", na, axes);
         }
-      ex_attr_int (ex, o, "keepdims", keep);
+      tw_ex_attr_int (ex, o, "keepdims", keep);
       return TRUE;
     }
-  if (ex_is (n, "flatten"))
+  if (tw_ex_is (n, "flatten"))
     {
       int64_t s = tw_attrs_get_int (a, "start_dim", 1), e = tw_attrs_get_int (a, "end_dim", -1);
       if (s < 0)
@@ -672,12 +677,12 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
         e += r;
       if (s == 1 && e == r - 1)
         {
-          Onnx__NodeProto *o = ex_node1 (ex, "Flatten", id, (const char *const[]){ x, NULL });
-          ex_attr_int (ex, o, "axis", 1);
+          Onnx__NodeProto *o = tw_ex_node1 (ex, "Flatten", id, (const char *const[]){ x, NULL });
+          tw_ex_attr_int (ex, o, "axis", 1);
           return TRUE;
         }
     }
-  if (ex_is (n, "flatten") || ex_is (n, "reshape"))
+  if (tw_ex_is (n, "flatten") || tw_ex_is (n, "reshape"))
     {
       if (ex_reshape_to (ex, n, x, xi, &n->out_info[0], id))
         return TRUE;
@@ -687,117 +692,130 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
                               id, n->op_name);
       return FALSE;
     }
-  if (ex_is (n, "transpose"))
+  if (tw_ex_is (n, "transpose"))
     {
       int64_t perm[TW_MAX_DIMS];
       if (tw_attrs_get_ints (a, "perm", perm, TW_MAX_DIMS) < 0)
         for (int d = 0; d < r; d++)
           perm[d] = r - 1 - d;
-      Onnx__NodeProto *o = ex_node1 (ex, "Transpose", id, (const char *const[]){ x, NULL });
-      ex_attr_ints (ex, o, "perm", r, perm);
+      Onnx__NodeProto *o = tw_ex_node1 (ex, "Transpose", id, (const char *const[]){ x, NULL });
+      tw_ex_attr_ints (ex, o, "perm", r, perm);
       return TRUE;
     }
-  if (ex_is (n, "concat"))
+  if (tw_ex_is (n, "concat"))
     {
-      const char **ins = ex_alloc (ex, sizeof (char *) * (n->n_inputs + 1));
+      const char **ins = tw_ex_alloc (ex, sizeof (char *) * (n->n_inputs + 1));
       for (int i = 0; i < n->n_inputs; i++)
-        ins[i] = ex_input (ex, n, i);
-      Onnx__NodeProto *o = ex_node1 (ex, "Concat", id, ins);
-      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
+        ins[i] = tw_ex_input (ex, n, i);
+      Onnx__NodeProto *o = tw_ex_node1 (ex, "Concat", id, ins);
+      tw_ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
       return TRUE;
     }
-  if (ex_is (n, "split"))
+  if (tw_ex_is (n, "split"))
     {
       int64_t sizes[TW_ATTR_MAX_LIST];
       int ns = tw_attrs_get_ints (a, "sizes", sizes, TW_ATTR_MAX_LIST);
-      const char *sp = ex_const_i64 (ex, ex_printf (ex, "%s/split", id), ns, sizes);
-      const char **outs = ex_alloc (ex, sizeof (char *) * (ns + 1));
+      const char *sp = tw_ex_const_i64 (ex, tw_ex_printf (ex, "%s/split", id), ns, sizes);
+      const char **outs = tw_ex_alloc (ex, sizeof (char *) * (ns + 1));
       for (int k = 0; k < ns; k++)
-        outs[k] = ex_output (ex, n, k);
+        outs[k] = tw_ex_output (ex, n, k);
       /* Split takes its sizes as an input from opset 13. */
-      Onnx__NodeProto *o = ex_node (ex, "Split", id, (const char *const[]){ x, sp, NULL }, outs);
-      ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
+      Onnx__NodeProto *o = tw_ex_node (ex, "Split", id, (const char *const[]){ x, sp, NULL }, outs);
+      tw_ex_attr_int (ex, o, "axis", tw_attrs_get_int (a, "axis", 1));
       return TRUE;
     }
-  if (ex_is (n, "slice"))
+  if (tw_ex_is (n, "slice"))
     {
       int64_t v[4] = { tw_attrs_get_int (a, "start", 0), tw_attrs_get_int (a, "end", G_MAXINT64),
                        tw_attrs_get_int (a, "axis", 1), tw_attrs_get_int (a, "step", 1) };
       static const char *const what[4] = { "starts", "ends", "axes", "steps" };
       const char *c[4];
       for (int i = 0; i < 4; i++)
-        c[i] = ex_const_i64 (ex, ex_printf (ex, "%s/%s", id, what[i]), 1, &v[i]);
-      ex_node1 (ex, "Slice", id, (const char *const[]){ x, c[0], c[1], c[2], c[3], NULL });
+        c[i] = tw_ex_const_i64 (ex, tw_ex_printf (ex, "%s/%s", id, what[i]), 1, &v[i]);
+      tw_ex_node1 (ex, "Slice", id, (const char *const[]){ x, c[0], c[1], c[2], c[3], NULL });
       return TRUE;
     }
   /* The element-wise ops of elementwise-more.c and logic.c: their ONNX op,
    * attributes of the same names (isinf's bools as ints); prelu's weight
    * [C] reshaped to [C, 1, ...] against x [N, C, ...]. */
-  static const char *const ew_more[] = { "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-                                         "cosh", "asinh", "acosh", "atanh", "round", "softplus",
-                                         "softsign", "elu", "selu", "celu", "thresholded_relu",
-                                         "shrink", "prelu_broadcast", "equal", "greater", "less",
-                                         "greater_equal", "less_equal", "logical_and",
-                                         "logical_or", "logical_xor", "logical_not", "isnan",
-                                         "isinf", "mod", NULL };
-  if (g_strv_contains (ew_more, n->op_name) || ex_is (n, "prelu"))
+  static const char *const ew_more[] = { "sin",         "cos",
+                                         "tan",         "asin",
+                                         "acos",        "atan",
+                                         "sinh",        "cosh",
+                                         "asinh",       "acosh",
+                                         "atanh",       "round",
+                                         "softplus",    "softsign",
+                                         "elu",         "selu",
+                                         "celu",        "thresholded_relu",
+                                         "shrink",      "prelu_broadcast",
+                                         "equal",       "greater",
+                                         "less",        "greater_equal",
+                                         "less_equal",  "logical_and",
+                                         "logical_or",  "logical_xor",
+                                         "logical_not", "isnan",
+                                         "isinf",       "mod",
+                                         NULL };
+  if (g_strv_contains (ew_more, n->op_name) || tw_ex_is (n, "prelu"))
     {
-      const char *ins[3] = { x, n->n_inputs > 1 ? ex_input (ex, n, 1) : p[0], NULL };
-      int64_t c = ex_is (n, "prelu") ? tw_attrs_get_int (a, "num_parameters", 1) : 1;
+      const char *ins[3] = { x, n->n_inputs > 1 ? tw_ex_input (ex, n, 1) : p[0], NULL };
+      int64_t c = tw_ex_is (n, "prelu") ? tw_attrs_get_int (a, "num_parameters", 1) : 1;
       if (c > 1 && r > 2)
         {
           int64_t shape[TW_MAX_DIMS] = { c };
           for (int d = 2; d < r; d++)
             shape[d - 1] = 1;
-          const char *sh = ex_const_i64 (ex, ex_printf (ex, "%s/slope_shape", id), r - 1, shape);
-          ins[1] = ex_printf (ex, "%s/slope", id);
-          ex_node1 (ex, "Reshape", ins[1], (const char *const[]){ p[0], sh, NULL });
+          const char *sh =
+            tw_ex_const_i64 (ex, tw_ex_printf (ex, "%s/slope_shape", id), r - 1, shape);
+          ins[1] = tw_ex_printf (ex, "%s/slope", id);
+          tw_ex_node1 (ex, "Reshape", ins[1], (const char *const[]){ p[0], sh, NULL });
         }
       /* twb's u8 is ONNX's bool for these: Cast to BOOL in (logic), to
        * UINT8 out (comparisons, tests, logic), as the graph's u8 values. */
       gboolean to_bool = g_str_has_prefix (n->op_name, "logical_");
-      gboolean from_bool = to_bool || ex_is (n, "isnan") || ex_is (n, "isinf")
-                           || (n->out_info[0].dtype == TW_U8 && !ex_is (n, "mod"));
+      gboolean from_bool = to_bool || tw_ex_is (n, "isnan") || tw_ex_is (n, "isinf") ||
+                           (n->out_info[0].dtype == TW_U8 && !tw_ex_is (n, "mod"));
       for (int i = 0; to_bool && i < n->n_inputs; i++)
         {
-          const char *b = ex_printf (ex, "%s/in%d_bool", id, i);
-          Onnx__NodeProto *cast = ex_node1 (ex, "Cast", b, (const char *const[]){ ins[i], NULL });
-          ex_attr_int (ex, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+          const char *b = tw_ex_printf (ex, "%s/in%d_bool", id, i);
+          Onnx__NodeProto *cast =
+            tw_ex_node1 (ex, "Cast", b, (const char *const[]){ ins[i], NULL });
+          tw_ex_attr_int (ex, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
           ins[i] = b;
         }
-      const char *type = ex_is (n, "prelu") ? "PRelu" : n->op->onnx_name;
-      const char *oid = from_bool ? ex_printf (ex, "%s/bool", id) : id;
-      Onnx__NodeProto *o = ex_node1 (ex, type, oid, ins);
+      const char *type = tw_ex_is (n, "prelu") ? "PRelu" : n->op->onnx_name;
+      const char *oid = from_bool ? tw_ex_printf (ex, "%s/bool", id) : id;
+      Onnx__NodeProto *o = tw_ex_node1 (ex, type, oid, ins);
       if (from_bool)
         {
-          Onnx__NodeProto *cast = ex_node1 (ex, "Cast", id, (const char *const[]){ oid, NULL });
-          ex_attr_int (ex, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8);
+          Onnx__NodeProto *cast = tw_ex_node1 (ex, "Cast", id, (const char *const[]){ oid, NULL });
+          tw_ex_attr_int (ex, cast, "to", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8);
         }
       static const char *const floats[] = { "alpha", "gamma", "bias", "lambd" };
       for (gsize i = 0; i < G_N_ELEMENTS (floats); i++)
         if (tw_attrs_has (a, floats[i]))
-          ex_attr_float (ex, o, floats[i], tw_attrs_get_float (a, floats[i], 0));
-      if (ex_is (n, "mod"))
-        ex_attr_int (ex, o, "fmod", tw_attrs_get_int (a, "fmod", 0));
-      if (ex_is (n, "isinf"))
+          tw_ex_attr_float (ex, o, floats[i], tw_attrs_get_float (a, floats[i], 0));
+      if (tw_ex_is (n, "mod"))
+        tw_ex_attr_int (ex, o, "fmod", tw_attrs_get_int (a, "fmod", 0));
+      if (tw_ex_is (n, "isinf"))
         {
-          ex_attr_int (ex, o, "detect_positive", tw_attrs_get_bool (a, "detect_positive", TRUE));
-          ex_attr_int (ex, o, "detect_negative", tw_attrs_get_bool (a, "detect_negative", TRUE));
+          tw_ex_attr_int (ex, o, "detect_positive", tw_attrs_get_bool (a, "detect_positive", TRUE));
+          tw_ex_attr_int (ex, o, "detect_negative", tw_attrs_get_bool (a, "detect_negative", TRUE));
         }
       return TRUE;
     }
-  if (ex_is (n, "embedding"))
+  if (tw_ex_is (n, "embedding"))
     {
-      Onnx__NodeProto *o = ex_node1 (ex, "Gather", id, (const char *const[]){ p[0], x, NULL });
-      ex_attr_int (ex, o, "axis", 0);
+      Onnx__NodeProto *o = tw_ex_node1 (ex, "Gather", id, (const char *const[]){ p[0], x, NULL });
+      tw_ex_attr_int (ex, o, "axis", 0);
       return TRUE;
     }
 
-  if (n->op && (n->op->flags & TW_OP_LOSS))
-    g_string_append_printf (problems,
-                            "node %s (%s): a loss is training-only and is not exported; "
-                            "predict from the node it scores\n",
-                            id, n->op_name);
+  gboolean ok;
+  if (tw_ex_emit_more (ex, n, p, problems, &ok))
+    return ok;
+  const char *why = tw_onnx_export_refusal (n->op_name);
+  if (why != NULL)
+    g_string_append_printf (problems, "node %s (%s): %s\n", id, n->op_name, why);
   else
     g_string_append_printf (problems, "node %s (%s): no ONNX form for this op\n", id, n->op_name);
   return FALSE;
@@ -806,29 +824,29 @@ ex_emit (ex_ctx *ex, const tw_node *n, GString *problems)
 /* ---- the graph -------------------------------------------------------------- */
 
 static Onnx__ValueInfoProto *
-ex_value_info (ex_ctx *ex, const char *name, const tw_tinfo *t)
+ex_value_info (tw_ex_ctx *ex, const char *name, const tw_tinfo *t)
 {
-  Onnx__ValueInfoProto *vi = ex_alloc (ex, sizeof *vi);
+  Onnx__ValueInfoProto *vi = tw_ex_alloc (ex, sizeof *vi);
   onnx__value_info_proto__init (vi);
-  vi->name = ex_strdup (ex, name);
-  Onnx__TypeProto *tp = ex_alloc (ex, sizeof *tp);
+  vi->name = tw_ex_strdup (ex, name);
+  Onnx__TypeProto *tp = tw_ex_alloc (ex, sizeof *tp);
   onnx__type_proto__init (tp);
-  Onnx__TypeProto__Tensor *tt = ex_alloc (ex, sizeof *tt);
+  Onnx__TypeProto__Tensor *tt = tw_ex_alloc (ex, sizeof *tt);
   onnx__type_proto__tensor__init (tt);
   tt->has_elem_type = TRUE;
-  tt->elem_type = ex_onnx_dtype (t->dtype);
-  Onnx__TensorShapeProto *sh = ex_alloc (ex, sizeof *sh);
+  tt->elem_type = tw_ex_onnx_dtype (t->dtype);
+  Onnx__TensorShapeProto *sh = tw_ex_alloc (ex, sizeof *sh);
   onnx__tensor_shape_proto__init (sh);
   sh->n_dim = t->ndim;
-  sh->dim = ex_alloc (ex, sizeof (Onnx__TensorShapeProto__Dimension *) * MAX (t->ndim, 1));
+  sh->dim = tw_ex_alloc (ex, sizeof (Onnx__TensorShapeProto__Dimension *) * MAX (t->ndim, 1));
   for (int d = 0; d < t->ndim; d++)
     {
-      Onnx__TensorShapeProto__Dimension *dim = ex_alloc (ex, sizeof *dim);
+      Onnx__TensorShapeProto__Dimension *dim = tw_ex_alloc (ex, sizeof *dim);
       onnx__tensor_shape_proto__dimension__init (dim);
       if (t->dims[d] == TW_DIM_N)
         {
           dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-          dim->dim_param = ex_strdup (ex, "N");
+          dim->dim_param = tw_ex_strdup (ex, "N");
         }
       else
         {
@@ -865,7 +883,7 @@ ex_mark_needed (const tw_graph *g, int i, gboolean *needed)
 }
 
 static void
-ex_ctx_clear (ex_ctx *ex)
+ex_ctx_clear (tw_ex_ctx *ex)
 {
   g_clear_pointer (&ex->nodes, g_ptr_array_unref);
   g_clear_pointer (&ex->inits, g_ptr_array_unref);
@@ -944,7 +962,7 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
   if (!tw_graph_topo_order (g, &order, error))
     return NULL;
 
-  ex_ctx ex = {
+  tw_ex_ctx ex = {
     .g = g,
     .params = params,
     .opset = opset,
@@ -961,8 +979,8 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
       tw_port p = tw_graph_resolve (g, outs[i]);
       const tw_node *src = tw_graph_node (g, p.node);
       g_hash_table_add (ex.output_values, p.output == 0
-                                            ? ex_strdup (&ex, src->id)
-                                            : ex_printf (&ex, "%s:%d", src->id, p.output));
+                                            ? tw_ex_strdup (&ex, src->id)
+                                            : tw_ex_printf (&ex, "%s:%d", src->id, p.output));
     }
 
   GPtrArray *inputs = g_ptr_array_new ();
@@ -1001,7 +1019,7 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
     }
 
   Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
-  graph.name = ex_strdup (&ex, mname);
+  graph.name = tw_ex_strdup (&ex, mname);
   graph.n_node = ex.nodes->len;
   graph.node = (Onnx__NodeProto **) ex.nodes->pdata;
   graph.n_initializer = ex.inits->len;
@@ -1020,7 +1038,7 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
   graph.output = (Onnx__ValueInfoProto **) outputs->pdata;
 
   Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-  os.domain = ex_strdup (&ex, "");
+  os.domain = tw_ex_strdup (&ex, "");
   os.has_version = TRUE;
   os.version = opset;
   Onnx__OperatorSetIdProto *osp = &os;
@@ -1029,7 +1047,7 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
   model.ir_version = ex_ir_version (opset);
   model.n_opset_import = 1;
   model.opset_import = &osp;
-  model.producer_name = ex_strdup (&ex, "twb");
+  model.producer_name = tw_ex_strdup (&ex, "twb");
   model.graph = &graph;
 
   gsize len = onnx__model_proto__get_packed_size (&model);

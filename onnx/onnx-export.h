@@ -59,4 +59,10 @@ GBytes *tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
 gboolean tw_onnx_export (const tw_model *m, const tw_params *params,
                          const tw_onnx_export_options *opt, const char *path, GError **error);
 
+/* Why op (a registry name) has no ONNX form, or NULL when it has one:
+ * the one list of the ops the exporter refuses whatever their attributes
+ * (a node of another op may still be refused for its attributes, its
+ * shapes or the opset; the error says so). */
+const char *tw_onnx_export_refusal (const char *op);
+
 G_END_DECLS

@@ -105,6 +105,8 @@ def check(path, model_path, info_path, batch, opset):
         op = nodes[i]["op"]
         if op == "input":
             continue
+        if op == "constant" and i not in outputs:
+            continue  # an f32 constant is its initializer "ID.value"
         if op == "dropout" and i not in outputs:
             if i in names:
                 fail(f"{path}: dropout {i} exported")
@@ -346,7 +348,8 @@ def run_node(op, ins, a):
         y = np.argmax(x, axis=a.get("axis", 0))
         return [np.expand_dims(y, a.get("axis", 0)) if a.get("keepdims", 1) else y]
     if op == "Cast":
-        return [x.astype({1: np.float32, 11: np.float64, 6: np.int32, 7: np.int64}[a["to"]])]
+        return [x.astype({1: np.float32, 11: np.float64, 6: np.int32, 7: np.int64, 2: np.uint8,
+                          9: np.bool_}[a["to"]])]
     if op == "Flatten":
         ax = a.get("axis", 1)
         return [x.reshape(int(np.prod(x.shape[:ax])), -1)]
@@ -367,10 +370,213 @@ def run_node(op, ins, a):
         return [x[tuple(idx)]]
     if op == "Gather":
         return [np.take(x, ins[1], axis=a.get("axis", 0))]
+    return run_node_more(op, ins, a)
+
+
+def nearest_index(out_len, in_len, scale, ctm, nm):
+    o = np.arange(out_len, dtype=np.float64)
+    if ctm == "asymmetric":
+        c = o / scale
+    elif ctm == "align_corners":
+        c = o * (in_len - 1) / max(out_len - 1, 1)
+    elif ctm == "pytorch_half_pixel":
+        c = (o + 0.5) / scale - 0.5 if out_len > 1 else np.zeros_like(o)
+    else:  # half_pixel
+        c = (o + 0.5) / scale - 0.5
+    r = {"floor": np.floor, "ceil": np.ceil,
+         "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+         "round_prefer_floor": lambda v: np.ceil(v - 0.5)}[nm](c)
+    return np.clip(r, 0, in_len - 1).astype(np.int64)
+
+
+def run_node_more(op, ins, a):
+    """The ops onnx-export-ops.c writes (ONNX's semantics, NumPy's terms)."""
+    x = ins[0] if ins else None
+    unary = {"Abs": np.abs, "Ceil": np.ceil, "Floor": np.floor, "Sign": np.sign,
+             "Not": np.logical_not, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan,
+             "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh,
+             "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh,
+             "Round": np.round, "IsNaN": np.isnan,
+             "Softplus": lambda v: np.log1p(np.exp(v.astype(np.float64))).astype(v.dtype),
+             "Softsign": lambda v: v / (1 + np.abs(v))}
+    if op in unary:
+        return [unary[op](x)]
+    binary = {"Pow": np.power, "Max": np.maximum, "Min": np.minimum, "Greater": np.greater,
+              "Less": np.less, "Equal": np.equal, "GreaterOrEqual": np.greater_equal,
+              "LessOrEqual": np.less_equal, "And": np.logical_and, "Or": np.logical_or,
+              "Xor": np.logical_xor}
+    if op in binary:
+        return [binary[op](ins[0], ins[1])]
+    f32 = lambda k, d: np.float32(a.get(k, d))
+    em1 = lambda v: np.expm1(v.astype(np.float64))
+    if op == "Elu":
+        return [np.where(x > 0, x, f32("alpha", 1.0) * em1(x)).astype(x.dtype)]
+    if op == "Selu":
+        al, ga = f32("alpha", 1.67326319217681884765625), f32("gamma", 1.05070102214813232421875)
+        return [np.where(x > 0, ga * x, ga * al * em1(x)).astype(x.dtype)]
+    if op == "Celu":
+        al = f32("alpha", 1.0)
+        return [np.where(x > 0, x, al * em1(x / al)).astype(x.dtype)]
+    if op == "ThresholdedRelu":
+        return [np.where(x > f32("alpha", 1.0), x, 0).astype(x.dtype)]
+    if op == "Shrink":
+        b, lam = f32("bias", 0.0), f32("lambd", 0.5)
+        return [np.where(x < -lam, x + b, np.where(x > lam, x - b, 0)).astype(x.dtype)]
+    if op == "PRelu":
+        return [np.where(x > 0, x, x * ins[1]).astype(x.dtype)]
+    if op == "IsInf":
+        pos, neg = a.get("detect_positive", 1), a.get("detect_negative", 1)
+        return [(np.isposinf(x) & bool(pos)) | (np.isneginf(x) & bool(neg))]
+    if op == "Mod":
+        return [np.fmod(ins[0], ins[1]) if a.get("fmod", 0) else np.mod(ins[0], ins[1])]
+    if op == "Clip":
+        lo = ins[1] if len(ins) > 1 and ins[1] is not None else None
+        hi = ins[2] if len(ins) > 2 and ins[2] is not None else None
+        y = x
+        if lo is not None:
+            y = np.maximum(y, lo)
+        if hi is not None:
+            y = np.minimum(y, hi)
+        return [y.astype(x.dtype)]
+    if op == "HardSigmoid":
+        al, be = np.float32(a.get("alpha", 0.2)), np.float32(a.get("beta", 0.5))
+        return [np.clip(al * x + be, 0, 1).astype(x.dtype)]
+    if op == "HardSwish":
+        return [(x * np.clip(x / np.float32(6) + np.float32(0.5), 0, 1)).astype(x.dtype)]
+    if op == "Hardmax":
+        ax = a.get("axis", -1) % x.ndim
+        idx = np.expand_dims(np.argmax(x, axis=ax), ax)
+        y = np.zeros_like(x)
+        np.put_along_axis(y, idx, 1, axis=ax)
+        return [y]
+    if op == "Where":
+        return [np.where(ins[0], ins[1], ins[2])]
+    if op == "Cast":
+        to = {1: np.float32, 11: np.float64, 6: np.int32, 7: np.int64, 2: np.uint8, 9: np.bool_}
+        return [x.astype(to[a["to"]])]
+    if op == "Squeeze":
+        return [np.squeeze(x, axis=tuple(int(v) for v in ins[1]))]
+    if op == "Unsqueeze":
+        y = x
+        for ax in sorted(int(v) % (x.ndim + len(ins[1])) for v in ins[1]):
+            y = np.expand_dims(y, ax)
+        return [y]
+    if op == "Expand":
+        return [x * np.ones(tuple(int(v) for v in ins[1]), x.dtype)]
+    if op in ("ReduceMin", "ReduceProd", "ReduceLogSumExp"):
+        ax = norm_axes(a.get("axes"), x.ndim)
+        keep = bool(a.get("keepdims", 1))
+        if op == "ReduceLogSumExp":
+            x64 = x.astype(np.float64)
+            m = x64.max(axis=ax, keepdims=True)
+            y = np.log(np.exp(x64 - m).sum(axis=ax, keepdims=True)) + m
+            return [(y if keep else np.squeeze(y, axis=ax)).astype(x.dtype)]
+        f = np.min if op == "ReduceMin" else np.prod
+        return [f(x, axis=ax, keepdims=keep).astype(x.dtype)]
+    if op == "ArgMin":
+        ax = a.get("axis", 0) % x.ndim
+        if a.get("select_last_index", 0):
+            y = x.shape[ax] - 1 - np.argmin(np.flip(x, ax), axis=ax)
+        else:
+            y = np.argmin(x, axis=ax)
+        return [np.expand_dims(y, ax) if a.get("keepdims", 1) else y]
+    if op == "CumSum":
+        ax = int(np.asarray(ins[1]).reshape(-1)[0]) % x.ndim
+        y = np.flip(x, ax) if a.get("reverse", 0) else x
+        c = np.cumsum(y, axis=ax, dtype=x.dtype)
+        if a.get("exclusive", 0):
+            c = c - y
+        return [np.flip(c, ax) if a.get("reverse", 0) else c]
+    if op == "Trilu":
+        k = int(ins[1]) if len(ins) > 1 and ins[1] is not None else 0
+        return [np.triu(x, k) if a.get("upper", 1) else np.tril(x, k)]
+    if op == "TopK":
+        ax = a.get("axis", -1) % x.ndim
+        k = int(ins[1][0])
+        key = -x if a.get("largest", 1) else x
+        idx = np.take(np.argsort(key, axis=ax, kind="stable"), np.arange(k), axis=ax)
+        return [np.take_along_axis(x, idx, axis=ax), idx.astype(np.int64)]
+    if op == "GatherElements":
+        return [np.take_along_axis(x, ins[1].astype(np.int64), axis=a.get("axis", 0))]
+    if op == "ScatterElements":
+        ax = a.get("axis", 0) % x.ndim
+        y = x.copy()
+        red = a.get("reduction", b"none")
+        red = red.decode() if isinstance(red, bytes) else red
+        for pos in np.ndindex(ins[1].shape):
+            t = list(pos)
+            t[ax] = int(ins[1][pos])
+            t = tuple(t)
+            y[t] = ins[2][pos] if red == "none" else (y[t] + ins[2][pos] if red == "add"
+                                                       else y[t] * ins[2][pos])
+        return [y]
+    if op == "GatherND":
+        b = a.get("batch_dims", 0)
+        idx = ins[1].astype(np.int64)
+        q = idx.shape[-1]
+        out = np.empty(idx.shape[:-1] + x.shape[b + q:], x.dtype)
+        for pos in np.ndindex(idx.shape[:-1]):
+            out[pos] = x[pos[:b] + tuple(idx[pos])]
+        return [out]
+    if op == "ScatterND":
+        y = x.copy()
+        idx = ins[1].astype(np.int64)
+        red = a.get("reduction", b"none")
+        red = red.decode() if isinstance(red, bytes) else red
+        for pos in np.ndindex(idx.shape[:-1]):
+            t = tuple(idx[pos])
+            y[t] = ins[2][pos] if red == "none" else (y[t] + ins[2][pos] if red == "add"
+                                                       else y[t] * ins[2][pos])
+        return [y]
+    if op == "EyeLike":
+        to = {1: np.float32, 11: np.float64, 6: np.int32, 7: np.int64, 2: np.uint8}
+        return [np.eye(x.shape[0], x.shape[1], a.get("k", 0), to[a.get("dtype", 1)])]
+    if op == "NegativeLogLikelihoodLoss":
+        t = ins[1].astype(np.int64)
+        w = ins[2] if len(ins) > 2 and ins[2] is not None else np.ones(x.shape[1], x.dtype)
+        ign = a.get("ignore_index")
+        keep = np.ones(t.shape, bool) if ign is None else t != ign
+        ts = np.where(keep, t, 0)
+        picked = np.take_along_axis(x, np.expand_dims(ts, 1), axis=1)[:, 0]
+        wt = np.where(keep, w[ts], 0).astype(x.dtype)
+        loss = -picked * wt
+        red = a.get("reduction", b"mean")
+        red = red.decode() if isinstance(red, bytes) else red
+        if red == "none":
+            return [loss.astype(x.dtype)]
+        if red == "sum":
+            return [np.asarray(loss.sum(), x.dtype)]
+        return [np.asarray(loss.sum() / wt.sum(), x.dtype)]
+    if op == "Pad":
+        p = [int(v) for v in ins[1]]
+        r = x.ndim
+        width = [(p[d], p[r + d]) for d in range(r)]
+        mode = a.get("mode", b"constant")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if mode == "constant":
+            v = ins[2] if len(ins) > 2 and ins[2] is not None else 0
+            return [np.pad(x, width, constant_values=v)]
+        return [np.pad(x, width, mode={"reflect": "reflect", "edge": "edge"}[mode])]
+    if op == "Resize":
+        dec = lambda v: v.decode() if isinstance(v, bytes) else v
+        ctm = dec(a.get("coordinate_transformation_mode", "half_pixel"))
+        nm = dec(a.get("nearest_mode", "round_prefer_floor"))
+        sc = ins[2] if len(ins) > 2 and ins[2] is not None and ins[2].size else None
+        if sc is None:
+            sizes = [int(v) for v in ins[3]]
+            sc = [sizes[d] / x.shape[d] for d in range(x.ndim)]
+        else:
+            sizes = [int(np.floor(x.shape[d] * float(sc[d]))) for d in range(x.ndim)]
+        y = x
+        for d in range(x.ndim):
+            if sizes[d] != x.shape[d] or float(sc[d]) != 1.0:
+                y = np.take(y, nearest_index(sizes[d], x.shape[d], float(sc[d]), ctm, nm), axis=d)
+        return [y]
     raise NotImplementedError(op)
 
 
 def run(path, xpath, ypath):
+    np.seterr(all="ignore")  # log of a negative is NaN, as in twb
     m = onnx.load(path)
     env = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
     (vi,) = [v for v in m.graph.input if v.name not in env]
