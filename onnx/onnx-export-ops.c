@@ -7,9 +7,10 @@
  * Where ONNX moved an attribute to an input the form follows opsets 13..17:
  * Squeeze, Unsqueeze, Clip, TopK, CumSum and Trilu take theirs as inputs
  * there, ReduceMin, ReduceProd and ReduceLogSumExp their axes as an
- * attribute (an input from 18 only), HardSwish exists from 14 (13: x times
- * HardSigmoid (x / 6 + 1/2)), and the add and mul reductions of
- * ScatterElements and ScatterND come with 16. */
+ * attribute (an input from 18 only), HardSwish and Trilu exist from 14
+ * (13: x times HardSigmoid (x / 6 + 1/2); a Where of a constant mask of
+ * the matrix dims), and the add and mul reductions of ScatterElements and
+ * ScatterND come with 16. */
 #include "onnx/onnx-export.h"
 #include "onnx/onnx-export-private.h"
 
@@ -17,8 +18,11 @@
 
 #include <string.h>
 
-/* The public ops with no ONNX form, and why (one place: the exporter's
- * refusal and the test of the registry's coverage read this). */
+/* The public ops the exporter refuses whatever their attributes, and why
+ * (one place: the exporter's message and tests/onnx/test-export-coverage.c
+ * read it).  The losses: an exported graph is the inference graph (ONNX's
+ * SoftmaxCrossEntropyLoss would fit cross_entropy, but nothing of MSE or
+ * BCE with logits; nll_loss, a node of an inference graph too, exports). */
 static const char *const ex_refused[][2] = {
   { "cross_entropy",
     "a loss is training-only and is not exported; predict from the node it scores" },
@@ -92,8 +96,7 @@ ex_scatter_reduction (tw_ex_ctx *ex, const tw_node *n, Onnx__NodeProto *o, GStri
 }
 
 gboolean
-tw_ex_emit_more (tw_ex_ctx *ex, const tw_node *n, const char *const *p, GString *problems,
-                 gboolean *ok)
+tw_ex_emit_more (tw_ex_ctx *ex, const tw_node *n, GString *problems, gboolean *ok)
 {
   const tw_attrs *a = n->resolved;
   const char *id = n->id;
@@ -357,6 +360,5 @@ tw_ex_emit_more (tw_ex_ctx *ex, const tw_node *n, const char *const *p, GString 
                       tw_attrs_get_string (a, "nearest_mode", "round_prefer_floor"));
       return TRUE;
     }
-  (void) p;
   return FALSE;
 }

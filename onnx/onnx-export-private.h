@@ -57,5 +57,4 @@ gboolean tw_ex_is (const tw_node *n, const char *op);
 /* onnx-export-ops.c: the ops of this file's forms.  TRUE when n is one of
  * them (*ok then says whether it was written; FALSE with a line in
  * problems). */
-gboolean tw_ex_emit_more (tw_ex_ctx *ex, const tw_node *n, const char *const *p, GString *problems,
-                          gboolean *ok);
+gboolean tw_ex_emit_more (tw_ex_ctx *ex, const tw_node *n, GString *problems, gboolean *ok);

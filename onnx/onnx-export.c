@@ -811,7 +811,7 @@ ex_emit (tw_ex_ctx *ex, const tw_node *n, GString *problems)
     }
 
   gboolean ok;
-  if (tw_ex_emit_more (ex, n, p, problems, &ok))
+  if (tw_ex_emit_more (ex, n, problems, &ok))
     return ok;
   const char *why = tw_onnx_export_refusal (n->op_name);
   if (why != NULL)
