@@ -268,7 +268,12 @@ tw_imp_ref (tw_imp *im, const tw_imp_val *v)
                           "integers up to 2^24)", tw_tensor_get_flat (c, i));
           return NULL;
         }
-  g_autofree char *base = v->init_name ? sanitise (v->init_name) : g_strdup ("constant");
+  /* A twb constant exported keeps its id: "c.value" → node c. */
+  g_autofree char *stem = v->init_name && g_str_has_suffix (v->init_name, ".value")
+                              && strlen (v->init_name) > strlen (".value")
+                            ? g_strndup (v->init_name, strlen (v->init_name) - strlen (".value"))
+                            : g_strdup (v->init_name);
+  g_autofree char *base = stem ? sanitise (stem) : g_strdup ("constant");
   g_autofree char *id = unique_id (im, base);
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "shape", c->ndim, c->shape);
