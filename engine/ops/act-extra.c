@@ -10,67 +10,25 @@
  */
 #define G_LOG_DOMAIN "twb-ops-act"
 
-#include "engine/cpu/parallel.h"
-#include "engine/op.h"
+#include "engine/ops/ew-unary-private.h"
 
 #include <math.h>
-
-/* Below this many elements a loop stays on one thread (an OpenMP fork/join
- * costs a few µs; these loops run at about one element per ns). */
-#define ACT_PAR_MIN 32768
 
 /* ONNX HardSwish: x * max (0, min (1, x / 6 + 1 / 2)), a fixed alpha = 1/6,
  * beta = 1/2 (the HardSigmoid defaults are 0.2 and 0.5). */
 #define HSWISH_ALPHA (1.0 / 6.0)
 #define HSWISH_BETA 0.5
 
-static inline int
-act_threads (const tw_kctx *ctx)
-{
-  return ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
-}
-
-/* Element-wise kernel over n elements: y[i] = EXPR with x = in0[i] and
- * d = in1[i] (in1 NULL for the forward ops); p, q are the op's two
- * parameters (bounds or alpha, beta). */
-#define ACT_KERNEL(NAME, TY, EXPR)                                                            \
-  static void NAME##_k_##TY (int64_t n, const TY *restrict xs, const TY *restrict ds,       \
-                             TY *restrict y, double pd, double qd, int nt)                  \
-  {                                                                                         \
-    typedef TY T;                                                                           \
-    const T p = (T) pd, q = (T) qd;                                                         \
-    (void) p;                                                                               \
-    (void) q;                                                                               \
-    (void) ds;                                                                              \
-    TW_PARALLEL_FOR (n > ACT_PAR_MIN, nt, blk, (n + 4095) / 4096, {                        \
-        int64_t s = blk * 4096, e = MIN (n, s + 4096);                                      \
-        for (int64_t i = s; i < e; i++)                                                     \
-          {                                                                                 \
-            const T x = xs[i];                                                              \
-            const T d = ds ? ds[i] : (T) 0;                                                 \
-            (void) d;                                                                       \
-            y[i] = (EXPR);                                                                  \
-          }                                                                                 \
-      });                                                                                   \
-  }
-
 /* The op's forward: in[0] is x (any shape), in[1] dy (same shape) for the
  * grad ops; out[0] has x's shape.  PARAMS fills p and q from the attributes. */
 #define ACT_OP(NAME, PARAMS, EXPR)                                                            \
-  ACT_KERNEL (NAME, float, EXPR)                                                            \
-  ACT_KERNEL (NAME, double, EXPR)                                                           \
+  TW_EWU_KERNELS (NAME, EXPR)                                                               \
   static gboolean NAME##_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, \
                                   int n_in, tw_tensor *const *out, GError **error)          \
   {                                                                                         \
     double p, q;                                                                            \
     PARAMS (a, &p, &q);                                                                     \
-    int64_t n = tw_tensor_numel (out[0]);                                                   \
-    if (out[0]->dtype == TW_F32)                                                            \
-      NAME##_k_float (n, tw_tensor_f32 (in[0]), n_in > 1 ? tw_tensor_f32 (in[1]) : NULL,     \
-                      tw_tensor_f32 (out[0]), p, q, act_threads (ctx));                     \
-    else                                                                                    \
-      NAME##_k_double (n, tw_tensor_f64 (in[0]), n_in > 1 ? tw_tensor_f64 (in[1]) : NULL,    \
-                       tw_tensor_f64 (out[0]), p, q, act_threads (ctx));                    \
+    TW_EWU_RUN (NAME, ctx, in, n_in, out, p, q);                                            \
     return TRUE;                                                                            \
   }
 
@@ -263,22 +221,9 @@ relu6_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_v
   return gin[0] != NULL;
 }
 
-/* clip_grad and hard_sigmoid_grad are linear in dy with a mask that is
- * constant in x (almost everywhere): d/dx = 0, d/d(dy) = the same op on g. */
-#define MASK_GRAD_BACKWARD(NAME)                                                              \
-  static gboolean NAME##_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, \
-                                   tw_val *const *out, tw_val *const *gout,                \
-                                   const gboolean *needs, tw_val **gin)                    \
-  {                                                                                         \
-    if (needs[0])                                                                           \
-      gin[0] = tw_emit1 (e, "zeros_like", NULL, in[0]);                                     \
-    if (needs[1])                                                                           \
-      gin[1] = tw_emit2 (e, #NAME, a, in[0], gout[0]);                                      \
-    return TRUE;                                                                            \
-  }
-
-MASK_GRAD_BACKWARD (clip_grad)
-MASK_GRAD_BACKWARD (hard_sigmoid_grad)
+/* clip_grad and hard_sigmoid_grad mask dy by the piece x lies on. */
+TW_EWU_MASK_GRAD_BACKWARD (clip_grad)
+TW_EWU_MASK_GRAD_BACKWARD (hard_sigmoid_grad)
 
 /* dx = dy s (x) with s = 2 alpha x + beta inside (-3, 3): d/dx = 2 alpha dy g
  * inside, which is 2 hard_sigmoid_grad (x, dy g) with HardSwish's alpha and

@@ -11,63 +11,22 @@
  * ops and mod are in logic.c. */
 #define G_LOG_DOMAIN "twb-ops-ew"
 
-#include "engine/cpu/parallel.h"
-#include "engine/op.h"
+#include "engine/ops/ew-unary-private.h"
 
 #include <math.h>
 #include <tgmath.h>
 
-/* Below this many elements a loop stays on one thread (an OpenMP fork/join
- * costs a few µs, these loops ~1-20 ns per element). */
-#define EWM_PAR_MIN 32768
-
-static inline int
-ewm_threads (const tw_kctx *ctx)
-{
-  return ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
-}
-
-/* y[i] = EXPR with x = xs[i], d = ds[i] (ds NULL for the forward ops) and
- * the op's two parameters p, q (attributes). */
-#define EWM_KERNEL(NAME, TY, EXPR)                                                            \
-  static void NAME##_k_##TY (int64_t n, const TY *restrict xs, const TY *restrict ds,       \
-                             TY *restrict y, double pd, double qd, int nt)                  \
-  {                                                                                         \
-    typedef TY T;                                                                           \
-    const T p = (T) pd, q = (T) qd;                                                         \
-    (void) p;                                                                               \
-    (void) q;                                                                               \
-    (void) ds;                                                                              \
-    TW_PARALLEL_FOR (n > EWM_PAR_MIN, nt, blk, (n + 4095) / 4096, {                        \
-        int64_t s = blk * 4096, e = MIN (n, s + 4096);                                      \
-        for (int64_t i = s; i < e; i++)                                                     \
-          {                                                                                 \
-            const T x = xs[i];                                                              \
-            const T d = ds ? ds[i] : (T) 0;                                                 \
-            (void) d;                                                                       \
-            y[i] = (EXPR);                                                                  \
-          }                                                                                 \
-      });                                                                                   \
-  }
-
 /* in[0]: x (any shape); in[1]: dy shaped like x for the grad ops; out[0]:
  * x's shape.  P, Q: the attributes read into p and q (NULL: unused). */
 #define EWM_OP(NAME, P, PDEF, Q, QDEF, EXPR)                                                  \
-  EWM_KERNEL (NAME, float, EXPR)                                                            \
-  EWM_KERNEL (NAME, double, EXPR)                                                           \
+  TW_EWU_KERNELS (NAME, EXPR)                                                               \
   static gboolean NAME##_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, \
                                   int n_in, tw_tensor *const *out, GError **error)          \
   {                                                                                         \
     const char *pn = P, *qn = Q;                                                            \
     double p = pn ? tw_attrs_get_float (a, pn, PDEF) : 0;                                   \
     double q = qn ? tw_attrs_get_float (a, qn, QDEF) : 0;                                   \
-    int64_t n = tw_tensor_numel (out[0]);                                                   \
-    if (out[0]->dtype == TW_F32)                                                            \
-      NAME##_k_float (n, tw_tensor_f32 (in[0]), n_in > 1 ? tw_tensor_f32 (in[1]) : NULL,     \
-                      tw_tensor_f32 (out[0]), p, q, ewm_threads (ctx));                     \
-    else                                                                                    \
-      NAME##_k_double (n, tw_tensor_f64 (in[0]), n_in > 1 ? tw_tensor_f64 (in[1]) : NULL,    \
-                       tw_tensor_f64 (out[0]), p, q, ewm_threads (ctx));                    \
+    TW_EWU_RUN (NAME, ctx, in, n_in, out, p, q);                                            \
     return TRUE;                                                                            \
   }
 
@@ -124,7 +83,7 @@ EWM_OP (shrink_grad, "bias", 0.0, "lambd", 0.5, x < -q || x > q ? d : (T) 0)
         inner *= yt->shape[d];                                                              \
     else                                                                                    \
       tw_broadcast_strides (st, yt, st_);                                                   \
-    TW_PARALLEL_FOR (n > EWM_PAR_MIN, nt, blk, (n + 4095) / 4096, {                        \
+    TW_PARALLEL_FOR (n > TW_EWU_PAR_MIN, nt, blk, (n + 4095) / 4096, {                        \
         int64_t b = blk * 4096, e = MIN (n, b + 4096);                                      \
         for (int64_t i = b; i < e; i++)                                                     \
           {                                                                                 \
@@ -151,9 +110,9 @@ prelu_run (const tw_kctx *ctx, tw_tensor *const *in, tw_tensor *const *out, gboo
   if (tw_tensor_numel (out[0]) == 0)
     return TRUE;
   if (out[0]->dtype == TW_F32)
-    prelu_k_float (in[0], in[1], out[0], channel, ewm_threads (ctx));
+    prelu_k_float (in[0], in[1], out[0], channel, tw_ewu_threads (ctx));
   else
-    prelu_k_double (in[0], in[1], out[0], channel, ewm_threads (ctx));
+    prelu_k_double (in[0], in[1], out[0], channel, tw_ewu_threads (ctx));
   return TRUE;
 }
 
@@ -389,22 +348,9 @@ EWM_BACKWARD (celu, tw_emit2 (e, "celu_grad", a, x, dy))
 EWM_BACKWARD (thresholded_relu, tw_emit2 (e, "thresholded_relu_grad", a, x, dy))
 EWM_BACKWARD (shrink, tw_emit2 (e, "shrink_grad", a, x, dy))
 
-/* thresholded_relu_grad and shrink_grad mask dy by where x lies: zero in x
- * (almost everywhere), the same op in dy. */
-#define MASK_GRAD_BACKWARD(NAME)                                                              \
-  static gboolean NAME##_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, \
-                                   tw_val *const *out, tw_val *const *gout,                \
-                                   const gboolean *needs, tw_val **gin)                    \
-  {                                                                                         \
-    if (needs[0])                                                                           \
-      gin[0] = tw_emit1 (e, "zeros_like", NULL, in[0]);                                     \
-    if (needs[1])                                                                           \
-      gin[1] = tw_emit2 (e, #NAME, a, in[0], gout[0]);                                      \
-    return TRUE;                                                                            \
-  }
-
-MASK_GRAD_BACKWARD (thresholded_relu_grad)
-MASK_GRAD_BACKWARD (shrink_grad)
+/* thresholded_relu_grad and shrink_grad mask dy by where x lies. */
+TW_EWU_MASK_GRAD_BACKWARD (thresholded_relu_grad)
+TW_EWU_MASK_GRAD_BACKWARD (shrink_grad)
 
 /* y = x for x >= 0, s x below: with m = [x >= 0], dx = dy (m + (1 - m) s)
  * and ds = sum over the broadcast of dy x (1 - m). */
