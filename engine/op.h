@@ -256,6 +256,37 @@ gboolean tw_infer_same_as_input0 (const tw_attrs *a, const tw_tinfo *in, int n_i
 /* Element strides of x read as the broadcast shape of y (x's dims aligned
  * to the right; 0 along the dims x broadcasts).  st has y->ndim entries. */
 void tw_broadcast_strides (const tw_tensor *x, const tw_tensor *y, int64_t *st);
+/* A broadcast plan: the output's dims with size-1 dims dropped and adjacent
+ * dims merged wherever both inputs step through them contiguously (or both
+ * broadcast them); at least one dim.  Same shapes collapse to one dim with
+ * strides (1, 1), a scalar operand to (1, 0), a bias row [K] against [M, K]
+ * to (M, K) with b strides (0, 1).  Strides count elements; 0 = broadcast.
+ * A loop walks the output in rows of the last dim (shape[nd - 1] elements,
+ * the inputs stepping by sa[nd - 1] and sb[nd - 1]). */
+typedef struct
+{
+  int nd;
+  int64_t shape[TW_MAX_DIMS];
+  int64_t sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
+} tw_bcast_plan;
+/* a, b contiguous; y their broadcast shape. */
+void tw_bcast_plan_init (tw_bcast_plan *p, const tw_tensor *a, const tw_tensor *b,
+                         const tw_tensor *y);
+/* Offsets in a and b of output row r (all dims but the last). */
+static inline void
+tw_bcast_row_offsets (const tw_bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
+{
+  int64_t a = 0, b = 0;
+  for (int d = p->nd - 2; d >= 0; d--)
+    {
+      int64_t i = r % p->shape[d];
+      r /= p->shape[d];
+      a += i * p->sa[d];
+      b += i * p->sb[d];
+    }
+  *oa = a;
+  *ob = b;
+}
 /* NumPy broadcasting of all inputs, dtype of input 0; TW_DIM_N broadcasts
  * with 1 and with itself. */
 gboolean tw_infer_broadcast (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,

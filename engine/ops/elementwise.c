@@ -114,17 +114,6 @@ check_float (const tw_tinfo *t, const char *what, GError **error)
 
 /* ---- broadcasting binary ops ------------------------------------------- */
 
-/* A broadcast plan: the output's dims with size-1 dims dropped and adjacent
- * dims merged wherever both inputs step through them contiguously (or both
- * broadcast them).  Same shapes collapse to one dim with strides (1, 1), a
- * scalar operand to (1, 0), a bias row [K] against [M, K] to (M, K) with
- * b strides (0, 1).  Strides count elements; 0 = broadcast. */
-typedef struct
-{
-  int nd;
-  int64_t shape[TW_MAX_DIMS];
-  int64_t sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
-} bcast_plan;
 
 void
 tw_broadcast_strides (const tw_tensor *x, const tw_tensor *y, int64_t *s)
@@ -139,8 +128,8 @@ tw_broadcast_strides (const tw_tensor *x, const tw_tensor *y, int64_t *s)
     }
 }
 
-static void
-bcast_plan_init (bcast_plan *p, const tw_tensor *a, const tw_tensor *b, const tw_tensor *y)
+void
+tw_bcast_plan_init (tw_bcast_plan *p, const tw_tensor *a, const tw_tensor *b, const tw_tensor *y)
 {
   int64_t sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
   tw_broadcast_strides (a, y, sa);
@@ -172,22 +161,6 @@ bcast_plan_init (bcast_plan *p, const tw_tensor *a, const tw_tensor *b, const tw
       p->shape[0] = 1;
       p->sa[0] = p->sb[0] = 0;
     }
-}
-
-/* Offsets of row r (all dims but the last) in a and b. */
-static inline void
-bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
-{
-  int64_t a = 0, b = 0;
-  for (int d = p->nd - 2; d >= 0; d--)
-    {
-      int64_t i = r % p->shape[d];
-      r /= p->shape[d];
-      a += i * p->sa[d];
-      b += i * p->sb[d];
-    }
-  *oa = a;
-  *ob = b;
 }
 
 /* Row kernel: y[i] = OP (a[i * sa], b[i * sb]) for i < n, with sa, sb in {0, 1}
@@ -233,7 +206,7 @@ bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
       }                                                                                     \
   }                                                                                         \
   /* y: plan's shape (contiguous); a, b: their own contiguous shapes. */                    \
-  static void NAME##_plan_##T (const bcast_plan *p, const T *a, const T *b, T *y, int nt)   \
+  static void NAME##_plan_##T (const tw_bcast_plan *p, const T *a, const T *b, T *y, int nt)   \
   {                                                                                         \
     int64_t inner = p->shape[p->nd - 1], rows = 1;                                          \
     int64_t sa = p->sa[p->nd - 1], sb = p->sb[p->nd - 1];                                   \
@@ -251,7 +224,7 @@ bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
       }                                                                                     \
     TW_PARALLEL_FOR (rows * inner > EW_PAR_MIN, nt, r, rows, {                              \
         int64_t oa, ob;                                                                     \
-        bcast_row_offsets (p, r, &oa, &ob);                                                 \
+        tw_bcast_row_offsets (p, r, &oa, &ob);                                                 \
         NAME##_row_##T (inner, a + oa, sa, b + ob, sb, y + r * inner);                      \
       });                                                                                   \
   }
@@ -266,10 +239,10 @@ bcast_row_offsets (const bcast_plan *p, int64_t r, int64_t *oa, int64_t *ob)
   static gboolean NAME##_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, \
                                   int n_in, tw_tensor *const *out, GError **error)          \
   {                                                                                         \
-    bcast_plan p;                                                                           \
+    tw_bcast_plan p;                                                                           \
     if (tw_tensor_numel (out[0]) == 0)                                                      \
       return TRUE;                                                                          \
-    bcast_plan_init (&p, in[0], in[1], out[0]);                                             \
+    tw_bcast_plan_init (&p, in[0], in[1], out[0]);                                             \
     switch (out[0]->dtype)                                                                  \
       {                                                                                     \
       case TW_F32:                                                                          \

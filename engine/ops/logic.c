@@ -6,7 +6,7 @@
  * Python's %, fmod = 1 the dividend's as C's fmod and %).
  *
  * The broadcasting loop walks the output in rows of its last dim, the
- * inputs by their broadcast strides (tw_broadcast_strides).  These ops
+ * inputs by the element-wise ops' broadcast plan (tw_bcast_plan).  These ops
  * select or compare: results are exact in every type.  Gradients: the
  * comparisons and tests are piecewise constant (zero); logic has none (its
  * inputs are bytes); mod's is dy for a and -dy trunc-or-floor (a / b) for b. */
@@ -17,59 +17,22 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct
-{
-  int nd;
-  int64_t rows, inner, ia, ib;
-  int64_t shape[TW_MAX_DIMS], sa[TW_MAX_DIMS], sb[TW_MAX_DIMS];
-} bc_plan;
-
-/* y: the broadcast shape of a and b (contiguous, numel > 0). */
-static void
-bc_init (bc_plan *p, const tw_tensor *a, const tw_tensor *b, const tw_tensor *y)
-{
-  memset (p, 0, sizeof *p);
-  p->nd = y->ndim;
-  tw_broadcast_strides (a, y, p->sa);
-  tw_broadcast_strides (b, y, p->sb);
-  for (int d = 0; d < y->ndim; d++)
-    p->shape[d] = y->shape[d];
-  p->inner = p->nd ? y->shape[p->nd - 1] : 1;
-  p->ia = p->nd ? p->sa[p->nd - 1] : 0;
-  p->ib = p->nd ? p->sb[p->nd - 1] : 0;
-  p->rows = tw_tensor_numel (y) / p->inner;
-}
-
-/* Offsets in a and b of output row r (all dims but the last). */
-static inline void
-bc_row (const bc_plan *p, int64_t r, int64_t *oa, int64_t *ob)
-{
-  int64_t a = 0, b = 0;
-  for (int d = p->nd - 2; d >= 0; d--)
-    {
-      int64_t i = r % p->shape[d];
-      r /= p->shape[d];
-      a += i * p->sa[d];
-      b += i * p->sb[d];
-    }
-  *oa = a;
-  *ob = b;
-}
-
 /* out[0][i] = EXPR (x0, x1) over the broadcast, x0 and x1 of type TA. */
 #define BC_LOOP(TA, TY, EXPR)                                                                 \
   do                                                                                        \
     {                                                                                       \
       const TA *A_ = tw_tensor_data (in[0]), *B_ = tw_tensor_data (in[1]);                  \
       TY *Y_ = tw_tensor_data (out[0]);                                                     \
-      for (int64_t r = 0; r < p.rows; r++)                                                  \
+      const int64_t inner_ = p.shape[p.nd - 1], ia_ = p.sa[p.nd - 1], ib_ = p.sb[p.nd - 1];  \
+      const int64_t rows_ = tw_tensor_numel (out[0]) / inner_;                              \
+      for (int64_t r = 0; r < rows_; r++)                                                   \
         {                                                                                   \
           int64_t oa, ob;                                                                   \
-          bc_row (&p, r, &oa, &ob);                                                         \
-          TY *yr = Y_ + r * p.inner;                                                        \
-          for (int64_t i = 0; i < p.inner; i++)                                             \
+          tw_bcast_row_offsets (&p, r, &oa, &ob);                                           \
+          TY *yr = Y_ + r * inner_;                                                         \
+          for (int64_t i = 0; i < inner_; i++)                                              \
             {                                                                               \
-              const TA x0 = A_[oa + i * p.ia], x1 = B_[ob + i * p.ib];                      \
+              const TA x0 = A_[oa + i * ia_], x1 = B_[ob + i * ib_];                        \
               yr[i] = (TY) (EXPR);                                                          \
             }                                                                               \
         }                                                                                   \
@@ -92,10 +55,10 @@ bc_row (const bc_plan *p, int64_t r, int64_t *oa, int64_t *ob)
   static gboolean NAME##_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, \
                                   int n_in, tw_tensor *const *out, GError **error)          \
   {                                                                                         \
-    bc_plan p;                                                                              \
+    tw_bcast_plan p;                                                                              \
     if (tw_tensor_numel (out[0]) == 0)                                                      \
       return TRUE;                                                                          \
-    bc_init (&p, in[0], in[1], out[0]);                                                     \
+    tw_bcast_plan_init (&p, in[0], in[1], out[0]);                                                     \
     BC_ANY (uint8_t, EXPR)                                                               \
     return TRUE;                                                                            \
   }
@@ -110,10 +73,10 @@ CMP_OP (less_equal, x0 <= x1)
   static gboolean NAME##_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, \
                                   int n_in, tw_tensor *const *out, GError **error)          \
   {                                                                                         \
-    bc_plan p;                                                                              \
+    tw_bcast_plan p;                                                                              \
     if (tw_tensor_numel (out[0]) == 0)                                                      \
       return TRUE;                                                                          \
-    bc_init (&p, in[0], in[1], out[0]);                                                     \
+    tw_bcast_plan_init (&p, in[0], in[1], out[0]);                                                     \
     BC_LOOP (uint8_t, uint8_t, EXPR);                                                       \
     return TRUE;                                                                            \
   }
@@ -158,11 +121,11 @@ static gboolean
 mod_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
              tw_tensor *const *out, GError **error)
 {
-  bc_plan p;
+  tw_bcast_plan p;
   int fm = tw_attrs_get_int (a, "fmod", 0) != 0;
   if (tw_tensor_numel (out[0]) == 0)
     return TRUE;
-  bc_init (&p, in[0], in[1], out[0]);
+  tw_bcast_plan_init (&p, in[0], in[1], out[0]);
   switch (in[0]->dtype)
     {
     case TW_F32: BC_LOOP (float, float, fmodf_ (x0, x1, fm)); break;
