@@ -1,7 +1,10 @@
 /* opcheck.c — guard-byte forward runs and finite-difference gradient checks. */
 #include "opcheck.h"
 
+#include "engine/model.h"
+#include "engine/params.h"
 #include "engine/rng.h"
+#include "engine/train.h"
 
 #include <math.h>
 #include <string.h>
@@ -266,4 +269,52 @@ twt_attrs_int (const char *name, int64_t v)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, name, v);
   return a;
+}
+
+#define PARITY_RTOL 1e-4
+
+void
+twt_check_train_parity (const char *model_json, const char *name, int steps, int x_ndim,
+                        const int64_t *x_shape, guint64 seed, int64_t n_classes)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) me = tw_model_load_from_data (model_json, -1, name, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_model) mc = tw_model_load_from_data (model_json, -1, name, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_trainer) te = tw_trainer_new (me, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_trainer) tc = tw_trainer_new (mc, &error);
+  g_assert_no_error (error);
+  tw_trainer_set_mode (tc, TW_MODE_COMPILED);
+  double first = 0, last = 0;
+  for (int s = 0; s < steps; s++)
+    {
+      /* the same batch every step: the loss must fall */
+      g_autoptr (tw_tensor) x = twt_randn (TW_F32, x_ndim, x_shape, seed);
+      g_autoptr (tw_tensor) y = twt_randint (1, x_shape, seed + 1, n_classes);
+      double le, lc;
+      g_assert_true (tw_trainer_step (te, x, y, &le, &error));
+      g_assert_no_error (error);
+      g_assert_true (tw_trainer_step (tc, x, y, &lc, &error));
+      g_assert_no_error (error);
+      if (fabs (le - lc) > PARITY_RTOL * MAX (1e-6, fabs (le)))
+        g_error ("%s, step %d: eager loss %.9g, compiled %.9g", name, s, le, lc);
+      if (s == 0)
+        first = le;
+      last = le;
+    }
+  g_test_message ("%s: loss %.6f -> %.6f over %d steps", name, first, last, steps);
+  g_assert_cmpfloat (last, <, first);
+  tw_params *pe = tw_trainer_params (te), *pc = tw_trainer_params (tc);
+  g_assert_cmpint (tw_params_count (pe), ==, tw_params_count (pc));
+  for (int i = 0; i < tw_params_count (pe); i++)
+    {
+      tw_param *a = tw_params_at (pe, i), *b = tw_params_get (pc, a->name);
+      g_assert_nonnull (b);
+      double err = twt_max_error (a->value, b->value);
+      if (err > PARITY_RTOL)
+        g_error ("%s: parameter %s differs by %.3g between eager and compiled", name, a->name,
+                 err);
+    }
 }

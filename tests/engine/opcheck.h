@@ -55,4 +55,13 @@ void twt_assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *
   }                                                                                       \
   G_STMT_END
 
+/* Trains two copies of the model (a twb-model JSON with a cross-entropy
+ * loss) for `steps` SGD steps on one fixed batch, eagerly and compiled: x
+ * of shape x_shape, N(0, 1) from seed; labels in [0, n_classes) from seed
+ * + 1.  Fails unless each step's losses agree within 1e-4 relative (float32
+ * rounding drifts ~1e-6 over a few steps, a wrong rule or a missed
+ * dependency far more), the loss falls, and the parameters agree at the end. */
+void twt_check_train_parity (const char *model_json, const char *name, int steps, int x_ndim,
+                             const int64_t *x_shape, guint64 seed, int64_t n_classes);
+
 G_END_DECLS

@@ -801,60 +801,10 @@ static const char train_json[] =
   "  \"training\": { \"loss\": \"loss\", \"batch_size\": 6, \"seed\": 5,"
   "                \"optimizer\": { \"type\": \"sgd\", \"lr\": 0.1 } } }";
 
-/* As test-ops-onnx.c: the compiled program runs the same kernels in
- * float32; over a few SGD steps rounding drifts ~1e-6 relative, a wrong
- * rule or a missed dependency by far more. */
-#define PARITY_RTOL 1e-4
-
 static void
 test_eager_compiled (void)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (tw_model) me = tw_model_load_from_data (train_json, -1, "ew-more", &error);
-  g_assert_no_error (error);
-  g_autoptr (tw_model) mc = tw_model_load_from_data (train_json, -1, "ew-more", &error);
-  g_assert_no_error (error);
-  g_autoptr (tw_trainer) te = tw_trainer_new (me, &error);
-  g_assert_no_error (error);
-  g_autoptr (tw_trainer) tc = tw_trainer_new (mc, &error);
-  g_assert_no_error (error);
-  tw_trainer_set_mode (tc, TW_MODE_COMPILED);
-  double first = 0, last = 0;
-  for (int s = 0; s < 10; s++)
-    {
-      /* the same batch every step: the loss must fall */
-      g_autoptr (tw_tensor) x = twt_randn (TW_F32, 3, (int64_t[]){ 6, 3, 8 }, 910);
-      g_autoptr (tw_tensor) y = twt_randint (1, (int64_t[]){ 6 }, 911, 4);
-      double le, lc;
-      g_assert_true (tw_trainer_step (te, x, y, &le, &error));
-      g_assert_no_error (error);
-      g_assert_true (tw_trainer_step (tc, x, y, &lc, &error));
-      g_assert_no_error (error);
-      if (fabs (le - lc) > PARITY_RTOL * MAX (1e-6, fabs (le)))
-        g_error ("step %d: eager loss %.9g, compiled %.9g", s, le, lc);
-      if (s == 0)
-        first = le;
-      last = le;
-    }
-  g_test_message ("loss %.6f -> %.6f over 10 steps", first, last);
-  g_assert_cmpfloat (last, <, first);
-  tw_params *pe = tw_trainer_params (te), *pc = tw_trainer_params (tc);
-  g_assert_cmpint (tw_params_count (pe), ==, tw_params_count (pc));
-  for (int i = 0; i < tw_params_count (pe); i++)
-    {
-      tw_param *a = tw_params_at (pe, i), *b = tw_params_get (pc, a->name);
-      g_assert_nonnull (b);
-      double err = twt_max_error (a->value, b->value);
-      if (err > PARITY_RTOL)
-        g_error ("parameter %s differs by %.3g between eager and compiled", a->name, err);
-    }
-  /* prelu's slopes were trained: no longer all 0 */
-  tw_param *w = tw_params_get (pe, "p.weight");
-  g_assert_nonnull (w);
-  double norm = 0;
-  for (int i = 0; i < 3; i++)
-    norm += fabs (tw_tensor_get_flat (w->value, i));
-  g_assert_cmpfloat (norm, >, 0);
+  twt_check_train_parity (train_json, "ew-more", 10, 3, (int64_t[]) { 6, 3, 8 }, 910, 4);
 }
 
 int

@@ -712,53 +712,10 @@ static const char model_json[] =
   "  \"training\": { \"loss\": \"loss\", \"batch_size\": 6, \"seed\": 3,"
   "                \"optimizer\": { \"type\": \"sgd\", \"lr\": 0.1 } } }";
 
-/* As test-compile.c: the compiled program runs the same kernels (fusion
- * aside: these ops are not fusable element-wise codes) in float32; over a
- * few SGD steps rounding drifts ~1e-6 relative, a wrong rule by far more. */
-#define PARITY_RTOL 1e-4
-
 static void
 test_eager_compiled (void)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (tw_model) me = tw_model_load_from_data (model_json, -1, "onnx-ops", &error);
-  g_assert_no_error (error);
-  g_autoptr (tw_model) mc = tw_model_load_from_data (model_json, -1, "onnx-ops", &error);
-  g_assert_no_error (error);
-  g_autoptr (tw_trainer) te = tw_trainer_new (me, &error);
-  g_assert_no_error (error);
-  g_autoptr (tw_trainer) tc = tw_trainer_new (mc, &error);
-  g_assert_no_error (error);
-  tw_trainer_set_mode (tc, TW_MODE_COMPILED);
-  double first = 0, last = 0;
-  for (int s = 0; s < 8; s++)
-    {
-      /* the same batch every step: the loss must fall */
-      g_autoptr (tw_tensor) x = twt_randn (TW_F32, 4, (int64_t[]) { 6, 2, 7, 9 }, 900);
-      g_autoptr (tw_tensor) y = twt_randint (1, (int64_t[]) { 6 }, 901, 5);
-      double le, lc;
-      g_assert_true (tw_trainer_step (te, x, y, &le, &error));
-      g_assert_no_error (error);
-      g_assert_true (tw_trainer_step (tc, x, y, &lc, &error));
-      g_assert_no_error (error);
-      if (fabs (le - lc) > PARITY_RTOL * MAX (1e-6, fabs (le)))
-        g_error ("step %d: eager loss %.9g, compiled %.9g", s, le, lc);
-      if (s == 0)
-        first = le;
-      last = le;
-    }
-  g_test_message ("loss %.6f -> %.6f over 8 steps", first, last);
-  g_assert_cmpfloat (last, <, first);
-  tw_params *pe = tw_trainer_params (te), *pc = tw_trainer_params (tc);
-  g_assert_cmpint (tw_params_count (pe), ==, tw_params_count (pc));
-  for (int i = 0; i < tw_params_count (pe); i++)
-    {
-      tw_param *a = tw_params_at (pe, i), *b = tw_params_get (pc, a->name);
-      g_assert_nonnull (b);
-      double err = twt_max_error (a->value, b->value);
-      if (err > PARITY_RTOL)
-        g_error ("parameter %s differs by %.3g between eager and compiled", a->name, err);
-    }
+  twt_check_train_parity (model_json, "onnx-ops", 8, 4, (int64_t[]) { 6, 2, 7, 9 }, 900, 5);
 }
 
 int
