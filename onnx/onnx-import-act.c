@@ -497,14 +497,14 @@ tw_imp_split (tw_imp *im)
   if (ns < 0)
     {
       int64_t d = info.dims[ax];
-      if (n_out == 0 || d % (int64_t) n_out != 0)
+      if (n_out == 0 || n_out > TW_MAX_OUTPUTS || d % (int64_t) n_out != 0)
         {
           tw_imp_problem (im, "%" G_GSIZE_FORMAT " equal parts of a dim of %" G_GINT64_FORMAT,
                           n_out, d);
           return;
         }
       ns = (int64_t) n_out;
-      sizes = g_new (int64_t, ns);
+      sizes = g_new (int64_t, n_out);
       for (int64_t k = 0; k < ns; k++)
         sizes[k] = d / (int64_t) n_out;
     }
