@@ -333,6 +333,16 @@ tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a, tw_tenso
 /* ---- infer / cost helpers --------------------------------------------- */
 
 gboolean
+tw_zero_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
+                  tw_val *const *gout, const gboolean *needs, tw_val **gin)
+{
+  for (int i = 0; i < n_in; i++)
+    if (needs[i])
+      gin[i] = tw_emit1 (e, "zeros_like", NULL, in[i]);
+  return TRUE;
+}
+
+gboolean
 tw_infer_same_as_input0 (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
                          GError **error)
 {

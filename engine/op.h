@@ -251,6 +251,11 @@ gboolean tw_op_run (const tw_op_def *def, const tw_kctx *ctx, const tw_attrs *a,
                     tw_tensor *const *in, int n_in, tw_tensor **out, GError **error);
 
 /* Common infer helpers. */
+/* The backward rule of an op that is piecewise constant in every input
+ * (comparisons, sign, floor, masks): zeros shaped like each needed input. */
+gboolean tw_zero_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
+                           tw_val *const *out, tw_val *const *gout, const gboolean *needs,
+                           tw_val **gin);
 gboolean tw_infer_same_as_input0 (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out,
                                   GError **error);
 /* Element strides of x read as the broadcast shape of y (x's dims aligned

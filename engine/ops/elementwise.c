@@ -426,17 +426,6 @@ maximum_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw
   return minmax_backward (e, in, gout, needs, gin, TRUE);
 }
 
-/* ge_mask is piecewise constant: zero gradients (almost everywhere). */
-static gboolean
-ge_mask_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
-                  tw_val *const *gout, const gboolean *needs, tw_val **gin)
-{
-  for (int i = 0; i < 2; i++)
-    if (needs[i])
-      gin[i] = tw_emit1 (e, "zeros_like", NULL, in[i]);
-  return TRUE;
-}
-
 /* Broadcast cost: one flop per output element; reads counted per input. */
 static void
 cost_1flop (const tw_attrs *a, const tw_tinfo *in, int n_in, const tw_tinfo *out, int n_out,
@@ -478,7 +467,7 @@ DEF_BINARY (maximum, "Max", "the larger of a and b with NumPy broadcasting")
 static const tw_op_def ge_mask_def = {
   .name = "ge_mask", .category = "Math", .doc = "1 where a >= b, else 0 (minimum's and maximum's "
   "gradient mask)", .attrs = no_attrs, .min_inputs = 2, .max_inputs = 2, .input_names = names_ab,
-  .n_outputs = 1, .infer = binary_infer, .forward = ge_mask_forward, .backward = ge_mask_backward,
+  .n_outputs = 1, .infer = binary_infer, .forward = ge_mask_forward, .backward = tw_zero_backward,
   .cost = cost_1flop, .flags = TW_OP_ELEMENTWISE | TW_OP_INTERNAL,
 };
 
@@ -706,17 +695,6 @@ erf_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val
   return TRUE;
 }
 
-/* fill_like and zeros_like: constant outputs, zero gradient. */
-static gboolean
-const_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
-                tw_val *const *gout, const gboolean *needs, tw_val **gin)
-{
-  for (int i = 0; i < n_in; i++)
-    if (needs[i])
-      gin[i] = tw_emit1 (e, "zeros_like", NULL, in[i]);
-  return TRUE;
-}
-
 /* Activations: forward input x (relu, leaky_relu, gelu) or output y
  * (sigmoid, tanh) goes to the grad op with dy; attrs pass through. */
 #define ACT_BACKWARD(NAME, SAVED)                                                            \
@@ -931,17 +909,17 @@ DEF_UNARY (tanh, "Activation", "hyperbolic tangent", no_attrs, unary_infer, tanh
            cost_10flops, "Tanh", 0)
 DEF_UNARY (abs, "Math", "|x|", no_attrs, unary_infer, abs_backward, cost_1flop, "Abs", 0)
 /* sign, floor and ceil are piecewise constant: zero gradients. */
-DEF_UNARY (sign, "Math", "-1, 0 or 1 by the sign of x", no_attrs, unary_infer, const_backward,
+DEF_UNARY (sign, "Math", "-1, 0 or 1 by the sign of x", no_attrs, unary_infer, tw_zero_backward,
            cost_1flop, "Sign", 0)
-DEF_UNARY (floor, "Math", "largest integer <= x", no_attrs, unary_infer, const_backward,
+DEF_UNARY (floor, "Math", "largest integer <= x", no_attrs, unary_infer, tw_zero_backward,
            cost_1flop, "Floor", 0)
-DEF_UNARY (ceil, "Math", "smallest integer >= x", no_attrs, unary_infer, const_backward,
+DEF_UNARY (ceil, "Math", "smallest integer >= x", no_attrs, unary_infer, tw_zero_backward,
            cost_1flop, "Ceil", 0)
 DEF_UNARY (erf, "Math", "the error function", no_attrs, unary_infer, erf_backward, cost_10flops,
            "Erf", 0)
 DEF_UNARY (fill_like, "Math", "a tensor shaped like x, every element = value", value_attrs,
-           unary_infer, const_backward, cost_0flops, NULL, TW_OP_INTERNAL)
-DEF_UNARY (zeros_like, "Math", "zeros shaped like x", no_attrs, fill_infer, const_backward,
+           unary_infer, tw_zero_backward, cost_0flops, NULL, TW_OP_INTERNAL)
+DEF_UNARY (zeros_like, "Math", "zeros shaped like x", no_attrs, fill_infer, tw_zero_backward,
            cost_0flops, NULL, TW_OP_INTERNAL)
 
 #define DEF_GRAD(NAME, DOC, NAMES, ATTRS, BWD, COST)                                         \

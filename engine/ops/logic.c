@@ -260,16 +260,6 @@ test_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GErr
 
 /* ---- backward --------------------------------------------------------------------- */
 
-static gboolean
-zero_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
-               tw_val *const *gout, const gboolean *needs, tw_val **gin)
-{
-  for (int i = 0; i < n_in; i++)
-    if (needs[i])
-      gin[i] = tw_emit1 (e, "zeros_like", NULL, in[i]);
-  return TRUE;
-}
-
 static tw_val *
 reduce_to (tw_emit *e, tw_val *g, tw_val *x)
 {
@@ -329,15 +319,15 @@ static const tw_attr_spec isinf_attrs[] = {
 
 /* Not TW_OP_ELEMENTWISE: their output type differs from the inputs' (the
  * compiler's in-place and fusion passes work on same-typed chains). */
-DEF_BIN (equal, "1 where a == b, else 0 (u8), NumPy broadcasting", cmp_infer, zero_backward,
+DEF_BIN (equal, "1 where a == b, else 0 (u8), NumPy broadcasting", cmp_infer, tw_zero_backward,
          "Equal", 0, no_attrs)
-DEF_BIN (greater, "1 where a > b, else 0 (u8), NumPy broadcasting", cmp_infer, zero_backward,
+DEF_BIN (greater, "1 where a > b, else 0 (u8), NumPy broadcasting", cmp_infer, tw_zero_backward,
          "Greater", 0, no_attrs)
-DEF_BIN (less, "1 where a < b, else 0 (u8), NumPy broadcasting", cmp_infer, zero_backward, "Less",
+DEF_BIN (less, "1 where a < b, else 0 (u8), NumPy broadcasting", cmp_infer, tw_zero_backward, "Less",
          0, no_attrs)
 DEF_BIN (greater_equal, "1 where a >= b, else 0 (u8), NumPy broadcasting", cmp_infer,
-         zero_backward, "GreaterOrEqual", 0, no_attrs)
-DEF_BIN (less_equal, "1 where a <= b, else 0 (u8), NumPy broadcasting", cmp_infer, zero_backward,
+         tw_zero_backward, "GreaterOrEqual", 0, no_attrs)
+DEF_BIN (less_equal, "1 where a <= b, else 0 (u8), NumPy broadcasting", cmp_infer, tw_zero_backward,
          "LessOrEqual", 0, no_attrs)
 DEF_BIN (logical_and, "a and b on u8 (nonzero is true), NumPy broadcasting", logic_infer, NULL,
          "And", TW_OP_ELEMENTWISE, no_attrs)
@@ -358,13 +348,13 @@ static const tw_op_def logical_not_def = {
 static const tw_op_def isnan_def = {
   .name = "isnan", .category = "Math", .doc = "1 where x is NaN, else 0 (u8)", .attrs = no_attrs,
   .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1, .infer = test_infer,
-  .forward = isnan_forward, .backward = zero_backward, .cost = cost_1flop, .onnx_name = "IsNaN",
+  .forward = isnan_forward, .backward = tw_zero_backward, .cost = cost_1flop, .onnx_name = "IsNaN",
 };
 
 static const tw_op_def isinf_def = {
   .name = "isinf", .category = "Math", .doc = "1 where x is +inf or -inf (as detected), else 0 (u8)",
   .attrs = isinf_attrs, .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
-  .infer = test_infer, .forward = isinf_forward, .backward = zero_backward, .cost = cost_1flop,
+  .infer = test_infer, .forward = isinf_forward, .backward = tw_zero_backward, .cost = cost_1flop,
   .onnx_name = "IsInf",
 };
 

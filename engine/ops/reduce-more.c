@@ -11,75 +11,12 @@
  * first: exact for large inputs where the naive form overflows.  The
  * gradient of prod is the product of the other elements of the group (no
  * division by a zero element); that of logsumexp is dy * exp (x - y). */
-#include "engine/op.h"
+#include "engine/ops/reduce-private.h"
 
 #include <math.h>
 #include <string.h>
 
-/* ---- axes and the input → output map ------------------------------------------- */
-
-static gboolean
-rm_axes (const char *op, const tw_attrs *a, int ndim, gboolean *mask, GError **error)
-{
-  int64_t axes[TW_ATTR_MAX_LIST];
-  int n = tw_attrs_get_ints (a, "axes", axes, TW_ATTR_MAX_LIST);
-  for (int d = 0; d < ndim; d++)
-    mask[d] = n <= 0;
-  for (int i = 0; i < n; i++)
-    {
-      int64_t ax = axes[i] < 0 ? axes[i] + ndim : axes[i];
-      if (ax < 0 || ax >= ndim || mask[ax])
-        {
-          g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR,
-                       "%s: axis %" G_GINT64_FORMAT " is %s for a %d-d input (expected %d..%d)",
-                       op, axes[i], ax < 0 || ax >= ndim ? "out of range" : "listed twice",
-                       ndim, -ndim, ndim - 1);
-          return FALSE;
-        }
-      mask[ax] = TRUE;
-    }
-  return TRUE;
-}
-
-static gboolean
-rm_check_float (const char *op, const tw_tinfo *t, GError **error)
-{
-  if (tw_dtype_is_float (t->dtype))
-    return TRUE;
-  g_autofree char *s = tw_tinfo_to_string (t);
-  g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_DTYPE, "%s expects a float input (f32 or f64), got %s",
-               op, s);
-  return FALSE;
-}
-
-static gboolean
-rm_infer_named (const char *op, const tw_attrs *a, const tw_tinfo *x, tw_tinfo *out, GError **error)
-{
-  gboolean mask[TW_MAX_DIMS];
-  gboolean keep = tw_attrs_get_bool (a, "keepdim", FALSE);
-  if (!rm_check_float (op, x, error) || !rm_axes (op, a, x->ndim, mask, error))
-    return FALSE;
-  out->dtype = x->dtype;
-  out->ndim = 0;
-  for (int d = 0; d < x->ndim; d++)
-    if (!mask[d])
-      out->dims[out->ndim++] = x->dims[d];
-    else if (keep)
-      out->dims[out->ndim++] = 1;
-  return TRUE;
-}
-
-static gboolean
-prod_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
-{
-  return rm_infer_named ("prod", a, &in[0], out, error);
-}
-
-static gboolean
-logsumexp_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
-{
-  return rm_infer_named ("logsumexp", a, &in[0], out, error);
-}
+/* ---- the input → output map ------------------------------------------------------ */
 
 /* Output offset of each input element: ost[d] is the output stride of a
  * kept dim, 0 for a reduced one. */
@@ -150,7 +87,7 @@ prod_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n
 {
   gboolean mask[TW_MAX_DIMS];
   rm_map m;
-  if (!rm_axes ("prod", a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   rm_map_init (&m, in[0], mask);
   double *acc = tw_scratch (ctx, MAX (m.nout, 1) * sizeof (double));
@@ -160,24 +97,6 @@ prod_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n
   for (int64_t o = 0; o < m.nout; o++)
     rm_set (out[0], o, acc[o]);
   return TRUE;
-}
-
-/* The reduced dims as "axes" for broadcast_to (NULL when keepdim: plain
- * broadcasting re-inserts them). */
-static tw_attrs *
-rm_reinsert (tw_emit *e, const tw_attrs *a, tw_val *x)
-{
-  gboolean mask[TW_MAX_DIMS];
-  int64_t axes[TW_MAX_DIMS];
-  int n = 0, ndim = tw_val_info (e, x)->ndim;
-  if (tw_attrs_get_bool (a, "keepdim", FALSE) || !rm_axes ("reduce", a, ndim, mask, NULL))
-    return NULL;
-  for (int d = 0; d < ndim; d++)
-    if (mask[d])
-      axes[n++] = d;
-  tw_attrs *b = tw_attrs_new ();
-  tw_attrs_set_ints (b, "axes", n, axes);
-  return b;
 }
 
 static gboolean
@@ -192,7 +111,7 @@ static gboolean
 prod_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   tw_tinfo y;
-  if (!rm_infer_named ("prod_grad", a, &in[0], &y, error))
+  if (!tw_reduce_infer (a, &in[0], 1, &y, error))
     return FALSE;
   if (!tw_tinfo_equal (&y, &in[1]))
     {
@@ -215,7 +134,7 @@ prod_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, 
 {
   gboolean mask[TW_MAX_DIMS];
   rm_map m;
-  if (!rm_axes ("prod_grad", a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   rm_map_init (&m, in[0], mask);
   double *nz = tw_scratch (ctx, MAX (m.nout, 1) * 2 * sizeof (double));
@@ -248,7 +167,7 @@ logsumexp_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, 
 {
   gboolean mask[TW_MAX_DIMS];
   rm_map m;
-  if (!rm_axes ("logsumexp", a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   rm_map_init (&m, in[0], mask);
   double *mx = tw_scratch (ctx, MAX (m.nout, 1) * 2 * sizeof (double));
@@ -273,7 +192,7 @@ static gboolean
 logsumexp_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in,
                     tw_val *const *out, tw_val *const *gout, const gboolean *needs, tw_val **gin)
 {
-  tw_attrs *b = rm_reinsert (e, a, in[0]);
+  tw_attrs *b = tw_reduce_reinsert_attrs (e, a, in[0]);
   tw_val *yb = tw_emit2 (e, "broadcast_to", b, out[0], in[0]);
   tw_val *gb = tw_emit2 (e, "broadcast_to", b, gout[0], in[0]);
   tw_attrs_free (b);
@@ -318,7 +237,7 @@ static const char *const names_x_dy[] = { "x", "dy", NULL };
 static const tw_op_def prod_def = {
   .name = "prod", .category = "Math", .doc = "product over axes", .attrs = rm_attrs,
   .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
-  .infer = prod_infer, .forward = prod_forward, .backward = prod_backward, .cost = rm_cost,
+  .infer = tw_reduce_infer, .forward = prod_forward, .backward = prod_backward, .cost = rm_cost,
   .onnx_name = "ReduceProd",
 };
 
@@ -334,7 +253,7 @@ static const tw_op_def logsumexp_def = {
   .name = "logsumexp", .category = "Math",
   .doc = "log of the sum of exponentials over axes (max subtracted first)", .attrs = rm_attrs,
   .min_inputs = 1, .max_inputs = 1, .input_names = names_x, .n_outputs = 1,
-  .infer = logsumexp_infer, .forward = logsumexp_forward, .backward = logsumexp_backward,
+  .infer = tw_reduce_infer, .forward = logsumexp_forward, .backward = logsumexp_backward,
   .cost = logsumexp_cost, .onnx_name = "ReduceLogSumExp",
 };
 

@@ -11,7 +11,7 @@
  * depends on the shapes only, never on the thread count: results are
  * bitwise identical for any num_threads.  f32 inputs accumulate in double. */
 #include "engine/cpu/parallel.h"
-#include "engine/op.h"
+#include "engine/ops/reduce-private.h"
 
 #include <math.h>
 #include <omp.h>
@@ -39,8 +39,8 @@ red_threads (const tw_kctx *ctx)
 
 /* mask[d] = TRUE for each reduced dim of an ndim input, from the "axes"
  * attribute (absent or empty: every dim; negative: counted from the end). */
-static gboolean
-axes_mask (const tw_attrs *a, int ndim, gboolean *mask, GError **error)
+gboolean
+tw_reduce_axes_mask (const tw_attrs *a, int ndim, gboolean *mask, GError **error)
 {
   int64_t axes[TW_ATTR_MAX_LIST];
   int n = tw_attrs_get_ints (a, "axes", axes, TW_ATTR_MAX_LIST);
@@ -368,12 +368,12 @@ check_float (const tw_tinfo *t, GError **error)
   return FALSE;
 }
 
-static gboolean
-reduce_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+gboolean
+tw_reduce_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   gboolean mask[TW_MAX_DIMS];
   gboolean keep = tw_attrs_get_bool (a, "keepdim", FALSE);
-  if (!check_float (&in[0], error) || !axes_mask (a, in[0].ndim, mask, error))
+  if (!check_float (&in[0], error) || !tw_reduce_axes_mask (a, in[0].ndim, mask, error))
     return FALSE;
   out[0].dtype = in[0].dtype;
   out[0].ndim = 0;
@@ -400,7 +400,7 @@ sum_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_
              tw_tensor *const *out, GError **error)
 {
   gboolean mask[TW_MAX_DIMS];
-  if (!axes_mask (a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   run_reduce (ctx, in[0], mask, out[0], FALSE, 1.0);
   return TRUE;
@@ -411,7 +411,7 @@ mean_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n
               tw_tensor *const *out, GError **error)
 {
   gboolean mask[TW_MAX_DIMS];
-  if (!axes_mask (a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   int64_t c = reduced_count (in[0], mask);
   run_reduce (ctx, in[0], mask, out[0], FALSE, c > 0 ? 1.0 / (double) c : NAN);
@@ -424,7 +424,7 @@ extremum_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
                   tw_tensor *const *out, int dir, GError **error)
 {
   gboolean mask[TW_MAX_DIMS];
-  if (!axes_mask (a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   if (reduced_count (in[0], mask) == 0)
     {
@@ -453,13 +453,13 @@ min_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_
 
 /* Attributes for broadcast_to re-inserting the dims a keepdim=false
  * reduction dropped (NULL when keepdim is set: plain broadcasting works). */
-static tw_attrs *
-reinsert_attrs (tw_emit *e, const tw_attrs *a, tw_val *x)
+tw_attrs *
+tw_reduce_reinsert_attrs (tw_emit *e, const tw_attrs *a, tw_val *x)
 {
   gboolean mask[TW_MAX_DIMS];
   int64_t axes[TW_MAX_DIMS];
   int n = 0, ndim = tw_val_info (e, x)->ndim;
-  if (tw_attrs_get_bool (a, "keepdim", FALSE) || !axes_mask (a, ndim, mask, NULL))
+  if (tw_attrs_get_bool (a, "keepdim", FALSE) || !tw_reduce_axes_mask (a, ndim, mask, NULL))
     return NULL;
   for (int d = 0; d < ndim; d++)
     if (mask[d])
@@ -473,7 +473,7 @@ static gboolean
 sum_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_val *const *out,
               tw_val *const *gout, const gboolean *needs, tw_val **gin)
 {
-  tw_attrs *b = reinsert_attrs (e, a, in[0]);
+  tw_attrs *b = tw_reduce_reinsert_attrs (e, a, in[0]);
   gin[0] = tw_emit2 (e, "broadcast_to", b, gout[0], in[0]);
   tw_attrs_free (b);
   return TRUE;
@@ -486,7 +486,7 @@ mean_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_va
   const tw_tinfo *xi = tw_val_info (e, in[0]);
   gboolean mask[TW_MAX_DIMS];
   int64_t c = 1;
-  if (!axes_mask (a, xi->ndim, mask, NULL))
+  if (!tw_reduce_axes_mask (a, xi->ndim, mask, NULL))
     return FALSE;
   for (int d = 0; d < xi->ndim; d++)
     if (mask[d])
@@ -496,7 +496,7 @@ mean_backward (tw_emit *e, const tw_attrs *a, tw_val *const *in, int n_in, tw_va
   tw_attrs_set_float (s, "alpha", 1.0 / (double) MAX (c, 1));
   tw_val *g = tw_emit1 (e, "scale", s, gout[0]);
   tw_attrs_free (s);
-  tw_attrs *b = reinsert_attrs (e, a, in[0]);
+  tw_attrs *b = tw_reduce_reinsert_attrs (e, a, in[0]);
   gin[0] = tw_emit2 (e, "broadcast_to", b, g, in[0]);
   tw_attrs_free (b);
   return TRUE;
@@ -531,7 +531,7 @@ static gboolean
 max_grad_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
   tw_tinfo r;
-  if (!reduce_infer (a, in, 1, &r, error))
+  if (!tw_reduce_infer (a, in, 1, &r, error))
     return FALSE;
   for (int i = 1; i < 3; i++)
     if (!tw_tinfo_equal (&r, &in[i]))
@@ -553,7 +553,7 @@ max_grad_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, i
 {
   gboolean mask[TW_MAX_DIMS];
   red_plan p;
-  if (!axes_mask (a, in[0]->ndim, mask, error))
+  if (!tw_reduce_axes_mask (a, in[0]->ndim, mask, error))
     return FALSE;
   if (tw_tensor_numel (in[0]) == 0)
     return TRUE;
@@ -631,7 +631,7 @@ reinserted_shape (const tw_attrs *a, const tw_tinfo *g, const tw_tinfo *like, tw
   if (!tw_attrs_has (a, "axes"))
     return TRUE;
   int n = tw_attrs_get_ints (a, "axes", NULL, 0);
-  if (g->ndim + n != like->ndim || !axes_mask (a, like->ndim, mask, NULL))
+  if (g->ndim + n != like->ndim || !tw_reduce_axes_mask (a, like->ndim, mask, NULL))
     {
       g_autofree char *sg = tw_tinfo_to_string (g);
       g_autofree char *sl = tw_tinfo_to_string (like);
@@ -809,7 +809,7 @@ static const char *const names_max_grad[] = { "x", "y", "dy", NULL };
 #define DEF_REDUCE(NAME, DOC, ONNX)                                                          \
   static const tw_op_def NAME##_def = {                                                     \
     .name = #NAME, .category = "Math", .doc = DOC, .attrs = reduce_attrs, .min_inputs = 1,  \
-    .max_inputs = 1, .input_names = names_x, .n_outputs = 1, .infer = reduce_infer,         \
+    .max_inputs = 1, .input_names = names_x, .n_outputs = 1, .infer = tw_reduce_infer,         \
     .forward = NAME##_forward, .backward = NAME##_backward, .cost = reduce_cost,            \
     .onnx_name = ONNX,                                                                      \
   };
