@@ -65,6 +65,10 @@ gboolean tw_imp_attr_ints (tw_imp *im, const char *name, gsize want, int64_t d, 
 gboolean tw_imp_dyn_info (tw_imp *im, const tw_imp_val *v, tw_tinfo *out);
 /* axis in -rank..rank-1 as 0..rank-1; -1 (and a problem) outside. */
 int tw_imp_norm_axis (tw_imp *im, int64_t axis, int rank);
+/* The "axis" of Softmax, LogSoftmax and Hardmax (default -1 from opset 13,
+ * 1 before, when only the last axis is a twb form), normalised; -1 after a
+ * problem. */
+int tw_imp_softmax_axis (tw_imp *im, const tw_tinfo *info);
 /* A constant integer tensor's values; *out g_new'ed. */
 gboolean tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, int64_t **out, int64_t *n);
 /* A contiguous f32 copy. */

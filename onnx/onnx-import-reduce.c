@@ -303,15 +303,9 @@ import_hardmax (tw_imp *im)
   tw_tinfo info;
   if (x == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
-  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", im->opset >= 13 ? -1 : 1), info.ndim);
+  int ax = tw_imp_softmax_axis (im, &info);
   if (ax < 0)
     return;
-  if (im->opset < 13 && ax != info.ndim - 1)
-    {
-      tw_imp_problem (im, "axis %d of a rank-%d input before opset 13 (over the flattened trailing "
-                      "dims)", ax, info.ndim);
-      return;
-    }
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, "axis", ax);
   const char *y = emit_1 (im, "hardmax", a, x->ref);

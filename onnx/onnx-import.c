@@ -764,6 +764,19 @@ import_reshape (tw_imp *im)
   tw_imp_emit1 (im, NULL, "reshape", a, x);
 }
 
+int
+tw_imp_softmax_axis (tw_imp *im, const tw_tinfo *info)
+{
+  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", im->opset >= 13 ? -1 : 1), info->ndim);
+  if (ax >= 0 && im->opset < 13 && ax != info->ndim - 1)
+    {
+      tw_imp_problem (im, "axis %d of a rank-%d input before opset 13 (over the flattened trailing dims)",
+                      ax, info->ndim);
+      return -1;
+    }
+  return ax;
+}
+
 static void
 import_softmax (tw_imp *im, const char *twop)
 {
@@ -773,15 +786,9 @@ import_softmax (tw_imp *im, const char *twop)
   tw_tinfo info;
   if (x == NULL || !tw_imp_dyn_info (im, x, &info))
     return;
-  int ax = tw_imp_norm_axis (im, tw_imp_attr_int (im, "axis", im->opset >= 13 ? -1 : 1), info.ndim);
+  int ax = tw_imp_softmax_axis (im, &info);
   if (ax < 0)
     return;
-  if (im->opset < 13 && ax != info.ndim - 1)
-    {
-      tw_imp_problem (im, "axis %d of a rank-%d input before opset 13 (over the flattened trailing dims)",
-               ax, info.ndim);
-      return;
-    }
   if (ax == 0 && !im->fixed)
     {
       tw_imp_problem (im, "a softmax over the batch dimension");

@@ -83,21 +83,7 @@ int_from (const tw_attrs *a, const char *name, int64_t def, tw_tensor *const *in
 static gboolean
 argmin_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
 {
-  int axis;
-  if (!tw_nn_check_float ("argmin", "input", &in[0], error)
-      || !tw_nn_axis ("argmin", tw_attrs_get_int (a, "axis", 0), &in[0], &axis, error))
-    return FALSE;
-  out[0] = in[0];
-  out[0].dtype = TW_I64;
-  if (tw_attrs_get_bool (a, "keepdims", TRUE))
-    out[0].dims[axis] = 1;
-  else
-    {
-      for (int d = axis; d < in[0].ndim - 1; d++)
-        out[0].dims[d] = in[0].dims[d + 1];
-      out[0].ndim--;
-    }
-  return TRUE;
+  return tw_nn_arg_infer ("argmin", a, in, 0, TRUE, out, error);
 }
 
 #define DEFINE_ARGMIN(T, SFX)                                                                \

@@ -49,6 +49,10 @@ tw_nn_threads (const tw_kctx *ctx)
 gboolean tw_nn_check_float (const char *op, const char *what, const tw_tinfo *t, GError **error);
 /* Normalise a possibly negative axis of t into *out, or fail naming op. */
 gboolean tw_nn_axis (const char *op, int64_t axis, const tw_tinfo *t, int *out, GError **error);
+/* The output of argmax / argmin: i64, x's shape without "axis" (default
+ * def_axis) unless "keepdims" (default def_keep) keeps it as 1. */
+gboolean tw_nn_arg_infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int64_t def_axis,
+                          gboolean def_keep, tw_tinfo *out, GError **error);
 /* x viewed as (outer, len, inner) around axis. */
 void tw_nn_split_axis (const tw_tensor *x, int axis, int64_t *outer, int64_t *len,
                        int64_t *inner);

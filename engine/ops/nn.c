@@ -870,16 +870,17 @@ static const tw_attr_spec argmax_attrs[] = {
   { NULL }
 };
 
-static gboolean
-argmax_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+gboolean
+tw_nn_arg_infer (const char *op, const tw_attrs *a, const tw_tinfo *in, int64_t def_axis,
+                 gboolean def_keep, tw_tinfo *out, GError **error)
 {
   int axis;
-  if (!tw_nn_check_float ("argmax", "input", &in[0], error)
-      || !tw_nn_axis ("argmax", tw_attrs_get_int (a, "axis", -1), &in[0], &axis, error))
+  if (!tw_nn_check_float (op, "input", &in[0], error)
+      || !tw_nn_axis (op, tw_attrs_get_int (a, "axis", def_axis), &in[0], &axis, error))
     return FALSE;
   out[0] = in[0];
   out[0].dtype = TW_I64;
-  if (tw_attrs_get_bool (a, "keepdims", FALSE))
+  if (tw_attrs_get_bool (a, "keepdims", def_keep))
     out[0].dims[axis] = 1;
   else
     {
@@ -888,6 +889,12 @@ argmax_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
       out[0].ndim--;
     }
   return TRUE;
+}
+
+static gboolean
+argmax_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GError **error)
+{
+  return tw_nn_arg_infer ("argmax", a, in, -1, FALSE, out, error);
 }
 
 /* x is (outer, L, inner); idx is (outer, inner).  The first maximum wins and a
