@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-application"
 
 #include "app/twb-application.h"
+#include "engine/file-kind.h"
 #include "ui/twb-run.h"
 
 #include <glib/gstdio.h>
@@ -385,27 +386,25 @@ static void
 activate_screenshot (TwbApplication *self)
 {
   g_autoptr (TwbDocument) doc = NULL;
-  gboolean trace = self->shot_model && twb_path_is_trace (self->shot_model);
-  gboolean onnx = self->shot_model && !trace && twb_path_is_onnx (self->shot_model);
-  if (self->shot_model && !trace && !onnx)
+  g_autoptr (GError) error = NULL;
+  tw_file_kind kind = self->shot_model ? tw_file_kind_sniff_openable (self->shot_model, &error)
+                                       : TW_FILE_KIND_UNKNOWN;
+  if (self->shot_model && kind == TW_FILE_KIND_MODEL)
+    doc = twb_document_new_from_file (self->shot_model, &error);
+  if (self->shot_model && error)
     {
-      g_autoptr (GError) error = NULL;
-      doc = twb_document_new_from_file (self->shot_model, &error);
-      if (doc == NULL)
-        {
-          g_printerr ("twb: %s\n", error->message);
-          self->shot_status = 1;
-          return;
-        }
+      g_printerr ("twb: %s\n", error->message);
+      self->shot_status = 1;
+      return;
     }
   if (self->shot_theme)
     g_object_set (gtk_settings_get_default (), "gtk-application-prefer-dark-theme",
                   strcmp (self->shot_theme, "dark") == 0, NULL);
   self->shot_window = twb_window_new (GTK_APPLICATION (self), doc);
   gtk_window_set_default_size (GTK_WINDOW (self->shot_window), self->shot_w, self->shot_h);
-  if (trace)
+  if (kind == TW_FILE_KIND_TRACE)
     twb_window_open_trace (self->shot_window, self->shot_model);
-  if (onnx)
+  if (kind == TW_FILE_KIND_ONNX)
     twb_window_import_onnx (self->shot_window, self->shot_model);
   if (self->shot_panel)
     twb_window_show_panel (self->shot_window, self->shot_panel);
@@ -442,6 +441,15 @@ twb_application_activate (GApplication *app)
   offer_recovery (self, w);
 }
 
+/* The window in front, else a new empty one: where a trace or an ONNX
+ * import goes, and where a file that cannot be opened is explained. */
+static TwbWindow *
+front_window (TwbApplication *self)
+{
+  GtkWindow *front = gtk_application_get_active_window (GTK_APPLICATION (self));
+  return TWB_IS_WINDOW (front) ? TWB_WINDOW (front) : twb_application_new_window (self, NULL);
+}
+
 static void
 twb_application_open (GApplication *app, GFile **files, int n_files, const char *hint)
 {
@@ -456,42 +464,36 @@ twb_application_open (GApplication *app, GFile **files, int n_files, const char 
           continue;
         }
       g_autofree char *path = g_file_get_path (files[i]);
-      if (twb_path_is_trace (path))
-        {
-          /* A trace opens in the Profiler tab of the window in front. */
-          GtkWindow *front = gtk_application_get_active_window (GTK_APPLICATION (app));
-          TwbWindow *tw = TWB_IS_WINDOW (front) ? TWB_WINDOW (front)
-                                                : twb_application_new_window (self, NULL);
-          twb_window_open_trace (tw, path);
-          gtk_window_present (GTK_WINDOW (tw));
-          continue;
-        }
-      if (path && twb_path_is_onnx (path))
-        {
-          /* Imported on a worker, into the window in front when it is empty. */
-          GtkWindow *front = gtk_application_get_active_window (GTK_APPLICATION (app));
-          TwbWindow *tw = TWB_IS_WINDOW (front) ? TWB_WINDOW (front)
-                                                : twb_application_new_window (self, NULL);
-          twb_window_import_onnx (tw, path);
-          gtk_window_present (GTK_WINDOW (tw));
-          continue;
-        }
       g_autoptr (GError) error = NULL;
-      g_autoptr (TwbDocument) doc = path ? twb_document_new_from_file (path, &error) : NULL;
-      TwbWindow *w;
+      /* The content decides, whatever the name says. */
+      tw_file_kind kind = path ? tw_file_kind_sniff_openable (path, &error) : TW_FILE_KIND_UNKNOWN;
+      if (kind == TW_FILE_KIND_TRACE || kind == TW_FILE_KIND_ONNX)
+        {
+          /* A trace opens in the Profiler tab of the window in front; an
+           * ONNX model is imported on a worker, into it when it is empty. */
+          TwbWindow *tw = front_window (self);
+          if (kind == TW_FILE_KIND_TRACE)
+            twb_window_open_trace (tw, path);
+          else
+            twb_window_import_onnx (tw, path);
+          gtk_window_present (GTK_WINDOW (tw));
+          continue;
+        }
+      g_autoptr (TwbDocument) doc = kind == TW_FILE_KIND_MODEL
+                                      ? twb_document_new_from_file (path, &error) : NULL;
       if (doc == NULL)
         {
-          /* Say why in an empty window: the model cannot be opened. */
-          w = twb_application_new_window (self, NULL);
+          /* Say why in a window: the file cannot be opened. */
+          TwbWindow *w = front_window (self);
           twb_window_show_toast (w, error ? error->message : "not a local file");
+          gtk_window_present (GTK_WINDOW (w));
           continue;
         }
-      w = twb_application_new_window (self, doc);
+      twb_application_new_window (self, doc);
       GtkRecentData rd = { .mime_type = (char *) "application/json", .app_name = (char *) "twb",
                            .app_exec = (char *) "twb %f" };
       g_autofree char *uri = g_file_get_uri (files[i]);
       gtk_recent_manager_add_full (gtk_recent_manager_get_default (), uri, &rd);
-      (void) w;
     }
 }
 
@@ -545,7 +547,8 @@ twb_gui_main (int argc, char **argv)
   GOptionEntry entries[] = {
     { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, &shot,
       "Render the main window to a PNG and exit", "FILE.png" },
-    { "open", 0, 0, G_OPTION_ARG_FILENAME, &model, "Model (or Chrome trace) to open", "MODEL.json" },
+    { "open", 0, 0, G_OPTION_ARG_FILENAME, &model,
+      "File to open: a twb model, an ONNX model or a Chrome trace", "FILE" },
     { "size", 0, 0, G_OPTION_ARG_STRING, &size, "Window size for --screenshot (1280x800)", "WxH" },
     { "panel", 0, 0, G_OPTION_ARG_STRING, &panel,
       "Bottom panel tab to show: training, debugger, compiled or profiler", "NAME" },
@@ -555,13 +558,16 @@ twb_gui_main (int argc, char **argv)
       "With --screenshot: run these actions first, in order, each to its end "
       "(\"win.train-steps(300);debugger.toggle-breakpoint('fc2');debugger.run\")", "ACTIONS" },
     { "theme", 0, 0, G_OPTION_ARG_STRING, &theme, "With --screenshot: light or dark", "THEME" },
-    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[MODEL.json|MODEL.onnx…]" },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[FILE…]" },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("— the Tensor Workbench window");
   g_option_context_add_main_entries (ctx, entries, NULL);
-  g_option_context_set_summary (ctx, "Without a subcommand twb opens the graph editor.\n"
-                                     "Subcommands (no display needed): train, eval, info.");
+  g_option_context_set_summary (
+    ctx, "Without a command twb opens the graph editor, with each FILE in it: a twb model,\n"
+         "an ONNX model (imported) or a Chrome trace, ours or PyTorch's, plain or gzip (in\n"
+         "the Profiler tab), whatever the file's name; \"--\" before files named like a\n"
+         "command.  The commands (twb --help) need no display.");
   g_autoptr (GError) error = NULL;
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     {
@@ -590,10 +596,31 @@ twb_gui_main (int argc, char **argv)
       g_printerr ("twb: --do and --theme go with --screenshot\n");
       return 2;
     }
+  /* Every file is read before the window opens: one that cannot be
+   * opened is named here, on the terminal, and nothing opens. */
+  g_autoptr (GPtrArray) given = g_ptr_array_new ();
+  if (model)
+    g_ptr_array_add (given, model);
+  for (char **r = rest; r && *r; r++)
+    g_ptr_array_add (given, *r);
+  g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (g_free);
+  int bad = 0;
+  for (guint i = 0; i < given->len; i++)
+    {
+      g_autoptr (GError) ferr = NULL;
+      if (tw_file_kind_sniff_openable (given->pdata[i], &ferr) == TW_FILE_KIND_UNKNOWN)
+        {
+          g_printerr ("twb: %s\n", ferr->message);
+          bad++;
+        }
+      g_ptr_array_add (files, g_canonicalize_filename (given->pdata[i], NULL));
+    }
+  if (bad)
+    return 1;
   if (!gtk_init_check ())
     {
       g_printerr ("twb: cannot open a display (set DISPLAY, or run under xvfb-run); "
-                  "the train, eval and info subcommands work without one\n");
+                  "the commands (twb --help) work without one\n");
       return 1;
     }
 
@@ -649,12 +676,12 @@ twb_gui_main (int argc, char **argv)
       g_clear_object (&app);
       app = twb_application_new (G_APPLICATION_HANDLES_OPEN | G_APPLICATION_NON_UNIQUE);
     }
+  /* Absolute paths: the running instance may have another working folder,
+   * and no path starts with '-' to be read as an option. */
   g_autoptr (GPtrArray) args = g_ptr_array_new ();
   g_ptr_array_add (args, argv[0]);
-  if (model)
-    g_ptr_array_add (args, model);
-  for (char **r = rest; r && *r; r++)
-    g_ptr_array_add (args, *r);
+  for (guint i = 0; i < files->len; i++)
+    g_ptr_array_add (args, files->pdata[i]);
   g_ptr_array_add (args, NULL);
   return g_application_run (G_APPLICATION (app), (int) args->len - 1, (char **) args->pdata);
 }

@@ -203,34 +203,70 @@ twb_cmd_info (int argc, char **argv)
   return 0;
 }
 
-static void
-usage (void)
+/* The subcommands, matched by exact name before anything else: a file
+ * named like one is opened as ./train or after "--". */
+static const struct
 {
-  g_printerr ("usage: twb COMMAND [OPTIONS]\n"
-              "\n"
-              "commands:\n"
-              "  train MODEL.json   train a model (see twb train --help)\n"
-              "  eval MODEL.json    evaluate trained weights on a test set\n"
-              "  info MODEL.json    nodes, output shapes, parameters and FLOPs\n"
-              "  compile MODEL.json compile to a static program and report what the passes did\n"
-              "  predict MODEL.json class predictions for samples in a .npy file\n"
-              "  devices            devices, and which kernel runs each matrix product here\n"
-              "  profile MODEL.json train a few steps and write a Chrome trace of every op\n"
-              "  trace-info FILE... event counts, top names and layers, step times, per rank\n"
-              "                     compute/communication/idle; --compare A B per layer\n"
-              "  onnx-info FILE.onnx opsets, inputs and outputs, op counts, parameters [--json]\n"
-              "  import MODEL.onnx  an ONNX model as MODEL.json + MODEL.safetensors [-o OUT.json]\n"
-              "  export MODEL.json  the inference graph and its weights as ONNX (-o OUT.onnx)\n"
+  const char *name;
+  int (*run) (int argc, char **argv);
+} commands[] = {
+  { "train", twb_cmd_train },       { "eval", twb_cmd_eval },
+  { "info", twb_cmd_info },         { "compile", twb_cmd_compile },
+  { "predict", twb_cmd_predict },   { "devices", twb_cmd_devices },
+  { "profile", twb_cmd_profile },   { "trace-info", twb_cmd_trace_info },
+  { "onnx-info", twb_cmd_onnx_info }, { "import", twb_cmd_import },
+  { "export", twb_cmd_export },
+};
+
+/* The window's own options (twb --help-gui), as they start an argument. */
+static gboolean
+is_window_option (const char *arg)
+{
+  static const char *const opts[] = { "--screenshot", "--open", "--size", "--panel",
+                                      "--select", "--do", "--theme" };
+  if (strcmp (arg, "--") == 0)
+    return TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS (opts); i++)
+    {
+      gsize n = strlen (opts[i]);
+      if (strncmp (arg, opts[i], n) == 0 && (arg[n] == '\0' || arg[n] == '='))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static void
+usage (FILE *to)
+{
+  fprintf (to, "usage: twb COMMAND [OPTIONS]\n"
+               "       twb [FILE...]\n"
+               "\n"
+               "commands (no display needed; twb COMMAND --help for each one's options):\n"
+               "  train MODEL.json     train a model\n"
+               "  eval MODEL.json      evaluate trained weights on a test set\n"
+               "  info MODEL.json      nodes, output shapes, parameters and FLOPs\n"
+               "  compile MODEL.json   compile to a static program and report what the passes did\n"
+               "  predict MODEL.json   class predictions for samples in a .npy file\n"
+               "  devices              devices, and which kernel runs each matrix product here\n"
+               "  profile MODEL.json   train a few steps and write a Chrome trace of every op\n"
+               "  trace-info FILE...   event counts, top names and layers, step times, per rank\n"
+               "                       compute/communication/idle; --compare A B per layer\n"
+               "  onnx-info FILE.onnx  opsets, inputs and outputs, op counts, parameters\n"
+               "  import MODEL.onnx    an ONNX model as MODEL.json + MODEL.safetensors\n"
+               "  export MODEL.json    the inference graph and its weights as ONNX (-o OUT.onnx)\n"
 #ifdef TWB_HAVE_GUI
-              "\n"
-              "without a command, with a display: the graph editor\n"
-              "  twb [MODEL.json...]\n"
-              "  twb TRACE.json[.gz]  a Chrome trace (ours or PyTorch's) in the Profiler tab\n"
-              "  twb --screenshot OUT.png [--open MODEL.json|TRACE.json] [--size WxH]\n"
-              "      [--panel training|debugger|compiled|profiler]\n"
-              "  (see twb --help-gui)\n"
+               "\n"
+               "the window (with a display):\n"
+               "  twb                  the graph editor\n"
+               "  twb FILE...          open each file: a twb model, an ONNX model (imported),\n"
+               "                       a Chrome trace, ours or PyTorch's, plain or gzip (the\n"
+               "                       Profiler tab); the kind is read from the file's content\n"
+               "  twb -- FILE...       the same for files named like a command (or ./train)\n"
+               "  twb --screenshot OUT.png [FILE] [--size WxH] [--panel NAME] [--do ACTIONS]\n"
+               "  twb --help-gui       the window's options\n"
 #endif
-              );
+               "\n"
+               "  twb --help, twb --version\n");
 }
 
 int
@@ -241,52 +277,59 @@ main (int argc, char **argv)
   setlocale (LC_NUMERIC, "C");
   tw_ops_init ();
 
+  if (argc < 2)
+    {
 #ifdef TWB_HAVE_GUI
-  /* The GUI: no command, GUI options, or model files.  Subcommands never
-   * initialise GTK, so they work without a display. */
-  gboolean gui = argc < 2 ? twb_gui_have_display ()
-                          : g_str_has_prefix (argv[1], "--screenshot")
-                              || g_str_has_prefix (argv[1], "--open")
-                              || g_str_has_prefix (argv[1], "--size")
-                              || g_str_has_prefix (argv[1], "--panel")
-                              || g_str_has_suffix (argv[1], ".json");
-  if (gui)
-    return twb_gui_main (argc, argv);
-  if (argc >= 2 && strcmp (argv[1], "--help-gui") == 0)
+      if (twb_gui_have_display ())
+        return twb_gui_main (argc, argv);
+#endif
+      usage (stderr);
+      return 2;
+    }
+  const char *first = argv[1];
+  if (strcmp (first, "--help") == 0 || strcmp (first, "-h") == 0)
+    {
+      usage (stdout);
+      return 0;
+    }
+  if (strcmp (first, "--version") == 0)
+    {
+      g_print ("twb %s\n", TWB_VERSION);
+      return 0;
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (strcmp (first, commands[i].name) == 0)
+      {
+        /* Help reads "twb train [OPTION…]". */
+        g_autofree char *prg = g_strdup_printf ("twb %s", commands[i].name);
+        g_set_prgname (prg);
+        return commands[i].run (argc - 1, argv + 1);
+      }
+  if (first[0] == '-' && strcmp (first, "--help-gui") != 0 && !is_window_option (first))
+    {
+      g_printerr ("twb: unknown option '%s'\n", first);
+      usage (stderr);
+      return 2;
+    }
+  /* Not a command: files for the window.  A word that names no file and
+   * does not look like a file name is a mistyped command. */
+  if (first[0] != '-' && !strchr (first, '/') && !strchr (first, '.')
+      && !g_file_test (first, G_FILE_TEST_EXISTS))
+    {
+      g_printerr ("twb: unknown command '%s' (and no file of that name)\n", first);
+      usage (stderr);
+      return 2;
+    }
+#ifdef TWB_HAVE_GUI
+  if (strcmp (first, "--help-gui") == 0)
     {
       char *args[] = { argv[0], (char *) "--help", NULL };
       return twb_gui_main (2, args);
     }
-#endif
-  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0)
-    {
-      usage ();
-      return argc < 2 ? 2 : 0;
-    }
-  const char *cmd = argv[1];
-  if (strcmp (cmd, "train") == 0)
-    return twb_cmd_train (argc - 1, argv + 1);
-  if (strcmp (cmd, "eval") == 0)
-    return twb_cmd_eval (argc - 1, argv + 1);
-  if (strcmp (cmd, "info") == 0)
-    return twb_cmd_info (argc - 1, argv + 1);
-  if (strcmp (cmd, "compile") == 0)
-    return twb_cmd_compile (argc - 1, argv + 1);
-  if (strcmp (cmd, "predict") == 0)
-    return twb_cmd_predict (argc - 1, argv + 1);
-  if (strcmp (cmd, "devices") == 0)
-    return twb_cmd_devices (argc - 1, argv + 1);
-  if (strcmp (cmd, "profile") == 0)
-    return twb_cmd_profile (argc - 1, argv + 1);
-  if (strcmp (cmd, "trace-info") == 0)
-    return twb_cmd_trace_info (argc - 1, argv + 1);
-  if (strcmp (cmd, "onnx-info") == 0)
-    return twb_cmd_onnx_info (argc - 1, argv + 1);
-  if (strcmp (cmd, "import") == 0)
-    return twb_cmd_import (argc - 1, argv + 1);
-  if (strcmp (cmd, "export") == 0)
-    return twb_cmd_export (argc - 1, argv + 1);
-  g_printerr ("twb: unknown command '%s'\n", cmd);
-  usage ();
+  return twb_gui_main (argc, argv);
+#else
+  g_printerr ("twb: %s: this twb was built without the window (GTK 4); the commands work "
+              "without it (twb --help)\n", first);
   return 2;
+#endif
 }

@@ -281,6 +281,25 @@ json_filter (void)
   return f;
 }
 
+/* What the Open dialog offers: the files the window opens, by their usual
+ * names (the content decides: tw_file_kind_sniff), and every file. */
+static void
+add_open_filters (GtkFileChooser *chooser)
+{
+  GtkFileFilter *f = gtk_file_filter_new ();
+  gtk_file_filter_set_name (f, "Models, ONNX models and traces (*.json, *.onnx, *.json.gz)");
+  const char *patterns[] = { "*.json", "*.onnx", "*.ONNX", "*.json.gz", "*.gz" };
+  for (gsize i = 0; i < G_N_ELEMENTS (patterns); i++)
+    gtk_file_filter_add_pattern (f, patterns[i]);
+  gtk_file_chooser_add_filter (chooser, f);
+  g_object_unref (f);
+  GtkFileFilter *all = gtk_file_filter_new ();
+  gtk_file_filter_set_name (all, "All files");
+  gtk_file_filter_add_pattern (all, "*");
+  gtk_file_chooser_add_filter (chooser, all);
+  g_object_unref (all);
+}
+
 static void
 open_response (GtkNativeDialog *d, int response, TwbWindow *self)
 {
@@ -301,7 +320,7 @@ act_open (GSimpleAction *a, GVariant *p, gpointer data)
   GtkFileChooserNative *d = gtk_file_chooser_native_new ("Open Model", GTK_WINDOW (self),
                                                          GTK_FILE_CHOOSER_ACTION_OPEN, "_Open",
                                                          "_Cancel");
-  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (d), json_filter ());
+  add_open_filters (GTK_FILE_CHOOSER (d));
   g_signal_connect (d, "response", G_CALLBACK (open_response), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (d));
 }
@@ -498,9 +517,33 @@ static const GActionEntry graph_entries[] = {
   { "next-node", act_next_node },
 };
 
+/* Files dropped on the window open as the Open dialog's do. */
+static gboolean
+files_dropped (GtkDropTarget *target, const GValue *value, double x, double y, TwbWindow *self)
+{
+  GSList *files = gdk_file_list_get_files (g_value_get_boxed (value));
+  for (GSList *l = files; l; l = l->next)
+    {
+      g_autofree char *path = g_file_get_path (l->data);
+      if (path)
+        twb_window_open_file (self, path);
+      else
+        {
+          g_autofree char *uri = g_file_get_uri (l->data);
+          g_autofree char *msg = g_strdup_printf ("%s: not a local file", uri);
+          twb_window_show_toast (self, msg);
+        }
+    }
+  g_slist_free (files);
+  return files != NULL;
+}
+
 void
 twb_window_install_actions (TwbWindow *self)
 {
+  GtkDropTarget *drop = gtk_drop_target_new (GDK_TYPE_FILE_LIST, GDK_ACTION_COPY);
+  g_signal_connect (drop, "drop", G_CALLBACK (files_dropped), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drop));
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_entries, G_N_ELEMENTS (win_entries),
                                    self);
   self->graph_actions = g_simple_action_group_new ();

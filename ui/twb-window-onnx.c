@@ -22,25 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-gboolean
-twb_path_is_onnx (const char *path)
-{
-  if (path == NULL)
-    return FALSE;
-  g_autofree char *lower = g_ascii_strdown (path, -1);
-  if (g_str_has_suffix (lower, ".onnx"))
-    return TRUE;
-  /* A ModelProto begins with field 1, ir_version (a varint: tag 0x08, then
-   * a small version), where a model file begins with '{' or whitespace. */
-  FILE *f = g_fopen (path, "rb");
-  if (f == NULL)
-    return FALSE;
-  guint8 head[2] = { 0 };
-  size_t n = fread (head, 1, sizeof head, f);
-  fclose (f);
-  return n == 2 && head[0] == 0x08 && head[1] >= 1 && head[1] <= 32;
-}
-
 /* ---- Import -------------------------------------------------------------------- */
 
 typedef struct

@@ -185,33 +185,6 @@ twb_window_profiler_run_finished (TwbWindow *self)
 
 /* ---- Opening and exporting -------------------------------------------------------------- */
 
-gboolean
-twb_path_is_trace (const char *path)
-{
-  if (path == NULL)
-    return FALSE;
-  if (g_str_has_suffix (path, ".gz"))
-    return TRUE;
-  /* A model is a JSON object with "format" and "graph"; a trace is an array
-   * or an object with "traceEvents" (in its first bytes: exporters write
-   * it first; PyTorch writes its schema and device properties before). */
-  g_autoptr (GFile) f = g_file_new_for_path (path);
-  g_autoptr (GFileInputStream) in = g_file_read (f, NULL, NULL);
-  if (in == NULL)
-    return FALSE;
-  char buf[65536];
-  gssize n = g_input_stream_read (G_INPUT_STREAM (in), buf, sizeof buf - 1, NULL, NULL);
-  if (n <= 0)
-    return FALSE;
-  buf[n] = '\0';
-  const char *c = buf;
-  while (*c == ' ' || *c == '\n' || *c == '\r' || *c == '\t')
-    c++;
-  if (*c == '[')
-    return TRUE;
-  return strstr (buf, "\"traceEvents\"") != NULL && strstr (buf, "\"graph\"") == NULL;
-}
-
 typedef struct
 {
   TwbWindow *self;              /* a reference */
@@ -326,8 +299,9 @@ open_response (GtkNativeDialog *d, int response, TwbWindow *self)
     {
       g_autoptr (GFile) f = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (d));
       g_autofree char *path = f ? g_file_get_path (f) : NULL;
+      /* The content decides: a model chosen here opens as a model. */
       if (path)
-        twb_window_open_trace (self, path);
+        twb_window_open_file (self, path);
     }
   g_object_unref (d);
 }
@@ -371,7 +345,9 @@ act_open (GSimpleAction *a, GVariant *p, gpointer data)
                                                          "_Cancel");
   g_autoptr (GtkFileFilter) f = filter ("Chrome traces (*.json, *.json.gz)",
                                         (const char *[]) { "*.json", "*.json.gz", "*.gz", NULL });
+  g_autoptr (GtkFileFilter) all = filter ("All files", (const char *[]) { "*", NULL });
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (d), f);
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (d), all);
   g_signal_connect (d, "response", G_CALLBACK (open_response), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (d));
 }

@@ -3,6 +3,7 @@
 
 #include "ui/twb-window-private.h"
 
+#include "engine/file-kind.h"
 #include "engine/fileutil.h"
 #include "graph_editor/twb-minimap.h"
 
@@ -338,11 +339,20 @@ TwbWindow *
 twb_window_open_file (TwbWindow *self, const char *path)
 {
   g_autoptr (GError) error = NULL;
-  if (twb_path_is_onnx (path))
+  switch (tw_file_kind_sniff_openable (path, &error))
     {
+    case TW_FILE_KIND_ONNX:
       /* Imported (on a worker): into this window or a new one. */
       twb_window_import_onnx (self, path);
       return self;
+    case TW_FILE_KIND_TRACE:
+      twb_window_open_trace (self, path);
+      return self;
+    case TW_FILE_KIND_MODEL:
+      break;
+    default:
+      twb_window_show_toast (self, error->message);
+      return NULL;
     }
   GtkApplication *app = gtk_window_get_application (GTK_WINDOW (self));
   g_autoptr (GFile) wanted = g_file_new_for_path (path);

@@ -30,10 +30,14 @@ TwbGraphCanvas *twb_window_get_canvas (TwbWindow *self);
 TwbInspector *twb_window_get_inspector (TwbWindow *self);
 TwbPalette *twb_window_get_palette (TwbWindow *self);
 
-/* Load a model: when a window already shows that file, present it;
- * otherwise into this window when its document is empty and unmodified,
- * else into a new window.  On error shows why and changes nothing; returns
- * the window showing it, or NULL. */
+/* Open any file the window opens, by its content (tw_file_kind_sniff, not
+ * its name): the Open dialog, Open Recent, drag and drop.  A model: when a
+ * window already shows that file, present it; otherwise into this window
+ * when its document is empty and unmodified, else into a new window.  An
+ * ONNX model: imported (twb_window_import_onnx).  A Chrome trace: the
+ * Profiler tab (twb_window_open_trace).  Anything else, or an error: a
+ * notice naming the file says why and nothing changes.  Returns the window
+ * showing it (this one for an import or a trace), or NULL. */
 TwbWindow *twb_window_open_file (TwbWindow *self, const char *path);
 /* The window of app showing file (the same file under another path or
  * through a symlink counts), or NULL. */
@@ -84,9 +88,6 @@ gboolean twb_window_export_trace (TwbWindow *self, const char *path, GError **er
 gboolean twb_window_select_slice_named (TwbWindow *self, const char *spec);
 /* A trace is being read or a run trains. */
 gboolean twb_window_is_busy (TwbWindow *self);
-/* Whether path holds a Chrome trace rather than a model (gzip, a JSON array,
- * or an object with "traceEvents" and no "graph"). */
-gboolean twb_path_is_trace (const char *path);
 
 /* ONNX (twb-window-onnx.c; win.import-onnx, win.import-onnx-path,
  * win.export-onnx, win.export-onnx-to).  Import reads and translates path on
@@ -101,8 +102,6 @@ gboolean twb_path_is_trace (const char *path);
 void twb_window_import_onnx (TwbWindow *self, const char *path);
 gboolean twb_window_export_onnx_to (TwbWindow *self, const char *path, int opset,
                                     GError **error);
-/* An ONNX file: the .onnx extension, or a protobuf's first bytes. */
-gboolean twb_path_is_onnx (const char *path);
 
 /* Close without the unsaved-changes prompt (after it was answered). */
 void twb_window_close_now (TwbWindow *self);

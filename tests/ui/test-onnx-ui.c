@@ -8,6 +8,7 @@
  * warning or critical fails the test. */
 #include "ui-test.h"
 #include "app/twb-application.h"
+#include "engine/file-kind.h"
 #include "engine/safetensors.h"
 #include "onnx/onnx-import.h"
 #include "ui/twb-window-private.h"
@@ -291,7 +292,7 @@ test_refusals (void)
   g_rmdir (dir);
 }
 
-/* What counts as ONNX: the extension, else a ModelProto's first bytes. */
+/* What counts as ONNX: a ModelProto's bytes, whatever the name. */
 static void
 test_sniff (void)
 {
@@ -300,16 +301,21 @@ test_sniff (void)
   g_autofree char *dir = g_dir_make_tmp ("twb-onnx-sniff-XXXXXX", NULL);
   g_autofree char *bare = g_build_filename (dir, "model.pb", NULL);
   g_autofree char *upper = g_build_filename (dir, "MISSING.ONNX", NULL);
-  g_autofree char *data = NULL;
-  gsize len = 0;
+  g_autofree char *named = g_build_filename (dir, "model.onnx", NULL);
+  g_autofree char *data = NULL, *text = NULL;
+  gsize len = 0, tlen = 0;
   g_assert_true (g_file_get_contents (cnn, &data, &len, NULL));
   g_assert_true (g_file_set_contents (bare, data, len, NULL));
-  g_assert_true (twb_path_is_onnx (cnn));
-  g_assert_true (twb_path_is_onnx (bare));
-  g_assert_true (twb_path_is_onnx (upper));
-  g_assert_false (twb_path_is_onnx (mlp));
-  g_assert_false (twb_path_is_onnx (dir));
+  g_assert_true (g_file_get_contents (mlp, &text, &tlen, NULL));
+  g_assert_true (g_file_set_contents (named, text, tlen, NULL));
+  g_assert_cmpint (tw_file_kind_sniff (cnn, NULL, NULL), ==, TW_FILE_KIND_ONNX);
+  g_assert_cmpint (tw_file_kind_sniff (bare, NULL, NULL), ==, TW_FILE_KIND_ONNX);
+  g_assert_cmpint (tw_file_kind_sniff (upper, NULL, NULL), ==, TW_FILE_KIND_UNKNOWN);
+  g_assert_cmpint (tw_file_kind_sniff (mlp, NULL, NULL), ==, TW_FILE_KIND_MODEL);
+  g_assert_cmpint (tw_file_kind_sniff (named, NULL, NULL), ==, TW_FILE_KIND_MODEL);
+  g_assert_cmpint (tw_file_kind_sniff (dir, NULL, NULL), ==, TW_FILE_KIND_UNKNOWN);
   g_unlink (bare);
+  g_unlink (named);
   g_rmdir (dir);
 }
 

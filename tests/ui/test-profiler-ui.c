@@ -7,6 +7,7 @@
  * and re-open (Chrome JSON, gzip), eager against compiled side by side, and
  * a malformed file refused with its byte offset. */
 #include "ui-test.h"
+#include "engine/file-kind.h"
 #include "app/twb-application.h"
 #include "engine/op.h"
 #include "profiler/summary.h"
@@ -372,7 +373,7 @@ test_export_compare (void)
   g_autofree char *gz = g_build_filename (tmp_dir, "eager.json.gz", NULL);
   act_s (w, "profiler.export-to", gz);
   g_assert_true (g_file_test (gz, G_FILE_TEST_EXISTS));
-  g_assert_true (twb_path_is_trace (gz));
+  g_assert_cmpint (tw_file_kind_sniff (gz, NULL, NULL), ==, TW_FILE_KIND_TRACE);
   g_autofree char *png = g_build_filename (tmp_dir, "timeline.png", NULL);
   act_s (w, "profiler.export-to", png);
   g_assert_true (g_file_test (png, G_FILE_TEST_EXISTS));
@@ -431,8 +432,10 @@ test_bad_file (void)
   g_assert_nonnull (toast);
   g_assert_nonnull (strstr (toast, "bad.json"));
   g_assert_nonnull (strstr (toast, "byte"));
-  g_assert_false (twb_path_is_trace (g_test_get_filename (G_TEST_DIST, "..", "..", "assets",
-                                                          "models", "mlp.json", NULL)));
+  g_assert_cmpint (tw_file_kind_sniff (g_test_get_filename (G_TEST_DIST, "..", "..", "assets",
+                                                            "models", "mlp.json", NULL),
+                                       NULL, NULL),
+                   ==, TW_FILE_KIND_MODEL);
   close_window (w);
 }
 
