@@ -104,6 +104,10 @@ void twb_window_onnx_dispose (TwbWindow *self);
 gboolean twb_window_save_imported_weights (TwbWindow *self, const char *model_path,
                                            GError **error);
 
+/* twb-window.c: the title of a window that holds no model, after the
+ * trace its Profiler tab shows (kept until a model is opened or drawn). */
+void twb_window_show_trace_title (TwbWindow *self, const char *path);
+
 /* twb-window-profiler.c */
 void twb_window_profiler_init (TwbWindow *self);
 void twb_window_profiler_dispose (TwbWindow *self);

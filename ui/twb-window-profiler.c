@@ -237,6 +237,7 @@ load_done (GObject *src, GAsyncResult *res, gpointer data)
                                              tw_trace_n_slices (t), note ? "; " : "",
                                              note ? note : "");
   twb_profiler_panel_add_trace (panel (self), t, base, j->path);
+  twb_window_show_trace_title (self, j->path);
   twb_profiler_panel_set_status (panel (self), status);
   if (note)
     twb_window_show_toast (self, status);

@@ -302,6 +302,23 @@ doc_is_pristine (TwbDocument *doc)
          && tw_graph_n_nodes (twb_document_get_graph (doc)) == 0;
 }
 
+void
+twb_window_show_trace_title (TwbWindow *self, const char *path)
+{
+  /* A window holding no model is named after the trace it shows. */
+  if (!doc_is_pristine (self->doc))
+    return;
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *name = g_filename_display_name (base);
+  g_autofree char *abs = g_canonicalize_filename (path, NULL);
+  g_autofree char *dir = g_path_get_dirname (abs);
+  g_autofree char *wt = g_strdup_printf ("%s — Tensor Workbench", name);
+  gtk_label_set_text (GTK_LABEL (self->title_label), name);
+  gtk_label_set_text (GTK_LABEL (self->subtitle_label), dir);
+  gtk_window_set_title (GTK_WINDOW (self), wt);
+}
+
+
 /* Same file: equal GFiles, else the same file id (device and inode: a
  * symlink or another spelling of the path). */
 static gboolean
