@@ -35,15 +35,19 @@ cp "$prof_data/torch-real-trace.json" "$tmp/pytorch-run.data"
 "$twb" profile "$assets/models/spirals.json" --steps 3 --warmup 1 \
   --trace "$tmp/mlp-run.json.gz" >"$tmp/profile.log" 2>&1 || sed 's/^/# /' "$tmp/profile.log"
 
-# session FILE TITLE_REGEX: start Xvfb and `twb FILE`, wait for a visible
-# window whose title matches; 0 when it came.  The log goes to $tmp/app.log.
-session () {
+start_xvfb () {   # start_xvfb WxH: a new X server, DISPLAY set to it
   rm -f "$tmp/fd"
   exec 3<> "$tmp/fd"
-  Xvfb -displayfd 3 -screen 0 1280x900x24 -nolisten tcp >/dev/null 2>&1 &
+  Xvfb -displayfd 3 -screen 0 "$1x24" -nolisten tcp >/dev/null 2>&1 &
   xv=$!
   for _ in $(seq 50); do [ -s "$tmp/fd" ] && break; sleep 0.1; done
   export DISPLAY=":$(head -1 "$tmp/fd")"
+}
+
+# session FILE TITLE_REGEX: start Xvfb and `twb FILE`, wait for a visible
+# window whose title matches; 0 when it came.  The log goes to $tmp/app.log.
+session () {
+  start_xvfb 1280x900
   local bus=()
   command -v dbus-run-session >/dev/null 2>&1 && bus=(dbus-run-session --)
   "${bus[@]}" "$twb" "$1" >"$tmp/app.log" 2>&1 &
@@ -84,12 +88,7 @@ n=$((n + 1))
 shot_ok=1
 shot_dir=${shots:-$tmp}
 for f in convnet.json mlp-run.json.gz; do
-  rm -f "$tmp/fd"
-  exec 3<> "$tmp/fd"
-  Xvfb -displayfd 3 -screen 0 1400x1000x24 -nolisten tcp >/dev/null 2>&1 &
-  xv=$!
-  for _ in $(seq 50); do [ -s "$tmp/fd" ] && break; sleep 0.1; done
-  export DISPLAY=":$(head -1 "$tmp/fd")"
+  start_xvfb 1400x1000
   "$twb" --screenshot "$shot_dir/open-$f.png" --size 1200x800 "$tmp/$f" >"$tmp/shot.log" 2>&1 \
     || { shot_ok=0; sed 's/^/# /' "$tmp/shot.log"; }
   grep -qE "WARNING|CRITICAL" "$tmp/shot.log" && { shot_ok=0; sed 's/^/# /' "$tmp/shot.log"; }
