@@ -4,6 +4,7 @@
     check-docs.py commands TWB SOURCE_ROOT   every command in README.md and docs/*.md
     check-docs.py cli-md TWB SOURCE_ROOT     docs/cli.md's option tables against --help
     check-docs.py man TWB MANPAGE            twb(1): renders without warnings; its options
+    check-docs.py links TWB SOURCE_ROOT      relative links and pictures point at what exists
 
 commands: each line of a fenced `sh` block is split into simple commands
 (|, &&, ;); a twb invocation must name a command and options that
@@ -315,9 +316,41 @@ def mode_man(twb, page):
             + (["not in --help: " + " ".join(extra)] if extra else []))
 
 
+def anchors(path):
+    """GitHub's anchors of a Markdown file's headings."""
+    out = set()
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"^#+ (.*)$", line.rstrip())
+        if m:
+            a = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower().replace("`", ""))
+            out.add(a.replace(" ", "-"))
+    return out
+
+
+def mode_links(twb, root):
+    docs = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    for path in docs:
+        rel = os.path.relpath(path, root)
+        text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)
+        bad, count = [], 0
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            count += 1
+            file, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+            if not os.path.exists(dest):
+                bad.append("%s: no such file" % target)
+            elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                bad.append("%s: no heading for #%s in %s" % (target, anchor,
+                                                            os.path.relpath(dest, root)))
+        tap(not bad, "%s: its %d links and pictures point at what exists" % (rel, count), bad)
+
+
 def main():
     mode, twb, where = sys.argv[1], sys.argv[2], sys.argv[3]
-    {"commands": mode_commands, "cli-md": mode_cli_md, "man": mode_man}[mode](twb, where)
+    {"commands": mode_commands, "cli-md": mode_cli_md, "man": mode_man,
+     "links": mode_links}[mode](twb, where)
     print("1..%d" % n)
     return 1 if failed else 0
 
