@@ -413,7 +413,10 @@ is_safetensors (const guint8 *s, gsize len, gsize file_size)
   guint64 n = 0;
   for (int i = 7; i >= 0; i--)
     n = n << 8 | s[i];
-  return s[8] == '{' && n >= 2 && (file_size == G_MAXSIZE || n <= file_size - 8);
+  /* The format caps the header at 100 MB; text read as a length is far
+   * larger (its high bytes are printable characters). */
+  return s[8] == '{' && n >= 2 && n <= ((guint64) 100 << 20)
+         && (file_size == G_MAXSIZE || n <= file_size - 8);
 }
 
 static tw_file_kind

@@ -298,6 +298,15 @@ test_gzip (void)
   g_assert_nonnull (strstr (error->message, "holds nothing"));
   g_clear_error (&error);
 
+  /* JSON whose ninth byte is '{', compressed (its size unknown until
+   * inflated): not mistaken for a safetensors header. */
+  const char *nine = "{\"abcd\":{\"x\": 1}, \"traceEvents\": []}";
+  g_assert_cmpint (nine[8], ==, '{');
+  g_autoptr (GBytes) z9 = gzip_bytes (nine, strlen (nine));
+  g_assert_cmpint (sniff_mem (g_bytes_get_data (z9, NULL), g_bytes_get_size (z9), &gz, &error),
+                   ==, TW_FILE_KIND_TRACE);
+  g_assert_no_error (error);
+
   /* Compressed IDX (Fashion-MNIST's files): data. */
   const guint8 idx[] = { 0, 0, 0x08, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4 };
   g_autoptr (GBytes) zi = gzip_bytes (idx, sizeof idx);
