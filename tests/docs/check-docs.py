@@ -249,22 +249,26 @@ def md_sections(path):
     return sections
 
 
-def mode_cli_md(twb, root):
-    sections = md_sections(os.path.join(root, "docs", "cli.md"))
+def compare_sections(twb, label, sections):
+    """One TAP line per command: its section names exactly --help's options."""
     for sub in COMMANDS + [None]:
         name = "twb %s" % sub if sub else "the window's options"
         have = sections.get(sub)
         if have is None:
-            tap(False, "docs/cli.md has a section for %s" % name)
+            tap(False, "%s has a section for %s" % (label, name))
             continue
         want = help_options(twb, sub)
         if sub is None and not want:
-            skip("docs/cli.md, %s: built without the window" % name)
+            skip("%s, %s: built without the window" % (label, name))
             continue
         missing, extra = sorted(want - have), sorted(have - want - ALWAYS)
-        tap(not missing and not extra, "docs/cli.md, %s: the options --help prints" % name,
+        tap(not missing and not extra, "%s, %s: the options --help prints" % (label, name),
             (["missing: " + " ".join(missing)] if missing else [])
             + (["not in --help: " + " ".join(extra)] if extra else []))
+
+
+def mode_cli_md(twb, root):
+    compare_sections(twb, "docs/cli.md", md_sections(os.path.join(root, "docs", "cli.md")))
 
 
 def man_sections(path):
@@ -299,21 +303,7 @@ def mode_man(twb, page):
             "man --warnings -l twb.1: renders, no warnings", warnings)
     except FileNotFoundError:
         skip("man --warnings -l twb.1: no man here")
-    sections = man_sections(page)
-    for sub in COMMANDS + [None]:
-        name = "twb %s" % sub if sub else "the window"
-        have = sections.get(sub)
-        if have is None:
-            tap(False, "twb.1 has a section for %s" % name)
-            continue
-        want = help_options(twb, sub)
-        if sub is None and not want:
-            skip("twb.1, %s: built without the window" % name)
-            continue
-        missing, extra = sorted(want - have), sorted(have - want - ALWAYS)
-        tap(not missing and not extra, "twb.1, %s: the options --help prints" % name,
-            (["missing: " + " ".join(missing)] if missing else [])
-            + (["not in --help: " + " ".join(extra)] if extra else []))
+    compare_sections(twb, "twb.1", man_sections(page))
 
 
 def anchors(path):
