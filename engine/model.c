@@ -9,6 +9,7 @@
 
 #include "engine/model.h"
 #include "engine/fileutil.h"
+#include "engine/json-text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +23,6 @@
 #include <unistd.h>
 
 G_DEFINE_QUARK (tw-model-error-quark, tw_model_error)
-
-/* Deepest nesting accepted.  A model file needs 6 levels ($.graph.nodes[i].attrs.shape);
- * json-glib parses recursively and overflows the stack on deep input, so the
- * limit is checked before it sees the data. */
-#define MAX_DEPTH 64
 
 /* Width of a line in saved files: shorter arrays and objects stay on one line. */
 #define LINE_WIDTH 100
@@ -245,108 +241,6 @@ member (loader *ld, JsonObject *obj, const char *path, const char *name, gboolea
   if (n == NULL && required)
     fail (ld, TW_MODEL_ERROR_FORMAT, path, "missing member \"%s\"", name);
   return n;
-}
-
-/* ---- Loading: before json-glib ----------------------------------------- */
-
-static int
-line_at (const char *data, gsize offset)
-{
-  int line = 1;
-  for (gsize i = 0; i < offset; i++)
-    if (data[i] == '\n')
-      line++;
-  return line;
-}
-
-/* Refuse what json-glib handles badly: invalid UTF-8 (and NUL bytes), nesting
- * deep enough to overflow its recursive parser, and integers too large for
- * int64 (it wraps them silently). */
-static gboolean
-prescan (loader *ld, const char *data, gsize len)
-{
-  const char *end;
-  if (!g_utf8_validate_len (data, len, &end))
-    return fail (ld, TW_MODEL_ERROR_PARSE, NULL, "line %d: not valid UTF-8 text",
-                 line_at (data, (gsize) (end - data)));
-
-  gboolean in_string = FALSE, closed = FALSE;
-  int depth = 0;
-  int line = 1;
-  gsize line_start = 0;
-  for (gsize i = 0; i < len; i++)
-    {
-      char c = data[i];
-      if (c == '\n')
-        {
-          line++;
-          line_start = i + 1;
-        }
-      /* json-glib stops after the first value: "{...}{...}" would load as
-       * the first object.  Anything but white space after it is refused. */
-      if (closed && !in_string && !g_ascii_isspace (c))
-        return fail (ld, TW_MODEL_ERROR_PARSE, NULL,
-                     "line %d, column %d: content after the end of the top-level value "
-                     "(offset %" G_GSIZE_FORMAT ")", line, (int) (i - line_start) + 1, i);
-      if (in_string)
-        {
-          if (c == '\\')
-            i++;
-          else if (c == '"')
-            in_string = FALSE;
-          continue;
-        }
-      if (c == '"')
-        in_string = TRUE;
-      else if (c == '[' || c == '{')
-        {
-          if (++depth > MAX_DEPTH)
-            return fail (ld, TW_MODEL_ERROR_PARSE, NULL, "line %d: nested more than %d levels deep",
-                         line, MAX_DEPTH);
-        }
-      else if (c == ']' || c == '}')
-        closed = --depth == 0;
-      else if (c == '-' || g_ascii_isdigit (c))
-        {
-          gsize start = i;
-          gboolean is_int = TRUE;
-          while (i < len && (g_ascii_isdigit (data[i]) || strchr ("+-.eE", data[i])))
-            {
-              if (strchr (".eE", data[i]))
-                is_int = FALSE;
-              i++;
-            }
-          if (is_int && i - start > 18)
-            {
-              g_autofree char *text = g_strndup (data + start, i - start);
-              char *rest;
-              errno = 0;
-              g_ascii_strtoll (text, &rest, 10);
-              if (errno == ERANGE)
-                return fail (ld, TW_MODEL_ERROR_PARSE, NULL, "line %d: integer %s is out of range",
-                             line, text);
-            }
-          i--;
-        }
-    }
-  return TRUE;
-}
-
-/* json-glib says "<data>:3:14: Parse error: unexpected ..."; we say
- * "mlp.json: line 3, column 14: unexpected ...". */
-static gboolean
-parse_failed (loader *ld, const GError *err)
-{
-  int line, col, n = 0;
-  const char *msg = err->message;
-  if (sscanf (msg, "<data>:%d:%d: %n", &line, &col, &n) == 2 && n > 0)
-    {
-      const char *rest = msg + n;
-      if (g_str_has_prefix (rest, "Parse error: "))
-        rest += strlen ("Parse error: ");
-      return fail (ld, TW_MODEL_ERROR_PARSE, NULL, "line %d, column %d: %s", line, col, rest);
-    }
-  return fail (ld, TW_MODEL_ERROR_PARSE, NULL, "%s", msg);
 }
 
 /* ---- Loading: the graph ------------------------------------------------ */
@@ -828,14 +722,14 @@ tw_model_load_from_data (const char *data, gssize len, const char *filename, GEr
 
   loader ld = { filename ? filename : "<data>", error };
   gsize n = len < 0 ? strlen (data) : (gsize) len;
-  if (!prescan (&ld, data ? data : "", n))
-    return NULL;
-
-  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+  /* Held to the rule of every JSON text read (engine/json-text.h): valid
+   * UTF-8, nesting within TW_JSON_MAX_DEPTH, nothing after the top-level
+   * value, integers within int64. */
   g_autoptr (GError) local = NULL;
-  if (!json_parser_load_from_data (parser, data ? data : "", (gssize) n, &local))
+  g_autoptr (JsonParser) parser = tw_json_parse (data ? data : "", n, ld.file, &local);
+  if (parser == NULL)
     {
-      parse_failed (&ld, local);
+      g_set_error_literal (error, TW_MODEL_ERROR, TW_MODEL_ERROR_PARSE, local->message);
       return NULL;
     }
   JsonNode *root = json_parser_get_root (parser);

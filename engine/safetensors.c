@@ -6,6 +6,7 @@
 
 #include "engine/safetensors.h"
 #include "engine/fileutil.h"
+#include "engine/json-text.h"
 #include "engine/memory.h"
 
 #include <json-glib/json-glib.h>
@@ -215,35 +216,6 @@ parse_metadata (const char *filename, JsonNode *node, GHashTable *out, GError **
   return TRUE;
 }
 
-/* Offset of the first byte after the top-level object of a header that
- * starts with '{' (strings and escapes skipped), or len when it never ends.
- * json-glib stops after the first value: "{...}{...}" would read as the
- * first object. */
-static gsize
-object_end (const char *text, gsize len)
-{
-  int depth = 0;
-  gboolean in_string = FALSE;
-  for (gsize i = 0; i < len; i++)
-    {
-      char c = text[i];
-      if (in_string)
-        {
-          if (c == '\\')
-            i++;
-          else if (c == '"')
-            in_string = FALSE;
-        }
-      else if (c == '"')
-        in_string = TRUE;
-      else if (c == '{' || c == '[')
-        depth++;
-      else if ((c == '}' || c == ']') && --depth == 0)
-        return i + 1;
-    }
-  return len;
-}
-
 /* Parses the whole file image.  On failure the outputs are left untouched. */
 gboolean
 tw_safetensors_load_from_data (const guint8 *data, gsize len, const char *filename,
@@ -268,20 +240,16 @@ tw_safetensors_load_from_data (const guint8 *data, gsize len, const char *filena
                  "the %" G_GUINT64_FORMAT " allowed", n, MAX_HEADER_SIZE);
 
   const char *header = (const char *) data + HEADER_LEN_BYTES;
-  if (!g_utf8_validate_len (header, (gsize) n, NULL))
-    return fail (error, filename, NULL, "header is not valid UTF-8");
   if (n == 0 || header[0] != '{')
     return fail (error, filename, NULL, "header does not start with '{'");
-
-  /* After the object only the padding spaces may follow. */
-  for (gsize i = object_end (header, (gsize) n); i < n; i++)
-    if (!g_ascii_isspace (header[i]))
-      return fail (error, filename, NULL, "header has content after its JSON object (at byte %"
-                   G_GSIZE_FORMAT " of %" G_GUINT64_FORMAT ")", i, n);
-  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+  /* The rule of every JSON text read (engine/json-text.h): valid UTF-8,
+   * nesting within TW_JSON_MAX_DEPTH (a downloaded state_dict nesting
+   * 100,000 levels would overflow json-glib's recursion), nothing but the
+   * padding spaces after the object. */
   g_autoptr (GError) jerr = NULL;
-  if (!json_parser_load_from_data (parser, header, (gssize) n, &jerr))
-    return fail (error, filename, NULL, "header is not valid JSON: %s", jerr->message);
+  g_autoptr (JsonParser) parser = tw_json_parse (header, (gsize) n, "header", &jerr);
+  if (parser == NULL)
+    return fail (error, filename, NULL, "%s", jerr->message);
   JsonNode *root = json_parser_get_root (parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     return fail (error, filename, NULL, "header is not a JSON object");

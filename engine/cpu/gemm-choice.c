@@ -41,8 +41,11 @@
 
 #include "engine/cpu/gemm-private.h"
 #include "engine/fileutil.h"
+#include "engine/json-text.h"
 
 #include <cblas.h>
+#include <errno.h>
+#include <math.h>
 #include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +61,12 @@
 #define MARGIN 1.03
 #define SETTLE 3
 #define SAVE_INTERVAL_US G_USEC_PER_SEC
+/* Largest cache file read: a choice is about 200 bytes of JSON, so 16 MiB
+ * hold some 80,000 shapes, far more than any run measures. */
+#define MAX_CACHE_BYTES ((gsize) 16 << 20)
+/* Thread counts and dimensions read back from the cache: what the command
+ * line accepts (--threads up to 4096) and what a tensor dimension is. */
+#define MAX_CACHE_THREADS 4096
 /* Scratch outputs above this are not allocated to measure: ours is kept. */
 #define MAX_SCRATCH_BYTES ((gint64) 512 << 20)
 
@@ -92,7 +101,9 @@ key_hash (gconstpointer p)
   guint64 h = (guint64) k->m * 0x9e3779b97f4a7c15ull;
   h ^= (guint64) k->n * 0xc2b2ae3d27d4eb4full + (h << 6) + (h >> 2);
   h ^= (guint64) k->k * 0x165667b19e3779f9ull + (h << 6) + (h >> 2);
-  h ^= (guint64) ((k->threads << 3) | (k->ta << 2) | (k->tb << 1) | k->ep);
+  /* Unsigned: a shift of the signed thread count could overflow. */
+  h ^= ((guint64) (guint32) k->threads << 3) | ((guint64) k->ta << 2) | ((guint64) k->tb << 1)
+       | (guint64) k->ep;
   return (guint) (h ^ (h >> 32));
 }
 
@@ -157,11 +168,25 @@ member_int (JsonObject *o, const char *name, gboolean *ok)
   return json_node_get_int (n);
 }
 
-static double
-member_double (JsonObject *o, const char *name)
+/* A string member, or NULL (absent or of another type). */
+static const char *
+member_string (JsonObject *o, const char *name)
 {
   JsonNode *n = json_object_get_member (o, name);
-  return n && JSON_NODE_HOLDS_VALUE (n) ? json_node_get_double (n) : 0.0;
+  return n && JSON_NODE_HOLDS_VALUE (n) && json_node_get_value_type (n) == G_TYPE_STRING
+           ? json_node_get_string (n) : NULL;
+}
+
+/* A time in microseconds: finite and >= 0, else *ok is cleared. */
+static double
+member_time (JsonObject *o, const char *name, gboolean *ok)
+{
+  JsonNode *n = json_object_get_member (o, name);
+  GType t = n && JSON_NODE_HOLDS_VALUE (n) ? json_node_get_value_type (n) : G_TYPE_INVALID;
+  double v = t == G_TYPE_DOUBLE || t == G_TYPE_INT64 ? json_node_get_double (n) : 0.0;
+  if (n != NULL && !(isfinite (v) && v >= 0))
+    *ok = FALSE;
+  return v;
 }
 
 /* Fills table from cache_path when the file is ours and for this machine;
@@ -171,43 +196,57 @@ load_cache (void)
 {
   if (cache_path == NULL)
     return;
-  g_autoptr (JsonParser) parser = json_parser_new ();
+  /* A regular file of at most MAX_CACHE_BYTES, held to the rule of every
+   * JSON text read (engine/json-text.h: a file of 100,000 nested '[' would
+   * overflow json-glib's recursion). */
+  g_autofree char *text = NULL;
+  gsize len = 0;
   g_autoptr (GError) error = NULL;
-  if (!json_parser_load_from_mapped_file (parser, cache_path, &error))
+  g_autoptr (JsonParser) parser = NULL;
+  if (tw_file_read_regular (cache_path, MAX_CACHE_BYTES, &text, &len, &error))
+    parser = tw_json_parse (text, len, cache_path, &error);
+  if (parser == NULL)
     {
       if (!g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        g_debug ("%s: %s; measuring anew", cache_path, error->message);
+        g_debug ("%s; measuring anew", error->message);
       return;
     }
   JsonNode *root = json_parser_get_root (parser);
   JsonObject *o = root && JSON_NODE_HOLDS_OBJECT (root) ? json_node_get_object (root) : NULL;
-  if (o == NULL || json_object_get_int_member_with_default (o, "format", 0) != FORMAT_VERSION
-      || g_strcmp0 (json_object_get_string_member_with_default (o, "machine", ""), machine_id) != 0)
+  gboolean ok = TRUE;
+  if (o == NULL || member_int (o, "format", &ok) != FORMAT_VERSION || !ok
+      || g_strcmp0 (member_string (o, "machine"), machine_id) != 0)
     return;
-  JsonArray *a = json_object_get_array_member (o, "choices");
+  JsonNode *an = json_object_get_member (o, "choices");
+  JsonArray *a = an && JSON_NODE_HOLDS_ARRAY (an) ? json_node_get_array (an) : NULL;
   for (guint i = 0; a && i < json_array_get_length (a); i++)
     {
       JsonNode *en = json_array_get_element (a, i);
       if (!JSON_NODE_HOLDS_OBJECT (en))
         continue;
       JsonObject *e = json_node_get_object (en);
-      gboolean ok = TRUE;
+      ok = TRUE;
       choice c = { 0 };
       c.key.m = member_int (e, "m", &ok);
       c.key.n = member_int (e, "n", &ok);
       c.key.k = member_int (e, "k", &ok);
-      c.key.threads = (gint32) member_int (e, "threads", &ok);
+      gint64 threads = member_int (e, "threads", &ok);
       c.key.ta = member_int (e, "trans_a", &ok) != 0;
       c.key.tb = member_int (e, "trans_b", &ok) != 0;
       c.key.ep = member_int (e, "epilogue", &ok) != 0;
-      const char *k = json_object_get_string_member_with_default (e, "kernel", "");
-      if (!ok || c.key.m <= 0 || c.key.n <= 0 || c.key.k <= 0 || c.key.threads <= 0
-          || (strcmp (k, "ours") != 0 && strcmp (k, "openblas") != 0))
+      const char *k = member_string (e, "kernel");
+      c.ours_us = member_time (e, "ours_us", &ok);
+      c.openblas_us = member_time (e, "openblas_us", &ok);
+      /* Entries out of range are ignored, as a foreign file is. */
+      if (!ok || c.key.m <= 0 || c.key.n <= 0 || c.key.k <= 0 || threads <= 0
+          || threads > MAX_CACHE_THREADS
+          || (g_strcmp0 (k, "ours") != 0 && g_strcmp0 (k, "openblas") != 0))
         continue;
+      c.key.threads = (gint32) threads;
       c.ours = strcmp (k, "ours") == 0;
-      c.ours_us = member_double (e, "ours_us");
-      c.openblas_us = member_double (e, "openblas_us");
-      c.samples = (int) CLAMP (json_object_get_int_member_with_default (e, "samples", 1), 1, SETTLE);
+      gboolean has_samples = TRUE;
+      gint64 samples = member_int (e, "samples", &has_samples);
+      c.samples = has_samples ? (int) CLAMP (samples, 1, SETTLE) : 1;
       c.checked = c.samples >= SETTLE;
       choice *slot = g_memdup2 (&c, sizeof c);
       g_hash_table_replace (table, &slot->key, slot);

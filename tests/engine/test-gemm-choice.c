@@ -215,6 +215,88 @@ test_foreign_and_damaged (void)
     }
 }
 
+/* The settled cache with the first choice's member `name` set to the JSON
+ * text `value` (the others as they are). */
+static char *
+cache_with (const char *settled, const char *name, const char *value)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_assert_true (json_parser_load_from_data (parser, settled, -1, NULL));
+  JsonObject *o = json_node_get_object (json_parser_get_root (parser));
+  JsonArray *a = json_object_get_array_member (o, "choices");
+  JsonObject *first = json_array_get_object_element (a, 0);
+  /* A placeholder, replaced by the raw text (json-glib would write 1e999
+   * as "inf", which is no JSON). */
+  json_object_set_string_member (first, name, "@VALUE@");
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  json_generator_set_root (gen, json_parser_get_root (parser));
+  g_autofree char *text = json_generator_to_data (gen, NULL);
+  g_auto (GStrv) parts = g_strsplit (text, "\"@VALUE@\"", 2);
+  g_assert_cmpuint (g_strv_length (parts), ==, 2);
+  return g_strconcat (parts[0], value, parts[1], NULL);
+}
+
+/* Crafted caches (the cache is a file anyone with the account can write):
+ * values out of range make their choice ignored (it is measured anew, the
+ * others are read back); nesting 100,000 levels deep (it overflowed
+ * json-glib's recursion in `twb devices` and every compiled run), members
+ * of the wrong type and a file too large are ignored whole.  Under UBSan a
+ * thread count of 99999999999 overflowed the shift in key_hash. */
+static void
+test_crafted (void)
+{
+  settle ();
+  g_autofree char *path = tw_gemm_choice_cache_path ();
+  g_autofree char *settled = NULL;
+  g_assert_true (g_file_get_contents (path, &settled, NULL, NULL));
+  static const struct
+  {
+    const char *member, *value;
+  } bad_values[] = {
+    { "threads", "99999999999" }, { "threads", "-3" }, { "threads", "0" },
+    { "threads", "4097" }, { "m", "-1" }, { "k", "0" }, { "threads", "\"2\"" },
+    { "ours_us", "-1.5" }, { "openblas_us", "1e999" }, { "kernel", "{}" },
+    { "kernel", "\"both\"" }, { "n", "9223372036854775807" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad_values); i++)
+    {
+      g_autofree char *text = cache_with (settled, bad_values[i].member, bad_values[i].value);
+      tw_gemm_choice_flush ();
+      g_assert_true (g_file_set_contents (path, text, -1, NULL));
+      tw_gemm_choice_forget ();
+      run_shapes ();
+      /* The first shape is measured anew, the others read back (n =
+       * INT64_MAX is a valid key, only never met). */
+      g_test_message ("%s = %s: %u measured", bad_values[i].member, bad_values[i].value,
+                      tw_gemm_choice_measured ());
+      g_assert_cmpuint (tw_gemm_choice_measured (), ==, 1);
+    }
+
+  /* Whole files ignored: every shape measured anew. */
+  g_autoptr (GString) deep = g_string_new ("{\"format\": 1, \"machine\": \"x\", \"choices\": ");
+  for (int i = 0; i < 100000; i++)
+    g_string_append_c (deep, '[');
+  for (int i = 0; i < 100000; i++)
+    g_string_append_c (deep, ']');
+  g_string_append_c (deep, '}');
+  g_autofree char *wrong_choices = cache_with (settled, "m", "1");
+  char *c = strstr (wrong_choices, "\"choices\"");
+  g_assert_nonnull (c);
+  g_autofree char *choices_5 = g_strdup_printf ("%.*s\"choices\" : 5}", (int) (c - wrong_choices),
+                                                wrong_choices);
+  g_autofree char *big = g_strnfill ((16 << 20) + 1, ' ');
+  const char *files[] = { deep->str, choices_5, "{\"format\": \"1\"}", "{\"format\": 1, \"machine\": []}",
+                          big };
+  for (guint i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      tw_gemm_choice_flush ();
+      g_assert_true (g_file_set_contents (path, files[i], -1, NULL));
+      tw_gemm_choice_forget ();
+      run_shapes ();
+      g_assert_cmpuint (tw_gemm_choice_measured (), ==, G_N_ELEMENTS (shapes));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -237,6 +319,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/gemm-choice/measure-and-remember", test_measure_and_remember);
   g_test_add_func ("/engine/gemm-choice/restart", test_restart);
   g_test_add_func ("/engine/gemm-choice/foreign-and-damaged", test_foreign_and_damaged);
+  g_test_add_func ("/engine/gemm-choice/crafted", test_crafted);
   int rc = g_test_run ();
   if (!g_test_subprocess ())
     {

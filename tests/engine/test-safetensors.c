@@ -253,7 +253,7 @@ test_malformed (void)
     { "header beyond EOF", NULL, 0, beyond, sizeof beyond - 1, "beyond the end" },
     { "huge header size", NULL, 0, huge, sizeof huge - 1, "beyond the end" },
     { "invalid UTF-8", NULL, 0, bad_utf8, sizeof bad_utf8 - 1, "UTF-8" },
-    { "bad JSON", "{\"a\":{\"dtype\":\"F32\",", 0, NULL, 0, "not valid JSON" },
+    { "bad JSON", "{\"a\":{\"dtype\":\"F32\",", 0, NULL, 0, "header: line 1, column" },
     { "not an object", "[1, 2]", 0, NULL, 0, "start with '{'" },
     { "entry not an object", "{\"w\":3}", 0, NULL, 0, "'w': not a JSON object" },
     { "missing dtype", "{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, NULL, 0,
