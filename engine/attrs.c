@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-attrs"
 
 #include "engine/attrs.h"
+#include "engine/json-text.h"
 #include "engine/op.h"
 
 #include <string.h>
@@ -407,10 +408,16 @@ wrong:
 gboolean
 tw_attr_value_parse (tw_attr_type type, const char *text, tw_attr_value *out, GError **error)
 {
-  g_autoptr (JsonParser) p = json_parser_new ();
+  /* Held to the rule of every JSON text read (engine/json-text.h): a value
+   * typed as 100,000 nested '[' would overflow json-glib's recursion. */
   g_autofree char *wrapped = g_strdup_printf ("[%s]", text);
-  if (!json_parser_load_from_data (p, wrapped, -1, error))
-    return FALSE;
+  g_autoptr (GError) local = NULL;
+  g_autoptr (JsonParser) p = tw_json_parse (wrapped, strlen (wrapped), "value", &local);
+  if (p == NULL)
+    {
+      g_set_error_literal (error, TW_OP_ERROR, TW_OP_ERROR_ATTR, local->message);
+      return FALSE;
+    }
   JsonArray *arr = json_node_get_array (json_parser_get_root (p));
   if (json_array_get_length (arr) != 1)
     {

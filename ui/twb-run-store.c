@@ -3,6 +3,7 @@
 
 #include "ui/twb-run-store.h"
 #include "engine/fileutil.h"
+#include "engine/json-text.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -200,11 +201,17 @@ static TwbRunRecord *
 read_record (const char *dir, const char *name)
 {
   g_autofree char *path = g_build_filename (dir, name, NULL);
-  g_autoptr (JsonParser) p = json_parser_new ();
+  /* A regular file, held to the rule of every JSON text read
+   * (engine/json-text.h). */
+  g_autofree char *text = NULL;
+  gsize len = 0;
   g_autoptr (GError) error = NULL;
-  if (!json_parser_load_from_file (p, path, &error))
+  g_autoptr (JsonParser) p = NULL;
+  if (tw_file_read_regular (path, TW_FILE_MAX_TEXT, &text, &len, &error))
+    p = tw_json_parse (text, len, path, &error);
+  if (p == NULL)
     {
-      g_message ("skipping run record %s: %s", path, error->message);
+      g_message ("skipping a run record: %s", error->message);
       return NULL;
     }
   JsonNode *root = json_parser_get_root (p);

@@ -431,6 +431,12 @@ test_clipboard (void)
   g_clear_error (&error);
   g_assert_false (twb_document_paste (doc, "not json", 0, 0, &error));
   g_assert_nonnull (error);
+  g_clear_error (&error);
+  /* Text from another application nesting 100,000 levels deep overflowed
+   * json-glib's recursion: refused as any text that is no clipboard. */
+  g_autofree char *deep = g_strnfill (100000, '[');
+  g_assert_false (twb_document_paste (doc, deep, 0, 0, &error));
+  g_assert_nonnull (strstr (error->message, "not JSON"));
   /* One undo step removes a paste. */
   twb_document_undo (doc);
   g_assert_null (tw_graph_find (g, "fc1_3"));
