@@ -14,6 +14,7 @@
 
 #include <json-glib/json-glib.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #define TOP_N 10
@@ -92,9 +93,10 @@ add_name (trace_stats *s, const tw_summary_row *r)
       nt->name = key;
       g_hash_table_insert (s->by_name, (gpointer) key, nt);
     }
+  /* Totals of many slices (and files) saturate (profiler/trace.h). */
   nt->count += r->count;
-  nt->total_ns += r->total_ns;
-  nt->self_ns += r->self_ns;
+  nt->total_ns = tw_trace_ns_sum (nt->total_ns, r->total_ns);
+  nt->self_ns = tw_trace_ns_sum (nt->self_ns, r->self_ns);
   nt->flops += r->flops;
 }
 
@@ -109,11 +111,11 @@ add_layer (trace_stats *s, const tw_layer_row *r)
       l->node = key;
       g_hash_table_insert (s->layers, (gpointer) key, l);
     }
-  l->forward_ns += r->forward_ns;
-  l->backward_ns += r->backward_ns;
-  l->update_ns += r->update_ns;
-  l->other_ns += r->other_ns;
-  l->total_ns += r->total_ns;
+  l->forward_ns = tw_trace_ns_sum (l->forward_ns, r->forward_ns);
+  l->backward_ns = tw_trace_ns_sum (l->backward_ns, r->backward_ns);
+  l->update_ns = tw_trace_ns_sum (l->update_ns, r->update_ns);
+  l->other_ns = tw_trace_ns_sum (l->other_ns, r->other_ns);
+  l->total_ns = tw_trace_ns_sum (l->total_ns, r->total_ns);
   l->count += r->count;
   l->n_steps += r->n_steps;
 }
@@ -283,7 +285,7 @@ sorted_layers (const trace_stats *s)
   while (g_hash_table_iter_next (&it, NULL, &v))
     {
       g_ptr_array_add (a, v);
-      sum += ((tw_layer_row *) v)->total_ns;
+      sum = tw_trace_ns_sum (sum, ((tw_layer_row *) v)->total_ns);
     }
   for (guint i = 0; i < a->len; i++)
     {
@@ -336,11 +338,15 @@ add_int (JsonBuilder *b, const char *key, gint64 v)
   json_builder_add_int_value (b, v);
 }
 
+/* JSON has no inf or nan (json-glib would write them as such): null. */
 static void
 add_double (JsonBuilder *b, const char *key, double v)
 {
   json_builder_set_member_name (b, key);
-  json_builder_add_double_value (b, v);
+  if (isfinite (v))
+    json_builder_add_double_value (b, v);
+  else
+    json_builder_add_null_value (b);
 }
 
 static void
@@ -435,10 +441,8 @@ build_top (JsonBuilder *b, const trace_stats *s, GCompareFunc cmp)
       json_builder_add_int_value (b, nt->total_ns);
       json_builder_set_member_name (b, "self_ns");
       json_builder_add_int_value (b, nt->self_ns);
-      json_builder_set_member_name (b, "flops");
-      json_builder_add_double_value (b, nt->flops);
-      json_builder_set_member_name (b, "gflops");
-      json_builder_add_double_value (b, nt->total_ns > 0 ? nt->flops / (double) nt->total_ns : 0);
+      add_double (b, "flops", nt->flops);
+      add_double (b, "gflops", nt->total_ns > 0 ? nt->flops / (double) nt->total_ns : 0);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -493,10 +497,7 @@ build_json (JsonBuilder *b, const char *file, const trace_stats *s)
         { "mean_ms", st.mean_ms }, { "median_ms", st.median_ms }, { "min_ms", st.min_ms }, { "max_ms", st.max_ms },
       };
       for (guint i = 0; i < G_N_ELEMENTS (f); i++)
-        {
-          json_builder_set_member_name (b, f[i].k);
-          json_builder_add_double_value (b, f[i].v);
-        }
+        add_double (b, f[i].k, f[i].v);
     }
   json_builder_end_object (b);
   build_ranks (b, s);

@@ -2,8 +2,11 @@
 #define G_LOG_DOMAIN "tw-profiler"
 
 #include "profiler/chrome-read.h"
+#include "engine/json-text.h"
+#include "engine/memory.h"
 
 #include <errno.h>
+#include <math.h>
 #include <glib/gstdio.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -14,6 +17,10 @@
 #include <zlib.h>
 
 #define READ_CHUNK ((gsize) 64 << 10)
+/* Copies a long string makes on its way into the trace: the read buffer,
+ * yajl's decoded copy (when it holds escapes), the event's field and the
+ * copy interned in the trace. */
+#define TOKEN_COPIES 4
 
 /* What each open container is to the importer. */
 typedef enum
@@ -63,6 +70,7 @@ typedef struct
   GHashTable *flow_starts;      /* id → flow_start */
   GHashTable *skipped;          /* phase → count */
   guint64 n_events, n_malformed, n_unmatched_e;
+  guint64 n_invalid_utf8;       /* strings whose invalid UTF-8 was replaced */
 } importer;
 
 static role
@@ -129,7 +137,8 @@ us_to_ns (const char *s, gint64 *out)
     }
   char *end;
   double v = g_ascii_strtod (s, &end);
-  if (end == s || *end || !(v > -9.2e15 && v < 9.2e15))
+  /* Within the trace's range of times (trace.h), in µs. */
+  if (end == s || *end || !(fabs (v) <= (double) (TW_TRACE_MAX_NS / 1000)))
     return FALSE;
   *out = (gint64) (v * 1000.0 + (v < 0 ? -0.5 : 0.5));
   return TRUE;
@@ -243,22 +252,47 @@ cb_number (void *ctx, const char *s, size_t len)
   return on_scalar (P, s, len, FALSE, 0);
 }
 
+/* Strings as yajl decodes them may be invalid UTF-8: yajl's check lets
+ * overlong forms (C0 80) and encoded surrogates through, and "\udc00"
+ * decodes to one.  The rule for traces: each invalid sequence becomes
+ * U+FFFD (the trace still opens; the count goes into the import note), so
+ * every string the trace holds, and prints as JSON, is valid UTF-8.  NUL
+ * bytes stop the import.  s is replaced by *fixed when that is set. */
+static gboolean
+check_text (importer *p, const unsigned char **s, size_t *len, char **fixed)
+{
+  *fixed = NULL;
+  if (memchr (*s, 0, *len))
+    {
+      p->reason = g_strdup ("a string holds a NUL character");
+      return FALSE;
+    }
+  if (g_utf8_validate_len ((const char *) *s, *len, NULL))
+    return TRUE;
+  *fixed = g_utf8_make_valid ((const char *) *s, (gssize) *len);
+  *s = (const unsigned char *) *fixed;
+  *len = strlen (*fixed);
+  p->n_invalid_utf8++;
+  return TRUE;
+}
+
 static int
 cb_string (void *ctx, const unsigned char *s, size_t len)
 {
+  g_autofree char *fixed = NULL;
+  if (!check_text (P, &s, &len, &fixed))
+    return 0;
   if (top_role (P) == R_CAPTURE)
     return yajl_gen_string (P->gen, s, len) == yajl_gen_status_ok;
-  if (memchr (s, 0, len))
-    {
-      P->reason = g_strdup ("a string holds a NUL character");
-      return 0;
-    }
   return on_scalar (P, (const char *) s, len, TRUE, 0);
 }
 
 static int
 cb_map_key (void *ctx, const unsigned char *s, size_t len)
 {
+  g_autofree char *fixed = NULL;
+  if (!check_text (P, &s, &len, &fixed))
+    return 0;
   switch ((int) top_role (P))
     {
     case R_CAPTURE:
@@ -293,6 +327,12 @@ begin_capture (importer *p)
 static int
 start_container (importer *p, gboolean is_map)
 {
+  /* The rule of every JSON text read (engine/json-text.h). */
+  if (p->roles->len >= TW_JSON_MAX_DEPTH)
+    {
+      p->reason = g_strdup_printf ("nested more than %d levels deep", TW_JSON_MAX_DEPTH);
+      return 0;
+    }
   role r = top_role (p);
   switch ((int) r)
     {
@@ -519,6 +559,12 @@ finish_event (importer *p)
       p->n_malformed++;
       return;
     }
+  /* A slice ends by TW_TRACE_MAX_NS (trace.h): ts + dur fits in gint64. */
+  if (dur > TW_TRACE_MAX_NS - ts)
+    {
+      p->n_malformed++;
+      return;
+    }
   int pid = event_pid (p);
 
   if (!strcmp (ph, "M"))
@@ -538,7 +584,8 @@ finish_event (importer *p)
           const char *k = g_ptr_array_index (p->arg_keys, i), *v = g_ptr_array_index (p->arg_values, i);
           char *end;
           double x = g_ascii_strtod (v, &end);
-          if (end == v || *end)
+          /* JSON has no inf or nan: 1e999 is refused as a value too. */
+          if (end == v || *end || !isfinite (x))
             continue;
           g_autofree char *cname = !strcmp (k, name) || !*name ? g_strdup (k) : g_strdup_printf ("%s %s", name, k);
           tw_trace_add_counter (p->t, pid, cname, ts, x);
@@ -666,9 +713,17 @@ note_skipped (importer *p)
     tw_trace_set_meta (p->t, "import.skipped", s->str);
 }
 
+/* Adds a sentence to the trace's "import.note" ("; " between them). */
 static void
-set_parse_error (GError **error, const char *display, guint64 offset, yajl_handle h, importer *p,
-                 const unsigned char *chunk, gsize len)
+add_note (tw_trace *t, const char *note)
+{
+  const char *was = tw_trace_get_meta (t, "import.note");
+  g_autofree char *now = was ? g_strconcat (was, "; ", note, NULL) : g_strdup (note);
+  tw_trace_set_meta (t, "import.note", now);
+}
+
+static void
+set_parse_error (GError **error, const char *display, guint64 offset, yajl_handle h, importer *p)
 {
   if (p->reason)
     {
@@ -676,7 +731,8 @@ set_parse_error (GError **error, const char *display, guint64 offset, yajl_handl
                    display, offset, p->reason);
       return;
     }
-  unsigned char *msg = yajl_get_error (h, 0, chunk, len);
+  /* Not verbose: the text is not needed. */
+  unsigned char *msg = yajl_get_error (h, 0, NULL, 0);
   g_autofree char *reason = g_strstrip (g_strdup ((const char *) msg));
   yajl_free_error (h, msg);
   g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: byte %" G_GUINT64_FORMAT ": %s", display,
@@ -705,17 +761,6 @@ tw_trace_chrome_memory_estimate (const char *path)
   return text / 10 * 8;
 }
 
-/* MemAvailable from /proc/meminfo in bytes, 0 when unknown. */
-static guint64
-memory_available (void)
-{
-  g_autofree char *info = NULL;
-  if (!g_file_get_contents ("/proc/meminfo", &info, NULL, NULL))
-    return 0;
-  const char *line = strstr (info, "MemAvailable:");
-  return line ? g_ascii_strtoull (line + strlen ("MemAvailable:"), NULL, 10) * 1024 : 0;
-}
-
 gboolean
 tw_trace_chrome_fits (const char *path, guint64 available, GError **error)
 {
@@ -733,7 +778,7 @@ tw_trace *
 tw_trace_load_chrome (const char *path, GError **error)
 {
   g_autofree char *display = g_filename_display_name (path);
-  if (!tw_trace_chrome_fits (path, memory_available (), error))
+  if (!tw_trace_chrome_fits (path, tw_memory_available (), error))
     return NULL;
   errno = 0;
   gzFile f = gzopen (path, "rb");
@@ -761,13 +806,43 @@ tw_trace_load_chrome (const char *path, GError **error)
   p.skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
   yajl_handle h = yajl_alloc (&callbacks, NULL, &p);
-  unsigned char *buf = g_malloc (READ_CHUNK);
-  guint64 offset = 0;
+  /* The memory this process may take (engine/memory.h) bounds, as the
+   * text is decompressed and parsed, the text read (0.8× of it becomes
+   * the trace, as tw_trace_chrome_memory_estimate says: a gzip trailer
+   * tells only its last member's size, and lies in a crafted file) and the
+   * longest token held (TOKEN_COPIES copies of it are made on its way into
+   * the trace).  0: unknown, no bound. */
+  guint64 available = tw_memory_available ();
+  /* yajl's lexer buffers a token cut by the end of a chunk and reads that
+   * buffer again from its start with every later chunk: a 64 MB string
+   * read in 64 KiB chunks was read 1,000 times (17 s).  So each chunk given
+   * to yajl ends after a structural character or white space outside
+   * strings; the bytes after it wait for the next read, and the buffer
+   * doubles for a token longer than a chunk.  Every byte is scanned once
+   * here and lexed once by yajl. */
+  gsize cap = 2 * READ_CHUNK, have = 0;
+  unsigned char *buf = g_malloc (cap);
+  gboolean in_string = FALSE, escaped = FALSE;
+  guint64 offset = 0, text = 0;
   gint64 gz_cut = -1;           /* where a truncated gzip stream ends */
   gboolean ok = TRUE;
   for (;;)
     {
-      int n = gzread (f, buf, (unsigned) READ_CHUNK);
+      if (cap - have < READ_CHUNK)
+        {
+          if (available && (guint64) cap * 2 * TOKEN_COPIES > available)
+            {
+              g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                           "%s: byte %" G_GUINT64_FORMAT ": too large for memory: a single value "
+                           "of more than %.1f MB, and %.1f MB are available", display, offset,
+                           have / 1e6, available / 1e6);
+              ok = FALSE;
+              break;
+            }
+          cap *= 2;
+          buf = g_realloc (buf, cap);
+        }
+      int n = gzread (f, buf + have, (unsigned) READ_CHUNK);
       if (n < 0)
         {
           int errnum;
@@ -781,7 +856,7 @@ tw_trace_load_chrome (const char *path, GError **error)
           else
             g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                          "%s: corrupt gzip data near byte %lld of the file (after %" G_GUINT64_FORMAT
-                         " bytes of trace text): %s", display, (long long) gzoffset (f), offset, msg);
+                         " bytes of trace text): %s", display, (long long) gzoffset (f), text, msg);
           ok = FALSE;
           break;
         }
@@ -793,15 +868,68 @@ tw_trace_load_chrome (const char *path, GError **error)
             gz_cut = (gint64) gzoffset (f);
           break;
         }
-      if (yajl_parse (h, buf, (size_t) n) != yajl_status_ok)
+      text += (guint64) n;
+      if (available && text / 10 * 8 > available)
         {
-          set_parse_error (error, display, offset + yajl_get_bytes_consumed (h), h, &p, buf, (gsize) n);
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                       "%s: too large for memory: after %.1f MB of trace text, opening it needs "
+                       "more than the %.1f MB available", display, text / 1e6, available / 1e6);
           ok = FALSE;
           break;
         }
-      offset += (guint64) n;
+      gsize cut = 0;
+      for (gsize i = have; i < have + (gsize) n; i++)
+        {
+          unsigned char c = buf[i];
+          if (in_string)
+            {
+              if (escaped)
+                escaped = FALSE;
+              else if (c == '\\')
+                escaped = TRUE;
+              else if (c == '"')
+                in_string = FALSE;
+            }
+          else if (c == '"')
+            in_string = TRUE;
+          else if (c == ',' || c == ':' || c == '[' || c == ']' || c == '{' || c == '}' || c == ' '
+                   || c == '\n' || c == '\t' || c == '\r')
+            cut = i + 1;
+        }
+      have += (gsize) n;
+      if (cut == 0)
+        continue;
+      if (yajl_parse (h, buf, cut) != yajl_status_ok)
+        {
+          set_parse_error (error, display, offset + yajl_get_bytes_consumed (h), h, &p);
+          ok = FALSE;
+          break;
+        }
+      offset += cut;
+      memmove (buf, buf + cut, have - cut);
+      have -= cut;
     }
-  if (ok && yajl_complete_parse (h) != yajl_status_ok)
+  if (ok && have > 0)
+    {
+      if (yajl_parse (h, buf, have) != yajl_status_ok)
+        {
+          set_parse_error (error, display, offset + yajl_get_bytes_consumed (h), h, &p);
+          ok = FALSE;
+        }
+      offset += have;
+    }
+  gboolean complete = ok && yajl_complete_parse (h) == yajl_status_ok;
+  if (complete && gz_cut >= 0 && p.saw_events)
+    {
+      /* The JSON is whole but the gzip stream is not: cut inside (or
+       * before) its CRC and length trailer, so the text is unchecked. */
+      g_autofree char *note = g_strdup_printf (
+        "the gzip data stops early, at byte %" G_GINT64_FORMAT " of the file, before its CRC "
+        "trailer: the %" G_GUINT64_FORMAT " bytes of trace text could not be checked", gz_cut,
+        offset);
+      add_note (p.t, note);
+    }
+  if (ok && !complete)
     {
       if (p.saw_events && !p.reason)
         {
@@ -810,7 +938,7 @@ tw_trace_load_chrome (const char *path, GError **error)
           g_autofree char *note = g_strdup_printf (
               "the trace stops early, at byte %" G_GUINT64_FORMAT "%s after %" G_GUINT64_FORMAT
               " events, as a crashed run leaves it: opened with what is there", offset, gz, p.n_events);
-          tw_trace_set_meta (p.t, "import.note", note);
+          add_note (p.t, note);
         }
       else if (offset == 0)
         {
@@ -826,7 +954,7 @@ tw_trace_load_chrome (const char *path, GError **error)
         }
       else
         {
-          set_parse_error (error, display, offset, h, &p, NULL, 0);
+          set_parse_error (error, display, offset, h, &p);
           ok = FALSE;
         }
     }
@@ -842,6 +970,13 @@ tw_trace_load_chrome (const char *path, GError **error)
   tw_trace *t = p.t;
   if (ok)
     note_skipped (&p);
+  if (ok && p.n_invalid_utf8)
+    {
+      g_autofree char *note = g_strdup_printf (
+        "%" G_GUINT64_FORMAT " string%s held invalid UTF-8, shown with U+FFFD in place of each "
+        "invalid sequence", p.n_invalid_utf8, p.n_invalid_utf8 == 1 ? "" : "s");
+      add_note (t, note);
+    }
   importer_clear (&p);
   if (!ok)
     {

@@ -86,6 +86,24 @@ typedef struct
 
 typedef struct tw_trace tw_trace;
 
+/* Every time a trace holds lies within ±TW_TRACE_MAX_NS (half the range of
+ * gint64: 146 years) and every slice ends by TW_TRACE_MAX_NS, so a start
+ * plus a duration, or the difference of any two times, fits in gint64.
+ * The add functions clamp what lies outside (readers refuse it first, as
+ * malformed). */
+#define TW_TRACE_MAX_NS (G_MAXINT64 / 2)
+
+/* a + b saturating at G_MININT64 and G_MAXINT64: for totals of durations
+ * over many slices (each up to TW_TRACE_MAX_NS), which can exceed gint64. */
+static inline gint64
+tw_trace_ns_sum (gint64 a, gint64 b)
+{
+  gint64 r;
+  if (!__builtin_add_overflow (a, b, &r))
+    return r;
+  return b > 0 ? G_MAXINT64 : G_MININT64;
+}
+
 tw_trace *tw_trace_new (void);               /* free with tw_trace_free */
 void tw_trace_free (tw_trace *t);            /* NULL-safe */
 

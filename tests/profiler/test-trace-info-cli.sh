@@ -19,7 +19,7 @@ ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2"; }
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 
-echo "1..16"
+echo "1..18"
 
 f="$data/torch-trace.json"
 out=$("$twb" trace-info "$f" 2>&1); st=$?
@@ -191,4 +191,13 @@ out=$("$twb" trace-info 2>&1); st=$?
 check "no file: usage, exit 2" '[ $st = 2 ] && grep -q "usage: twb trace-info" <<<"$out"' "$out"
 out=$("$twb" trace-info --bogus "$f" 2>&1); st=$?
 check "an unknown option: exit 2, named" '[ $st = 2 ] && grep -q "unknown option .--bogus." <<<"$out"' "$out"
+# Names of invalid UTF-8 (an overlong NUL, an encoded surrogate, "\udc00" as
+# yajl decodes it): --json prints valid UTF-8 (U+FFFD in their place), and
+# the note says so.
+printf '{"traceEvents":[{"ph":"X","name":"c\300\200","ts":1,"dur":2,"pid":1,"tid":1},{"ph":"X","name":"d\355\240\200","ts":1,"dur":2,"pid":1,"tid":1},{"ph":"X","name":"b\\udc00","ts":1,"dur":2,"pid":1,"tid":1}]}' > "$tmp/utf8.json"
+"$twb" trace-info --json "$tmp/utf8.json" > "$tmp/utf8.out" 2>&1; st=$?
+check "invalid UTF-8 in names: --json output is valid UTF-8" \
+  '[ $st = 0 ] && iconv -f UTF-8 -t UTF-8 "$tmp/utf8.out" > /dev/null 2>&1 && /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/utf8.out"' "$(cat "$tmp/utf8.out")"
+out=$("$twb" trace-info "$tmp/utf8.json" 2>&1)
+check "invalid UTF-8 in names: noted" 'grep -q "3 strings held invalid UTF-8" <<<"$out"' "$out"
 exit $fail
