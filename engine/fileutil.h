@@ -36,6 +36,13 @@
 
 G_BEGIN_DECLS
 
+/* Deepest nesting accepted in any file read, whatever nests in it (JSON
+ * arrays and objects: engine/json-text.h; protobuf messages: ONNX files,
+ * onnx/onnx-read.c): recursive parsers overflow an 8 MiB stack somewhere
+ * past 10,000 levels, and real files stay within 30 (an ONNX model with
+ * TW_ONNX_MAX_DEPTH levels of subgraphs nests 3 messages a level). */
+#define TW_FILE_MAX_NESTING 64
+
 /* Largest model or other JSON text read (256 MiB): a model file holds a
  * graph, not weights. */
 #define TW_FILE_MAX_TEXT ((gsize) 256 << 20)

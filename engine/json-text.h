@@ -21,17 +21,18 @@
  */
 #pragma once
 
+#include "engine/fileutil.h"
+
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
 G_BEGIN_DECLS
 
-/* Deepest nesting of arrays and objects accepted in any JSON text.  A model
- * file needs 6 levels ($.graph.nodes[i].attrs.shape), a safetensors header
- * 3, a Chrome trace 4 plus its arguments' own nesting (PyTorch's stay
- * within 3); 64 is far above all of them and far below what overflows a
- * recursive parser on an 8 MiB stack (about 10,000). */
-#define TW_JSON_MAX_DEPTH 64
+/* Deepest nesting of arrays and objects accepted in any JSON text: the one
+ * limit of every file read (TW_FILE_MAX_NESTING, 64).  A model file needs 6
+ * levels ($.graph.nodes[i].attrs.shape), a safetensors header 3, a Chrome
+ * trace 4 plus its arguments' own nesting (PyTorch's stay within 3). */
+#define TW_JSON_MAX_DEPTH TW_FILE_MAX_NESTING
 
 #define TW_JSON_ERROR (tw_json_error_quark ())
 GQuark tw_json_error_quark (void);

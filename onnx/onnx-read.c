@@ -2,9 +2,12 @@
 #define G_LOG_DOMAIN "tw-onnx"
 
 #include "onnx/onnx-read.h"
+#include "engine/fileutil.h"
+#include "engine/memory.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* raw_data is little-endian; the engine's tensors are host order. */
@@ -398,6 +401,78 @@ tw_onnx_tensor_to_tw (const Onnx__TensorProto *t, const char *what, GError **err
 
 /* ---- Files ----------------------------------------------------------- */
 
+/* ---- Unpacking within a budget ---------------------------------------- */
+
+/* protobuf-c unpacks a message whole, each sub-message a struct of a few
+ * hundred bytes: a 28 MB file of one node with 14 million empty attributes
+ * (2 bytes each on the wire) took 4.09 GB, one of empty initializers 4.17
+ * GB.  So unpacking allocates through a budget: 64 MiB plus 8 times the
+ * file (a real model unpacks to about its size: raw_data is copied once;
+ * int64_data packed as one-byte varints is the widest legitimate growth,
+ * 8x), never more than the memory available (engine/memory.h).  Past it
+ * every allocation fails and protobuf-c gives up (it checks each one). */
+#define UNPACK_BASE_BYTES ((guint64) 64 << 20)
+#define UNPACK_PER_FILE_BYTE 8
+
+typedef struct
+{
+  guint64 used, budget;
+  gboolean over;
+} unpack_budget;
+
+static void *
+budget_alloc (void *data, size_t size)
+{
+  unpack_budget *b = data;
+  /* What glibc's malloc takes for it: size plus 8, rounded up to 16, at
+   * least 32 bytes (malloc/malloc.c's chunk sizes on 64-bit). */
+  guint64 chunk = MAX ((guint64) 32, ((guint64) size + 8 + 15) & ~(guint64) 15);
+  if (b->over || chunk > b->budget - b->used)
+    {
+      b->over = TRUE;
+      return NULL;
+    }
+  void *p = malloc (size);
+  if (p != NULL)
+    b->used += chunk;
+  return p;
+}
+
+/* malloc's memory: free_unpacked (m, NULL), protobuf-c's default
+ * allocator, frees it as well. */
+static void
+budget_free (void *data, void *p)
+{
+  (void) data;
+  free (p);
+}
+
+static void
+budget_init (unpack_budget *b, ProtobufCAllocator *a, gsize len)
+{
+  guint64 avail = tw_memory_available ();
+  b->used = 0;
+  b->over = FALSE;
+  b->budget = UNPACK_BASE_BYTES + (guint64) len * UNPACK_PER_FILE_BYTE;
+  if (avail > 0)
+    b->budget = MIN (b->budget, avail);
+  *a = (ProtobufCAllocator) { budget_alloc, budget_free, b };
+}
+
+static void
+set_budget_error (GError **error, const char *filename, gsize len, const unpack_budget *b)
+{
+  g_autofree char *size = tw_format_bytes (len);
+  g_autofree char *limit = tw_format_bytes (b->budget);
+  g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+               "%s: its %s unpack into more than %s of protobuf messages (the limit: 64 MiB "
+               "plus 8 times the file, within the memory available): far more messages than "
+               "its data can fill", filename, size, limit);
+}
+
+static gboolean wire_check (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc,
+                            const char *filename, GError **error);
+
 static GMappedFile *
 map_file (const char *path, GError **error)
 {
@@ -445,7 +520,17 @@ tw_onnx_read_tensor_file (const char *path, GError **error)
       g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE, "%s: empty file", path);
       return NULL;
     }
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack (NULL, len, data);
+  unpack_budget budget;
+  ProtobufCAllocator alloc;
+  budget_init (&budget, &alloc, len);
+  if (!wire_check (data, len, &onnx__tensor_proto__descriptor, path, error))
+    return NULL;
+  Onnx__TensorProto *t = onnx__tensor_proto__unpack (&alloc, len, data);
+  if (t == NULL && budget.over)
+    {
+      set_budget_error (error, path, len, &budget);
+      return NULL;
+    }
   if (t == NULL)
     {
       g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
@@ -467,7 +552,7 @@ tw_onnx_read_tensor_file (const char *path, GError **error)
  * format is walked first, against the descriptors, counting how deep
  * messages nest.  Real models stay far below: each subgraph level is three
  * (attribute, graph, node), TypeProtos a few more. */
-#define WIRE_MAX_DEPTH 100
+#define WIRE_MAX_DEPTH TW_FILE_MAX_NESTING
 
 static gboolean
 wire_varint (const guint8 *p, gsize len, gsize *pos, guint64 *out)
@@ -486,10 +571,20 @@ wire_varint (const guint8 *p, gsize len, gsize *pos, guint64 *out)
   return FALSE;
 }
 
-/* FALSE when messages nest deeper than WIRE_MAX_DEPTH; malformed input is
- * left to protobuf-c to refuse (TRUE). */
+/* What the wire walk found wrong (NULL descriptor: nothing). */
+typedef struct
+{
+  const ProtobufCMessageDescriptor *desc;
+  const ProtobufCFieldDescriptor *field;   /* the string field, or NULL: too deep */
+} wire_problem;
+
+/* FALSE when messages nest deeper than WIRE_MAX_DEPTH or a string field is
+ * not valid UTF-8 (NUL bytes included: protobuf-c would cut the string
+ * there), with *bad saying which; malformed input is left to protobuf-c to
+ * refuse (TRUE). */
 static gboolean
-wire_depth_ok (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, int depth)
+wire_walk (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, int depth,
+           wire_problem *bad)
 {
   gsize pos = 0;
   while (pos < len)
@@ -520,9 +615,18 @@ wire_depth_ok (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *des
             if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE)
               {
                 if (depth + 1 > WIRE_MAX_DEPTH)
+                  {
+                    *bad = (wire_problem) { desc, NULL };
+                    return FALSE;
+                  }
+                if (!wire_walk (p + pos, (gsize) n, f->descriptor, depth + 1, bad))
                   return FALSE;
-                if (!wire_depth_ok (p + pos, (gsize) n, f->descriptor, depth + 1))
-                  return FALSE;
+              }
+            else if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING && n > 0
+                     && !g_utf8_validate_len ((const char *) p + pos, (gsize) n, NULL))
+              {
+                *bad = (wire_problem) { desc, f };
+                return FALSE;
               }
             pos += (gsize) n;
             break;
@@ -532,6 +636,25 @@ wire_depth_ok (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *des
         }
     }
   return TRUE;
+}
+
+/* The wire walk's verdict as an error naming the file. */
+static gboolean
+wire_check (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc,
+            const char *filename, GError **error)
+{
+  wire_problem bad = { NULL, NULL };
+  if (wire_walk (p, len, desc, 0, &bad))
+    return TRUE;
+  if (bad.field == NULL)
+    g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                 "%s: protobuf messages nested deeper than %d (subgraphs inside subgraphs?)",
+                 filename, WIRE_MAX_DEPTH);
+  else
+    g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                 "%s: a string (%s.%s) is not valid UTF-8 text", filename, bad.desc->short_name,
+                 bad.field->name);
+  return FALSE;
 }
 
 typedef struct
@@ -693,14 +816,17 @@ read_model_from_data (const guint8 *data, gsize len, const char *filename, gbool
                    TW_ONNX_MAX_FILE_BYTES);
       return NULL;
     }
-  if (!wire_depth_ok (data, len, &onnx__model_proto__descriptor, 0))
+  if (!wire_check (data, len, &onnx__model_proto__descriptor, filename, error))
+    return NULL;
+  unpack_budget budget;
+  ProtobufCAllocator alloc;
+  budget_init (&budget, &alloc, len);
+  Onnx__ModelProto *m = onnx__model_proto__unpack (&alloc, len, data);
+  if (m == NULL && budget.over)
     {
-      g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
-                   "%s: protobuf messages nested deeper than %d (subgraphs inside subgraphs?)",
-                   filename, WIRE_MAX_DEPTH);
+      set_budget_error (error, filename, len, &budget);
       return NULL;
     }
-  Onnx__ModelProto *m = onnx__model_proto__unpack (NULL, len, data);
   if (m == NULL)
     {
       g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
