@@ -420,13 +420,19 @@ typedef struct
   gboolean over;
 } unpack_budget;
 
+/* What glibc's malloc takes for size bytes: size plus 8, rounded up to 16,
+ * at least 32 (malloc/malloc.c's chunk sizes on 64-bit). */
+static guint64
+malloc_chunk (guint64 size)
+{
+  return MAX ((guint64) 32, (size + 8 + 15) & ~(guint64) 15);
+}
+
 static void *
 budget_alloc (void *data, size_t size)
 {
   unpack_budget *b = data;
-  /* What glibc's malloc takes for it: size plus 8, rounded up to 16, at
-   * least 32 bytes (malloc/malloc.c's chunk sizes on 64-bit). */
-  guint64 chunk = MAX ((guint64) 32, ((guint64) size + 8 + 15) & ~(guint64) 15);
+  guint64 chunk = malloc_chunk (size);
   if (b->over || chunk > b->budget - b->used)
     {
       b->over = TRUE;
@@ -584,7 +590,7 @@ typedef struct
  * refuse (TRUE). */
 static gboolean
 wire_walk (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, int depth,
-           wire_problem *bad)
+           wire_problem *bad, guint64 *cost)
 {
   gsize pos = 0;
   while (pos < len)
@@ -619,7 +625,11 @@ wire_walk (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, i
                     *bad = (wire_problem) { desc, NULL };
                     return FALSE;
                   }
-                if (!wire_walk (p + pos, (gsize) n, f->descriptor, depth + 1, bad))
+                /* The struct and its pointer in the parent's array. */
+                *cost += malloc_chunk (((const ProtobufCMessageDescriptor *) f->descriptor)
+                                         ->sizeof_message)
+                         + sizeof (void *);
+                if (!wire_walk (p + pos, (gsize) n, f->descriptor, depth + 1, bad, cost))
                   return FALSE;
               }
             else if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING && n > 0
@@ -628,6 +638,9 @@ wire_walk (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, i
                 *bad = (wire_problem) { desc, f };
                 return FALSE;
               }
+            else if (f != NULL && (f->type == PROTOBUF_C_TYPE_STRING
+                                   || f->type == PROTOBUF_C_TYPE_BYTES))
+              *cost += malloc_chunk (n + 1) + sizeof (void *);
             pos += (gsize) n;
             break;
           }
@@ -638,14 +651,25 @@ wire_walk (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc, i
   return TRUE;
 }
 
-/* The wire walk's verdict as an error naming the file. */
+/* The wire walk's verdict as an error naming the file: nesting, UTF-8, and
+ * what unpacking would allocate for the messages and strings (the unpack
+ * budget below still bounds what it misses: scalars, unknown fields). */
 static gboolean
 wire_check (const guint8 *p, gsize len, const ProtobufCMessageDescriptor *desc,
             const char *filename, GError **error)
 {
   wire_problem bad = { NULL, NULL };
-  if (wire_walk (p, len, desc, 0, &bad))
-    return TRUE;
+  guint64 cost = malloc_chunk (desc->sizeof_message);
+  if (wire_walk (p, len, desc, 0, &bad, &cost))
+    {
+      unpack_budget budget;
+      ProtobufCAllocator alloc;
+      budget_init (&budget, &alloc, len);
+      if (cost <= budget.budget)
+        return TRUE;
+      set_budget_error (error, filename, len, &budget);
+      return FALSE;
+    }
   if (bad.field == NULL)
     g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
                  "%s: protobuf messages nested deeper than %d (subgraphs inside subgraphs?)",
@@ -665,15 +689,31 @@ typedef struct
   guint n_external;
 } check_ctx;
 
+/* Does loc name a file of the model's folder itself (no folder part, not
+ * "." or "..")?  Decided by the text alone. */
+static gboolean
+location_in_folder (const char *loc)
+{
+  return loc[0] != '\0' && strchr (loc, G_DIR_SEPARATOR) == NULL && strchr (loc, '/') == NULL
+         && strcmp (loc, ".") != 0 && strcmp (loc, "..") != 0;
+}
+
 static void
 note_external (check_ctx *c, const char *where, const Onnx__TensorProto *t)
 {
   const char *loc = external_location (t);
   const char *state = "";
-  if (loc != NULL)
+  /* Whether the file is there is said only for a file of the model's own
+   * folder, and without following a link: a location outside it (absolute,
+   * with "..", or through a subfolder, which may be a link) is refused by
+   * its text alone, so a model cannot learn what exists elsewhere. */
+  if (loc != NULL && !location_in_folder (loc))
+    state = ", outside the model's folder";
+  else if (loc != NULL)
     {
       g_autofree char *p = g_build_filename (c->dir, loc, NULL);
-      state = g_file_test (p, G_FILE_TEST_EXISTS) ? "" : ", missing";
+      GStatBuf st;
+      state = g_lstat (p, &st) == 0 ? "" : ", missing";
     }
   g_string_append_printf (c->external, "\n  %s ('%s'%s)", where,
                           loc != NULL ? loc : "no location", state);
@@ -788,6 +828,101 @@ check_graph (check_ctx *c, const Onnx__GraphProto *g, const char *prefix, int de
   return check_nodes (c, g->node, g->n_node, prefix, depth, error);
 }
 
+/* ---- One definition per value ----------------------------------------- */
+
+/* Who defines a value, for messages: "graph input #2", "initializer",
+ * "node 'relu1' (Relu)". */
+static char *
+node_who (const Onnx__NodeProto *n, gsize i)
+{
+  g_autofree char *label = tw_onnx_node_label (n, i);
+  return g_strdup_printf ("node '%s' (%s)", label, n->op_type != NULL ? n->op_type : "?");
+}
+
+/* TRUE when a and b are the same TypeProto (both absent counts). */
+static gboolean
+same_type (const Onnx__TypeProto *a, const Onnx__TypeProto *b)
+{
+  if (a == NULL || b == NULL)
+    return a == b;
+  gsize na = protobuf_c_message_get_packed_size (&a->base);
+  gsize nb = protobuf_c_message_get_packed_size (&b->base);
+  if (na != nb)
+    return FALSE;
+  g_autofree guint8 *pa = g_malloc (MAX (na, 1)), *pb = g_malloc (MAX (nb, 1));
+  protobuf_c_message_pack (&a->base, pa);
+  protobuf_c_message_pack (&b->base, pb);
+  return memcmp (pa, pb, na) == 0;
+}
+
+/* ONNX graphs are in static single assignment form (onnx.proto's
+ * GraphProto; onnx.checker refuses the rest): each value is defined once,
+ * by a graph input, an initializer (which may also be listed as an input:
+ * its default value) or one node's output.  A second definition made the
+ * importer take whichever it met last.  Refused naming both definitions. */
+static gboolean
+check_single_definitions (const char *filename, const Onnx__GraphProto *g, GError **error)
+{
+  /* name (borrowed from g) → who defines it (owned) */
+  g_autoptr (GHashTable) who = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  g_autoptr (GHashTable) input_of = g_hash_table_new (g_str_hash, g_str_equal);
+  for (gsize i = 0; i < g->n_input; i++)
+    {
+      const Onnx__ValueInfoProto *vi = g->input[i];
+      if (vi->name == NULL || vi->name[0] == '\0')
+        continue;
+      const Onnx__ValueInfoProto *was = g_hash_table_lookup (input_of, vi->name);
+      if (was != NULL)
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                       "%s: graph input '%s' is declared twice (%s types): an ONNX graph "
+                       "defines each value once", filename, vi->name,
+                       same_type (was->type, vi->type) ? "with the same" : "with different");
+          return FALSE;
+        }
+      g_hash_table_insert (input_of, vi->name, (gpointer) vi);
+      g_hash_table_insert (who, vi->name, g_strdup ("a graph input"));
+    }
+  g_autoptr (GHashTable) inits = g_hash_table_new (g_str_hash, g_str_equal);
+  for (gsize i = 0; i < g->n_initializer; i++)
+    {
+      const char *name = g->initializer[i]->name;
+      if (name == NULL || name[0] == '\0')
+        continue;
+      if (g_hash_table_contains (inits, name))
+        {
+          g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                       "%s: initializer '%s' is given twice: an ONNX graph defines each value "
+                       "once", filename, name);
+          return FALSE;
+        }
+      g_hash_table_add (inits, (gpointer) name);
+      if (!g_hash_table_contains (who, name))
+        g_hash_table_insert (who, (gpointer) name, g_strdup ("an initializer"));
+    }
+  for (gsize i = 0; i < g->n_node; i++)
+    {
+      const Onnx__NodeProto *n = g->node[i];
+      for (gsize k = 0; k < n->n_output; k++)
+        {
+          const char *out = n->output[k];
+          if (out == NULL || out[0] == '\0')
+            continue;
+          const char *first = g_hash_table_lookup (who, out);
+          if (first != NULL)
+            {
+              g_autofree char *second = node_who (n, i);
+              g_set_error (error, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE,
+                           "%s: value '%s' is defined twice, by %s and by %s: an ONNX graph "
+                           "defines each value once", filename, out, first, second);
+              return FALSE;
+            }
+          g_hash_table_insert (who, (gpointer) out, node_who (n, i));
+        }
+    }
+  return TRUE;
+}
+
 int64_t
 tw_onnx_model_opset (const Onnx__ModelProto *m)
 {
@@ -858,7 +993,8 @@ read_model_from_data (const guint8 *data, gsize len, const char *filename, gbool
 
   g_autofree char *dir = g_path_get_dirname (filename);
   check_ctx c = { filename, dir, g_string_new (NULL), 0 };
-  gboolean ok = check_graph (&c, m->graph, "", 0, error);
+  gboolean ok = check_graph (&c, m->graph, "", 0, error)
+                && check_single_definitions (filename, m->graph, error);
   for (size_t i = 0; ok && i < m->n_functions; i++)
     {
       const Onnx__FunctionProto *f = m->functions[i];

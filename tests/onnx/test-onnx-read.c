@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define TESTDATA "/usr/share/libonnx-testdata/data"
 
@@ -617,6 +618,24 @@ test_crafted_external (void)
   c.graph.n_node = 1;
   c.graph.node = nodes;
 
+  /* Locations outside the model's folder are named by their text alone:
+   * whether they exist is never looked at (an existing file outside, and
+   * one through a subfolder, read the same as a missing one). */
+  g_autofree char *outside_abs = g_strdup (present);
+  const char *outside[] = { outside_abs, "../present.bin", "sub/present.bin", "..", "" };
+  for (guint i = 0; i < G_N_ELEMENTS (outside); i++)
+    {
+      loc.value = (char *) outside[i];
+      g_autoptr (GBytes) ob = pack_model (&c.model);
+      g_autoptr (GError) oe = NULL;
+      g_assert_null (tw_onnx_read_model_from_data (g_bytes_get_data (ob, NULL),
+                                                   g_bytes_get_size (ob), path, &oe));
+      g_autofree char *line = g_strdup_printf ("initializer 'w' ('%s', outside the model's folder)",
+                                               outside[i]);
+      g_assert_nonnull (strstr (oe->message, line));
+    }
+  loc.value = (char *) "missing-weights.bin";
+
   g_autoptr (GBytes) b = pack_model (&c.model);
   g_assert_true (g_file_set_contents (path, g_bytes_get_data (b, NULL),
                                       (gssize) g_bytes_get_size (b), NULL));
@@ -810,6 +829,200 @@ test_crafted_deep (void)
   g_assert_cmpstr (e->message, ==,
                    "deep.onnx: protobuf messages nested deeper than 64 (subgraphs inside "
                    "subgraphs?)");
+}
+
+/* A model of one graph holding `count` copies of the two wire bytes
+ * `field` 00 (an empty message) inside a node (attributes) or the graph
+ * itself (initializers): 2 bytes each on the wire, a few hundred unpacked. */
+static GByteArray *
+empty_messages_model (guint8 field_tag, gboolean in_node, guint count)
+{
+  guint64 inner = 2 * (guint64) count;
+  GByteArray *b = g_byte_array_new ();
+  const guint8 ir[] = { 0x08, 0x08 };
+  g_byte_array_append (b, ir, 2);
+  guint64 graph_len = in_node ? 1 + varint_size (inner) + inner : inner;
+  append_tag_len (b, 0x3a, graph_len);            /* ModelProto.graph (7) */
+  if (in_node)
+    append_tag_len (b, 0x0a, inner);              /* GraphProto.node (1) */
+  for (guint i = 0; i < count; i++)
+    append_tag_len (b, field_tag, 0);
+  const guint8 opset[] = { 0x42, 0x02, 0x10, 0x0d };
+  g_byte_array_append (b, opset, sizeof opset);
+  return b;
+}
+
+/* Peak RSS of this process in MiB (Linux reports KiB). */
+static double
+peak_rss_mib (void)
+{
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+/* 1,000,000 empty attributes of one node (2 MB) and as many empty
+ * initializers: protobuf-c would build some 300 MB of structs (150x; the
+ * 28 MB file of the report peaked at 4.09 GB).  Refused within the budget
+ * (64 MiB + 8x the file), in a child whose peak RSS is checked; 100,000
+ * of them (within it) still read. */
+static void
+test_crafted_amplification (void)
+{
+  const struct { guint8 tag; gboolean in_node; const char *what; } cases[] = {
+    { 0x2a, TRUE, "attributes" },     /* NodeProto.attribute (5) */
+    { 0x2a, FALSE, "initializers" },  /* GraphProto.initializer (5) */
+  };
+  if (g_test_subprocess ())
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+        {
+          g_autoptr (GByteArray) b = empty_messages_model (cases[i].tag, cases[i].in_node, 1000000);
+          g_autoptr (GError) e = NULL;
+          g_assert_null (tw_onnx_read_model_from_data (b->data, b->len, "amp.onnx", &e));
+          g_assert_error (e, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+          g_assert_true (g_str_has_prefix (e->message, "amp.onnx: its 2.00 MB unpack into more "
+                                                      "than 83.1 MB of protobuf messages"));
+        }
+      /* 3,000,000 empty unknown fields (99) of the model: 3 bytes each on
+       * the wire, kept by protobuf-c in a list the wire walk does not
+       * count: refused by the unpack's own budget. */
+      g_autoptr (GByteArray) unk = g_byte_array_new ();
+      const guint8 head[] = { 0x08, 0x08, 0x3a, 0x00, 0x42, 0x02, 0x10, 0x0d };
+      g_byte_array_append (unk, head, sizeof head);
+      const guint8 field99[] = { 0x9a, 0x06, 0x00 };
+      for (int i = 0; i < 3000000; i++)
+        g_byte_array_append (unk, field99, sizeof field99);
+      g_autoptr (GError) e = NULL;
+      g_assert_null (tw_onnx_read_model_from_data (unk->data, unk->len, "unknown.onnx", &e));
+      g_assert_nonnull (strstr (e->message, "unknown.onnx: its 9.00 MB unpack into more than"));
+      g_print ("peak %.0f MiB\n", peak_rss_mib ());
+      g_assert_cmpfloat (peak_rss_mib (), <, 200);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stdout ("peak * MiB*");
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (GByteArray) b = empty_messages_model (cases[i].tag, cases[i].in_node, 100000);
+      g_autoptr (GError) e = NULL;
+      Onnx__ModelProto *m = tw_onnx_read_model_from_data (b->data, b->len, "fits.onnx", &e);
+      g_assert_no_error (e);
+      /* (Initializers of no type are the importer's to refuse.) */
+      g_assert_cmpuint (cases[i].in_node ? m->graph->node[0]->n_attribute
+                                         : m->graph->n_initializer, ==, 100000);
+      onnx__model_proto__free_unpacked (m, NULL);
+    }
+}
+
+/* A string field that is not UTF-8 (an overlong NUL): the name would go
+ * into the imported model file and onnx-info --json as it is. */
+static void
+test_crafted_utf8 (void)
+{
+  crafted c;
+  crafted_init (&c, 13);
+  c.init.name = (char *) "w\xc0\x80";
+  g_autoptr (GError) e = crafted_error (&c.model, "utf8.onnx");
+  g_assert_error (e, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+  g_assert_cmpstr (e->message, ==, "utf8.onnx: a string (TensorProto.name) is not valid UTF-8 text");
+  crafted_init (&c, 13);
+  c.graph.name = (char *) "caf\xc3\xa9";
+  g_autoptr (GError) ok = crafted_error (&c.model, "ok.onnx");
+  g_assert_no_error (ok);
+}
+
+/* Values defined twice (onnx.checker: not SSA): two nodes writing one
+ * output, an output named as a graph input or an initializer, two graph
+ * inputs of one name (with different types or the same), two initializers
+ * of one name.  An initializer listed as an input too (its default) is
+ * fine. */
+static void
+test_crafted_ssa (void)
+{
+  Onnx__TypeProto__Tensor tt[2];
+  Onnx__TypeProto types[2];
+  Onnx__ValueInfoProto in[3];
+  Onnx__ValueInfoProto *ins[3] = { &in[0], &in[1], &in[2] };
+  for (int i = 0; i < 2; i++)
+    {
+      onnx__type_proto__tensor__init (&tt[i]);
+      tt[i].has_elem_type = TRUE;
+      tt[i].elem_type = i == 0 ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+                               : ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+      onnx__type_proto__init (&types[i]);
+      types[i].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+      types[i].tensor_type = &tt[i];
+    }
+  for (int i = 0; i < 3; i++)
+    {
+      onnx__value_info_proto__init (&in[i]);
+      in[i].name = (char *) "x";
+      in[i].type = &types[0];
+    }
+  Onnx__NodeProto nodes[2];
+  Onnx__NodeProto *node_ptrs[2] = { &nodes[0], &nodes[1] };
+  char *x_in[] = { (char *) "x" };
+  char *y_out[] = { (char *) "y" };
+  char *w_out[] = { (char *) "w" };
+  for (int i = 0; i < 2; i++)
+    {
+      onnx__node_proto__init (&nodes[i]);
+      nodes[i].name = (char *) (i == 0 ? "relu_a" : "relu_b");
+      nodes[i].op_type = (char *) "Relu";
+      nodes[i].n_input = 1;
+      nodes[i].input = x_in;
+      nodes[i].n_output = 1;
+      nodes[i].output = y_out;
+    }
+  crafted c;
+  const struct { int n_in; gboolean second_type; int n_nodes; gboolean node_writes_w;
+                 gboolean two_inits; const char *want; } cases[] = {
+    { 1, FALSE, 2, FALSE, FALSE, "ssa.onnx: value 'y' is defined twice, by node 'relu_a' (Relu) "
+      "and by node 'relu_b' (Relu): an ONNX graph defines each value once" },
+    { 1, FALSE, 1, TRUE, FALSE, "ssa.onnx: value 'w' is defined twice, by an initializer and by "
+      "node 'relu_a' (Relu)" },
+    { 2, TRUE, 1, FALSE, FALSE, "ssa.onnx: graph input 'x' is declared twice (with different "
+      "types): an ONNX graph defines each value once" },
+    { 2, FALSE, 1, FALSE, FALSE, "ssa.onnx: graph input 'x' is declared twice (with the same types)" },
+    { 1, FALSE, 1, FALSE, TRUE, "ssa.onnx: initializer 'w' is given twice" },
+    { 1, FALSE, 1, FALSE, FALSE, NULL },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      crafted_init (&c, 13);
+      in[1].type = cases[k].second_type ? &types[1] : &types[0];
+      c.graph.n_input = cases[k].n_in;
+      c.graph.input = ins;
+      c.graph.n_node = cases[k].n_nodes;
+      c.graph.node = node_ptrs;
+      nodes[0].output = cases[k].node_writes_w ? w_out : y_out;
+      Onnx__TensorProto *two[] = { &c.init, &c.init };
+      if (cases[k].two_inits)
+        {
+          c.graph.n_initializer = 2;
+          c.graph.initializer = two;
+        }
+      g_autoptr (GError) e = crafted_error (&c.model, "ssa.onnx");
+      if (cases[k].want == NULL)
+        g_assert_no_error (e);
+      else
+        {
+          g_assert_error (e, TW_ONNX_ERROR, TW_ONNX_ERROR_PARSE);
+          g_assert_true (g_str_has_prefix (e->message, cases[k].want));
+        }
+    }
+  /* The initializer 'w' listed as a graph input too: its default value. */
+  crafted_init (&c, 13);
+  in[2].name = (char *) "w";
+  in[2].type = &types[0];
+  Onnx__ValueInfoProto *w_in[] = { &in[2] };
+  c.graph.n_input = 1;
+  c.graph.input = w_in;
+  g_autoptr (GError) e = crafted_error (&c.model, "default.onnx");
+  g_assert_no_error (e);
 }
 
 /* ---- Tensors both ways ------------------------------------------------ */
@@ -1049,6 +1262,9 @@ main (int argc, char **argv)
   g_test_add_func ("/onnx/read/crafted/tensors", test_crafted_tensors);
   g_test_add_func ("/onnx/read/crafted/model", test_crafted_model);
   g_test_add_func ("/onnx/read/crafted/external", test_crafted_external);
+  g_test_add_func ("/onnx/read/crafted/amplification", test_crafted_amplification);
+  g_test_add_func ("/onnx/read/crafted/utf8", test_crafted_utf8);
+  g_test_add_func ("/onnx/read/crafted/ssa", test_crafted_ssa);
   g_test_add_func ("/onnx/read/crafted/subgraphs", test_crafted_subgraphs);
   g_test_add_func ("/onnx/read/crafted/deep", test_crafted_deep);
   g_test_add_func ("/onnx/read/tensor/round-trip", test_round_trip);
