@@ -3,6 +3,7 @@
 
 #include "app/twb-application.h"
 #include "engine/file-kind.h"
+#include "engine/fileutil.h"
 #include "ui/twb-run.h"
 
 #include <glib/gstdio.h>
@@ -617,6 +618,20 @@ twb_gui_main (int argc, char **argv)
     }
   if (bad)
     return 1;
+  if (shot)
+    {
+      /* The picture may not replace the file it shows (nor be a folder or
+       * a device): checked before the window opens. */
+      g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+      for (guint i = 0; i < given->len; i++)
+        tw_file_roles_input (io, given->pdata[i], "the file opened");
+      tw_file_roles_output (io, shot, "--screenshot");
+      if (!tw_file_roles_check (io, &error))
+        {
+          g_printerr ("twb: %s\n", error->message);
+          return 1;
+        }
+    }
   if (!gtk_init_check ())
     {
       g_printerr ("twb: cannot open a display (set DISPLAY, or run under xvfb-run); "

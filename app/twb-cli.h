@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/data-fit.h"
+#include "engine/fileutil.h"
 #include "engine/model.h"
 #include "engine/session.h"
 
@@ -27,11 +28,13 @@ void twb_print_error (const char *what, const GError *error);
 /* Load a model and infer its shapes; prints every shape error (node by node)
  * and returns NULL when there is any. */
 tw_model *twb_load_model_checked (const char *path);
-/* FALSE, with the error printed, when writing output (the file of option,
- * "--checkpoint") would overwrite one of inputs (NULL-terminated; each named
- * by input_roles[i], "the model"): compared by device and inode. */
-gboolean twb_check_output (const char *output, const char *option, const char *const *inputs,
-                           const char *const *input_roles);
+/* The files a command reads and writes, checked before it writes anything
+ * (tw_file_roles_check: no output is an input, another output, or anything
+ * but a regular file): FALSE with the error printed. */
+gboolean twb_check_files (const tw_file_roles *io);
+/* Adds the files dataset spec reads (spec NULL: the model's recipe's) to io
+ * as inputs. */
+void twb_add_data_inputs (tw_file_roles *io, const tw_model *m, const char *spec);
 /* The command-line debugger (twb-debug.c): a break's position and the
  * min / max / mean / NaN / Inf of each of its tensors, on stderr; and the
  * tensors as a safetensors file (names as the debugger shows them). */

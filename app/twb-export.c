@@ -47,8 +47,11 @@ twb_cmd_export (int argc, char **argv)
       g_printerr ("%stwb: --batch takes a positive size and not with --dynamic-batch\n", usage);
       return 2;
     }
-  if (!twb_check_output (output, "-o", (const char *[]){ argv[1], weights, NULL },
-                         (const char *[]){ "the model", "the weights file", NULL }))
+  g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+  tw_file_roles_input (io, argv[1], "the model");
+  tw_file_roles_input (io, weights, "--weights");
+  tw_file_roles_output (io, output, "-o");
+  if (!twb_check_files (io))
     return 1;
 
   g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);

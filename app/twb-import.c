@@ -51,10 +51,13 @@ twb_cmd_import (int argc, char **argv)
   if (output == NULL)
     output = default_output (input);
   g_autofree char *wpath = tw_onnx_weights_path_for (output);
-  const char *inputs[] = { input, NULL };
-  const char *roles[] = { "the ONNX model", NULL };
-  if (!twb_check_output (output, "-o", inputs, roles)
-      || !twb_check_output (wpath, "the weights file", inputs, roles))
+  /* Both outputs checked before either is written: -o a folder, a fifo or
+   * /dev/full is refused, and OUT.safetensors is never made beside it. */
+  g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+  tw_file_roles_input (io, input, "the ONNX model");
+  tw_file_roles_output (io, output, "-o");
+  tw_file_roles_output (io, wpath, "the weights file");
+  if (!twb_check_files (io))
     return 1;
 
   g_autoptr (GHashTable) weights = NULL;

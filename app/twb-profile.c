@@ -99,10 +99,16 @@ twb_cmd_profile (int argc, char **argv)
       goto out;
     }
   status = 1;
-  if (!twb_check_output (trace, "--trace", (const char *[]) { argv[1], NULL },
-                         (const char *[]) { "the model", NULL }))
-    goto out;
   {
+    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
+    if (m == NULL)
+      goto out;
+    g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+    tw_file_roles_input (io, argv[1], "the model");
+    twb_add_data_inputs (io, m, data);
+    tw_file_roles_output (io, trace, "--trace");
+    if (!twb_check_files (io))
+      goto out;
     /* Can the trace be written?  Found out now, not after the run. */
     tw_save *probe = tw_save_begin (trace, &error);
     if (probe == NULL)
@@ -111,11 +117,6 @@ twb_cmd_profile (int argc, char **argv)
         goto out;
       }
     tw_save_abort (probe);
-  }
-  {
-    g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
-    if (m == NULL)
-      goto out;
     tw_set_num_threads ((int) threads);
     g_autoptr (tw_dataset) train = tw_dataset_open_for_model (m, data, TW_SPLIT_TRAIN, &error);
     if (train == NULL)

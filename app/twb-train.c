@@ -541,16 +541,21 @@ twb_cmd_train (int argc, char **argv)
       status = 2;
       goto out;
     }
-  if (metrics && !twb_check_output (metrics, "--metrics", (const char *[]) { argv[1], NULL },
-                                    (const char *[]) { "the model", NULL }))
-    goto out;
-  if (checkpoint && !twb_check_output (checkpoint, "--checkpoint", (const char *[]) { argv[1], NULL },
-                                       (const char *[]) { "the model", NULL }))
-    goto out;
-
   {
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
+      goto out;
+    /* Every file read, every file written: checked before anything is.  A
+     * run resumed from a checkpoint may go on writing it. */
+    g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+    tw_file_roles_input (io, argv[1], "the model");
+    twb_add_data_inputs (io, m, data);
+    tw_file_roles_input (io, init_weights, "--init-weights");
+    tw_file_roles_input_replaced_by (io, resume, "--resume", "--checkpoint");
+    tw_file_roles_output (io, checkpoint, "--checkpoint");
+    tw_file_roles_output (io, metrics, "--metrics");
+    tw_file_roles_output (io, dump, "--dump-on-break");
+    if (!twb_check_files (io))
       goto out;
     if (!apply_overrides (m, optimizer, &nums[LR], &nums[BATCH], &nums[EPOCHS], &nums[SEED],
                           &nums[VAL_SPLIT], &error))
@@ -981,9 +986,15 @@ twb_cmd_predict (int argc, char **argv)
       status = 2;
       goto out;
     }
-  if (output && !twb_check_output (output, "--output", (const char *[]) { input, weights, argv[1], NULL },
-                                   (const char *[]) { "--input", "--weights", "the model", NULL }))
-    goto out;
+  {
+    g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+    tw_file_roles_input (io, argv[1], "the model");
+    tw_file_roles_input (io, weights, "--weights");
+    tw_file_roles_input (io, input, "--input");
+    tw_file_roles_output (io, output, "--output");
+    if (!twb_check_files (io))
+      goto out;
+  }
   {
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)

@@ -62,19 +62,21 @@ twb_load_model_checked (const char *path)
 }
 
 gboolean
-twb_check_output (const char *output, const char *option, const char *const *inputs,
-                  const char *const *input_roles)
+twb_check_files (const tw_file_roles *io)
 {
-  for (int i = 0; inputs[i]; i++)
-    {
-      g_autoptr (GError) error = NULL;
-      if (!tw_file_check_not_input (output, option, inputs[i], input_roles[i], &error))
-        {
-          twb_print_error (NULL, error);
-          return FALSE;
-        }
-    }
-  return TRUE;
+  g_autoptr (GError) error = NULL;
+  if (tw_file_roles_check (io, &error))
+    return TRUE;
+  twb_print_error (NULL, error);
+  return FALSE;
+}
+
+void
+twb_add_data_inputs (tw_file_roles *io, const tw_model *m, const char *spec)
+{
+  g_auto (GStrv) files = tw_dataset_files (spec ? spec : m->recipe.dataset);
+  for (char **f = files; *f; f++)
+    tw_file_roles_input (io, *f, spec ? "--data" : "the recipe's dataset");
 }
 
 static void

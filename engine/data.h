@@ -79,6 +79,11 @@ int64_t tw_dataset_size (const tw_dataset *d);
  * seed drives synthetic sets only.  Unknown names give TW_DATA_ERROR_UNKNOWN
  * with the list of known ones. */
 tw_dataset *tw_dataset_open (const char *spec, tw_split split, guint64 seed, GError **error);
+/* The files tw_dataset_open (spec, ...) reads for either split (a .csv, a
+ * .npy and its labels .npy, the IDX files of a folder or of the
+ * Fashion-MNIST names; none for synthetic sets): NULL-terminated, g_strfreev
+ * it.  What a command reads, so that no output of it replaces one. */
+char **tw_dataset_files (const char *spec);
 /* The names tw_dataset_open () knows besides paths: NULL-terminated, static. */
 const char *const *tw_dataset_known_names (void);
 

@@ -1,4 +1,4 @@
-/* fileutil.c — regular-file reads, same-file checks, the atomic save. */
+/* fileutil.c — regular-file reads, what a command reads and writes, the atomic save. */
 #define G_LOG_DOMAIN "twb-file"
 
 #include "engine/fileutil.h"
@@ -150,29 +150,191 @@ tw_file_map_regular (const char *path, GError **error)
   return map;
 }
 
-/* ---- Same file ---------------------------------------------------------- */
+/* ---- What a command reads and writes ------------------------------------ */
 
-gboolean
-tw_file_same (const char *a, const char *b)
+static char *resolve_links (const char *path, const char *display, GError **error);
+
+typedef struct
 {
-  GStatBuf sa, sb;
-  if (a == NULL || b == NULL || g_stat (a, &sa) != 0 || g_stat (b, &sb) != 0)
-    return FALSE;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char *path, *role;
+  char *replaced_by;            /* inputs: the output role that may replace it */
+} file_role;
+
+struct tw_file_roles
+{
+  GArray *inputs, *outputs;     /* file_role */
+};
+
+static void
+file_role_clear (gpointer p)
+{
+  file_role *r = p;
+  g_free (r->path);
+  g_free (r->role);
+  g_free (r->replaced_by);
+}
+
+tw_file_roles *
+tw_file_roles_new (void)
+{
+  tw_file_roles *io = g_new0 (tw_file_roles, 1);
+  io->inputs = g_array_new (FALSE, TRUE, sizeof (file_role));
+  io->outputs = g_array_new (FALSE, TRUE, sizeof (file_role));
+  g_array_set_clear_func (io->inputs, file_role_clear);
+  g_array_set_clear_func (io->outputs, file_role_clear);
+  return io;
+}
+
+void
+tw_file_roles_free (tw_file_roles *io)
+{
+  if (io == NULL)
+    return;
+  g_array_unref (io->inputs);
+  g_array_unref (io->outputs);
+  g_free (io);
+}
+
+static void
+add_role (GArray *to, const char *path, const char *role, const char *replaced_by)
+{
+  if (path == NULL)
+    return;
+  file_role r = { g_strdup (path), g_strdup (role), g_strdup (replaced_by) };
+  g_array_append_val (to, r);
+}
+
+void
+tw_file_roles_input (tw_file_roles *io, const char *path, const char *role)
+{
+  add_role (io->inputs, path, role, NULL);
+}
+
+void
+tw_file_roles_input_replaced_by (tw_file_roles *io, const char *path, const char *role,
+                                 const char *output_role)
+{
+  add_role (io->inputs, path, role, output_role);
+}
+
+void
+tw_file_roles_output (tw_file_roles *io, const char *path, const char *role)
+{
+  add_role (io->outputs, path, role, NULL);
+}
+
+/* Where a file is, or would be: its device and inode when it exists, else
+ * its folder's and its name. */
+typedef struct
+{
+  gboolean exists;
+  dev_t dev;
+  ino_t ino;
+  char *name;                   /* not existing: the last component */
+} file_id;
+
+/* The id of an output (links followed, so a dangling link is where its
+ * target would be created), or FALSE with the error for what cannot be
+ * written there. */
+static gboolean
+output_id (const file_role *o, file_id *id, GError **error)
+{
+  g_autofree char *display = g_filename_display_name (o->path);
+  g_autoptr (GError) local = NULL;
+  g_autofree char *target = resolve_links (o->path, display, &local);
+  if (target == NULL)
+    {
+      g_set_error (error, G_FILE_ERROR, local->code, "%s %s", o->role, local->message);
+      return FALSE;
+    }
+  GStatBuf st;
+  if (g_stat (target, &st) == 0)
+    {
+      if (!S_ISREG (st.st_mode))
+        {
+          g_set_error (error, G_FILE_ERROR, S_ISDIR (st.st_mode) ? G_FILE_ERROR_ISDIR
+                                                                 : G_FILE_ERROR_INVAL,
+                       "%s %s is %s, not a regular file: refusing to replace it", o->role,
+                       display, file_kind (st.st_mode));
+          return FALSE;
+        }
+      *id = (file_id) { TRUE, st.st_dev, st.st_ino, NULL };
+      return TRUE;
+    }
+  if (errno != ENOENT)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s %s: %s", o->role,
+                   display, g_strerror (e));
+      return FALSE;
+    }
+  g_autofree char *dir = g_path_get_dirname (target);
+  g_autofree char *ddir = g_filename_display_name (dir);
+  if (g_stat (dir, &st) != 0 || !S_ISDIR (st.st_mode))
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                   "%s %s: the folder %s does not exist", o->role, display, ddir);
+      return FALSE;
+    }
+  if (access (dir, W_OK) != 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                   "%s %s: cannot create a file in %s: %s", o->role, display, ddir, g_strerror (e));
+      return FALSE;
+    }
+  *id = (file_id) { FALSE, st.st_dev, st.st_ino, g_path_get_basename (target) };
+  return TRUE;
+}
+
+static gboolean
+same_id (const file_id *a, const file_id *b)
+{
+  return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino
+         && g_strcmp0 (a->name, b->name) == 0;
 }
 
 gboolean
-tw_file_check_not_input (const char *output, const char *output_role, const char *input,
-                         const char *input_role, GError **error)
+tw_file_roles_check (const tw_file_roles *io, GError **error)
 {
-  if (!tw_file_same (output, input))
-    return TRUE;
-  g_autofree char *dout = g_filename_display_name (output);
-  g_autofree char *din = g_filename_display_name (input);
-  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-               "%s %s is the same file as %s %s: writing it would overwrite the input; "
-               "choose another file", output_role, dout, input_role, din);
-  return FALSE;
+  guint n_out = io->outputs->len;
+  g_autofree file_id *ids = g_new0 (file_id, MAX (n_out, 1));
+  gboolean ok = TRUE;
+  for (guint i = 0; i < n_out && ok; i++)
+    {
+      const file_role *o = &g_array_index (io->outputs, file_role, i);
+      if (!(ok = output_id (o, &ids[i], error)))
+        break;
+      g_autofree char *dout = g_filename_display_name (o->path);
+      for (guint k = 0; k < i && ok; k++)
+        if (same_id (&ids[k], &ids[i]))
+          {
+            const file_role *p = &g_array_index (io->outputs, file_role, k);
+            g_autofree char *dp = g_filename_display_name (p->path);
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                         "%s %s is the same file as %s %s: each output needs a file of its own",
+                         o->role, dout, p->role, dp);
+            ok = FALSE;
+          }
+      /* Inputs exist (or reading them fails first): only an existing
+       * output can be one. */
+      for (guint k = 0; k < io->inputs->len && ok && ids[i].exists; k++)
+        {
+          const file_role *in = &g_array_index (io->inputs, file_role, k);
+          GStatBuf st;
+          if (g_stat (in->path, &st) != 0 || st.st_dev != ids[i].dev || st.st_ino != ids[i].ino
+              || g_strcmp0 (in->replaced_by, o->role) == 0)
+            continue;
+          g_autofree char *din = g_filename_display_name (in->path);
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                       "%s %s is the same file as %s %s: writing it would overwrite the input; "
+                       "choose another file", o->role, dout, in->role, din);
+          ok = FALSE;
+        }
+    }
+  for (guint i = 0; i < n_out; i++)
+    g_free (ids[i].name);
+  return ok;
 }
 
 /* ---- Saving ------------------------------------------------------------- */

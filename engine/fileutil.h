@@ -58,13 +58,46 @@ gboolean tw_file_read_regular (const char *path, gsize max, char **contents, gsi
  * refusing other kinds as tw_file_read_regular does.  Unref it. */
 GMappedFile *tw_file_map_regular (const char *path, GError **error);
 
-/* Do a and b name the same file (same device and inode, links followed)?
- * FALSE when either does not exist. */
-gboolean tw_file_same (const char *a, const char *b);
-/* FALSE, with an error "OUTPUT_ROLE PATH is INPUT_ROLE; ..." when writing
- * output would overwrite input (tw_file_same).  Either may be NULL (TRUE). */
-gboolean tw_file_check_not_input (const char *output, const char *output_role, const char *input,
-                                  const char *input_role, GError **error);
+/* ---- What a command reads and writes -----------------------------------
+ *
+ * Every path a command reads is an input (the model, every data file, label
+ * files included, weights, checkpoints, ONNX files, traces); every path it
+ * writes is an output (the main one and those derived from it: checkpoints,
+ * metrics, dumps, traces, OUT.safetensors beside an import).  Before it
+ * writes anything a command lists them all and checks, for each output:
+ *
+ * - it is a regular file, or a name that can be created: not a directory,
+ *   fifo, socket or device (/dev/null, /dev/full), and its folder exists;
+ * - it is not an input: compared by device and inode after following
+ *   links (a link, a hard link, "./x" all name the same file), and a link
+ *   whose target does not exist yet is compared by where it leads;
+ * - it is not another output.
+ *
+ *   g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+ *   tw_file_roles_input (io, model_path, "the model");
+ *   tw_file_roles_output (io, checkpoint, "--checkpoint");
+ *   if (!tw_file_roles_check (io, &error))
+ *     return FALSE;      // "--checkpoint ck is the same file as the model m.json: ..."
+ *
+ * NULL paths are ignored, so optional options go in as they are. */
+typedef struct tw_file_roles tw_file_roles;
+
+tw_file_roles *tw_file_roles_new (void);
+void tw_file_roles_free (tw_file_roles *io);     /* NULL-safe */
+/* path (copied) is read, as role (copied: "--data", "the model"). */
+void tw_file_roles_input (tw_file_roles *io, const char *path, const char *role);
+/* The same for an input that the output of output_role may replace: the
+ * --resume checkpoint by --checkpoint (read whole before a write, which
+ * continues it). */
+void tw_file_roles_input_replaced_by (tw_file_roles *io, const char *path, const char *role,
+                                      const char *output_role);
+/* path (copied) is written, as role. */
+void tw_file_roles_output (tw_file_roles *io, const char *path, const char *role);
+/* FALSE with a G_FILE_ERROR naming the output, its role and, for a clash,
+ * the other file and its role. */
+gboolean tw_file_roles_check (const tw_file_roles *io, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_file_roles, tw_file_roles_free)
 
 typedef struct tw_save tw_save;
 

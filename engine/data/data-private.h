@@ -26,4 +26,8 @@ tw_tensor *tw_data_try_alloc (tw_dtype dtype, int ndim, const int64_t *shape, co
  * ext (".csv"); newly allocated. */
 char *tw_data_stem (const char *path, const char *ext);
 
+/* x.npy → x_labels.npy (x → x_labels.npy): where tw_dataset_load_npy finds
+ * the labels of features_path by default; newly allocated. */
+char *tw_data_npy_labels_path (const char *features_path);
+
 G_END_DECLS

@@ -265,6 +265,53 @@ is_synthetic (const char *spec)
   return FALSE;
 }
 
+/* The IDX files of dir that open_idx_dir reads for either split. */
+static void
+idx_dir_files (const char *dir, GPtrArray *out)
+{
+  const char *stems[] = { "train", "t10k" };
+  for (guint i = 0; i < G_N_ELEMENTS (stems); i++)
+    {
+      char *images = find_idx_file (dir, stems[i], "images", "idx3", NULL);
+      char *labels = find_idx_file (dir, stems[i], "labels", "idx1", NULL);
+      if (images)
+        g_ptr_array_add (out, images);
+      if (labels)
+        g_ptr_array_add (out, labels);
+    }
+}
+
+char **
+tw_dataset_files (const char *spec)
+{
+  GPtrArray *out = g_ptr_array_new ();
+  if (spec == NULL || *spec == '\0' || is_synthetic (spec))
+    ;
+  else if (strcmp (spec, "fashion-mnist") == 0
+           && g_file_test (SYSTEM_FASHION_MNIST_DIR, G_FILE_TEST_IS_DIR))
+    idx_dir_files (SYSTEM_FASHION_MNIST_DIR, out);
+  else if (strcmp (spec, "fashion-mnist") == 0 || strcmp (spec, SUBSET_NAME) == 0)
+    {
+      g_autofree char *dir = subset_dir ();
+      idx_dir_files (dir, out);
+    }
+  else
+    {
+      g_autofree char *lower = g_ascii_strdown (spec, -1);
+      if (g_str_has_suffix (lower, ".csv"))
+        g_ptr_array_add (out, g_strdup (spec));
+      else if (g_str_has_suffix (lower, ".npy"))
+        {
+          g_ptr_array_add (out, g_strdup (spec));
+          g_ptr_array_add (out, tw_data_npy_labels_path (spec));
+        }
+      else if (g_file_test (spec, G_FILE_TEST_IS_DIR))
+        idx_dir_files (spec, out);
+    }
+  g_ptr_array_add (out, NULL);
+  return (char **) g_ptr_array_free (out, FALSE);
+}
+
 tw_dataset *
 tw_dataset_open (const char *spec, tw_split split, guint64 seed, GError **error)
 {

@@ -393,6 +393,14 @@ tw_npy_save (const char *path, const tw_tensor *t, GError **error)
   return TRUE;
 }
 
+char *
+tw_data_npy_labels_path (const char *features_path)
+{
+  gsize n = strlen (features_path);
+  gboolean ext = n >= 4 && g_ascii_strcasecmp (features_path + n - 4, ".npy") == 0;
+  return g_strdup_printf ("%.*s_labels.npy", (int) (ext ? n - 4 : n), features_path);
+}
+
 tw_dataset *
 tw_dataset_load_npy (const char *features_path, const char *labels_path, GError **error)
 {
@@ -401,12 +409,7 @@ tw_dataset_load_npy (const char *features_path, const char *labels_path, GError 
 
   g_autofree char *derived = NULL;
   if (labels_path == NULL)
-    {
-      gsize n = strlen (features_path);
-      gboolean ext = n >= 4 && g_ascii_strcasecmp (features_path + n - 4, ".npy") == 0;
-      derived = g_strdup_printf ("%.*s_labels.npy", (int) (ext ? n - 4 : n), features_path);
-      labels_path = derived;
-    }
+    labels_path = derived = tw_data_npy_labels_path (features_path);
 
   g_autoptr (tw_tensor) features = tw_npy_load (features_path, error);
   if (features == NULL)

@@ -933,12 +933,17 @@ test_files (void)
   g_assert_cmpint (g_lstat (link, &st), ==, 0);
   g_assert_true (S_ISLNK (st.st_mode));
   assert_contents (f, "three");
-  g_assert_true (tw_file_same (link, f));
-  g_assert_false (tw_file_check_not_input (link, "--checkpoint", f, "the model", &error));
+  g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+  tw_file_roles_input (io, f, "the model");
+  tw_file_roles_output (io, link, "--checkpoint");
+  g_assert_false (tw_file_roles_check (io, &error));
   g_assert_true (strstr (error->message, "--checkpoint") && strstr (error->message, "the model"));
   g_clear_error (&error);
   g_autofree char *other = g_build_filename (dir, "other.json", NULL);
-  g_assert_true (tw_file_check_not_input (other, "--output", f, "--input", &error));
+  g_autoptr (tw_file_roles) io2 = tw_file_roles_new ();
+  tw_file_roles_input (io2, f, "--input");
+  tw_file_roles_output (io2, other, "--output");
+  g_assert_true (tw_file_roles_check (io2, &error));
 
   /* Non-regular targets: a directory, a fifo, a device; nothing replaced. */
   g_autofree char *sub = g_build_filename (dir, "sub", NULL);
