@@ -9,7 +9,9 @@ int
 twb_cmd_export (int argc, char **argv)
 {
   g_autofree char *weights = NULL, *output = NULL;
-  int opset = TW_ONNX_EXPORT_MAX_OPSET, batch = 0;
+  /* BATCH_UNSET: --batch not given (0 is a value, and refused). */
+  enum { BATCH_UNSET = G_MININT };
+  int opset = TW_ONNX_EXPORT_MAX_OPSET, batch = BATCH_UNSET;
   gboolean dynamic = FALSE;
   GOptionEntry entries[] = {
     { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights,
@@ -42,7 +44,15 @@ twb_cmd_export (int argc, char **argv)
                   TW_ONNX_EXPORT_MIN_OPSET, TW_ONNX_EXPORT_MAX_OPSET);
       return 2;
     }
-  if (batch < 0 || (batch > 0 && dynamic))
+  /* The rule of every command's --batch (twb train, eval, compile): a whole
+   * number from 1; 0 used to fall back to the recipe's silently. */
+  if (batch != BATCH_UNSET && batch < 1)
+    {
+      g_printerr ("%stwb: --batch: '%d' is not valid (expected a whole number in [1, %d])\n",
+                  usage, batch, G_MAXINT32);
+      return 2;
+    }
+  if (batch != BATCH_UNSET && dynamic)
     {
       g_printerr ("%stwb: --batch takes a positive size and not with --dynamic-batch\n", usage);
       return 2;
@@ -66,7 +76,7 @@ twb_cmd_export (int argc, char **argv)
   tw_onnx_export_options opt = {
     .opset = opset,
     .dynamic_batch = dynamic,
-    .batch = batch > 0 ? batch : m->recipe.batch_size,
+    .batch = batch != BATCH_UNSET ? batch : m->recipe.batch_size,
   };
   if (!tw_onnx_export (m, params, &opt, output, &error))
     {

@@ -296,6 +296,31 @@ compare_str (gconstpointer a, gconstpointer b)
 }
 
 gboolean
+tw_param_accepts (const tw_param *e, const tw_tensor *t, const char *source, GError **error)
+{
+  const char *what = e->trainable ? "parameter" : "buffer";
+  if (!tw_tensor_same_shape (t, e->value))
+    {
+      g_autofree char *a = tw_shape_to_string (t->ndim, t->shape);
+      g_autofree char *b = tw_shape_to_string (e->value->ndim, e->value->shape);
+      g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_SHAPE,
+                   "%s: tensor '%s' has shape %s; the model's %s is %s", source, e->name, a,
+                   what, b);
+      return FALSE;
+    }
+  if (t->dtype != e->value->dtype
+      && !(dtype_is_float (t->dtype) && dtype_is_float (e->value->dtype)))
+    {
+      g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_DTYPE,
+                   "%s: tensor '%s' is %s; the model's %s is %s (floating point values "
+                   "expected)", source, e->name, tw_dtype_name (t->dtype), what,
+                   tw_dtype_name (e->value->dtype));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
 tw_params_load_state_dict (tw_params *p, GHashTable *tensors, GHashTable *metadata,
                            const char *source, gboolean strict, tw_state_dict_report *report,
                            GError **error)
@@ -319,25 +344,8 @@ tw_params_load_state_dict (tw_params *p, GHashTable *tensors, GHashTable *metada
           g_ptr_array_add (missing, g_strdup (e->name));
           continue;
         }
-      if (!tw_tensor_same_shape (t, e->value))
-        {
-          g_autofree char *a = tw_shape_to_string (t->ndim, t->shape);
-          g_autofree char *b = tw_shape_to_string (e->value->ndim, e->value->shape);
-          g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_SHAPE,
-                       "%s: tensor '%s' has shape %s; the model's %s is %s", src, e->name, a,
-                       e->trainable ? "parameter" : "buffer", b);
-          return FALSE;
-        }
-      if (t->dtype != e->value->dtype
-          && !(dtype_is_float (t->dtype) && dtype_is_float (e->value->dtype)))
-        {
-          g_set_error (error, TW_STATE_DICT_ERROR, TW_STATE_DICT_ERROR_DTYPE,
-                       "%s: tensor '%s' is %s; the model's %s is %s (floating point values "
-                       "expected)",
-                       src, e->name, tw_dtype_name (t->dtype),
-                       e->trainable ? "parameter" : "buffer", tw_dtype_name (e->value->dtype));
-          return FALSE;
-        }
+      if (!tw_param_accepts (e, t, src, error))
+        return FALSE;
       g_ptr_array_add (loaded, g_strdup (e->name));
     }
   GHashTableIter it;

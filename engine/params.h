@@ -96,6 +96,13 @@ typedef struct
 } tw_state_dict_report;
 
 void tw_state_dict_report_clear (tw_state_dict_report *report);
+/* The one rule for a tensor loaded into entry e, by every reader of weights
+ * (--init-weights, --resume, --weights of eval, predict and export): the
+ * same shape, and the same dtype or both floating point (F64 → F32).
+ * FALSE with TW_STATE_DICT_ERROR_SHAPE or _DTYPE naming source, the tensor
+ * and both shapes or dtypes. */
+gboolean tw_param_accepts (const tw_param *e, const tw_tensor *t, const char *source,
+                           GError **error);
 /* tensors: name → tw_tensor * (borrowed); source names them in errors. */
 gboolean tw_params_load_state_dict (tw_params *p, GHashTable *tensors, GHashTable *metadata,
                                     const char *source, gboolean strict,

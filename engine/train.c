@@ -616,26 +616,18 @@ tw_trainer_save_weights (tw_trainer *tr, const char *path, GError **error)
   return tw_safetensors_save (path, tensors, meta, error);
 }
 
-static gboolean
-copy_named (tw_tensor *dst, GHashTable *tensors, const char *name, const char *path,
-            GError **error)
+/* The tensor of tensors that param p takes: there, and of a shape and
+ * dtype it accepts (tw_param_accepts: the rule of every weights reader). */
+static tw_tensor *
+tensor_for (const tw_param *p, GHashTable *tensors, const char *path, GError **error)
 {
-  tw_tensor *src = g_hash_table_lookup (tensors, name);
+  tw_tensor *src = g_hash_table_lookup (tensors, p->name);
   if (src == NULL)
     {
-      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "%s: no tensor '%s'", path, name);
-      return FALSE;
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "%s: no tensor '%s'", path, p->name);
+      return NULL;
     }
-  if (!tw_tensor_same_shape (src, dst))
-    {
-      g_autofree char *a = tw_shape_to_string (src->ndim, src->shape);
-      g_autofree char *b = tw_shape_to_string (dst->ndim, dst->shape);
-      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
-                   "%s: tensor '%s' has shape %s; the model needs %s", path, name, a, b);
-      return FALSE;
-    }
-  tw_tensor_copy_into (dst, src);
-  return TRUE;
+  return tw_param_accepts (p, src, path, error) ? src : NULL;
 }
 
 gboolean
@@ -647,19 +639,12 @@ tw_params_load_weights (tw_params *params, const char *path, GError **error)
   /* Check everything before changing anything: a failed load leaves the
    * parameters as they were. */
   for (int i = 0; i < tw_params_count (params); i++)
-    {
-      tw_param *p = tw_params_at (params, i);
-      tw_tensor *src = g_hash_table_lookup (tensors, p->name);
-      if (src == NULL || !tw_tensor_same_shape (src, p->value))
-        {
-          g_autoptr (tw_tensor) scratch = tw_tensor_new_like (p->value);
-          return copy_named (scratch, tensors, p->name, path, error);
-        }
-    }
+    if (tensor_for (tw_params_at (params, i), tensors, path, error) == NULL)
+      return FALSE;
   for (int i = 0; i < tw_params_count (params); i++)
     {
       tw_param *p = tw_params_at (params, i);
-      copy_named (p->value, tensors, p->name, path, NULL);
+      tw_tensor_copy_into (p->value, tensor_for (p, tensors, path, NULL));
     }
   return TRUE;
 }
@@ -724,12 +709,8 @@ tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
   for (int i = 0; i < tw_params_count (tr->params); i++)
     {
       tw_param *p = tw_params_at (tr->params, i);
-      tw_tensor *src = g_hash_table_lookup (tensors, p->name);
-      if (src == NULL || !tw_tensor_same_shape (src, p->value))
-        {
-          g_autoptr (tw_tensor) scratch = tw_tensor_new_like (p->value);
-          return copy_named (scratch, tensors, p->name, path, error);
-        }
+      if (tensor_for (p, tensors, path, error) == NULL)
+        return FALSE;
       for (int k = 0; k < 2; k++)
         {
           g_autofree char *name = g_strdup_printf ("optimizer.%s.%d", p->name, k);
@@ -749,7 +730,7 @@ tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
   for (int i = 0; i < tw_params_count (tr->params); i++)
     {
       tw_param *p = tw_params_at (tr->params, i);
-      copy_named (p->value, tensors, p->name, path, NULL);
+      tw_tensor_copy_into (p->value, tensor_for (p, tensors, path, NULL));
       for (int k = 0; k < 2; k++)
         {
           g_autofree char *name = g_strdup_printf ("optimizer.%s.%d", p->name, k);

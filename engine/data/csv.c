@@ -5,6 +5,7 @@
 #include "engine/fileutil.h"
 #include "engine/memory.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -136,6 +137,15 @@ tw_dataset_load_csv (const char *path, int label_column, GError **error)
             }
           if (c != label)
             {
+              /* Features are float32 (data.h): 1e39 would become inf, which
+               * no command accepts (tw_samples_fit_input's rule). */
+              if (fabs (v) > FLT_MAX)
+                {
+                  g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_FORMAT,
+                               "%s: line %d, column %d: “%s” is beyond the range of float32 "
+                               "(±%g)", path, line_no, c + 1, cell, FLT_MAX);
+                  return NULL;
+                }
               float f = (float) v;
               g_array_append_val (features, f);
               continue;

@@ -4,8 +4,10 @@
 #define G_LOG_DOMAIN "twb-data"
 
 #include "engine/data-fit.h"
+#include "engine/cpu/scan.h"
 #include "engine/rng.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The classes of the model's loss (its logits [N, C]), else of its first
@@ -147,6 +149,35 @@ tw_dataset_open_for_model (const tw_model *m, const char *spec, tw_split split, 
   return g_steal_pointer (&d);
 }
 
+/* The one rule for samples, whichever command reads them (train, eval,
+ * profile, predict): floating-point values are finite as the model reads
+ * them.  inf, nan, or 1e39 read into float32 (where it is inf) are refused
+ * naming the sample and the value's place in it; train found them only at
+ * its first step, eval and predict not at all. */
+static gboolean
+check_finite (const tw_tensor *x, const char *source, GError **error)
+{
+  if (x->dtype != TW_F32 && x->dtype != TW_F64)
+    return TRUE;
+  g_autoptr (tw_tensor) c = tw_tensor_contiguous ((tw_tensor *) x);
+  int64_t n = tw_tensor_numel (c);
+  if (c->dtype == TW_F32 && tw_scan_nonfinite_f32 (tw_tensor_f32 (c), n) == 0)
+    return TRUE;
+  int64_t per_sample = c->shape[0] > 0 ? n / c->shape[0] : 1;
+  for (int64_t i = 0; i < n; i++)
+    {
+      double v = tw_tensor_get_flat (c, i);
+      if (isfinite (v))
+        continue;
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_FORMAT,
+                   "%s: sample %" G_GINT64_FORMAT ", value %" G_GINT64_FORMAT " is %s as %s: "
+                   "samples must be finite numbers", source, i / per_sample, i % per_sample,
+                   isnan (v) ? "nan" : v > 0 ? "inf" : "-inf", tw_dtype_name (c->dtype));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 tw_tensor *
 tw_samples_fit_input (tw_tensor *x, const tw_node *input, const char *source, GError **error)
 {
@@ -168,7 +199,7 @@ tw_samples_fit_input (tw_tensor *x, const tw_node *input, const char *source, GE
   for (int i = 1; same && i < want->ndim; i++)
     same = x->shape[i] == want->dims[i];
   if (same)
-    return tw_tensor_ref (x);
+    return check_finite (x, source, error) ? tw_tensor_ref (x) : NULL;
 
   int64_t per_sample = 1, want_per_sample = 1;
   for (int i = 1; i < x->ndim; i++)
@@ -190,6 +221,8 @@ tw_samples_fit_input (tw_tensor *x, const tw_node *input, const char *source, GE
     shape[i] = want->dims[i];
   g_autoptr (tw_tensor) cast = x->dtype == want->dtype ? tw_tensor_ref (x)
                                                        : tw_tensor_cast (x, want->dtype);
+  if (!check_finite (cast, source, error))
+    return NULL;
   return tw_tensor_reshape (cast, want->ndim, shape);
 }
 
