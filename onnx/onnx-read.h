@@ -12,12 +12,22 @@
  *
  * What read_model refuses, each with the file's name and where in it:
  * not a ModelProto (protobuf-c's unpack fails, or the file is empty or
- * larger than TW_ONNX_MAX_FILE_BYTES), no graph, a default-domain opset
- * outside TW_ONNX_MIN_OPSET..TW_ONNX_MAX_OPSET, tensors with external data
- * (all of them listed), tensors whose declared dims disagree with their data
- * or exceed TW_ONNX_MAX_TENSOR_ELEMS, and subgraphs nested deeper than
- * TW_ONNX_MAX_DEPTH.  Control flow (If, Loop, Scan) and unknown ops are the
- * importer's to report (with the other unsupported ops, all at once).
+ * larger than TW_ONNX_MAX_FILE_BYTES), protobuf messages nested deeper than
+ * TW_FILE_MAX_NESTING (64, the limit of every reader), a string field that
+ * is not valid UTF-8, more messages than unpack within 64 MiB plus 8 times
+ * the file's size (and the memory available: a few MB of empty attributes
+ * or initializers unpacked into gigabytes), no graph, a default-domain
+ * opset outside TW_ONNX_MIN_OPSET..TW_ONNX_MAX_OPSET, tensors with external
+ * data (all of them listed; whether the file is there is said only for a
+ * plain name in the model's folder, without following a link: a location
+ * elsewhere is named "outside the model's folder" by its text alone),
+ * tensors whose declared dims disagree with their data or exceed
+ * TW_ONNX_MAX_TENSOR_ELEMS, subgraphs nested deeper than TW_ONNX_MAX_DEPTH,
+ * and a value defined twice (two nodes writing one output, an output named
+ * as a graph input or initializer, a graph input or an initializer declared
+ * twice; an initializer also listed as an input is its default).  Control
+ * flow (If, Loop, Scan) and unknown ops are the importer's to report (with
+ * the other unsupported ops, all at once).
  */
 #pragma once
 

@@ -12,8 +12,26 @@
  * are kept as text.  pid/tid given as strings ("stream 7", as PyTorch's
  * profiler writes) get numbers of their own and the string as the name.
  * A trace ending inside its event array (a crashed run) opens with what is
- * there and a note in "import.note".  Errors (G_FILE_ERROR) name the file,
- * the byte offset and a short reason.  The returned trace is sorted. */
+ * there and a note in "import.note"; so does a gzip stream cut inside or
+ * before its CRC trailer (the text then could not be checked).  Errors
+ * (G_FILE_ERROR) name the file, the byte offset and a short reason.  The
+ * returned trace is sorted.
+ *
+ * Crafted input is held to limits checked as the stream is decompressed
+ * and parsed, whatever its gzip trailer claims:
+ * - the trace text read may not exceed what the memory available
+ *   (engine/memory.h, $TWB_MEMORY_LIMIT) allows at 0.8x, nor one value
+ *   (a string, a number) a quarter of it: G_FILE_ERROR_NOMEM "too large for
+ *   memory";
+ * - arrays and objects nest at most TW_JSON_MAX_DEPTH (64) deep, the rule
+ *   of every JSON text read (engine/json-text.h);
+ * - strings holding a NUL stop the import; invalid UTF-8 in a string
+ *   (overlong forms, surrogates, what "\udc00" decodes to) becomes U+FFFD,
+ *   counted in "import.note", so the trace holds valid UTF-8 only;
+ * - ts and dur beyond ±TW_TRACE_MAX_NS, or whose sum is, count as
+ *   malformed ("import.skipped"), as do counter values beyond a double.
+ * Costs stay linear in the bytes (no token is lexed twice) and in the
+ * number of processes, lanes and names. */
 #pragma once
 
 #include "profiler/trace.h"
@@ -27,7 +45,9 @@ tw_trace *tw_trace_load_chrome (const char *path, GError **error);
  * events, 0.60× on our exporter's denser ones; 0.8 leaves a margin);
  * for gzip the text's size is read from the gzip trailer (or taken as 10×
  * the file when the trailer cannot tell, past 4 GiB).  0 when the file
- * cannot be read (the import then says why). */
+ * cannot be read (the import then says why).  Only a first, quick
+ * estimate: the trailer gives the last member's size alone, so the import
+ * checks the same bound again as it decompresses. */
 guint64 tw_trace_chrome_memory_estimate (const char *path);
 /* FALSE, with an error naming the file and the figures, when that estimate
  * exceeds available bytes (0: unknown, always TRUE).  tw_trace_load_chrome

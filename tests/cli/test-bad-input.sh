@@ -6,6 +6,7 @@
 set -u
 twb=$1
 assets=$2
+py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -19,7 +20,7 @@ skip () { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 # "refused" CMD... : exit 1, and the output matches the regex in $want.
 refused () { out=$("$@" 2>&1); st=$?; [ $st = 1 ] && grep -qE -- "$want" <<<"$out"; }
 
-echo "1..22"
+echo "1..29"
 
 sp="$assets/models/spirals.json"
 # spirals.json with one edit: edit FROM TO > OUT (a literal replacement).
@@ -108,4 +109,29 @@ if [ "$(id -u)" = 0 ] && [ -c /dev/full ] && [ -w /dev/full ]; then
 else
   skip "--checkpoint /dev/full refused" "not root: /dev/full is not replaceable anyway"
 fi
+# Nesting: a 200 KB safetensors header 100,000 levels deep (any downloaded
+# state_dict can be one) crashed every command reading weights; a GEMM
+# choice cache of 100,000 nested '[' crashed twb devices and every compiled
+# run.  Refused naming the file; the cache is ignored and measured anew.
+$py - "$tmp/deep.st" <<'PY'
+import struct, sys
+h = b'{"w": ' + b'[' * 100000 + b']' * 100000 + b'}'
+h += b' ' * (-len(h) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h)
+PY
+want='deep.st: header: line 1: nested more than 64 levels deep'
+check "train --init-weights: a 100,000-deep header refused" 'refused "$twb" train "$sp" --max-steps 1 --no-eval -q --init-weights "$tmp/deep.st"'
+check "train --resume: refused" 'refused "$twb" train "$sp" --max-steps 1 --no-eval -q --resume "$tmp/deep.st"'
+check "eval --weights: refused" 'refused "$twb" eval "$sp" --weights "$tmp/deep.st"'
+check "predict --weights: refused" 'refused "$twb" predict "$sp" --weights "$tmp/deep.st" --input "$tmp/x.npy"'
+check "export --weights: refused" 'refused "$twb" export "$sp" --weights "$tmp/deep.st" -o "$tmp/deep.onnx" && [ ! -e "$tmp/deep.onnx" ]'
+mkdir "$tmp/cache"
+cache=$(XDG_CACHE_HOME="$tmp/cache" "$twb" devices | sed -n 's/^choices cache: //p')
+mkdir -p "$(dirname "$cache")"
+$py -c "import sys; open(sys.argv[1], 'w').write('{\"format\": 1, \"choices\": ' + '[' * 100000 + ']' * 100000 + '}')" "$cache"
+out=$(XDG_CACHE_HOME="$tmp/cache" "$twb" devices 2>&1); st=$?
+check "twb devices with a 100,000-deep choice cache: runs, the cache ignored" '[ $st = 0 ] && grep -q "choices cache: " <<<"$out"'
+XDG_CACHE_HOME="$tmp/cache" $py -c "import sys; open(sys.argv[1], 'w').write('{\"format\": 1, \"choices\": ' + '[' * 100000 + ']' * 100000 + '}')" "$cache"
+out=$(XDG_CACHE_HOME="$tmp/cache" "$twb" train "$sp" --mode compiled --max-steps 2 --no-eval -q 2>&1); st=$?
+check "a compiled run with that cache trains" '[ $st = 0 ]'
 exit $fail
