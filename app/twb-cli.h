@@ -32,9 +32,9 @@ tw_model *twb_load_model_checked (const char *path);
  * (tw_file_roles_check: no output is an input, another output, or anything
  * but a regular file): FALSE with the error printed. */
 gboolean twb_check_files (const tw_file_roles *io);
-/* Adds the files dataset spec reads (spec NULL: the model's recipe's) to io
- * as inputs. */
-void twb_add_data_inputs (tw_file_roles *io, const tw_model *m, const char *spec);
+/* A new tw_file_roles (free it) holding as inputs the model file m was read
+ * from and the files its dataset reads: spec's, or when NULL the recipe's. */
+tw_file_roles *twb_model_inputs (const char *model_path, const tw_model *m, const char *spec);
 /* The command-line debugger (twb-debug.c): a break's position and the
  * min / max / mean / NaN / Inf of each of its tensors, on stderr; and the
  * tensors as a safetensors file (names as the debugger shows them). */

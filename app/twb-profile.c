@@ -103,9 +103,7 @@ twb_cmd_profile (int argc, char **argv)
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
       goto out;
-    g_autoptr (tw_file_roles) io = tw_file_roles_new ();
-    tw_file_roles_input (io, argv[1], "the model");
-    twb_add_data_inputs (io, m, data);
+    g_autoptr (tw_file_roles) io = twb_model_inputs (argv[1], m, data);
     tw_file_roles_output (io, trace, "--trace");
     if (!twb_check_files (io))
       goto out;

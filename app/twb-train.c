@@ -547,9 +547,7 @@ twb_cmd_train (int argc, char **argv)
       goto out;
     /* Every file read, every file written: checked before anything is.  A
      * run resumed from a checkpoint may go on writing it. */
-    g_autoptr (tw_file_roles) io = tw_file_roles_new ();
-    tw_file_roles_input (io, argv[1], "the model");
-    twb_add_data_inputs (io, m, data);
+    g_autoptr (tw_file_roles) io = twb_model_inputs (argv[1], m, data);
     tw_file_roles_input (io, init_weights, "--init-weights");
     tw_file_roles_input_replaced_by (io, resume, "--resume", "--checkpoint");
     tw_file_roles_output (io, checkpoint, "--checkpoint");

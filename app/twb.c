@@ -71,12 +71,15 @@ twb_check_files (const tw_file_roles *io)
   return FALSE;
 }
 
-void
-twb_add_data_inputs (tw_file_roles *io, const tw_model *m, const char *spec)
+tw_file_roles *
+twb_model_inputs (const char *model_path, const tw_model *m, const char *spec)
 {
+  tw_file_roles *io = tw_file_roles_new ();
+  tw_file_roles_input (io, model_path, "the model");
   g_auto (GStrv) files = tw_dataset_files (spec ? spec : m->recipe.dataset);
   for (char **f = files; *f; f++)
     tw_file_roles_input (io, *f, spec ? "--data" : "the recipe's dataset");
+  return io;
 }
 
 static void

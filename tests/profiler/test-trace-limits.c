@@ -37,6 +37,18 @@ write_text (const char *path, const char *text)
   g_assert_true (g_file_set_contents (path, text, -1, NULL));
 }
 
+/* text written to the file name and imported, which must succeed. */
+static tw_trace *
+load_text (const char *name, const char *text)
+{
+  g_autofree char *path = tmp_path (name);
+  write_text (path, text);
+  g_autoptr (GError) error = NULL;
+  tw_trace *t = tw_trace_load_chrome (path, &error);
+  g_assert_no_error (error);
+  return t;
+}
+
 /* Appends one gzip member holding head, then `repeat` times `chunk`, then
  * tail (mode "wb1" starts the file, "ab1" appends a member). */
 static void
@@ -199,16 +211,12 @@ test_depth (void)
 static void
 test_utf8 (void)
 {
-  g_autofree char *path = tmp_path ("utf8.json");
-  write_text (path, "{\"traceEvents\":["
+  g_autoptr (tw_trace) t = load_text ("utf8.json", "{\"traceEvents\":["
               "{\"ph\":\"X\",\"name\":\"c\xc0\x80\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1},"
               "{\"ph\":\"X\",\"name\":\"d\xed\xa0\x80\",\"ts\":2,\"dur\":2,\"pid\":1,\"tid\":1},"
               "{\"ph\":\"X\",\"name\":\"b\\udc00\",\"ts\":3,\"dur\":2,\"pid\":1,\"tid\":1,"
               "\"args\":{\"k\xc0\x80\":\"v\",\"o\":{\"x\":\"\xe0\x80\xaf\"}}},"
               "{\"ph\":\"X\",\"name\":\"caf\xc3\xa9\",\"ts\":4,\"dur\":2,\"pid\":1,\"tid\":1}]}");
-  g_autoptr (GError) error = NULL;
-  g_autoptr (tw_trace) t = tw_trace_load_chrome (path, &error);
-  g_assert_no_error (error);
   g_assert_cmpuint (tw_trace_lane_n_slices (t, 0), ==, 4);
   for (guint i = 0; i < 4; i++)
     {
@@ -228,8 +236,7 @@ test_utf8 (void)
 static void
 test_times (void)
 {
-  g_autofree char *path = tmp_path ("times.json");
-  write_text (path, "{\"traceEvents\":["
+  g_autoptr (tw_trace) t = load_text ("times.json", "{\"traceEvents\":["
               "{\"ph\":\"X\",\"name\":\"sum\",\"ts\":9e15,\"dur\":9e15,\"pid\":1,\"tid\":1},"
               "{\"ph\":\"X\",\"name\":\"ts\",\"ts\":9e18,\"dur\":1,\"pid\":1,\"tid\":1},"
               "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":1},"
@@ -237,9 +244,6 @@ test_times (void)
               "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":3},"
               "{\"ph\":\"C\",\"name\":\"c\",\"ts\":1,\"pid\":1,\"args\":{\"v\":1e999}},"
               "{\"ph\":\"X\",\"name\":\"ok\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}]}");
-  g_autoptr (GError) error = NULL;
-  g_autoptr (tw_trace) t = tw_trace_load_chrome (path, &error);
-  g_assert_no_error (error);
   g_assert_cmpuint (tw_trace_n_slices (t), ==, 4);
   g_assert_cmpuint (tw_trace_n_counters (t), ==, 0);
   g_assert_nonnull (strstr (tw_trace_get_meta (t, "import.skipped"), "2 malformed"));
