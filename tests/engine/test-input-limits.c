@@ -38,15 +38,16 @@ test_json_rule (void)
   static const struct
   {
     const char *text;
-    gsize len;              /* 0: strlen */
-    const char *expect;     /* NULL: accepted */
+    gsize len;          /* 0: strlen */
+    const char *expect; /* NULL: accepted */
   } cases[] = {
     { "{\"a\": [1, 2, {\"b\": null}]}", 0, NULL },
     { "  [1]  \n", 0, NULL },
     { "\"just a string\"", 0, NULL },
     { "-9223372036854775808", 0, NULL },
     { "{\"k\": \"caf\xc3\xa9 \\ud83d\\ude00\"}", 0, NULL },
-    { "{\"a\": 1} {\"b\": 2}", 0, "line 1, column 10: content after the end of the top-level value" },
+    { "{\"a\": 1} {\"b\": 2}", 0,
+      "line 1, column 10: content after the end of the top-level value" },
     { "\"a\" \"b\"", 0, "content after the end" },
     { "[9223372036854775808]", 0, "integer 9223372036854775808 is out of range" },
     { "[-9223372036854775809]", 0, "out of range" },
@@ -124,7 +125,8 @@ test_safetensors_deep (void)
   g_autofree char *dir = g_dir_make_tmp ("twb-limits-XXXXXX", NULL);
   g_autofree char *path = g_build_filename (dir, "deep.safetensors", NULL);
   g_autofree char *inner = nested ("[", "]", DEEP, "");
-  g_autofree char *header = g_strdup_printf ("{\"__metadata__\": {\"x\": \"1\"}, \"w\": %s}", inner);
+  g_autofree char *header =
+    g_strdup_printf ("{\"__metadata__\": {\"x\": \"1\"}, \"w\": %s}", inner);
   g_autoptr (GBytes) bytes = safetensors_bytes (header, 0);
   gsize len;
   const guint8 *data = g_bytes_get_data (bytes, &len);
@@ -134,7 +136,8 @@ test_safetensors_deep (void)
   g_autoptr (GError) error = NULL;
   g_assert_false (tw_safetensors_load (path, &tensors, NULL, &error));
   g_assert_error (error, TW_SAFETENSORS_ERROR, TW_SAFETENSORS_ERROR_FORMAT);
-  g_assert_nonnull (strstr (error->message, "deep.safetensors: header: line 1: nested more than 64"));
+  g_assert_nonnull (
+    strstr (error->message, "deep.safetensors: header: line 1: nested more than 64"));
   g_assert_null (tensors);
   g_clear_error (&error);
 
@@ -160,7 +163,8 @@ test_model_deep (void)
   g_autofree char *inner = nested ("[", "]", DEEP, "1");
   g_autofree char *text = g_strdup_printf (
     "{\"format\": \"twb-model\", \"version\": 1, \"graph\": {\"nodes\": [{\"id\": \"x\", "
-    "\"op\": \"input\", \"attrs\": {\"shape\": %s}}]}}", inner);
+    "\"op\": \"input\", \"attrs\": {\"shape\": %s}}]}}",
+    inner);
   g_autoptr (GError) error = NULL;
   g_autoptr (tw_model) m = tw_model_load_from_data (text, -1, "deep.json", &error);
   g_assert_null (m);

@@ -73,8 +73,10 @@ test_scale (void)
     {
       GString *s = g_string_new ("{\"traceEvents\":[");
       for (guint i = 0; i < n; i++)
-        g_string_append_printf (s, "%s{\"ph\":\"X\",\"name\":\"op\",\"ts\":%u,\"dur\":1,\"pid\":%u,"
-                                "\"tid\":%u}", i ? "," : "", i, by_lane ? 1 : i, by_lane ? i : 7);
+        g_string_append_printf (s,
+                                "%s{\"ph\":\"X\",\"name\":\"op\",\"ts\":%u,\"dur\":1,\"pid\":%u,"
+                                "\"tid\":%u}",
+                                i ? "," : "", i, by_lane ? 1 : i, by_lane ? i : 7);
       g_string_append (s, "]}");
       g_autofree char *path = tmp_path ("scale.json");
       write_text (path, s->str);
@@ -88,7 +90,8 @@ test_scale (void)
       g_autoptr (GArray) ranks = tw_summary_ranks (t);
       g_assert_cmpuint (ranks->len, ==, by_lane ? 1 : n);
       /* ts and dur are µs: 1,000 ns each. */
-      g_assert_cmpint (g_array_index (ranks, tw_rank_row, 0).compute_ns, ==, (by_lane ? n : 1) * 1000);
+      g_assert_cmpint (g_array_index (ranks, tw_rank_row, 0).compute_ns, ==,
+                       (by_lane ? n : 1) * 1000);
       g_test_message ("%u %s: opened and ranked in %.2f s", n, by_lane ? "lanes" : "processes",
                       (g_get_monotonic_time () - t0) / 1e6);
       g_assert_cmpint (tw_trace_find_lane (t, by_lane ? 1 : (int) n - 1, by_lane ? n - 1 : 7), ==,
@@ -133,7 +136,8 @@ test_bombs (void)
     {
       g_setenv ("TWB_MEMORY_LIMIT", "64M", TRUE);
       const char *paths[] = { members, string };
-      const char *expect[] = { "too large for memory: after", "too large for memory: a single value" };
+      const char *expect[] = { "too large for memory: after",
+                               "too large for memory: a single value" };
       for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
         {
           g_autoptr (GError) error = NULL;
@@ -166,8 +170,10 @@ static void
 test_cut_trailer (void)
 {
   g_autofree char *path = tmp_path ("cut.json.gz");
-  gz_member (path, "wb9", "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"pid\":1,"
-             "\"tid\":1}]}", "", 0, "");
+  gz_member (path, "wb9",
+             "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"pid\":1,"
+             "\"tid\":1}]}",
+             "", 0, "");
   g_autofree char *data = NULL;
   gsize len;
   g_assert_true (g_file_get_contents (path, &data, &len, NULL));
@@ -192,7 +198,8 @@ test_cut_trailer (void)
 static void
 test_depth (void)
 {
-  GString *s = g_string_new ("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"args\":{\"d\":");
+  GString *s =
+    g_string_new ("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"args\":{\"d\":");
   for (int i = 0; i < 100000; i++)
     g_string_append_c (s, '[');
   for (int i = 0; i < 100000; i++)
@@ -211,20 +218,22 @@ test_depth (void)
 static void
 test_utf8 (void)
 {
-  g_autoptr (tw_trace) t = load_text ("utf8.json", "{\"traceEvents\":["
-              "{\"ph\":\"X\",\"name\":\"c\xc0\x80\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1},"
-              "{\"ph\":\"X\",\"name\":\"d\xed\xa0\x80\",\"ts\":2,\"dur\":2,\"pid\":1,\"tid\":1},"
-              "{\"ph\":\"X\",\"name\":\"b\\udc00\",\"ts\":3,\"dur\":2,\"pid\":1,\"tid\":1,"
-              "\"args\":{\"k\xc0\x80\":\"v\",\"o\":{\"x\":\"\xe0\x80\xaf\"}}},"
-              "{\"ph\":\"X\",\"name\":\"caf\xc3\xa9\",\"ts\":4,\"dur\":2,\"pid\":1,\"tid\":1}]}");
+  g_autoptr (tw_trace) t =
+    load_text ("utf8.json",
+               "{\"traceEvents\":["
+               "{\"ph\":\"X\",\"name\":\"c\xc0\x80\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1},"
+               "{\"ph\":\"X\",\"name\":\"d\xed\xa0\x80\",\"ts\":2,\"dur\":2,\"pid\":1,\"tid\":1},"
+               "{\"ph\":\"X\",\"name\":\"b\\udc00\",\"ts\":3,\"dur\":2,\"pid\":1,\"tid\":1,"
+               "\"args\":{\"k\xc0\x80\":\"v\",\"o\":{\"x\":\"\xe0\x80\xaf\"}}},"
+               "{\"ph\":\"X\",\"name\":\"caf\xc3\xa9\",\"ts\":4,\"dur\":2,\"pid\":1,\"tid\":1}]}");
   g_assert_cmpuint (tw_trace_lane_n_slices (t, 0), ==, 4);
   for (guint i = 0; i < 4; i++)
     {
       const tw_slice *s = tw_trace_lane_slice (t, 0, i);
       g_assert_true (g_utf8_validate (s->name, -1, NULL));
       for (guint a = 0; a < s->n_args; a++)
-        g_assert_true (g_utf8_validate (s->args[a].key, -1, NULL)
-                       && g_utf8_validate (s->args[a].value, -1, NULL));
+        g_assert_true (g_utf8_validate (s->args[a].key, -1, NULL) &&
+                       g_utf8_validate (s->args[a].value, -1, NULL));
     }
   g_assert_cmpstr (tw_trace_lane_slice (t, 0, 3)->name, ==, "caf\xc3\xa9");
   g_assert_true (g_str_has_suffix (tw_trace_lane_slice (t, 0, 0)->name, "\xef\xbf\xbd"));
@@ -236,14 +245,15 @@ test_utf8 (void)
 static void
 test_times (void)
 {
-  g_autoptr (tw_trace) t = load_text ("times.json", "{\"traceEvents\":["
-              "{\"ph\":\"X\",\"name\":\"sum\",\"ts\":9e15,\"dur\":9e15,\"pid\":1,\"tid\":1},"
-              "{\"ph\":\"X\",\"name\":\"ts\",\"ts\":9e18,\"dur\":1,\"pid\":1,\"tid\":1},"
-              "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":1},"
-              "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":2},"
-              "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":3},"
-              "{\"ph\":\"C\",\"name\":\"c\",\"ts\":1,\"pid\":1,\"args\":{\"v\":1e999}},"
-              "{\"ph\":\"X\",\"name\":\"ok\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}]}");
+  g_autoptr (tw_trace) t = load_text (
+    "times.json", "{\"traceEvents\":["
+                  "{\"ph\":\"X\",\"name\":\"sum\",\"ts\":9e15,\"dur\":9e15,\"pid\":1,\"tid\":1},"
+                  "{\"ph\":\"X\",\"name\":\"ts\",\"ts\":9e18,\"dur\":1,\"pid\":1,\"tid\":1},"
+                  "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":1},"
+                  "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":2},"
+                  "{\"ph\":\"X\",\"name\":\"big\",\"ts\":-2e15,\"dur\":4e15,\"pid\":1,\"tid\":3},"
+                  "{\"ph\":\"C\",\"name\":\"c\",\"ts\":1,\"pid\":1,\"args\":{\"v\":1e999}},"
+                  "{\"ph\":\"X\",\"name\":\"ok\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}]}");
   g_assert_cmpuint (tw_trace_n_slices (t), ==, 4);
   g_assert_cmpuint (tw_trace_n_counters (t), ==, 0);
   g_assert_nonnull (strstr (tw_trace_get_meta (t, "import.skipped"), "2 malformed"));
