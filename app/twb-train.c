@@ -5,6 +5,7 @@
 #include "engine/fileutil.h"
 #include "engine/device.h"
 #include "engine/memory.h"
+#include "engine/rate.h"
 #include "engine/session.h"
 #include "engine/train.h"
 
@@ -29,31 +30,18 @@ compare_double (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
-static void
-format_eta (char *buf, size_t len, double s)
-{
-  if (!isfinite (s) || s < 0)
-    s = 0;
-  int t = (int) (s + 0.5);
-  if (t >= 3600)
-    g_snprintf (buf, len, "%d:%02d:%02d", t / 3600, (t / 60) % 60, t % 60);
-  else
-    g_snprintf (buf, len, "%d:%02d", t / 60, t % 60);
-}
-
 typedef struct
 {
   gboolean tty;
   gboolean quiet;
   int64_t total;
-  double start;
   double last_print;
   int64_t last_plain;
 } progress;
 
 static void
 progress_update (progress *p, int64_t step, int64_t epoch, double loss, double samples_per_s,
-                 gboolean final)
+                 double eta_s, gboolean final)
 {
   double t = now_s ();
   if (p->quiet)
@@ -70,9 +58,9 @@ progress_update (progress *p, int64_t step, int64_t epoch, double loss, double s
       for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
       bar[width] = '\0';
+      /* The session's figures, from its finished steps (engine/rate.h). */
       char eta[32];
-      double rate = step > 0 ? (t - p->start) / step : 0;
-      format_eta (eta, sizeof eta, rate * (p->total - step));
+      tw_rate_format_eta (final ? 0 : eta_s, eta, sizeof eta);
       g_printerr ("\r[%s] %3.0f%% step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
                   " epoch %" G_GINT64_FORMAT " loss %.4f %.0f samples/s ETA %s  ",
                   bar, frac * 100, step, p->total, epoch + 1, loss, samples_per_s, eta);
@@ -632,13 +620,13 @@ twb_cmd_train (int argc, char **argv)
 
     const tw_recipe *r = &m->recipe;
     int64_t total = tw_session_total_steps (s);
-    progress pr = { isatty (STDERR_FILENO), quiet || json, total, now_s (), 0, 0 };
+    progress pr = { isatty (STDERR_FILENO), quiet || json, total, 0, 0 };
     if (!tw_session_run (s, &error))
       {
         twb_print_error (NULL, error);
         goto out;
       }
-    double loss = NAN, sps = 0;
+    double loss = NAN, sps = 0, eta = -1;
     int64_t epoch = 0;
     g_autoptr (GString) csv = metrics ? g_string_new ("run,series,x,y\n") : NULL;
     for (;;)
@@ -659,7 +647,8 @@ twb_cmd_train (int argc, char **argv)
             loss = sn->loss;
             epoch = sn->epoch;
             sps = sn->samples_per_s;
-            progress_update (&pr, sn->step, sn->epoch, sn->loss, sn->samples_per_s, FALSE);
+            eta = sn->eta_s;
+            progress_update (&pr, sn->step, sn->epoch, sn->loss, sps, eta, FALSE);
             break;
           case TW_SNAP_EPOCH:
             if (!pr.quiet && !isnan (sn->val_loss))
@@ -701,7 +690,7 @@ twb_cmd_train (int argc, char **argv)
                 goto out;
               }
             progress_update (&pr, tw_trainer_step_count (tw_session_trainer (s)),
-                             MIN (epoch, r->epochs - 1), loss, sps, TRUE);
+                             MIN (epoch, r->epochs - 1), loss, sps, eta, TRUE);
             print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
                            test_ref, init_weights, &init_report);
             status = 0;

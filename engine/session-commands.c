@@ -80,6 +80,7 @@ ses_snap_new (tw_session *s, tw_snapshot_kind kind)
   sn->phase = -1;
   sn->loss = sn->accuracy = sn->val_loss = sn->val_accuracy = NAN;
   sn->test_loss = sn->test_accuracy = sn->train_loss = NAN;
+  sn->eta_s = -1;
   g_mutex_lock (&s->lock);
   sn->state = s->state;
   g_mutex_unlock (&s->lock);

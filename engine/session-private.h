@@ -3,6 +3,7 @@
  * NaN/Inf watch).  Not for other modules. */
 #pragma once
 
+#include "engine/rate.h"
 #include "engine/session.h"
 
 G_BEGIN_DECLS
@@ -135,6 +136,7 @@ struct tw_session
   GHashTable *grad_producer;  /* parameter name → the kernel that made its gradient */
   gboolean stop_note;         /* a stop came during the updates */
   GArray *times;              /* double ms per step */
+  tw_rate *rate;              /* samples/s and the time left, from finished steps */
   int64_t per_epoch, total;
   int64_t step_break_done;    /* the step a step=N breakpoint last paused before */
   guint client;               /* the session's own subscription to its bus */

@@ -365,8 +365,12 @@ ses_pause_here (tw_session *s, const tw_event *ev, char *reason /* taken */)
   sn->trace = trace_strings (s);
   s->go = GO_FREE;
   s->pause_requested = FALSE;
+  /* Paused time is no step's. */
+  tw_rate_stop (s->rate, tw_now_ns ());
   ses_push (s, sn);
-  return wait_for_go (s);
+  gboolean go_on = wait_for_go (s);
+  tw_rate_start (s->rate, tw_now_ns ());
+  return go_on;
 }
 
 /* ---- the worker: event client ------------------------------------------------------ */
@@ -700,7 +704,8 @@ push_metrics (tw_session *s, int64_t epoch, double loss, double ms, int64_t batc
   sn->accuracy = s->have_accuracy ? (double) s->correct / MAX (batch, 1) : NAN;
   sn->lr = tw_trainer_current_lr (s->trainer);
   sn->step_ms = ms;
-  sn->samples_per_s = ms > 0 ? batch / (ms * 1e-3) : 0;
+  sn->samples_per_s = tw_rate_samples_per_s (s->rate);
+  sn->eta_s = tw_rate_eta_s (s->rate, s->total - tw_trainer_step_count (s->trainer), tw_now_ns ());
   if (s->grad_sq)
     {
       tw_params *params = tw_trainer_params (s->trainer);
@@ -754,6 +759,7 @@ ses_worker (gpointer data)
                                          NAN, NAN, NAN, NAN, NAN));
   ses_set_state (s, TW_SESSION_RUNNING);
   apply_pending (s);
+  tw_rate_start (s->rate, tw_now_ns ());
 
   int64_t epoch = s->opt.epoch0;
   for (; epoch < r->epochs && tw_trainer_step_count (s->trainer) < total; epoch++)
@@ -834,6 +840,7 @@ ses_worker (gpointer data)
                 finish_with (s, TW_SESSION_FAILED, error->message, NAN, NAN, NAN, val_loss, val_acc));
             }
           g_array_append_val (s->times, ms);
+          tw_rate_step (s->rate, tw_now_ns (), bs);
           if (isfinite (loss))
             {
               epoch_loss_sum += loss;
@@ -853,6 +860,8 @@ ses_worker (gpointer data)
           if (s->go == GO_STEP_ITER)
             s->pause_requested = TRUE;
         }
+      /* Validation and checkpoints are no training step's time. */
+      tw_rate_stop (s->rate, tw_now_ns ());
       if (k >= per_epoch)
         {
           g_autoptr (GError) error = NULL;
@@ -897,6 +906,7 @@ ses_worker (gpointer data)
             return GINT_TO_POINTER (
               finish_with (s, TW_SESSION_FAILED, error->message, NAN, NAN, NAN, val_loss, val_acc));
         }
+      tw_rate_start (s->rate, tw_now_ns ());
       if (tw_trainer_step_count (s->trainer) >= total)
         break;
     }
@@ -966,6 +976,7 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
   s->deferred = g_array_new (FALSE, FALSE, sizeof (deferred_check));
   s->grad_producer = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   s->times = g_array_new (FALSE, FALSE, sizeof (double));
+  s->rate = tw_rate_new (TW_RATE_WINDOW_NS);
   s->model = model_copy (model);
   s->shadow = tw_graph_copy (model->graph);
   tw_graph_infer (s->shadow);
@@ -1114,6 +1125,7 @@ tw_session_free (tw_session *s)
   g_array_unref (s->deferred);
   g_hash_table_unref (s->grad_producer);
   g_array_unref (s->times);
+  tw_rate_free (s->rate);
   g_free (s->grad_sq);
   g_free (s->loss_id);
   g_free (s->pred_ref);

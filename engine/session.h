@@ -130,7 +130,10 @@ typedef struct
   int64_t epoch;              /* 0-based */
   /* METRICS */
   double loss, accuracy;      /* of the batch; accuracy NaN when the model has no classes */
-  double lr, samples_per_s, step_ms;
+  double lr, step_ms;
+  double samples_per_s;       /* over the latest finished steps, pauses and evaluations left
+                               * out (engine/rate.h) */
+  double eta_s;               /* seconds until the last step ends, by the same steps; -1 unknown */
   char **param_names;         /* NULL-terminated, with grad_norm[i] for each (NaN: unknown) */
   double *grad_norm;
   /* EPOCH and FINISHED */

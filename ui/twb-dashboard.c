@@ -6,6 +6,7 @@
 #include "ui/twb-confusion.h"
 #include "ui/twb-run-store.h"
 #include "engine/fileutil.h"
+#include "engine/rate.h"
 
 #include <math.h>
 #include <string.h>
@@ -117,18 +118,6 @@ remove_run_curves (TwbDashboard *d, const char *run)
         twb_plot_remove_curve (TWB_PLOT (d->plots[c]), s);
 }
 
-static char *
-format_eta (double s)
-{
-  if (s < 0 || !isfinite (s))
-    return g_strdup ("—");
-  int64_t t = (int64_t) (s + 0.5);
-  if (t >= 3600)
-    return g_strdup_printf ("%" G_GINT64_FORMAT ":%02d:%02d", t / 3600, (int) (t / 60 % 60),
-                            (int) (t % 60));
-  return g_strdup_printf ("%d:%02d", (int) (t / 60), (int) (t % 60));
-}
-
 static void
 update_progress (TwbDashboard *d)
 {
@@ -146,7 +135,8 @@ update_progress (TwbDashboard *d)
   double frac = p.total_steps > 0 ? (double) p.step / p.total_steps : 0;
   gtk_progress_bar_set_fraction (GTK_PROGRESS_BAR (d->progress_bar), CLAMP (frac, 0, 1));
   tw_session_state st = twb_run_get_state (d->run);
-  g_autofree char *eta = format_eta (p.eta_s);
+  char eta[32];
+  tw_rate_format_eta (p.eta_s, eta, sizeof eta);
   GString *t = g_string_new (NULL);
   const char *id = twb_run_get_id (d->run);
   switch (st)

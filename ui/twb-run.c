@@ -12,8 +12,6 @@
 /* Snapshots taken per drain at most: the rest wait for the next one, so a
  * fast run cannot hold the main loop (input is answered between drains). */
 #define DRAIN_MAX 4096
-/* The window over which samples/s is measured for the progress line. */
-#define RATE_WINDOW_US (1 * G_USEC_PER_SEC)
 
 typedef struct
 {
@@ -41,11 +39,6 @@ struct _TwbRun
   tw_session_state state;
   int64_t total_steps, epochs, per_epoch, batch;
   TwbRunProgress progress;
-  /* samples/s over the last second: (time, step) at the window's start. */
-  gint64 rate_t0;
-  int64_t rate_step0;
-  gint64 last_t;
-  int64_t last_step;
   tw_snapshot *pause;
   tw_snapshot *result;
   char *error;
@@ -367,6 +360,9 @@ take_metrics (TwbRun *r, const tw_snapshot *sn)
   r->progress.loss = sn->loss;
   r->progress.accuracy = sn->accuracy;
   r->progress.lr = sn->lr;
+  /* The session's figures over its finished steps (engine/rate.h). */
+  r->progress.samples_per_s = sn->samples_per_s;
+  r->progress.eta_s = sn->eta_s;
   r->progress.dropped += sn->dropped;
 }
 
@@ -443,30 +439,6 @@ take_finished (TwbRun *r, tw_snapshot *sn)
   r->result = sn;
 }
 
-static void
-update_rate (TwbRun *r)
-{
-  gint64 now = g_get_monotonic_time ();
-  if (r->rate_t0 == 0)
-    {
-      r->rate_t0 = now;
-      r->rate_step0 = r->progress.step;
-      return;
-    }
-  gint64 dt = now - r->rate_t0;
-  if (dt < RATE_WINDOW_US)
-    return;
-  int64_t ds = r->progress.step - r->rate_step0;
-  if (r->state == TW_SESSION_RUNNING && ds > 0)
-    {
-      r->progress.samples_per_s = (double) ds * r->batch / (dt * 1e-6);
-      double steps_per_s = ds / (dt * 1e-6);
-      r->progress.eta_s = (r->total_steps - r->progress.step) / steps_per_s;
-    }
-  r->rate_t0 = now;
-  r->rate_step0 = r->progress.step;
-}
-
 guint
 twb_run_drain (TwbRun *r)
 {
@@ -528,7 +500,6 @@ twb_run_drain (TwbRun *r)
           break;
         }
     }
-  update_rate (r);
   if (progress)
     g_signal_emit (r, signals[SIGNAL_PROGRESS], 0);
   g_object_unref (r);

@@ -87,7 +87,8 @@ gboolean twb_run_set_breakpoints (TwbRun *r, const char *const *specs, GError **
 guint twb_run_drain (TwbRun *r);
 
 /* Progress: steps done and to do, epoch (0-based) and epochs, samples/s
- * (over the last second), seconds left (-1 unknown). */
+ * and seconds left (-1 unknown) as of the latest finished step (the
+ * session's, from its finished steps: engine/rate.h). */
 typedef struct
 {
   int64_t step, total_steps;
