@@ -22,6 +22,7 @@
 typedef struct
 {
   const char *name;     /* in the stats' own string chunk */
+  const char *phase;    /* tw_summary_row's (static), or NULL */
   guint64 count;
   gint64 total_ns, self_ns;
   double flops;
@@ -33,7 +34,7 @@ typedef struct
   guint64 n_slices, n_instants, n_counters, n_flows, n_lanes, n_processes;
   gint64 span_ns;
   GHashTable *by_cat;   /* category → count (slices and instants) */
-  GHashTable *by_name;  /* name → name_time */
+  GHashTable *by_name;  /* "name" or "name\nphase" → name_time: phases apart, as the rows */
   GArray *steps;        /* gint64 step durations */
   GPtrArray *notes;     /* the importer's notes */
   GArray *ranks;        /* tw_rank_row, names in strings; files' rows one after another */
@@ -85,12 +86,14 @@ count_cat (trace_stats *s, const char *cat)
 static void
 add_name (trace_stats *s, const tw_summary_row *r)
 {
-  const char *key = g_string_chunk_insert_const (s->strings, r->name);
+  g_autofree char *pair = r->phase ? g_strconcat (r->name, "\n", r->phase, NULL) : NULL;
+  const char *key = g_string_chunk_insert_const (s->strings, pair ? pair : r->name);
   name_time *nt = g_hash_table_lookup (s->by_name, key);
   if (!nt)
     {
       nt = g_new0 (name_time, 1);
-      nt->name = key;
+      nt->name = g_string_chunk_insert_const (s->strings, r->name);
+      nt->phase = r->phase;
       g_hash_table_insert (s->by_name, (gpointer) key, nt);
     }
   /* Totals of many slices (and files) saturate (profiler/trace.h). */
@@ -172,7 +175,8 @@ cmp_total (gconstpointer a, gconstpointer b)
   const name_time *x = *(name_time *const *) a, *y = *(name_time *const *) b;
   if (x->total_ns != y->total_ns)
     return x->total_ns > y->total_ns ? -1 : 1;
-  return strcmp (x->name, y->name);
+  int c = strcmp (x->name, y->name);
+  return c ? c : g_strcmp0 (x->phase, y->phase);
 }
 
 static int
@@ -181,7 +185,8 @@ cmp_self (gconstpointer a, gconstpointer b)
   const name_time *x = *(name_time *const *) a, *y = *(name_time *const *) b;
   if (x->self_ns != y->self_ns)
     return x->self_ns > y->self_ns ? -1 : 1;
-  return strcmp (x->name, y->name);
+  int c = strcmp (x->name, y->name);
+  return c ? c : g_strcmp0 (x->phase, y->phase);
 }
 
 static int
@@ -259,8 +264,9 @@ print_top (const trace_stats *s, const char *title, GCompareFunc cmp)
   for (guint i = 0; i < names->len && i < TOP_N; i++)
     {
       const name_time *nt = names->pdata[i];
-      g_print ("    %12.3f %12.3f %8" G_GUINT64_FORMAT "  %s\n", nt->total_ns / 1e6, nt->self_ns / 1e6,
-               nt->count, nt->name);
+      g_print ("    %12.3f %12.3f %8" G_GUINT64_FORMAT "  %s%s%s%s\n", nt->total_ns / 1e6,
+               nt->self_ns / 1e6, nt->count, nt->name, nt->phase ? " [" : "",
+               nt->phase ? nt->phase : "", nt->phase ? "]" : "");
     }
 }
 
@@ -435,6 +441,11 @@ build_top (JsonBuilder *b, const trace_stats *s, GCompareFunc cmp)
       json_builder_begin_object (b);
       json_builder_set_member_name (b, "name");
       json_builder_add_string_value (b, nt->name);
+      json_builder_set_member_name (b, "phase");
+      if (nt->phase)
+        json_builder_add_string_value (b, nt->phase);
+      else
+        json_builder_add_null_value (b);
       json_builder_set_member_name (b, "count");
       json_builder_add_int_value (b, (gint64) nt->count);
       json_builder_set_member_name (b, "total_ns");
@@ -527,23 +538,6 @@ print_json (JsonBuilder *b)
   g_print ("%s\n", text);
 }
 
-/* How many step numbers a and b share. */
-static guint
-steps_in_common (const tw_trace *a, const tw_trace *b)
-{
-  g_autoptr (GArray) sa = tw_summary_steps (a);
-  g_autoptr (GArray) sb = tw_summary_steps (b);
-  guint n = 0;
-  for (guint i = 0, j = 0; i < sa->len && j < sb->len;)
-    {
-      guint64 x = g_array_index (sa, tw_step_span, i).n, y = g_array_index (sb, tw_step_span, j).n;
-      n += x == y;
-      i += x <= y;
-      j += y <= x;
-    }
-  return n;
-}
-
 /* `--compare A B`: each node's mean time per step in A and in B, the
  * difference, and the step's. */
 static int
@@ -554,7 +548,7 @@ compare_files (const char *path_a, const char *path_b, gboolean json)
   if (!a || !b)
     return 1;
   g_autoptr (GArray) rows = tw_summary_compare (a, b);
-  guint common = steps_in_common (a, b);
+  guint64 common = tw_summary_steps_in_common (a, b);
   g_autofree char *name_a = g_filename_display_name (path_a);
   g_autofree char *name_b = g_filename_display_name (path_b);
   const char *mode_a = tw_trace_get_meta (a, "mode"), *mode_b = tw_trace_get_meta (b, "mode");
@@ -600,7 +594,7 @@ compare_files (const char *path_a, const char *path_b, gboolean json)
   g_print ("A: %s (%s)\nB: %s (%s)\n", name_a, mode_a ? mode_a : "mode not recorded", name_b,
            mode_b ? mode_b : "mode not recorded");
   if (common)
-    g_print ("mean per step over the %u steps both hold:\n", common);
+    g_print ("mean per step over the %" G_GUINT64_FORMAT " steps both hold:\n", common);
   else
     g_print ("no step in common: each trace whole, as one step\n");
   g_print ("    %12s %12s %12s %8s  node\n", "A ms", "B ms", "B-A ms", "B/A");

@@ -18,7 +18,9 @@
  *   search, then back to it) and stops at the first slice starting at or
  *   after the range's end, so O(log n + k) per lane where k is the slices
  *   from there.
- * - by_name.  count: slices overlapping the range; total: Σ time inside;
+ * - by_name.  One row per (name, phase): the phase as layers reads it
+ *   (below), so an op's forward and backward slices are never added up.
+ *   count: slices overlapping the range; total: Σ time inside;
  *   self: Σ per slice max (0, its time inside − its direct children's time
  *   inside) (children that overlap one another could make it negative);
  *   flops, bytes: Σ the argument × time inside / duration (1 for a
@@ -143,6 +145,31 @@ arg_double (const tw_slice *s, const char *key)
   return isfinite (d) ? d : 0;
 }
 
+typedef enum
+{
+  PH_FORWARD,
+  PH_BACKWARD,
+  PH_UPDATE,
+  PH_OTHER,
+  PH_N
+} phase_kind;
+
+static const char *const phase_names[] = { "forward", "backward", "update" };
+
+/* The "phase" argument, else the category (forward / backward / update),
+ * else other. */
+static phase_kind
+phase_of (const tw_slice *s)
+{
+  const char *p = tw_slice_arg (s, "phase");
+  for (guint pass = 0; pass < 2; pass++, p = s->category)
+    if (p)
+      for (guint i = 0; i < G_N_ELEMENTS (phase_names); i++)
+        if (strcmp (p, phase_names[i]) == 0)
+          return (phase_kind) i;
+  return PH_OTHER;
+}
+
 /* ---- by name ---------------------------------------------------------- */
 
 typedef struct
@@ -158,36 +185,63 @@ typedef struct
   int row;                      /* -1: not counted */
 } open_slice;
 
-/* Names are interned, so a name's row is found by its pointer: first in a
- * small direct-mapped cache (a lane cycles through a few dozen op names),
- * then in the hash table.  64 entries: 1,000,000 slices of 16 names in
- * 27 ms against 44 ms with the table alone (best of 4 each, interleaved, on
- * the shared 2-core machine; test-summary's million case). */
+/* A row is a (name, phase) pair: the forward and the backward slices of
+ * "linear (fc1)" are two rows.  Names are interned, so a pair is found by
+ * the name's pointer and the phase: first in a small direct-mapped cache
+ * (a lane cycles through a few dozen op names), then in the hash table,
+ * keyed by name pointer × PH_N + phase (distinct for distinct pairs: two
+ * interned names are at least one byte apart).  64 entries: 1,000,000
+ * slices of 16 names in 27 ms against 44 ms with the table alone (best of
+ * 4 each, interleaved, on the shared 2-core machine; test-summary's million
+ * case).  A slice's phase reads its arguments: the last (args, category)
+ * pair's phase is kept, as slices of one op share their interned args. */
 #define NAME_CACHE 64
 
 typedef struct
 {
   GArray *rows;                 /* row_acc */
-  GHashTable *index;            /* interned name → row index + 1 */
+  GHashTable *index;            /* name pointer × PH_N + phase → row index + 1 */
   const char *cache_name[NAME_CACHE];
+  phase_kind cache_phase[NAME_CACHE];
   int cache_row[NAME_CACHE];
+  const tw_trace_arg *last_args;
+  const char *last_category;
+  phase_kind last_phase;
+  gboolean have_last;
 } name_table;
+
+static phase_kind
+slice_phase (name_table *nt, const tw_slice *s)
+{
+  if (!nt->have_last || s->args != nt->last_args || s->category != nt->last_category)
+    {
+      nt->last_args = s->args;
+      nt->last_category = s->category;
+      nt->last_phase = phase_of (s);
+      nt->have_last = TRUE;
+    }
+  return nt->last_phase;
+}
 
 static int
 row_for (name_table *nt, const tw_slice *s)
 {
-  guint slot = (guint) (((guintptr) s->name >> 3) % NAME_CACHE);
-  if (nt->cache_name[slot] == s->name)
+  phase_kind ph = slice_phase (nt, s);
+  guintptr key = (guintptr) s->name * PH_N + ph;
+  guint slot = (guint) ((key >> 3) % NAME_CACHE);
+  if (nt->cache_name[slot] == s->name && nt->cache_phase[slot] == ph)
     return nt->cache_row[slot];
-  int i = GPOINTER_TO_INT (g_hash_table_lookup (nt->index, s->name)) - 1;
+  int i = GPOINTER_TO_INT (g_hash_table_lookup (nt->index, (gpointer) key)) - 1;
   if (i < 0)
     {
-      row_acc a = { .r = { .name = s->name, .category = s->category } };
+      row_acc a = { .r = { .name = s->name, .category = s->category,
+                           .phase = ph < PH_OTHER ? phase_names[ph] : NULL } };
       g_array_append_val (nt->rows, a);
       i = (int) nt->rows->len - 1;
-      g_hash_table_insert (nt->index, (gpointer) s->name, GINT_TO_POINTER (i + 1));
+      g_hash_table_insert (nt->index, (gpointer) key, GINT_TO_POINTER (i + 1));
     }
   nt->cache_name[slot] = s->name;
+  nt->cache_phase[slot] = ph;
   nt->cache_row[slot] = i;
   return i;
 }
@@ -256,7 +310,8 @@ cmp_row (gconstpointer pa, gconstpointer pb)
   const tw_summary_row *a = pa, *b = pb;
   if (a->total_ns != b->total_ns)
     return a->total_ns > b->total_ns ? -1 : 1;
-  return strcmp (a->name, b->name);
+  int c = strcmp (a->name, b->name);
+  return c ? c : g_strcmp0 (a->phase, b->phase);
 }
 
 GArray *
@@ -266,8 +321,8 @@ tw_summary_by_name (const tw_trace *t, gint64 start_ns, gint64 end_ns, const gui
   for (guint i = 0; lanes && i < n_lanes; i++)
     g_return_val_if_fail (lanes[i] < tw_trace_n_lanes (t), NULL);
   range r = range_make (start_ns, end_ns);
-  name_table nt = { g_array_new (FALSE, FALSE, sizeof (row_acc)),
-                    g_hash_table_new (g_direct_hash, g_direct_equal), { NULL }, { 0 } };
+  name_table nt = { .rows = g_array_new (FALSE, FALSE, sizeof (row_acc)),
+                    .index = g_hash_table_new (g_direct_hash, g_direct_equal) };
   g_autoptr (GArray) stack = g_array_new (FALSE, FALSE, sizeof (open_slice));
   guint n = lanes ? n_lanes : tw_trace_n_lanes (t);
   for (guint i = 0; i < n; i++)
@@ -495,27 +550,6 @@ node_list (layer_acc *acc, const char *nodes)
     }
   g_hash_table_insert (acc->lists, (gpointer) nodes, list);
   return list;
-}
-
-typedef enum
-{
-  PH_FORWARD,
-  PH_BACKWARD,
-  PH_UPDATE,
-  PH_OTHER,
-} phase_kind;
-
-static phase_kind
-phase_of (const tw_slice *s)
-{
-  const char *p = tw_slice_arg (s, "phase");
-  const char *names[] = { "forward", "backward", "update" };
-  for (guint pass = 0; pass < 2; pass++, p = s->category)
-    if (p)
-      for (guint i = 0; i < G_N_ELEMENTS (names); i++)
-        if (strcmp (p, names[i]) == 0)
-          return (phase_kind) i;
-  return PH_OTHER;
 }
 
 /* Adds one top-level op slice: inside ns of it in step step (-1: outside). */
@@ -834,19 +868,33 @@ cmp_compare (gconstpointer pa, gconstpointer pb)
   return strcmp (a->node, b->node);
 }
 
-GArray *
-tw_summary_compare (const tw_trace *a, const tw_trace *b)
+/* The steps of a whose numbers b holds too (sorted by number). */
+static GArray *
+common_steps (const tw_trace *a, const tw_trace *b)
 {
-  /* The step numbers both hold (step_span with only n set, sorted by n). */
   g_autoptr (GArray) sa = steps_of (a);
   g_autoptr (GArray) sb = steps_of (b);
-  g_autoptr (GArray) common = g_array_new (FALSE, FALSE, sizeof (step_span));
+  GArray *common = g_array_new (FALSE, FALSE, sizeof (step_span));
   for (guint i = 0; i < sa->len; i++)
     {
       guint at;
       if (g_array_binary_search (sb, &g_array_index (sa, step_span, i), cmp_step_n, &at))
         g_array_append_val (common, g_array_index (sa, step_span, i));
     }
+  return common;
+}
+
+guint64
+tw_summary_steps_in_common (const tw_trace *a, const tw_trace *b)
+{
+  g_autoptr (GArray) common = common_steps (a, b);
+  return common->len;
+}
+
+GArray *
+tw_summary_compare (const tw_trace *a, const tw_trace *b)
+{
+  g_autoptr (GArray) common = common_steps (a, b);
   compare_side side[2];
   compare_scan (&side[0], a, common);
   compare_scan (&side[1], b, common);

@@ -19,11 +19,14 @@
 
 G_BEGIN_DECLS
 
-/* One name's share of a range. */
+/* One name's share of a range, in one phase. */
 typedef struct
 {
   const char *name;             /* interned in the trace */
   const char *category;         /* of its first slice */
+  const char *phase;            /* "forward", "backward", "update" (the slices' "phase"
+                                 * argument, else their category), or NULL for any other:
+                                 * a name in two phases is two rows; static strings */
   guint64 count;                /* slices overlapping the range */
   gint64 total_ns;              /* their time inside the range (clipped to it) */
   gint64 self_ns;               /* the same less their children's time inside the range */
@@ -31,9 +34,10 @@ typedef struct
   double bytes;                 /* the same for "bytes" */
 } tw_summary_row;
 
-/* Aggregates by name the slices of the given lanes (NULL, 0: every lane)
- * that overlap [start_ns, end_ns) (start_ns >= end_ns: the whole trace).
- * Rows sorted by total_ns descending, then name.  Free with g_array_unref. */
+/* Aggregates by name and phase the slices of the given lanes (NULL, 0:
+ * every lane) that overlap [start_ns, end_ns) (start_ns >= end_ns: the
+ * whole trace).  Rows sorted by total_ns descending, then name, then phase.
+ * Free with g_array_unref. */
 GArray *tw_summary_by_name (const tw_trace *t, gint64 start_ns, gint64 end_ns, const guint *lanes,
                             guint n_lanes);
 
@@ -109,8 +113,12 @@ typedef struct
 } tw_compare_row;
 
 /* Rows by |diff| descending, then a "(step)" row with the mean step times.
- * Free with g_array_unref. */
+ * Traces without a step in common are compared whole (one "step" each: the
+ * trace's duration): tw_summary_steps_in_common tells which, and whoever
+ * shows the rows must say so.  Free with g_array_unref. */
 GArray *tw_summary_compare (const tw_trace *a, const tw_trace *b);
+/* How many step numbers a and b both hold (0: compared whole). */
+guint64 tw_summary_steps_in_common (const tw_trace *a, const tw_trace *b);
 
 /* This machine's measured single-precision peak (GFLOP/s) for threads
  * threads (<= 0: the engine's default): an OpenBLAS SGEMM large enough to

@@ -77,18 +77,23 @@ trace_at (TwbProfilerPanel *p, int i)
 
 /* ---- Tables ------------------------------------------------------------------------------ */
 
-enum { SEL_NAME, SEL_CAT, SEL_TRACE, SEL_COUNT, SEL_TOTAL, SEL_SELF, SEL_AVG, SEL_PCT, SEL_GFLOPS,
-       SEL_PEAK, SEL_N };
+/* Names are aggregated per phase (profiler/summary.h): an op's forward and
+ * backward slices are two rows, told apart by the Phase column. */
+enum { SEL_NAME, SEL_PHASE, SEL_CAT, SEL_TRACE, SEL_COUNT, SEL_TOTAL, SEL_SELF, SEL_AVG, SEL_PCT,
+       SEL_GFLOPS, SEL_PEAK, SEL_N };
 static const TwbStatColumn sel_cols[SEL_N] = {
-  { "Name", TWB_COL_TEXT }, { "Category", TWB_COL_TEXT }, { "Trace", TWB_COL_TEXT },
+  { "Name", TWB_COL_TEXT }, { "Phase", TWB_COL_TEXT }, { "Category", TWB_COL_TEXT },
+  { "Trace", TWB_COL_TEXT },
   { "Count", TWB_COL_COUNT }, { "Total", TWB_COL_TIME }, { "Self", TWB_COL_TIME },
   { "Average", TWB_COL_TIME }, { "% of range", TWB_COL_PERCENT }, { "GFLOP/s", TWB_COL_NUMBER },
   { "% of peak", TWB_COL_PERCENT },
 };
 
-enum { TOP_NAME, TOP_CAT, TOP_COUNT, TOP_SELF, TOP_TOTAL, TOP_AVG, TOP_PCT, TOP_GFLOPS, TOP_N };
+enum { TOP_NAME, TOP_PHASE, TOP_CAT, TOP_COUNT, TOP_SELF, TOP_TOTAL, TOP_AVG, TOP_PCT, TOP_GFLOPS,
+       TOP_N };
 static const TwbStatColumn top_cols[TOP_N] = {
-  { "Name", TWB_COL_TEXT }, { "Category", TWB_COL_TEXT }, { "Count", TWB_COL_COUNT },
+  { "Name", TWB_COL_TEXT }, { "Phase", TWB_COL_TEXT }, { "Category", TWB_COL_TEXT },
+  { "Count", TWB_COL_COUNT },
   { "Self", TWB_COL_TIME }, { "Total", TWB_COL_TIME }, { "Average", TWB_COL_TIME },
   { "Self % of trace", TWB_COL_PERCENT }, { "GFLOP/s", TWB_COL_NUMBER },
 };
@@ -144,8 +149,8 @@ fill_selection (TwbProfilerPanel *p)
         {
           const tw_summary_row *r = &g_array_index (rows, tw_summary_row, i);
           double gf = tw_summary_row_gflops (r);
-          const char *texts[SEL_N] = { [SEL_NAME] = r->name, [SEL_CAT] = r->category,
-                                       [SEL_TRACE] = title };
+          const char *texts[SEL_N] = { [SEL_NAME] = r->name, [SEL_PHASE] = r->phase,
+                                       [SEL_CAT] = r->category, [SEL_TRACE] = title };
           double v[SEL_N] = {
             [SEL_COUNT] = r->count, [SEL_TOTAL] = r->total_ns, [SEL_SELF] = r->self_ns,
             [SEL_AVG] = r->count ? (double) r->total_ns / r->count : NAN,
@@ -163,9 +168,9 @@ fill_selection (TwbProfilerPanel *p)
   g_autofree char *peak = p->peak > 0 ? g_strdup_printf ("%.1f GFLOP/s", p->peak)
                                       : g_strdup ("being measured");
   g_autofree char *foot = g_strdup_printf (
-    "Range %s (%s to %s): %" G_GUINT64_FORMAT " slices. Total counts each slice's time inside "
-    "the range; self leaves out its children's. Peak: this machine's SGEMM, %s. "
-    "Pick a row to find its slices.",
+    "Range %s (%s to %s): %" G_GUINT64_FORMAT " slices, by name and phase. Total counts each "
+    "slice's time inside the range; self leaves out its children's. Peak: this machine's SGEMM, "
+    "%s. Pick a row to find its slices.",
     len, from, to, n_slices, peak);
   twb_stat_table_set_footer (t, foot);
   twb_stat_table_sort (t, SEL_TOTAL, GTK_SORT_DESCENDING);
@@ -185,7 +190,8 @@ fill_top (TwbProfilerPanel *p, const tw_trace *tr)
   for (guint i = 0; i < rows->len; i++)
     {
       const tw_summary_row *r = &g_array_index (rows, tw_summary_row, i);
-      const char *texts[TOP_N] = { [TOP_NAME] = r->name, [TOP_CAT] = r->category };
+      const char *texts[TOP_N] = { [TOP_NAME] = r->name, [TOP_PHASE] = r->phase,
+                                   [TOP_CAT] = r->category };
       double v[TOP_N] = {
         [TOP_COUNT] = r->count, [TOP_SELF] = r->self_ns, [TOP_TOTAL] = r->total_ns,
         [TOP_AVG] = r->count ? (double) r->total_ns / r->count : NAN,
@@ -194,7 +200,8 @@ fill_top (TwbProfilerPanel *p, const tw_trace *tr)
       };
       twb_stat_table_append (t, texts, v);
     }
-  twb_stat_table_set_footer (t, "Every slice of the trace by name. Self % is of the self time of "
+  twb_stat_table_set_footer (t, "Every slice of the trace by name and phase (an op's forward and "
+                                "backward are two rows). Self % is of the self time of "
                                 "all slices (each moment counted once per lane). Pick a row to find its "
                                 "slices on the timeline.");
   twb_stat_table_sort (t, TOP_SELF, GTK_SORT_DESCENDING);
@@ -272,10 +279,17 @@ fill_compare (TwbProfilerPanel *p)
       return;
     }
   g_autoptr (GArray) rows = tw_summary_compare (a->trace, b->trace);
+  guint64 common = tw_summary_steps_in_common (a->trace, b->trace);
+  /* Without a step in common the figures are each trace's totals: the
+   * headers and the step row say so rather than "per step". */
+  twb_stat_table_set_title (t, CMP_A, common ? "This trace, per step" : "This trace, whole");
+  twb_stat_table_set_title (t, CMP_B, common ? "Compared, per step" : "Compared, whole");
   for (guint i = 0; i < rows->len; i++)
     {
       const tw_compare_row *r = &g_array_index (rows, tw_compare_row, i);
-      const char *texts[CMP_N] = { [CMP_NODE] = r->node, [CMP_FUSED] = r->fused_a && r->fused_b ? "both"
+      gboolean step_row = i + 1 == rows->len;
+      const char *node = step_row && !common ? "(whole trace)" : r->node;
+      const char *texts[CMP_N] = { [CMP_NODE] = node, [CMP_FUSED] = r->fused_a && r->fused_b ? "both"
                                                                    : r->fused_a ? "this trace"
                                                                    : r->fused_b ? "compared"
                                                                                 : "" };
@@ -286,9 +300,14 @@ fill_compare (TwbProfilerPanel *p)
       twb_stat_table_append (t, texts, v);
       g_ptr_array_add (p->compare_nodes, g_strdup (r->node));
     }
-  g_autofree char *foot = g_strdup_printf ("This trace: %s. Compared: %s. Mean time per step over "
-                                           "the steps both hold; the timeline aligns their first "
-                                           "common step.", a->title, b->title);
+  g_autofree char *foot
+    = common ? g_strdup_printf ("This trace: %s. Compared: %s. Mean time per step over the %"
+                                G_GUINT64_FORMAT " step%s both hold; the timeline aligns their "
+                                "first common step.", a->title, b->title, common,
+                                common == 1 ? "" : "s")
+             : g_strdup_printf ("This trace: %s. Compared: %s. The two traces share no step (no "
+                                "step number is in both), so these are each whole trace's "
+                                "totals, not times per step.", a->title, b->title);
   twb_stat_table_set_footer (t, foot);
 }
 

@@ -377,3 +377,17 @@ twb_stat_table_set_placeholder (TwbStatTable *t, const char *text)
 {
   gtk_label_set_text (GTK_LABEL (t->placeholder), text ? text : "");
 }
+
+void
+twb_stat_table_set_title (TwbStatTable *t, guint col, const char *title)
+{
+  g_return_if_fail (TWB_IS_STAT_TABLE (t) && col < t->n_cols);
+  gtk_column_view_column_set_title (g_ptr_array_index (t->columns, col), title);
+}
+
+const char *
+twb_stat_table_get_title (TwbStatTable *t, guint col)
+{
+  g_return_val_if_fail (TWB_IS_STAT_TABLE (t) && col < t->n_cols, NULL);
+  return gtk_column_view_column_get_title (g_ptr_array_index (t->columns, col));
+}

@@ -50,6 +50,10 @@ double twb_stat_table_get_value (TwbStatTable *t, guint row, guint col);
 /* The cell as shown ("1.25 ms"); free it. */
 char *twb_stat_table_format (TwbStatTable *t, guint row, guint col);
 void twb_stat_table_sort (TwbStatTable *t, guint col, GtkSortType order);
+/* A column's header, as shown and as twb_stat_table_get_title reads it
+ * (the title given to _new until set; owned by the table). */
+void twb_stat_table_set_title (TwbStatTable *t, guint col, const char *title);
+const char *twb_stat_table_get_title (TwbStatTable *t, guint col);
 /* A line under the table (totals, "no range selected"); NULL hides it. */
 void twb_stat_table_set_footer (TwbStatTable *t, const char *text);
 /* Shown instead of an empty table. */

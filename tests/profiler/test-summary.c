@@ -33,9 +33,11 @@ add_nested (tw_trace *t, GRand *rng, guint lane, gint64 t0, gint64 t1, int level
       len = MIN (len, t1 - start);
       char flops[32];
       g_snprintf (flops, sizeof flops, "%d", g_rand_int_range (rng, 0, 100000));
-      tw_trace_arg args[] = { { "flops", flops }, { "bytes", "4096" } };
+      /* Some kernels say their phase in an argument (it wins over the
+       * category); the others' category is "kernel" (no phase) or "forward". */
+      tw_trace_arg args[] = { { "flops", flops }, { "bytes", "4096" }, { "phase", "backward" } };
       tw_trace_add_slice (t, lane, start, len, names[g_rand_int_range (rng, 0, (int) n_names)],
-                          level % 2 ? "kernel" : "forward", args, g_rand_int_range (rng, 0, 3));
+                          level % 2 ? "kernel" : "forward", args, g_rand_int_range (rng, 0, 4));
       if (level < 3 && len > 2)
         add_nested (t, rng, lane, start, start + len, level + 1, names, n_names);
       at = start + len;
@@ -51,6 +53,31 @@ typedef struct
   double flops, bytes;
   const char *category;
 } brute_row;
+
+/* The phase a row stands for, computed apart from summary.c: the "phase"
+ * argument if it names one, else the category if it does, else none. */
+static const char *
+brute_phase (const tw_slice *s)
+{
+  const char *known[] = { "forward", "backward", "update" };
+  const char *arg = NULL;
+  for (guint i = 0; i < s->n_args; i++)
+    if (strcmp (s->args[i].key, "phase") == 0)
+      arg = s->args[i].value;
+  for (guint i = 0; i < G_N_ELEMENTS (known); i++)
+    if (arg && strcmp (arg, known[i]) == 0)
+      return known[i];
+  for (guint i = 0; i < G_N_ELEMENTS (known); i++)
+    if (s->category && strcmp (s->category, known[i]) == 0)
+      return known[i];
+  return NULL;
+}
+
+static char *
+brute_key (const char *name, const char *phase)
+{
+  return g_strdup_printf ("%s|%s", name, phase ? phase : "-");
+}
 
 static gboolean
 brute_clip (const tw_slice *s, gint64 a, gint64 b, gboolean all, gint64 *in)
@@ -77,7 +104,7 @@ static GHashTable *
 brute_by_name (const tw_trace *t, gint64 a, gint64 b, const guint *lanes, guint n_lanes)
 {
   gboolean all = a >= b;
-  GHashTable *rows = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  GHashTable *rows = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   for (guint li = 0; li < n_lanes; li++)
     {
       guint l = lanes[li];
@@ -109,13 +136,16 @@ brute_by_name (const tw_trace *t, gint64 a, gint64 b, const guint *lanes, guint 
               if (brute_clip (c, a, b, all, &cin))
                 child += cin;
             }
-          brute_row *r = g_hash_table_lookup (rows, s->name);
+          char *key = brute_key (s->name, brute_phase (s));
+          brute_row *r = g_hash_table_lookup (rows, key);
           if (!r)
             {
               r = g_new0 (brute_row, 1);
               r->category = s->category;
-              g_hash_table_insert (rows, (gpointer) s->name, r);
+              g_hash_table_insert (rows, key, r);
             }
+          else
+            g_free (key);
           r->count++;
           r->total += in;
           r->self += MAX (in - child, 0);
@@ -146,7 +176,8 @@ check_against_brute (const tw_trace *t, gint64 a, gint64 b, const guint *lanes, 
   for (guint i = 0; i < rows->len; i++)
     {
       const tw_summary_row *r = &g_array_index (rows, tw_summary_row, i);
-      const brute_row *e = g_hash_table_lookup (ref, r->name);
+      g_autofree char *key = brute_key (r->name, r->phase);
+      const brute_row *e = g_hash_table_lookup (ref, key);
       g_assert_nonnull (e);
       g_assert_cmpuint (r->count, ==, e->count);
       g_assert_cmpint (r->total_ns, ==, e->total);
@@ -160,8 +191,10 @@ check_against_brute (const tw_trace *t, gint64 a, gint64 b, const guint *lanes, 
       if (i > 0)
         {
           const tw_summary_row *p = &g_array_index (rows, tw_summary_row, i - 1);
+          int c = strcmp (p->name, r->name);
           g_assert_true (p->total_ns > r->total_ns
-                         || (p->total_ns == r->total_ns && strcmp (p->name, r->name) < 0));
+                         || (p->total_ns == r->total_ns
+                             && (c < 0 || (c == 0 && g_strcmp0 (p->phase, r->phase) < 0))));
         }
     }
 }
@@ -688,6 +721,119 @@ test_peak (void)
   g_assert_cmpint (t2 - t1, <, 5000);
 }
 
+/* One node's forward and backward slices share a name ("linear (fc1)"):
+ * 572 of each (an epoch of 572 steps), the backward's two kernels nested
+ * in it with their phase as an argument, an update per step.  Each phase is
+ * its own row: 572, not 1,144, over the whole trace and over a range. */
+static void
+test_by_name_phases (void)
+{
+  g_autoptr (tw_trace) t = tw_trace_new ();
+  guint lane = tw_trace_add_lane (t, 1, 1, "train", TW_LANE_THREAD);
+  const int steps = 572;
+  const gint64 fwd = 300, bwd = 700, upd = 50, kern = 200, step_len = 2000;
+  tw_trace_arg fa[] = { { "nodes", "fc1" }, { "phase", "forward" } };
+  tw_trace_arg ba[] = { { "nodes", "fc1" }, { "phase", "backward" } };
+  tw_trace_arg ka[] = { { "phase", "backward" } };
+  tw_trace_arg ua[] = { { "nodes", "fc1" } };
+  for (int i = 0; i < steps; i++)
+    {
+      gint64 t0 = i * step_len;
+      g_autofree char *step = g_strdup_printf ("step %d", i + 1);
+      tw_trace_add_slice (t, lane, t0, step_len - 10, step, "step", NULL, 0);
+      tw_trace_add_slice (t, lane, t0 + 10, fwd, "linear (fc1)", "forward", fa, 2);
+      tw_trace_add_slice (t, lane, t0 + 400, bwd, "linear (fc1)", "backward", ba, 2);
+      tw_trace_add_slice (t, lane, t0 + 450, kern, "matmul", "kernel", ka, 1);
+      tw_trace_add_slice (t, lane, t0 + 700, kern, "matmul", "kernel", ka, 1);
+      /* The update: its phase from its category alone. */
+      tw_trace_add_slice (t, lane, t0 + 1200, upd, "linear (fc1)", "update", ua, 1);
+    }
+  tw_trace_sort (t);
+  g_autoptr (GArray) rows = tw_summary_by_name (t, 0, 0, NULL, 0);
+  const tw_summary_row *f = NULL, *b = NULL, *u = NULL, *k = NULL;
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const tw_summary_row *r = &g_array_index (rows, tw_summary_row, i);
+      if (strcmp (r->name, "linear (fc1)") == 0 && g_strcmp0 (r->phase, "forward") == 0)
+        f = r;
+      else if (strcmp (r->name, "linear (fc1)") == 0 && g_strcmp0 (r->phase, "backward") == 0)
+        b = r;
+      else if (strcmp (r->name, "linear (fc1)") == 0 && g_strcmp0 (r->phase, "update") == 0)
+        u = r;
+      else if (strcmp (r->name, "matmul") == 0)
+        k = r;
+      else
+        g_assert_true (g_str_has_prefix (r->name, "step ") && r->phase == NULL);
+    }
+  g_assert_nonnull (f);
+  g_assert_nonnull (b);
+  g_assert_nonnull (u);
+  g_assert_nonnull (k);
+  g_assert_cmpuint (rows->len, ==, 4 + steps);
+  g_assert_cmpuint (f->count, ==, steps);
+  g_assert_cmpuint (b->count, ==, steps);
+  g_assert_cmpuint (u->count, ==, steps);
+  g_assert_cmpint (f->total_ns, ==, steps * fwd);
+  g_assert_cmpint (b->total_ns, ==, steps * bwd);
+  g_assert_cmpint (u->total_ns, ==, steps * upd);
+  /* The backward's self time leaves out its two kernels; the forward's is whole. */
+  g_assert_cmpint (b->self_ns, ==, steps * (bwd - 2 * kern));
+  g_assert_cmpint (f->self_ns, ==, steps * fwd);
+  g_assert_cmpstr (k->phase, ==, "backward");
+  g_assert_cmpuint (k->count, ==, 2 * steps);
+  g_assert_cmpstr (f->category, ==, "forward");
+  g_assert_cmpstr (b->category, ==, "backward");
+  /* A range over steps 11 to 20: ten of each. */
+  g_autoptr (GArray) some = tw_summary_by_name (t, 10 * step_len, 20 * step_len, NULL, 0);
+  guint64 nf = 0, nb = 0;
+  for (guint i = 0; i < some->len; i++)
+    {
+      const tw_summary_row *r = &g_array_index (some, tw_summary_row, i);
+      if (strcmp (r->name, "linear (fc1)") == 0)
+        {
+          nf += g_strcmp0 (r->phase, "forward") == 0 ? r->count : 0;
+          nb += g_strcmp0 (r->phase, "backward") == 0 ? r->count : 0;
+        }
+    }
+  g_assert_cmpuint (nf, ==, 10);
+  g_assert_cmpuint (nb, ==, 10);
+}
+
+/* Two traces whose steps do not meet (1–3 against 10–12): no step in
+ * common, said by tw_summary_steps_in_common; with steps 2–4 against 1–3,
+ * two. */
+static void
+test_compare_no_common_step (void)
+{
+  tw_trace *tr[3];
+  const int first[3] = { 1, 10, 2 };
+  for (int j = 0; j < 3; j++)
+    {
+      tr[j] = tw_trace_new ();
+      guint lane = tw_trace_add_lane (tr[j], 1, 1, "train", TW_LANE_THREAD);
+      tw_trace_arg fa[] = { { "nodes", "fc1" } };
+      for (int i = 0; i < 3; i++)
+        {
+          g_autofree char *step = g_strdup_printf ("step %d", first[j] + i);
+          tw_trace_add_slice (tr[j], lane, i * 1000, 900, step, "step", NULL, 0);
+          tw_trace_add_slice (tr[j], lane, i * 1000 + 100, 400 + 100 * j, "linear (fc1)",
+                              "forward", fa, 1);
+        }
+      tw_trace_sort (tr[j]);
+    }
+  g_assert_cmpuint (tw_summary_steps_in_common (tr[0], tr[1]), ==, 0);
+  g_assert_cmpuint (tw_summary_steps_in_common (tr[0], tr[2]), ==, 2);
+  g_assert_cmpuint (tw_summary_steps_in_common (tr[0], tr[0]), ==, 3);
+  /* Compared whole: fc1's total over each trace, not a mean per step. */
+  g_autoptr (GArray) rows = tw_summary_compare (tr[0], tr[1]);
+  const tw_compare_row *r = &g_array_index (rows, tw_compare_row, 0);
+  g_assert_cmpstr (r->node, ==, "fc1");
+  g_assert_cmpfloat (r->a_ns, ==, 3 * 400);
+  g_assert_cmpfloat (r->b_ns, ==, 3 * 500);
+  for (int j = 0; j < 3; j++)
+    tw_trace_free (tr[j]);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -695,6 +841,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/summary/by-name/brute", test_by_name_brute);
   g_test_add_func ("/profiler/summary/by-name/cut", test_by_name_cut);
   g_test_add_func ("/profiler/summary/by-name/million", test_by_name_million);
+  g_test_add_func ("/profiler/summary/by-name/phases", test_by_name_phases);
   g_test_add_func ("/profiler/summary/layers/eager", test_layers_eager);
   g_test_add_func ("/profiler/summary/layers/compiled", test_layers_compiled);
   g_test_add_func ("/profiler/summary/ranks", test_ranks);
@@ -702,6 +849,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/summary/steps/torch", test_steps_torch);
   g_test_add_func ("/profiler/summary/steps/torch-real", test_steps_torch_real);
   g_test_add_func ("/profiler/summary/compare", test_compare);
+  g_test_add_func ("/profiler/summary/compare/no-common-step", test_compare_no_common_step);
   g_test_add_func ("/profiler/summary/peak", test_peak);
   return g_test_run ();
 }

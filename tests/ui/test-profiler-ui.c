@@ -202,9 +202,25 @@ test_record (void)
   close_window (w);
 }
 
-/* Σ over every slice of t overlapping [a, b) named name: its time inside. */
+/* A slice's phase as the tables group them: its "phase" argument, else its
+ * category, if either names one (NULL: none). */
+static const char *
+independent_phase (const tw_slice *s)
+{
+  const char *known[] = { "forward", "backward", "update" };
+  const char *v[] = { tw_slice_arg (s, "phase"), s->category };
+  for (guint j = 0; j < 2; j++)
+    for (guint i = 0; v[j] && i < G_N_ELEMENTS (known); i++)
+      if (strcmp (v[j], known[i]) == 0)
+        return known[i];
+  return NULL;
+}
+
+/* Σ over every slice of t overlapping [a, b) named name in phase phase:
+ * its time inside. */
 static gint64
-independent_total (const tw_trace *t, const char *name, gint64 a, gint64 b, guint64 *count)
+independent_total (const tw_trace *t, const char *name, const char *phase, gint64 a, gint64 b,
+                   guint64 *count)
 {
   gint64 sum = 0;
   *count = 0;
@@ -214,7 +230,8 @@ independent_total (const tw_trace *t, const char *name, gint64 a, gint64 b, guin
         const tw_slice *s = tw_trace_lane_slice (t, l, i);
         gint64 lo = MAX (s->start_ns, a), hi = MIN (s->start_ns + s->dur_ns, b);
         gboolean overlaps = s->start_ns < b && s->start_ns + s->dur_ns > a;
-        if (strcmp (s->name, name) != 0 || !overlaps)
+        if (strcmp (s->name, name) != 0 || !overlaps
+            || g_strcmp0 (independent_phase (s), phase) != 0)
           continue;
         sum += hi - lo;
         (*count)++;
@@ -251,16 +268,18 @@ test_range_table (void)
   gboolean saw_step = FALSE;
   for (guint r = 0; r < n; r++)
     {
+      /* Name, phase, category, trace, count, total, self, average, %. */
       const char *name = twb_stat_table_get_text (sel, r, 0);
+      const char *phase = twb_stat_table_get_text (sel, r, 1);
       guint64 count;
-      gint64 total = independent_total (t, name, a, b, &count);
-      g_assert_cmpfloat (twb_stat_table_get_value (sel, r, 3), ==, (double) count);
-      g_assert_cmpfloat (twb_stat_table_get_value (sel, r, 4), ==, (double) total);
-      double avg = twb_stat_table_get_value (sel, r, 6);
+      gint64 total = independent_total (t, name, phase, a, b, &count);
+      g_assert_cmpfloat (twb_stat_table_get_value (sel, r, 4), ==, (double) count);
+      g_assert_cmpfloat (twb_stat_table_get_value (sel, r, 5), ==, (double) total);
+      double avg = twb_stat_table_get_value (sel, r, 7);
       g_assert_cmpfloat (fabs (avg - (double) total / count), <, 1e-6 * avg + 1e-9);
-      double pct = twb_stat_table_get_value (sel, r, 7);
+      double pct = twb_stat_table_get_value (sel, r, 8);
       g_assert_cmpfloat (fabs (pct - 100.0 * total / (b - a)), <, 1e-9);
-      double self = twb_stat_table_get_value (sel, r, 5);
+      double self = twb_stat_table_get_value (sel, r, 6);
       g_assert_cmpfloat (self, <=, total);
       g_assert_cmpfloat (self, >=, 0);
       saw_step |= g_str_has_prefix (name, "step ");
