@@ -725,12 +725,13 @@ backward_impl (tw_eager *ex, gboolean set, GError **error)
       tw_val *vin[TW_MAX_INPUTS + TW_MAX_PARAMS], *vout[TW_MAX_OUTPUTS], *vg[TW_MAX_OUTPUTS];
       tw_val *gin[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
       tw_tensor *gin_t[TW_MAX_INPUTS + TW_MAX_PARAMS] = { 0 };
+      /* Named as the node's events name them, so its kernels' events do too. */
       for (int k = 0; k < n_all; k++)
-        vin[k] = tw_eager_emit_wrap (e, in[k]);
+        vin[k] = tw_eager_emit_wrap_named (e, in[k], s->names[0][k]);
       for (int k = 0; k < n->n_outputs; k++)
         {
-          vout[k] = tw_eager_emit_wrap (e, s->out[k]);
-          vg[k] = s->grad[k] ? tw_eager_emit_wrap (e, s->grad[k]) : NULL;
+          vout[k] = tw_eager_emit_wrap_named (e, s->out[k], s->names[1][k]);
+          vg[k] = s->grad[k] ? tw_eager_emit_wrap_named (e, s->grad[k], s->names[2][k]) : NULL;
         }
       gboolean ok = n->op->backward (e, n->resolved, vin, n_all, vout, vg, needs, gin);
       g_autoptr (GError) eerr = tw_emit_take_error (e);

@@ -40,6 +40,10 @@ tw_emit *tw_eager_emit_new (const tw_kctx *ctx);
 void tw_eager_emit_free (tw_emit *e);
 /* Wrap a tensor as a value; the emitter takes its own reference. */
 tw_val *tw_eager_emit_wrap (tw_emit *e, tw_tensor *t);
+/* The same, named as kernel events name it ("grad:fc1", "fc1.weight"; name
+ * copied, may be NULL); the kernels' results are named after what made
+ * them (tw_value_name in events.h). */
+tw_val *tw_eager_emit_wrap_named (tw_emit *e, tw_tensor *t, const char *name);
 /* Publish a TW_EV_KERNEL event for every op run, nested in parent's event
  * (bus and parent borrowed; bus may be NULL). */
 void tw_eager_emit_set_bus (tw_emit *e, tw_bus *bus, const tw_op_ident *parent, guint64 step);

@@ -3,6 +3,7 @@
 
 #include "engine/events.h"
 
+#include <string.h>
 #include <time.h>
 
 typedef struct
@@ -18,6 +19,31 @@ static const char *const kind_names[TW_EV_N_KINDS] = {
   "iteration", "data", "forward", "backward", "update", "kernel", "copy", "collective",
   "grad_ready",
 };
+
+char *
+tw_value_name (const char *op, const char *const *in_names, int n_in, int output, int n_out,
+               int serial)
+{
+  /* An instruction's label less its note: "linear_grad_input (gemm)". */
+  const char *note = op ? strstr (op, " (") : NULL;
+  GString *s = g_string_new (NULL);
+  g_string_append_len (s, op ? op : "?", note ? note - op : -1);
+  g_autofree char *head = g_strdup (s->str);
+  g_string_append_c (s, '(');
+  for (int k = 0; k < n_in; k++)
+    g_string_append_printf (s, "%s%s", k ? ", " : "", in_names && in_names[k] ? in_names[k] : "?");
+  g_string_append_c (s, ')');
+  if (n_out > 1)
+    g_string_append_printf (s, ":%d", output);
+  if (s->len > TW_VALUE_NAME_MAX)
+    {
+      g_string_printf (s, "%s(…)", head);
+      if (n_out > 1)
+        g_string_append_printf (s, ":%d", output);
+      g_string_append_printf (s, "#%d", serial);
+    }
+  return g_string_free (s, FALSE);
+}
 
 const char *
 tw_event_kind_name (tw_event_kind kind)

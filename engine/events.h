@@ -113,6 +113,17 @@ typedef struct
   const char *const *out_names;
 } tw_op_ident;
 
+/* A name for a value that has none of its own (a backward rule's
+ * intermediate, a compiled temporary): the op that made it applied to its
+ * inputs' names, "matmul(transpose(grad:fc1), flat)", with ":k" for output
+ * k of several (n_out > 1); an unnamed input reads "?".  Longer than
+ * TW_VALUE_NAME_MAX bytes, the arguments are left out and serial (the
+ * value's index in its rule or program) keeps it apart from its
+ * neighbours: "matmul(…)#7".  Caller frees. */
+#define TW_VALUE_NAME_MAX 64
+char *tw_value_name (const char *op, const char *const *in_names, int n_in, int output, int n_out,
+                     int serial);
+
 typedef struct
 {
   tw_event_kind kind;

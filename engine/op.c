@@ -500,6 +500,8 @@ typedef struct
 {
   tw_tensor *t;
   tw_tinfo info;
+  char *name;         /* as kernel events name it: given when wrapped, else made
+                       * (tw_value_name) while a client listens for kernels; or NULL */
 } eager_val;
 
 typedef struct
@@ -515,11 +517,15 @@ typedef struct
 /* Publishes the kernel def runs inside ee->parent. */
 static gboolean
 publish_kernel (eager_emit *ee, const tw_op_def *def, const tw_attrs *ra, tw_tensor *const *in,
-                int n_in, tw_tensor *const *out, int n_out, gint64 t0, gint64 t1)
+                int n_in, tw_tensor *const *out, int n_out, gint64 t0, gint64 t1,
+                const char *const *in_names, const char *const *out_names)
 {
   tw_op_ident id = *ee->parent;
   id.label = def->name;
-  id.in_names = id.out_names = NULL;     /* a kernel's values have no names of their own */
+  /* The rule's own values by their names (grad:fc1, flat, fc1.weight), the
+   * kernels' results by what made them (matmul(grad:fc1, fc1.weight)). */
+  id.in_names = in_names;
+  id.out_names = out_names;
   id.fused = FALSE;
   id.layer_end = FALSE;
   id.flops = id.bytes = 0;
@@ -551,6 +557,7 @@ eager_val_free (gpointer p)
 {
   eager_val *v = p;
   tw_tensor_unref (v->t);
+  g_free (v->name);
   g_free (v);
 }
 
@@ -579,9 +586,24 @@ eager_op (tw_emit *e, const tw_op_def *def, const tw_attrs *a, int n_in, tw_val 
   gboolean listen = tw_bus_wants (ee->bus, TW_EV_KERNEL) && ee->parent;
   gint64 t0 = listen ? tw_now_ns () : 0;
   gboolean ok = tw_op_run (def, &e->kctx, ra, tin, n_in, tout, error);
-  if (ok && listen
-      && !publish_kernel (ee, def, ra, tin, n_in, tout, n_out, t0, tw_now_ns ()))
+  /* Names only while a client listens: a plain backward formats nothing. */
+  const char *in_names[TW_MAX_INPUTS + TW_MAX_PARAMS + 1] = { 0 };
+  char *out_names[TW_MAX_OUTPUTS + 1] = { 0 };
+  if (ok && listen)
     {
+      for (int i = 0; i < n_in; i++)
+        in_names[i] = ((eager_val *) in[i])->name;
+      /* Serials: where the results will sit among the rule's values. */
+      for (int k = 0; k < n_out; k++)
+        out_names[k] = tw_value_name (def->name, in_names, n_in, k, n_out,
+                                      (int) ee->vals->len + k);
+    }
+  if (ok && listen
+      && !publish_kernel (ee, def, ra, tin, n_in, tout, n_out, t0, tw_now_ns (), in_names,
+                          (const char *const *) out_names))
+    {
+      for (int k = 0; k < n_out; k++)
+        g_free (out_names[k]);
       ee->stopped = TRUE;
       g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_UNSUPPORTED, "stopped after %s", def->name);
       for (int k = 0; k < n_out; k++)
@@ -592,7 +614,10 @@ eager_op (tw_emit *e, const tw_op_def *def, const tw_attrs *a, int n_in, tw_val 
   if (!ok)
     return FALSE;
   for (int k = 0; k < n_out; k++)
-    out[k] = eager_wrap_steal (ee, tout[k]);
+    {
+      out[k] = eager_wrap_steal (ee, tout[k]);
+      ((eager_val *) out[k])->name = out_names[k];
+    }
   return TRUE;
 }
 
@@ -630,6 +655,14 @@ tw_val *
 tw_eager_emit_wrap (tw_emit *e, tw_tensor *t)
 {
   return eager_wrap_steal ((eager_emit *) e, tw_tensor_ref (t));
+}
+
+tw_val *
+tw_eager_emit_wrap_named (tw_emit *e, tw_tensor *t, const char *name)
+{
+  tw_val *v = tw_eager_emit_wrap (e, t);
+  ((eager_val *) v)->name = g_strdup (name);
+  return v;
 }
 
 void

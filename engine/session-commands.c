@@ -44,6 +44,7 @@ ses_snap_tensor_free (gpointer p)
   tw_snapshot_tensor *t = p;
   g_free (t->name);
   g_free (t->role);
+  g_free (t->what);
   tw_tensor_unref (t->tensor);
   g_free (t);
 }
@@ -119,8 +120,57 @@ ses_note (tw_session *s, const char *fmt, ...)
   ses_push (s, sn);
 }
 
+/* A node output reference ("fc1", "split:1") in words, or NULL when g has
+ * no such node. */
+static char *
+describe_output (const tw_graph *g, const char *ref, const char *what)
+{
+  g_autofree char *id = NULL;
+  int k = 0;
+  if (!tw_ref_parse (ref, &id, &k))
+    return NULL;
+  const tw_node *n = tw_graph_find (g, id);
+  if (n == NULL)
+    return NULL;
+  if (n->n_outputs > 1)
+    return g_strdup_printf ("%s %s's output %d", what, n->id, k);
+  return g_strdup_printf ("%s %s's output", what, n->id);
+}
+
+/* The name in words, by the naming of engine/eager.c and tw_value_name. */
+static char *
+describe (tw_session *s, const char *name)
+{
+  tw_params *params = s->trainer ? tw_trainer_params (s->trainer) : NULL;
+  const tw_graph *g = s->trainer ? tw_trainer_model (s->trainer)->graph : s->model->graph;
+  if (g_str_has_prefix (name, "grad:"))
+    {
+      const char *of = name + strlen ("grad:");
+      if (params && tw_params_get (params, of))
+        return g_strdup_printf ("gradient of parameter %s", of);
+      char *o = describe_output (g, of, "gradient of");
+      return o ? o : g_strdup_printf ("gradient of %s", of);
+    }
+  if (params && tw_params_get (params, name))
+    return g_strdup_printf ("parameter %s", name);
+  const char *paren = strchr (name, '(');
+  if (paren && paren > name)
+    return g_strdup_printf ("made by %.*s inside this op", (int) (paren - name), name);
+  g_autofree char *id = NULL;
+  int k = 0;
+  const tw_node *n = tw_ref_parse (name, &id, &k) ? tw_graph_find (g, id) : NULL;
+  if (n && n->op && strcmp (n->op->name, "input") == 0)
+    return g_strdup_printf ("the input %s", n->id);
+  if (n && n->n_outputs > 1)
+    return g_strdup_printf ("output %d of %s (%s)", k, n->id, n->op ? n->op->name : "?");
+  if (n)
+    return g_strdup_printf ("output of %s (%s)", n->id, n->op ? n->op->name : "?");
+  return g_strdup (name);
+}
+
 void
-ses_add_tensor (GPtrArray *a, const char *name, const char *role, const tw_tensor *t)
+ses_add_tensor (tw_session *s, GPtrArray *a, const char *name, const char *role,
+                const tw_tensor *t)
 {
   if (t == NULL)
     return;
@@ -128,6 +178,7 @@ ses_add_tensor (GPtrArray *a, const char *name, const char *role, const tw_tenso
   g_autoptr (tw_tensor) host = tw_tensor_to_host ((tw_tensor *) t);
   st->name = g_strdup (name);
   st->role = g_strdup (role);
+  st->what = describe (s, name);
   st->tensor = tw_tensor_clone (host);
   g_ptr_array_add (a, st);
 }

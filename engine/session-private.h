@@ -155,7 +155,10 @@ tw_snapshot *ses_snap_new (tw_session *s, tw_snapshot_kind kind);
 void ses_push (tw_session *s, tw_snapshot *sn);
 void ses_note (tw_session *s, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
 /* Append a host copy of t named name to a (no-op for NULL). */
-void ses_add_tensor (GPtrArray *a, const char *name, const char *role, const tw_tensor *t);
+/* A copy of t in a, named and described (tw_snapshot_tensor.what) with the
+ * session's graph and parameters. */
+void ses_add_tensor (tw_session *s, GPtrArray *a, const char *name, const char *role,
+                     const tw_tensor *t);
 void ses_breakpoint_clear (breakpoint *b);
 gboolean ses_refuse (GError **error, const char *what, tw_session_state st);
 void ses_send (tw_session *s, command *c);

@@ -256,7 +256,7 @@ ses_request_tensor (tw_session *s, const char *name)
   tw_snapshot *sn = ses_snap_new (s, TW_SNAP_TENSOR);
   sn->iteration = tw_trainer_step_count (s->trainer) + 1;
   sn->tensors = g_ptr_array_new_with_free_func (ses_snap_tensor_free);
-  ses_add_tensor (sn->tensors, name, role, t);
+  ses_add_tensor (s, sn->tensors, name, role, t);
   ses_push (s, sn);
 }
 
@@ -277,32 +277,43 @@ trace_strings (tw_session *s)
   return v;
 }
 
+/* An event's inputs (or outputs) by the names its identity gives them
+ * (engine/events.h: the node's values, a backward rule's gradients and
+ * intermediates, a compiled instruction's slots), with the role the name
+ * says: a gradient ("grad:…"), a parameter, else an input or output.  An
+ * identity whose names run short (none should) names the rest by the op. */
+static void
+add_event_values (tw_session *s, GPtrArray *a, const tw_event *ev, gboolean outputs)
+{
+  const tw_op_ident *id = ev->ident;
+  const char *const *names = outputs ? id->out_names : id->in_names;
+  tw_tensor *const *ts = outputs ? ev->outputs : ev->inputs;
+  int n = outputs ? ev->n_outputs : ev->n_inputs;
+  tw_params *params = tw_trainer_params (s->trainer);
+  gboolean ended = names == NULL;
+  for (int k = 0; k < n; k++)
+    {
+      ended |= !ended && names[k] == NULL;
+      g_autofree char *fallback = g_strdup_printf ("%s's %s %d", id->label ? id->label : "op",
+                                                   outputs ? "output" : "input", k);
+      const char *name = ended ? fallback : names[k];
+      const char *role = g_str_has_prefix (name, "grad:")    ? "gradient"
+                         : tw_params_get (params, name)      ? "parameter"
+                         : outputs                            ? "output"
+                                                              : "input";
+      ses_add_tensor (s, a, name, role, ts[k]);
+    }
+}
+
 /* The tensors of a paused op: its inputs and outputs as the event gives
  * them, and the parameters (and, past forward, their gradients) of its nodes. */
 static GPtrArray *
 event_tensors (tw_session *s, const tw_event *ev)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func (ses_snap_tensor_free);
-  /* An eager node's backward reads and writes gradients only; kernels and
-   * compiled instructions mix them with activations. */
-  gboolean bwd = ev->kind == TW_EV_BACKWARD && !ev->compiled;
   const tw_op_ident *id = ev->ident;
-  gboolean in_ended = id->in_names == NULL;
-  for (int k = 0; k < ev->n_inputs; k++)
-    {
-      in_ended |= !in_ended && id->in_names[k] == NULL;
-      g_autofree char *fallback = g_strdup_printf ("input %d", k);
-      const char *name = in_ended ? fallback : id->in_names[k];
-      ses_add_tensor (a, name, bwd ? "gradient" : "input", ev->inputs[k]);
-    }
-  gboolean out_ended = id->out_names == NULL;
-  for (int k = 0; k < ev->n_outputs; k++)
-    {
-      out_ended |= !out_ended && id->out_names[k] == NULL;
-      g_autofree char *fallback = g_strdup_printf ("output %d", k);
-      const char *name = out_ended ? fallback : id->out_names[k];
-      ses_add_tensor (a, name, bwd ? "gradient" : "output", ev->outputs[k]);
-    }
+  add_event_values (s, a, ev, FALSE);
+  add_event_values (s, a, ev, TRUE);
   tw_params *params = tw_trainer_params (s->trainer);
   const tw_graph *g = tw_trainer_model (s->trainer)->graph;
   for (int i = 0; i < id->n_nodes; i++)
@@ -314,13 +325,13 @@ event_tensors (tw_session *s, const tw_event *ev)
           tw_param *p = tw_params_get (params, name);
           if (p == NULL)
             continue;
-          ses_add_tensor (a, name, "parameter", p->value);
+          ses_add_tensor (s, a, name, "parameter", p->value);
           /* A backward event's outputs hold the gradients already. */
           if (ev->ident->phase == TW_PHASE_UPDATE && p->grad
               && tw_trainer_get_mode (s->trainer) == TW_MODE_EAGER)
             {
               g_autofree char *gname = g_strconcat ("grad:", name, NULL);
-              ses_add_tensor (a, gname, "gradient", p->grad);
+              ses_add_tensor (s, a, gname, "gradient", p->grad);
             }
         }
     }
@@ -358,7 +369,7 @@ ses_pause_here (tw_session *s, const tw_event *ev, char *reason /* taken */)
       sn->nodes = g_strdupv ((char **) ev->ident->nodes);
       sn->tensors = event_tensors (s, ev);
       if (ev->kind == TW_EV_UPDATE && ev->param)
-        ses_add_tensor (sn->tensors, ev->param->name, "parameter", ev->param->value);
+        ses_add_tensor (s, sn->tensors, ev->param->name, "parameter", ev->param->value);
     }
   else if (ev && ev->kind == TW_EV_ITERATION && ev->end)
     sn->iteration--;
@@ -399,14 +410,7 @@ copy_watched (tw_session *s, const tw_event *ev)
         sn->nodes = g_strdupv ((char **) ev->ident->nodes);
         sn->op = g_strdup (ev->ident->label);
         sn->tensors = g_ptr_array_new_with_free_func (ses_snap_tensor_free);
-        gboolean bwd = ev->ident->phase == TW_PHASE_BACKWARD;
-        for (int k = 0; k < ev->n_outputs; k++)
-          {
-            const char *nm = ev->ident->out_names ? ev->ident->out_names[k] : NULL;
-            g_autofree char *fallback = g_strdup_printf ("output %d", k);
-            ses_add_tensor (sn->tensors, nm ? nm : fallback, bwd ? "gradient" : "output",
-                        ev->outputs[k]);
-          }
+        add_event_values (s, sn->tensors, ev, TRUE);
         ses_push (s, sn);
         return;
       }

@@ -117,8 +117,12 @@ typedef enum
 
 typedef struct
 {
-  char *name;                 /* "fc1", "fc1.weight", "grad:fc1" */
+  char *name;                 /* "fc1", "fc1.weight", "grad:fc1"; a value of no node's
+                               * (inside a backward rule, a compiled temporary) by what made
+                               * it: "matmul(grad:fc1, fc1.weight)" (tw_value_name) */
   char *role;                 /* "input", "output", "parameter", "gradient" */
+  char *what;                 /* the name in words: "gradient of fc1's output", "parameter
+                               * fc1.weight", "output of relu1 (relu)", "made by matmul" */
   tw_tensor *tensor;          /* a copy, owned */
 } tw_snapshot_tensor;
 

@@ -54,11 +54,22 @@ build_update_idents (tw_trainer *tr)
       g_ptr_array_add (tr->upd_strings, scope);
       g_ptr_array_add (tr->upd_strings, nodes);
       g_ptr_array_add (tr->upd_strings, index);
+      /* Its event reads the value and its gradient and writes the value. */
+      char **in = g_new0 (char *, 3), **out = g_new0 (char *, 2);
+      in[0] = g_strdup (p->name);
+      in[1] = g_strconcat ("grad:", p->name, NULL);
+      out[0] = g_strdup (p->name);
+      g_ptr_array_add (tr->upd_strings, in[0]);
+      g_ptr_array_add (tr->upd_strings, in[1]);
+      g_ptr_array_add (tr->upd_strings, in);
+      g_ptr_array_add (tr->upd_strings, out[0]);
+      g_ptr_array_add (tr->upd_strings, out);
       double numel = (double) tw_tensor_numel (p->value);
       tw_op_ident id = { .label = "optimizer update", .nodes = nodes, .node_index = index,
                          .n_nodes = 1, .phase = TW_PHASE_UPDATE, .layer_end = TRUE,
                          .flops = 4 * numel, .bytes = 7 * numel * sizeof (float),
-                         .device = tw_device_cpu () };
+                         .device = tw_device_cpu (), .in_names = (const char *const *) in,
+                         .out_names = (const char *const *) out };
       g_array_index (tr->upd_ident, tw_op_ident, i) = id;
     }
 }

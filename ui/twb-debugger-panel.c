@@ -277,10 +277,11 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
       const tw_snapshot_tensor *t = g_ptr_array_index (pause->tensors, i);
       g_autofree char *shape = tw_shape_to_string (t->tensor->ndim, t->tensor->shape);
       /* Two lines: the name whole (grad:relu1 and grad:fc1 differ at the
-       * end), then its role and shape. */
+       * end), then what it is in words ("gradient of fc1's output") and
+       * its shape. */
       g_autofree char *markup = g_markup_printf_escaped (
-        "%s\n<span size=\"small\" alpha=\"70%%\">%s · <tt>%s</tt></span>", t->name, t->role,
-        shape);
+        "%s\n<span size=\"small\" alpha=\"70%%\">%s · <tt>%s</tt></span>", t->name,
+        t->what ? t->what : t->role, shape);
       GtkWidget *l = gtk_label_new (NULL);
       gtk_label_set_markup (GTK_LABEL (l), markup);
       gtk_label_set_xalign (GTK_LABEL (l), 0);

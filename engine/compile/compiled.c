@@ -100,13 +100,14 @@ view_tensor (const tw_tinfo *info, void *data)
   return tw_tensor_new_borrowed (info->dtype, info->ndim, info->dims, data);
 }
 
-static char *
-slot_name (const tw_program *p, int s)
+/* A slot's name: its own, else what made it (tw_value_name: the
+ * instruction that writes it applied to that instruction's inputs), given
+ * in made[] as the instructions are walked in order. */
+static const char *
+slot_name (const tw_program *p, const GPtrArray *made, int s)
 {
   const tw_slot *sl = tw_program_slot (p, s);
-  if (sl->name)
-    return g_strdup (sl->name);
-  return g_strdup_printf ("%%%d", s);
+  return sl->name ? sl->name : g_ptr_array_index (made, s);
 }
 
 /* Each instruction's identity, computed once: the nodes it covers (their
@@ -123,6 +124,18 @@ build_identities (tw_compiled *c, runnable *r)
   r->node_index = g_new0 (int *, MAX (ni, 1));
   r->ready = g_new0 (GPtrArray *, MAX (ni, 1));
   r->ready_last = g_ptr_array_new ();
+  g_autoptr (GPtrArray) made = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_set_size (made, (int) prog->slots->len);
+  /* A parameter's final gradient by the eager executor's name for it. */
+  GHashTableIter it;
+  gpointer pname, slot1;
+  g_hash_table_iter_init (&it, prog->grad_slot);
+  while (g_hash_table_iter_next (&it, &pname, &slot1))
+    {
+      int root = tw_program_alias_root (prog, GPOINTER_TO_INT (slot1) - 1);
+      if (!tw_program_slot (prog, root)->name && g_ptr_array_index (made, root) == NULL)
+        made->pdata[root] = g_strconcat ("grad:", (const char *) pname, NULL);
+    }
   for (guint i = 0; i < ni; i++)
     {
       tw_instr *ins = tw_program_instr (prog, (int) i);
@@ -149,9 +162,19 @@ build_identities (tw_compiled *c, runnable *r)
       id->device = tw_device_cpu ();
       GStrv in = g_new0 (char *, ins->n_in + 1), out = g_new0 (char *, ins->n_out + 1);
       for (int k = 0; k < ins->n_in; k++)
-        in[k] = slot_name (prog, ins->in[k]);
+        in[k] = g_strdup (slot_name (prog, made, ins->in[k]));
       for (int k = 0; k < ins->n_out; k++)
-        out[k] = slot_name (prog, ins->out[k]);
+        {
+          int o = ins->out[k];
+          int root = tw_program_alias_root (prog, o);
+          if (!tw_program_slot (prog, o)->name && g_ptr_array_index (made, o) == NULL
+              && root != o && g_ptr_array_index (made, root))
+            made->pdata[o] = g_strdup (g_ptr_array_index (made, root));
+          if (!tw_program_slot (prog, o)->name && g_ptr_array_index (made, o) == NULL)
+            made->pdata[o] = tw_value_name (ins->label, (const char *const *) in, ins->n_in, k,
+                                            ins->n_out, o);
+          out[k] = g_strdup (slot_name (prog, made, o));
+        }
       r->names[2 * i] = in;
       r->names[2 * i + 1] = out;
       id->in_names = (const char *const *) in;

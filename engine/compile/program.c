@@ -448,7 +448,9 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
       g_autoptr (GHashTable) grads = g_hash_table_new (g_direct_hash, g_direct_equal);
       g_autoptr (GHashTable) pgrads = g_hash_table_new (g_direct_hash, g_direct_equal);
       tw_slot *ls = tw_program_slot (p, p->loss_slot);
-      int one = tw_program_add_slot (p, TW_SLOT_CONST, &ls->info, "d loss");
+      /* The seed, named as the eager executor names it (grad:LOSS). */
+      g_autofree char *seed = g_strconcat ("grad:", ls->name ? ls->name : "loss", NULL);
+      int one = tw_program_add_slot (p, TW_SLOT_CONST, &ls->info, seed);
       tw_slot *os = tw_program_slot (p, one);
       os->value = tw_tensor_new (ls->info.dtype, ls->info.ndim, ls->info.dims);
       tw_tensor_fill (os->value, 1.0);
