@@ -19,6 +19,7 @@ struct _TwbDebuggerPanel
   GtkWidget *tensor_view;
   char *position_text;
   char *selected;           /* the tensor shown */
+  char *shown_at;           /* where it was taken ("iteration 3 › backward › fc2") */
   char *wanted;             /* asked for, not here yet: shown when the session sends it */
   gboolean filling;         /* fill_tensors selects a row: not the user's choice */
   guint n_trace, n_tensors, n_breakpoints;
@@ -208,8 +209,33 @@ show_tensor_as (TwbDebuggerPanel *self, const char *name, const char *want_role)
     g_clear_pointer (&self->wanted, g_free);
   g_free (self->selected);
   self->selected = g_strdup (name);
-  twb_tensor_view_set_tensor (TWB_TENSOR_VIEW (self->tensor_view), name, role, t,
-                              twb_run_get_previous_tensor (self->run, name));
+  TwbTensorView *v = TWB_TENSOR_VIEW (self->tensor_view);
+  twb_tensor_view_set_tensor (v, name, role, t, twb_run_get_previous_tensor (self->run, name));
+  int64_t iter = pause ? pause->iteration : twb_run_get_tensor_iteration (self->run, name, FALSE);
+  twb_tensor_view_set_iterations (v, iter,
+                                  twb_run_get_tensor_iteration (self->run, name, TRUE));
+  g_free (self->shown_at);
+  self->shown_at = pause && self->position_text ? g_strdup (self->position_text)
+                                                : g_strdup_printf ("iteration %" G_GINT64_FORMAT,
+                                                                   iter);
+}
+
+/* The tensor shown is a copy from a pause: once the worker goes on or the
+ * run ends it is not the value now, and the view says so. */
+static void
+mark_stale (TwbDebuggerPanel *self, tw_session_state st)
+{
+  TwbTensorView *v = TWB_TENSOR_VIEW (self->tensor_view);
+  if (self->shown_at == NULL)
+    return;
+  g_autofree char *why
+    = st == TW_SESSION_RUNNING
+        ? g_strdup_printf ("taken at %s; the run has gone on since", self->shown_at)
+        : g_strdup_printf ("taken at %s, before the run %s", self->shown_at,
+                           st == TW_SESSION_FINISHED ? "finished"
+                           : st == TW_SESSION_FAILED ? "failed"
+                                                     : "was stopped");
+  twb_tensor_view_set_stale (v, why);
 }
 
 static void
@@ -412,6 +438,8 @@ twb_debugger_panel_update (TwbDebuggerPanel *self)
   gtk_widget_set_sensitive (self->wd, paused);
   fill_trace (self, pause);
   fill_tensors (self, pause);
+  if (!paused && self->run)
+    mark_stale (self, twb_run_get_state (self->run));
 }
 
 void
@@ -423,6 +451,7 @@ twb_debugger_panel_set_run (TwbDebuggerPanel *self, TwbRun *run)
   self->run = run;
   g_clear_pointer (&self->selected, g_free);
   g_clear_pointer (&self->wanted, g_free);
+  g_clear_pointer (&self->shown_at, g_free);
   twb_tensor_view_set_tensor (TWB_TENSOR_VIEW (self->tensor_view), NULL, NULL, NULL, NULL);
   twb_debugger_panel_update (self);
 }
@@ -487,6 +516,7 @@ twb_debugger_panel_finalize (GObject *o)
   TwbDebuggerPanel *self = TWB_DEBUGGER_PANEL (o);
   g_free (self->position_text);
   g_free (self->selected);
+  g_free (self->shown_at);
   g_free (self->wanted);
   G_OBJECT_CLASS (twb_debugger_panel_parent_class)->finalize (o);
 }

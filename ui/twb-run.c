@@ -533,6 +533,13 @@ twb_run_get_previous_tensor (TwbRun *r, const char *name)
   return s ? s->tensor : NULL;
 }
 
+int64_t
+twb_run_get_tensor_iteration (TwbRun *r, const char *name, gboolean previous)
+{
+  Seen *s = g_hash_table_lookup (previous ? r->previous : r->last_seen, name);
+  return s ? s->iteration : 0;
+}
+
 const tw_class_report *
 twb_run_get_class_report (TwbRun *r, int64_t *epoch)
 {

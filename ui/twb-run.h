@@ -107,6 +107,9 @@ const tw_snapshot *twb_run_get_pause (TwbRun *r);
  * iteration (for the inspector's difference), or NULL.  Borrowed. */
 tw_tensor *twb_run_get_tensor (TwbRun *r, const char *name);
 tw_tensor *twb_run_get_previous_tensor (TwbRun *r, const char *name);
+/* The 1-based iteration the latest copy of name (previous: the one
+ * twb_run_get_previous_tensor returns) was taken in; 0 when there is none. */
+int64_t twb_run_get_tensor_iteration (TwbRun *r, const char *name, gboolean previous);
 /* The last epoch's class report on the test (or validation) set, NULL for
  * models that are not classifiers or before the first epoch ends. */
 const tw_class_report *twb_run_get_class_report (TwbRun *r, int64_t *epoch);

@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "twb-tensor-view"
 
 #include "ui/twb-tensor-view.h"
+#include "ui/twb-tensor-draw.h"
 
 #include <math.h>
 #include <string.h>
@@ -21,16 +22,11 @@
 #define TILE_MAX_PX 256
 #define TILE_MAX_SAMPLES 512
 #define TILE_GAP 8
+/* Figures that are no longer the values now are drawn at this opacity:
+ * still readable (text contrast above 3:1 on both themes), plainly faded. */
+#define STALE_OPACITY 0.55
 /* Histogram bins: 64 bars fit a 360 px side panel at 5 px each. */
 #define HIST_BINS 64
-/* Heat maps are coloured at most this many samples per side (a 4096-wide
- * weight would otherwise make a 64 MB surface for a 300 px area). */
-#define HEAT_MAX_SAMPLES 1024
-/* Margins of the drawings and the colour scale under a heat map: a 10 px
- * bar, 4 px gap, one line of labels. */
-#define PAD 4
-#define SCALE_BAR 10
-#define SCALE_H 30
 
 typedef struct
 {
@@ -48,16 +44,6 @@ static const stat_def diff_defs[] = {
   { "diff.changed", "changed" }, { "diff.nan", "NaN Δ" }, { "diff.inf", "Inf Δ" },
 };
 
-/* A 2-D slice shown as a heat map: the view, its statistics (no bins) and
- * its colours, made on first draw. */
-typedef struct
-{
-  tw_tensor *slice;          /* leading dims of size 1; NULL when none */
-  tw_tensor_stats st;
-  int64_t rows, cols;
-  cairo_surface_t *surface;
-} heat_model;
-
 typedef struct
 {
   cairo_surface_t *surface;
@@ -69,6 +55,8 @@ struct _TwbTensorView
   GtkWidget parent_instance;
   GtkWidget *box;
   GtkWidget *header;
+  GtkWidget *stale_label;          /* shown while the tensor is not the value now */
+  GtkWidget *content;              /* everything under the header and the stale line */
   GtkWidget *histogram;
   GtkWidget *stack;
   GtkWidget *slice_bar;            /* GtkFlowBox of "dim k" spin buttons */
@@ -82,6 +70,8 @@ struct _TwbTensorView
   GtkWidget *diff_msg, *diff_content, *diff_headline, *diff_area, *diff_readout;
 
   char *name, *role;
+  int64_t iteration, prev_iteration;  /* of t and prev (0: not given) */
+  char *stale;                     /* why the values are not the values now, or NULL */
   tw_tensor *t, *prev, *diff;      /* host tensors */
   tw_tensor *vslice;               /* the values page's slice of t (any rank) */
   char *diff_error;                /* why there is no difference */
@@ -89,30 +79,13 @@ struct _TwbTensorView
   gboolean has_stats, has_diff;
   int64_t slice[TW_MAX_DIMS];
   int64_t rows, cols, row0, col0;  /* the current slice; the values window */
-  heat_model heat, diff_heat;
+  TwbHeatModel heat, diff_heat;
   tile tiles[MAX_TILES];
   int n_tiles, tile_scale, tile_w, tile_h;  /* tile_w/h: source pixels */
   gboolean building;               /* widgets are being filled: ignore their signals */
 };
 
 G_DEFINE_FINAL_TYPE (TwbTensorView, twb_tensor_view, GTK_TYPE_WIDGET)
-
-/* ---- Colours and text ---------------------------------------------------------- */
-
-static void
-get_fg (GtkWidget *w, GdkRGBA *c)
-{
-#if GTK_CHECK_VERSION(4, 10, 0)
-  gtk_widget_get_color (w, c);
-#else
-  gtk_style_context_get_color (gtk_widget_get_style_context (w), c);
-#endif
-}
-
-/* Accent (bars) and NaN colours: mid-tone, so they read on light and dark
- * backgrounds alike. */
-static const GdkRGBA accent = { 0.21f, 0.52f, 0.89f, 1.0f };
-static const double nan_rgb[3] = { 0.95, 0.25, 0.85 };
 
 static void
 get_error_colour (GtkWidget *w, GdkRGBA *c)
@@ -123,265 +96,13 @@ get_error_colour (GtkWidget *w, GdkRGBA *c)
   G_GNUC_END_IGNORE_DEPRECATIONS
 }
 
-static void
-set_source (cairo_t *cr, const GdkRGBA *c, double alpha)
-{
-  cairo_set_source_rgba (cr, c->red, c->green, c->blue, c->alpha * alpha);
-}
 
-/* A small-print layout in the widget's font. */
-static PangoLayout *
-small_layout (GtkWidget *w, const char *text)
-{
-  PangoLayout *l = gtk_widget_create_pango_layout (w, text);
-  PangoAttrList *attrs = pango_attr_list_new ();
-  pango_attr_list_insert (attrs, pango_attr_scale_new (0.85));
-  pango_layout_set_attributes (l, attrs);
-  pango_attr_list_unref (attrs);
-  return l;
-}
-
-static int
-small_line_height (GtkWidget *w)
-{
-  g_autoptr (PangoLayout) l = small_layout (w, "0");
-  int h;
-  pango_layout_get_pixel_size (l, NULL, &h);
-  return h;
-}
-
-/* Text at (x, y) (top), aligned 0 left, 0.5 centre, 1 right of x. */
-static void
-draw_text (cairo_t *cr, GtkWidget *w, const char *text, double x, double y, double align,
-           const GdkRGBA *c, double alpha)
-{
-  g_autoptr (PangoLayout) l = small_layout (w, text);
-  int tw;
-  pango_layout_get_pixel_size (l, &tw, NULL);
-  cairo_move_to (cr, x - align * tw, y);
-  set_source (cr, c, alpha);
-  pango_cairo_show_layout (cr, l);
-}
 
 static char *
-format_double (double x)
-{
-  return g_strdup_printf ("%.6g", x);
-}
-
-static char *
-format_value (tw_dtype dt, double x)
-{
-  if (tw_dtype_is_float (dt))
-    return format_double (x);
-  return g_strdup_printf ("%" G_GINT64_FORMAT, (gint64) x);
-}
-
-/* Piecewise-linear colour maps, five stops each: Moreland's cool–warm
- * (diverging, grey at 0) and viridis (sequential); both stay visible on
- * light and dark backgrounds. */
-static const double coolwarm[5][3] = {
-  { 0.230, 0.299, 0.754 }, { 0.552, 0.690, 0.996 }, { 0.865, 0.865, 0.865 },
-  { 0.958, 0.603, 0.482 }, { 0.706, 0.016, 0.150 },
-};
-static const double viridis[5][3] = {
-  { 0.267, 0.005, 0.329 }, { 0.229, 0.322, 0.546 }, { 0.128, 0.567, 0.551 },
-  { 0.369, 0.789, 0.383 }, { 0.993, 0.906, 0.144 },
-};
-
-static gboolean
-diverging (const tw_tensor_stats *st)
-{
-  return st->min < 0 && st->max > 0;
-}
-
-static void
-ramp (const double map[5][3], double f, double rgb[3])
-{
-  f = CLAMP (f, 0.0, 1.0) * 4;
-  int i = MIN ((int) f, 3);
-  double u = f - i;
-  for (int k = 0; k < 3; k++)
-    rgb[k] = map[i][k] * (1 - u) + map[i + 1][k] * u;
-}
-
-/* The colour of x in a heat map of values with statistics st: diverging
- * around 0 over ±abs_max when both signs occur, else sequential over
- * [min, max]; ±Inf at the ends, NaN in nan_rgb. */
-static void
-heat_colour (const tw_tensor_stats *st, double x, double rgb[3])
-{
-  if (isnan (x))
-    {
-      memcpy (rgb, nan_rgb, sizeof nan_rgb);
-      return;
-    }
-  gboolean div = diverging (st);
-  double f;
-  if (isinf (x))
-    f = x > 0 ? 1 : 0;
-  else if (div)
-    f = 0.5 + 0.5 * x / st->abs_max;
-  else if (st->max > st->min)
-    f = (x * 0.5 - st->min * 0.5) / (st->max * 0.5 - st->min * 0.5);  /* halves: no overflow */
-  else
-    f = 0.5;
-  ramp (div ? coolwarm : viridis, f, rgb);
-}
-
-static guint32
-pack_rgb (const double rgb[3])
-{
-  return 0xff000000u | (guint32) lround (rgb[0] * 255) << 16 | (guint32) lround (rgb[1] * 255) << 8
-         | (guint32) lround (rgb[2] * 255);
-}
-
-/* ---- Slices -------------------------------------------------------------------- */
-
-static void
-slice_dims (const tw_tensor *t, int64_t *rows, int64_t *cols)
-{
-  if (t->ndim == 0)
-    *rows = *cols = 1;
-  else if (t->ndim == 1)
-    {
-      *rows = 1;
-      *cols = t->shape[0];
-    }
-  else
-    {
-      *rows = t->shape[t->ndim - 2];
-      *cols = t->shape[t->ndim - 1];
-    }
-}
-
-/* t[idx[0], idx[1], …, :, :] keeping the leading dims (size 1), so flat
- * index r · cols + c is element (r, c).  NULL when t is empty. */
-static tw_tensor *
-slice_view (tw_tensor *t, const int64_t *idx)
-{
-  if (tw_tensor_numel (t) == 0)
-    return NULL;
-  tw_tensor *v = tw_tensor_ref (t);
-  for (int d = 0; d < t->ndim - 2; d++)
-    {
-      tw_tensor *s = tw_tensor_slice (v, d, idx[d], idx[d] + 1, 1);
-      tw_tensor_unref (v);
-      v = s;
-    }
-  return v;
-}
-
-static void
-heat_model_clear (heat_model *hm)
-{
-  g_clear_pointer (&hm->slice, tw_tensor_unref);
-  g_clear_pointer (&hm->surface, cairo_surface_destroy);
-  tw_tensor_stats_clear (&hm->st);
-  hm->rows = hm->cols = 0;
-}
-
-static void
-heat_model_set (heat_model *hm, tw_tensor *t, const int64_t *idx)
-{
-  heat_model_clear (hm);
-  if (t == NULL || t->ndim == 0)
-    return;
-  hm->slice = slice_view (t, idx);
-  if (hm->slice == NULL)
-    return;
-  slice_dims (t, &hm->rows, &hm->cols);
-  tw_tensor_stats_compute (hm->slice, 0, &hm->st);
-}
-
-static cairo_surface_t *
-heat_surface (heat_model *hm)
-{
-  if (hm->surface)
-    return hm->surface;
-  int sw = (int) MIN (hm->cols, HEAT_MAX_SAMPLES), sh = (int) MIN (hm->rows, HEAT_MAX_SAMPLES);
-  hm->surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, sw, sh);
-  cairo_surface_flush (hm->surface);
-  guint8 *data = cairo_image_surface_get_data (hm->surface);
-  int stride = cairo_image_surface_get_stride (hm->surface);
-  for (int py = 0; py < sh; py++)
-    {
-      guint32 *row = (guint32 *) (data + (size_t) py * stride);
-      int64_t r = py * hm->rows / sh;
-      for (int px = 0; px < sw; px++)
-        {
-          double rgb[3];
-          int64_t c = px * hm->cols / sw;
-          heat_colour (&hm->st, tw_tensor_get_flat (hm->slice, r * hm->cols + c), rgb);
-          row[px] = pack_rgb (rgb);
-        }
-    }
-  cairo_surface_mark_dirty (hm->surface);
-  return hm->surface;
-}
-
-/* The map's rectangle in a drawing of width × height (the scale below). */
-static gboolean
-heat_rect (int width, int height, graphene_rect_t *r)
-{
-  *r = GRAPHENE_RECT_INIT (PAD, PAD, width - 2 * PAD, height - 2 * PAD - SCALE_H);
-  return r->size.width >= 1 && r->size.height >= 1;
-}
-
-static void
-draw_heat (GtkWidget *w, heat_model *hm, cairo_t *cr, int width, int height)
+heat_readout (TwbTensorView *self, TwbHeatModel *hm, double x, double y, int width, int height)
 {
   graphene_rect_t r;
-  if (hm->slice == NULL || !heat_rect (width, height, &r))
-    return;
-  GdkRGBA fg;
-  get_fg (w, &fg);
-  cairo_surface_t *s = heat_surface (hm);
-  int sw = cairo_image_surface_get_width (s), sh = cairo_image_surface_get_height (s);
-  cairo_save (cr);
-  cairo_rectangle (cr, r.origin.x, r.origin.y, r.size.width, r.size.height);
-  cairo_clip (cr);
-  cairo_translate (cr, r.origin.x, r.origin.y);
-  cairo_scale (cr, r.size.width / sw, r.size.height / sh);
-  cairo_set_source_surface (cr, s, 0, 0);
-  cairo_pattern_set_filter (cairo_get_source (cr), CAIRO_FILTER_NEAREST);
-  cairo_paint (cr);
-  cairo_restore (cr);
-  cairo_set_line_width (cr, 1);
-  set_source (cr, &fg, 0.35);
-  cairo_rectangle (cr, r.origin.x - 0.5, r.origin.y - 0.5, r.size.width + 1, r.size.height + 1);
-  cairo_stroke (cr);
-
-  /* The colour scale: the same map over the slice's range, labelled. */
-  const tw_tensor_stats *st = &hm->st;
-  if (st->finite == 0)
-    return;
-  double y = r.origin.y + r.size.height + 4;
-  gboolean div = diverging (st);
-  double lo = div ? -st->abs_max : st->min, hi = div ? st->abs_max : st->max;
-  const int steps = 64;
-  for (int i = 0; i < steps; i++)
-    {
-      double rgb[3];
-      ramp (div ? coolwarm : viridis, (i + 0.5) / steps, rgb);
-      cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
-      double x0 = r.origin.x + r.size.width * i / steps;
-      cairo_rectangle (cr, x0, y, r.size.width / steps + 0.5, SCALE_BAR);
-      cairo_fill (cr);
-    }
-  g_autofree char *slo = format_double (lo), *shi = format_double (hi);
-  double ty = y + SCALE_BAR + 2;
-  draw_text (cr, w, slo, r.origin.x, ty, 0, &fg, 0.8);
-  draw_text (cr, w, shi, r.origin.x + r.size.width, ty, 1, &fg, 0.8);
-  if (div)
-    draw_text (cr, w, "0", r.origin.x + r.size.width / 2, ty, 0.5, &fg, 0.8);
-}
-
-static char *
-heat_readout (TwbTensorView *self, heat_model *hm, double x, double y, int width, int height)
-{
-  graphene_rect_t r;
-  if (hm->slice == NULL || !heat_rect (width, height, &r)
+  if (hm->slice == NULL || !twb_heat_rect (width, height, &r)
       || !graphene_rect_contains_point (&r, &GRAPHENE_POINT_INIT (x, y)))
     return NULL;
   int64_t row = (int64_t) ((y - r.origin.y) / r.size.height * hm->rows);
@@ -393,52 +114,12 @@ heat_readout (TwbTensorView *self, heat_model *hm, double x, double y, int width
     g_string_append_printf (s, "%" G_GINT64_FORMAT ", ", self->slice[d]);
   if (self->t->ndim >= 2)
     g_string_append_printf (s, "%" G_GINT64_FORMAT ", ", row);
-  g_autofree char *v = format_value (hm->slice->dtype,
+  g_autofree char *v = twb_tensor_format_value (hm->slice->dtype,
                                      tw_tensor_get_flat (hm->slice, row * hm->cols + col));
   g_string_append_printf (s, "%" G_GINT64_FORMAT "] = %s", col, v);
   return g_string_free (s, FALSE);
 }
 
-/* ---- Histogram ----------------------------------------------------------------- */
-
-static void
-draw_histogram (GtkWidget *w, const tw_tensor_stats *st, cairo_t *cr, int width, int height)
-{
-  GdkRGBA fg;
-  get_fg (w, &fg);
-  int lh = small_line_height (w);
-  double x0 = PAD, x1 = width - PAD, y0 = PAD, y1 = height - PAD - lh - 2;
-  if (x1 - x0 < 4 || y1 - y0 < 4)
-    return;
-  if (st->n_bins == 0)
-    {
-      draw_text (cr, w, st->count == 0 ? "Empty tensor" : "No finite values", width / 2.0,
-                 (y0 + y1 - lh) / 2, 0.5, &fg, 0.6);
-      return;
-    }
-  int64_t peak = 1;
-  for (int i = 0; i < st->n_bins; i++)
-    peak = MAX (peak, st->hist[i]);
-  double bw = (x1 - x0) / st->n_bins;
-  set_source (cr, &accent, 1);
-  for (int i = 0; i < st->n_bins; i++)
-    {
-      if (st->hist[i] == 0)
-        continue;
-      double bh = MAX ((y1 - y0) * st->hist[i] / peak, 1.0);   /* a lone value stays visible */
-      cairo_rectangle (cr, x0 + i * bw, y1 - bh, bw >= 3 ? bw - 1 : bw, bh);
-    }
-  cairo_fill (cr);
-  set_source (cr, &fg, 0.4);
-  cairo_rectangle (cr, x0, y1, x1 - x0, 1);
-  cairo_fill (cr);
-  g_autofree char *slo = format_double (st->hist_lo), *shi = format_double (st->hist_hi);
-  g_autofree char *speak = g_strdup_printf ("%" G_GINT64_FORMAT, peak);
-  draw_text (cr, w, slo, x0, y1 + 2, 0, &fg, 0.8);
-  if (st->n_bins > 1)
-    draw_text (cr, w, shi, x1, y1 + 2, 1, &fg, 0.8);
-  draw_text (cr, w, speak, x1, y0, 1, &fg, 0.5);
-}
 
 /* ---- Images -------------------------------------------------------------------- */
 
@@ -494,7 +175,7 @@ build_tiles (TwbTensorView *self)
               double x = tw_tensor_get_flat (v, y * W + px * W / self->tile_w);
               double rgb[3];
               if (isnan (x))
-                memcpy (rgb, nan_rgb, sizeof rgb);
+                memcpy (rgb, twb_tensor_nan_rgb, sizeof rgb);
               else
                 {
                   double g = isinf (x) ? (x > 0 ? 1 : 0)
@@ -503,7 +184,7 @@ build_tiles (TwbTensorView *self)
                                : 0.5;
                   rgb[0] = rgb[1] = rgb[2] = g;
                 }
-              row[px] = pack_rgb (rgb);
+              row[px] = twb_tensor_pack_rgb (rgb);
             }
         }
       cairo_surface_mark_dirty (tl->surface);
@@ -524,7 +205,7 @@ static void
 tile_layout (TwbTensorView *self, GtkWidget *w, int width, int *cell_w, int *cell_h, int *per_row,
              int *total_h)
 {
-  int lh = small_line_height (w);
+  int lh = twb_tensor_small_line_height (w);
   int64_t H = self->t->shape[2], W = self->t->shape[3];
   *cell_w = (int) (W * self->tile_scale);
   *cell_h = (int) (H * self->tile_scale) + lh + 2;
@@ -539,7 +220,7 @@ draw_images (TwbTensorView *self, GtkWidget *w, cairo_t *cr, int width, int heig
   if (self->n_tiles == 0)
     return;
   GdkRGBA fg;
-  get_fg (w, &fg);
+  twb_tensor_fg (w, &fg);
   int cell_w, cell_h, per_row, total_h;
   tile_layout (self, w, width, &cell_w, &cell_h, &per_row, &total_h);
   int64_t H = self->t->shape[2];
@@ -557,7 +238,7 @@ draw_images (TwbTensorView *self, GtkWidget *w, cairo_t *cr, int width, int heig
       cairo_paint (cr);
       cairo_restore (cr);
       g_autofree char *label = g_strdup_printf (filters ? "o%d i%d" : "n%d c%d", tl->n, tl->c);
-      draw_text (cr, w, label, x, y + H * self->tile_scale + 1, 0, &fg, 0.75);
+      twb_tensor_draw_text (cr, w, label, x, y + H * self->tile_scale + 1, 0, &fg, 0.75);
     }
 }
 
@@ -631,7 +312,7 @@ draw_values (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
     return;
   GtkWidget *w = GTK_WIDGET (area);
   GdkRGBA fg, err;
-  get_fg (w, &fg);
+  twb_tensor_fg (w, &fg);
   get_error_colour (w, &err);
   double cw = m.cell_chars * m.char_w, x0 = m.hdr_chars * m.char_w;
   /* Non-finite cells: a tint behind the text. */
@@ -641,7 +322,7 @@ draw_values (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
         double v = cell_value (self, self->row0 + r, self->col0 + c);
         if (isfinite (v))
           continue;
-        set_source (cr, &err, isnan (v) ? 0.3 : 0.15);
+        twb_tensor_set_source (cr, &err, isnan (v) ? 0.3 : 0.15);
         cairo_rectangle (cr, x0 + c * cw + m.char_w, (r + 1) * m.line_h, cw - m.char_w, m.line_h);
         cairo_fill (cr);
       }
@@ -656,7 +337,7 @@ draw_values (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
                                                   self->row0 + r);
           g_autoptr (PangoLayout) hl = gtk_widget_create_pango_layout (w, idx);
           cairo_move_to (cr, 0, y);
-          set_source (cr, &fg, 0.55);
+          twb_tensor_set_source (cr, &fg, 0.55);
           pango_cairo_show_layout (cr, hl);
         }
       g_autoptr (GString) line = g_string_new (NULL);
@@ -669,10 +350,10 @@ draw_values (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer 
         }
       g_autoptr (PangoLayout) l = gtk_widget_create_pango_layout (w, line->str);
       cairo_move_to (cr, x0, y);
-      set_source (cr, &fg, r < 0 ? 0.55 : 1);
+      twb_tensor_set_source (cr, &fg, r < 0 ? 0.55 : 1);
       pango_cairo_show_layout (cr, l);
     }
-  set_source (cr, &fg, 0.2);
+  twb_tensor_set_source (cr, &fg, 0.2);
   cairo_rectangle (cr, x0, m.line_h, width - x0, 1);
   cairo_fill (cr);
 }
@@ -740,7 +421,7 @@ stat_value (const tw_tensor_stats *st, const char *key)
              : g_str_equal (key, "mean") ? st->mean
              : g_str_equal (key, "std")  ? st->std
                                          : st->abs_max;
-  return isnan (v) ? g_strdup ("—") : format_double (v);
+  return isnan (v) ? g_strdup ("—") : twb_tensor_format_double (v);
 }
 
 static void
@@ -802,11 +483,11 @@ update_slice (TwbTensorView *self)
 {
   g_clear_pointer (&self->vslice, tw_tensor_unref);
   if (self->t)
-    self->vslice = slice_view (self->t, self->slice);
-  heat_model_set (&self->heat, self->t, self->slice);
-  heat_model_set (&self->diff_heat, self->diff, self->slice);
+    self->vslice = twb_tensor_slice_view (self->t, self->slice);
+  twb_heat_model_set (&self->heat, self->t, self->slice);
+  twb_heat_model_set (&self->diff_heat, self->diff, self->slice);
   if (self->t)
-    slice_dims (self->t, &self->rows, &self->cols);
+    twb_tensor_slice_dims (self->t, &self->rows, &self->cols);
   else
     self->rows = self->cols = 0;
   self->row0 = MIN (self->row0, MAX (self->rows - 1, 0));
@@ -880,6 +561,44 @@ rebuild_slice_bar (TwbTensorView *self)
     self->slice[d] = 0;
 }
 
+/* "Iteration 12 − iteration 9: max |Δ| = 0.5": which two snapshots, always
+ * (the earlier is the last one of this tensor the debugger received, not
+ * necessarily the iteration before); "no difference" said in words. */
+static char *
+diff_headline (TwbTensorView *self)
+{
+  GString *s = g_string_new (NULL);
+  if (self->iteration > 0 && self->prev_iteration > 0)
+    g_string_append_printf (s, "Iteration %" G_GINT64_FORMAT " − iteration %" G_GINT64_FORMAT
+                               ": ", self->iteration, self->prev_iteration);
+  else
+    g_string_append (s, "This snapshot − the one before: ");
+  const tw_tensor_stats *d = &self->diff_stats;
+  if (d->finite == d->count && d->count > 0 && d->abs_max == 0)
+    g_string_append (s, "no difference, every element is equal");
+  else
+    {
+      g_autofree char *v = twb_tensor_format_double (d->abs_max);
+      g_string_append_printf (s, "max |Δ| = %s", isnan (d->abs_max) ? "—" : v);
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* The stale line, and the figures below it faded, while the values shown
+ * are not the values now (the run went on, or ended). */
+static void
+update_stale (TwbTensorView *self)
+{
+  gboolean stale = self->stale != NULL;
+  gtk_widget_set_visible (self->stale_label, stale);
+  if (stale)
+    {
+      g_autofree char *text = g_strdup_printf ("Stale: %s", self->stale);
+      gtk_label_set_text (GTK_LABEL (self->stale_label), text);
+    }
+  gtk_widget_set_opacity (self->content, stale ? STALE_OPACITY : 1.0);
+}
+
 static void
 update_pages (TwbTensorView *self)
 {
@@ -918,8 +637,7 @@ update_pages (TwbTensorView *self)
   show_page_content (self->diff_msg, self->diff_content, diff_why);
   if (self->has_diff)
     {
-      g_autofree char *v = format_double (self->diff_stats.abs_max);
-      g_autofree char *text = g_strdup_printf ("max |Δ| = %s", isnan (self->diff_stats.abs_max) ? "—" : v);
+      g_autofree char *text = diff_headline (self);
       gtk_label_set_text (GTK_LABEL (self->diff_headline), text);
     }
   update_slice_visibility (self);
@@ -941,7 +659,11 @@ twb_tensor_view_set_tensor (TwbTensorView *self, const char *name, const char *r
   g_free (self->role);
   self->name = g_strdup (name);
   self->role = g_strdup (role);
+  self->iteration = self->prev_iteration = 0;
   g_clear_pointer (&self->diff_error, g_free);
+  /* A new tensor is the value now until the caller says otherwise. */
+  g_clear_pointer (&self->stale, g_free);
+  update_stale (self);
 
   if (t)
     {
@@ -985,7 +707,7 @@ twb_tensor_view_set_tensor (TwbTensorView *self, const char *name, const char *r
 
   int64_t rows = 0, cols = 0;
   if (self->t)
-    slice_dims (self->t, &rows, &cols);
+    twb_tensor_slice_dims (self->t, &rows, &cols);
   gtk_spin_button_set_range (GTK_SPIN_BUTTON (self->row_spin), 0, MAX (rows - 1, 0));
   gtk_spin_button_set_range (GTK_SPIN_BUTTON (self->col_spin), 0, MAX (cols - 1, 0));
   gtk_widget_set_visible (gtk_widget_get_parent (self->row_spin), rows > MAX_CELLS);
@@ -1001,6 +723,35 @@ twb_tensor_view_set_tensor (TwbTensorView *self, const char *name, const char *r
   gtk_widget_queue_draw (self->histogram);
 }
 
+/* ---- Iterations and staleness ---------------------------------------------- */
+
+void
+twb_tensor_view_set_iterations (TwbTensorView *self, int64_t iteration, int64_t previous)
+{
+  g_return_if_fail (TWB_IS_TENSOR_VIEW (self));
+  self->iteration = iteration;
+  self->prev_iteration = previous;
+  update_pages (self);
+}
+
+void
+twb_tensor_view_set_stale (TwbTensorView *self, const char *why)
+{
+  g_return_if_fail (TWB_IS_TENSOR_VIEW (self));
+  if (g_strcmp0 (why, self->stale) == 0)
+    return;
+  g_free (self->stale);
+  self->stale = self->t ? g_strdup (why) : NULL;
+  update_stale (self);
+}
+
+const char *
+twb_tensor_view_get_stale (TwbTensorView *self)
+{
+  g_return_val_if_fail (TWB_IS_TENSOR_VIEW (self), NULL);
+  return self->stale;
+}
+
 /* ---- Drawing areas ------------------------------------------------------------- */
 
 static void
@@ -1008,14 +759,14 @@ draw_histogram_area (GtkDrawingArea *area, cairo_t *cr, int width, int height, g
 {
   TwbTensorView *self = data;
   if (self->has_stats)
-    draw_histogram (GTK_WIDGET (area), &self->stats, cr, width, height);
+    twb_histogram_draw (GTK_WIDGET (area), &self->stats, cr, width, height);
 }
 
 static void
 draw_heat_area (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
 {
   TwbTensorView *self = data;
-  draw_heat (GTK_WIDGET (area), GTK_WIDGET (area) == self->diff_area ? &self->diff_heat : &self->heat,
+  twb_heat_draw (GTK_WIDGET (area), GTK_WIDGET (area) == self->diff_area ? &self->diff_heat : &self->heat,
              cr, width, height);
 }
 
@@ -1168,6 +919,9 @@ build_diff_page (TwbTensorView *self)
   self->diff_headline = gtk_label_new (NULL);
   gtk_widget_add_css_class (self->diff_headline, "heading");
   gtk_label_set_xalign (GTK_LABEL (self->diff_headline), 0);
+  /* "Iteration 12 − iteration 9: …" wraps in a narrow side panel. */
+  gtk_label_set_wrap (GTK_LABEL (self->diff_headline), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (self->diff_headline), PANGO_WRAP_WORD_CHAR);
   gtk_label_set_selectable (GTK_LABEL (self->diff_headline), TRUE);
   gtk_widget_set_focusable (self->diff_headline, FALSE);
   self->diff_area = heat_area_new (self, "Heat map of the difference from the previous iteration");
@@ -1208,7 +962,12 @@ ensure_css (void)
                                    "{ min-width: 0; padding-left: 8px; padding-right: 8px; }\n"
                                    /* The theme's error red reads badly on a
                                     * dark background (contrast ~2:1). */
-                                   "tensorview.on-dark label.error { color: #ff7b63; }",
+                                   "tensorview.on-dark label.error { color: #ff7b63; }\n"
+                                   /* The stale line: the theme's warning
+                                    * colour, bold, a bar at its left. */
+                                   "tensorview label.stale { font-weight: bold; "
+                                   "color: @warning_color; border-left: 3px solid "
+                                   "@warning_color; padding-left: 6px; }",
                                    -1);
   gtk_style_context_add_provider_for_display (display, GTK_STYLE_PROVIDER (css),
                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
@@ -1228,6 +987,19 @@ twb_tensor_view_init (TwbTensorView *self)
   gtk_label_set_xalign (GTK_LABEL (self->header), 0);
   gtk_label_set_ellipsize (GTK_LABEL (self->header), PANGO_ELLIPSIZE_MIDDLE);
   gtk_box_append (GTK_BOX (self->box), self->header);
+  self->stale_label = gtk_label_new (NULL);
+  gtk_widget_add_css_class (self->stale_label, "stale");
+  gtk_label_set_xalign (GTK_LABEL (self->stale_label), 0);
+  gtk_label_set_wrap (GTK_LABEL (self->stale_label), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (self->stale_label), PANGO_WRAP_WORD_CHAR);
+  gtk_widget_set_visible (self->stale_label, FALSE);
+  gtk_box_append (GTK_BOX (self->box), self->stale_label);
+  /* The rest fades together while stale. */
+  GtkWidget *outer = self->box;
+  self->content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_vexpand (self->content, TRUE);
+  gtk_box_append (GTK_BOX (outer), self->content);
+  self->box = self->content;
   gtk_box_append (GTK_BOX (self->box), stats_grid (self, stat_defs, G_N_ELEMENTS (stat_defs)));
 
   self->histogram = gtk_drawing_area_new ();
@@ -1255,6 +1027,8 @@ twb_tensor_view_init (TwbTensorView *self)
   gtk_flow_box_set_column_spacing (GTK_FLOW_BOX (self->slice_bar), 8);
   gtk_box_append (GTK_BOX (self->box), self->slice_bar);
   gtk_box_append (GTK_BOX (self->box), self->stack);
+  self->box = outer;
+  self->diff_heat.centred = TRUE;
 
   twb_tensor_view_set_tensor (self, NULL, NULL, NULL, NULL);
 }
@@ -1266,7 +1040,7 @@ static void
 twb_tensor_view_snapshot (GtkWidget *widget, GtkSnapshot *snap)
 {
   GdkRGBA fg;
-  get_fg (widget, &fg);
+  twb_tensor_fg (widget, &fg);
   gboolean dark = 0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5;
   if (dark != gtk_widget_has_css_class (widget, "on-dark"))
     {
@@ -1289,8 +1063,8 @@ twb_tensor_view_dispose (GObject *object)
   g_clear_pointer (&self->vslice, tw_tensor_unref);
   tw_tensor_stats_clear (&self->stats);
   tw_tensor_stats_clear (&self->diff_stats);
-  heat_model_clear (&self->heat);
-  heat_model_clear (&self->diff_heat);
+  twb_heat_model_clear (&self->heat);
+  twb_heat_model_clear (&self->diff_heat);
   clear_tiles (self);
   g_clear_pointer (&self->stat_labels, g_hash_table_unref);
   G_OBJECT_CLASS (twb_tensor_view_parent_class)->dispose (object);
@@ -1303,6 +1077,7 @@ twb_tensor_view_finalize (GObject *object)
   g_free (self->name);
   g_free (self->role);
   g_free (self->diff_error);
+  g_free (self->stale);
   G_OBJECT_CLASS (twb_tensor_view_parent_class)->finalize (object);
 }
 
@@ -1377,7 +1152,7 @@ twb_tensor_view_cell_text (TwbTensorView *self, int64_t row, int64_t col)
   g_return_val_if_fail (TWB_IS_TENSOR_VIEW (self), NULL);
   if (!cell_in_slice (self, row, col))
     return NULL;
-  return format_value (self->t->dtype, cell_value (self, row, col));
+  return twb_tensor_format_value (self->t->dtype, cell_value (self, row, col));
 }
 
 GtkWidget *
@@ -1424,15 +1199,15 @@ twb_tensor_view_draw_page (TwbTensorView *self, const char *page, cairo_t *cr, i
     {
       if (!self->has_stats)
         return FALSE;
-      draw_histogram (w, &self->stats, cr, width, height);
+      twb_histogram_draw (w, &self->stats, cr, width, height);
       return TRUE;
     }
   if (g_str_equal (page, "heatmap") || g_str_equal (page, "diff"))
     {
-      heat_model *hm = g_str_equal (page, "diff") ? &self->diff_heat : &self->heat;
+      TwbHeatModel *hm = g_str_equal (page, "diff") ? &self->diff_heat : &self->heat;
       if (hm->slice == NULL)
         return FALSE;
-      draw_heat (w, hm, cr, width, height);
+      twb_heat_draw (w, hm, cr, width, height);
       return TRUE;
     }
   if (g_str_equal (page, "images"))

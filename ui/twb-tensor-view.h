@@ -50,6 +50,15 @@ char *twb_tensor_view_cell_text (TwbTensorView *v, int64_t row, int64_t col);
  * the next set_tensor); NULL for an unknown name. */
 const char *twb_tensor_view_stat_text (TwbTensorView *v, const char *stat);
 
+/* The iterations t and previous come from (1-based; 0: unknown): the Diff
+ * page says which two it compares.  Set after set_tensor. */
+void twb_tensor_view_set_iterations (TwbTensorView *v, int64_t iteration, int64_t previous);
+/* why non-NULL: the tensor shown is no longer the value now (the run went
+ * on or ended); a line under the header says "Stale: why" and the figures
+ * fade.  NULL: live.  A new set_tensor is live.  get_stale: why, or NULL. */
+void twb_tensor_view_set_stale (TwbTensorView *v, const char *why);
+const char *twb_tensor_view_get_stale (TwbTensorView *v);
+
 /* ---- Added beyond the first header (tests, screenshots) ---- */
 
 /* The label that shows a statistic (names as for stat_text; it carries the

@@ -7,6 +7,7 @@
  * temporary folder).  GLib warnings and criticals are fatal. */
 #include "ui-test.h"
 #include "ui/twb-tensor-view.h"
+#include "ui/twb-tensor-draw.h"
 
 #include <math.h>
 #include <string.h>
@@ -192,7 +193,13 @@ test_diff (void)
   /* Δ = { 0, 0.5, 0, -0.25, 0, 0 }. */
   g_assert_cmpfloat (d->abs_max, ==, 0.5);
   g_assert_cmpfloat_with_epsilon (d->mean, 0.25 / 6, 1e-15);
-  g_assert_cmpstr (twb_tensor_view_page_note (v, "diff"), ==, "max |Δ| = 0.5");
+  /* Which two snapshots: unknown iterations say so in words … */
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "diff"), ==,
+                   "This snapshot − the one before: max |Δ| = 0.5");
+  /* … known ones by number (the earlier need not be the one just before). */
+  twb_tensor_view_set_iterations (v, 12, 9);
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "diff"), ==,
+                   "Iteration 12 − iteration 9: max |Δ| = 0.5");
   g_assert_cmpstr (twb_tensor_view_stat_text (v, "diff.abs_max"), ==, "0.5");
   g_assert_cmpstr (twb_tensor_view_stat_text (v, "diff.changed"), ==, "2");
   g_autofree char *m = fmt (0.25 / 6);
@@ -368,9 +375,9 @@ test_draw_histogram (void)
       else
         g_assert_cmpint (bar[x], ==, 0);
     }
-  /* Heights 900 : 100, to a pixel of rounding. */
+  /* Heights 900 : 100, to a pixel of rounding (of the short bar). */
   g_assert_cmpint (h_last, >, 5);
-  g_assert_cmpfloat (fabs ((double) h_first / h_last - 9), <, 1);
+  g_assert_cmpfloat (fabs (h_first / 9.0 - h_last), <=, 1);
   save (&p, "histogram.png");
   g_object_unref (v);
 }
@@ -483,6 +490,156 @@ test_side_panel (void)
   twt_ui_pump ();
 }
 
+/* A difference of exactly zero is drawn as "no difference" (a hatched
+ * field and the words), not as one solid colour; a difference of one sign
+ * still puts its zeros at the scale's neutral grey. */
+static void
+test_diff_zero (void)
+{
+  g_autoptr (tw_tensor) a = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 8, 8 },
+                                                 (float[64]) { 1, 2, 3, 4, 5, 6, 7, 8 });
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "fc1.weight", "parameter", a, a);
+  twb_tensor_view_set_iterations (v, 5, 4);
+  g_assert_cmpstr (twb_tensor_view_page_note (v, "diff"), ==,
+                   "Iteration 5 − iteration 4: no difference, every element is equal");
+  picture p = draw (v, "diff", 200, 200);
+  /* The map's area (inside PAD 4, above the 30 px scale): at least two
+   * colours (field and hatch), none of them the colour scale's, and the
+   * scale bar itself is not drawn. */
+  GHashTable *colours = g_hash_table_new (g_direct_hash, g_direct_equal);
+  gboolean any_scale_colour = FALSE;
+  for (int y = 10; y < 160; y++)
+    for (int x = 10; x < 190; x++)
+      {
+        double c[4];
+        pixel (&p, x, y, c);
+        guint key = (guint) (c[0] * 255) << 16 | (guint) (c[1] * 255) << 8 | (guint) (c[2] * 255);
+        key ^= (guint) (c[3] * 255) << 24;
+        g_hash_table_add (colours, GUINT_TO_POINTER (key + 1));
+        /* coolwarm's or viridis's middle, opaque. */
+        any_scale_colour |= c[3] > 0.9 && fabs (c[0] - 0.865) < 0.02 && fabs (c[1] - 0.865) < 0.02;
+        any_scale_colour |= c[3] > 0.9 && fabs (c[0] - 0.128) < 0.02 && fabs (c[1] - 0.567) < 0.02;
+      }
+  g_assert_cmpuint (g_hash_table_size (colours), >=, 2);
+  g_assert_false (any_scale_colour);
+  g_hash_table_unref (colours);
+  /* Nothing opaque where the scale would be (y 170..180). */
+  for (int x = 10; x < 190; x++)
+    {
+      double c[4];
+      pixel (&p, x, 175, c);
+      g_assert_cmpfloat (c[3], <, 0.5);
+    }
+  save (&p, "diff-zero.png");
+
+  /* Δ = {0, 0.5}: all of one sign, yet 0 is the neutral grey of the
+   * diverging scale (a difference always diverges around 0). */
+  g_autoptr (tw_tensor) b = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 1, 2 },
+                                                 (float[]) { 1, 2.5f });
+  g_autoptr (tw_tensor) c0 = tw_tensor_from_data (TW_F32, 2, (int64_t[]) { 1, 2 },
+                                                  (float[]) { 1, 2 });
+  twb_tensor_view_set_tensor (v, "fc1.weight", "parameter", b, c0);
+  picture q = draw (v, "diff", 200, 200);
+  double g[4], r[4];
+  pixel (&q, 50, 80, g);
+  pixel (&q, 150, 80, r);
+  g_assert_cmpfloat (fabs (g[0] - 0.865), <, 0.01);
+  g_assert_cmpfloat (fabs (g[1] - 0.865), <, 0.01);
+  g_assert_cmpfloat (fabs (g[2] - 0.865), <, 0.01);
+  g_assert_cmpfloat (r[0], >, r[2] + 0.3);    /* +0.5 is warm: red */
+  save (&q, "diff-one-sign.png");
+  g_object_unref (v);
+}
+
+/* The peak's label never overlaps a bar: with the tallest bar at the right
+ * (where the label goes), in its own line above the bars — checked on the
+ * layout and on the drawn pixels, at panel sizes from 120 × 48 up. */
+static void
+test_histogram_peak_label (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_zeros (TW_F32, 1, (int64_t[]) { 1000 });
+  for (int i = 0; i < 1000; i++)
+    tw_tensor_f32 (t)[i] = i < 100 ? (float) i / 100 : 1;   /* 901 values in the last bin */
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_tensor (v, "t", "output", t, NULL);
+  const tw_tensor_stats *st = twb_tensor_view_get_stats (v);
+  const int sizes[][2] = { { 120, 48 }, { 240, 64 }, { 320, 120 }, { 600, 90 } };
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      int w = sizes[k][0], h = sizes[k][1];
+      TwbHistogramLayout lo;
+      g_assert_true (twb_histogram_layout (st, w, h, 12, 50, &lo));
+      g_assert_cmpint (lo.peak, ==, 901);
+      /* The label's box ends above the bars' box. */
+      g_assert_cmpfloat (lo.peak_label.origin.y + lo.peak_label.size.height, <=,
+                         lo.bars.origin.y);
+      picture p = draw (v, "histogram", w, h);
+      /* On the pixels: the highest bar pixel (accent blue), the axis (the
+       * first row below it that is mostly grey ink), and the label's ink
+       * (grey, above the bars, right half).  Between the bars' top and the
+       * axis there is no ink but the bars': text over a bar would show. */
+      int top_bar = p.h, axis = -1, label_ink = 0;
+      for (int y = 0; y < p.h; y++)
+        for (int x = 0; x < p.w; x++)
+          {
+            double c[4];
+            pixel (&p, x, y, c);
+            if (c[3] > 0.9 && c[2] > c[0] + 0.4)
+              top_bar = MIN (top_bar, y);
+          }
+      for (int y = top_bar; y < p.h && axis < 0; y++)
+        {
+          int grey = 0;
+          for (int x = 0; x < p.w; x++)
+            {
+              double c[4];
+              pixel (&p, x, y, c);
+              grey += c[3] > 0.2 && !(c[2] > c[0] + 0.4);
+            }
+          if (grey > p.w / 2)
+            axis = y;
+        }
+      g_assert_cmpint (axis, >, top_bar);
+      for (int y = 0; y < p.h; y++)
+        for (int x = 0; x < p.w; x++)
+          {
+            double c[4];
+            pixel (&p, x, y, c);
+            gboolean ink = c[3] > 0.2 && !(c[2] > c[0] + 0.4);
+            if (ink && y < top_bar && x > p.w / 2)
+              label_ink++;
+            if (y >= top_bar && y < axis)
+              g_assert_false (ink);
+          }
+      g_test_message ("%d × %d: bars from y %d, axis at %d, label ink %d px above", w, h, top_bar,
+                      axis, label_ink);
+      g_assert_cmpint (label_ink, >, 10);
+      g_autofree char *name = g_strdup_printf ("histogram-peak-%dx%d.png", w, h);
+      save (&p, name);
+    }
+  g_object_unref (v);
+}
+
+/* A tensor from an earlier pause is marked stale: a line says so, the
+ * figures fade; a new tensor is live again. */
+static void
+test_stale (void)
+{
+  g_autoptr (tw_tensor) t = tw_tensor_zeros (TW_F32, 2, (int64_t[]) { 2, 2 });
+  TwbTensorView *v = new_view ();
+  twb_tensor_view_set_stale (v, "nothing shown");
+  g_assert_null (twb_tensor_view_get_stale (v));     /* no tensor: nothing to be stale */
+  twb_tensor_view_set_tensor (v, "fc1", "output", t, NULL);
+  g_assert_null (twb_tensor_view_get_stale (v));
+  twb_tensor_view_set_stale (v, "taken at iteration 3, before the run finished");
+  g_assert_cmpstr (twb_tensor_view_get_stale (v), ==,
+                   "taken at iteration 3, before the run finished");
+  twb_tensor_view_set_tensor (v, "fc1", "output", t, NULL);
+  g_assert_null (twb_tensor_view_get_stale (v));
+  g_object_unref (v);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -497,6 +654,9 @@ main (int argc, char **argv)
   g_test_add_func ("/tensor-view/slices", test_slices);
   g_test_add_func ("/tensor-view/window", test_window);
   g_test_add_func ("/tensor-view/diff", test_diff);
+  g_test_add_func ("/tensor-view/diff/zero", test_diff_zero);
+  g_test_add_func ("/tensor-view/draw/histogram-peak-label", test_histogram_peak_label);
+  g_test_add_func ("/tensor-view/stale", test_stale);
   g_test_add_func ("/tensor-view/pages-apply", test_pages_apply);
   g_test_add_func ("/tensor-view/draw/heatmap", test_draw_heatmap);
   g_test_add_func ("/tensor-view/draw/histogram", test_draw_histogram);
