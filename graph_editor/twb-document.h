@@ -77,6 +77,15 @@ const char *twb_document_get_path (TwbDocument *doc);
 gboolean twb_document_get_dirty (TwbDocument *doc);
 char *twb_document_get_title (TwbDocument *doc);
 
+/* Which model this is, whatever its file is called (a string kept in the
+ * model file's "editor" member, carried through save, Save As and every
+ * edit; the runs of the model are filed under it).  NULL until set: a new
+ * or imported model, or a file written before identities.  Setting it is
+ * no edit (no undo, not dirty); the next save writes it.  The string lives
+ * in the document. */
+const char *twb_document_get_model_id (TwbDocument *doc);
+void twb_document_set_model_id (TwbDocument *doc, const char *id);
+
 /* Files.  save writes atomically and clears the dirty flag. */
 gboolean twb_document_save (TwbDocument *doc, const char *path, GError **error);
 /* Serialised model (what save writes), caller frees. */

@@ -12,24 +12,34 @@
 #include <string.h>
 
 /* One chart per concept; the series each shows (per run), dashed ones per epoch. */
+/* Each run has one colour on every chart and in the Runs list
+ * (twb_dashboard_run_colour); a chart's series of one run differ by line
+ * style: per step solid, the epoch's training loss dashed, validation
+ * dotted, test dash-dot; gradient norms by shades of the run's colour. */
 typedef struct
 {
   const char *name, *title;
   const char *series[4];
-  gboolean dashed[4];
+  TwbPlotDash dash[4];
   const char *prefix;        /* every series whose name starts so (grad norms) */
   gboolean log_default;
 } ChartSpec;
 
 static const ChartSpec charts[] = {
-  { "loss", "Loss", { "loss", "train_loss", "val_loss", "test_loss" }, { FALSE, TRUE, TRUE, TRUE },
-    NULL, FALSE },
-  { "accuracy", "Accuracy", { "accuracy", "val_accuracy", "test_accuracy" }, { FALSE, TRUE, TRUE },
-    NULL, FALSE },
-  { "lr", "Learning rate", { "lr" }, { FALSE }, NULL, FALSE },
-  { "throughput", "Samples/s", { "samples_per_s" }, { FALSE }, NULL, FALSE },
-  { "grad-norm", "Gradient norm per layer", { NULL }, { FALSE }, "grad_norm:", TRUE },
+  { "loss", "Loss", { "loss", "train_loss", "val_loss", "test_loss" },
+    { TWB_PLOT_SOLID, TWB_PLOT_DASHED, TWB_PLOT_DOTTED, TWB_PLOT_DASH_DOT }, NULL, FALSE },
+  { "accuracy", "Accuracy", { "accuracy", "val_accuracy", "test_accuracy" },
+    { TWB_PLOT_SOLID, TWB_PLOT_DOTTED, TWB_PLOT_DASH_DOT }, NULL, FALSE },
+  { "lr", "Learning rate", { "lr" }, { TWB_PLOT_SOLID }, NULL, FALSE },
+  { "throughput", "Samples/s", { "samples_per_s" }, { TWB_PLOT_SOLID }, NULL, FALSE },
+  { "grad-norm", "Gradient norm per layer", { NULL }, { TWB_PLOT_SOLID }, "grad_norm:", TRUE },
 };
+
+/* Gradient norms of one run: shade k of the run's colour mixes it with
+ * white (odd k) or black (even k) by 12 % more every second step, at most
+ * 60 %, so neighbouring layers differ and all read as the run's hue. */
+#define SHADE_STEP 0.12
+#define SHADE_MAX 0.60
 #define N_CHARTS G_N_ELEMENTS (charts)
 
 /* Live charts redraw at most 6–7 times a second: enough to watch a run, and
@@ -64,23 +74,60 @@ struct _TwbDashboard
 G_DEFINE_FINAL_TYPE (TwbDashboard, twb_dashboard, GTK_TYPE_WIDGET)
 
 static int
-chart_for_series (const char *name, gboolean *dashed)
+chart_for_series (const char *name, TwbPlotDash *dash)
 {
   for (guint c = 0; c < N_CHARTS; c++)
     {
       if (charts[c].prefix && g_str_has_prefix (name, charts[c].prefix))
         {
-          *dashed = FALSE;
+          *dash = TWB_PLOT_SOLID;
           return (int) c;
         }
       for (int k = 0; k < 4 && charts[c].series[k]; k++)
         if (strcmp (charts[c].series[k], name) == 0)
           {
-            *dashed = charts[c].dashed[k];
+            *dash = charts[c].dash[k];
             return (int) c;
           }
     }
   return -1;
+}
+
+void
+twb_dashboard_run_colour (const char *run_id, GdkRGBA *out)
+{
+  /* "run-N": colour N - 1, so a run keeps its colour across sessions and
+   * neighbours differ; any other id by its hash. */
+  guint i = g_str_hash (run_id ? run_id : "");
+  if (run_id && g_str_has_prefix (run_id, "run-"))
+    {
+      guint64 n;
+      if (g_ascii_string_to_unsigned (run_id + 4, 10, 1, G_MAXUINT, &n, NULL))
+        i = (guint) (n - 1);
+    }
+  *out = *twb_plot_palette_colour (i);
+}
+
+static void
+shade (GdkRGBA *c, guint k)
+{
+  double f = MIN (SHADE_STEP * ((k + 1) / 2), SHADE_MAX);
+  double to = k % 2 ? 1.0 : 0.0;
+  c->red = c->red * (1 - f) + to * f;
+  c->green = c->green * (1 - f) + to * f;
+  c->blue = c->blue * (1 - f) + to * f;
+}
+
+/* Which of its run's series with this prefix s is (0, 1, …, in order added). */
+static guint
+rank_in_run (TwbDashboard *d, guint s, const char *run, const char *prefix)
+{
+  guint k = 0;
+  for (guint t = 0; t < s; t++)
+    if (g_strcmp0 (twb_metrics_series_run (d->metrics, t), run) == 0
+        && g_str_has_prefix (twb_metrics_series_name (d->metrics, t), prefix))
+      k++;
+  return k;
 }
 
 /* Put every series of the shown runs on its chart (once). */
@@ -98,11 +145,15 @@ add_new_curves (TwbDashboard *d)
       gboolean current = d->run && g_strcmp0 (run, twb_run_get_id (d->run)) == 0;
       if (!current && !g_hash_table_contains (d->shown, run))
         continue;
-      gboolean dashed = FALSE;
-      int c = chart_for_series (twb_metrics_series_name (d->metrics, s), &dashed);
+      TwbPlotDash dash = TWB_PLOT_SOLID;
+      int c = chart_for_series (twb_metrics_series_name (d->metrics, s), &dash);
       if (c < 0)
         continue;
-      twb_plot_add_curve (TWB_PLOT (d->plots[c]), s, NULL, dashed);
+      GdkRGBA colour;
+      twb_dashboard_run_colour (run, &colour);
+      if (charts[c].prefix)
+        shade (&colour, rank_in_run (d, s, run, charts[c].prefix));
+      twb_plot_add_curve_styled (TWB_PLOT (d->plots[c]), s, &colour, dash);
       g_hash_table_add (d->curves, GUINT_TO_POINTER (s + 1));
     }
 }
@@ -192,11 +243,21 @@ twb_dashboard_update_classes (TwbDashboard *d)
   twb_confusion_view_set_report (TWB_CONFUSION_VIEW (d->confusion), r, epoch + 1);
 }
 
+static void
+run_state_changed (TwbRun *run, TwbDashboard *d)
+{
+  /* The current run's row says training / paused; a finished run is in
+   * the store by the time the window reloads the list. */
+  twb_dashboard_reload_runs (d);
+}
+
 void
 twb_dashboard_set_run (TwbDashboard *d, TwbRun *run)
 {
   if (run)
     g_object_ref (run);
+  if (d->run)
+    g_signal_handlers_disconnect_by_func (d->run, run_state_changed, d);
   if (d->run && run != d->run)
     {
       /* The last run leaves the charts (the Runs list overlays it again,
@@ -210,8 +271,11 @@ twb_dashboard_set_run (TwbDashboard *d, TwbRun *run)
     }
   g_clear_object (&d->run);
   d->run = run;
+  if (run)
+    g_signal_connect (run, "state-changed", G_CALLBACK (run_state_changed), d);
   twb_dashboard_update (d);
   twb_dashboard_update_classes (d);
+  twb_dashboard_reload_runs (d);
 }
 
 /* ---- Runs list -------------------------------------------------------------------------- */
@@ -253,6 +317,52 @@ twb_dashboard_show_run (TwbDashboard *d, const char *run_id, gboolean shown, GEr
   return TRUE;
 }
 
+static void
+draw_swatch (GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
+{
+  const GdkRGBA *c = g_object_get_data (G_OBJECT (area), "twb-colour");
+  double s = MIN (width, height) - 2;
+  gdk_cairo_set_source_rgba (cr, c);
+  cairo_rectangle (cr, (width - s) / 2, (height - s) / 2, s, s);
+  cairo_fill (cr);
+}
+
+/* One row: the run's colour, a check box to overlay it, its summary. */
+static void
+add_run_row (TwbDashboard *d, const char *id, const char *text, const char *tip,
+             gboolean current)
+{
+  GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 4);
+  GtkWidget *swatch = gtk_drawing_area_new ();
+  GdkRGBA *colour = g_new (GdkRGBA, 1);
+  twb_dashboard_run_colour (id, colour);
+  g_object_set_data_full (G_OBJECT (swatch), "twb-colour", colour, g_free);
+  gtk_drawing_area_set_content_width (GTK_DRAWING_AREA (swatch), 12);
+  gtk_drawing_area_set_content_height (GTK_DRAWING_AREA (swatch), 12);
+  gtk_widget_set_valign (swatch, GTK_ALIGN_CENTER);
+  gtk_drawing_area_set_draw_func (GTK_DRAWING_AREA (swatch), draw_swatch, NULL, NULL);
+  GtkWidget *check = gtk_check_button_new ();
+  GtkWidget *label = gtk_label_new (text);
+  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_check_button_set_child (GTK_CHECK_BUTTON (check), label);
+  gtk_widget_set_hexpand (check, TRUE);
+  g_object_set_data_full (G_OBJECT (check), "run", g_strdup (id), g_free);
+  /* The current run is always on the charts. */
+  gtk_check_button_set_active (GTK_CHECK_BUTTON (check),
+                               current || g_hash_table_contains (d->shown, id));
+  gtk_widget_set_sensitive (check, !current);
+  gtk_widget_set_tooltip_text (row, tip);
+  g_signal_connect (check, "toggled", G_CALLBACK (run_toggled), d);
+  gtk_box_append (GTK_BOX (row), swatch);
+  gtk_box_append (GTK_BOX (row), check);
+  g_object_set_data_full (G_OBJECT (row), "run", g_strdup (id), g_free);
+  g_object_set_data_full (G_OBJECT (row), "text", g_strdup (text), g_free);
+  g_object_set_data (G_OBJECT (row), "swatch", swatch);
+  gtk_list_box_append (GTK_LIST_BOX (d->runs_list), row);
+  d->n_runs_listed++;
+}
+
 void
 twb_dashboard_reload_runs (TwbDashboard *d)
 {
@@ -260,42 +370,81 @@ twb_dashboard_reload_runs (TwbDashboard *d)
   while ((child = gtk_widget_get_first_child (d->runs_list)))
     gtk_list_box_remove (GTK_LIST_BOX (d->runs_list), child);
   g_autoptr (GPtrArray) runs = twb_run_store_list (d->runs_dir);
-  d->n_runs_listed = runs->len;
+  d->n_runs_listed = 0;
+  const char *cur = d->run ? twb_run_get_id (d->run) : NULL;
+  gboolean cur_stored = FALSE;
+  for (guint i = 0; cur && i < runs->len; i++)
+    cur_stored |= g_strcmp0 (((const TwbRunRecord *) g_ptr_array_index (runs, i))->id, cur) == 0;
+  if (cur && !cur_stored && twb_run_get_state (d->run) != TW_SESSION_IDLE)
+    {
+      /* The run being trained: listed (first) while it trains, kept in the
+       * store when it ends. */
+      TwbRunProgress p;
+      twb_run_get_progress (d->run, &p);
+      tw_session_state st = twb_run_get_state (d->run);
+      const char *what = st == TW_SESSION_RUNNING  ? "training"
+                         : st == TW_SESSION_PAUSED ? "paused"
+                                                   : tw_session_state_name (st);
+      /* The row is rebuilt on state changes only: the step count goes with
+       * a pause, the progress line shows it while training. */
+      g_autofree char *text
+        = st == TW_SESSION_PAUSED
+            ? g_strdup_printf ("%s · paused at step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, cur,
+                               p.step, p.total_steps)
+            : g_strdup_printf ("%s · %s", cur, what);
+      g_autofree char *tip = g_strdup_printf ("This run (%s): its curves are on the charts", what);
+      add_run_row (d, cur, text, tip, TRUE);
+    }
   for (guint i = 0; i < runs->len; i++)
     {
       const TwbRunRecord *r = g_ptr_array_index (runs, i);
-      gboolean current = d->run && g_strcmp0 (r->id, twb_run_get_id (d->run)) == 0;
+      gboolean current = g_strcmp0 (r->id, cur) == 0;
       GString *l = g_string_new (r->id);
       g_string_append_printf (l, " · %s · %" G_GINT64_FORMAT " steps", r->mode, r->steps);
       if (!isnan (r->test_accuracy))
         g_string_append_printf (l, " · %.1f %%", r->test_accuracy * 100);
       else if (!isnan (r->final_loss))
         g_string_append_printf (l, " · loss %.3g", r->final_loss);
-      GtkWidget *check = gtk_check_button_new ();
-      GtkWidget *text = gtk_label_new (l->str);
-      gtk_label_set_ellipsize (GTK_LABEL (text), PANGO_ELLIPSIZE_END);
-      gtk_label_set_xalign (GTK_LABEL (text), 0);
-      gtk_check_button_set_child (GTK_CHECK_BUTTON (check), text);
-      g_string_free (l, TRUE);
-      g_object_set_data_full (G_OBJECT (check), "run", g_strdup (r->id), g_free);
-      gtk_check_button_set_active (GTK_CHECK_BUTTON (check),
-                                   current || g_hash_table_contains (d->shown, r->id));
-      gtk_widget_set_sensitive (check, !current);
       g_autoptr (GDateTime) when = g_date_time_new_from_unix_local (r->created);
       g_autofree char *date = when ? g_date_time_format (when, "%Y-%m-%d %H:%M") : g_strdup ("");
-      g_autofree char *tip = g_strdup_printf ("%s, %s%s%s\nTick to overlay its curves", date,
-                                              r->state, r->summary ? "\n" : "",
-                                              r->summary ? r->summary : "");
-      gtk_widget_set_tooltip_text (check, tip);
-      g_signal_connect (check, "toggled", G_CALLBACK (run_toggled), d);
-      gtk_list_box_append (GTK_LIST_BOX (d->runs_list), check);
+      g_autofree char *tip = g_strdup_printf ("%s, %s%s%s\n%s", date, r->state,
+                                              r->summary ? "\n" : "", r->summary ? r->summary : "",
+                                              current ? "This run: its curves are on the charts"
+                                                      : "Tick to overlay its curves");
+      add_run_row (d, r->id, l->str, tip, current);
+      g_string_free (l, TRUE);
     }
-  if (runs->len == 0)
+  if (d->n_runs_listed == 0)
     {
       GtkWidget *l = gtk_label_new ("Runs of this model are kept here");
       gtk_widget_add_css_class (l, "dim-label");
       gtk_list_box_append (GTK_LIST_BOX (d->runs_list), l);
     }
+}
+
+gboolean
+twb_dashboard_get_run_row (TwbDashboard *d, guint i, const char **run_id, GdkRGBA *colour,
+                           const char **text)
+{
+  guint k = 0;
+  for (GtkWidget *c = gtk_widget_get_first_child (d->runs_list); c;
+       c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *row = gtk_list_box_row_get_child (GTK_LIST_BOX_ROW (c));
+      if (row == NULL || g_object_get_data (G_OBJECT (row), "run") == NULL)
+        continue;
+      if (k++ != i)
+        continue;
+      if (run_id)
+        *run_id = g_object_get_data (G_OBJECT (row), "run");
+      if (text)
+        *text = g_object_get_data (G_OBJECT (row), "text");
+      if (colour)
+        *colour = *(const GdkRGBA *) g_object_get_data (
+          G_OBJECT (g_object_get_data (G_OBJECT (row), "swatch")), "twb-colour");
+      return TRUE;
+    }
+  return FALSE;
 }
 
 void
@@ -434,6 +583,8 @@ static void
 twb_dashboard_dispose (GObject *o)
 {
   TwbDashboard *d = TWB_DASHBOARD (o);
+  if (d->run)
+    g_signal_handlers_disconnect_by_func (d->run, run_state_changed, d);
   g_clear_object (&d->run);
   g_clear_pointer (&d->box, gtk_widget_unparent);
   g_clear_object (&d->metrics);

@@ -45,5 +45,13 @@ gboolean twb_dashboard_export (TwbDashboard *d, const char *path, GError **error
 TwbPlot *twb_dashboard_get_plot (TwbDashboard *d, const char *name);
 const char *twb_dashboard_get_progress_text (TwbDashboard *d);
 guint twb_dashboard_n_runs_listed (TwbDashboard *d);
+/* Row i of the Runs list (0: the top): its run id, the colour of its swatch
+ * and its text (borrowed, valid until the list is rebuilt); FALSE past the
+ * end.  The run being trained is listed, first, while it trains. */
+gboolean twb_dashboard_get_run_row (TwbDashboard *d, guint i, const char **run_id,
+                                    GdkRGBA *colour, const char **text);
+/* The colour of a run's curves on every chart and of its swatch in the
+ * Runs list: "run-N" takes palette colour N - 1. */
+void twb_dashboard_run_colour (const char *run_id, GdkRGBA *out);
 
 G_END_DECLS

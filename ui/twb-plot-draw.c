@@ -24,6 +24,27 @@ const GdkRGBA twb_plot_palette[TWB_PLOT_N_COLOURS] = {
 /* ---- Small helpers -------------------------------------------------------------- */
 
 void
+twb_plot_set_dash (cairo_t *cr, TwbPlotDash dash, double unit)
+{
+  /* On-off lengths in px at unit 1 (the curves): dashes of 6, dots of 1.5
+   * with round-ish gaps, a dash and a dot. */
+  static const double dashed[] = { 6, 3 }, dotted[] = { 1.5, 2.5 }, dash_dot[] = { 6, 2.5, 1.5, 2.5 };
+  const double *pat = NULL;
+  int n = 0;
+  switch (dash)
+    {
+    case TWB_PLOT_DASHED: pat = dashed; n = 2; break;
+    case TWB_PLOT_DOTTED: pat = dotted; n = 2; break;
+    case TWB_PLOT_DASH_DOT: pat = dash_dot; n = 4; break;
+    default: break;
+    }
+  double scaled[4];
+  for (int i = 0; i < n; i++)
+    scaled[i] = pat[i] * unit;
+  cairo_set_dash (cr, n ? scaled : NULL, n, 0);
+}
+
+void
 twb_plot_fg_colour (TwbPlot *p, GdkRGBA *c)
 {
   twb_widget_fg_colour (GTK_WIDGET (p), c);
@@ -584,8 +605,7 @@ draw_header (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       const Curve *c = &g_array_index (p->curves, Curve, it->curve);
       double y = PAD + it->row * f->row_h + f->row_h / 2;
       cairo_set_line_width (cr, 2);
-      if (c->dashed)
-        cairo_set_dash (cr, (double[]) { 4, 2 }, 2, 0);
+      twb_plot_set_dash (cr, c->dash, 0.67);
       set_source (cr, &c->colour, 1);
       cairo_move_to (cr, it->x, round (y) + 0.5);
       cairo_line_to (cr, it->x + 16, round (y) + 0.5);
@@ -710,8 +730,7 @@ draw_series (TwbPlot *p, cairo_t *cr, const Geom *g, const Curve *c, double smoo
   set_source (cr, &c->colour, alpha);
   cairo_set_line_width (cr, width);
   cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
-  if (c->dashed)
-    cairo_set_dash (cr, (double[]) { 6, 3 }, 2, 0);
+  twb_plot_set_dash (cr, c->dash, 1);
   gboolean pen = FALSE, lone = FALSE;
   double lone_x = 0, lone_y = 0;
   double bottom = g->ay + g->ah + 2;

@@ -24,7 +24,7 @@ typedef struct
 {
   guint series;
   GdkRGBA colour;
-  gboolean dashed;
+  TwbPlotDash dash;
 } Curve;
 
 struct _TwbPlot
@@ -100,6 +100,10 @@ typedef struct
 } Reading;
 
 extern const GdkRGBA twb_plot_palette[TWB_PLOT_N_COLOURS];
+
+/* The cairo dash pattern of a style (NULL, 0: solid), scaled to widths
+ * near `unit` px. */
+void twb_plot_set_dash (cairo_t *cr, TwbPlotDash dash, double unit);
 
 /* Layout and drawing (twb-plot-draw.c). */
 void twb_plot_frame_init (TwbPlot *p, cairo_t *cr, int width, int height, Frame *f);

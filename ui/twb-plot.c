@@ -385,7 +385,7 @@ twb_plot_get_metrics (TwbPlot *p)
 }
 
 void
-twb_plot_add_curve (TwbPlot *p, guint series, const GdkRGBA *colour, gboolean dashed)
+twb_plot_add_curve_styled (TwbPlot *p, guint series, const GdkRGBA *colour, TwbPlotDash dash)
 {
   g_return_if_fail (TWB_IS_PLOT (p));
   g_return_if_fail (twb_metrics_has_series (p->metrics, series));
@@ -393,9 +393,34 @@ twb_plot_add_curve (TwbPlot *p, guint series, const GdkRGBA *colour, gboolean da
     if (g_array_index (p->curves, Curve, i).series == series)
       return;
   Curve c = { series, colour ? *colour : twb_plot_palette[p->next_colour++ % G_N_ELEMENTS (twb_plot_palette)],
-              dashed };
+              dash };
   g_array_append_val (p->curves, c);
   gtk_widget_queue_draw (GTK_WIDGET (p));
+}
+
+void
+twb_plot_add_curve (TwbPlot *p, guint series, const GdkRGBA *colour, gboolean dashed)
+{
+  twb_plot_add_curve_styled (p, series, colour, dashed ? TWB_PLOT_DASHED : TWB_PLOT_SOLID);
+}
+
+gboolean
+twb_plot_get_curve_colour (TwbPlot *p, guint series, GdkRGBA *colour)
+{
+  g_return_val_if_fail (TWB_IS_PLOT (p), FALSE);
+  for (guint i = 0; i < p->curves->len; i++)
+    if (g_array_index (p->curves, Curve, i).series == series)
+      {
+        *colour = g_array_index (p->curves, Curve, i).colour;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+const GdkRGBA *
+twb_plot_palette_colour (guint i)
+{
+  return &twb_plot_palette[i % TWB_PLOT_N_COLOURS];
 }
 
 void

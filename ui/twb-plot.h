@@ -51,6 +51,21 @@ TwbMetrics *twb_plot_get_metrics (TwbPlot *p);
  * per-epoch / validation curves.  A curve already shown stays as it is.
  * A series removed from the model (twb_metrics_remove_run) leaves the plot. */
 void twb_plot_add_curve (TwbPlot *p, guint series, const GdkRGBA *colour, gboolean dashed);
+/* Line styles: the curves of one run share its colour and differ by these. */
+typedef enum
+{
+  TWB_PLOT_SOLID,
+  TWB_PLOT_DASHED,
+  TWB_PLOT_DOTTED,
+  TWB_PLOT_DASH_DOT,
+} TwbPlotDash;
+/* As twb_plot_add_curve, with a line style. */
+void twb_plot_add_curve_styled (TwbPlot *p, guint series, const GdkRGBA *colour, TwbPlotDash dash);
+/* The colour a curve is drawn in; FALSE when series is not on the plot. */
+gboolean twb_plot_get_curve_colour (TwbPlot *p, guint series, GdkRGBA *colour);
+/* Colour i of the palette (i taken modulo its size, 8): matplotlib's
+ * "tab10" less its grey and olive.  Static. */
+const GdkRGBA *twb_plot_palette_colour (guint i);
 void twb_plot_remove_curve (TwbPlot *p, guint series);
 void twb_plot_clear_curves (TwbPlot *p);
 guint twb_plot_n_curves (TwbPlot *p);

@@ -26,26 +26,45 @@ twb_run_record_free (TwbRunRecord *r)
   g_free (r);
 }
 
+/* "<file name less extension>-<10 hex digits of the SHA-1 of its absolute path>". */
+static char *
+path_key (const char *model_path)
+{
+  g_autofree char *abs = g_canonicalize_filename (model_path, NULL);
+  g_autofree char *base = g_path_get_basename (abs);
+  char *dot = strrchr (base, '.');
+  if (dot && dot != base)
+    *dot = '\0';
+  g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA1, abs, -1);
+  hash[10] = '\0';
+  return g_strdup_printf ("%s-%s", base, hash);
+}
+
+char *
+twb_run_store_dir_for_id (const char *model_id)
+{
+  g_autofree char *key = g_strdup (model_id && *model_id ? model_id : "model");
+  /* No separators or dots in the folder's name. */
+  g_strcanon (key, G_CSET_a_2_z G_CSET_A_2_Z G_CSET_DIGITS "-_", '_');
+  return g_build_filename (g_get_user_data_dir (), "twb", "runs", key, NULL);
+}
+
+char *
+twb_run_store_new_model_id (const char *model_path)
+{
+  if (model_path)
+    return path_key (model_path);
+  g_autofree char *uuid = g_uuid_string_random ();
+  return g_strconcat ("model-", uuid, NULL);
+}
+
 char *
 twb_run_store_dir_for (const char *model_path, const char *model_name)
 {
-  g_autofree char *key = NULL;
-  if (model_path)
-    {
-      g_autofree char *abs = g_canonicalize_filename (model_path, NULL);
-      g_autofree char *base = g_path_get_basename (abs);
-      char *dot = strrchr (base, '.');
-      if (dot && dot != base)
-        *dot = '\0';
-      g_autofree char *hash = g_compute_checksum_for_string (G_CHECKSUM_SHA1, abs, -1);
-      hash[10] = '\0';
-      key = g_strdup_printf ("%s-%s", base, hash);
-    }
-  else
-    key = g_strdup_printf ("unsaved-%s", model_name && model_name[0] ? model_name : "model");
-  /* No separators or dots from a model's name in the folder's. */
-  g_strcanon (key, G_CSET_a_2_z G_CSET_A_2_Z G_CSET_DIGITS "-_", '_');
-  return g_build_filename (g_get_user_data_dir (), "twb", "runs", key, NULL);
+  g_autofree char *key = model_path ? path_key (model_path)
+                                    : g_strdup_printf ("unsaved-%s", model_name && model_name[0]
+                                                                        ? model_name : "model");
+  return twb_run_store_dir_for_id (key);
 }
 
 static int

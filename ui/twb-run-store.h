@@ -1,8 +1,9 @@
 /* twb-run-store.h — every run of a model, kept: its curves as CSV
  * (twb-metrics.h's format) and its recipe and results as JSON, one pair
- * per run under $XDG_DATA_HOME/twb/runs/<model>-<hash of its path>/.
+ * per run under $XDG_DATA_HOME/twb/runs/<the model's identity>/ (a file
+ * written before identities: <model>-<hash of its path>, its old folder).
  *
- *   g_autofree char *dir = twb_run_store_dir_for ("/home/u/mlp.json", "mlp");
+ *   g_autofree char *dir = twb_run_store_dir_for_id (twb_document_get_model_id (doc));
  *   twb_run_store_save (dir, run, metrics, model, &error);   // run-3.csv, run-3.json
  *   g_autoptr (GPtrArray) runs = twb_run_store_list (dir);   // TwbRunRecord*, newest first
  *
@@ -29,7 +30,16 @@ typedef struct
 
 void twb_run_record_free (TwbRunRecord *r);
 
-/* Caller frees.  path NULL (an unsaved model): by name under "unsaved-". */
+/* The folder of a model's runs by its identity (twb_document_get_model_id):
+ * $XDG_DATA_HOME/twb/runs/<id>.  Caller frees. */
+char *twb_run_store_dir_for_id (const char *model_id);
+/* An identity for a model that has none: for a file, the name its runs
+ * were kept under before identities ("<name>-<hash of its path>", so that
+ * those runs are still found); for an unsaved model a new random one.
+ * Caller frees. */
+char *twb_run_store_new_model_id (const char *model_path);
+/* The folder before identities (by path; path NULL: by name under
+ * "unsaved-").  Caller frees. */
 char *twb_run_store_dir_for (const char *model_path, const char *model_name);
 /* The next free run id in dir ("run-1" when empty).  Caller frees. */
 char *twb_run_store_next_id (const char *dir);

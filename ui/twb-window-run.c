@@ -392,11 +392,19 @@ panel_changed (GObject *stack, GParamSpec *p, TwbWindow *self)
 
 /* ---- Runs ------------------------------------------------------------------------------ */
 
+/* The runs follow the model, not its file: they are filed under the
+ * document's identity, given on first need (a file from before identities
+ * gets the key its runs were kept under, so they are still listed) and
+ * written with the model on its next save. */
 static char *
 runs_dir (TwbWindow *self)
 {
-  tw_model *m = twb_document_get_model (self->doc);
-  return twb_run_store_dir_for (twb_document_get_path (self->doc), m->name);
+  if (twb_document_get_model_id (self->doc) == NULL)
+    {
+      g_autofree char *id = twb_run_store_new_model_id (twb_document_get_path (self->doc));
+      twb_document_set_model_id (self->doc, id);
+    }
+  return twb_run_store_dir_for_id (twb_document_get_model_id (self->doc));
 }
 
 static void
