@@ -5,6 +5,7 @@
 #include "engine/classes.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Sort key of a confidence: NaN (logits that were not finite) last. */
@@ -201,4 +202,43 @@ tw_class_report_clear (tw_class_report *r)
   g_clear_pointer (&r->samples, g_array_unref);
   g_clear_pointer (&r->images, tw_tensor_unref);
   memset (r, 0, sizeof *r);
+}
+
+typedef struct
+{
+  int cls;
+  int64_t errors;
+} class_errors;
+
+static int
+cmp_errors (gconstpointer pa, gconstpointer pb)
+{
+  const class_errors *a = pa, *b = pb;
+  if (a->errors != b->errors)
+    return a->errors > b->errors ? -1 : 1;
+  return a->cls < b->cls ? -1 : a->cls > b->cls;
+}
+
+int
+tw_class_report_most_confused (const tw_class_report *r, int k, int *out)
+{
+  int n = r ? r->n_classes : 0;
+  if (n <= 0 || r->confusion == NULL || k <= 0)
+    return 0;
+  g_autofree class_errors *e = g_new0 (class_errors, n);
+  for (int c = 0; c < n; c++)
+    e[c].cls = c;
+  for (int t = 0; t < n; t++)
+    for (int p = 0; p < n; p++)
+      if (t != p)
+        {
+          int64_t v = r->confusion[(int64_t) t * n + p];
+          e[t].errors += v;
+          e[p].errors += v;
+        }
+  qsort (e, n, sizeof *e, cmp_errors);
+  int m = MIN (k, n);
+  for (int i = 0; i < m; i++)
+    out[i] = e[i].cls;
+  return m;
 }

@@ -46,6 +46,13 @@ typedef struct
 gboolean tw_trainer_classify (tw_trainer *tr, const tw_dataset *d, int64_t batch_size,
                               int max_samples, tw_class_report *out, GError **error);
 void tw_class_report_copy (tw_class_report *dst, const tw_class_report *src);
+/* The classes a classifier confuses most: ordered by their errors (the
+ * samples of the class predicted as another, plus the samples of other
+ * classes predicted as it: the off-diagonal sums of its row and column),
+ * most first, ties by class index.  Writes min (k, n_classes) class indices
+ * to out and returns how many; classes without any error come last, so all
+ * classes are ranked when k >= n_classes. */
+int tw_class_report_most_confused (const tw_class_report *r, int k, int *out);
 void tw_class_report_clear (tw_class_report *r);
 
 G_END_DECLS

@@ -55,10 +55,21 @@ static const Palette dark = {
 #define INDEX_FONT 9.0    /* class indices on the axes */
 #define CAPTION_H 15.0    /* "5 → 3" under a tile: 2 px clear of the frame, 13 of text */
 #define MIN_CELL_FONT 7.0 /* smaller cell text is unreadable: hover only */
+/* Past 30 classes the whole matrix has cells under ~5 px at panel sizes
+ * (150 px for the matrix): it then shows the most confused classes
+ * (tw_class_report_most_confused), as many as give cells of 22 px or more
+ * (counts in 9 px type, and every class's index on both axes), 5 to 20,
+ * until "all classes" is asked for. */
+#define TOPK_AUTO 30
+#define TOPK_CELL_PX 22.0
+#define TOPK_MIN 5
+#define TOPK_MAX 20
 
 typedef struct
 {
-  int n;                   /* classes; 0: nothing to draw */
+  int n;                   /* classes shown; 0: nothing to draw */
+  const int *cls;          /* the class at row / column i (the most confused first), or
+                            * NULL: every class, in order */
   double mx, my, cell;     /* matrix: top-left of cell (0, 0), cell size */
   double index_w;          /* width of the row index column */
   int label_step;          /* class index written every label_step */
@@ -77,8 +88,10 @@ struct _TwbConfusionView
   gboolean normalised;
   int64_t max_count;          /* largest cell */
   int img_c, img_h, img_w;    /* sample image geometry; img_c = 0: none */
+  gboolean show_all;          /* every class even past TOPK_AUTO */
+  int *order;                 /* every class, most confused first */
   GPtrArray *tiles;           /* cairo_surface_t per sample (images only) */
-  int hover_t, hover_p;       /* hovered cell, or -1 */
+  int hover_t, hover_p;       /* hovered cell (class indices), or -1 */
   int hover_tile;             /* hovered sample tile, or -1 */
 };
 
@@ -163,6 +176,30 @@ text_on (Rgb fill)
   return y > 0.5 ? (Rgb) { 0.10, 0.10, 0.11 } : (Rgb) { 1, 1, 1 };
 }
 
+static int
+cls_at (const Layout *L, int i)
+{
+  return L->cls ? L->cls[i] : i;
+}
+
+/* Where class c is shown (row and column), or -1. */
+static int
+shown_at (const Layout *L, int c)
+{
+  if (L->cls == NULL)
+    return c >= 0 && c < L->n ? c : -1;
+  for (int i = 0; i < L->n; i++)
+    if (L->cls[i] == c)
+      return i;
+  return -1;
+}
+
+static gboolean
+most_confused_only (TwbConfusionView *v)
+{
+  return v->has_report && v->report.n_classes > TOPK_AUTO && !v->show_all;
+}
+
 static void
 compute_layout (TwbConfusionView *v, int width, int height, Layout *L)
 {
@@ -171,7 +208,7 @@ compute_layout (TwbConfusionView *v, int width, int height, Layout *L)
   if (!v->has_report || v->report.n_classes <= 0)
     return;
   int n = L->n = v->report.n_classes;
-  int digits = n > 100 ? 4 : n > 10 ? 2 : 1;
+  int digits = n > 1000 ? 4 : n > 100 ? 3 : n > 10 ? 2 : 1;
   L->index_w = digits * INDEX_FONT * 0.62 + 4;   /* a digit of Sans is about 0.6 em */
   double left = PAD + AXIS_LABEL + L->index_w;
   double top = TITLE_H + AXIS_LABEL + INDEX_FONT + 4;
@@ -185,6 +222,13 @@ compute_layout (TwbConfusionView *v, int width, int height, Layout *L)
     side = MIN (height - top - PAD, (width - left - PAD) * (have_samples ? 0.56 : 1.0));
   else
     side = MIN (width - left - PAD, (height - top - PAD) * (have_samples ? 0.56 : 1.0));
+  if (most_confused_only (v))
+    {
+      /* Every index written: a cell at least as wide as an index. */
+      double cell_min = MAX (TOPK_CELL_PX, L->index_w + 2);
+      n = L->n = CLAMP ((int) floor (side / cell_min), TOPK_MIN, MIN (TOPK_MAX, n));
+      L->cls = v->order;
+    }
   side = MAX (side, n);   /* at least a pixel a cell */
   L->cell = floor (side / n * 4) / 4;
   side = L->cell * n;
@@ -418,7 +462,7 @@ draw_matrix (TwbConfusionView *v, cairo_t *cr, const Layout *L, const Palette *p
   for (int i = 0; i < n; i += L->label_step)
     {
       char num[16];
-      g_snprintf (num, sizeof num, "%d", i);
+      g_snprintf (num, sizeof num, "%d", cls_at (L, i));
       draw_text (cr, num, L->mx + (i + 0.5) * L->cell, L->my - INDEX_FONT - 5, INDEX_FONT, FALSE,
                  0.5);
       draw_text (cr, num, L->mx - 3, L->my + (i + 0.5) * L->cell - INDEX_FONT * 0.65, INDEX_FONT,
@@ -433,22 +477,23 @@ draw_matrix (TwbConfusionView *v, cairo_t *cr, const Layout *L, const Palette *p
       {
         double x, y, w, h;
         cell_box (L, t, p, &x, &y, &w, &h);
-        Rgb fill = ramp (pal, cell_level (v, t, p));
+        int tc = cls_at (L, t), pc = cls_at (L, p);
+        Rgb fill = ramp (pal, cell_level (v, tc, pc));
         set_rgb (cr, fill);
         cairo_rectangle (cr, x, y, w, h);
         cairo_fill (cr);
         if (!text)
           continue;
-        int64_t k = r->confusion[(int64_t) t * n + p];
+        int64_t k = r->confusion[(int64_t) tc * r->n_classes + pc];
         char s[32];
         if (v->normalised)
           {
-            int64_t row = row_total (r, t);
+            int64_t row = row_total (r, tc);
             g_snprintf (s, sizeof s, "%.0f", row ? 100.0 * k / row : 0.0);
           }
         else
           g_snprintf (s, sizeof s, "%" G_GINT64_FORMAT, k);
-        g_autoptr (PangoLayout) l = text_layout (cr, s, font, t == p);
+        g_autoptr (PangoLayout) l = text_layout (cr, s, font, tc == pc);
         int tw, th;
         pango_layout_get_pixel_size (l, &tw, &th);
         if (tw > w - 2)
@@ -461,10 +506,10 @@ draw_matrix (TwbConfusionView *v, cairo_t *cr, const Layout *L, const Palette *p
   cairo_set_line_width (cr, 1);
   cairo_rectangle (cr, L->mx - 0.5, L->my - 0.5, round (side) + 1, round (side) + 1);
   cairo_stroke (cr);
-  if (v->hover_t >= 0)
+  if (v->hover_t >= 0 && shown_at (L, v->hover_t) >= 0 && shown_at (L, v->hover_p) >= 0)
     {
       double x, y, w, h;
-      cell_box (L, v->hover_t, v->hover_p, &x, &y, &w, &h);
+      cell_box (L, shown_at (L, v->hover_t), shown_at (L, v->hover_p), &x, &y, &w, &h);
       set_rgb (cr, pal->hover);
       cairo_set_line_width (cr, 2);
       cairo_rectangle (cr, x - 1, y - 1, w + 2, h + 2);
@@ -557,7 +602,11 @@ twb_confusion_view_draw (TwbConfusionView *v, cairo_t *cr, int width, int height
   const char *legend = v->normalised ? tiles ? "rows in % of each true class \u00b7 tiles: predicted \u2192 true"
                                              : "rows in % of each true class"
                                      : tiles ? "counts \u00b7 tiles: predicted \u2192 true" : "counts";
-  draw_text (cr, readout ? readout : legend, PAD, 17, 10, FALSE, 0);
+  /* Which classes these are, in words, on the legend's line. */
+  g_autofree char *which = L.cls ? g_strdup_printf ("the %d most confused of %d classes \u00b7 %s",
+                                                    L.n, v->report.n_classes, legend)
+                                 : NULL;
+  draw_text (cr, readout ? readout : which ? which : legend, PAD, 17, 10, FALSE, 0);
   draw_matrix (v, cr, &L, pal);
   if (L.shown > 0 || (L.gw > 0 && v->report.samples && v->report.samples->len))
     draw_samples (v, cr, &L, pal);
@@ -597,10 +646,11 @@ twb_confusion_view_cell_rect (TwbConfusionView *v, int width, int height, int tr
   g_return_val_if_fail (TWB_IS_CONFUSION_VIEW (v), FALSE);
   Layout L;
   compute_layout (v, width, height, &L);
-  if (true_label < 0 || predicted < 0 || true_label >= L.n || predicted >= L.n)
+  int t = shown_at (&L, true_label), p = shown_at (&L, predicted);
+  if (t < 0 || p < 0)
     return FALSE;
   double x, y, w, h;
-  cell_box (&L, true_label, predicted, &x, &y, &w, &h);
+  cell_box (&L, t, p, &x, &y, &w, &h);
   graphene_rect_init (out, x, y, w, h);
   return TRUE;
 }
@@ -636,8 +686,8 @@ hit (TwbConfusionView *v, double px, double py, int *t, int *p, int *tile)
   int c = (int) floor ((px - L.mx) / L.cell), r = (int) floor ((py - L.my) / L.cell);
   if (px >= L.mx && py >= L.my && c < L.n && r < L.n)
     {
-      *t = r;
-      *p = c;
+      *t = cls_at (&L, r);
+      *p = cls_at (&L, c);
       return;
     }
   for (int k = 0; k < L.shown; k++)
@@ -688,6 +738,12 @@ twb_confusion_view_set_report (TwbConfusionView *v, const tw_class_report *r, in
       int64_t cells = (int64_t) r->n_classes * r->n_classes;
       for (int64_t i = 0; i < cells; i++)
         v->max_count = MAX (v->max_count, r->confusion[i]);
+    }
+  g_clear_pointer (&v->order, g_free);
+  if (v->has_report)
+    {
+      v->order = g_new (int, r->n_classes);
+      tw_class_report_most_confused (r, r->n_classes, v->order);
     }
   build_tiles (v);
   g_autofree char *label = v->has_report ? title_text (v) : g_strdup ("Confusion matrix: no results yet");
@@ -754,6 +810,7 @@ twb_confusion_view_finalize (GObject *object)
   TwbConfusionView *v = TWB_CONFUSION_VIEW (object);
   tw_class_report_clear (&v->report);
   g_clear_pointer (&v->tiles, g_ptr_array_unref);
+  g_free (v->order);
   G_OBJECT_CLASS (twb_confusion_view_parent_class)->finalize (object);
 }
 
@@ -786,4 +843,33 @@ GtkWidget *
 twb_confusion_view_new (void)
 {
   return g_object_new (TWB_TYPE_CONFUSION_VIEW, NULL);
+}
+
+void
+twb_confusion_view_set_show_all (TwbConfusionView *v, gboolean all)
+{
+  g_return_if_fail (TWB_IS_CONFUSION_VIEW (v));
+  if (v->show_all == !!all)
+    return;
+  v->show_all = !!all;
+  v->hover_t = v->hover_p = v->hover_tile = -1;
+  gtk_widget_queue_draw (GTK_WIDGET (v));
+}
+
+gboolean
+twb_confusion_view_get_show_all (TwbConfusionView *v)
+{
+  g_return_val_if_fail (TWB_IS_CONFUSION_VIEW (v), FALSE);
+  return v->show_all;
+}
+
+int
+twb_confusion_view_shown_classes (TwbConfusionView *v, int width, int height, int *classes)
+{
+  g_return_val_if_fail (TWB_IS_CONFUSION_VIEW (v), 0);
+  Layout L;
+  compute_layout (v, width, height, &L);
+  for (int i = 0; classes && i < L.n; i++)
+    classes[i] = cls_at (&L, i);
+  return L.n;
 }

@@ -12,6 +12,7 @@
  * square root of count / largest count (or of the row share when
  * normalised) so that a good classifier's few mistakes still show; counts
  * are written in cells when they fit (not at 100 classes: hover then).
+ * Many classes (over 30): the most confused of them (see set_show_all).
  * Wrong samples have their caption "5 → 3" (predicted → true) and frame in
  * the error colour.  Light or dark follows the widget's theme, exports too.
  */
@@ -37,6 +38,16 @@ void twb_confusion_view_draw (TwbConfusionView *v, cairo_t *cr, int width, int h
 gboolean twb_confusion_view_export (TwbConfusionView *v, const char *path, int width, int height,
                                     GError **error);
 gboolean twb_confusion_view_get_normalised (TwbConfusionView *v);
+/* Past 30 classes the view shows the most confused ones (ranked by
+ * tw_class_report_most_confused: errors in their row and column), 5 to 20
+ * of them as the size allows (cells of 16 px), their class indices on the
+ * axes and "the 20 most confused of 1000 classes" in the title; show_all
+ * draws every class instead. */
+void twb_confusion_view_set_show_all (TwbConfusionView *v, gboolean all);
+gboolean twb_confusion_view_get_show_all (TwbConfusionView *v);
+/* The classes drawn at width × height, rows (and columns) in order, into
+ * classes (room for n_classes; may be NULL); returns how many. */
+int twb_confusion_view_shown_classes (TwbConfusionView *v, int width, int height, int *classes);
 
 /* Geometry and colours of a drawing at width × height, for tests and the
  * dashboard's screenshots.  The cell's rectangle (FALSE outside the matrix

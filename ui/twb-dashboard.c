@@ -64,7 +64,7 @@ struct _TwbDashboard
   GtkWidget *smoothing, *log_check;
   GtkWidget *grid;
   GtkWidget *plots[N_CHARTS];
-  GtkWidget *classes_box, *confusion;
+  GtkWidget *classes_box, *confusion, *all_classes;
   GHashTable *curves;        /* series id + 1 → TRUE: already on a chart */
   GHashTable *shown;         /* run ids overlaid (the current run's always is) */
   char *progress_text;
@@ -241,6 +241,14 @@ twb_dashboard_update_classes (TwbDashboard *d)
     return;
   /* The view titles it "Epoch N · accuracy …", N counted from 1. */
   twb_confusion_view_set_report (TWB_CONFUSION_VIEW (d->confusion), r, epoch + 1);
+  /* Many classes: the view shows the most confused, this shows them all. */
+  gboolean many = r->n_classes > 30;
+  gtk_widget_set_visible (d->all_classes, many);
+  if (many)
+    {
+      g_autofree char *label = g_strdup_printf ("Show all %d classes", r->n_classes);
+      gtk_check_button_set_label (GTK_CHECK_BUTTON (d->all_classes), label);
+    }
 }
 
 static void
@@ -619,6 +627,13 @@ twb_dashboard_init (TwbDashboard *d)
   d->shown = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 }
 
+static void
+all_classes_toggled (GtkCheckButton *b, TwbDashboard *d)
+{
+  twb_confusion_view_set_show_all (TWB_CONFUSION_VIEW (d->confusion),
+                                   gtk_check_button_get_active (b));
+}
+
 static GtkWidget *
 heading (const char *text)
 {
@@ -716,6 +731,12 @@ twb_dashboard_new (TwbMetrics *metrics)
   gtk_widget_set_size_request (d->confusion, 280, 240);
   gtk_widget_set_vexpand (d->confusion, TRUE);
   gtk_box_append (GTK_BOX (d->classes_box), d->confusion);
+  d->all_classes = gtk_check_button_new_with_label ("Show all classes");
+  gtk_widget_set_tooltip_text (d->all_classes, "Off: the most confused classes only, large "
+                                               "enough to read");
+  g_signal_connect (d->all_classes, "toggled", G_CALLBACK (all_classes_toggled), d);
+  gtk_widget_set_visible (d->all_classes, FALSE);
+  gtk_box_append (GTK_BOX (d->classes_box), d->all_classes);
   gtk_widget_set_visible (d->classes_box, FALSE);
   gtk_box_append (GTK_BOX (d->box), d->classes_box);
 

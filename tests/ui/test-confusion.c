@@ -242,13 +242,15 @@ test_png (void)
   g_object_unref (w);
 }
 
-/* 100 classes fit at 420 × 300 (every cell inside the picture, at least a
+/* 100 classes, all of them asked for (the view shows the most confused
+ * past 30), fit at 420 × 300 (every cell inside the picture, at least a
  * pixel), without text: each cell is one colour throughout. */
 static void
 test_hundred (void)
 {
   GtkWidget *w = g_object_ref_sink (twb_confusion_view_new ());
   TwbConfusionView *v = TWB_CONFUSION_VIEW (w);
+  twb_confusion_view_set_show_all (v, TRUE);
   g_autofree int64_t *m = g_new0 (int64_t, 100 * 100);
   for (int i = 0; i < 100; i++)
     {
@@ -287,6 +289,80 @@ test_hundred (void)
   g_autofree char *text = twb_confusion_view_cell_text (v, 5, 5);
   g_assert_cmpstr (text, ==, "true 5 \u2192 predicted 5: 85 (92.4 %)");
   picture_clear (&p);
+  g_object_unref (w);
+}
+
+/* 1,000 classes (an ImageNet classifier): the view shows the most confused
+ * ones, ranked by the errors in their row and column, with their own
+ * indices, cells large enough to read at panel sizes, and the matrix's
+ * figures for them; "all" shows every class again. */
+static void
+test_most_confused (void)
+{
+  const int n = 1000;
+  g_autofree int64_t *m = g_new0 (int64_t, (gsize) n * n);
+  for (int i = 0; i < n; i++)
+    m[(int64_t) i * n + i] = 50;
+  /* Planted confusions, most first: 500 ↔ 999 (40 + 30), 3 → 7 (25),
+   * 7 → 3 (5), 12 → 640 (9), then one error each for 20 classes. */
+  m[(int64_t) 500 * n + 999] = 40;
+  m[(int64_t) 999 * n + 500] = 30;
+  m[(int64_t) 3 * n + 7] = 25;
+  m[(int64_t) 7 * n + 3] = 5;
+  m[(int64_t) 12 * n + 640] = 9;
+  for (int i = 0; i < 20; i++)
+    m[(int64_t) (100 + i) * n + (200 + i)] = 1;
+  tw_class_report r;
+  make_report (&r, n, m);
+  /* The ranking, from the engine: errors of 500 and 999 are 70 each (their
+   * row and column), 3 and 7 30 each, 12 and 640 9 each, then the ones. */
+  int top[8];
+  g_assert_cmpint (tw_class_report_most_confused (&r, 8, top), ==, 8);
+  const int want_top[8] = { 500, 999, 3, 7, 12, 640, 100, 101 };
+  for (int i = 0; i < 8; i++)
+    g_assert_cmpint (top[i], ==, want_top[i]);
+
+  GtkWidget *w = g_object_ref_sink (twb_confusion_view_new ());
+  TwbConfusionView *v = TWB_CONFUSION_VIEW (w);
+  twb_confusion_view_set_report (v, &r, 1);
+  tw_class_report_clear (&r);
+  const int sizes[][2] = { { 280, 240 }, { 420, 300 }, { 800, 600 } };
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      int W = sizes[k][0], H = sizes[k][1];
+      int shown[1000];
+      memset (shown, 0, sizeof shown);
+      int ns = twb_confusion_view_shown_classes (v, W, H, shown);
+      g_test_message ("%d × %d: %d classes shown", W, H, ns);
+      g_assert_cmpint (ns, >=, 5);
+      g_assert_cmpint (ns, <=, 20);
+      for (int i = 0; i < MIN (ns, 8); i++)
+        g_assert_cmpint (shown[i], ==, want_top[i]);
+      /* Cells of 22 px or more (counts and every index legible), all inside. */
+      graphene_rect_t rc;
+      g_assert_true (twb_confusion_view_cell_rect (v, W, H, 500, 999, &rc));
+      g_assert_cmpfloat (rc.size.width, >=, 21.5);
+      g_assert_true (twb_confusion_view_cell_rect (v, W, H, shown[ns - 1], shown[ns - 1], &rc));
+      g_assert_cmpfloat (rc.origin.x + rc.size.width, <=, W);
+      g_assert_cmpfloat (rc.origin.y + rc.size.height, <=, H);
+      /* A class not shown has no cell. */
+      g_assert_false (twb_confusion_view_cell_rect (v, W, H, 900, 900, &rc));
+    }
+  g_autofree char *text = twb_confusion_view_cell_text (v, 500, 999);
+  g_assert_cmpstr (text, ==, "true 500 \u2192 predicted 999: 40 (44.4 %)");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = shot_path ("confusion-1000-most-confused.png");
+  g_assert_true (twb_confusion_view_export (v, path, 420, 300, &error));
+  g_assert_no_error (error);
+  Picture p;
+  picture_load (&p, path);
+  check_cell (v, &p, 500, 999);
+  check_cell (v, &p, 3, 7);
+  picture_clear (&p);
+  /* Every class again. */
+  twb_confusion_view_set_show_all (v, TRUE);
+  g_assert_cmpint (twb_confusion_view_shown_classes (v, 420, 300, NULL), ==, n);
+  g_assert_true (twb_confusion_view_get_show_all (v));
   g_object_unref (w);
 }
 
@@ -542,6 +618,7 @@ main (int argc, char **argv)
   g_test_add_func ("/confusion/cell-text", test_cell_text);
   g_test_add_func ("/confusion/png", test_png);
   g_test_add_func ("/confusion/hundred-classes", test_hundred);
+  g_test_add_func ("/confusion/most-confused", test_most_confused);
   g_test_add_func ("/confusion/samples", test_samples);
   g_test_add_func ("/confusion/flat-images", test_flat);
   g_test_add_func ("/confusion/window", test_window);
