@@ -69,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define WIN_W 1280
 #define WIN_H 800
@@ -209,11 +210,16 @@ typedef struct
   double samples_per_s;
   double step_ms; /* the worker's median step time */
   int64_t steps;  /* measured */
+  double ui_cpu;  /* window paths: the main (window) thread's CPU time over the wall time
+                   * of the timed steps, in % of a core; < 0 for headless paths */
+  double ui_ms_per_step;  /* the same CPU time per step timed, ms (what a loaded machine's
+                           * wall time does not change) */
 } Figures;
 
 static gboolean
 headless_run (const Config *cfg, gboolean grad_norms, Figures *out, GError **error)
 {
+  out->ui_cpu = -1;
   g_autoptr (tw_model) m = tw_model_load (cfg->model, error);
   if (m == NULL)
     return FALSE;
@@ -447,8 +453,18 @@ typedef struct
   TwbRun *run;
   int64_t warm, end, s0, s1;
   gint64 t0, t1;
+  gint64 cpu0, cpu1;   /* the main thread's CPU time (µs) at t0 and t1 */
   gboolean done, timed_out;
 } Watch;
+
+/* The calling thread's CPU time in µs (CLOCK_THREAD_CPUTIME_ID). */
+static gint64
+thread_cpu_us (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
 
 static void
 watch_check (TwbRun *run, Watch *w)
@@ -459,6 +475,7 @@ watch_check (TwbRun *run, Watch *w)
   if (w->t0 == 0 && p.step >= w->warm)
     {
       w->t0 = now;
+      w->cpu0 = thread_cpu_us ();
       w->s0 = p.step;
     }
   if (!w->done && (p.step >= w->end || !twb_run_is_active (run) ||
@@ -466,6 +483,7 @@ watch_check (TwbRun *run, Watch *w)
     {
       w->done = TRUE;
       w->t1 = now;
+      w->cpu1 = thread_cpu_us ();
       w->s1 = p.step;
       g_main_loop_quit (w->loop);
     }
@@ -559,6 +577,8 @@ watch_run (TwbRun *run, const Config *cfg, TwbMetrics *m, int64_t batch, Figures
   out->steps = w.s1 - w.s0;
   out->samples_per_s = out->steps * (double) batch / ((w.t1 - w.t0) * 1e-6);
   out->step_ms = quantile (ms, 0.5);
+  out->ui_cpu = 100.0 * (double) (w.cpu1 - w.cpu0) / (double) MAX (w.t1 - w.t0, 1);
+  out->ui_ms_per_step = (double) (w.cpu1 - w.cpu0) / 1000.0 / (double) MAX (out->steps, 1);
   if (p.dropped)
     printf ("    (the window skipped %u metric snapshots)\n", p.dropped);
   return TRUE;
@@ -910,8 +930,11 @@ setup_dirs (const char *tmp)
 static void
 print_round (int k, const char *what, const Figures *f)
 {
-  printf ("  round %d  %-12s %9.0f samples/s  step %6.3f ms  (%" G_GINT64_FORMAT " steps)\n", k + 1,
+  printf ("  round %d  %-12s %9.0f samples/s  step %6.3f ms  (%" G_GINT64_FORMAT " steps)", k + 1,
           what, f->samples_per_s, f->step_ms, f->steps);
+  if (f->ui_cpu >= 0)
+    printf ("  window thread %.1f %% of a core, %.2f ms CPU a step", f->ui_cpu, f->ui_ms_per_step);
+  printf ("\n");
   fflush (stdout);
 }
 
@@ -1063,11 +1086,12 @@ main (int argc, char **argv)
   const char *path_names[N_PATHS] = {
     "headless", "headless+gn", "window", fewer_a, fewer_b, fewer_c
   };
-  double *rate[N_PATHS], *step[N_PATHS];
+  double *rate[N_PATHS], *step[N_PATHS], *cpu[N_PATHS];
   for (int p = 0; p < N_PATHS; p++)
     {
       rate[p] = g_new0 (double, rounds);
       step[p] = g_new0 (double, rounds);
+      cpu[p] = g_new0 (double, rounds);
     }
   Seen seen[4];
   memset (seen, 0, sizeof seen);
@@ -1099,6 +1123,7 @@ main (int argc, char **argv)
             seen_take (&seen[which == WINDOW ? 0 : which == DASHBOARD_FEWER ? 1 : 3]);
           rate[which][k] = f.samples_per_s;
           step[which][k] = f.step_ms;
+          cpu[which][k] = f.ui_cpu;
         }
     }
   if (status == 0)
@@ -1108,8 +1133,12 @@ main (int argc, char **argv)
       for (int p = 0; p < n_paths; p++)
         {
           med[p] = median_of (rate[p], rounds);
-          printf ("    %-14s %9.0f samples/s  worker step %6.3f ms\n", path_names[p], med[p],
+          printf ("    %-14s %9.0f samples/s  worker step %6.3f ms", path_names[p], med[p],
                   median_of (step[p], rounds));
+          double c = median_of (cpu[p], rounds);
+          if (c >= 0)
+            printf ("  window thread %5.1f %% of a core", c);
+          printf ("\n");
         }
       printf ("  GUI cost: %.1f %% (window, %d thread%s, vs headless, %d threads; target < 5 %%); "
               "gradient norms alone %.1f %%\n",
@@ -1170,6 +1199,7 @@ main (int argc, char **argv)
     {
       g_free (rate[p]);
       g_free (step[p]);
+      g_free (cpu[p]);
     }
   g_free (cfg.model);
   g_object_unref (app);

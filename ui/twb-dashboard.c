@@ -42,10 +42,14 @@ static const ChartSpec charts[] = {
 #define SHADE_MAX 0.60
 #define N_CHARTS G_N_ELEMENTS (charts)
 
-/* Live charts redraw at most 6–7 times a second: enough to watch a run, and
- * a frame of five charts every 30 ms drain cost the worker up to 40 % of
- * its throughput on two cores (bench/gui-train-bench). */
-#define CHART_REDRAW_MS 150
+/* Live charts redraw at most 4 times a second, all in the same frame
+ * (twb_plot_set_redraw_interval aligns them): enough to watch a run.  A
+ * frame of five charts every 30 ms drain cost the worker up to 40 % of its
+ * throughput on two cores; at 150 ms on timers of their own the window
+ * thread still spent 18–24 % of a core on a 121-layer MLP at 12 steps a
+ * second, against 2–3 % at 250 ms (bench/gui-train-bench, "window
+ * thread"). */
+#define CHART_REDRAW_MS 250
 
 /* Exported pictures: each chart at this size, two to a row. */
 #define EXPORT_W 560

@@ -180,15 +180,21 @@ on_metrics_changed (TwbMetrics *m, guint series, TwbPlot *p)
   for (guint i = 0; i < p->curves->len; i++)
     if (g_array_index (p->curves, Curve, i).series == series)
       {
-        gint64 now = g_get_monotonic_time ();
-        gint64 wait_us = (gint64) p->redraw_ms * 1000 - (now - p->last_redraw);
-        if (p->redraw_ms == 0 || wait_us <= 0)
+        if (p->redraw_ms == 0)
           {
-            p->last_redraw = now;
             gtk_widget_queue_draw (GTK_WIDGET (p));
+            return;
           }
-        else if (p->redraw_source == 0)
-          p->redraw_source = g_timeout_add ((guint) (wait_us / 1000) + 1, redraw_due, p);
+        /* At the next multiple of the interval on the monotonic clock:
+         * every plot with new points redraws at the same instant, so they
+         * share one frame (each on its own timer, five charts made up to
+         * five frames an interval), and none more than once an interval. */
+        if (p->redraw_source == 0)
+          {
+            gint64 period = (gint64) p->redraw_ms * 1000, now = g_get_monotonic_time ();
+            gint64 wait_us = period - now % period;
+            p->redraw_source = g_timeout_add ((guint) ((wait_us + 999) / 1000), redraw_due, p);
+          }
         return;
       }
 }
