@@ -318,3 +318,19 @@ twt_check_train_parity (const char *model_json, const char *name, int steps, int
                  err);
     }
 }
+
+tw_snapshot *
+twt_pop_kind (tw_session *s, tw_snapshot_kind kind)
+{
+  for (;;)
+    {
+      /* 30 s: far beyond any step of the tests' models, even under ASan. */
+      tw_snapshot *sn = tw_session_pop (s, 30 * G_USEC_PER_SEC);
+      if (sn == NULL)
+        g_error ("no snapshot of kind %d within 30 s", kind);
+      if (sn->kind == kind)
+        return sn;
+      g_assert_cmpint (sn->kind, !=, TW_SNAP_FINISHED);
+      tw_snapshot_free (sn);
+    }
+}

@@ -13,6 +13,7 @@
 
 #include "engine/emit.h"
 #include "engine/op.h"
+#include "engine/session.h"
 
 G_BEGIN_DECLS
 
@@ -63,5 +64,9 @@ void twt_assert_infer_error (const char *op, const tw_attrs *a, const tw_tinfo *
  * dependency far more), the loss falls, and the parameters agree at the end. */
 void twt_check_train_parity (const char *model_json, const char *name, int steps, int x_ndim,
                              const int64_t *x_shape, guint64 seed, int64_t n_classes);
+
+/* The next snapshot of kind from s, others skipped; a hang (30 s) or the
+ * session's end before one comes fails the test.  Caller frees. */
+tw_snapshot *twt_pop_kind (tw_session *s, tw_snapshot_kind kind);
 
 G_END_DECLS

@@ -210,22 +210,7 @@ test_format_eta (void)
 
 /* ---- A session ------------------------------------------------------------------------- */
 
-#define POP_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
-static tw_snapshot *
-pop_kind (tw_session *s, tw_snapshot_kind kind)
-{
-  for (;;)
-    {
-      tw_snapshot *sn = tw_session_pop (s, POP_TIMEOUT_US);
-      if (sn == NULL)
-        g_error ("no snapshot of kind %d within 30 s", kind);
-      if (sn->kind == kind)
-        return sn;
-      g_assert_cmpint (sn->kind, !=, TW_SNAP_FINISHED);
-      tw_snapshot_free (sn);
-    }
-}
 
 /* Spirals through 2 → 16 → 2, batch 16: each METRICS snapshot carries the
  * session's rate (positive) and time left (falling to 0 at the last step);
@@ -264,7 +249,7 @@ test_session (void)
   double before = 0;
   for (int i = 1; i <= 20; i++)
     {
-      g_autoptr (tw_snapshot) sn = pop_kind (s, TW_SNAP_METRICS);
+      g_autoptr (tw_snapshot) sn = twt_pop_kind (s, TW_SNAP_METRICS);
       g_assert_cmpint (sn->step, ==, i);
       g_assert_cmpfloat (sn->samples_per_s, >, 0);
       g_assert_cmpfloat (sn->eta_s, >=, 0);
@@ -272,13 +257,13 @@ test_session (void)
       g_assert_cmpfloat (sn->eta_s, <=, 40.0 - i);
       before = sn->samples_per_s;
     }
-  g_autoptr (tw_snapshot) p = pop_kind (s, TW_SNAP_PAUSED);
+  g_autoptr (tw_snapshot) p = twt_pop_kind (s, TW_SNAP_PAUSED);
   g_usleep (2500 * 1000);
   g_assert_true (tw_session_run (s, &error));
   double after = 0, last_eta = -1;
   for (int i = 21; i <= 40; i++)
     {
-      g_autoptr (tw_snapshot) sn = pop_kind (s, TW_SNAP_METRICS);
+      g_autoptr (tw_snapshot) sn = twt_pop_kind (s, TW_SNAP_METRICS);
       g_assert_cmpint (sn->step, ==, i);
       if (i == 21)
         after = sn->samples_per_s;
@@ -287,7 +272,7 @@ test_session (void)
   g_test_message ("samples/s before the pause %.0f, after %.0f", before, after);
   g_assert_cmpfloat (after, >, before / 3);
   g_assert_cmpfloat (last_eta, ==, 0);
-  g_autoptr (tw_snapshot) f = pop_kind (s, TW_SNAP_FINISHED);
+  g_autoptr (tw_snapshot) f = twt_pop_kind (s, TW_SNAP_FINISHED);
   tw_session_free (s);
 }
 

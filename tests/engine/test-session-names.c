@@ -13,22 +13,7 @@
 
 #include <string.h>
 
-#define POP_TIMEOUT_US (30 * G_USEC_PER_SEC)
 
-static tw_snapshot *
-pop_kind (tw_session *s, tw_snapshot_kind kind)
-{
-  for (;;)
-    {
-      tw_snapshot *sn = tw_session_pop (s, POP_TIMEOUT_US);
-      if (sn == NULL)
-        g_error ("no snapshot of kind %d within 30 s", kind);
-      if (sn->kind == kind)
-        return sn;
-      g_assert_cmpint (sn->kind, !=, TW_SNAP_FINISHED);
-      tw_snapshot_free (sn);
-    }
-}
 
 /* x [2] → fc1 (8) → relu → fc2 (4) → tanh → ÷ exp → fc3 (2) → cross entropy. */
 static tw_model *
@@ -106,7 +91,7 @@ check_names (tw_exec_mode mode)
   for (;;)
     {
       g_assert_true (tw_session_step_op (s, &error));
-      g_autoptr (tw_snapshot) sn = pop_kind (s, TW_SNAP_PAUSED);
+      g_autoptr (tw_snapshot) sn = twt_pop_kind (s, TW_SNAP_PAUSED);
       if (sn->iteration != 1 || sn->phase < 0)
         break;
       n_pauses++;

@@ -92,16 +92,7 @@ static void
 screenshot (GtkWidget *window, const char *name)
 {
   g_autofree char *path = g_build_filename (shots_dir, name, NULL);
-  twt_ui_pump ();
-  g_autoptr (GdkPaintable) p = gtk_widget_paintable_new (window);
-  GtkSnapshot *snap = gtk_snapshot_new ();
-  gdk_paintable_snapshot (p, snap, gtk_widget_get_width (window), gtk_widget_get_height (window));
-  g_autoptr (GskRenderNode) node = gtk_snapshot_free_to_node (snap);
-  g_assert_nonnull (node);
-  g_autoptr (GdkTexture) tex =
-    gsk_renderer_render_texture (gtk_native_get_renderer (GTK_NATIVE (window)), node, NULL);
-  g_assert_true (gdk_texture_save_to_png (tex, path));
-  g_test_message ("screenshot: %s", path);
+  twt_window_screenshot (window, path);
 }
 
 static gboolean

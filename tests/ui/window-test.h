@@ -23,3 +23,5 @@ const tw_snapshot *pause_of (TwbWindow *w);     /* borrowed; asserts paused */
 tw_tensor *inspect_fresh (TwbWindow *w, const char *name, tw_tensor *older);
 /* The label under root whose text starts with prefix, or NULL. */
 GtkWidget *find_label (GtkWidget *root, const char *prefix);
+/* The window as drawn (its renderer), saved as PNG at path. */
+void twt_window_screenshot (GtkWidget *window, const char *path);
