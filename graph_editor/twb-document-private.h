@@ -2,6 +2,7 @@
  * files share: node snapshots, undo primitives and commands, blocks. */
 #pragma once
 
+#include "engine/layout.h"
 #include "graph_editor/twb-document.h"
 
 G_BEGIN_DECLS
@@ -18,13 +19,15 @@ typedef struct
   double x, y;
 } TwbNodeSnap;
 
-/* An editor-level group of nodes, drawn as one box when collapsed. */
+/* An editor-level group of nodes, drawn as one box when collapsed.  Blocks
+ * nest: a block's nodes are all those inside it, its inner blocks' too;
+ * two blocks' node sets are disjoint or one holds the other.  Where it is
+ * drawn follows from its nodes' places (tw_layout_place_blocks). */
 typedef struct
 {
   char *name;
   char **nodes;                 /* member ids, NULL-terminated */
   gboolean collapsed;
-  double x, y;
 } TwbBlock;
 
 typedef enum
@@ -36,6 +39,7 @@ typedef enum
   TWB_PRIM_OUTPUTS,
   TWB_PRIM_RECIPE,
   TWB_PRIM_BLOCKS,
+  TWB_PRIM_ARRANGED,            /* the view the positions were arranged for */
 } TwbPrimKind;
 
 /* One reversible step; a command is a list of them, undone in reverse. */
@@ -44,8 +48,9 @@ typedef struct
   TwbPrimKind kind;
   int index;
   TwbNodeSnap *before, *after;
-  gboolean had_pos[2];
+  gboolean had_pos[2];          /* TWB_PRIM_ARRANGED: whether it was arranged */
   double pos[2][2];
+  tw_layout_view view[2];
   char **strv[2];               /* outputs */
   tw_recipe *recipe[2];
   GPtrArray *blocks[2];         /* of TwbBlock */
@@ -79,6 +84,11 @@ struct _TwbDocument
 
   GHashTable *selection;        /* id → id (owned) */
   GPtrArray *blocks;            /* TwbBlock* */
+  GHashTable *block_of;         /* node id → its outermost collapsed block; NULL: to compute */
+
+  tw_layout_view view;          /* the canvas layouts are for (twb_document_set_view) */
+  tw_layout_view arranged;      /* the view of the last arrangement, when arranged_valid */
+  gboolean arranged_valid;
 
   GPtrArray *changed_ids;       /* ids to re-infer after the edit (owned) */
   gboolean needs_infer;
@@ -110,6 +120,8 @@ void twb_document_prim_pos (TwbDocument *doc, int index, double x, double y);
 void twb_document_prim_outputs (TwbDocument *doc, const char *const *refs);
 void twb_document_prim_recipe (TwbDocument *doc, const tw_recipe *recipe);
 void twb_document_prim_blocks (TwbDocument *doc, GPtrArray *blocks);   /* takes ownership */
+/* Arranged for view (NULL: not arranged). */
+void twb_document_prim_arranged (TwbDocument *doc, const tw_layout_view *view);
 void twb_command_free (TwbCommand *c);
 /* Join a move to the previous move of the same nodes; FALSE if it cannot. */
 gboolean twb_document_merge_move (TwbDocument *doc, const char *const *ids, double dx, double dy);
@@ -125,9 +137,21 @@ void twb_document_blocks_load (TwbDocument *doc);
 void twb_document_blocks_store (TwbDocument *doc);
 /* After node removals/renames, drop members that no longer exist. */
 GPtrArray *twb_document_blocks_without (TwbDocument *doc, GHashTable *removed);
+/* doc->blocks was replaced: forget what was derived from it. */
+void twb_document_blocks_changed (TwbDocument *doc);
 
-/* Layout (twb-document-layout.c): positions for all nodes, by index. */
-void twb_document_compute_layout (TwbDocument *doc, double *xs, double *ys);
+/* Arrange (twb-document-arrange.c).  The blocks (doc->blocks when NULL) as
+ * the layout takes them, in the same order; caller frees. */
+GPtrArray *twb_document_layout_blocks (TwbDocument *doc, GPtrArray *blocks);
+/* New blocks (taken) as one edit: laid out again when the document is
+ * arranged, else room made around `opened` (a block just expanded, or
+ * NULL). */
+void twb_document_set_blocks (TwbDocument *doc, GPtrArray *blocks, const char *label,
+                              const char *opened);
+/* A model as it opens: a file without positions (or blocks) laid out as
+ * an import is (tw_layout_model), with blocks for those; nodes without a
+ * position in a file that has some go below the rest. */
+void twb_document_place_unpositioned (TwbDocument *doc);
 
 /* Fresh id "<op><n>" or "<base>_<n>" not in the graph, not referred to by
  * any node (refs: twb_document_referenced_ids, or NULL to compute it) and

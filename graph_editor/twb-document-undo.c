@@ -65,8 +65,6 @@ twb_block_copy (const TwbBlock *b)
   c->name = g_strdup (b->name);
   c->nodes = g_strdupv (b->nodes);
   c->collapsed = b->collapsed;
-  c->x = b->x;
-  c->y = b->y;
   return c;
 }
 
@@ -248,6 +246,11 @@ prim_apply (TwbDocument *doc, TwbPrim *p, gboolean forward)
     case TWB_PRIM_BLOCKS:
       g_ptr_array_unref (doc->blocks);
       doc->blocks = twb_blocks_copy (p->blocks[k]);
+      twb_document_blocks_changed (doc);
+      return TWB_CHANGE_LAYOUT;
+    case TWB_PRIM_ARRANGED:
+      doc->arranged_valid = p->had_pos[k];
+      doc->arranged = p->view[k];
       return TWB_CHANGE_LAYOUT;
     }
   g_assert_not_reached ();
@@ -335,6 +338,19 @@ twb_document_prim_blocks (TwbDocument *doc, GPtrArray *blocks)
   p->kind = TWB_PRIM_BLOCKS;
   p->blocks[0] = twb_blocks_copy (doc->blocks);
   p->blocks[1] = blocks;
+  record (doc, p);
+}
+
+void
+twb_document_prim_arranged (TwbDocument *doc, const tw_layout_view *view)
+{
+  TwbPrim *p = g_new0 (TwbPrim, 1);
+  p->kind = TWB_PRIM_ARRANGED;
+  p->had_pos[0] = doc->arranged_valid;
+  p->view[0] = doc->arranged;
+  p->had_pos[1] = view != NULL;
+  if (view)
+    p->view[1] = *view;
   record (doc, p);
 }
 

@@ -48,6 +48,7 @@ twb_document_finalize (GObject *object)
   twb_command_free (doc->group);
   g_hash_table_unref (doc->selection);
   g_ptr_array_unref (doc->blocks);
+  g_clear_pointer (&doc->block_of, g_hash_table_unref);
   g_ptr_array_unref (doc->changed_ids);
   G_OBJECT_CLASS (twb_document_parent_class)->finalize (object);
 }
@@ -114,6 +115,7 @@ twb_document_init (TwbDocument *doc)
   doc->blocks = g_ptr_array_new_with_free_func ((GDestroyNotify) twb_block_free);
   doc->changed_ids = g_ptr_array_new_with_free_func (g_free);
   doc->recovery_name = g_strdup_printf ("doc-%08x%08x.json", g_random_int (), g_random_int ());
+  twb_document_set_view (doc, NULL);
 }
 
 static void
@@ -124,52 +126,6 @@ infer_full (TwbDocument *doc)
   doc->last_infer_us = (double) (g_get_monotonic_time () - t0);
 }
 
-static gboolean
-any_position (tw_graph *g)
-{
-  for (int i = 0; i < tw_graph_n_nodes (g); i++)
-    if (tw_graph_node (g, i)->has_pos)
-      return TRUE;
-  return FALSE;
-}
-
-/* Files without positions get a layout; nodes without one in a file that
- * has some go below the others, in layout order. */
-static void
-place_unpositioned (TwbDocument *doc)
-{
-  tw_graph *g = doc->model->graph;
-  int n = tw_graph_n_nodes (g);
-  if (n <= 0)
-    return;
-  g_autofree double *xs = g_new (double, n);
-  g_autofree double *ys = g_new (double, n);
-  gboolean some = any_position (g);
-  gboolean missing = FALSE;
-  double max_y = -G_MAXDOUBLE;
-  for (int i = 0; i < n; i++)
-    {
-      tw_node *nd = tw_graph_node (g, i);
-      if (!nd->has_pos)
-        missing = TRUE;
-      else
-        {
-          double w, h;
-          twb_document_node_size (doc, nd->id, &w, &h);
-          max_y = MAX (max_y, nd->y + h);
-        }
-    }
-  if (!missing)
-    return;
-  twb_document_compute_layout (doc, xs, ys);
-  for (int i = 0; i < n; i++)
-    {
-      tw_node *nd = tw_graph_node (g, i);
-      if (!nd->has_pos)
-        tw_graph_set_pos (g, nd, xs[i], some ? ys[i] + max_y + 80 : ys[i]);
-    }
-}
-
 TwbDocument *
 twb_document_new_for_model (tw_model *model)
 {
@@ -177,7 +133,7 @@ twb_document_new_for_model (tw_model *model)
   TwbDocument *doc = g_object_new (TWB_TYPE_DOCUMENT, NULL);
   doc->model = model;
   twb_document_blocks_load (doc);
-  place_unpositioned (doc);
+  twb_document_place_unpositioned (doc);
   infer_full (doc);
   return doc;
 }

@@ -27,6 +27,7 @@
 
 #include <glib-object.h>
 
+#include "engine/layout.h"
 #include "engine/model.h"
 
 G_BEGIN_DECLS
@@ -173,9 +174,19 @@ gboolean twb_document_duplicate_selection (TwbDocument *doc, GError **error);
 
 /* ---- Layout and blocks ---------------------------------------------------- */
 
-/* Layered left-to-right layout (longest-path layers, barycentre ordering to
- * cut crossings); one undo step. */
+/* Arrange (Ctrl+L): the layout of engine/layout.h for the document's view
+ * and blocks; a document without blocks that would not read at
+ * TW_LAYOUT_READ_ZOOM gets the blocks its node ids name, folded to fit.
+ * One undo step. */
 void twb_document_auto_layout (TwbDocument *doc);
+/* The canvas layouts are made for (what Arrange fits, and the fold aims
+ * at); NULL: TW_LAYOUT_VIEW_DEFAULT, also the initial view. */
+void twb_document_set_view (TwbDocument *doc, const tw_layout_view *view);
+void twb_document_get_view (TwbDocument *doc, tw_layout_view *view);
+/* Whether the positions are what Arrange (or the import) made, for the
+ * blocks as they are: then opening or closing a block arranges again;
+ * otherwise an opened block pushes aside only what its frame covers. */
+gboolean twb_document_is_arranged (TwbDocument *doc);
 /* Node box size used by layout and hit-testing (the canvas draws this size):
  * width 40 + 7 px per character of id and op name, clamped to [140, 240];
  * height 56 + 14 per port row beyond the first. */
@@ -205,9 +216,12 @@ const char *twb_document_insert_node (TwbDocument *doc, const char *op, double n
 /* Collapse the selection into a named block: an editor-level group drawn as
  * one node; the graph itself is unchanged.  Saved in the model file. */
 gboolean twb_document_collapse_selection (TwbDocument *doc, const char *name, GError **error);
-/* Expanding keeps the block (expanded, members drawn as usual); removing it
- * ungroups the nodes.  Both leave the graph unchanged; both are undoable. */
+/* Expanding keeps the block (expanded: a frame around its members, drawn as
+ * usual); collapsing an expanded block makes it one box again; removing it
+ * ungroups the nodes.  None changes the graph; all are undoable, and move
+ * nodes as twb_document_is_arranged says. */
 gboolean twb_document_expand_block (TwbDocument *doc, const char *name, GError **error);
+gboolean twb_document_collapse_block (TwbDocument *doc, const char *name, GError **error);
 gboolean twb_document_remove_block (TwbDocument *doc, const char *name, GError **error);
 gboolean twb_document_move_block (TwbDocument *doc, const char *name, double dx, double dy,
                                   GError **error);
@@ -218,14 +232,19 @@ gboolean twb_document_rename_block (TwbDocument *doc, const char *name, const ch
 /* The collapsed block whose members are exactly the selection (what a click
  * on the block or Ctrl+G leaves selected), NULL otherwise; owned by doc. */
 const char *twb_document_block_of_selection (TwbDocument *doc);
-/* Block containing the node, NULL when it is in no collapsed block. */
+/* The outermost collapsed block containing the node (the box it is drawn
+ * in), NULL when it is in no collapsed block. */
 const char *twb_document_block_of (TwbDocument *doc, const char *id);
 /* Names of all blocks, NULL-terminated; caller frees with g_strfreev. */
 char **twb_document_list_blocks (TwbDocument *doc);
 gboolean twb_document_block_is_collapsed (TwbDocument *doc, const char *name);
 /* Member node ids of a block; caller frees with g_strfreev. */
 char **twb_document_block_members (TwbDocument *doc, const char *name);
+/* The top left of the block's box (collapsed) or frame (expanded). */
 void twb_document_block_position (TwbDocument *doc, const char *name, double *x, double *y);
+/* Every block's box or frame (tw_layout_place_blocks), in list order, as
+ * tw_layout_block (members by graph index); caller frees. */
+GPtrArray *twb_document_block_boxes (TwbDocument *doc);
 
 /* ---- Live checks --------------------------------------------------------- */
 

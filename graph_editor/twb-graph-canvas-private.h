@@ -91,6 +91,13 @@ char **twb_canvas_selection_ids (TwbGraphCanvas *self);
 
 /* twb-graph-canvas-view.c */
 void twb_canvas_zoom_about (TwbGraphCanvas *self, double new_scale, double wx, double wy);
+/* The canvas as the layout sees it at w × h: its size and the minimap's
+ * corner; the document is told it (layouts are made for it). */
+void twb_canvas_layout_view (TwbGraphCanvas *self, int w, int h, tw_layout_view *lv);
+void twb_canvas_tell_view (TwbGraphCanvas *self);
+/* Open or close block `name` (a double-click, the frame's button), keeping
+ * its corner where it was on screen. */
+void twb_canvas_toggle_block (TwbGraphCanvas *self, const char *name, gboolean open);
 void twb_canvas_fit_in (TwbGraphCanvas *self, int w, int h);
 void twb_canvas_refit_if_fitted (TwbGraphCanvas *self);
 

@@ -46,48 +46,15 @@ twb_canvas_fit_in (TwbGraphCanvas *self, int w, int h)
       twb_canvas_view_changed (self);
       return;
     }
-  /* 40 px margin for the ports and edge labels at the border; never zoom in
-   * beyond 100 % (small graphs stay at their natural size).  With the
-   * minimap shown, the graph goes where it does not cover it: the whole
-   * canvas if it stays clear, else the larger of the strip left of it and
-   * the strip above it. */
+  /* The layout's own fit (engine/layout.h): 40 px margins, never beyond
+   * 100 %, clear of the minimap. */
   double bw = self->scene->max_x - self->scene->min_x, bh = self->scene->max_y - self->scene->min_y;
   double cx = self->scene->min_x + bw / 2, cy = self->scene->min_y + bh / 2;
-  /* Candidate areas: x, y, width, height in widget coordinates. */
-  double areas[3][4] = { { 0, 0, w, h } };
-  int n_areas = 1;
-  const graphene_rect_t *m = &self->minimap_rect;
-  if (self->show_minimap && m->size.width > 0 && m->size.height > 0)
-    {
-      areas[1][0] = 0, areas[1][1] = 0, areas[1][2] = MAX (m->origin.x, 1), areas[1][3] = h;
-      areas[2][0] = 0, areas[2][1] = 0, areas[2][2] = w, areas[2][3] = MAX (m->origin.y, 1);
-      n_areas = 3;
-    }
-  double best_s = -1, best_tx = 0, best_ty = 0;
-  for (int a = 0; a < n_areas; a++)
-    {
-      double ax = areas[a][0], ay = areas[a][1], aw = areas[a][2], ah = areas[a][3];
-      double s = MIN ((aw - 80) / MAX (bw, 1), (ah - 80) / MAX (bh, 1));
-      s = CLAMP (s, MIN_ZOOM, 1.0);
-      double tx = ax + aw / 2.0 - cx * s, ty = ay + ah / 2.0 - cy * s;
-      if (a == 0 && n_areas > 1)
-        {
-          /* The whole canvas, if the graph and its margin miss the minimap. */
-          graphene_rect_t g = GRAPHENE_RECT_INIT (self->scene->min_x * s + tx - 40,
-                                                  self->scene->min_y * s + ty - 40,
-                                                  bw * s + 80, bh * s + 80);
-          if (graphene_rect_intersection (&g, m, NULL))
-            continue;
-        }
-      if (s > best_s)
-        {
-          best_s = s;
-          best_tx = tx;
-          best_ty = ty;
-        }
-      if (a == 0)
-        break;
-    }
+  tw_layout_view lv;
+  twb_canvas_layout_view (self, w, h, &lv);
+  double acx, acy;
+  double best_s = tw_layout_fit (&lv, bw, bh, &acx, &acy);
+  double best_tx = acx - cx * best_s, best_ty = acy - cy * best_s;
   self->view.scale = best_s;
   self->view.tx = best_tx;
   self->view.ty = best_ty;
@@ -95,6 +62,26 @@ twb_canvas_fit_in (TwbGraphCanvas *self, int w, int h)
   self->fitted_w = w;
   self->fitted_h = h;
   twb_canvas_view_changed (self);
+}
+
+void
+twb_canvas_layout_view (TwbGraphCanvas *self, int w, int h, tw_layout_view *lv)
+{
+  const graphene_rect_t *m = &self->minimap_rect;
+  gboolean map = self->show_minimap && m->size.width > 0 && m->size.height > 0;
+  *lv = (tw_layout_view) { w, h, map ? m->origin.x : 0, map ? m->origin.y : 0,
+                           map ? m->size.width : 0, map ? m->size.height : 0 };
+}
+
+void
+twb_canvas_tell_view (TwbGraphCanvas *self)
+{
+  int w = gtk_widget_get_width (GTK_WIDGET (self)), h = gtk_widget_get_height (GTK_WIDGET (self));
+  if (self->doc == NULL || w <= 0 || h <= 0)
+    return;
+  tw_layout_view lv;
+  twb_canvas_layout_view (self, w, h, &lv);
+  twb_document_set_view (self->doc, &lv);
 }
 
 void
@@ -138,6 +125,7 @@ twb_graph_canvas_set_show_minimap (TwbGraphCanvas *self, gboolean show)
     return;
   self->show_minimap = show;
   g_object_notify (G_OBJECT (self), "show-minimap");
+  twb_canvas_tell_view (self);
   twb_canvas_refit_if_fitted (self);
 }
 
@@ -156,6 +144,7 @@ twb_graph_canvas_set_minimap_rect (TwbGraphCanvas *self, const graphene_rect_t *
   if (graphene_rect_equal (&r, &self->minimap_rect))
     return;
   self->minimap_rect = r;
+  twb_canvas_tell_view (self);
   if (rect == NULL)
     return;   /* the minimap going away */
   /* The minimap is allocated after the canvas: a view still as the last
@@ -288,4 +277,30 @@ twb_graph_canvas_get_tint (TwbGraphCanvas *self, const char *id)
   if (self->view.tints == NULL || id == NULL)
     return 0;
   return GPOINTER_TO_UINT (g_hash_table_lookup (self->view.tints, id));
+}
+
+/* ---- Blocks opening and closing ------------------------------------------------ */
+
+void
+twb_canvas_toggle_block (TwbGraphCanvas *self, const char *name, gboolean open)
+{
+  if (self->doc == NULL || name == NULL)
+    return;
+  g_autofree char *id = g_strdup (name);
+  double bx, by;
+  twb_document_block_position (self->doc, id, &bx, &by);
+  double sx = bx * self->view.scale + self->view.tx, sy = by * self->view.scale + self->view.ty;
+  g_autoptr (GError) error = NULL;
+  gboolean ok = open ? twb_document_expand_block (self->doc, id, &error)
+                     : twb_document_collapse_block (self->doc, id, &error);
+  if (!ok)
+    {
+      twb_canvas_set_message (self, error->message);
+      return;
+    }
+  /* The block's corner stays under the pointer's eye; the rest moved. */
+  twb_document_block_position (self->doc, id, &bx, &by);
+  self->view.tx = sx - bx * self->view.scale;
+  self->view.ty = sy - by * self->view.scale;
+  twb_canvas_view_changed (self);
 }

@@ -121,6 +121,7 @@ twb_graph_canvas_set_document (TwbGraphCanvas *self, TwbDocument *doc)
                                              G_CALLBACK (on_selection_changed), self);
     }
   self->fit_pending = TRUE;
+  twb_canvas_tell_view (self);
   rebuild_scene (self);
   if (gtk_widget_get_width (GTK_WIDGET (self)) > 0)
     twb_graph_canvas_zoom_to_fit (self);
@@ -470,6 +471,33 @@ drag_begin (GtkGestureDrag *g, double x, double y, TwbGraphCanvas *self)
       self->first_move = TRUE;
       return;
     }
+  gboolean in_band = FALSE;
+  int frame = twb_graph_scene_hit_frame (self->scene, mx, my, &in_band);
+  if (frame >= 0 && in_band)
+    {
+      /* The band: its button closes the block (a click: click_pressed);
+       * elsewhere the block's nodes are picked, and dragging moves them. */
+      double bcx, bcy, br;
+      twb_graph_scene_frame_button (self->scene, frame, &bcx, &bcy, &br);
+      if (hypot (mx - bcx, my - bcy) <= br)
+        return;
+      const TwbSceneFrame *f = &self->scene->frames[frame];
+      g_autofree char *name = g_strdup (f->name);
+      double fx = f->x, fy = f->y;
+      twb_graph_canvas_select_edge (self, NULL, 0);
+      g_auto (GStrv) members = twb_document_block_members (self->doc, name);
+      twb_document_select (self->doc, (const char *const *) members, extend);
+      g_clear_pointer (&self->focus_id, g_free);
+      g_clear_pointer (&self->drag_block, g_free);
+      self->drag_block = g_steal_pointer (&name);
+      self->mode = DRAG_MOVE;
+      self->anchor = -1;
+      self->anchor_x = fx;
+      self->anchor_y = fy;
+      self->moved_x = self->moved_y = 0;
+      self->first_move = TRUE;
+      return;
+    }
   if (!extend)
     {
       twb_graph_canvas_select_edge (self, NULL, 0);
@@ -660,19 +688,32 @@ pan_update (GtkGestureDrag *g, double ox, double oy, TwbGraphCanvas *self)
 static void
 click_pressed (GtkGestureClick *g, int n_press, double x, double y, TwbGraphCanvas *self)
 {
-  if (n_press != 2 || self->scene == NULL)
+  if (self->scene == NULL)
     return;
   double mx, my;
   twb_canvas_to_model (self, x, y, &mx, &my);
   int hit = twb_graph_scene_hit_node (self->scene, mx, my);
-  if (hit < 0)
+  gboolean in_band = FALSE;
+  int frame = hit < 0 ? twb_graph_scene_hit_frame (self->scene, mx, my, &in_band) : -1;
+  if (frame >= 0 && in_band)
+    {
+      /* The button closes the block at once; a double-click anywhere on
+       * the band does too. */
+      double bcx, bcy, br;
+      twb_graph_scene_frame_button (self->scene, frame, &bcx, &bcy, &br);
+      if (n_press == 2 || (n_press == 1 && hypot (mx - bcx, my - bcy) <= br))
+        {
+          g_autofree char *name = g_strdup (self->scene->frames[frame].name);
+          twb_canvas_toggle_block (self, name, FALSE);
+        }
+      return;
+    }
+  if (n_press != 2 || hit < 0)
     return;
   g_autofree char *id = g_strdup (self->scene->nodes[hit].id);
   if (self->scene->nodes[hit].is_block)
     {
-      g_autoptr (GError) error = NULL;
-      if (!twb_document_expand_block (self->doc, id, &error))
-        twb_canvas_set_message (self, error->message);
+      twb_canvas_toggle_block (self, id, TRUE);
       return;
     }
   g_signal_emit (self, signals[SIGNAL_ACTIVATE_NODE], 0, id);
@@ -835,6 +876,17 @@ query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *t
       g_string_free (t, TRUE);
       return TRUE;
     }
+  gboolean in_band = FALSE;
+  int frame = keyboard ? -1 : twb_graph_scene_hit_frame (self->scene, mx, my, &in_band);
+  if (frame >= 0 && in_band)
+    {
+      const TwbSceneFrame *f = &self->scene->frames[frame];
+      g_autofree char *t = g_strdup_printf ("%s: %s\nClick − or double-click the band to collapse "
+                                            "it; drag the band to move it",
+                                            f->name, f->summary);
+      gtk_tooltip_set_text (tooltip, t);
+      return TRUE;
+    }
   int e = twb_graph_scene_hit_edge (self->scene, mx, my, EDGE_SLOP_PX / self->view.scale);
   if (e >= 0)
     {
@@ -979,6 +1031,7 @@ static void
 size_allocate (GtkWidget *widget, int width, int height, int baseline)
 {
   TwbGraphCanvas *self = TWB_GRAPH_CANVAS (widget);
+  twb_canvas_tell_view (self);
   if (self->fit_pending && width > 0 && height > 0)
     twb_canvas_fit_in (self, width, height);
   if (self->menu)

@@ -115,8 +115,36 @@ twb_render_view_init (TwbRenderView *v)
 }
 
 /* Main thread only. */
-static int last_drawn, last_labels;
+static int last_drawn, last_labels, last_labelled, last_named;
+static double last_min_px;
 static gboolean last_hint;
+
+/* Text of `units` model units drawn at the view's scale: the smallest so far. */
+static void
+note_text (const TwbRenderView *v, double units)
+{
+  double px = units * v->scale;
+  if (last_min_px == 0 || px < last_min_px)
+    last_min_px = px;
+}
+
+double
+twb_graph_render_last_min_text_px (void)
+{
+  return last_min_px;
+}
+
+int
+twb_graph_render_last_labelled_boxes (void)
+{
+  return last_labelled;
+}
+
+int
+twb_graph_render_last_named_boxes (void)
+{
+  return last_named;
+}
 
 int
 twb_graph_render_last_drawn_nodes (void)
@@ -223,8 +251,10 @@ draw_text (cairo_t *cr, PangoLayout *l, double x, double y_center)
 
 static void
 draw_error_badge (cairo_t *cr, const Palette *p, double cx, double cy, PangoLayout *l,
-                  gboolean text)
+                  const TwbRenderView *v)
 {
+  /* The "!" only where its 12 units reach the smallest size text gets. */
+  gboolean text = l != NULL && 12 * v->scale >= TWB_RENDER_MIN_TEXT_PX;
   /* A fresh path: the text drawn before leaves a current point, and
    * cairo_arc would join it with a line. */
   cairo_new_path (cr);
@@ -241,6 +271,7 @@ draw_error_badge (cairo_t *cr, const Palette *p, double cx, double cy, PangoLayo
       pango_layout_get_pixel_size (l, &w, &h);
       cairo_move_to (cr, cx - w / 2.0, cy - h / 2.0);
       pango_cairo_show_layout (cr, l);
+      note_text (v, 12);
     }
 }
 
@@ -379,7 +410,9 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
   if (v->scale < TWB_RENDER_TEXT_SCALE || l == NULL)
     return;
   /* Labels on visible edges, shortest edge first: a label overlapping a
-   * node box or a label already placed is left out. */
+   * node box or a label already placed is left out.  10 units, or what
+   * makes TWB_RENDER_MIN_TEXT_PX on screen. */
+  double size = MAX (10.0, TWB_RENDER_MIN_TEXT_PX / v->scale);
   g_autoptr (GArray) cand = g_array_new (FALSE, FALSE, sizeof (LabelSpot));
   for (int i = 0; i < s->n_edges; i++)
     {
@@ -391,7 +424,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       twb_graph_scene_port_pos (s, e->from, TWB_PORT_OUTPUT, e->from_port, &x0, &y0);
       twb_graph_scene_port_pos (s, e->to, TWB_PORT_INPUT, e->to_port, &x3, &y3);
       bezier_mid (s, x0, y0, x3, y3, &c.mx, &c.my);
-      if (!visible (v, c.mx - 60, c.my - 10, c.mx + 60, c.my + 10))
+      if (!visible (v, c.mx - 6 * size, c.my - size, c.mx + 6 * size, c.my + size))
         continue;
       c.length = hypot (x3 - x0, y3 - y0);
       g_array_append_val (cand, c);
@@ -404,7 +437,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       int i = c->edge;
       const TwbSceneEdge *e = &s->edges[i];
       double mx = c->mx, my = c->my;
-      layout_text (l, e->label, -1, FALSE, 10);
+      layout_text (l, e->label, -1, FALSE, size);
       int w, h;
       pango_layout_get_pixel_size (l, &w, &h);
       Box box = { mx - w / 2.0 - 4, my - h / 2.0 - 1, mx + w / 2.0 + 4, my + h / 2.0 + 1 };
@@ -422,6 +455,7 @@ draw_edges (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const P
       set_rgb (cr, p->text);
       cairo_move_to (cr, mx - w / 2.0, my - h / 2.0);
       pango_cairo_show_layout (cr, l);
+      note_text (v, size);
     }
 }
 
@@ -481,6 +515,113 @@ draw_lock (cairo_t *cr, double cx, double cy)
   cairo_fill (cr);
 }
 
+/* Type of `nominal` units, or bigger to make `min_px` on screen; 0 when
+ * that would pass `max` units (no room). */
+static double
+text_size (const TwbRenderView *v, double nominal, double min_px, double max)
+{
+  double size = MAX (nominal, min_px / v->scale);
+  return size <= max ? size : 0;
+}
+
+/* A box's name in its header (13 units bold, up to 20), its op or what a
+ * block holds below, and a second body line where there is room at the
+ * nominal 10.5 units: the output shape, the error, a block's hint. */
+static void
+draw_node_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, const Palette *p,
+                PangoLayout *l, guint marks, gboolean margin_dot)
+{
+  double badge = (n->error ? 22 : 0) + ((marks & TWB_MARK_FROZEN) ? 18 : 0);
+  double indent = margin_dot ? TWB_RENDER_MARGIN_W : 8;
+  /* 20 of the header's 24 units: Pango's line is about 1.17 em. */
+  double title = text_size (v, 13, TWB_RENDER_TITLE_PX, 20);
+  if (title == 0)
+    title = text_size (v, 13, TWB_RENDER_MIN_TEXT_PX, 20);
+  if (title > 0)
+    {
+      layout_text (l, n->title, n->w - 8 - indent - badge, TRUE, title);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      draw_text (cr, l, n->x + indent, n->y + HEADER_H / 2);
+      note_text (v, title);
+      last_named++;
+    }
+  /* Body lines 1.24 em apart, the first 3 units below the header. */
+  double body = n->h - HEADER_H;
+  double sub = text_size (v, 10.5, TWB_RENDER_MIN_TEXT_PX, (body - 4) / 1.24);
+  if (sub == 0)
+    return;
+  double line1 = n->y + HEADER_H + 3 + 0.62 * sub;
+  layout_text (l, n->subtitle, n->w - 20, FALSE, sub);
+  set_rgb (cr, p->dim_text);
+  draw_text (cr, l, n->x + 10, line1);
+  note_text (v, sub);
+  if (title > 0)
+    last_labelled++;
+  if (line1 + 1.86 * sub > n->y + n->h - 2)
+    return;
+  const char *line2 = n->error ? "error (hover for details)" : n->shape;
+  if (n->is_block && !n->error)
+    line2 = "double-click to expand";
+  if (line2 == NULL)
+    return;
+  layout_text (l, line2, n->w - 20, !n->error && !n->is_block, sub);
+  if (n->error)
+    set_rgb (cr, p->error);
+  else
+    set_rgb (cr, p->text);
+  draw_text (cr, l, n->x + 10, line1 + 1.24 * sub);
+  note_text (v, sub);
+}
+
+/* Far out (TWB_RENDER_PORT_SCALE to TWB_RENDER_TEXT_SCALE), on the tile
+ * of the box's colour: one line in type as big as the box takes, the op
+ * (it says what a node does; the colour says its family), a block's name. */
+static void
+draw_tile_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, PangoLayout *l)
+{
+  /* 60 % of the box's height at most; 1.6 times the smallest size where
+   * the box takes it (45 % of its height). */
+  double size = text_size (v, 0, TWB_RENDER_MIN_TEXT_PX, n->h * 0.6);
+  if (size == 0)
+    return;
+  size = MAX (size, MIN (n->h * 0.45, 1.6 * TWB_RENDER_MIN_TEXT_PX / v->scale));
+  layout_text (l, n->is_block ? n->title : n->subtitle, n->w - 16, n->is_block, size);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  draw_text (cr, l, n->x + 8, n->y + n->h / 2);
+  note_text (v, size);
+  last_named++;
+}
+
+static void
+draw_ports (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderView *v, const Palette *p)
+{
+  const TwbSceneNode *n = &s->nodes[i];
+  if (v->scale < TWB_RENDER_PORT_SCALE)
+    return;
+  for (int d = 0; d < 2; d++)
+    {
+      int count = d == 0 ? n->n_in : n->n_out;
+      for (int k = 0; k < count; k++)
+        {
+          double px, py;
+          twb_graph_scene_port_pos (s, i, d == 0 ? TWB_PORT_INPUT : TWB_PORT_OUTPUT, k, &px,
+                                    &py);
+          const char *type = d == 0 ? n->in_types[k] : n->out_types[k];
+          gboolean filled = d == 1 || n->in_connected[k];
+          cairo_new_path (cr);
+          cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
+          if (filled)
+            set_rgb (cr, dtype_color (type));
+          else
+            set_rgb (cr, p->body);
+          cairo_fill_preserve (cr);
+          set_rgb (cr, filled ? p->body : p->border);
+          cairo_set_line_width (cr, 1.5);
+          cairo_stroke (cr);
+        }
+    }
+}
+
 static void
 draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderView *v,
                     const Palette *p, PangoLayout *l)
@@ -514,11 +655,11 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
     }
   guint marks = node_marks (v, n->id);
 
-  /* Header band. */
+  /* Header band (far out: the whole box, a tile of its colour). */
   cairo_save (cr);
   rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
   cairo_clip (cr);
-  cairo_rectangle (cr, n->x, n->y, n->w, HEADER_H);
+  cairo_rectangle (cr, n->x, n->y, n->w, text ? HEADER_H : n->h);
   set_rgb (cr, head);
   cairo_fill (cr);
   cairo_restore (cr);
@@ -582,63 +723,133 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
   if (marks & TWB_MARK_FROZEN)
     draw_lock (cr, n->x + n->w - (n->error ? 36 : 14), n->y + HEADER_H / 2 - 2);
   if (text)
-    {
-      double badge = (n->error ? 22 : 0) + ((marks & TWB_MARK_FROZEN) ? 18 : 0);
-      double indent = dot || faint_dot ? TWB_RENDER_MARGIN_W : 8;
-      layout_text (l, n->title, n->w - 8 - indent - badge, TRUE, 13);
-      cairo_set_source_rgb (cr, 1, 1, 1);
-      draw_text (cr, l, n->x + indent, n->y + HEADER_H / 2);
-
-      /* Two 13-unit lines (10.5 px font) fit in the 32-unit body of the
-       * document's smallest box (56 - 24). */
-      double body = n->h - HEADER_H;
-      gboolean two = body >= 30;
-      layout_text (l, n->subtitle, n->w - 20, FALSE, 10.5);
-      set_rgb (cr, p->dim_text);
-      draw_text (cr, l, n->x + 10, n->y + HEADER_H + (two ? 9.5 : body / 2));
-      if (two)
-        {
-          const char *line2 = n->error ? "error (hover for details)" : n->shape;
-          if (n->is_block && !n->error)
-            line2 = "double-click to expand";
-          if (line2)
-            {
-              layout_text (l, line2, n->w - 20, !n->error && !n->is_block, 10.5);
-              if (n->error)
-                set_rgb (cr, p->error);
-              else
-                set_rgb (cr, p->text);
-              draw_text (cr, l, n->x + 10, n->y + HEADER_H + 22.5);
-            }
-        }
-    }
+    draw_node_text (cr, n, v, p, l, marks, dot || faint_dot);
+  else if (l)
+    draw_tile_text (cr, n, v, l);
   if (n->error)
-    draw_error_badge (cr, p, n->x + n->w - 14, n->y + HEADER_H / 2, l, text);
+    draw_error_badge (cr, p, n->x + n->w - 14, n->y + HEADER_H / 2, l, v);
 
-  if (v->scale < TWB_RENDER_PORT_SCALE)
-    return;
-  for (int d = 0; d < 2; d++)
+  draw_ports (cr, s, i, v, p);
+}
+
+/* Frames: a tint over the canvas and a band, both a little stronger for
+ * each frame a frame is in, the accent's colour. */
+static double
+frame_alpha (const TwbSceneFrame *f, gboolean band)
+{
+  return (band ? 0.12 : 0.04) + 0.03 * MIN (f->depth, 3);
+}
+
+/* The band's close button: a disc with a minus. */
+static void
+draw_frame_button (cairo_t *cr, const TwbGraphScene *s, int i, const Palette *p)
+{
+  double cx, cy, r;
+  twb_graph_scene_frame_button (s, i, &cx, &cy, &r);
+  cairo_new_path (cr);
+  cairo_arc (cr, cx, cy, r, 0, 2 * G_PI);
+  set_rgb (cr, p->body);
+  cairo_fill_preserve (cr);
+  set_rgb (cr, p->border);
+  cairo_set_line_width (cr, 1);
+  cairo_stroke (cr);
+  cairo_move_to (cr, cx - r / 2, cy);
+  cairo_line_to (cr, cx + r / 2, cy);
+  set_rgb (cr, p->text);
+  cairo_set_line_width (cr, 2);
+  cairo_stroke (cr);
+}
+
+/* One expanded block's frame with its name (and what it holds) in its
+ * band; TRUE when the band is too thin for the type at this zoom, so the
+ * name goes on a label over the picture (draw_frame_label). */
+static gboolean
+draw_frame (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderView *v, const Palette *p,
+            PangoLayout *l)
+{
+  const TwbSceneFrame *f = &s->frames[i];
+  if (!visible (v, f->x, f->y, f->x + f->w, f->y + f->h))
+    return FALSE;
+  const double band = TW_LAYOUT_FRAME_HEADER;
+  rounded_rect (cr, f->x, f->y, f->w, f->h, RADIUS + 2);
+  cairo_set_source_rgba (cr, p->accent.r, p->accent.g, p->accent.b, frame_alpha (f, FALSE));
+  cairo_fill (cr);
+  cairo_save (cr);
+  rounded_rect (cr, f->x, f->y, f->w, f->h, RADIUS + 2);
+  cairo_clip (cr);
+  cairo_rectangle (cr, f->x, f->y, f->w, band);
+  cairo_set_source_rgba (cr, p->accent.r, p->accent.g, p->accent.b, frame_alpha (f, TRUE));
+  cairo_fill (cr);
+  cairo_restore (cr);
+  rounded_rect (cr, f->x, f->y, f->w, f->h, RADIUS + 2);
+  if (f->selected)
     {
-      int count = d == 0 ? n->n_in : n->n_out;
-      for (int k = 0; k < count; k++)
-        {
-          double px, py;
-          twb_graph_scene_port_pos (s, i, d == 0 ? TWB_PORT_INPUT : TWB_PORT_OUTPUT, k, &px,
-                                    &py);
-          const char *type = d == 0 ? n->in_types[k] : n->out_types[k];
-          gboolean filled = d == 1 || n->in_connected[k];
-          cairo_new_path (cr);
-          cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
-          if (filled)
-            set_rgb (cr, dtype_color (type));
-          else
-            set_rgb (cr, p->body);
-          cairo_fill_preserve (cr);
-          set_rgb (cr, filled ? p->body : p->border);
-          cairo_set_line_width (cr, 1.5);
-          cairo_stroke (cr);
-        }
+      set_rgb (cr, p->accent);
+      cairo_set_line_width (cr, MAX (2.5, 1.5 / v->scale));
     }
+  else
+    {
+      cairo_set_source_rgba (cr, p->accent.r, p->accent.g, p->accent.b, 0.45);
+      cairo_set_line_width (cr, MAX (1.0, 1.0 / v->scale));
+    }
+  cairo_stroke (cr);
+  /* The button where it is at least 8 px across. */
+  double bcx, bcy, br;
+  twb_graph_scene_frame_button (s, i, &bcx, &bcy, &br);
+  gboolean button = 2 * br * v->scale >= 8;
+  if (button)
+    draw_frame_button (cr, s, i, p);
+  if (l == NULL)
+    return FALSE;
+  /* 14 units bold, or bigger up to 24 (the band's 34 less a margin). */
+  double size = text_size (v, 14, TWB_RENDER_TITLE_PX, 24);
+  if (size == 0)
+    return TRUE;
+  g_autofree char *text = g_strdup_printf ("%s  ·  %s", f->name, f->summary);
+  double right = button ? 2 * br + 14 : 8;
+  layout_text (l, text, f->w - 10 - right, FALSE, size);
+  PangoAttrList *attrs = pango_attr_list_new ();
+  PangoAttribute *bold = pango_attr_weight_new (PANGO_WEIGHT_BOLD);
+  bold->start_index = 0;
+  bold->end_index = strlen (f->name);
+  pango_attr_list_insert (attrs, bold);
+  pango_layout_set_attributes (l, attrs);
+  pango_attr_list_unref (attrs);
+  set_rgb (cr, p->text);
+  draw_text (cr, l, f->x + 10, f->y + band / 2);
+  pango_layout_set_attributes (l, NULL);
+  note_text (v, size);
+  return FALSE;
+}
+
+/* Far out, a frame's name on a label at its top left, at the size names
+ * get (TWB_RENDER_TITLE_PX), over whatever is there. */
+static void
+draw_frame_label (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderView *v,
+                  const Palette *p, PangoLayout *l)
+{
+  const TwbSceneFrame *f = &s->frames[i];
+  if (l == NULL || !visible (v, f->x, f->y, f->x + f->w, f->y + f->h)
+      || text_size (v, 14, TWB_RENDER_TITLE_PX, 24) > 0)
+    return;
+  double size = TWB_RENDER_TITLE_PX / v->scale;
+  /* Not wider than the frame: a name that does not fit is left out. */
+  layout_text (l, f->name, -1, TRUE, size);
+  int w, h;
+  pango_layout_get_pixel_size (l, &w, &h);
+  double pad = 3 / v->scale;
+  if (w + 2 * pad > f->w)
+    return;
+  rounded_rect (cr, f->x, f->y, w + 2 * pad, h + 2 * pad, 3 / v->scale);
+  set_rgb (cr, p->body);
+  cairo_fill_preserve (cr);
+  cairo_set_source_rgba (cr, p->accent.r, p->accent.g, p->accent.b, 0.8);
+  cairo_set_line_width (cr, 1 / v->scale);
+  cairo_stroke (cr);
+  set_rgb (cr, p->text);
+  cairo_move_to (cr, f->x + pad, f->y + pad);
+  pango_cairo_show_layout (cr, l);
+  note_text (v, size);
 }
 
 /* The empty canvas's hint: centred in the viewport at screen size, muted. */
@@ -665,6 +876,9 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
   const Palette *p = v->dark ? &dark : &light;
   last_drawn = 0;
   last_labels = 0;
+  last_labelled = 0;
+  last_named = 0;
+  last_min_px = 0;
   last_hint = FALSE;
 
   cairo_save (cr);
@@ -679,7 +893,7 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
   draw_grid (cr, v, p);
 
   PangoLayout *l = NULL;
-  if (v->scale >= TWB_RENDER_TEXT_SCALE)
+  if (v->scale >= TWB_RENDER_PORT_SCALE || s->n_frames > 0)
     {
       l = pango_cairo_create_layout (cr);
       cairo_font_options_t *fo = cairo_font_options_create ();
@@ -690,7 +904,10 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
       cairo_font_options_destroy (fo);
     }
 
-  draw_edges (cr, s, v, p, l);
+  gboolean labels_on_top = FALSE;
+  for (int f = 0; f < s->n_frames; f++)
+    labels_on_top |= draw_frame (cr, s, f, v, p, l);
+  draw_edges (cr, s, v, p, v->scale >= TWB_RENDER_TEXT_SCALE ? l : NULL);
 
   if (v->scale < TWB_RENDER_PORT_SCALE)
     {
@@ -739,6 +956,9 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
         }
     }
 
+  if (labels_on_top)
+    for (int f = 0; f < s->n_frames; f++)
+      draw_frame_label (cr, s, f, v, p, l);
   if (v->connecting)
     {
       double x0 = v->cx0, y0 = v->cy0, x3 = v->cx1, y3 = v->cy1;

@@ -8,9 +8,17 @@
  *   twb_graph_render (cr, scene, &v);
  *   twb_graph_export (scene, "model.svg", FALSE, &error);   // format from the extension
  *
- * Level of detail: below TWB_RENDER_TEXT_SCALE no text is drawn, below
- * TWB_RENDER_PORT_SCALE no ports and edges become straight lines; nodes and
- * edges outside the viewport are skipped.
+ * Level of detail.  No text is ever drawn smaller than
+ * TWB_RENDER_MIN_TEXT_PX on screen: where a label would come out smaller
+ * at its nominal size it is drawn bigger, as long as it fits its box, and
+ * left out when it does not.  From TWB_RENDER_TEXT_SCALE up a box shows
+ * its name in its header and its op (a block: what it holds) below; from
+ * TWB_RENDER_PORT_SCALE up to there, a box is a tile of its colour with
+ * its op (a block: its name) in type filling it; below that, boxes only,
+ * and edges are straight lines.  An expanded block's frame has its name in
+ * its band, or, when the band is too thin for the type, on a label at its
+ * corner.  Edge shape labels come where they fit and clear each other.
+ * Nodes and edges outside the viewport are skipped.
  */
 #pragma once
 
@@ -20,9 +28,17 @@
 
 G_BEGIN_DECLS
 
-/* Below 0.45 the 13 px header font is under 6 px tall: unreadable, so skip. */
+/* 9 px: the smallest text that stays legible on a laptop screen at 96 dpi
+ * (GNOME's smallest caption style is 9 pt, 12 px; graph views commonly go
+ * to 9 px); names get at least TWB_RENDER_TITLE_PX where they fit. */
+#define TWB_RENDER_MIN_TEXT_PX 9.0
+#define TWB_RENDER_TITLE_PX 10.0
+/* A box's 24-unit header holds bold type of 20 units at most: at 0.45 that
+ * is 9 px, at 0.5 (TW_LAYOUT_READ_ZOOM) 10 px.  Below 0.45 there is no room
+ * for a name and an op, so one line fills the box. */
 #define TWB_RENDER_TEXT_SCALE 0.45
-/* Below 0.25 a 5-unit port is under 1.25 px: invisible, so skip. */
+/* Below 0.25 a 5-unit port is under 1.25 px: invisible, so skip; a 56-unit
+ * box is 14 px tall, too little for a line of 9 px type and its margins. */
 #define TWB_RENDER_PORT_SCALE 0.25
 
 /* What the debugger marks on nodes: TwbRenderView.marks maps a node id to
@@ -79,6 +95,13 @@ int twb_graph_render_last_drawn_nodes (void);
 /* Edge labels drawn by the last call: a label that would overlap another
  * label or a node box is left out, the one on the shorter edge kept. */
 int twb_graph_render_last_drawn_labels (void);
+/* Text drawn by the last call: the smallest size on screen (px; 0 when no
+ * text was drawn), and how many boxes showed their name and their op (a
+ * block: its name and what it holds) in text of TWB_RENDER_MIN_TEXT_PX or
+ * more, and how many showed one of them. */
+double twb_graph_render_last_min_text_px (void);
+int twb_graph_render_last_labelled_boxes (void);
+int twb_graph_render_last_named_boxes (void);
 /* Whether the last call drew the view's empty-scene hint. */
 gboolean twb_graph_render_last_drew_hint (void);
 

@@ -6,11 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-/* A collapsed block is drawn as one box of this size (model units); wide
- * enough for a 20-character name in the canvas's 13 px header font. */
-#define BLOCK_W 180.0
-#define BLOCK_H 72.0
-
 static guint route_key_hash (gconstpointer key);
 static gboolean route_key_equal (gconstpointer a, gconstpointer b);
 
@@ -100,8 +95,14 @@ twb_graph_scene_free (TwbGraphScene *s)
       g_free (s->edges[i].label);
       g_free (s->edges[i].to_id);
     }
+  for (int i = 0; i < s->n_frames; i++)
+    {
+      g_free (s->frames[i].name);
+      g_free (s->frames[i].summary);
+    }
   g_free (s->nodes);
   g_free (s->edges);
+  g_free (s->frames);
   g_clear_pointer (&s->index, g_hash_table_unref);
   g_clear_pointer (&s->routes, g_hash_table_unref);
   g_free (s);
@@ -183,6 +184,59 @@ fill_node (TwbDocument *doc, const tw_graph *g, int gi, TwbSceneNode *sn)
   sn->accessible = g_string_free (a, FALSE);
 }
 
+static int
+cmp_depth (gconstpointer a, gconstpointer b, gpointer user)
+{
+  const int *depth = user;
+  int x = *(const int *) a, y = *(const int *) b;
+  return depth[x] != depth[y] ? depth[x] - depth[y] : x - y;
+}
+
+/* What a block holds, in a few words: its inner blocks and nodes (a block
+ * of more than 8 nodes with blocks inside: a ResNet stage), or its three
+ * most frequent ops, "conv2d ×2 · relu ×2 · add".  Caller frees. */
+static char *
+block_summary (const tw_graph *g, const tw_layout_block *b, int n_inner)
+{
+  if (n_inner > 0 && b->n_members > 8)
+    return g_strdup_printf ("%d block%s · %d node%s", n_inner, n_inner == 1 ? "" : "s",
+                            b->n_members, b->n_members == 1 ? "" : "s");
+  /* Ops in order of first use, with their counts. */
+  g_autoptr (GPtrArray) ops = g_ptr_array_new ();
+  g_autoptr (GArray) counts = g_array_new (FALSE, TRUE, sizeof (int));
+  for (int m = 0; m < b->n_members; m++)
+    {
+      const char *op = tw_graph_node (g, b->members[m])->op_name;
+      guint k = 0;
+      while (k < ops->len && strcmp (ops->pdata[k], op) != 0)
+        k++;
+      if (k == ops->len)
+        {
+          g_ptr_array_add (ops, (gpointer) op);
+          g_array_set_size (counts, ops->len);
+        }
+      g_array_index (counts, int, k)++;
+    }
+  GString *t = g_string_new (NULL);
+  for (int shown = 0; shown < 3 && shown < (int) ops->len; shown++)
+    {
+      /* The most frequent not shown yet (the first of equals). */
+      int best = -1;
+      for (guint k = 0; k < ops->len; k++)
+        if (g_array_index (counts, int, k) > 0
+            && (best < 0 || g_array_index (counts, int, k) > g_array_index (counts, int, best)))
+          best = (int) k;
+      int c = g_array_index (counts, int, best);
+      g_string_append_printf (t, "%s%s", t->len ? " · " : "", (char *) ops->pdata[best]);
+      if (c > 1)
+        g_string_append_printf (t, " ×%d", c);
+      g_array_index (counts, int, best) = 0;
+    }
+  if (ops->len > 3)
+    g_string_append (t, " …");
+  return g_string_free (t, FALSE);
+}
+
 TwbGraphScene *
 twb_graph_scene_new (TwbDocument *doc)
 {
@@ -192,40 +246,83 @@ twb_graph_scene_new (TwbDocument *doc)
   s->index = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->routes = g_hash_table_new_full (route_key_hash, route_key_equal, g_free, NULL);
 
-  g_auto (GStrv) blocks = twb_document_list_blocks (doc);
-  int n_blocks = blocks ? (int) g_strv_length (blocks) : 0;
+  /* Blocks: their boxes and frames where their nodes are, how they nest. */
+  g_autoptr (GPtrArray) boxes = twb_document_block_boxes (doc);
+  int n_blocks = (int) boxes->len;
   s->nodes = g_new0 (TwbSceneNode, nn + n_blocks);
+  s->frames = g_new0 (TwbSceneFrame, MAX (n_blocks, 1));
+  g_autofree int *parent = g_new (int, MAX (n_blocks, 1));
+  g_autofree int *owner = g_new (int, MAX (nn, 1));
+  tw_layout_nesting (g, (tw_layout_block **) boxes->pdata, n_blocks, parent, owner);
+  g_autofree int *depth = g_new0 (int, MAX (n_blocks, 1));
+  g_autofree int *shown_in = g_new (int, MAX (n_blocks, 1));   /* outermost closed block, or -1 */
+  g_autofree int *n_inner = g_new0 (int, MAX (n_blocks, 1));
+  g_autofree int *order = g_new (int, MAX (n_blocks, 1));
+  for (int b = 0; b < n_blocks; b++)
+    {
+      shown_in[b] = -1;
+      order[b] = b;
+      for (int p = parent[b]; p >= 0; p = parent[p])
+        {
+          depth[b]++;
+          if (((tw_layout_block *) boxes->pdata[p])->collapsed)
+            shown_in[b] = p;
+        }
+      if (parent[b] >= 0)
+        n_inner[parent[b]]++;
+    }
+  /* Outer first: frames are drawn in this order. */
+  g_qsort_with_data (order, n_blocks, sizeof (int), cmp_depth, depth);
 
   /* Collapsed blocks first: their members map to the block's box. */
   g_autofree int *scene_of = g_new (int, MAX (nn, 1));
+  g_autofree int *block_scene = g_new (int, MAX (n_blocks, 1));
   for (int i = 0; i < nn; i++)
     scene_of[i] = -1;
-  for (int b = 0; b < n_blocks; b++)
+  for (int k = 0; k < n_blocks; k++)
     {
-      if (!twb_document_block_is_collapsed (doc, blocks[b]))
-        continue;
-      g_auto (GStrv) members = twb_document_block_members (doc, blocks[b]);
+      int b = order[k];
+      const tw_layout_block *lb = boxes->pdata[b];
+      block_scene[b] = -1;
+      if (parent[b] == -2 || shown_in[b] >= 0)
+        continue;   /* overlapping another, or inside a closed one */
+      g_autofree char *summary = block_summary (g, lb, n_inner[b]);
+      gboolean all_selected = lb->n_members > 0;
+      for (int m = 0; m < lb->n_members; m++)
+        all_selected &= twb_document_is_selected (doc, tw_graph_node (g, lb->members[m])->id);
+      if (!lb->collapsed)
+        {
+          TwbSceneFrame *f = &s->frames[s->n_frames++];
+          f->name = g_strdup (lb->name);
+          f->summary = g_steal_pointer (&summary);
+          f->x = lb->x;
+          f->y = lb->y;
+          f->w = lb->w;
+          f->h = lb->h;
+          f->depth = depth[b];
+          f->selected = all_selected;
+          continue;
+        }
       int si = s->n_nodes++;
+      block_scene[b] = si;
       TwbSceneNode *sn = &s->nodes[si];
-      int n_members = members ? (int) g_strv_length (members) : 0;
       sn->graph_index = -1;
       sn->is_block = TRUE;
-      sn->id = g_strdup (blocks[b]);
-      sn->title = g_strdup (blocks[b]);
-      sn->subtitle = g_strdup_printf ("block · %d node%s", n_members, n_members == 1 ? "" : "s");
+      sn->id = g_strdup (lb->name);
+      sn->title = g_strdup (lb->name);
+      sn->subtitle = g_steal_pointer (&summary);
       sn->category = g_strdup ("Block");
-      twb_document_block_position (doc, blocks[b], &sn->x, &sn->y);
-      sn->w = BLOCK_W;
-      sn->h = BLOCK_H;
+      sn->x = lb->x;
+      sn->y = lb->y;
+      sn->w = lb->w;
+      sn->h = lb->h;
       sn->n_in = 1;
       sn->n_out = 1;
       gboolean any_selected = FALSE;
       GString *errs = NULL;
-      for (int m = 0; m < n_members; m++)
+      for (int m = 0; m < lb->n_members; m++)
         {
-          int gi = tw_graph_index_of (g, members[m]);
-          if (gi < 0)
-            continue;
+          int gi = lb->members[m];
           scene_of[gi] = si;
           tw_node *mn = tw_graph_node (g, gi);
           any_selected |= twb_document_is_selected (doc, mn->id);
@@ -242,8 +339,9 @@ twb_graph_scene_new (TwbDocument *doc)
         }
       sn->selected = any_selected;
       sn->error = errs ? g_string_free (errs, FALSE) : NULL;
-      sn->accessible = g_strdup_printf ("Block %s, %d nodes, collapsed%s%s", blocks[b], n_members,
-                                        sn->error ? ", error: " : "", sn->error ? sn->error : "");
+      sn->accessible = g_strdup_printf ("Block %s, %d nodes, collapsed%s%s", lb->name,
+                                        lb->n_members, sn->error ? ", error: " : "",
+                                        sn->error ? sn->error : "");
       g_hash_table_insert (s->index, g_strdup (sn->id), GINT_TO_POINTER (si + 1));
     }
 
@@ -293,17 +391,21 @@ twb_graph_scene_new (TwbDocument *doc)
   s->n_edges = edges->len;
   s->edges = (TwbSceneEdge *) g_array_free (edges, FALSE);
 
-  for (int i = 0; i < s->n_nodes; i++)
+  for (int i = 0; i < s->n_nodes + s->n_frames; i++)
     {
-      const TwbSceneNode *sn = &s->nodes[i];
-      if (i == 0 || sn->x < s->min_x)
-        s->min_x = sn->x;
-      if (i == 0 || sn->y < s->min_y)
-        s->min_y = sn->y;
-      if (i == 0 || sn->x + sn->w > s->max_x)
-        s->max_x = sn->x + sn->w;
-      if (i == 0 || sn->y + sn->h > s->max_y)
-        s->max_y = sn->y + sn->h;
+      gboolean node = i < s->n_nodes;
+      const TwbSceneNode *sn = node ? &s->nodes[i] : NULL;
+      const TwbSceneFrame *f = node ? NULL : &s->frames[i - s->n_nodes];
+      double x = node ? sn->x : f->x, y = node ? sn->y : f->y;
+      double x1 = x + (node ? sn->w : f->w), y1 = y + (node ? sn->h : f->h);
+      if (i == 0 || x < s->min_x)
+        s->min_x = x;
+      if (i == 0 || y < s->min_y)
+        s->min_y = y;
+      if (i == 0 || x1 > s->max_x)
+        s->max_x = x1;
+      if (i == 0 || y1 > s->max_y)
+        s->max_y = y1;
     }
   const GArray *diags = twb_document_get_diagnostics (doc);
   s->n_errors = diags ? (int) diags->len : 0;
@@ -692,4 +794,32 @@ twb_graph_scene_find_edge (const TwbGraphScene *s, const char *id, int port)
     if (s->edges[i].to_input == port && g_strcmp0 (s->edges[i].to_id, id) == 0)
       return i;
   return -1;
+}
+
+int
+twb_graph_scene_hit_frame (const TwbGraphScene *s, double x, double y, gboolean *in_band)
+{
+  /* Inner frames come after outer ones. */
+  for (int i = s->n_frames - 1; i >= 0; i--)
+    {
+      const TwbSceneFrame *f = &s->frames[i];
+      if (x >= f->x && x <= f->x + f->w && y >= f->y && y <= f->y + f->h)
+        {
+          if (in_band)
+            *in_band = y <= f->y + TW_LAYOUT_FRAME_HEADER;
+          return i;
+        }
+    }
+  return -1;
+}
+
+void
+twb_graph_scene_frame_button (const TwbGraphScene *s, int frame, double *cx, double *cy,
+                              double *r)
+{
+  const TwbSceneFrame *f = &s->frames[frame];
+  /* A 20-unit disc at the band's right end, 7 in from the edges. */
+  *r = 10;
+  *cx = f->x + f->w - 7 - *r;
+  *cy = f->y + TW_LAYOUT_FRAME_HEADER / 2;
 }

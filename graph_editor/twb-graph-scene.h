@@ -49,6 +49,17 @@ typedef struct
   int graph_index;           /* index in the tw_graph, -1 for blocks */
 } TwbSceneNode;
 
+/* An expanded block: a frame around its members (and the blocks inside
+ * it), its name in a band along the top. */
+typedef struct
+{
+  char *name;
+  char *summary;             /* "2 blocks · 10 nodes", "conv2d ×2 · relu ×2 · add" */
+  double x, y, w, h;         /* the band is the top TW_LAYOUT_FRAME_HEADER */
+  int depth;                 /* 0 for a block in no other */
+  gboolean selected;         /* every node in it is selected */
+} TwbSceneFrame;
+
 typedef struct
 {
   int from, from_port;       /* scene node indices */
@@ -65,7 +76,9 @@ typedef struct
   int n_nodes;
   TwbSceneEdge *edges;
   int n_edges;
-  double min_x, min_y, max_x, max_y;    /* bounds of all boxes; 0 when empty */
+  TwbSceneFrame *frames;                 /* outer frames before the ones inside them */
+  int n_frames;
+  double min_x, min_y, max_x, max_y;    /* bounds of all boxes and frames; 0 when empty */
   GHashTable *index;                     /* id (node or block) → scene index + 1 */
   GHashTable *routes;                    /* edge routes computed so far (private cache) */
   int n_errors;
@@ -101,6 +114,14 @@ int twb_graph_scene_edge_route (const TwbGraphScene *s, double x0, double y0, do
 /* n points (n >= 2) evenly along edge `edge` as the canvas draws it (route
  * or curve, without the rounding of corners), into pts; returns n. */
 int twb_graph_scene_edge_sample (const TwbGraphScene *s, int edge, int n, double (*pts)[2]);
+
+/* The innermost frame at the point, or -1; *in_band tells whether the
+ * point is on its title band (where a click picks the block, a drag moves
+ * it, a double-click closes it). */
+int twb_graph_scene_hit_frame (const TwbGraphScene *s, double x, double y, gboolean *in_band);
+/* The frame's close button in its band: centre and radius, model units. */
+void twb_graph_scene_frame_button (const TwbGraphScene *s, int frame, double *cx, double *cy,
+                                   double *r);
 
 /* Hit tests in model coordinates; `slop` is the hit radius for ports.
  * Return the topmost node / the port under the point, or -1. */

@@ -157,13 +157,9 @@ void tw_imp_resize (tw_imp *im);
 /* Fold the current node when its inputs are constants (or Shape of a
  * dynamic value): FALSE when the op is not one folding knows. */
 gboolean tw_imp_fold (tw_imp *im);
-/* Positions in rows (onnx-import-layout.c), and the model's "editor"
- * member with a block per stage ("layer1.0") of two nodes or more, or NULL. */
-void tw_imp_layout_rows (tw_graph *g);
-JsonNode *tw_imp_stage_blocks (tw_graph *g);
 /* The loss tw_onnx_add_loss added, right of the output it reads, and its
- * label input below that output (onnx-import-train.c); the rows layout
- * leaves both to it.  Nothing without a loss. */
+ * label input below that output (onnx-import-train.c), for a model that
+ * has positions already.  Nothing without a loss. */
 void tw_imp_place_loss (tw_graph *g);
 /* The loss node and its label input (NULL when it has none of role
  * "label"), or FALSE without a loss. */

@@ -57,8 +57,9 @@ tw_imp_place_loss (tw_graph *g)
   tw_port p = tw_graph_resolve (g, loss->inputs[0]);
   tw_node *at = p.node >= 0 ? tw_graph_node (g, p.node) : NULL;
   double x = at && at->has_pos ? at->x : 40, y = at && at->has_pos ? at->y : 40;
-  /* One layer step right (onnx-import-layout.c's 260); the label one slot
-   * below the output (104), or below the loss where a node is there. */
+  /* One layer step right (a 180-unit box and engine/layout.c's 80 gap);
+   * the label one slot below the output (104: a 64-unit box and the 40
+   * gap), or below the loss where a node is there. */
   tw_graph_set_pos (g, loss, x + 260, y);
   if (label == NULL)
     return;

@@ -1354,8 +1354,7 @@ tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
   if (opts->loss != TW_ONNX_LOSS_NONE && !tw_onnx_add_loss (m, opts->loss, error))
     goto out;
 
-  tw_imp_layout_rows (m->graph);
-  m->editor = tw_imp_stage_blocks (m->graph);
+  tw_layout_model (m, opts->view);
   if (weights)
     *weights = g_hash_table_ref (im.weights);
   result = g_steal_pointer (&m);

@@ -26,9 +26,10 @@
  * others take their module path ("/layer1/layer1.0/relu/Relu" →
  * "layer1.0.relu").  Ids are unique.  The first graph input becomes an
  * "input" node with role "data" whose shape drops the batch dimension; the
- * graph outputs become the model's outputs.  Nodes get positions in rows
- * (one row per depth from the input), and nodes sharing a repeated stage's
- * prefix ("layer1.0.") form an editor block of that name.
+ * graph outputs become the model's outputs.  The modules the ids name
+ * ("layer1", "layer1.0") become editor blocks, folded so that the model
+ * reads on the canvas, and the nodes get the editor's layout for them
+ * (engine/layout.h, tw_layout_fold).
  *
  * Every node that cannot be imported (unknown op, attribute, dtype, a layout
  * twb lacks, control flow) is listed in one TW_ONNX_ERROR_UNSUPPORTED error
@@ -42,6 +43,7 @@
  */
 #pragma once
 
+#include "engine/layout.h"
 #include "engine/model.h"
 #include "onnx/onnx-read.h"
 
@@ -72,6 +74,8 @@ typedef struct
    * conformance runner only; users' files keep the 11–17 check. */
   gboolean any_opset;
   tw_onnx_loss loss;
+  /* The canvas the layout is for; NULL: TW_LAYOUT_VIEW_DEFAULT. */
+  const tw_layout_view *view;
 } tw_onnx_import_options;
 
 /* tw_onnx_import with options (NULL: the defaults, all zero). */

@@ -30,6 +30,7 @@ typedef struct
   tw_model *model;
   GHashTable *weights;
   char *weights_file; /* the weights, written on the worker for runs to start from */
+  tw_layout_view view; /* the canvas the imported graph is laid out for */
 } ImportJob;
 
 static void
@@ -77,7 +78,7 @@ import_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancel
   GError *error = NULL;
   GHashTable *weights = NULL;
   /* A loss where the output is [N, C], so that Train works as it is. */
-  tw_onnx_import_options opts = { .loss = TW_ONNX_LOSS_AUTO };
+  tw_onnx_import_options opts = { .loss = TW_ONNX_LOSS_AUTO, .view = &j->view };
   tw_model *m = tw_onnx_import_with (j->path, &opts, &weights, &error);
   if (m)
     {
@@ -128,6 +129,13 @@ import_done (GObject *source, GAsyncResult *res, gpointer data)
       return;
     }
   int n_nodes = tw_graph_n_nodes (j->model->graph);
+  /* The canvas got its size while the file was read (`twb FILE.onnx`
+   * imports as the window opens): laid out again for that. */
+  tw_layout_view now = j->view;
+  if (self->doc)
+    twb_document_get_view (self->doc, &now);
+  if (memcmp (&now, &j->view, sizeof now) != 0)
+    tw_layout_model (j->model, &now);
   g_autoptr (TwbDocument) doc = twb_document_new_for_model (g_steal_pointer (&j->model));
   /* New and unsaved: Save asks for a model file name. */
   doc->saved_serial = G_MAXUINT64;
@@ -161,6 +169,11 @@ twb_window_import_onnx (TwbWindow *self, const char *path)
 {
   ImportJob *j = g_new0 (ImportJob, 1);
   j->path = g_strdup (path);
+  /* The window's canvas, as its document knows it. */
+  static const tw_layout_view fallback = TW_LAYOUT_VIEW_DEFAULT;
+  j->view = fallback;
+  if (self->doc)
+    twb_document_get_view (self->doc, &j->view);
   g_autoptr (GTask) task = g_task_new (self, NULL, import_done, NULL);
   g_task_set_task_data (task, j, (GDestroyNotify) import_job_free);
   self->loading++;

@@ -168,13 +168,15 @@ test_cnn (void)
         g_assert_false (tw_graph_node (m->graph, j)->x == n->x
                         && tw_graph_node (m->graph, j)->y == n->y);
     }
-  /* The stage "layer1.0" is an editor block. */
+  /* The module "layer1" (holding only "layer1.0": one block, by the outer
+   * name) is an editor block; the small graph reads with it open. */
   g_assert_nonnull (m->editor);
   JsonArray *blocks = json_object_get_array_member (json_node_get_object (m->editor), "blocks");
   g_assert_cmpuint (json_array_get_length (blocks), ==, 1);
   JsonObject *b0 = json_array_get_object_element (blocks, 0);
-  g_assert_cmpstr (json_object_get_string_member (b0, "name"), ==, "layer1.0");
+  g_assert_cmpstr (json_object_get_string_member (b0, "name"), ==, "layer1");
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (b0, "nodes")), ==, 6);
+  g_assert_false (json_object_get_boolean_member (b0, "collapsed"));
 
   /* The model file reads back with the same graph, and its weights file
    * as a state_dict. */
