@@ -811,12 +811,18 @@ compound_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks
   g_autofree double *ry = g_new0 (double, MAX (n_items, 1));
   for (int i = 0; i < n; i++)
     tw_layout_node_size (tw_graph_node (g, i), &iw[i], &ih[i]);
-  wrap_policy inner = { NULL, inner_width };
   wrap_policy outer = { view, 0 };
   for (int k = t.nb; k >= 0; k--)
     {
       container *ct = &c[k];
       int m = (int) ct->items->len;
+      /* A block of nodes only (a residual block) keeps up to 8 layers of
+       * 180-wide boxes on one line (2,000 units): it reads as a line. */
+      gboolean leaf = TRUE;
+      for (int j = 0; j < m && leaf; j++)
+        leaf = g_array_index (ct->items, int, j) < n;
+      double line = 8 * 180.0 + 7 * LAYER_GAP;
+      wrap_policy inner = { NULL, leaf ? MAX (inner_width, line) : inner_width };
       g_autofree double *w = g_new (double, MAX (m, 1));
       g_autofree double *h = g_new (double, MAX (m, 1));
       g_autofree double *kk = g_new (double, MAX (m, 1));
@@ -1063,9 +1069,10 @@ tw_layout_make_room (const tw_graph *g, tw_layout_block *const *blocks, int n_bl
  * width at the reading zoom: the widest first (one long row is easiest to
  * follow), narrower ones where the frames they make fit the view better
  * (a frame is one item of the rows around it: it cannot be cut). */
-static const double inner_widths[] = { 1.0, 0.75, 0.5 };
+static const double inner_widths[] = { 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4 };
 
-/* The picture that fits the view at the largest zoom over those widths. */
+/* The picture for the width of those that fits the view at the largest
+ * zoom (the widest of equals). */
 static double
 best_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
              const tw_layout_view *view, double *xs, double *ys, double *width, double *height)
@@ -1074,17 +1081,20 @@ best_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
   for (int k = 0; k < n_blocks; k++)
     any_open |= !blocks[k]->collapsed;
   double base = MAX (view->width - 2 * FIT_MARGIN, 400) / TW_LAYOUT_READ_ZOOM;
-  double best = -1, best_w = base;
-  for (guint k = 0; k < (any_open ? G_N_ELEMENTS (inner_widths) : 1); k++)
+  guint n = any_open ? G_N_ELEMENTS (inner_widths) : 1;
+  double scales[G_N_ELEMENTS (inner_widths)], best = 0;
+  for (guint k = 0; k < n; k++)
     {
       double w, h;
       compound_layout (g, blocks, n_blocks, view, base * inner_widths[k], NULL, NULL, &w, &h);
-      double s = tw_layout_fit (view, w, h, NULL, NULL);
-      if (s > best + 1e-9)
-        best = s, best_w = base * inner_widths[k];
+      scales[k] = tw_layout_fit (view, w, h, NULL, NULL);
+      best = MAX (best, scales[k]);
     }
-  compound_layout (g, blocks, n_blocks, view, best_w, xs, ys, width, height);
-  return best;
+  guint pick = 0;
+  while (pick + 1 < n && scales[pick] < best)
+    pick++;
+  compound_layout (g, blocks, n_blocks, view, base * inner_widths[pick], xs, ys, width, height);
+  return scales[pick];
 }
 
 void

@@ -127,15 +127,22 @@ infer_full (TwbDocument *doc)
 }
 
 TwbDocument *
-twb_document_new_for_model (tw_model *model)
+twb_document_new_for_model_in_view (tw_model *model, const tw_layout_view *view)
 {
   g_return_val_if_fail (model != NULL, NULL);
   TwbDocument *doc = g_object_new (TWB_TYPE_DOCUMENT, NULL);
   doc->model = model;
+  twb_document_set_view (doc, view);
   twb_document_blocks_load (doc);
   twb_document_place_unpositioned (doc);
   infer_full (doc);
   return doc;
+}
+
+TwbDocument *
+twb_document_new_for_model (tw_model *model)
+{
+  return twb_document_new_for_model_in_view (model, NULL);
 }
 
 TwbDocument *
@@ -145,7 +152,8 @@ twb_document_new (void)
 }
 
 TwbDocument *
-twb_document_new_from_file (const char *path, GError **error)
+twb_document_new_from_file_in_view (const char *path, const tw_layout_view *view,
+                                    GError **error)
 {
   g_return_val_if_fail (path != NULL, NULL);
   g_autoptr (GError) local = NULL;
@@ -155,9 +163,15 @@ twb_document_new_from_file (const char *path, GError **error)
       g_set_error_literal (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_IO, local->message);
       return NULL;
     }
-  TwbDocument *doc = twb_document_new_for_model (m);
+  TwbDocument *doc = twb_document_new_for_model_in_view (m, view);
   doc->path = g_strdup (path);
   return doc;
+}
+
+TwbDocument *
+twb_document_new_from_file (const char *path, GError **error)
+{
+  return twb_document_new_from_file_in_view (path, NULL, error);
 }
 
 tw_model *

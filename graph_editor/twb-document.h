@@ -69,8 +69,14 @@ TwbDocument *twb_document_new (void);
 /* Takes ownership of model. */
 TwbDocument *twb_document_new_for_model (tw_model *model);
 /* Load a model file; on error returns NULL and nothing else changes. Files
- * without positions get an automatic layout. */
+ * without positions get the layout an import gets (engine/layout.h). */
 TwbDocument *twb_document_new_from_file (const char *path, GError **error);
+/* The same, laid out (where the file has no positions) for view, the
+ * canvas it opens in (NULL: TW_LAYOUT_VIEW_DEFAULT), which becomes the
+ * document's view. */
+TwbDocument *twb_document_new_for_model_in_view (tw_model *model, const tw_layout_view *view);
+TwbDocument *twb_document_new_from_file_in_view (const char *path, const tw_layout_view *view,
+                                                 GError **error);
 
 tw_model *twb_document_get_model (TwbDocument *doc);      /* borrowed; read-only for views */
 tw_graph *twb_document_get_graph (TwbDocument *doc);      /* borrowed; read-only for views */

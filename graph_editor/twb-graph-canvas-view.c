@@ -281,6 +281,42 @@ twb_graph_canvas_get_tint (TwbGraphCanvas *self, const char *id)
 
 /* ---- Blocks opening and closing ------------------------------------------------ */
 
+/* Margin kept around a block brought into view, device px: the width of a
+ * port and its hit area. */
+#define SHOW_MARGIN 24.0
+
+/* The model rectangle x, y, w × h in view: panned the least that does it,
+ * zoomed out first where it is bigger than the canvas (not below
+ * TWB_RENDER_TEXT_SCALE, where names would go; then its top left shows). */
+static void
+show_rect (TwbGraphCanvas *self, double x, double y, double w, double h)
+{
+  int cw = gtk_widget_get_width (GTK_WIDGET (self)), ch = gtk_widget_get_height (GTK_WIDGET (self));
+  if (cw <= 0 || ch <= 0)
+    return;
+  double fit = MIN ((cw - 2 * SHOW_MARGIN) / MAX (w, 1), (ch - 2 * SHOW_MARGIN) / MAX (h, 1));
+  if (fit < self->view.scale)
+    {
+      double s = MAX (fit, MIN (self->view.scale, TWB_RENDER_TEXT_SCALE));
+      twb_canvas_zoom_about (self, s, x * self->view.scale + self->view.tx,
+                             y * self->view.scale + self->view.ty);
+    }
+  double s = self->view.scale;
+  double sx0 = x * s + self->view.tx, sy0 = y * s + self->view.ty;
+  double sx1 = sx0 + w * s, sy1 = sy0 + h * s;
+  double dx = 0, dy = 0;
+  if (sx1 > cw - SHOW_MARGIN)
+    dx = cw - SHOW_MARGIN - sx1;
+  if (sx0 + dx < SHOW_MARGIN)
+    dx = SHOW_MARGIN - sx0;
+  if (sy1 > ch - SHOW_MARGIN)
+    dy = ch - SHOW_MARGIN - sy1;
+  if (sy0 + dy < SHOW_MARGIN)
+    dy = SHOW_MARGIN - sy0;
+  self->view.tx += dx;
+  self->view.ty += dy;
+}
+
 void
 twb_canvas_toggle_block (TwbGraphCanvas *self, const char *name, gboolean open)
 {
@@ -298,9 +334,18 @@ twb_canvas_toggle_block (TwbGraphCanvas *self, const char *name, gboolean open)
       twb_canvas_set_message (self, error->message);
       return;
     }
-  /* The block's corner stays under the pointer's eye; the rest moved. */
-  twb_document_block_position (self->doc, id, &bx, &by);
-  self->view.tx = sx - bx * self->view.scale;
-  self->view.ty = sy - by * self->view.scale;
+  /* The block's corner stays where it was on screen, the rest moved; an
+   * opened block's frame is brought into view whole. */
+  g_autoptr (GPtrArray) boxes = twb_document_block_boxes (self->doc);
+  for (guint k = 0; k < boxes->len; k++)
+    {
+      const tw_layout_block *b = g_ptr_array_index (boxes, k);
+      if (strcmp (b->name, id) != 0)
+        continue;
+      self->view.tx = sx - b->x * self->view.scale;
+      self->view.ty = sy - b->y * self->view.scale;
+      show_rect (self, b->x, b->y, b->w, b->h);
+      break;
+    }
   twb_canvas_view_changed (self);
 }

@@ -329,7 +329,8 @@ boxes_overlap (const Box *a, const Box *b)
   return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
 }
 
-/* Whether box (model coordinates) overlaps a node box or a placed label. */
+/* Whether box (model coordinates) overlaps a node box, a frame's band or a
+ * placed label. */
 static gboolean
 label_collides (const TwbGraphScene *s, GArray *placed, const Box *box)
 {
@@ -338,6 +339,14 @@ label_collides (const TwbGraphScene *s, GArray *placed, const Box *box)
       const TwbSceneNode *nd = &s->nodes[n];
       Box r = { nd->x, nd->y, nd->x + nd->w, nd->y + nd->h };
       if (boxes_overlap (&r, box))
+        return TRUE;
+    }
+  /* A frame's band, where its name is. */
+  for (int f = 0; f < s->n_frames; f++)
+    {
+      const TwbSceneFrame *fr = &s->frames[f];
+      Box band = { fr->x, fr->y, fr->x + fr->w, fr->y + TW_LAYOUT_FRAME_HEADER };
+      if (boxes_overlap (&band, box))
         return TRUE;
     }
   for (guint k = 0; k < placed->len; k++)
@@ -545,19 +554,22 @@ draw_node_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, cons
       note_text (v, title);
       last_named++;
     }
-  /* Body lines 1.24 em apart, the first 3 units below the header. */
+  /* Body lines 1.15 em + 0.9 apart (13 units at the nominal 10.5), the
+   * first 2.5 units below the header; a second line where it ends 1 unit
+   * above the box's bottom (at 56 units tall: type up to 11.9, zoom 0.76). */
   double body = n->h - HEADER_H;
-  double sub = text_size (v, 10.5, TWB_RENDER_MIN_TEXT_PX, (body - 4) / 1.24);
+  double sub = text_size (v, 10.5, TWB_RENDER_MIN_TEXT_PX, (body - 3.5) / 1.2);
   if (sub == 0)
     return;
-  double line1 = n->y + HEADER_H + 3 + 0.62 * sub;
+  double step = 1.15 * sub + 0.9;
+  double line1 = n->y + HEADER_H + 2.5 + 0.6 * sub;
   layout_text (l, n->subtitle, n->w - 20, FALSE, sub);
   set_rgb (cr, p->dim_text);
   draw_text (cr, l, n->x + 10, line1);
   note_text (v, sub);
   if (title > 0)
     last_labelled++;
-  if (line1 + 1.86 * sub > n->y + n->h - 2)
+  if (line1 + step + 0.6 * sub > n->y + n->h - 1)
     return;
   const char *line2 = n->error ? "error (hover for details)" : n->shape;
   if (n->is_block && !n->error)
@@ -569,7 +581,7 @@ draw_node_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, cons
     set_rgb (cr, p->error);
   else
     set_rgb (cr, p->text);
-  draw_text (cr, l, n->x + 10, line1 + 1.24 * sub);
+  draw_text (cr, l, n->x + 10, line1 + step);
   note_text (v, sub);
 }
 

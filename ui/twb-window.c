@@ -380,7 +380,11 @@ twb_window_open_file (TwbWindow *self, const char *path)
       gtk_window_present (GTK_WINDOW (open));
       return open;
     }
-  g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
+  /* A file without positions is laid out for this window's canvas. */
+  tw_layout_view view = TW_LAYOUT_VIEW_DEFAULT;
+  if (self->doc)
+    twb_document_get_view (self->doc, &view);
+  g_autoptr (TwbDocument) doc = twb_document_new_from_file_in_view (path, &view, &error);
   if (doc == NULL)
     {
       twb_window_show_toast (self, error->message);

@@ -169,14 +169,24 @@ test_cnn (void)
                         && tw_graph_node (m->graph, j)->y == n->y);
     }
   /* The module "layer1" (holding only "layer1.0": one block, by the outer
-   * name) is an editor block; the small graph reads with it open. */
+   * name) is an editor block, closed where the graph would not read with
+   * it open at TW_LAYOUT_READ_ZOOM in the default view. */
   g_assert_nonnull (m->editor);
   JsonArray *blocks = json_object_get_array_member (json_node_get_object (m->editor), "blocks");
   g_assert_cmpuint (json_array_get_length (blocks), ==, 1);
   JsonObject *b0 = json_array_get_object_element (blocks, 0);
   g_assert_cmpstr (json_object_get_string_member (b0, "name"), ==, "layer1");
-  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (b0, "nodes")), ==, 6);
-  g_assert_false (json_object_get_boolean_member (b0, "collapsed"));
+  JsonArray *members = json_object_get_array_member (b0, "nodes");
+  g_assert_cmpuint (json_array_get_length (members), ==, 6);
+  g_autofree int *idx = g_new (int, 6);
+  for (int k = 0; k < 6; k++)
+    idx[k] = tw_graph_index_of (m->graph, json_array_get_string_element (members, k));
+  g_autoptr (tw_layout_block) open = tw_layout_block_new ("layer1", idx, 6, FALSE);
+  const tw_layout_view view = TW_LAYOUT_VIEW_DEFAULT;
+  double ow, oh;
+  tw_layout_extent (m->graph, &open, 1, &view, &ow, &oh);
+  gboolean reads_open = tw_layout_fit (&view, ow, oh, NULL, NULL) >= TW_LAYOUT_READ_ZOOM;
+  g_assert_cmpint (json_object_get_boolean_member (b0, "collapsed"), ==, !reads_open);
 
   /* The model file reads back with the same graph, and its weights file
    * as a state_dict. */

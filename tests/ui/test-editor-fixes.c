@@ -8,6 +8,7 @@
  * Through the window's actions and the inspector's API; state asserted on
  * the document, the canvas's zoom and the scene's geometry. */
 #include "ui-test.h"
+#include "ui-scene.h"
 #include "app/twb-application.h"
 #include "graph_editor/twb-graph-canvas.h"
 #include "graph_editor/twb-graph-render.h"
@@ -60,31 +61,11 @@ window_for (TwbDocument *doc)
   return w;
 }
 
-/* Every edge's drawn route or curve, sampled, stays out of every box but
- * its own ends' (a point on a box's border is outside). */
 static void
 assert_edges_clear (TwbDocument *doc, const char *what)
 {
   g_autoptr (TwbGraphScene) s = twb_graph_scene_new (doc);
-  g_assert_cmpint (s->n_edges, >, 0);
-  double pts[96][2];
-  for (int e = 0; e < s->n_edges; e++)
-    {
-      g_assert_cmpint (twb_graph_scene_edge_sample (s, e, G_N_ELEMENTS (pts), pts), ==,
-                       G_N_ELEMENTS (pts));
-      for (guint k = 0; k < G_N_ELEMENTS (pts); k++)
-        for (int i = 0; i < s->n_nodes; i++)
-          {
-            const TwbSceneNode *n = &s->nodes[i];
-            if (i == s->edges[e].from || i == s->edges[e].to)
-              continue;
-            if (pts[k][0] > n->x && pts[k][0] < n->x + n->w && pts[k][1] > n->y
-                && pts[k][1] < n->y + n->h)
-              g_error ("%s: edge %s → %s passes through %s at (%.1f, %.1f)", what,
-                       s->nodes[s->edges[e].from].id, s->nodes[s->edges[e].to].id, n->id,
-                       pts[k][0], pts[k][1]);
-          }
-    }
+  twt_assert_edges_clear (s, what);
 }
 
 /* Ctrl+L on the example MLP (9 nodes), LeNet-5 (15) and the functional
