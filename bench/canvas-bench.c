@@ -7,6 +7,9 @@
  *   cairo fit / 100%  twb_graph_render onto a 1280x800 image surface, the
  *                     whole graph in view (level of detail) and at 100 %
  *                     (culling); no display needed.
+ *   cairo 35% / 50%   the same at 35 % (boxes as tiles with their op in
+ *                     type of 9 px and more) and 50 % (names and ops in
+ *                     the boxes, enlarged to 9-10 px).
  *   widget fit        the TwbGraphCanvas in a 1280x800 window: its snapshot() ->
  *                     render node -> gsk_renderer_render_texture (the
  *                     window's renderer: cairo with GSK_RENDERER=cairo).
@@ -121,6 +124,10 @@ main (int argc, char **argv)
       printf ("%-6d %-22s %10.2f %8d\n", n, "cairo, fit (LOD)", ms, drawn);
       ms = time_cairo (s, 1.0, 0, 0, &drawn);
       printf ("%-6d %-22s %10.2f %8d\n", n, "cairo, 100% (culled)", ms, drawn);
+      ms = time_cairo (s, 0.35, 0, 0, &drawn);
+      printf ("%-6d %-22s %10.2f %8d\n", n, "cairo, 35% (tiles)", ms, drawn);
+      ms = time_cairo (s, 0.5, 0, 0, &drawn);
+      printf ("%-6d %-22s %10.2f %8d\n", n, "cairo, 50% (labels)", ms, drawn);
       twb_graph_scene_free (s);
 
       if (display)

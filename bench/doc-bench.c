@@ -41,6 +41,36 @@ build (void)
   return m;
 }
 
+/* The layout of engine/layout.h on graphs whose ids name modules, as an
+ * imported model's do: a chain of `n` nodes in modules of ten
+ * ("s12.n125"), folded and laid out as a file without positions opens. */
+static void
+modules_rows (void)
+{
+  const int sizes[] = { 200, 1000, 5000 };
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      tw_model *m = tw_model_new ("modules");
+      tw_graph *g = m->graph;
+      tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 64 }, "data");
+      char prev[32] = "x";
+      for (int i = 1; i < sizes[k]; i++)
+        {
+          char id[32];
+          g_snprintf (id, sizeof id, "s%d.n%d", i / 10, i);
+          tw_graph_add (g, id, "relu", NULL, prev, NULL);
+          g_strlcpy (prev, id, sizeof prev);
+        }
+      gint64 t0 = g_get_monotonic_time ();
+      g_autoptr (TwbDocument) doc = twb_document_new_for_model (m);
+      double open = ms_since (t0);
+      t0 = g_get_monotonic_time ();
+      twb_document_auto_layout (doc);
+      printf ("%5d nodes in modules: opened (fold + layout) %8.3f ms, arrange again %8.3f ms\n",
+              sizes[k], open, ms_since (t0));
+    }
+}
+
 int
 main (void)
 {
@@ -92,6 +122,7 @@ main (void)
   t0 = g_get_monotonic_time ();
   twb_document_undo (doc);
   printf ("undo of the layout:                      %8.3f ms\n", ms_since (t0));
+  modules_rows ();
 
   twb_document_select_all (doc);
   g_autofree char *clip = twb_document_copy_selection (doc);

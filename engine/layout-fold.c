@@ -16,7 +16,8 @@
  * laid out for real (a few layouts: module paths are rarely more than five
  * deep).  A level is opened whatever the zoom while one closed box would
  * hold more than half the graph ("features" of a MobileNetV2): one box
- * says nothing about a model. */
+ * says nothing about a model.  Ids that name no modules: the graph's own
+ * branching regions (structural_scopes), where it does not read without. */
 #define G_LOG_DOMAIN "tw-layout"
 
 #include "engine/layout.h"
@@ -37,6 +38,12 @@ typedef struct
   int depth;
   gboolean kept;
 } scope;
+
+static int
+cmp_int (gconstpointer a, gconstpointer b)
+{
+  return *(const int *) a - *(const int *) b;
+}
 
 static void
 scope_free (scope *s)
@@ -142,6 +149,91 @@ find_scopes (const tw_graph *g)
   return all;
 }
 
+/* Blocks from the graph's shape, for ids that name no modules (an
+ * exporter's "Conv_12", tf2onnx's paths joined by "_"): the regions
+ * between cut nodes (a node every path from the inputs to the outputs
+ * passes through, found in one pass over a topological order: the edges
+ * that cross the gap before it all end at it, those after it all start
+ * there) that branch and merge, such as residual blocks, with the
+ * activation that follows their merge; "block 1", "block 2", … in graph
+ * order.  Edges from inputs (a label into the loss) do not count. */
+static GPtrArray *
+structural_scopes (const tw_graph *g)
+{
+  GPtrArray *all = g_ptr_array_new_with_free_func ((GDestroyNotify) scope_free);
+  int n = tw_graph_n_nodes (g);
+  g_autoptr (GArray) order = NULL;
+  if (n == 0 || !tw_graph_topo_order (g, &order, NULL))
+    return all;
+  g_autofree int *pos = g_new (int, n);
+  for (int k = 0; k < n; k++)
+    pos[g_array_index (order, int, k)] = k;
+  g_autofree gboolean *source = g_new (gboolean, n);
+  for (int i = 0; i < n; i++)
+    {
+      const tw_node *nd = tw_graph_node (g, i);
+      source[i] = TRUE;
+      for (int p = 0; p < nd->n_inputs && source[i]; p++)
+        source[i] = tw_graph_resolve (g, nd->inputs[p]).node < 0;
+    }
+  /* cross[b]: the edges over the gap before position b. */
+  g_autofree int *cross = g_new0 (int, n + 2);
+  g_autofree int *in = g_new0 (int, n), *out = g_new0 (int, n);
+  for (int i = 0; i < n; i++)
+    {
+      const tw_node *nd = tw_graph_node (g, i);
+      for (int p = 0; p < nd->n_inputs; p++)
+        {
+          int u = tw_graph_resolve (g, nd->inputs[p]).node;
+          if (u < 0 || source[u] || pos[u] >= pos[i])
+            continue;
+          cross[pos[u] + 1]++;
+          cross[pos[i] + 1]--;
+          in[i]++;
+          out[u]++;
+        }
+    }
+  for (int b = 1; b <= n; b++)
+    cross[b] += cross[b - 1];
+  g_autoptr (GArray) seg = g_array_new (FALSE, FALSE, sizeof (int));
+  gboolean branches = FALSE;
+  scope *last = NULL;
+  for (int k = 0; k < n; k++)
+    {
+      int i = g_array_index (order, int, k);
+      if (source[i])
+        continue;
+      g_array_append_val (seg, i);
+      branches |= in[i] > 1 || out[i] > 1;
+      if (cross[k] != in[i] || cross[k + 1] != out[i])
+        continue;   /* not a cut: the region goes on */
+      const tw_node *nd = tw_graph_node (g, i);
+      gboolean activation = seg->len == 1 && in[i] == 1 && nd->op
+                            && g_strcmp0 (nd->op->category, "Activation") == 0;
+      if (last && activation
+          && g_array_index (last->members, int, last->members->len - 1)
+               == tw_graph_resolve (g, nd->inputs[0]).node)
+        g_array_append_val (last->members, i);
+      else if (branches && seg->len >= MIN_MEMBERS)
+        {
+          last = g_new0 (scope, 1);
+          last->name = g_strdup_printf ("block %u", all->len + 1);
+          last->members = g_array_copy (seg);
+          last->parent = -1;
+          last->kept = TRUE;
+          g_ptr_array_add (all, last);
+        }
+      else
+        last = NULL;
+      g_array_set_size (seg, 0);
+      branches = FALSE;
+    }
+  /* Members in graph order, as the ids' modules have them. */
+  for (guint k = 0; k < all->len; k++)
+    g_array_sort (((scope *) all->pdata[k])->members, cmp_int);
+  return all;
+}
+
 /* The kept scopes as blocks, open down to `levels`, into out (emptied). */
 static void
 fill_blocks (GPtrArray *scopes, int levels, GPtrArray *out)
@@ -169,7 +261,19 @@ tw_layout_fold (const tw_graph *g, const tw_layout_view *view)
         max_depth = MAX (max_depth, s->depth);
     }
   if (max_depth < 0)
-    return NULL;
+    {
+      /* No modules in the ids: the graph's shape, where it does not read
+       * without blocks. */
+      double w, h;
+      tw_layout_extent (g, NULL, 0, view, &w, &h);
+      if (tw_layout_fit (view, w, h, NULL, NULL) >= TW_LAYOUT_READ_ZOOM)
+        return NULL;
+      g_ptr_array_unref (scopes);
+      scopes = structural_scopes (g);
+      if (scopes->len == 0)
+        return NULL;
+      max_depth = 0;
+    }
   GPtrArray *blocks = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_layout_block_free);
   /* The fewest levels open without a closed box of more than half the
    * graph; from all open down to those, the first that reads. */

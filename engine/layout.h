@@ -135,8 +135,11 @@ void tw_layout_extent (const tw_graph *g, tw_layout_block *const *blocks, int n_
  * it, counted once), outer before inner; collapsed so that the graph fits
  * the view at TW_LAYOUT_READ_ZOOM with as many levels open as can be (all
  * of them when it fits so; the outermost closed when even that does not
- * fit, but never one box holding more than half the graph).  NULL when
- * the ids name no modules.  Caller frees (g_ptr_array_unref). */
+ * fit, but never one box holding more than half the graph).  Ids that
+ * name no modules ("Conv_12"): where the graph does not read without
+ * blocks, its branching regions between nodes every path passes through
+ * (residual blocks), "block 1", "block 2", …  NULL for no blocks.  Caller
+ * frees (g_ptr_array_unref). */
 GPtrArray *tw_layout_fold (const tw_graph *g, const tw_layout_view *view);
 
 /* The editor member of a model file holding these blocks and the view the

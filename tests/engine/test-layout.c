@@ -290,6 +290,63 @@ test_fold_names (void)
   g_assert_null (tw_layout_fold (flat, &default_view));
 }
 
+/* ResNet-50 and MobileNetV2 with the ids an exporter without module names
+ * gives ("Conv_12"): their residual blocks (with the relu after the add)
+ * are the blocks, found from the graph's shape; the graph reads at 0.5
+ * (ResNet-50) or where names are drawn (MobileNetV2: its blocks without a
+ * skip are chains, not folded); a small graph gets none. */
+static void
+test_fold_structure (void)
+{
+  const char *names[] = { "resnet50", "mobilenet_v2" };
+  const int want[] = { 16, 10 };
+  for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+    {
+      g_autoptr (tw_model) m = load (names[k]);
+      tw_graph *g = m->graph;
+      for (int i = 0; i < tw_graph_n_nodes (g); i++)
+        {
+          tw_node *nd = tw_graph_node (g, i);
+          if (strcmp (nd->op_name, "input") == 0)
+            continue;
+          g_autofree char *old = g_strdup (nd->id);
+          g_autofree char *id = g_strdup_printf ("%s_%d", nd->op_name, i);
+          g_assert_true (tw_graph_rename_node (g, old, id, NULL));
+        }
+      g_autoptr (GPtrArray) blocks = tw_layout_fold (g, &default_view);
+      g_assert_nonnull (blocks);
+      g_assert_cmpuint (blocks->len, ==, want[k]);
+      for (guint b = 0; b < blocks->len; b++)
+        {
+          const tw_layout_block *blk = blocks->pdata[b];
+          g_autofree char *name = g_strdup_printf ("block %u", b + 1);
+          g_assert_cmpstr (blk->name, ==, name);
+          g_assert_true (blk->collapsed);
+          /* One add, and the ops of a residual block around it. */
+          int adds = 0;
+          for (int i = 0; i < blk->n_members; i++)
+            adds += strcmp (tw_graph_node (g, blk->members[i])->op_name, "add") == 0;
+          g_assert_cmpint (adds, ==, 1);
+          if (k == 0)
+            g_assert_cmpstr (tw_graph_node (g, blk->members[blk->n_members - 1])->op_name, ==,
+                             "relu");
+        }
+      double fit = fit_of (g, blocks, &default_view);
+      g_test_message ("%s without module names: %u blocks, fit %.3f", names[k], blocks->len, fit);
+      g_assert_cmpfloat (fit, >=, k == 0 ? TW_LAYOUT_READ_ZOOM : 0.3);
+      lay_out (g, blocks, &default_view, names[k]);
+    }
+  /* Eight nodes with a skip: they read as they are. */
+  g_autoptr (tw_graph) small = tw_graph_new ();
+  tw_graph_add_input (small, "x", TW_F32, 1, (int64_t[]) { 8 }, "data");
+  tw_graph_add (small, "a", "relu", NULL, "x", NULL);
+  tw_graph_add (small, "b", "relu", NULL, "a", NULL);
+  tw_graph_add (small, "c", "relu", NULL, "b", NULL);
+  tw_graph_add (small, "d", "add", NULL, "c", "a", NULL);
+  tw_graph_add (small, "e", "relu", NULL, "d", NULL);
+  g_assert_null (tw_layout_fold (small, &default_view));
+}
+
 /* A chain of n linear/relu nodes, ids as given by fmt ("n%d"). */
 static tw_graph *
 chain (int n, const char *fmt)
@@ -450,6 +507,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/layout/fold-resnet", test_fold_resnet);
   g_test_add_func ("/engine/layout/fold-mobilenet", test_fold_mobilenet);
   g_test_add_func ("/engine/layout/fold-names", test_fold_names);
+  g_test_add_func ("/engine/layout/fold-structure", test_fold_structure);
   g_test_add_func ("/engine/layout/aspect", test_aspect);
   g_test_add_func ("/engine/layout/fit", test_fit);
   g_test_add_func ("/engine/layout/nesting", test_nesting);
