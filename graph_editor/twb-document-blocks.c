@@ -421,6 +421,22 @@ twb_document_block_of_selection (TwbDocument *doc)
 }
 
 const char *
+twb_document_open_block_of_selection (TwbDocument *doc)
+{
+  g_return_val_if_fail (TWB_IS_DOCUMENT (doc), NULL);
+  g_auto (GStrv) sel = twb_document_get_selection (doc);
+  guint n_sel = sel ? g_strv_length (sel) : 0;
+  for (guint i = 0; n_sel > 0 && i < doc->blocks->len; i++)
+    {
+      TwbBlock *b = g_ptr_array_index (doc->blocks, i);
+      if (!b->collapsed && g_strv_length (b->nodes) == n_sel
+          && strv_has_all ((const char *const *) b->nodes, (const char *const *) sel))
+        return b->name;
+    }
+  return NULL;
+}
+
+const char *
 twb_document_block_of (TwbDocument *doc, const char *id)
 {
   g_return_val_if_fail (TWB_IS_DOCUMENT (doc), NULL);

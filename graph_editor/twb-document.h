@@ -238,6 +238,10 @@ gboolean twb_document_rename_block (TwbDocument *doc, const char *name, const ch
 /* The collapsed block whose members are exactly the selection (what a click
  * on the block or Ctrl+G leaves selected), NULL otherwise; owned by doc. */
 const char *twb_document_block_of_selection (TwbDocument *doc);
+/* The expanded block whose members are exactly the selection (what a
+ * click on its frame's band leaves selected), NULL otherwise; owned by
+ * doc.  Ctrl+G collapses it again. */
+const char *twb_document_open_block_of_selection (TwbDocument *doc);
 /* The outermost collapsed block containing the node (the box it is drawn
  * in), NULL when it is in no collapsed block. */
 const char *twb_document_block_of (TwbDocument *doc, const char *id);

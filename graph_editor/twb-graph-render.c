@@ -116,7 +116,7 @@ twb_render_view_init (TwbRenderView *v)
 
 /* Main thread only. */
 static int last_drawn, last_labels, last_labelled, last_named;
-static double last_min_px;
+static double last_min_px, last_min_title_px;
 static gboolean last_hint;
 
 /* Text of `units` model units drawn at the view's scale: the smallest so far. */
@@ -132,6 +132,22 @@ double
 twb_graph_render_last_min_text_px (void)
 {
   return last_min_px;
+}
+
+/* A box's name drawn at `units`: the smallest name so far. */
+static void
+note_title (const TwbRenderView *v, double units)
+{
+  double px = units * v->scale;
+  if (last_min_title_px == 0 || px < last_min_title_px)
+    last_min_title_px = px;
+  last_named++;
+}
+
+double
+twb_graph_render_last_min_title_px (void)
+{
+  return last_min_title_px;
 }
 
 int
@@ -552,7 +568,7 @@ draw_node_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, cons
       cairo_set_source_rgb (cr, 1, 1, 1);
       draw_text (cr, l, n->x + indent, n->y + HEADER_H / 2);
       note_text (v, title);
-      last_named++;
+      note_title (v, title);
     }
   /* Body lines 1.15 em + 0.9 apart (13 units at the nominal 10.5), the
    * first 2.5 units below the header; a second line where it ends 1 unit
@@ -601,7 +617,7 @@ draw_tile_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, Pang
   cairo_set_source_rgb (cr, 1, 1, 1);
   draw_text (cr, l, n->x + 8, n->y + n->h / 2);
   note_text (v, size);
-  last_named++;
+  note_title (v, size);
 }
 
 static void
@@ -891,6 +907,7 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
   last_labelled = 0;
   last_named = 0;
   last_min_px = 0;
+  last_min_title_px = 0;
   last_hint = FALSE;
 
   cairo_save (cr);

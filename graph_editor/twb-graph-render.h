@@ -100,6 +100,8 @@ int twb_graph_render_last_drawn_labels (void);
  * block: its name and what it holds) in text of TWB_RENDER_MIN_TEXT_PX or
  * more, and how many showed one of them. */
 double twb_graph_render_last_min_text_px (void);
+/* The smallest box name the last call drew, px (0: none). */
+double twb_graph_render_last_min_title_px (void);
 int twb_graph_render_last_labelled_boxes (void);
 int twb_graph_render_last_named_boxes (void);
 /* Whether the last call drew the view's empty-scene hint. */

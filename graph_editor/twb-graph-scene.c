@@ -514,6 +514,21 @@ seg_blocker (const TwbGraphScene *s, double ax, double ay, double bx, double by,
   return -1;
 }
 
+/* Whether a horizontal run from xa to xb at y meets a frame's band (where
+ * its name is: a run along it would read as the frame's border). */
+static gboolean
+run_hits_band (const TwbGraphScene *s, double xa, double xb, double y)
+{
+  for (int f = 0; s && f < s->n_frames; f++)
+    {
+      const TwbSceneFrame *fr = &s->frames[f];
+      if (fr->x - ROUTE_MARGIN < MAX (xa, xb) && MIN (xa, xb) < fr->x + fr->w + ROUTE_MARGIN
+          && fr->y - ROUTE_MARGIN < y && y < fr->y + TW_LAYOUT_FRAME_HEADER + ROUTE_MARGIN)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /* The node whose output (right = TRUE) or input port sits at (x, y). */
 static int
 port_owner (const TwbGraphScene *s, double x, double y, gboolean right)
@@ -635,21 +650,24 @@ compute_route (const TwbGraphScene *s, double x0, double y0, double x3, double y
   /* Out to the right, along a horizontal run, in from the left.  The run
    * goes halfway between the ports' heights, or along the free line nearest
    * to it: the ports' own heights (forward edges) or just above or below a
-   * box it would cross; the vertical runs step aside from boxes in their
-   * way.  The cheapest route that crosses no box wins. */
+   * box it would cross, or above a frame's band (a run never goes along a
+   * band); the vertical runs step aside from boxes in their way.  The
+   * cheapest route that crosses no box wins. */
   double xb0 = x0 + 20, xa0 = x3 - 20, mid = (y0 + y3) / 2;
   double best_cost = G_MAXDOUBLE, best[3] = { xb0, mid, xa0 };
-  int n_cand = 3 + 2 * (s ? s->n_nodes : 0);
+  int n_box = 3 + 2 * (s ? s->n_nodes : 0), n_cand = n_box + (s ? s->n_frames : 0);
   for (int c = 0; c < n_cand; c++)
     {
       double ym;
       if (c < 3)
         ym = c == 0 ? mid : c == 1 ? y0 : y3;
-      else
+      else if (c < n_box)
         {
           const TwbSceneNode *n = &s->nodes[(c - 3) / 2];
           ym = (c - 3) % 2 == 0 ? n->y - 14 : n->y + n->h + 14;
         }
+      else
+        ym = s->frames[c - n_box].y - 14;   /* above a frame's band */
       if (c > 0 && c < 3 && !forward)
         continue;
       double cost = fabs (ym - mid);
@@ -662,7 +680,7 @@ compute_route (const TwbGraphScene *s, double x0, double y0, double x3, double y
         continue;
       if (seg_blocker (s, x0, y0, xb, y0, from, to) >= 0
           || seg_blocker (s, xb, y0, xb, ym, from, to) >= 0
-          || seg_blocker (s, xb, ym, xa, ym, -1, -1) >= 0
+          || seg_blocker (s, xb, ym, xa, ym, -1, -1) >= 0 || run_hits_band (s, xb, xa, ym)
           || seg_blocker (s, xa, ym, xa, y3, from, to) >= 0
           || seg_blocker (s, xa, y3, x3, y3, from, to) >= 0)
         continue;

@@ -199,6 +199,16 @@ act_collapse (GSimpleAction *a, GVariant *p, gpointer data)
   g_autoptr (GError) error = NULL;
   const char *name = p ? g_variant_get_string (p, NULL) : NULL;
   g_autofree char *generated = NULL;
+  /* An expanded block's nodes (its frame's band clicked): that block again. */
+  const char *open = (name == NULL || name[0] == '\0')
+                       ? twb_document_open_block_of_selection (self->doc) : NULL;
+  if (open)
+    {
+      g_autofree char *again = g_strdup (open);
+      if (!twb_document_collapse_block (self->doc, again, &error))
+        twb_window_show_toast (self, error->message);
+      return;
+    }
   if (name == NULL || name[0] == '\0')
     {
       g_auto (GStrv) blocks = twb_document_list_blocks (self->doc);

@@ -11,7 +11,8 @@
  * boxes, and the boxes fit the canvas with their gaps.  Then with the
  * pointer (real X events through xdotool): a double-click opens a
  * residual block, its frame's button closes it again, a double-click on a
- * stage's band closes the stage, a drag moves a closed block.
+ * stage's band closes the stage (so does Ctrl+G after a click on the
+ * band), a drag moves a closed block.
  * Screenshots go to TWB_TEST_SHOTS (or a temporary directory); any GLib
  * warning or critical fails the test. */
 #include "ui-scene.h"
@@ -45,9 +46,14 @@ shots_dir (void)
 static void
 shot (TwbWindow *w, const char *name)
 {
-  /* The import's notice would cover the top row. */
+  /* The import's notice would cover the top row: closed, and its
+   * revealer's fade waited for. */
   if (twb_window_get_toast (w))
     g_signal_emit_by_name (w->toast_close, "clicked");
+  gint64 end = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+  while (gtk_revealer_get_child_revealed (GTK_REVEALER (w->toast_revealer))
+         && g_get_monotonic_time () < end)
+    twt_ui_pump ();
   twt_ui_pump ();
   g_autofree char *path = g_build_filename (shots_dir (), name, NULL);
   g_autoptr (GError) error = NULL;
@@ -113,7 +119,7 @@ wait_idle (TwbWindow *w)
 
 typedef struct
 {
-  double zoom, min_px;
+  double zoom, min_px, title_px;
   int boxes, frames, labelled;
 } figures;
 
@@ -208,10 +214,14 @@ check_readable (TwbWindow *w, const char *what, double min_zoom)
   check_geometry (s, what);
   /* Drawn as the widget draws itself: every box named, with its op. */
   f.labelled = draw_canvas (c, &f.min_px);
+  f.title_px = twb_graph_render_last_min_title_px ();
   g_assert_cmpint (twb_graph_render_last_drawn_nodes (), ==, s->n_nodes);
-  g_test_message ("%s: zoom %.3f, smallest text %.1f px, %d boxes (%d named with their op), "
-                  "%d frames",
-                  what, f.zoom, f.min_px, f.boxes, f.labelled, f.frames);
+  /* Names at 10 px from the reading zoom on (9 px below it). */
+  if (f.zoom >= TW_LAYOUT_READ_ZOOM)
+    g_assert_cmpfloat (f.title_px, >=, TWB_RENDER_TITLE_PX - 1e-9);
+  g_test_message ("%s: zoom %.3f, smallest text %.1f px, names %.1f px, %d boxes (%d named "
+                  "with their op), %d frames",
+                  what, f.zoom, f.min_px, f.title_px, f.boxes, f.labelled, f.frames);
   return f;
 }
 
@@ -474,7 +484,8 @@ check_after_toggle (TwbWindow *w, const char *what)
  * (its six nodes in a frame, the rest moved aside, the frame brought into
  * view whole), close it with the frame's button (back where everything
  * was); after Ctrl+0, close the stage layer3 with a double-click on its
- * band and open it again; drag layer4.0's box (it moves with its nodes;
+ * band and open it again, close it with a click on its band and Ctrl+G,
+ * open it again; drag layer4.0's box (it moves with its nodes;
  * the document is then arranged by hand), and open it: room is made
  * around it, nothing overlaps. */
 static void
@@ -534,6 +545,16 @@ test_pointer (void)
   g_assert_false (twb_document_block_is_collapsed (doc, "layer3"));
   g_autoptr (GArray) p2 = positions (doc);
   g_assert_true (same_positions (p0, p2));
+  /* A click on the band picks the stage's nodes; Ctrl+G closes it. */
+  f = scene_frame (w, "layer3");
+  fr = &twb_graph_canvas_get_scene (c)->frames[f];
+  click_at (w, fr->x + 40, fr->y + TW_LAYOUT_FRAME_HEADER / 2, 1);
+  g_assert_cmpstr (twb_document_open_block_of_selection (doc), ==, "layer3");
+  xdotool (w, "key ctrl+g");
+  g_assert_true (twb_document_block_is_collapsed (doc, "layer3"));
+  b = scene_box (w, "layer3");
+  click_at (w, b->x + b->w / 2, b->y + b->h / 2, 2);
+  g_assert_false (twb_document_block_is_collapsed (doc, "layer3"));
 
   /* A drag of 80 × 60 px. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.zoom-fit", NULL));
