@@ -20,16 +20,20 @@
  * around it).  A collapsed block is one box of tw_layout_block_size; an
  * expanded one is a frame around its contents, which are laid out inside
  * it first (a compound layout, bottom up), so opening a block moves its
- * neighbours aside instead of under it.  A collapsed block's members get
+ * neighbours aside instead of under it.  A block's contents wrap into rows
+ * at the width (of a few tried) that lets the whole fit the view best; a
+ * block of nodes only (a residual block) keeps up to 8 layers on one line.
+ * A collapsed block's members get
  * the places they will have when it is expanded.  The sets must nest or be
  * disjoint; a block that overlaps another partly is left out of the
  * layout.
  *
  * Readable means at a zoom of TW_LAYOUT_READ_ZOOM or more in the view:
- * there the canvas draws every box's name and op (see
+ * there the canvas draws every box's name (10 px) and op (9 px; see
  * graph_editor/twb-graph-render.h).  tw_layout_fold finds the modules in
- * the node ids ("layer1.0.conv1" is in "layer1.0", in "layer1") and opens
- * as many levels of them as still fit the view at that zoom.
+ * the node ids ("layer1.0.conv1" is in "layer1.0", in "layer1"), or where
+ * the ids name none, the graph's branching regions, and opens as many
+ * levels of them as still fit the view at that zoom.
  */
 #pragma once
 

@@ -220,7 +220,11 @@ const char *twb_document_insert_node (TwbDocument *doc, const char *op, double n
                                       double near_y, GError **error);
 
 /* Collapse the selection into a named block: an editor-level group drawn as
- * one node; the graph itself is unchanged.  Saved in the model file. */
+ * one node; the graph itself is unchanged.  Saved in the model file.
+ * Blocks nest: a block whose nodes are all selected goes inside the new
+ * one, one holding all the selection stays around it, and selected nodes
+ * leave any other (expanded) block; a collapsed block selected in part is
+ * refused. */
 gboolean twb_document_collapse_selection (TwbDocument *doc, const char *name, GError **error);
 /* Expanding keeps the block (expanded: a frame around its members, drawn as
  * usual); collapsing an expanded block makes it one box again; removing it

@@ -1,9 +1,11 @@
 /* twb-graph-scene.h — what the graph canvas draws, computed from a document.
  *
  * A TwbGraphScene is a flat, pre-computed picture of a TwbDocument: one box
- * per visible node (a collapsed block is one box), one segment per visible
- * edge with its shape label, port positions and the state to show (selected,
- * error, message).  It is rebuilt when the document changes; the canvas, the
+ * per visible node (a collapsed block is one box, the outermost one where
+ * blocks nest), a frame per expanded block (around its members, where
+ * tw_layout_place_blocks puts it), one segment per visible edge with its
+ * shape label, port positions and the state to show (selected, error,
+ * message).  It is rebuilt when the document changes; the canvas, the
  * minimap and the exporters only read it (Sysprof's rule: widgets draw
  * pre-computed model data).  GTK-free, so it is tested without a display.
  *
