@@ -20,13 +20,17 @@
  * branching regions (structural_scopes), where it does not read without. */
 #define G_LOG_DOMAIN "tw-layout"
 
-#include "engine/layout.h"
+#include "engine/layout-private.h"
 
 #include <string.h>
 
 /* Fewer nodes than this make no block: two boxes (140 wide and a gap of
  * 80) are hardly wider than the block's one (200). */
 #define MIN_MEMBERS 3
+/* A branching region of more nodes than this is no block: a residual or
+ * Inception block is tens of nodes; one region of hundreds (skips over
+ * every block) says no more than the graph. */
+#define MAX_REGION 64
 
 typedef struct
 {
@@ -214,7 +218,7 @@ structural_scopes (const tw_graph *g)
           && g_array_index (last->members, int, last->members->len - 1)
                == tw_graph_resolve (g, nd->inputs[0]).node)
         g_array_append_val (last->members, i);
-      else if (branches && seg->len >= MIN_MEMBERS)
+      else if (branches && seg->len >= MIN_MEMBERS && seg->len <= MAX_REGION)
         {
           last = g_new0 (scope, 1);
           last->name = g_strdup_printf ("block %u", all->len + 1);
@@ -249,7 +253,7 @@ fill_blocks (GPtrArray *scopes, int levels, GPtrArray *out)
 }
 
 GPtrArray *
-tw_layout_fold (const tw_graph *g, const tw_layout_view *view)
+tw_layout_fold_places (const tw_graph *g, const tw_layout_view *view, double *xs, double *ys)
 {
   g_return_val_if_fail (g != NULL && view != NULL, NULL);
   g_autoptr (GPtrArray) scopes = find_scopes (g);
@@ -260,13 +264,12 @@ tw_layout_fold (const tw_graph *g, const tw_layout_view *view)
       if (s->kept)
         max_depth = MAX (max_depth, s->depth);
     }
+  double w, h;
   if (max_depth < 0)
     {
       /* No modules in the ids: the graph's shape, where it does not read
        * without blocks. */
-      double w, h;
-      tw_layout_extent (g, NULL, 0, view, &w, &h);
-      if (tw_layout_fit (view, w, h, NULL, NULL) >= TW_LAYOUT_READ_ZOOM)
+      if (tw_layout_best (g, NULL, 0, view, xs, ys, &w, &h) >= TW_LAYOUT_READ_ZOOM)
         return NULL;
       g_ptr_array_unref (scopes);
       scopes = structural_scopes (g);
@@ -287,10 +290,16 @@ tw_layout_fold (const tw_graph *g, const tw_layout_view *view)
   for (int levels = max_depth + 1; levels >= least; levels--)
     {
       fill_blocks (scopes, levels, blocks);
-      double w, h;
-      tw_layout_extent (g, (tw_layout_block **) blocks->pdata, (int) blocks->len, view, &w, &h);
-      if (tw_layout_fit (view, w, h, NULL, NULL) >= TW_LAYOUT_READ_ZOOM)
+      if (tw_layout_best (g, (tw_layout_block **) blocks->pdata, (int) blocks->len, view, xs, ys,
+                          &w, &h)
+          >= TW_LAYOUT_READ_ZOOM)
         break;
     }
   return blocks;
+}
+
+GPtrArray *
+tw_layout_fold (const tw_graph *g, const tw_layout_view *view)
+{
+  return tw_layout_fold_places (g, view, NULL, NULL);
 }

@@ -16,7 +16,7 @@
  * right. */
 #define G_LOG_DOMAIN "tw-layout"
 
-#include "engine/layout.h"
+#include "engine/layout-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -398,12 +398,13 @@ item_order (int n, const double *key, GArray *edges, int *rank)
 
 /* Lays out n items of sizes w × h with edges (int[2]: item indices) into
  * x, y (top-left corners, the extent's top left at 0, 0); the extent in
- * *width, *height. */
+ * *width, *height, the width the layers would take in one row in *line. */
 static void
 layout_items (int n, const double *w, const double *h, const double *key, GArray *edges,
-              const wrap_policy *policy, double *x, double *y, double *width, double *height)
+              const wrap_policy *policy, double *x, double *y, double *width, double *height,
+              double *line)
 {
-  *width = *height = 0;
+  *width = *height = *line = 0;
   if (n == 0)
     return;
   /* One edge per pair of items; sorted by source for item_order. */
@@ -570,6 +571,8 @@ layout_items (int n, const double *w, const double *h, const double *key, GArray
       layer_top[v[i].layer] = MIN (layer_top[v[i].layer], vy[i]);
       layer_bottom[v[i].layer] = MAX (layer_bottom[v[i].layer], vy[i] + v[i].h);
     }
+  for (int l = 0; l < n_layers; l++)
+    *line += layer_w[l] + (l > 0 ? LAYER_GAP : 0);
   g_autofree int *row_of = wrap_rows (n_layers, layer_w, layer_top, layer_bottom, policy);
   double row_y = 0;
   for (int l = 0; l < n_layers;)
@@ -724,11 +727,15 @@ typedef struct
   double width, height;
 } container;
 
+/* The compound layout with blocks' contents wrapping at inner_width (see
+ * best_layout); *need: the width under which some block's contents wrap
+ * (0: none ever would). */
 static void
 compound_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
                  const tw_layout_view *view, double inner_width, double *xs, double *ys,
-                 double *width, double *height)
+                 double *width, double *height, double *need)
 {
+  *need = 0;
   int n = tw_graph_n_nodes (g);
   nest t;
   nest_init (&t, n, blocks, n_blocks);
@@ -835,8 +842,11 @@ compound_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks
           h[j] = ih[item];
           kk[j] = key[item];
         }
+      double one_row;
       layout_items (m, w, h, kk, ct->edges, k == 0 ? &outer : &inner, x, y, &ct->width,
-                    &ct->height);
+                    &ct->height, &one_row);
+      if (k > 0 && !blocks[t.block[k - 1]]->collapsed && (!leaf || one_row > line))
+        *need = MAX (*need, one_row);
       for (int j = 0; j < m; j++)
         {
           int item = g_array_index (ct->items, int, j);
@@ -1073,37 +1083,59 @@ static const double inner_widths[] = { 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4 };
 
 /* The picture for the width of those that fits the view at the largest
  * zoom (the widest of equals). */
-static double
-best_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
-             const tw_layout_view *view, double *xs, double *ys, double *width, double *height)
+double
+tw_layout_best (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
+                const tw_layout_view *view, double *xs, double *ys, double *width, double *height)
 {
-  gboolean any_open = FALSE;
-  for (int k = 0; k < n_blocks; k++)
-    any_open |= !blocks[k]->collapsed;
   double base = MAX (view->width - 2 * FIT_MARGIN, 400) / TW_LAYOUT_READ_ZOOM;
-  guint n = any_open ? G_N_ELEMENTS (inner_widths) : 1;
-  double scales[G_N_ELEMENTS (inner_widths)], best = 0;
-  for (guint k = 0; k < n; k++)
+  double scales[G_N_ELEMENTS (inner_widths)], best = 0, need = 0;
+  guint n = 0, last = 0;
+  /* Widths no block's contents would wrap at give the widest's picture:
+   * only those under `need` are tried. */
+  for (guint k = 0; k < G_N_ELEMENTS (inner_widths); k++)
     {
-      double w, h;
-      compound_layout (g, blocks, n_blocks, view, base * inner_widths[k], NULL, NULL, &w, &h);
+      if (k > 0 && base * inner_widths[k] >= need)
+        {
+          scales[k] = 0;
+          n = k + 1;
+          continue;
+        }
+      double w, h, nd;
+      /* The widest's places kept: most often it is the one. */
+      compound_layout (g, blocks, n_blocks, view, base * inner_widths[k], k == 0 ? xs : NULL,
+                       k == 0 ? ys : NULL, &w, &h, &nd);
+      if (k == 0)
+        {
+          need = nd;
+          *width = w;
+          *height = h;
+        }
       scales[k] = tw_layout_fit (view, w, h, NULL, NULL);
       best = MAX (best, scales[k]);
+      n = k + 1;
+      last = k;
+      if (need == 0)
+        break;
     }
   guint pick = 0;
   while (pick + 1 < n && scales[pick] < best)
     pick++;
-  compound_layout (g, blocks, n_blocks, view, base * inner_widths[pick], xs, ys, width, height);
+  /* Unless the widest was the last laid out (places and blocks set by it),
+   * the one picked again, for its places and the blocks' boxes. */
+  double nd;
+  if (pick > 0 || last > 0)
+    compound_layout (g, blocks, n_blocks, view, base * inner_widths[pick], xs, ys, width, height,
+                     &nd);
   return scales[pick];
 }
 
-void
+double
 tw_layout_compute (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
                    const tw_layout_view *view, double *xs, double *ys)
 {
-  g_return_if_fail (g != NULL && view != NULL);
+  g_return_val_if_fail (g != NULL && view != NULL, 0);
   double w, h;
-  best_layout (g, blocks, blocks ? n_blocks : 0, view, xs, ys, &w, &h);
+  return tw_layout_best (g, blocks, blocks ? n_blocks : 0, view, xs, ys, &w, &h);
 }
 
 void
@@ -1112,7 +1144,7 @@ tw_layout_extent (const tw_graph *g, tw_layout_block *const *blocks, int n_block
 {
   g_return_if_fail (g != NULL && view != NULL);
   double w, h;
-  best_layout (g, blocks, blocks ? n_blocks : 0, view, NULL, NULL, &w, &h);
+  tw_layout_best (g, blocks, blocks ? n_blocks : 0, view, NULL, NULL, &w, &h);
   if (width)
     *width = w;
   if (height)
@@ -1179,14 +1211,14 @@ tw_layout_model (tw_model *m, const tw_layout_view *view)
   int n = tw_graph_n_nodes (g);
   if (n == 0)
     return;
-  g_autoptr (GPtrArray) blocks = tw_layout_fold (g, view);
-  tw_layout_block **b = blocks ? (tw_layout_block **) blocks->pdata : NULL;
-  int nb = blocks ? (int) blocks->len : 0;
   g_autofree double *xs = g_new (double, n);
   g_autofree double *ys = g_new (double, n);
-  tw_layout_compute (g, b, nb, view, xs, ys);
+  g_autoptr (GPtrArray) blocks = tw_layout_fold_places (g, view, xs, ys);
+  tw_layout_block **b = blocks ? (tw_layout_block **) blocks->pdata : NULL;
+  int nb = blocks ? (int) blocks->len : 0;
   for (int i = 0; i < n; i++)
     tw_graph_set_pos (g, tw_graph_node (g, i), xs[i], ys[i]);
+  tw_layout_place_blocks (g, b, nb);
   /* The editor member's other entries are kept. */
   JsonNode *ed = tw_layout_blocks_to_editor (g, b, nb, view);
   if (m->editor && JSON_NODE_HOLDS_OBJECT (m->editor))

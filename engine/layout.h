@@ -100,11 +100,13 @@ double tw_layout_fit (const tw_layout_view *view, double width, double height, d
                       double *cy);
 
 /* Positions (top-left corners) for all nodes into xs, ys (by index), and
- * each block's box or frame (blocks[i]->x, y, w, h).  blocks may be NULL
- * when n_blocks is 0.  Deterministic: the same input gives the same
- * picture.  O((V + E) log V) over nodes and edges, with a few sweeps. */
-void tw_layout_compute (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
-                        const tw_layout_view *view, double *xs, double *ys);
+ * each block's box or frame (blocks[i]->x, y, w, h); returns the zoom the
+ * picture fits the view at (tw_layout_fit).  blocks may be NULL when
+ * n_blocks is 0.  Deterministic: the same input gives the same picture.
+ * O((V + E) log V) over nodes and edges, with a few sweeps (and, where
+ * blocks are open, a few tries of the width their contents wrap at). */
+double tw_layout_compute (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
+                          const tw_layout_view *view, double *xs, double *ys);
 
 /* Each block's box (collapsed) or frame (expanded) around its members
  * where they are now, as tw_layout_compute places it: a frame's top left
@@ -145,6 +147,11 @@ void tw_layout_extent (const tw_graph *g, tw_layout_block *const *blocks, int n_
  * (residual blocks), "block 1", "block 2", …  NULL for no blocks.  Caller
  * frees (g_ptr_array_unref). */
 GPtrArray *tw_layout_fold (const tw_graph *g, const tw_layout_view *view);
+/* The same, with the places of the picture it settled on in xs, ys (of the
+ * graph without blocks when it returns NULL), as tw_layout_compute gives
+ * them: one layout fewer than folding and then laying out. */
+GPtrArray *tw_layout_fold_places (const tw_graph *g, const tw_layout_view *view, double *xs,
+                                  double *ys);
 
 /* The editor member of a model file holding these blocks and the view the
  * positions were laid out for ({"blocks": [{"name", "nodes", "collapsed",

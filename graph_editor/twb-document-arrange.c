@@ -114,19 +114,13 @@ twb_document_is_arranged (TwbDocument *doc)
   return TRUE;
 }
 
-/* Moves every node to the layout for the document's view (inside an open
- * edit), and remembers that view as the arrangement's. */
+/* Moves every node to xs, ys (inside an open edit), and remembers the
+ * document's view as the arrangement's. */
 static void
-relayout (TwbDocument *doc)
+move_to (TwbDocument *doc, const double *xs, const double *ys)
 {
   tw_graph *g = doc->model->graph;
-  int n = tw_graph_n_nodes (g);
-  if (n == 0)
-    return;
-  g_autofree double *xs = g_new (double, n);
-  g_autofree double *ys = g_new (double, n);
-  compute (doc, &doc->view, xs, ys);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
     {
       tw_node *nd = tw_graph_node (g, i);
       if (!nd->has_pos || nd->x != xs[i] || nd->y != ys[i])
@@ -136,37 +130,43 @@ relayout (TwbDocument *doc)
     twb_document_prim_arranged (doc, &doc->view);
 }
 
-/* Whether the graph without blocks fits the view at the reading zoom. */
-static gboolean
-flat_reads (TwbDocument *doc)
+/* The layout for the document's view and blocks (inside an open edit). */
+static void
+relayout (TwbDocument *doc)
 {
-  double w, h;
-  tw_layout_extent (doc->model->graph, NULL, 0, &doc->view, &w, &h);
-  return tw_layout_fit (&doc->view, w, h, NULL, NULL) >= TW_LAYOUT_READ_ZOOM;
-}
-
-/* Blocks for a document that has none and does not read without them: the
- * modules its ids name, folded to fit; NULL for none. */
-static GPtrArray *
-fold (TwbDocument *doc)
-{
-  if (doc->blocks->len > 0 || flat_reads (doc))
-    return NULL;
-  g_autoptr (GPtrArray) lb = tw_layout_fold (doc->model->graph, &doc->view);
-  return lb ? blocks_from_layout (doc, lb) : NULL;
+  int n = tw_graph_n_nodes (doc->model->graph);
+  if (n == 0)
+    return;
+  g_autofree double *xs = g_new (double, n);
+  g_autofree double *ys = g_new (double, n);
+  compute (doc, &doc->view, xs, ys);
+  move_to (doc, xs, ys);
 }
 
 void
 twb_document_auto_layout (TwbDocument *doc)
 {
   g_return_if_fail (TWB_IS_DOCUMENT (doc));
-  if (tw_graph_n_nodes (doc->model->graph) <= 0)
+  tw_graph *g = doc->model->graph;
+  int n = tw_graph_n_nodes (g);
+  if (n <= 0)
     return;
-  GPtrArray *folded = fold (doc);
+  g_autofree double *xs = g_new (double, n);
+  g_autofree double *ys = g_new (double, n);
+  /* Blocks as they are; none: the graph as it is, or (when that would not
+   * read at TW_LAYOUT_READ_ZOOM) the blocks its ids or its shape give. */
+  GPtrArray *folded = NULL;
+  if (doc->blocks->len > 0)
+    compute (doc, &doc->view, xs, ys);
+  else if (tw_layout_compute (g, NULL, 0, &doc->view, xs, ys) < TW_LAYOUT_READ_ZOOM)
+    {
+      g_autoptr (GPtrArray) lb = tw_layout_fold_places (g, &doc->view, xs, ys);
+      folded = lb ? blocks_from_layout (doc, lb) : NULL;
+    }
   twb_document_edit_begin (doc, "Arrange");
   if (folded)
     twb_document_prim_blocks (doc, folded);
-  relayout (doc);
+  move_to (doc, xs, ys);
   twb_document_edit_end (doc);
 }
 
