@@ -5,6 +5,7 @@
 #include "engine/data-fit.h"
 #include "engine/fileutil.h"
 #include "engine/model.h"
+#include "engine/number.h"
 #include "engine/session.h"
 
 #include <stdio.h>
@@ -22,6 +23,10 @@ int twb_cmd_trace_info (int argc, char **argv);
 int twb_cmd_onnx_info (int argc, char **argv);
 int twb_cmd_import (int argc, char **argv);
 int twb_cmd_export (int argc, char **argv);
+
+/* Largest --threads accepted by every command: far above any machine, low
+ * enough that a typo cannot ask OpenMP for a billion threads. */
+#define TWB_MAX_THREADS 4096
 
 /* Shared helpers. */
 void twb_print_error (const char *what, const GError *error);

@@ -147,17 +147,58 @@ print_request (tw_session *s)
     }
 }
 
+/* The longest prompt line taken: far more than any command with a node id
+ * or parameter name needs; a longer one is refused whole, so memory stays
+ * bounded whatever arrives on standard input. */
+#define PROMPT_LINE_MAX 65536
+
+/* One line of in, whatever its length, without its newline, in *line; FALSE
+ * at the end of input.  *too_long (with the line's length in *len) when it
+ * held more than PROMPT_LINE_MAX bytes: the rest was read and dropped. */
+static gboolean
+read_line (FILE *in, GString *line, gboolean *too_long, guint64 *len)
+{
+  int c;
+  g_string_truncate (line, 0);
+  *too_long = FALSE;
+  *len = 0;
+  while ((c = getc (in)) != EOF && c != '\n')
+    {
+      ++*len;
+      if (*len > PROMPT_LINE_MAX)
+        *too_long = TRUE;
+      else
+        g_string_append_c (line, (char) c);
+    }
+  return c != EOF || *len > 0;
+}
+
 gboolean
 twb_debug_prompt (tw_session *s, FILE *in)
 {
-  char line[1024];
+  g_autoptr (GString) text = g_string_new (NULL);
+  static const tw_real_range positive = { 0, INFINITY, TRUE, FALSE };
   for (;;)
     {
+      gboolean too_long;
+      guint64 len;
       g_printerr ("(twb) ");
-      if (fgets (line, sizeof line, in) == NULL)
+      if (!read_line (in, text, &too_long, &len))
         {
           g_printerr ("\n");
           return FALSE;
+        }
+      if (too_long)
+        {
+          g_printerr ("  a line of %" G_GUINT64_FORMAT " bytes: commands take at most %d; "
+                      "ignored\n", len, PROMPT_LINE_MAX);
+          continue;
+        }
+      char *line = text->str;
+      if (strlen (line) != text->len)
+        {
+          g_printerr ("  a line holding a NUL byte: ignored\n");
+          continue;
         }
       g_strstrip (line);
       char *arg = strchr (line, ' ');
@@ -186,13 +227,20 @@ twb_debug_prompt (tw_session *s, FILE *in)
       else if (strcmp (cmd, "d") == 0 || strcmp (cmd, "delete") == 0)
         tw_session_clear_breakpoints (s);
       else if (strcmp (cmd, "lr") == 0 && arg && *arg)
-        ok = tw_session_set_lr (s, g_ascii_strtod (arg, NULL), &error);
+        {
+          double lr;
+          ok = tw_number_parse_real (arg, &positive, "lr", &lr, &error)
+               && tw_session_set_lr (s, lr, &error);
+        }
       else if (strcmp (cmd, "q") == 0 || strcmp (cmd, "quit") == 0)
         return FALSE;
       else if (strcmp (cmd, "h") == 0 || strcmp (cmd, "help") == 0)
         g_printerr ("%s", help);
       else
-        g_printerr ("  unknown command '%s' (h lists them)\n", cmd);
+        {
+          g_autofree char *shown = tw_number_head (cmd);
+          g_printerr ("  unknown command '%s' (h lists them)\n", shown);
+        }
       if (!ok)
         g_printerr ("  %s\n", error->message);
       if (resume)

@@ -22,14 +22,14 @@
 static gboolean
 parse_count (const char *option, const char *value, gint64 lo, gint64 hi, gint64 *out)
 {
-  guint64 v = 0;
-  if (value == NULL || !g_ascii_string_to_unsigned (value, 10, (guint64) lo, (guint64) hi, &v, NULL))
+  g_autoptr (GError) error = NULL;
+  int64_t v = 0;
+  if (!tw_number_parse_int (value, lo, hi, option, &v, &error))
     {
-      g_printerr ("twb: %s: '%s' is not valid (expected a whole number in [%" G_GINT64_FORMAT
-                  ", %" G_GINT64_FORMAT "])\n", option, value ? value : "", lo, hi);
+      g_printerr ("twb: %s\n", error->message);
       return FALSE;
     }
-  *out = (gint64) v;
+  *out = v;
   return TRUE;
 }
 
@@ -91,7 +91,7 @@ twb_cmd_profile (int argc, char **argv)
     }
   if (!parse_count ("--steps", steps_s, 1, MAX_PROFILE_STEPS, &steps)
       || (warmup_s && !parse_count ("--warmup", warmup_s, 0, MAX_PROFILE_STEPS, &warmup))
-      || (threads_s && !parse_count ("--threads", threads_s, 0, 4096, &threads)))
+      || (threads_s && !parse_count ("--threads", threads_s, 0, TWB_MAX_THREADS, &threads)))
     goto out;
   if (mode && strcmp (mode, "eager") != 0 && strcmp (mode, "compiled") != 0)
     {

@@ -6,6 +6,7 @@
 #include "engine/device.h"
 #include "engine/memory.h"
 #include "engine/rate.h"
+#include "engine/number.h"
 #include "engine/session.h"
 #include "engine/train.h"
 
@@ -108,28 +109,25 @@ print_json (JsonBuilder *b)
 
 /* ---- Numeric options, checked as they are parsed ------------------------
  *
- * Each is finite, within its range and whole where it counts something, or
- * the command stops with a usage error naming the option and the value;
- * `set` says whether it was given (no value doubles as "unset"). */
+ * Each is all of its token, within its range and whole where it counts
+ * something (engine/number.h), or the command stops with a usage error
+ * naming the option and the value; `set` says whether it was given (no
+ * value doubles as "unset"). */
 typedef struct
 {
   const char *name;          /* long name, without "--" */
   char short_name;           /* or 0 */
   gboolean integer;
-  double min, max;
-  gboolean min_open;         /* min itself excluded (a learning rate > 0) */
-  gboolean max_open;
+  int64_t min, max;          /* of an integer option */
+  tw_real_range range;       /* of a real one */
   gboolean set;
   gint64 i;                  /* the value of an integer option */
   double d;                  /* of any option */
 } num_opt;
 
-#define NUM_INT(name, s, lo, hi) { name, s, TRUE, lo, hi, FALSE, FALSE, FALSE, 0, 0 }
-#define NUM_REAL(name, lo, lo_open, hi, hi_open) { name, 0, FALSE, lo, hi, lo_open, hi_open, FALSE, 0, 0 }
-
-/* Largest thread count accepted: far above any machine, low enough that a
- * typo cannot ask OpenMP for a billion threads. */
-#define MAX_THREADS 4096
+#define NUM_INT(name, s, lo, hi) { name, s, TRUE, lo, hi, { 0 }, FALSE, 0, 0 }
+#define NUM_REAL(name, lo, lo_open, hi, hi_open) \
+  { name, 0, FALSE, 0, 0, { lo, hi, lo_open, hi_open }, FALSE, 0, 0 }
 
 static num_opt *
 num_opt_find (num_opt *opts, const char *option_name)
@@ -142,55 +140,18 @@ num_opt_find (num_opt *opts, const char *option_name)
   return NULL;
 }
 
-static void
-num_opt_describe (GString *s, const num_opt *o)
-{
-  g_string_append (s, o->integer ? "a whole number" : "a number");
-  gboolean lo = isfinite (o->min), hi = isfinite (o->max) && o->max < (double) G_MAXINT64;
-  if (lo && hi)
-    g_string_append_printf (s, " in %c%.15g, %.15g%c", o->min_open ? '(' : '[', o->min, o->max,
-                            o->max_open ? ')' : ']');
-  else if (lo)
-    g_string_append_printf (s, " %s %.15g", o->min_open ? ">" : ">=", o->min);
-}
-
 static gboolean
 parse_num_opt (const char *option_name, const char *value, gpointer data, GError **error)
 {
   num_opt *o = num_opt_find (data, option_name);
   g_assert (o != NULL);
-  gboolean ok;
-  if (o->integer)
-    {
-      guint64 u = 0;
-      gint64 v = 0;
-      /* Whole numbers only: "1e3" or "2.5" are not step counts. */
-      if (value[0] == '-')
-        ok = g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &v, NULL);
-      else if ((ok = g_ascii_string_to_unsigned (value, 10, 0, G_MAXINT64, &u, NULL)))
-        v = (gint64) u;
-      ok = ok && (double) v >= o->min && (double) v <= o->max;
-      o->i = v;
-      o->d = (double) v;
-    }
-  else
-    {
-      char *end = NULL;
-      double v = g_ascii_strtod (value, &end);
-      ok = end != value && *end == '\0' && isfinite (v)
-           && (o->min_open ? v > o->min : v >= o->min) && (o->max_open ? v < o->max : v <= o->max);
-      o->d = v;
-    }
-  if (!ok)
-    {
-      g_autoptr (GString) want = g_string_new (NULL);
-      num_opt_describe (want, o);
-      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "--%s: '%s' is not valid (expected %s)", o->name, value, want->str);
-      return FALSE;
-    }
-  o->set = TRUE;
-  return TRUE;
+  g_autofree char *what = g_strdup_printf ("--%s", o->name);
+  gboolean ok = o->integer ? tw_number_parse_int (value, o->min, o->max, what, &o->i, error)
+                           : tw_number_parse_real (value, &o->range, what, &o->d, error);
+  if (ok && o->integer)
+    o->d = (double) o->i;
+  o->set = ok;
+  return ok;
 }
 
 /* An option context whose callbacks see nums. */
@@ -317,7 +278,7 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
       median = g_array_index (times, double, times->len / 2);
       mean = sum_ms / times->len;
     }
-  double sps = times->len ? (double) r->batch_size * times->len / MAX (sum_ms * 1e-3, 1e-9) : 0;
+  double sps = times->len ? (double) tw_session_step_samples (s) / MAX (sum_ms * 1e-3, 1e-9) : 0;
   size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
   if (json)
     {
@@ -443,11 +404,11 @@ twb_cmd_train (int argc, char **argv)
   num_opt nums[] = {
     [EPOCHS] = NUM_INT ("epochs", 'e', 1, G_MAXINT64),
     [MAX_STEPS] = NUM_INT ("max-steps", 0, 1, G_MAXINT64),
-    [BATCH] = NUM_INT ("batch", 'b', 1, G_MAXINT32),
+    [BATCH] = NUM_INT ("batch", 'b', 1, TW_MAX_BATCH),
     [LR] = NUM_REAL ("lr", 0, TRUE, INFINITY, FALSE),
     [SEED] = NUM_INT ("seed", 0, 0, G_MAXINT64),
     [VAL_SPLIT] = NUM_REAL ("val-split", 0, FALSE, 1, TRUE),
-    [THREADS] = NUM_INT ("threads", 't', 0, MAX_THREADS),
+    [THREADS] = NUM_INT ("threads", 't', 0, TWB_MAX_THREADS),
     { NULL },
   };
   GOptionEntry entries[] = {
@@ -728,8 +689,8 @@ twb_cmd_eval (int argc, char **argv)
   gboolean json = FALSE;
   enum { BATCH, THREADS };
   num_opt nums[] = {
-    [BATCH] = NUM_INT ("batch", 'b', 1, G_MAXINT32),
-    [THREADS] = NUM_INT ("threads", 't', 0, MAX_THREADS),
+    [BATCH] = NUM_INT ("batch", 'b', 1, TW_MAX_BATCH),
+    [THREADS] = NUM_INT ("threads", 't', 0, TWB_MAX_THREADS),
     { NULL },
   };
   GOptionEntry entries[] = {
@@ -827,7 +788,7 @@ twb_cmd_compile (int argc, char **argv)
   char *passes_opt = NULL;
   enum { BATCH };
   num_opt nums[] = {
-    [BATCH] = NUM_INT ("batch", 'b', 1, G_MAXINT32),
+    [BATCH] = NUM_INT ("batch", 'b', 1, TW_MAX_BATCH),
     { NULL },
   };
   GOptionEntry entries[] = {
@@ -942,7 +903,7 @@ twb_cmd_predict (int argc, char **argv)
   gboolean json = FALSE;
   enum { THREADS };
   num_opt nums[] = {
-    [THREADS] = NUM_INT ("threads", 't', 0, MAX_THREADS),
+    [THREADS] = NUM_INT ("threads", 't', 0, TWB_MAX_THREADS),
     { NULL },
   };
   GOptionEntry entries[] = {

@@ -10,6 +10,7 @@
 #include "engine/model.h"
 #include "engine/fileutil.h"
 #include "engine/json-text.h"
+#include "engine/number.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -162,9 +163,9 @@ get_int (loader *ld, JsonNode *n, const char *path, int64_t *out)
   return TRUE;
 }
 
-/* An integer >= min. */
+/* An integer in [min, max]. */
 static gboolean
-get_int_min (loader *ld, JsonNode *n, const char *path, int64_t min, int64_t *out)
+get_int_range (loader *ld, JsonNode *n, const char *path, int64_t min, int64_t max, int64_t *out)
 {
   int64_t v;
   if (!get_int (ld, n, path, &v))
@@ -172,8 +173,18 @@ get_int_min (loader *ld, JsonNode *n, const char *path, int64_t min, int64_t *ou
   if (v < min)
     return fail (ld, TW_MODEL_ERROR_FORMAT, path,
                  "must be at least %" G_GINT64_FORMAT " (got %" G_GINT64_FORMAT ")", min, v);
+  if (v > max)
+    return fail (ld, TW_MODEL_ERROR_FORMAT, path,
+                 "must be at most %" G_GINT64_FORMAT " (got %" G_GINT64_FORMAT ")", max, v);
   *out = v;
   return TRUE;
+}
+
+/* An integer >= min. */
+static gboolean
+get_int_min (loader *ld, JsonNode *n, const char *path, int64_t min, int64_t *out)
+{
+  return get_int_range (ld, n, path, min, G_MAXINT64, out);
 }
 
 static gboolean
@@ -602,7 +613,7 @@ load_recipe (loader *ld, tw_recipe *r, JsonNode *n)
       && !replace_string (ld, m, "$.training.loss", &r->loss))
     return FALSE;
   if ((m = member (ld, obj, path, "batch_size", FALSE))
-      && !get_int_min (ld, m, "$.training.batch_size", 1, &r->batch_size))
+      && !get_int_range (ld, m, "$.training.batch_size", 1, TW_MAX_BATCH, &r->batch_size))
     return FALSE;
   if ((m = member (ld, obj, path, "epochs", FALSE))
       && !get_int_min (ld, m, "$.training.epochs", 1, &r->epochs))

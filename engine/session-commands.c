@@ -4,6 +4,7 @@
 #define G_LOG_DOMAIN "twb-session"
 
 #include "engine/session-private.h"
+#include "engine/number.h"
 
 #include <math.h>
 #include <string.h>
@@ -192,12 +193,24 @@ ses_breakpoint_clear (breakpoint *b)
   g_clear_pointer (&b->spec, g_free);
 }
 
+/* The number of a breakpoint spec of the form `form` ("step=N", "loss>X"):
+ * engine/number.h's rule, the error naming the spec and the form. */
 static gboolean
-parse_number (const char *text, double *out)
+spec_number (const char *spec, const char *form, gboolean whole, double *d, int64_t *i,
+             GError **error)
 {
-  char *end = NULL;
-  *out = g_ascii_strtod (text, &end);
-  return end != text && *end == '\0' && isfinite (*out);
+  static const tw_real_range any = { -INFINITY, INFINITY, FALSE, FALSE };
+  g_autoptr (GError) local = NULL;
+  const char *num = spec + strlen (form) - 1, *what = form;
+  gboolean ok = whole ? tw_number_parse_int (num, 1, G_MAXINT64, what, i, &local)
+                      : tw_number_parse_real (num, &any, what, d, &local);
+  if (!ok)
+    {
+      g_autofree char *shown = tw_number_head (spec);
+      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_ARG, "breakpoint '%s': %s", shown,
+                   local->message);
+    }
+  return ok;
 }
 
 static gboolean
@@ -212,22 +225,20 @@ ses_breakpoint_parse (const char *spec, breakpoint *b, GError **error)
   else if (g_str_has_prefix (spec, "loss>"))
     {
       b->kind = BREAK_LOSS;
-      if (!parse_number (spec + 5, &b->threshold))
-        goto bad;
+      if (!spec_number (spec, "loss>X", FALSE, &b->threshold, NULL, error))
+        return FALSE;
     }
   else if (g_str_has_prefix (spec, "grad-norm>"))
     {
       b->kind = BREAK_GRAD_NORM;
-      if (!parse_number (spec + 10, &b->threshold))
-        goto bad;
+      if (!spec_number (spec, "grad-norm>X", FALSE, &b->threshold, NULL, error))
+        return FALSE;
     }
   else if (g_str_has_prefix (spec, "step="))
     {
-      double v;
       b->kind = BREAK_STEP;
-      if (!parse_number (spec + 5, &v) || v < 1 || v != floor (v))
-        goto bad;
-      b->step = (int64_t) v;
+      if (!spec_number (spec, "step=N", TRUE, NULL, &b->step, error))
+        return FALSE;
     }
   else if (g_str_has_prefix (spec, "node=") && spec[5] != '\0')
     {
@@ -251,10 +262,13 @@ ses_breakpoint_parse (const char *spec, breakpoint *b, GError **error)
 
 bad:
   ses_breakpoint_clear (b);
-  g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_ARG,
-               "breakpoint '%s': expected nan, inf, loss>X, grad-norm>X, node=ID[:forward|backward] "
-               "or step=N",
-               spec);
+  {
+    g_autofree char *shown = tw_number_head (spec);
+    g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_ARG,
+                 "breakpoint '%s': expected nan, inf, loss>X, grad-norm>X, "
+                 "node=ID[:forward|backward] or step=N",
+                 shown);
+  }
   return FALSE;
 }
 
@@ -645,6 +659,12 @@ tw_session_get_state (tw_session *s)
   tw_session_state st = s->state;
   g_mutex_unlock (&s->lock);
   return st;
+}
+
+int64_t
+tw_session_step_samples (tw_session *s)
+{
+  return s->samples;
 }
 
 int64_t

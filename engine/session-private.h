@@ -137,6 +137,7 @@ struct tw_session
   gboolean stop_note;         /* a stop came during the updates */
   GArray *times;              /* double ms per step */
   tw_rate *rate;              /* samples/s and the time left, from finished steps */
+  int64_t samples;            /* samples of the steps in times */
   int64_t per_epoch, total;
   int64_t step_break_done;    /* the step a step=N breakpoint last paused before */
   guint client;               /* the session's own subscription to its bus */

@@ -845,6 +845,7 @@ ses_worker (gpointer data)
             }
           g_array_append_val (s->times, ms);
           tw_rate_step (s->rate, tw_now_ns (), bs);
+          s->samples += bs;
           if (isfinite (loss))
             {
               epoch_loss_sum += loss;

@@ -249,6 +249,9 @@ void tw_session_unsubscribe (tw_session *s, guint id);
 
 /* Per-step wall times (ms) of the run so far, after FINISHED.  Borrowed. */
 const GArray *tw_session_step_times (tw_session *s);
+/* Samples those steps took, in all (the rows of their batches: a batch size
+ * larger than the data counts what was there). */
+int64_t tw_session_step_samples (tw_session *s);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_session, tw_session_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_snapshot, tw_snapshot_free)

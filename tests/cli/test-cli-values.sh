@@ -49,12 +49,60 @@ eval --batch -1
 eval --threads -2
 predict --threads -1
 compile --batch -1
+train --batch 2147483648
+train --batch 0x10
+train --batch 64k
+train --epochs 99999999999999999999
+train --max-steps 1e3
+train --seed 18446744073709551616
+train --lr 5abc
+train --lr 0x1p-3
+train --lr 1e999
+eval --batch 0
+compile --batch 1.5
 CASES
 out=$("$twb" train "$m" -b -3 --max-steps 2 2>&1); st=$?
 check "a short option is named by its long name" '[ $st = 2 ] && grep -qF -- "--batch: '"'"'-3'"'"'" <<<"$out"' "$out"
 out=$("$twb" train "$m" --lr 0.05 --batch 7 --epochs 1 --max-steps 3 --seed 3 --val-split 0.25 --threads 1 --no-eval -q --json 2>&1); st=$?
 got=$($py -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d['batch'], d['steps'])" <<<"$out" 2>/dev/null)
 check "valid values are taken (batch 7, 3 steps)" '[ $st = 0 ] && [ "$got" = "7 3" ]' "$out"
+
+# Breakpoints, at the command line and at the prompt: the same rule.
+out=$("$twb" train "$m" --max-steps 2 --no-eval -q --break-on step=99999999999999999999 2>&1); st=$?
+check "--break-on step past int64: refused naming it" \
+  '[ $st = 2 ] && grep -qF "step=N: '"'"'99999999999999999999'"'"' is not valid (expected a whole number in [1, 9223372036854775807])" <<<"$out"' "$out"
+out=$("$twb" train "$m" --max-steps 2 --no-eval -q --break-on 'loss>1e999' 2>&1); st=$?
+check "--break-on loss>1e999: refused naming it" '[ $st = 2 ] && grep -qF "loss>X: '"'"'1e999'"'"' is not valid" <<<"$out"' "$out"
+long=$(head -c 2000 /dev/zero | tr '\0' A)
+huge=$(head -c 70000 /dev/zero | tr '\0' B)
+out=$(printf 'p %ss\nlr 5abc\nb step=99999999999999999999\nb step=1e3\n%s\nlr 0.5\nq\n' "$long" "$huge" \
+  | "$twb" train "$m" --debug --max-steps 3 --no-eval 2>&1); st=$?
+steps=$(grep -c "^break:" <<<"$out")
+check "--debug: a 2,000-byte line is one command (no tensor, nothing stepped)" \
+  '[ $st = 2 ] && grep -qF "no tensor '"'"'$long"s"'"'"'" <<<"$out" && [ "$steps" = 1 ]' "$out"
+check "--debug: lr 5abc refused naming the value" 'grep -qF "lr: '"'"'5abc'"'"' is not valid (expected a number > 0)" <<<"$out"' "$out"
+check "--debug: b step= past int64 and b step=1e3 refused" \
+  '[ $(grep -c "step=N: .* is not valid (expected a whole number in \[1, 9223372036854775807\])" <<<"$out") = 2 ]' "$out"
+check "--debug: a 70,000-byte line refused whole, said in one line" \
+  '[ $(grep -c "a line of 70000 bytes: commands take at most 65536; ignored" <<<"$out") = 1 ] && ! grep -q "unknown command .B" <<<"$out"' "$out"
+out=$(printf 'lr 0.5\nc\n' | "$twb" train "$m" --debug --max-steps 3 --no-eval --json -q 2>&1); st=$?
+check "--debug: lr 0.5 taken, the run goes on" '[ $st = 0 ] && grep -q "\"steps\" *: *3" <<<"$out"' "$out"
+
+# Recipe values: the same ranges as the options.
+$py -c "
+import json
+d = json.load(open('$m'))
+d['training']['batch_size'] = 2 ** 62
+json.dump(d, open('$tmp/batch62.json', 'w'))"
+out=$("$twb" train "$tmp/batch62.json" --max-steps 2 --no-eval -q 2>&1); st=$?
+check "recipe batch_size 2^62: refused at load naming it" \
+  '[ $st = 1 ] && grep -qF "training.batch_size: must be at most 2147483647 (got 4611686018427387904)" <<<"$out"' "$out"
+# A batch of 2^31 - 1 on a set of a few thousand samples: each step takes what
+# there is, and samples/s times the mean step time is that count, not 2^31.
+out=$("$twb" train "$m" --batch 2147483647 --max-steps 2 --no-eval -q --json 2>&1); st=$?
+per=$($py -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(round(d['samples_per_s'] * d['mean_step_ms'] / 1000))" <<<"$out" 2>/dev/null)
+check "a batch larger than the data: samples/s counts the samples there were ($per a step)" \
+  '[ $st = 0 ] && [ -n "$per" ] && [ "$per" -gt 0 ] && [ "$per" -lt 100000 ]' "$out"
 
 # training.loss: a model with two losses trains the one its recipe names.
 cat > "$tmp/two.json" <<'JSON'
