@@ -4,6 +4,7 @@
 #include "app/twb-application.h"
 #include "engine/file-kind.h"
 #include "engine/fileutil.h"
+#include "engine/number.h"
 #include "ui/twb-run.h"
 
 #include <glib/gstdio.h>
@@ -575,11 +576,19 @@ twb_gui_main (int argc, char **argv)
       g_printerr ("twb: %s\n", error->message);
       return 2;
     }
-  int w = 1280, h = 800;
-  if (size && (sscanf (size, "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 8192 || h > 8192))
+  int64_t w = 1280, h = 800;
+  if (size)
     {
-      g_printerr ("twb: --size %s: expected WxH, for example 1280x800 (200x150 to 8192x8192)\n", size);
-      return 2;
+      /* WxH: two whole numbers by engine/number.h's rule. */
+      g_auto (GStrv) wh = g_strsplit (size, "x", 3);
+      if (g_strv_length (wh) != 2 || !tw_number_parse_int (wh[0], 200, 8192, "--size W", &w, NULL)
+          || !tw_number_parse_int (wh[1], 150, 8192, "--size H", &h, NULL))
+        {
+          g_autofree char *shown = tw_number_head (size);
+          g_printerr ("twb: --size %s: expected WxH, for example 1280x800 (200x150 to "
+                      "8192x8192)\n", shown);
+          return 2;
+        }
     }
   if (panel && strcmp (panel, "training") && strcmp (panel, "debugger") && strcmp (panel, "compiled")
       && strcmp (panel, "profiler"))
@@ -673,8 +682,8 @@ twb_gui_main (int argc, char **argv)
           g_ptr_array_add (items, NULL);
           app->shot_do = (char **) g_ptr_array_free (items, FALSE);
         }
-      app->shot_w = w;
-      app->shot_h = h;
+      app->shot_w = (int) w;
+      app->shot_h = (int) h;
       app->shot_status = 1;
       app->shot_settle_frame = -1;
       char *args[] = { argv[0], NULL };
