@@ -355,17 +355,6 @@ make_kctx (tw_eager *ex, const tw_node *n)
 }
 
 /* Mark the nodes needed for `targets` (node indices). */
-static void
-mark_needed (tw_eager *ex, gboolean *needed, int node)
-{
-  if (needed[node])
-    return;
-  needed[node] = TRUE;
-  tw_node *n = tw_graph_node (ex->graph, node);
-  for (int k = 0; k < n->n_inputs; k++)
-    mark_needed (ex, needed, n->in_ports[k].node);
-}
-
 gboolean
 tw_check_feed (const char *input, const tw_tinfo *want, const tw_tensor *t, GError **error)
 {
@@ -465,9 +454,9 @@ tw_eager_forward_feeds (tw_eager *ex, const tw_feed *feeds, int n_feeds, gboolea
     }
 
   for (const char *const *o = tw_graph_outputs (ex->graph); *o; o++)
-    mark_needed (ex, needed, tw_graph_resolve (ex->graph, *o).node);
+    tw_graph_mark_upstream (ex->graph, tw_graph_resolve (ex->graph, *o).node, needed);
   if (with_loss && ex->loss_node >= 0)
-    mark_needed (ex, needed, ex->loss_node);
+    tw_graph_mark_upstream (ex->graph, ex->loss_node, needed);
 
   for (guint oi = 0; oi < ex->order->len; oi++)
     {

@@ -480,6 +480,30 @@ tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error)
   return topo_sort (g, order, NULL, error);
 }
 
+void
+tw_graph_mark_upstream (const tw_graph *g, int node, gboolean *marked)
+{
+  if (node < 0 || marked[node])
+    return;
+  g_autoptr (GArray) stack = g_array_new (FALSE, FALSE, sizeof (int));
+  marked[node] = TRUE;
+  g_array_append_val (stack, node);
+  while (stack->len > 0)
+    {
+      const tw_node *n = tw_graph_node (g, g_array_index (stack, int, stack->len - 1));
+      g_array_set_size (stack, stack->len - 1);
+      for (int k = 0; n->in_ports && k < n->n_inputs; k++)
+        {
+          int up = n->in_ports[k].node;
+          if (up >= 0 && !marked[up])
+            {
+              marked[up] = TRUE;
+              g_array_append_val (stack, up);
+            }
+        }
+    }
+}
+
 const char *
 tw_node_scope (const tw_node *n)
 {

@@ -132,6 +132,12 @@ char *tw_graph_errors_to_string (const tw_graph *g);
 /* Node indices in a topological order (inputs first); FALSE on a cycle, with
  * the ids of the nodes on it in the error.  Caller frees the array. */
 gboolean tw_graph_topo_order (const tw_graph *g, GArray **order, GError **error);
+/* Sets marked[i] for node and every node it reads from, directly or not
+ * (its resolved inputs: call after tw_graph_infer); nodes already marked
+ * are not walked again, so several roots share one array [n_nodes].  A
+ * walk with its own stack: any depth of graph, linear in the nodes and
+ * edges.  node < 0 marks nothing. */
+void tw_graph_mark_upstream (const tw_graph *g, int node, gboolean *marked);
 
 /* What every command and executor needs beyond shape inference, checked
  * after tw_graph_infer so that a model refused nowhere is runnable

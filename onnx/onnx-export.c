@@ -871,18 +871,6 @@ ex_ir_version (int opset)
 }
 
 static void
-ex_mark_needed (const tw_graph *g, int i, gboolean *needed)
-{
-  if (needed[i])
-    return;
-  needed[i] = TRUE;
-  const tw_node *n = tw_graph_node (g, i);
-  for (int k = 0; k < n->n_inputs; k++)
-    if (n->in_ports[k].node >= 0)
-      ex_mark_needed (g, n->in_ports[k].node, needed);
-}
-
-static void
 ex_ctx_clear (tw_ex_ctx *ex)
 {
   g_clear_pointer (&ex->nodes, g_ptr_array_unref);
@@ -937,7 +925,7 @@ tw_onnx_export_to_bytes (const tw_model *m, const tw_params *params,
       if (p.node < 0)
         g_string_append_printf (problems, "output %s: no such node\n", outs[i]);
       else
-        ex_mark_needed (g, p.node, needed);
+        tw_graph_mark_upstream (g, p.node, needed);
     }
   if (n_err > 0)
     {
