@@ -681,7 +681,7 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
       tw_instr *ins = tw_program_instr (p, (int) i);
       /* A view sharing its input's buffer has nothing to do. */
       if (ins->op && (ins->op->flags & TW_OP_VIEW) && ins->n_out == 1
-          && tw_program_slot (p, ins->out[0])->alias_of == ins->in[0])
+          && tw_program_alias_root (p, ins->out[0]) == tw_program_alias_root (p, ins->in[0]))
         continue;
       for (int k = 0; k < ins->n_in; k++)
         in[k] = r->t[ins->in[k]];

@@ -68,39 +68,24 @@ all_f32 (const tw_program *p, const tw_instr *ins)
 }
 
 /* Index of the one instruction reading slot s (once), or -1: none, several,
- * or s is kept past the program. */
+ * or s is kept past the program (readers.c's index). */
 static int
 sole_reader (const tw_program *p, int s)
 {
-  if (tw_program_slot (p, s)->keep)
-    return -1;
-  int found = -1, n = 0;
-  for (guint i = 0; i < p->instrs->len; i++)
-    {
-      tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins == NULL)
-        continue;
-      for (int k = 0; k < ins->n_in; k++)
-        if (ins->in[k] == s)
-          {
-            n++;
-            found = (int) i;
-          }
-    }
-  return n == 1 ? found : -1;
+  return tw_program_sole_reader (p, s);
+}
+
+static gboolean
+is_op_on_input0 (const tw_program *p, int pos, const tw_instr *ins, int s, gconstpointer name)
+{
+  return is_op (ins, name) && ins->n_in >= 1 && ins->in[0] == s && all_f32 (p, ins);
 }
 
 /* The first f32 instruction `name` reading s as its input 0, or -1. */
 static int
 reader_with_op (const tw_program *p, int s, const char *name)
 {
-  for (guint i = 0; i < p->instrs->len; i++)
-    {
-      tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (is_op (ins, name) && ins->n_in >= 1 && ins->in[0] == s && all_f32 (p, ins))
-        return (int) i;
-    }
-  return -1;
+  return tw_program_first_reader (p, s, is_op_on_input0, name);
 }
 
 /* leaky_relu's slope as its kernels read it. */
@@ -197,12 +182,8 @@ install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_drop)
       retire_outputs (p, at (p, drop[d]), f);
   for (int d = 0; d < n_drop; d++)
     if (drop[d] >= 0 && drop[d] != pos)
-      {
-        tw_instr_free (at (p, drop[d]));
-        g_ptr_array_index (p->instrs, drop[d]) = NULL;
-      }
-  tw_instr_free (at (p, pos));
-  g_ptr_array_index (p->instrs, pos) = f;
+      tw_instr_free (tw_program_set_instr (p, drop[d], NULL));
+  tw_instr_free (tw_program_set_instr (p, pos, f));
 }
 
 /* The helpers above for the passes beside this one (fold-bn.c). */
@@ -251,10 +232,29 @@ tw_fuse_install (tw_program *p, int pos, tw_instr *f, const int *drop, int n_dro
 
 /* ---- 1. activation gradients from the activation's output ------------------ */
 
+typedef struct
+{
+  const char *grad;
+  tw_gemm_act act;
+  float slope;
+  int after;          /* the activation's position: its gradients come later */
+} act_grad_match;
+
+static gboolean
+is_act_grad_of (const tw_program *p, int pos, const tw_instr *g, int x, gconstpointer data)
+{
+  const act_grad_match *m = data;
+  return pos > m->after && is_op (g, m->grad) && g->in[0] == x
+         && (m->act == TW_GEMM_ACT_RELU || leaky_slope (g) == m->slope);
+}
+
 static int
 rewrite_act_grads (tw_program *p)
 {
   int n = 0;
+  /* x → the first activation of x rewritten for: a later one of the same
+   * kind finds its gradients rewritten already (they came after both). */
+  g_autoptr (GHashTable) done = g_hash_table_new (g_direct_hash, g_direct_equal);
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *a = at (p, (int) i);
@@ -262,16 +262,26 @@ rewrite_act_grads (tw_program *p)
       float slope;
       if (!epilogue_act (a, &act, &slope) || !all_f32 (p, a))
         continue;
+      tw_instr *first = g_hash_table_lookup (done, GINT_TO_POINTER (a->in[0]));
+      tw_gemm_act first_act;
+      float first_slope;
+      if (first && epilogue_act (first, &first_act, &first_slope) && first_act == act
+          && first_slope == slope)
+        continue;
+      if (first == NULL)
+        g_hash_table_insert (done, GINT_TO_POINTER (a->in[0]), a);
       const char *grad = act == TW_GEMM_ACT_RELU ? "relu_grad" : "leaky_relu_grad";
-      for (guint j = i + 1; j < p->instrs->len; j++)
+      act_grad_match m = { grad, act, slope, (int) i };
+      g_autoptr (GArray) readers = tw_program_readers (p, a->in[0]);
+      for (guint r = 0; r < readers->len; r++)
         {
-          tw_instr *g = at (p, (int) j);
-          if (is_op (g, grad) && g->in[0] == a->in[0]
-              && (act == TW_GEMM_ACT_RELU || leaky_slope (g) == slope))
-            {
-              g->in[0] = a->out[0];
-              n++;
-            }
+          int j = g_array_index (readers, int, r);
+          if (!is_act_grad_of (p, j, at (p, j), a->in[0], &m))
+            continue;
+          tw_instr *g = tw_program_set_instr (p, j, NULL);
+          g->in[0] = a->out[0];
+          tw_program_set_instr (p, j, g);
+          n++;
         }
     }
   return n;
@@ -514,11 +524,12 @@ fuse_act_backward (tw_program *p)
       if ((!relu && !leaky) || !all_f32 (p, rg) || (leaky && leaky_slope (rg) < 0))
         continue;
       int dz = rg->out[0];
-      tw_instr *li = at (p, tw_program_slot (p, rg->in[1])->producer);
-      int gi = -1;
-      for (guint j = 0; li && j < i; j++)
-        if (at (p, (int) j) == li)
-          gi = (int) j;
+      /* Producers are positions as of the last compaction; fusions since
+       * put their instruction at one of the positions they cover. */
+      int gi = tw_program_slot (p, rg->in[1])->producer;
+      tw_instr *li = at (p, gi);
+      if (gi >= (int) i)
+        gi = -1;
       gboolean gemm = is_op (li, "linear_grad_input") && all_f32 (p, li)
                       && sole_reader (p, rg->in[1]) == (int) i;
       int b = reader_with_op (p, dz, "linear_grad_bias");

@@ -133,21 +133,12 @@ tw_pass_fuse_updates (tw_program *p)
         continue;
       int gs = g->out[0];
       tw_slot *gslot = tw_program_slot (p, gs);
-      if (gslot->keep || gslot->info.dtype != TW_F32 || tw_program_use_count (p, gs) != 1)
+      if (gslot->keep || gslot->info.dtype != TW_F32)
         continue;
       /* The one reader must be this gradient's update. */
-      guint ui = 0;
-      tw_instr *u = NULL;
-      for (guint j = i + 1; j < p->instrs->len; j++)
-        {
-          tw_instr *c = g_ptr_array_index (p->instrs, j);
-          if (c && c->phase == TW_PHASE_UPDATE && c->n_in == 2 && c->in[1] == gs)
-            {
-              u = c;
-              ui = j;
-            }
-        }
-      if (u == NULL)
+      int ui = tw_program_sole_reader (p, gs);
+      tw_instr *u = ui > (int) i ? g_ptr_array_index (p->instrs, ui) : NULL;
+      if (u == NULL || u->phase != TW_PHASE_UPDATE || u->n_in != 2 || u->in[1] != gs)
         continue;
       /* Nothing between the gradient and the update may read the weight's
        * old value after its first rows change: the fused instruction sits
@@ -179,10 +170,8 @@ tw_pass_fuse_updates (tw_program *p)
       f->out[0] = tw_program_add_slot (p, TW_SLOT_ACT, &sinfo, "update scratch");
       for (guint k = 0; k < g->sources->len; k++)
         tw_instr_add_source (f, g_ptr_array_index (g->sources, k));
-      g_ptr_array_index (p->instrs, ui) = f;
-      g_ptr_array_index (p->instrs, i) = NULL;
-      tw_instr_free (u);
-      tw_instr_free (g);
+      tw_instr_free (tw_program_set_instr (p, ui, f));
+      tw_instr_free (tw_program_set_instr (p, (int) i, NULL));
       fused++;
     }
   tw_program_compact (p);

@@ -72,6 +72,7 @@ struct tw_instr
   guint64 node_key;           /* RNG key of the forward node it derives from */
   gboolean training;
   GPtrArray *sources;         /* graph node ids (char *) covered */
+  GHashTable *source_set;     /* the same ids as a set once there are many (borrowed), or NULL */
   gboolean inplace_ok;        /* out[0] may share in[k]'s buffer (element-wise) */
   tw_cost cost;               /* per run; a fused instruction sums what it covers */
   char *param;                /* UPDATE instructions: the parameter they update */
@@ -132,6 +133,7 @@ typedef struct
 } tw_pass_record;
 
 typedef struct tw_program tw_program;
+typedef struct tw_readers tw_readers;   /* readers.c */
 
 struct tw_program
 {
@@ -153,6 +155,7 @@ struct tw_program
   GArray *records;            /* tw_pass_record */
   GHashTable *keep_nodes;     /* node ids fusion must not hide (set before optimize), or NULL */
   double build_ms;
+  tw_readers *readers;        /* who reads each slot (readers.c), or NULL until asked */
 };
 
 tw_program *tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind,
@@ -212,10 +215,33 @@ void tw_program_compact (tw_program *p);
 int tw_program_alias_root (const tw_program *p, int s);
 /* Bytes of a slot's value (numel x dtype size). */
 size_t tw_slot_bytes (const tw_slot *s);
-/* Number of instructions reading slot id (after compaction). */
-int tw_program_use_count (const tw_program *p, int slot);
 /* Replace every read of slot `from` by slot `to`. */
 void tw_program_replace_uses (tw_program *p, int from, int to);
+
+/* Readers of slots (readers.c): an index built on the first question after
+ * a compaction in O(instructions), so that passes stay linear.  Passes
+ * replace instructions through tw_program_set_instr, which keeps it exact;
+ * writing p->instrs or an instruction's inputs directly needs
+ * tw_program_drop_readers after. */
+/* Reads of slot (an instruction reading it twice counts twice). */
+int tw_program_use_count (const tw_program *p, int slot);
+/* The position of the one instruction reading slot (once), or -1: none,
+ * several, or slot is kept past the program. */
+int tw_program_sole_reader (const tw_program *p, int slot);
+typedef gboolean (*tw_reader_pred) (const tw_program *p, int pos, const tw_instr *reader,
+                                    int slot, gconstpointer data);
+/* The first position (in schedule order) of an instruction reading slot for
+ * which pred holds, or -1; O(the slot's readers). */
+int tw_program_first_reader (const tw_program *p, int slot, tw_reader_pred pred,
+                             gconstpointer data);
+/* The positions of the instructions reading slot now, increasing, each
+ * once; O(the slot's readers).  The caller frees the array (of int). */
+GArray *tw_program_readers (const tw_program *p, int slot);
+/* Put ins (or NULL) at position pos; returns what was there (the caller
+ * frees it). */
+tw_instr *tw_program_set_instr (tw_program *p, int pos, tw_instr *ins);
+void tw_program_drop_readers (tw_program *p);
+void tw_readers_free (tw_readers *r);
 
 /* Human-readable report: counts before/after each pass, fused groups with
  * their source nodes, arena bytes, compile time.  Caller frees. */
