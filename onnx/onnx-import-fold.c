@@ -35,6 +35,26 @@ tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, int64_t **
   return TRUE;
 }
 
+tw_tensor *
+tw_imp_const_new (tw_imp *im, tw_dtype dtype, int ndim, const int64_t *dims, const char *what)
+{
+  int64_t numel = 0;
+  gboolean ok = ndim >= 0 && ndim <= TW_MAX_DIMS;
+  for (int d = 0; ok && d < ndim; d++)
+    ok = dims[d] >= 0;   /* TW_DIM_N, TW_IMP_BATCH: the batch, unknown at import */
+  if (ok && tw_shape_numel_checked (ndim, dims, &numel) && numel <= TW_IMP_MAX_FOLDED)
+    return tw_tensor_new (dtype, ndim, dims);
+  g_autofree char *shape = ok ? tw_shape_to_string (ndim, dims) : NULL;
+  if (!ok)
+    tw_imp_problem (im, "%s would have %s", what,
+                    ndim < 0 || ndim > TW_MAX_DIMS ? "more dims than twb's tensors"
+                                                   : "a dim that depends on the batch size");
+  else
+    tw_imp_problem (im, "%s of shape %s holds more than the %d values import makes", what, shape,
+                    TW_IMP_MAX_FOLDED);
+  return NULL;
+}
+
 static tw_tensor *
 ints_tensor (int ndim, const int64_t *data, int64_t n)
 {
@@ -87,13 +107,19 @@ slice_axis (const tw_tensor *t, int a, int64_t start, int64_t end, int64_t step)
     start += dim;
   if (end < 0)
     end += dim;
+  /* Indices first + k * step while before last; a step of any size (up to
+   * +-2^63) takes no more than dim of them and never overflows. */
   GArray *idx = g_array_new (FALSE, FALSE, sizeof (int64_t));
-  if (step > 0)
-    for (int64_t i = CLAMP (start, 0, dim); i < CLAMP (end, 0, dim); i += step)
+  int64_t first = step > 0 ? CLAMP (start, 0, dim) : CLAMP (start, 0, dim - 1);
+  int64_t last = step > 0 ? CLAMP (end, 0, dim) : CLAMP (end, -1, dim - 1);
+  guint64 span = step > 0 ? (guint64) MAX (last - first, 0) : (guint64) MAX (first - last, 0);
+  guint64 mag = step > 0 ? (guint64) step : (guint64) 0 - (guint64) step;
+  guint64 count = span == 0 ? 0 : (span - 1) / mag + 1;
+  for (guint64 k = 0; k < count; k++)
+    {
+      int64_t i = step > 0 ? first + (int64_t) (k * mag) : first - (int64_t) (k * mag);
       g_array_append_val (idx, i);
-  else
-    for (int64_t i = CLAMP (start, 0, dim - 1); i > CLAMP (end, -1, dim - 1); i += step)
-      g_array_append_val (idx, i);
+    }
   int64_t shape[TW_MAX_DIMS];
   memcpy (shape, t->shape, t->ndim * sizeof *shape);
   shape[a] = idx->len;
@@ -239,7 +265,7 @@ tw_imp_fold (tw_imp *im)
       int nd = 0;
       if (op[0] == 'U')
         {
-          int rout = r + (int) MAX (na, 0);
+          int rout = r + (int) CLAMP (na, 0, TW_MAX_DIMS + 1);
           if (na <= 0 || rout > TW_MAX_DIMS)
             {
               tw_imp_problem (im, "needs axes giving at most %d dims", TW_MAX_DIMS);
@@ -288,14 +314,16 @@ tw_imp_fold (tw_imp *im)
       if (!tw_imp_const_ints (im, iv, "indices", &idx, &ni))
         return TRUE;
       int64_t d0 = x->c->shape[0], row = d0 > 0 ? tw_tensor_numel (x->c) / d0 : 0;
-      int64_t dims[TW_MAX_DIMS];
+      int64_t dims[TW_MAX_DIMS * 2];
       int nd = 0;
       for (int d = 0; d < iv->c->ndim; d++)
         dims[nd++] = iv->c->shape[d];
-      for (int d = 1; d < x->c->ndim && nd < TW_MAX_DIMS; d++)
+      for (int d = 1; d < x->c->ndim; d++)
         dims[nd++] = x->c->shape[d];
       g_autoptr (tw_tensor) src = tw_tensor_contiguous (x->c);
-      tw_tensor *out = tw_tensor_new (x->c->dtype, nd, dims);
+      tw_tensor *out = tw_imp_const_new (im, x->c->dtype, nd, dims, "the folded Gather");
+      if (out == NULL)
+        return TRUE;
       size_t es = tw_dtype_size (x->c->dtype);
       for (int64_t k = 0; k < ni; k++)
         {
@@ -403,15 +431,15 @@ tw_imp_fold (tw_imp *im)
       int64_t nd;
       if (!tw_imp_const_ints (im, x, "the shape", &dims, &nd))
         return TRUE;
-      int64_t total = 1;
-      for (int64_t i = 0; i < nd; i++)
-        if (dims[i] < 0 || nd > TW_MAX_DIMS || !tw_size_mul (total, dims[i], &total)
-            || total > TW_IMP_MAX_FOLDED)
-          {
-            tw_imp_problem (im, "a ConstantOfShape of a shape that depends on the batch size or "
-                            "holds more than %d elements", TW_IMP_MAX_FOLDED);
-            return TRUE;
-          }
+      if (nd > TW_MAX_DIMS)
+        {
+          tw_imp_problem (im, "a shape of %" G_GINT64_FORMAT " dims (twb's tensors have at most %d)",
+                          nd, TW_MAX_DIMS);
+          return TRUE;
+        }
+      g_autoptr (tw_tensor) out = tw_imp_const_new (im, TW_F32, (int) nd, dims, "the ConstantOfShape");
+      if (out == NULL)
+        return TRUE;
       const Onnx__AttributeProto *a = tw_onnx_attr (im->n, "value");
       g_autoptr (tw_tensor) v = NULL;
       if (a && a->t)
@@ -424,9 +452,13 @@ tw_imp_fold (tw_imp *im)
               return TRUE;
             }
         }
-      tw_tensor *out = tw_tensor_new (v ? v->dtype : TW_F32, (int) nd, dims);
+      if (v && v->dtype != TW_F32)
+        {
+          tw_tensor_unref (out);
+          out = tw_tensor_new (v->dtype, (int) nd, dims);
+        }
       tw_tensor_fill (out, v ? tw_tensor_get_flat (v, 0) : 0.0);
-      tw_imp_set_const (im, 0, out);
+      tw_imp_set_const (im, 0, g_steal_pointer (&out));
       return TRUE;
     }
   if (strcmp (op, "Reshape") == 0)
@@ -447,14 +479,15 @@ tw_imp_fold (tw_imp *im)
             }
           if (dims[i] == -1)
             neg = i;
-          else
-            known *= MAX (dims[i], 0);
+          else if (!tw_size_mul (known, dims[i], &known))
+            known = -1;   /* past int64: no shape of numel elements */
         }
       if (neg >= 0 && known > 0)
         dims[neg] = numel / known;
       int64_t total = 1;
-      for (int64_t i = 0; i < nd; i++)
-        total *= MAX (dims[i], 0);
+      for (int64_t i = 0; i < nd && total >= 0; i++)
+        if (!tw_size_mul (total, MAX (dims[i], 0), &total))
+          total = -1;
       if (nd > TW_MAX_DIMS || total != numel)
         {
           tw_imp_problem (im, "a constant of %" G_GINT64_FORMAT " elements cannot take that shape", numel);

@@ -71,6 +71,13 @@ int tw_imp_norm_axis (tw_imp *im, int64_t axis, int rank);
 int tw_imp_softmax_axis (tw_imp *im, const tw_tinfo *info);
 /* A constant integer tensor's values; *out g_new'ed. */
 gboolean tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, int64_t **out, int64_t *n);
+/* A new constant of dtype shaped dims for what import computes (`what`
+ * names it in the problem): NULL, with a problem, when a dim is the batch
+ * (unknown at import), the rank is past TW_MAX_DIMS or it would hold more
+ * than TW_IMP_MAX_FOLDED values.  Every constant import sizes from the
+ * model's values or shapes is made here.  Uninitialised. */
+tw_tensor *tw_imp_const_new (tw_imp *im, tw_dtype dtype, int ndim, const int64_t *dims,
+                             const char *what);
 /* A contiguous f32 copy. */
 tw_tensor *tw_imp_as_f32 (const tw_tensor *t);
 /* Shared by the translators (onnx-import.c, onnx-import-act.c). */

@@ -780,9 +780,11 @@ import_layer_norm (tw_imp *im)
       set_out (im, 1, mean);
       set_out (im, 2, inv);
     }
+  /* -1 (no constant's size) when a dim is the batch or the product is past int64. */
   int64_t D = 1;
-  for (int d = ax; d < info.ndim; d++)
-    D *= info.dims[d];
+  for (int d = ax; d < info.ndim && D >= 0; d++)
+    if (!tw_size_mul (D, info.dims[d], &D))
+      D = -1;
   /* Constant scale and bias of the normalised shape become parameters. */
   gboolean as_params = sc->kind == TW_IMP_CONST && tw_dtype_is_float (sc->c->dtype)
                        && tw_tensor_numel (sc->c) == D
@@ -810,7 +812,7 @@ import_layer_norm (tw_imp *im)
               t = tw_tensor_clone (r);
             }
           else
-            t = tw_tensor_zeros (TW_F32, info.ndim - ax, dims);
+            t = tw_tensor_zeros (TW_F32, info.ndim - ax, dims);   /* D values, as the scale */
           g_hash_table_replace (im->weights, g_strdup_printf ("%s.%s", y, k ? "bias" : "weight"), t);
         }
       set_out (im, 0, y);

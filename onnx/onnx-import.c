@@ -881,9 +881,12 @@ import_dropout (tw_imp *im)
   tw_node *y = tw_imp_emit1 (im, NULL, "dropout", a, x);
   if (y && tw_imp_is_used (im, 1))
     {
-      tw_tensor *ones = tw_tensor_new (TW_U8, info.ndim, info.dims);
-      tw_tensor_fill (ones, 1.0);
-      tw_imp_set_const (im, 1, ones);
+      tw_tensor *ones = tw_imp_const_new (im, TW_U8, info.ndim, info.dims, "the dropout mask");
+      if (ones)
+        {
+          tw_tensor_fill (ones, 1.0);
+          tw_imp_set_const (im, 1, ones);
+        }
     }
 }
 

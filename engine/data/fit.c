@@ -5,6 +5,8 @@
 
 #include "engine/data-fit.h"
 #include "engine/cpu/scan.h"
+#include "engine/memory.h"
+#include "engine/number.h"
 #include "engine/rng.h"
 
 #include <math.h>
@@ -29,7 +31,14 @@ model_classes (const tw_model *m)
 /* "synthetic[:N]": samples shaped as the model's data input, N of them
  * (default: as many as fit in 2^24 values, 32 to 1024; the test split a
  * quarter), sample i of class i mod C: the class's fixed random pattern
- * (from the recipe seed) plus normal noise of 0.5, different per split.  A learnable stand-in for the images of an imported model. */
+ * (from the recipe seed) plus normal noise of 0.5, different per split.  A
+ * learnable stand-in for the images of an imported model.
+ *
+ * Only the first MIN (N, C) classes occur, so only their patterns are drawn:
+ * the work and memory grow with the samples, not with C.  Every size comes
+ * from the model's shapes, so each is checked (tensor.h's checked
+ * arithmetic) and the total is compared with the memory available before
+ * anything is allocated. */
 static tw_dataset *
 synthetic_for_model (const tw_model *m, const char *name, tw_split split, GError **error)
 {
@@ -51,47 +60,78 @@ synthetic_for_model (const tw_model *m, const char *name, tw_split split, GError
                    src->id, tw_dtype_name (want->dtype));
       return NULL;
     }
-  int64_t per = 1;
+  if (classes > G_MAXINT)
+    {
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "dataset %s: the model's logits have %" G_GINT64_FORMAT " classes; labels "
+                   "take at most %d", name, classes, G_MAXINT);
+      return NULL;
+    }
+  int64_t sample[TW_MAX_DIMS], per;
   for (int i = 1; i < want->ndim; i++)
-    per *= MAX (want->dims[i], 1);
+    sample[i - 1] = MAX (want->dims[i], 1);
+  if (!tw_shape_numel_checked (MAX (want->ndim - 1, 0), sample, &per))
+    {
+      g_autofree char *shape = tw_shape_to_string (MAX (want->ndim - 1, 0), sample);
+      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
+                   "dataset %s: samples shaped %s (input '%s') hold more than 2^63 values", name,
+                   shape, src->id);
+      return NULL;
+    }
   int64_t n = CLAMP ((int64_t) (1 << 24) / per, 32, 1024);
   if (name[strlen ("synthetic")] == ':')
     {
       const char *count = name + strlen ("synthetic:");
-      guint64 v = 0;
-      if (!g_ascii_string_to_unsigned (count, 10, 1, 1 << 20, &v, NULL))
+      g_autoptr (GError) local = NULL;
+      g_autofree char *what = g_strdup_printf ("dataset %s: the sample count", name);
+      if (!tw_number_parse_int (count, 1, 1 << 20, what, &n, &local))
         {
-          g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_UNKNOWN,
-                       "dataset %s: “%s” is not a sample count from 1 to %d", name, count,
-                       1 << 20);
+          g_set_error_literal (error, TW_DATA_ERROR, TW_DATA_ERROR_UNKNOWN, local->message);
           return NULL;
         }
-      n = (int64_t) v;
     }
   if (split == TW_SPLIT_TEST)
     n = MAX (n / 4, 1);
-  int64_t shape[TW_MAX_DIMS];
-  shape[0] = n;
-  for (int i = 1; i < want->ndim; i++)
-    shape[i] = MAX (want->dims[i], 1);
-  g_autoptr (tw_tensor) x = tw_tensor_try_new (TW_F32, MAX (want->ndim, 1), shape);
-  if (x == NULL)
+  int64_t used = MIN (n, classes);   /* classes 0 .. used - 1 occur */
+  int64_t channels = want->ndim >= 3 ? MAX (want->dims[1], 1) : 1;
+  int64_t xs, ps, total = 0;
+  gboolean fits = tw_size_mul (n, per, &xs) && tw_size_mul (used, per, &ps)
+                  && tw_size_add (xs, ps, &total) && tw_size_add (total, channels, &total)
+                  && tw_size_mul (total, sizeof (float), &total)
+                  && tw_size_add (total, n * (int64_t) sizeof (int64_t), &total);
+  g_autofree char *what = g_strdup_printf (
+    "dataset %s (%" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT " values for input '%s', "
+    "the patterns of %" G_GINT64_FORMAT " of the %" G_GINT64_FORMAT " classes)",
+    name, n, per, src->id, used, classes);
+  if (!fits)
     {
-      g_set_error (error, TW_DATA_ERROR, TW_DATA_ERROR_MISMATCH,
-                   "dataset %s: no memory for %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
-                   " values", name, n, per);
+      g_set_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_OVERFLOW,
+                   "%s needs more than 2^63 bytes", what);
       return NULL;
     }
-  g_autoptr (tw_tensor) y = tw_tensor_new (TW_I64, 1, (int64_t[]) { n });
+  if (!tw_memory_check ((guint64) total, what, error))
+    return NULL;
+
+  int64_t shape[TW_MAX_DIMS];
+  shape[0] = n;
+  memcpy (shape + 1, sample, (MAX (want->ndim, 1) - 1) * sizeof (int64_t));
+  g_autoptr (tw_tensor) x = tw_tensor_try_new (TW_F32, MAX (want->ndim, 1), shape);
+  g_autoptr (tw_tensor) y = tw_tensor_try_new (TW_I64, 1, (int64_t[]) { n });
+  g_autofree float *patterns = g_try_new (float, MAX (ps, 1));
+  g_autofree float *levels = g_try_new (float, channels);
+  if (x == NULL || y == NULL || patterns == NULL || levels == NULL)
+    {
+      g_autofree char *need = tw_format_bytes ((guint64) total);
+      g_set_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_EXHAUSTED,
+                   "%s: no memory for %s", what, need);
+      return NULL;
+    }
   /* Class c's pattern: a level per channel (the sample's first dim, for
    * samples of rank 2 or more: it survives global pooling) plus a pattern
    * per element (normal, 0.5). */
-  g_autofree float *patterns = g_new (float, classes * per);
   guint64 seed = m->recipe.seed;
-  int64_t channels = want->ndim >= 3 ? MAX (want->dims[1], 1) : 1;
   int64_t inner = per / channels;
-  g_autofree float *levels = g_new (float, channels);
-  for (int64_t c = 0; c < classes; c++)
+  for (int64_t c = 0; c < used; c++)
     {
       float *mu = patterns + c * per;
       tw_rng_fill_normal (mu, per, seed, 0x5e7000 + 2 * c, 0, 0.5f);

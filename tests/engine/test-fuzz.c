@@ -577,17 +577,22 @@ test_crafted_overflow (void)
   expect_stage (lin, AT_INFER, "out_features");
   g_autofree char *in = spirals_with ("\"shape\": [2]", "\"shape\": [4294967296, 4294967296]");
   expect_stage (in, AT_INFER, "'shape'");
+  /* A recipe batch past TW_MAX_BATCH is refused at load, naming it; the
+   * largest one loads, and the memory check and the compiler refuse a batch
+   * of 2^63 - 1 (as a caller may pass) without overflowing. */
   g_autofree char *batch = spirals_with ("\"batch_size\": 32", "\"batch_size\": 9223372036854775807");
+  expect_stage (batch, AT_LOAD, "$.training.batch_size: must be at most 2147483647");
+  g_autofree char *widest = spirals_with ("\"batch_size\": 32", "\"batch_size\": 2147483647");
   {
     g_autoptr (GError) error = NULL;
-    g_autoptr (tw_model) m = tw_model_load_from_data (batch, -1, "batch.json", &error);
+    g_autoptr (tw_model) m = tw_model_load_from_data (widest, -1, "batch.json", &error);
     g_assert_no_error (error);
+    g_assert_cmpint (m->recipe.batch_size, ==, G_MAXINT32);
     g_assert_cmpint (tw_graph_infer (m->graph), ==, 0);
-    g_assert_false (tw_graph_check_memory (m->graph, m->recipe.batch_size, TRUE, &error));
+    g_assert_false (tw_graph_check_memory (m->graph, G_MAXINT64, TRUE, &error));
     g_assert_true (strstr (error->message, "node "));
     g_clear_error (&error);
-    g_autoptr (tw_program) p = tw_program_build (m->graph, m->recipe.batch_size, TW_PROGRAM_STEP,
-                                                 &error);
+    g_autoptr (tw_program) p = tw_program_build (m->graph, G_MAXINT64, TW_PROGRAM_STEP, &error);
     g_assert_null (p);
     g_assert_true (strstr (error->message, "at batch 9223372036854775807"));
   }
