@@ -30,7 +30,9 @@ tw_tensor *tw_samples_fit_input (tw_tensor *x, const tw_node *input, const char 
                                  GError **error);
 /* The training split (less the recipe's validation split, if any, held out
  * into *val, else NULL) and, when want_test, the test split (test may be
- * NULL then).  Every dataset is the caller's; nothing is set on failure. */
+ * NULL then).  Every dataset is the caller's; nothing is set on failure.
+ * A model whose training step at batch 1 does not fit in memory
+ * (tw_graph_check_memory) is refused first, before any data is read. */
 gboolean tw_datasets_open_for_training (const tw_model *m, const char *spec, gboolean want_test,
                                         tw_dataset **train, tw_dataset **val, tw_dataset **test,
                                         GError **error);

@@ -38,6 +38,7 @@ typedef struct
   GHashTable *vals;        /* ONNX value name → tw_imp_val */
   GHashTable *uses;        /* ONNX value name → number of consumers (+ graph outputs) */
   GHashTable *ids;         /* twb ids taken */
+  GHashTable *id_next;     /* base id → the next suffix to try (guint64 *) */
   GHashTable *weights;     /* parameter name → tw_tensor */
   GHashTable *weight_scope; /* weight initializer name → the scope of the node that took it first */
   GHashTable *bias_free;   /* twb id of a linear made from MatMul, still without bias */
@@ -53,6 +54,9 @@ typedef struct
 /* One line for the current node in im->problems (further problems of the
  * same node join its line); sets im->failed. */
 void tw_imp_problem (tw_imp *im, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+/* A twb id not taken yet, base itself when free, else base_2, base_3, ...
+ * ("node" for an empty base); taken from now on.  The caller frees it. */
+char *tw_imp_unique_id (tw_imp *im, const char *base);
 /* Input i of the current node (NULL when absent or empty). */
 const tw_imp_val *tw_imp_input (tw_imp *im, gsize i);
 /* Output k of the current node becomes the constant c (taken). */

@@ -62,13 +62,7 @@ static const char *
 emit (tw_imp *im, const char *op, tw_attrs *attrs, const char *const *refs)
 {
   g_autofree char *base = base_id (im);
-  char *id = g_strdup (base);
-  for (int k = 2; g_hash_table_contains (im->ids, id); k++)
-    {
-      g_free (id);
-      id = g_strdup_printf ("%s_%d", base, k);
-    }
-  g_hash_table_add (im->ids, id);
+  g_autofree char *id = tw_imp_unique_id (im, base);
   g_autoptr (GError) error = NULL;
   tw_node *node = tw_graph_add_node (im->graph, id, op, attrs, refs, &error);
   tw_attrs_free (attrs);

@@ -143,15 +143,31 @@ id_from_name (const Onnx__NodeProto *n, gsize index, gboolean owner)
   return sanitise (id);
 }
 
-static char *
-unique_id (tw_imp *im, const char *base)
+char *
+tw_imp_unique_id (tw_imp *im, const char *base)
 {
-  char *id = g_strdup (base[0] ? base : "node");
-  for (int k = 2; g_hash_table_contains (im->ids, id); k++)
+  if (base[0] == '\0')
+    base = "node";
+  if (!g_hash_table_contains (im->ids, base))
+    {
+      g_hash_table_add (im->ids, g_strdup (base));
+      return g_strdup (base);
+    }
+  /* base_2, base_3, ...: each base goes on from the last suffix it gave, so
+   * n nodes of one name cost O(n), not O(n^2) probes; a suffix taken by a
+   * node named so is skipped (each taken id is skipped once at most). */
+  gpointer next = g_hash_table_lookup (im->id_next, base);
+  guint64 k = next ? *(guint64 *) next : 2;
+  char *id = NULL;
+  do
     {
       g_free (id);
-      id = g_strdup_printf ("%s_%d", base, k);
+      id = g_strdup_printf ("%s_%" G_GUINT64_FORMAT, base, k++);
     }
+  while (g_hash_table_contains (im->ids, id));
+  guint64 *stored = g_new (guint64, 1);
+  *stored = k;
+  g_hash_table_replace (im->id_next, g_strdup (base), stored);
   g_hash_table_add (im->ids, g_strdup (id));
   return id;
 }
@@ -175,7 +191,7 @@ node_id (tw_imp *im, const tw_imp_val *weight, const char **share)
     }
   else
     base = id_from_name (im->n, im->index, weight != NULL);
-  return unique_id (im, base);
+  return tw_imp_unique_id (im, base);
 }
 
 /* Add the twb node for the current ONNX node; its outputs become TW_IMP_DYN.
@@ -274,7 +290,7 @@ tw_imp_ref (tw_imp *im, const tw_imp_val *v)
                             ? g_strndup (v->init_name, strlen (v->init_name) - strlen (".value"))
                             : g_strdup (v->init_name);
   g_autofree char *base = stem ? sanitise (stem) : g_strdup ("constant");
-  g_autofree char *id = unique_id (im, base);
+  g_autofree char *id = tw_imp_unique_id (im, base);
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_ints (a, "shape", c->ndim, c->shape);
   tw_attrs_set_string (a, "dtype", tw_dtype_name (c->dtype));
@@ -1082,7 +1098,7 @@ add_fixed_input (tw_imp *im, const Onnx__ValueInfoProto *vi, tw_dtype dt, const 
       dims[i] = d->dim_value;
     }
   g_autofree char *base = sanitise (vi->name);
-  g_autofree char *id = unique_id (im, base);
+  g_autofree char *id = tw_imp_unique_id (im, base);
   tw_node *node = tw_graph_add_input (im->graph, id, dt, (int) sh->n_dim, dims, role);
   tw_attrs_set_bool (node->attrs, "batch", FALSE);
   set_val (im, vi->name, TW_IMP_DYN, id, NULL);
@@ -1153,7 +1169,7 @@ add_graph_input (tw_imp *im, const Onnx__ValueInfoProto *vi, const char *role, G
         dims[i - 1] = d->dim_value;
     }
   g_autofree char *base = sanitise (vi->name);
-  g_autofree char *id = unique_id (im, base);
+  g_autofree char *id = tw_imp_unique_id (im, base);
   tw_graph_add_input (im->graph, id, dt, (int) sh->n_dim - 1, dims, "data");
   set_val (im, vi->name, TW_IMP_DYN, id, NULL);
   return TRUE;
@@ -1220,6 +1236,7 @@ tw_onnx_import_model_with (const Onnx__ModelProto *proto, const char *filename,
     .vals = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, val_free),
     .uses = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
     .ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
+    .id_next = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free),
     .weight_scope = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free),
     .weights = tw_tensor_table_new (),
     .bias_free = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL),
@@ -1366,6 +1383,7 @@ out:
   g_hash_table_unref (im.vals);
   g_hash_table_unref (im.uses);
   g_hash_table_unref (im.ids);
+  g_hash_table_unref (im.id_next);
   g_hash_table_unref (im.weight_scope);
   g_hash_table_unref (im.weights);
   g_hash_table_unref (im.bias_free);

@@ -272,6 +272,10 @@ tw_datasets_open_for_training (const tw_model *m, const char *spec, gboolean wan
                                tw_dataset **test_out, GError **error)
 {
   const char *name = spec ? spec : m->recipe.dataset;
+  /* A model that cannot take one training step is refused before its data
+   * is read or made (the executors check again at their batch). */
+  if (!tw_graph_check_memory (m->graph, 1, TRUE, error))
+    return FALSE;
   g_autoptr (tw_dataset) train = tw_dataset_open_for_model (m, spec, TW_SPLIT_TRAIN, error);
   if (train == NULL)
     return FALSE;
