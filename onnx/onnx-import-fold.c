@@ -39,19 +39,26 @@ tw_tensor *
 tw_imp_const_new (tw_imp *im, tw_dtype dtype, int ndim, const int64_t *dims, const char *what)
 {
   int64_t numel = 0;
-  gboolean ok = ndim >= 0 && ndim <= TW_MAX_DIMS;
-  for (int d = 0; ok && d < ndim; d++)
-    ok = dims[d] >= 0;   /* TW_DIM_N, TW_IMP_BATCH: the batch, unknown at import */
-  if (ok && tw_shape_numel_checked (ndim, dims, &numel) && numel <= TW_IMP_MAX_FOLDED)
+  if (ndim < 0 || ndim > TW_MAX_DIMS)
+    {
+      tw_imp_problem (im, "%s would have more dims than twb's tensors (%d)", what, TW_MAX_DIMS);
+      return NULL;
+    }
+  for (int d = 0; d < ndim; d++)
+    if (dims[d] < 0)
+      {
+        /* TW_DIM_N, TW_IMP_BATCH, TW_IMP_UNKNOWN: the batch, unknown at import. */
+        if (dims[d] == TW_DIM_N || dims[d] == TW_IMP_BATCH || dims[d] == TW_IMP_UNKNOWN)
+          tw_imp_problem (im, "%s would have a dim that depends on the batch size", what);
+        else
+          tw_imp_problem (im, "%s would have a dim of %" G_GINT64_FORMAT, what, dims[d]);
+        return NULL;
+      }
+  if (tw_shape_numel_checked (ndim, dims, &numel) && numel <= TW_IMP_MAX_FOLDED)
     return tw_tensor_new (dtype, ndim, dims);
-  g_autofree char *shape = ok ? tw_shape_to_string (ndim, dims) : NULL;
-  if (!ok)
-    tw_imp_problem (im, "%s would have %s", what,
-                    ndim < 0 || ndim > TW_MAX_DIMS ? "more dims than twb's tensors"
-                                                   : "a dim that depends on the batch size");
-  else
-    tw_imp_problem (im, "%s of shape %s holds more than the %d values import makes", what, shape,
-                    TW_IMP_MAX_FOLDED);
+  g_autofree char *shape = tw_shape_to_string (ndim, dims);
+  tw_imp_problem (im, "%s of shape %s holds more than the %d values import makes", what, shape,
+                  TW_IMP_MAX_FOLDED);
   return NULL;
 }
 
