@@ -14,13 +14,17 @@
  * - truncated and garbage safetensors and .npy headers, huge dims;
  * - output files (mode kept, links followed, non-regular targets refused,
  *   stale temporaries removed, the same file found through a link);
- * - scale (a graph of many siblings loads in linear time).
+ * - scale (a graph of many siblings loads in linear time; mutations splice
+ *   chains of thousands of nodes, layers shared thousands of times and
+ *   thousands of nodes of one id into the models);
+ * - sizes from the model's values: every accepted model also gets synthetic
+ *   data shaped for it, which must fit or be refused naming the dataset.
  *
  * The default suite runs a bounded number of mutations; `-m slow` (meson
  * test --suite slow) runs about ten times more.  Seeds are fixed. */
 #include "engine/compile/compiled.h"
 #include "engine/compile/program.h"
-#include "engine/data.h"
+#include "engine/data-fit.h"
 #include "engine/eager.h"
 #include "engine/fileutil.h"
 #include "engine/memory.h"
@@ -55,7 +59,8 @@ static const char windows_model[] =
   "    { \"id\": \"bn\", \"op\": \"batch_norm\", \"inputs\": [\"c\"] },\n"
   "    { \"id\": \"p\", \"op\": \"max_pool2d\", \"inputs\": [\"bn\"], \"attrs\": { \"kernel_size\": 2,\n"
   "      \"stride\": 2, \"padding\": 0 } },\n"
-  "    { \"id\": \"a\", \"op\": \"avg_pool2d\", \"inputs\": [\"p\"], \"attrs\": { \"kernel_size\": 1 } },\n"
+  "    { \"id\": \"pd\", \"op\": \"pad\", \"inputs\": [\"p\"], \"attrs\": { \"pads\": [0, 0, 0, 0] } },\n"
+  "    { \"id\": \"a\", \"op\": \"avg_pool2d\", \"inputs\": [\"pd\"], \"attrs\": { \"kernel_size\": 1 } },\n"
   "    { \"id\": \"r\", \"op\": \"reshape\", \"inputs\": [\"a\"], \"attrs\": { \"shape\": [3, 16] } },\n"
   "    { \"id\": \"f\", \"op\": \"flatten\", \"inputs\": [\"r\"], \"attrs\": { \"start_dim\": 1 } },\n"
   "    { \"id\": \"ln\", \"op\": \"layer_norm\", \"inputs\": [\"f\"] },\n"
@@ -68,7 +73,8 @@ static const char windows_model[] =
 static const int64_t bad_ints[] = {
   0, -1, -2, 1, 2, 3, 7, 64, 1 << 20, 2000000000, (int64_t) 1 << 31, (int64_t) 1 << 32,
   (int64_t) 1 << 40, 1000000000000, (int64_t) 1 << 53, (int64_t) 1 << 62,
-  3689348814741910336, G_MAXINT64, G_MININT64, G_MAXINT64 / 2 + 1,
+  3689348814741910336, G_MAXINT64, G_MININT64, G_MAXINT64 / 2 + 1, G_MAXINT32,
+  ((int64_t) 1 << 60) + 1, G_MAXINT64 - 1,
 };
 
 typedef struct
@@ -166,6 +172,18 @@ run_accepted (tw_model *m, const char *name, stats *st)
     }
   tw_node *data = tw_graph_find_source (g, "data");
   tw_node *label = tw_graph_find_source (g, "label");
+  {
+    /* Data sized from the model's shapes: made, or refused naming it. */
+    g_autoptr (tw_dataset) d = tw_dataset_open_for_model (m, "synthetic:4", TW_SPLIT_TRAIN, &error);
+    if (d == NULL)
+      {
+        g_assert_true (error->domain == TW_DATA_ERROR || error->domain == TW_MEMORY_ERROR);
+        g_assert_true (g_str_has_prefix (error->message, "dataset synthetic:4"));
+        g_clear_error (&error);
+      }
+    else
+      g_assert_cmpint (tw_dataset_size (d), ==, 4);
+  }
   g_autoptr (tw_tensor) x = feed_for (data, RUN_BATCH);
   g_autoptr (tw_tensor) y = feed_for (label, RUN_BATCH);
   gboolean has_loss = tw_graph_find_loss (g) != NULL && y != NULL;
@@ -399,6 +417,62 @@ mutate_op (JsonNode *root, GRand *r)
   json_object_remove_member (n, "attrs");   /* the old op's attributes would not fit */
 }
 
+/* Scale: a chain of thousands of tanh after a node (its readers read the
+ * chain's end), thousands of copies of a node in a row sharing its
+ * parameters, or thousands of nodes of one id. */
+static void
+mutate_scale (JsonNode *root, GRand *r)
+{
+  JsonObject *g = json_object_get_object_member (json_node_get_object (root), "graph");
+  JsonArray *nodes = nodes_of (root);
+  JsonObject *n = random_node (root, r);
+  g_autofree char *id = g_strdup (json_object_get_string_member (n, "id"));
+  int count = g_rand_int_range (r, 1000, 4000), kind = g_rand_int_range (r, 0, 3);
+  g_autofree char *last = g_strdup_printf ("%s_scale%d", id, count - 1);
+  if (kind < 2)
+    {
+      /* Readers of id (and the outputs) read the end of what comes now. */
+      for (guint i = 0; i < json_array_get_length (nodes); i++)
+        {
+          JsonObject *o = json_array_get_object_element (nodes, i);
+          JsonArray *in = json_object_has_member (o, "inputs")
+                            ? json_object_get_array_member (o, "inputs") : NULL;
+          for (guint k = 0; in && k < json_array_get_length (in); k++)
+            if (g_strcmp0 (json_array_get_string_element (in, k), id) == 0)
+              json_node_set_string (json_array_get_element (in, k), last);
+        }
+      JsonArray *outs = json_object_get_array_member (g, "outputs");
+      for (guint k = 0; outs && k < json_array_get_length (outs); k++)
+        if (g_strcmp0 (json_array_get_string_element (outs, k), id) == 0)
+          json_node_set_string (json_array_get_element (outs, k), last);
+    }
+  for (int i = 0; i < count; i++)
+    {
+      JsonObject *c = kind == 1 ? json_object_ref (n) : json_object_new ();
+      g_autofree char *cid = kind == 2 ? g_strdup ("dup")
+                                       : g_strdup_printf ("%s_scale%d", id, i);
+      g_autofree char *prev = i == 0 ? g_strdup (id) : g_strdup_printf ("%s_scale%d", id, i - 1);
+      if (kind == 1)
+        {
+          /* A copy of n (a new object: n's members, inputs and id replaced). */
+          JsonObject *copy = json_object_new ();
+          g_autoptr (GList) members = json_object_get_members (c);
+          for (GList *l = members; l; l = l->next)
+            json_object_set_member (copy, l->data, json_node_copy (json_object_get_member (c, l->data)));
+          json_object_unref (c);
+          c = copy;
+          json_object_set_string_member (c, "share", id);
+        }
+      else
+        json_object_set_string_member (c, "op", "tanh");
+      json_object_set_string_member (c, "id", cid);
+      JsonArray *in = json_array_new ();
+      json_array_add_string_element (in, prev);
+      json_object_set_array_member (c, "inputs", in);
+      json_array_add_object_element (nodes, c);
+    }
+}
+
 static void
 mutate_recipe (JsonNode *root, GRand *r)
 {
@@ -416,11 +490,12 @@ mutated_text (const char *base, GRand *r, gsize *len)
   g_autoptr (JsonNode) root = parse (base);
   int rounds = g_rand_int_range (r, 1, 4);
   for (int i = 0; i < rounds; i++)
-    switch (g_rand_int_range (r, 0, 7))
+    switch (g_rand_int_range (r, 0, 8))
       {
       case 0: case 1: case 2: mutate_int_attr (root, r); break;
       case 3: case 4: mutate_refs (root, r); break;
       case 5: mutate_op (root, r); break;
+      case 6: mutate_scale (root, r); break;
       default: mutate_recipe (root, r); break;
       }
   char *text = to_text (root);
