@@ -4,6 +4,7 @@
 #include "engine/memory.h"
 #include "engine/graph.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,17 @@
 
 G_DEFINE_QUARK (tw-memory-error-quark, tw_memory_error)
 
-/* "512M" → 512 MiB; FALSE when malformed. */
+/* "512M" → 512 MiB; FALSE when malformed: digits, then at most a suffix
+ * (no sign, blank or other text: strtoull took "-1" as 2^64 - 1). */
 static gboolean
 parse_limit (const char *text, guint64 *out)
 {
   char *end = NULL;
+  if (!g_ascii_isdigit (text[0]))
+    return FALSE;
+  errno = 0;
   guint64 v = g_ascii_strtoull (text, &end, 10);
-  if (end == text)
+  if (errno != 0)
     return FALSE;
   int shift = 0;
   switch (*end)
