@@ -191,6 +191,20 @@ build_identities (tw_compiled *c, runnable *r)
                               || strcmp (g_ptr_array_index (a->sources, 0),
                                          g_ptr_array_index (b->sources, 0)) != 0;
     }
+  /* The first instruction writing each slot, and the first updating each
+   * parameter: one pass, not one per parameter. */
+  g_autofree int *writer = g_new (int, MAX (prog->slots->len, 1));
+  for (guint k = 0; k < prog->slots->len; k++)
+    writer[k] = -1;
+  g_autoptr (GHashTable) updater = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint k = ni; k-- > 0;)
+    {
+      tw_instr *ins = tw_program_instr (prog, (int) k);
+      for (int o = 0; o < ins->n_out; o++)
+        writer[ins->out[o]] = (int) k;
+      if (ins->param)
+        g_hash_table_insert (updater, ins->param, GINT_TO_POINTER (k + 1));
+    }
   for (int i = 0; i < tw_params_count (c->params); i++)
     {
       tw_param *pp = tw_params_at (c->params, i);
@@ -200,21 +214,10 @@ build_identities (tw_compiled *c, runnable *r)
       gpointer v = g_hash_table_lookup (prog->grad_slot, pp->name);
       if (v)
         {
-          int gs = GPOINTER_TO_INT (v) - 1;
-          for (guint k = 0; k < ni && at < 0; k++)
-            {
-              tw_instr *ins = tw_program_instr (prog, (int) k);
-              for (int o = 0; o < ins->n_out; o++)
-                if (ins->out[o] == gs)
-                  at = (int) k;
-            }
+          at = writer[GPOINTER_TO_INT (v) - 1];
           /* A fused gradient+update: final inside the update. */
-          for (guint k = 0; k < ni && at < 0; k++)
-            {
-              tw_instr *ins = tw_program_instr (prog, (int) k);
-              if (ins->param && strcmp (ins->param, pp->name) == 0)
-                at = (int) k;
-            }
+          if (at < 0)
+            at = GPOINTER_TO_INT (g_hash_table_lookup (updater, pp->name)) - 1;
         }
       if (at < 0)
         g_ptr_array_add (r->ready_last, pp);

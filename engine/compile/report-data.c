@@ -178,16 +178,13 @@ pass_summary (const tw_program *p, const tw_pass_record *r)
  * of backward, what produces it and for which nodes, with the output's
  * number when the producer has several. */
 static char *
-buffer_name (const tw_program *p, const tw_slot *sl)
+buffer_name (const tw_program *p, const tw_slot *sl, GHashTable *grad_of)
 {
   if (sl->name)
     return g_strdup (sl->name);
-  GHashTableIter it;
-  gpointer name, slot1;
-  g_hash_table_iter_init (&it, p->grad_slot);
-  while (g_hash_table_iter_next (&it, &name, &slot1))
-    if (tw_program_alias_root (p, GPOINTER_TO_INT (slot1) - 1) == sl->id)
-      return g_strdup_printf ("%s gradient", (const char *) name);
+  const char *param = g_hash_table_lookup (grad_of, GINT_TO_POINTER (sl->id));
+  if (param)
+    return g_strdup_printf ("%s gradient", param);
   if (sl->producer < 0 || sl->producer >= (int) p->instrs->len)
     return g_strdup_printf ("%%%d", sl->id);
   const tw_instr *ins = g_ptr_array_index (p->instrs, sl->producer);
@@ -281,6 +278,19 @@ add_buffers (tw_compile_report *r, const tw_program *p)
         int root = tw_program_alias_root (p, s);
         last[root] = ni;
       }
+  /* Buffer → the parameter whose final gradient it holds (one pass, not one
+   * per buffer). */
+  g_autoptr (GHashTable) grad_of = g_hash_table_new (g_direct_hash, g_direct_equal);
+  GHashTableIter it;
+  gpointer name, slot1;
+  g_hash_table_iter_init (&it, p->grad_slot);
+  while (g_hash_table_iter_next (&it, &name, &slot1))
+    {
+      gpointer root = GINT_TO_POINTER (tw_program_alias_root (p, GPOINTER_TO_INT (slot1) - 1));
+      const char *had = g_hash_table_lookup (grad_of, root);
+      if (had == NULL || strcmp (name, had) < 0)
+        g_hash_table_insert (grad_of, root, name);
+    }
   for (int s = 0; s < ns; s++)
     {
       const tw_slot *sl = tw_program_slot (p, s);
@@ -289,7 +299,7 @@ add_buffers (tw_compile_report *r, const tw_program *p)
       if (first[s] == G_MAXINT && last[s] < 0)
         continue;
       tw_compile_buffer b = {
-        s, buffer_name (p, sl), tw_slot_bytes (sl), sl->offset, first[s] == G_MAXINT ? 0 : first[s],
+        s, buffer_name (p, sl, grad_of), tw_slot_bytes (sl), sl->offset, first[s] == G_MAXINT ? 0 : first[s],
         0
       };
       b.last = MAX (last[s], b.first);
