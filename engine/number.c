@@ -123,8 +123,8 @@ tw_number_parse_real (const char *text, const tw_real_range *r, const char *what
   if (ok)
     {
       v = g_ascii_strtod (text, NULL);
-      ok = isfinite (v) && (r->min_open ? v > r->min : v >= r->min)
-           && (r->max_open ? v < r->max : v <= r->max);
+      ok = isfinite (v) && (r->min_open ? v > r->min : v >= r->min) &&
+           (r->max_open ? v < r->max : v <= r->max);
     }
   if (!ok)
     {

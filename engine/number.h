@@ -29,7 +29,7 @@ GQuark tw_number_error_quark (void);
 
 typedef enum
 {
-  TW_NUMBER_ERROR_INVALID,   /* not a number of the kind asked for, or out of range */
+  TW_NUMBER_ERROR_INVALID, /* not a number of the kind asked for, or out of range */
 } tw_number_error;
 
 /* Bytes of a refused token quoted in the message: enough for any number

@@ -19,12 +19,12 @@
 struct tw_readers
 {
   int n_slots;
-  int *count;           /* [n_slots] reads */
-  int64_t *pos_sum;     /* [n_slots] sum of the readers' positions, one per read */
-  int *first;           /* [n_slots + 1] CSR offsets into list */
-  int *list;            /* reader positions at build time, increasing per slot */
-  int *extra_head;      /* [n_slots] first entry of extra for the slot, -1 */
-  GArray *extra;        /* extra_entry: readers set since the build */
+  int *count;       /* [n_slots] reads */
+  int64_t *pos_sum; /* [n_slots] sum of the readers' positions, one per read */
+  int *first;       /* [n_slots + 1] CSR offsets into list */
+  int *list;        /* reader positions at build time, increasing per slot */
+  int *extra_head;  /* [n_slots] first entry of extra for the slot, -1 */
+  GArray *extra;    /* extra_entry: readers set since the build */
 };
 
 typedef struct
@@ -165,15 +165,15 @@ tw_program_first_reader (const tw_program *p, int slot, tw_reader_pred pred, gco
   for (int j = r->first[slot]; j < r->first[slot + 1]; j++)
     {
       int pos = r->list[j];
-      if ((best < 0 || pos < best) && reads_at (p, pos, slot)
-          && pred (p, pos, g_ptr_array_index (p->instrs, pos), slot, data))
+      if ((best < 0 || pos < best) && reads_at (p, pos, slot) &&
+          pred (p, pos, g_ptr_array_index (p->instrs, pos), slot, data))
         best = pos;
     }
   for (int e = r->extra_head[slot]; e >= 0; e = g_array_index (r->extra, extra_entry, e).next)
     {
       int pos = g_array_index (r->extra, extra_entry, e).pos;
-      if ((best < 0 || pos < best) && reads_at (p, pos, slot)
-          && pred (p, pos, g_ptr_array_index (p->instrs, pos), slot, data))
+      if ((best < 0 || pos < best) && reads_at (p, pos, slot) &&
+          pred (p, pos, g_ptr_array_index (p->instrs, pos), slot, data))
         best = pos;
     }
   return best;

@@ -22,10 +22,10 @@ test_int (void)
     { "007", 0, 10, TRUE, 7 },
     { "9223372036854775807", 1, G_MAXINT64, TRUE, G_MAXINT64 },
     { "-9223372036854775808", G_MININT64, 0, TRUE, G_MININT64 },
-    { "99999999999999999999", 1, G_MAXINT64, FALSE, 0 },     /* past int64: never wrapped */
+    { "99999999999999999999", 1, G_MAXINT64, FALSE, 0 }, /* past int64: never wrapped */
     { "9223372036854775808", 1, G_MAXINT64, FALSE, 0 },
     { "-9223372036854775809", G_MININT64, 0, FALSE, 0 },
-    { "2147483648", 1, G_MAXINT32, FALSE, 0 },               /* past the range */
+    { "2147483648", 1, G_MAXINT32, FALSE, 0 }, /* past the range */
     { "0", 1, 10, FALSE, 0 },
     { "64k", 1, G_MAXINT32, FALSE, 0 },
     { "1e3", 1, G_MAXINT32, FALSE, 0 },
@@ -43,8 +43,8 @@ test_int (void)
     {
       g_autoptr (GError) error = NULL;
       int64_t v = -12345;
-      gboolean ok = tw_number_parse_int (cases[i].text, cases[i].min, cases[i].max, "--n", &v,
-                                         &error);
+      gboolean ok =
+        tw_number_parse_int (cases[i].text, cases[i].min, cases[i].max, "--n", &v, &error);
       g_test_message ("'%s': %s", cases[i].text, ok ? "taken" : error->message);
       g_assert_cmpint (ok, ==, cases[i].ok);
       if (ok)
@@ -55,11 +55,11 @@ test_int (void)
       else
         {
           g_assert_error (error, TW_NUMBER_ERROR, TW_NUMBER_ERROR_INVALID);
-          g_assert_cmpint (v, ==, -12345);   /* untouched */
-          g_autofree char *want = g_strdup_printf ("--n: '%s' is not valid (expected a whole "
-                                                   "number in [%" G_GINT64_FORMAT ", %"
-                                                   G_GINT64_FORMAT "])",
-                                                   cases[i].text, cases[i].min, cases[i].max);
+          g_assert_cmpint (v, ==, -12345); /* untouched */
+          g_autofree char *want =
+            g_strdup_printf ("--n: '%s' is not valid (expected a whole "
+                             "number in [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "])",
+                             cases[i].text, cases[i].min, cases[i].max);
           g_assert_cmpstr (error->message, ==, want);
         }
     }

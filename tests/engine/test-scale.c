@@ -43,9 +43,9 @@ attrs_free (tw_attrs **a)
 
 typedef enum
 {
-  CHAIN,    /* n tanh nodes one after the other */
-  LINEAR,   /* n linear layers 2 → 2 */
-  SHARED,   /* one linear layer used by n nodes in a row (share) */
+  CHAIN,  /* n tanh nodes one after the other */
+  LINEAR, /* n linear layers 2 → 2 */
+  SHARED, /* one linear layer used by n nodes in a row (share) */
 } shape_kind;
 
 /* x [2] → n nodes of kind → head linear [2] → cross_entropy with y. */
@@ -54,7 +54,7 @@ model_of (shape_kind kind, int n)
 {
   tw_model *m = tw_model_new ("scale");
   tw_graph *g = m->graph;
-  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 2 }, "data");
+  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]){ 2 }, "data");
   tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
   scoped_attrs lin = tw_attrs_new ();
   tw_attrs_set_int (lin, "out_features", 2);
@@ -71,7 +71,7 @@ model_of (shape_kind kind, int n)
     }
   tw_graph_add (g, "head", "linear", lin, prev, NULL);
   tw_graph_add (g, "loss", "cross_entropy", NULL, "head", "y", NULL);
-  tw_graph_set_outputs (g, (const char *[]) { "head", NULL });
+  tw_graph_set_outputs (g, (const char *[]){ "head", NULL });
   m->recipe.batch_size = 4;
   return m;
 }
@@ -101,7 +101,7 @@ on_small_stack (GThreadFunc fn, gpointer data)
   gpointer ret = NULL;
   g_assert_cmpint (pthread_attr_init (&attr), ==, 0);
   g_assert_cmpint (pthread_attr_setstacksize (&attr, SMALL_STACK), ==, 0);
-  g_assert_cmpint (pthread_create (&t, &attr, (void *(*) (void *)) run_small, &c), ==, 0);
+  g_assert_cmpint (pthread_create (&t, &attr, (void *(*) (void *) ) run_small, &c), ==, 0);
   g_assert_cmpint (pthread_join (t, &ret), ==, 0);
   pthread_attr_destroy (&attr);
   return ret;
@@ -124,8 +124,8 @@ train_both (gpointer data)
   g_autoptr (GError) error = NULL;
   g_assert_cmpint (tw_graph_infer (g), ==, 0);
   g_assert_true (tw_graph_check_memory (g, 4, TRUE, &error));
-  g_autoptr (tw_tensor) x = tw_tensor_zeros (TW_F32, 2, (int64_t[]) { 4, 2 });
-  g_autoptr (tw_tensor) y = tw_tensor_zeros (TW_I64, 1, (int64_t[]) { 4 });
+  g_autoptr (tw_tensor) x = tw_tensor_zeros (TW_F32, 2, (int64_t[]){ 4, 2 });
+  g_autoptr (tw_tensor) y = tw_tensor_zeros (TW_I64, 1, (int64_t[]){ 4 });
   for (int i = 0; i < 8; i++)
     tw_tensor_f32 (x)[i] = 0.25f * (float) (i % 3) - 0.2f;
   tw_tensor_i64 (y)[1] = tw_tensor_i64 (y)[3] = 1;
@@ -161,9 +161,8 @@ check_depth (shape_kind kind, int n)
   on_small_stack (train_both, &c);
   g_test_message ("%s of %d: a step eager and compiled in %.2f s on %zu KiB of stack; loss %.6f "
                   "both ways, %d instructions",
-                  kind == CHAIN ? "chain" : "shared layer", n,
-                  (g_get_monotonic_time () - t0) / 1e6, SMALL_STACK >> 10, c.eager_loss,
-                  c.instructions);
+                  kind == CHAIN ? "chain" : "shared layer", n, (g_get_monotonic_time () - t0) / 1e6,
+                  SMALL_STACK >> 10, c.eager_loss, c.instructions);
   g_assert_true (isfinite (c.eager_loss));
   /* The same arithmetic in the same order (the parity the executors keep). */
   g_assert_cmpfloat (c.compiled_loss, ==, c.eager_loss);
@@ -200,8 +199,10 @@ compile_timed (shape_kind kind, int n)
   g_assert_true (tw_program_optimize (p, TW_PASS_ALL, &error));
   g_assert_no_error (error);
   g_test_message ("%s of %d: %u instructions compiled in %.2f s (build %.0f ms)",
-                  kind == CHAIN ? "chain" : kind == LINEAR ? "linear chain" : "shared layer", n,
-                  p->instrs->len, (g_get_monotonic_time () - t0) / 1e6, p->build_ms);
+                  kind == CHAIN    ? "chain"
+                  : kind == LINEAR ? "linear chain"
+                                   : "shared layer",
+                  n, p->instrs->len, (g_get_monotonic_time () - t0) / 1e6, p->build_ms);
   for (guint i = 0; i < p->records->len; i++)
     {
       const tw_pass_record *r = &g_array_index (p->records, tw_pass_record, i);
@@ -233,7 +234,7 @@ classifier (int64_t features, int64_t classes)
 {
   tw_model *m = tw_model_new ("scale");
   tw_graph *g = m->graph;
-  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { features }, "data");
+  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]){ features }, "data");
   tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
   scoped_attrs sl = tw_attrs_new ();
   tw_attrs_set_int (sl, "axis", 1);
@@ -246,12 +247,12 @@ classifier (int64_t features, int64_t classes)
   if (classes > 2)
     {
       scoped_attrs pad = tw_attrs_new ();
-      tw_attrs_set_ints (pad, "pads", 2, (int64_t[]) { 0, classes - 2 });
+      tw_attrs_set_ints (pad, "pads", 2, (int64_t[]){ 0, classes - 2 });
       tw_graph_add (g, "wide", "pad", pad, "fc", NULL);
       logits = "wide";
     }
   tw_graph_add (g, "loss", "cross_entropy", NULL, logits, "y", NULL);
-  tw_graph_set_outputs (g, (const char *[]) { logits, NULL });
+  tw_graph_set_outputs (g, (const char *[]){ logits, NULL });
   g_assert_cmpint (tw_graph_infer (g), ==, 0);
   return m;
 }
@@ -304,8 +305,8 @@ test_synthetic_sizes (void)
     g_assert_cmpint (tw_tensor_i64 (d->y)[i], ==, i);
   /* Training it is refused before any data, with the figures. */
   tw_dataset *train = NULL, *val = NULL, *test = NULL;
-  g_assert_false (tw_datasets_open_for_training (m, "synthetic:8", TRUE, &train, &val, &test,
-                                                 &error));
+  g_assert_false (
+    tw_datasets_open_for_training (m, "synthetic:8", TRUE, &train, &val, &test, &error));
   g_assert_error (error, TW_MEMORY_ERROR, TW_MEMORY_ERROR_EXHAUSTED);
   g_assert_nonnull (strstr (error->message, "node wide"));
   g_assert_null (train);
@@ -317,17 +318,17 @@ test_synthetic_sizes (void)
 static void
 test_pads (void)
 {
-  static const int64_t pads[] = { G_MAXINT64, G_MAXINT64 - 2, G_MAXINT64 / 2 + 1, -1, G_MININT64,
-                                  (int64_t) 1 << 62, (int64_t) 1 << 40 };
+  static const int64_t pads[] = { G_MAXINT64, G_MAXINT64 - 2,    G_MAXINT64 / 2 + 1, -1,
+                                  G_MININT64, (int64_t) 1 << 62, (int64_t) 1 << 40 };
   for (guint i = 0; i < G_N_ELEMENTS (pads); i++)
     {
       g_autoptr (tw_model) m = tw_model_new ("pads");
       tw_graph *g = m->graph;
-      tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 4 }, "data");
+      tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]){ 4 }, "data");
       scoped_attrs a = tw_attrs_new ();
-      tw_attrs_set_ints (a, "pads", 2, (int64_t[]) { pads[i], 1 });
+      tw_attrs_set_ints (a, "pads", 2, (int64_t[]){ pads[i], 1 });
       tw_graph_add (g, "p", "pad", a, "x", NULL);
-      tw_graph_set_outputs (g, (const char *[]) { "p", NULL });
+      tw_graph_set_outputs (g, (const char *[]){ "p", NULL });
       int n_err = tw_graph_infer (g);
       g_autofree char *errs = tw_graph_errors_to_string (g);
       g_test_message ("pads [%" G_GINT64_FORMAT ", 1]: %s", pads[i], n_err ? errs : "accepted");

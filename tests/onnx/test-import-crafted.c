@@ -21,7 +21,7 @@ typedef struct
   Onnx__OperatorSetIdProto *opsets[1];
   Onnx__GraphProto graph;
   GPtrArray *nodes, *inits, *inputs, *outputs;
-  GPtrArray *owned;   /* g_free'd with the builder */
+  GPtrArray *owned; /* g_free'd with the builder */
 } builder;
 
 static gpointer
@@ -84,7 +84,8 @@ value_info (builder *b, const char *name, int elem, gboolean batch, int nd, cons
   onnx__type_proto__tensor__init (tt);
   onnx__tensor_shape_proto__init (sh);
   int n = nd + batch;
-  Onnx__TensorShapeProto__Dimension **d = own (b, g_new (Onnx__TensorShapeProto__Dimension *, MAX (n, 1)));
+  Onnx__TensorShapeProto__Dimension **d =
+    own (b, g_new (Onnx__TensorShapeProto__Dimension *, MAX (n, 1)));
   for (int i = 0; i < n; i++)
     {
       d[i] = own (b, g_new (Onnx__TensorShapeProto__Dimension, 1));
@@ -220,14 +221,14 @@ test_same_names (void)
   const int n = 40000;
   builder b;
   builder_init (&b);
-  add_input (&b, "x", 1, (int64_t[]) { 4 });
-  add_node (&b, "Relu", "relu_3", (const char *[]) { "x", NULL }, "v_first");
+  add_input (&b, "x", 1, (int64_t[]){ 4 });
+  add_node (&b, "Relu", "relu_3", (const char *[]){ "x", NULL }, "v_first");
   char prev[32] = "v_first";
   for (int i = 0; i < n; i++)
     {
       char out[32];
       g_snprintf (out, sizeof out, "v%d", i);
-      add_node (&b, "Relu", "relu", (const char *[]) { prev, NULL }, out);
+      add_node (&b, "Relu", "relu", (const char *[]){ prev, NULL }, out);
       g_strlcpy (prev, out, sizeof prev);
     }
   add_output (&b, prev);
@@ -235,13 +236,14 @@ test_same_names (void)
   g_autofree char *msg = NULL;
   g_autoptr (tw_model) m = import (&b, NULL, &msg);
   g_assert_nonnull (m);
-  g_test_message ("%d nodes named alike imported in %.2f s", n, (g_get_monotonic_time () - t0) / 1e6);
+  g_test_message ("%d nodes named alike imported in %.2f s", n,
+                  (g_get_monotonic_time () - t0) / 1e6);
   g_assert_cmpint (tw_graph_n_nodes (m->graph), ==, n + 2);
   g_assert_nonnull (tw_graph_find (m->graph, "relu_3"));
   g_assert_nonnull (tw_graph_find (m->graph, "relu"));
   g_assert_nonnull (tw_graph_find (m->graph, "relu_2"));
   g_assert_nonnull (tw_graph_find (m->graph, "relu_4"));
-  g_autofree char *last = g_strdup_printf ("relu_%d", n + 1);   /* 2..n+1 but 3 */
+  g_autofree char *last = g_strdup_printf ("relu_%d", n + 1); /* 2..n+1 but 3 */
   g_assert_nonnull (tw_graph_find (m->graph, last));
   g_assert_cmpint (tw_graph_infer (m->graph), ==, 0);
   builder_clear (&b);
@@ -255,9 +257,9 @@ static void
 fold_case (builder *b, const char *op, const char *const *in)
 {
   builder_init (b);
-  add_input_of (b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]) { 1 });
+  add_input_of (b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]){ 1 });
   add_node (b, op, "folded", in, "c");
-  add_node (b, "Add", "add", (const char *[]) { "x", "c", NULL }, "y");
+  add_node (b, "Add", "add", (const char *[]){ "x", "c", NULL }, "y");
   add_output (b, "y");
 }
 
@@ -266,20 +268,22 @@ test_fold_gather (void)
 {
   builder b;
   /* Indices of rank 6 on a rank-2 table: 7 dims (it wrote past its buffer). */
-  fold_case (&b, "Gather", (const char *[]) { "D", "I", NULL });
+  fold_case (&b, "Gather", (const char *[]){ "D", "I", NULL });
   int64_t table[12] = { 0 }, idx[2] = { 0, 1 };
-  add_ints (&b, "D", 2, (int64_t[]) { 3, 4 }, table);
-  add_ints (&b, "I", 6, (int64_t[]) { 1, 1, 1, 1, 1, 2 }, idx);
-  expect_refused (&b, "'folded' (Gather, opset 13): the folded Gather would have more dims than twb's tensors");
+  add_ints (&b, "D", 2, (int64_t[]){ 3, 4 }, table);
+  add_ints (&b, "I", 6, (int64_t[]){ 1, 1, 1, 1, 1, 2 }, idx);
+  expect_refused (
+    &b, "'folded' (Gather, opset 13): the folded Gather would have more dims than twb's tensors");
   builder_clear (&b);
   /* 65,536 indices into rows of 65,536: 2^32 values asked of a 1 MB file. */
-  fold_case (&b, "Gather", (const char *[]) { "D", "I", NULL });
+  fold_case (&b, "Gather", (const char *[]){ "D", "I", NULL });
   g_autofree int64_t *rows = g_new0 (int64_t, 2 * 65536);
   g_autofree int64_t *many = g_new0 (int64_t, 65536);
-  add_ints (&b, "D", 2, (int64_t[]) { 2, 65536 }, rows);
-  add_ints (&b, "I", 1, (int64_t[]) { 65536 }, many);
+  add_ints (&b, "D", 2, (int64_t[]){ 2, 65536 }, rows);
+  add_ints (&b, "I", 1, (int64_t[]){ 65536 }, many);
   guint64 before = tw_tensor_storage_bytes ();
-  expect_refused (&b, "the folded Gather of shape [65536, 65536] holds more than the 16777216 values");
+  expect_refused (&b,
+                  "the folded Gather of shape [65536, 65536] holds more than the 16777216 values");
   g_assert_cmpuint (tw_tensor_storage_bytes (), ==, before);
   builder_clear (&b);
 }
@@ -301,13 +305,13 @@ test_fold_slice_steps (void)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       builder b;
-      fold_case (&b, "Slice", (const char *[]) { "D", "s", "e", "a", "st", NULL });
+      fold_case (&b, "Slice", (const char *[]){ "D", "s", "e", "a", "st", NULL });
       int64_t d[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-      add_ints (&b, "D", 1, (int64_t[]) { 8 }, d);
-      add_ints (&b, "s", 1, (int64_t[]) { 1 }, &cases[i].start);
-      add_ints (&b, "e", 1, (int64_t[]) { 1 }, &cases[i].end);
-      add_ints (&b, "a", 1, (int64_t[]) { 1 }, (int64_t[]) { 0 });
-      add_ints (&b, "st", 1, (int64_t[]) { 1 }, &cases[i].step);
+      add_ints (&b, "D", 1, (int64_t[]){ 8 }, d);
+      add_ints (&b, "s", 1, (int64_t[]){ 1 }, &cases[i].start);
+      add_ints (&b, "e", 1, (int64_t[]){ 1 }, &cases[i].end);
+      add_ints (&b, "a", 1, (int64_t[]){ 1 }, (int64_t[]){ 0 });
+      add_ints (&b, "st", 1, (int64_t[]){ 1 }, &cases[i].step);
       g_autoptr (GHashTable) w = NULL;
       g_autofree char *msg = NULL;
       g_autoptr (tw_model) m = import (&b, &w, &msg);
@@ -335,35 +339,35 @@ test_fold_shapes (void)
 {
   builder b;
   /* ConstantOfShape [2^40]: refused before 4 TB is asked for. */
-  fold_case (&b, "ConstantOfShape", (const char *[]) { "shape", NULL });
-  add_ints (&b, "shape", 1, (int64_t[]) { 1 }, (int64_t[]) { (int64_t) 1 << 40 });
-  expect_refused (&b, "the ConstantOfShape of shape [1099511627776] holds more than the 16777216 values");
+  fold_case (&b, "ConstantOfShape", (const char *[]){ "shape", NULL });
+  add_ints (&b, "shape", 1, (int64_t[]){ 1 }, (int64_t[]){ (int64_t) 1 << 40 });
+  expect_refused (
+    &b, "the ConstantOfShape of shape [1099511627776] holds more than the 16777216 values");
   builder_clear (&b);
   /* Of a negative dim, and of one with the batch in it (Shape of x). */
-  fold_case (&b, "ConstantOfShape", (const char *[]) { "shape", NULL });
-  add_ints (&b, "shape", 1, (int64_t[]) { 2 }, (int64_t[]) { -5, 2 });
+  fold_case (&b, "ConstantOfShape", (const char *[]){ "shape", NULL });
+  add_ints (&b, "shape", 1, (int64_t[]){ 2 }, (int64_t[]){ -5, 2 });
   expect_refused (&b, "the ConstantOfShape would have a dim of -5");
   builder_clear (&b);
   builder_init (&b);
-  add_input_of (&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]) { 1 });
-  add_node (&b, "Shape", "shape_of_x", (const char *[]) { "x", NULL }, "s");
-  add_node (&b, "ConstantOfShape", "folded", (const char *[]) { "s", NULL }, "c");
-  add_node (&b, "Add", "add", (const char *[]) { "x", "c", NULL }, "y");
+  add_input_of (&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, (int64_t[]){ 1 });
+  add_node (&b, "Shape", "shape_of_x", (const char *[]){ "x", NULL }, "s");
+  add_node (&b, "ConstantOfShape", "folded", (const char *[]){ "s", NULL }, "c");
+  add_node (&b, "Add", "add", (const char *[]){ "x", "c", NULL }, "y");
   add_output (&b, "y");
   expect_refused (&b, "the ConstantOfShape would have a dim that depends on the batch size");
   builder_clear (&b);
   /* Reshape of 2,048 values to six dims of 2,048: each within the count,
    * the product 2^66 (signed overflow: UBSan stopped it). */
-  fold_case (&b, "Reshape", (const char *[]) { "D", "shape", NULL });
+  fold_case (&b, "Reshape", (const char *[]){ "D", "shape", NULL });
   g_autofree int64_t *d = g_new0 (int64_t, 2048);
-  add_ints (&b, "D", 1, (int64_t[]) { 2048 }, d);
-  add_ints (&b, "shape", 1, (int64_t[]) { 6 },
-            (int64_t[]) { 2048, 2048, 2048, 2048, 2048, 2048 });
+  add_ints (&b, "D", 1, (int64_t[]){ 2048 }, d);
+  add_ints (&b, "shape", 1, (int64_t[]){ 6 }, (int64_t[]){ 2048, 2048, 2048, 2048, 2048, 2048 });
   expect_refused (&b, "a constant of 2048 elements cannot take that shape");
   builder_clear (&b);
-  fold_case (&b, "Reshape", (const char *[]) { "D", "shape", NULL });
-  add_ints (&b, "D", 1, (int64_t[]) { 2048 }, d);
-  add_ints (&b, "shape", 1, (int64_t[]) { 6 }, (int64_t[]) { 2048, 2048, 2048, 2048, 2048, -1 });
+  fold_case (&b, "Reshape", (const char *[]){ "D", "shape", NULL });
+  add_ints (&b, "D", 1, (int64_t[]){ 2048 }, d);
+  add_ints (&b, "shape", 1, (int64_t[]){ 6 }, (int64_t[]){ 2048, 2048, 2048, 2048, 2048, -1 });
   expect_refused (&b, "a constant of 2048 elements cannot take that shape");
   builder_clear (&b);
 }
@@ -378,10 +382,10 @@ test_padded_input (void)
 {
   builder b;
   builder_init (&b);
-  add_input (&b, "x", 1, (int64_t[]) { 4 });
-  add_ints (&b, "pads", 1, (int64_t[]) { 4 }, (int64_t[]) { 0, 0, 0, (int64_t) 1 << 60 });
-  add_node (&b, "Pad", "pad1", (const char *[]) { "x", "pads", NULL }, "p");
-  Onnx__NodeProto *mean = add_node (&b, "ReduceMean", "mean", (const char *[]) { "p", NULL }, "r");
+  add_input (&b, "x", 1, (int64_t[]){ 4 });
+  add_ints (&b, "pads", 1, (int64_t[]){ 4 }, (int64_t[]){ 0, 0, 0, (int64_t) 1 << 60 });
+  add_node (&b, "Pad", "pad1", (const char *[]){ "x", "pads", NULL }, "p");
+  Onnx__NodeProto *mean = add_node (&b, "ReduceMean", "mean", (const char *[]){ "p", NULL }, "r");
   Onnx__AttributeProto axes, keep, *attrs[2] = { &axes, &keep };
   onnx__attribute_proto__init (&axes);
   onnx__attribute_proto__init (&keep);
@@ -432,7 +436,7 @@ test_export_deep (void)
 {
   const int n = 100000;
   g_autoptr (tw_model) m = tw_model_new ("deep");
-  tw_graph_add_input (m->graph, "x", TW_F32, 1, (int64_t[]) { 2 }, "data");
+  tw_graph_add_input (m->graph, "x", TW_F32, 1, (int64_t[]){ 2 }, "data");
   g_autofree char *prev = g_strdup ("x");
   for (int i = 0; i < n; i++)
     {
@@ -441,14 +445,14 @@ test_export_deep (void)
       g_free (prev);
       prev = g_steal_pointer (&id);
     }
-  tw_graph_set_outputs (m->graph, (const char *[]) { prev, NULL });
+  tw_graph_set_outputs (m->graph, (const char *[]){ prev, NULL });
   g_assert_cmpint (tw_graph_infer (m->graph), ==, 0);
   pthread_attr_t attr;
   pthread_t t;
   gpointer size = NULL;
   g_assert_cmpint (pthread_attr_init (&attr), ==, 0);
   g_assert_cmpint (pthread_attr_setstacksize (&attr, (size_t) 1 << 20), ==, 0);
-  g_assert_cmpint (pthread_create (&t, &attr, (void *(*) (void *)) export_chain, m), ==, 0);
+  g_assert_cmpint (pthread_create (&t, &attr, (void *(*) (void *) ) export_chain, m), ==, 0);
   g_assert_cmpint (pthread_join (t, &size), ==, 0);
   pthread_attr_destroy (&attr);
   g_test_message ("a chain of %d exported: %" G_GSIZE_FORMAT " bytes", n, GPOINTER_TO_SIZE (size));
