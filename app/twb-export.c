@@ -8,19 +8,17 @@
 int
 twb_cmd_export (int argc, char **argv)
 {
-  g_autofree char *weights = NULL, *output = NULL;
-  /* BATCH_UNSET: --batch not given (0 is a value, and refused). */
-  enum { BATCH_UNSET = G_MININT };
-  int opset = TW_ONNX_EXPORT_MAX_OPSET, batch = BATCH_UNSET;
+  g_autofree char *weights = NULL, *output = NULL, *opset_s = NULL, *batch_s = NULL;
+  int64_t opset = TW_ONNX_EXPORT_MAX_OPSET, batch = 0;
   gboolean dynamic = FALSE;
   GOptionEntry entries[] = {
     { "weights", 'w', 0, G_OPTION_ARG_FILENAME, &weights,
       "Weights or checkpoint (safetensors; default: the model's seeded initial weights)", "FILE" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The ONNX file to write", "OUT.onnx" },
-    { "opset", 0, 0, G_OPTION_ARG_INT, &opset, "ONNX opset, 13 to 17 (default 17)", "N" },
+    { "opset", 0, 0, G_OPTION_ARG_STRING, &opset_s, "ONNX opset, 13 to 17 (default 17)", "N" },
     { "dynamic-batch", 0, 0, G_OPTION_ARG_NONE, &dynamic,
       "Leave the batch dimension symbolic (\"N\")", NULL },
-    { "batch", 'b', 0, G_OPTION_ARG_INT, &batch,
+    { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch_s,
       "Fixed batch size (default: the model's training batch size)", "N" },
     { NULL }
   };
@@ -38,21 +36,16 @@ twb_cmd_export (int argc, char **argv)
         g_printerr ("twb: %s\n", error->message);
       return 2;
     }
-  if (opset < TW_ONNX_EXPORT_MIN_OPSET || opset > TW_ONNX_EXPORT_MAX_OPSET)
+  /* Every command's rule (engine/number.h): all of the token, in range; a
+   * --batch of 0 used to fall back to the recipe's silently. */
+  if ((opset_s && !tw_number_parse_int (opset_s, TW_ONNX_EXPORT_MIN_OPSET,
+                                        TW_ONNX_EXPORT_MAX_OPSET, "--opset", &opset, &error))
+      || (batch_s && !tw_number_parse_int (batch_s, 1, TW_MAX_BATCH, "--batch", &batch, &error)))
     {
-      g_printerr ("%stwb: --opset %d: twb exports opsets %d to %d\n", usage, opset,
-                  TW_ONNX_EXPORT_MIN_OPSET, TW_ONNX_EXPORT_MAX_OPSET);
+      g_printerr ("%stwb: %s\n", usage, error->message);
       return 2;
     }
-  /* The rule of every command's --batch (twb train, eval, compile): a whole
-   * number from 1; 0 used to fall back to the recipe's silently. */
-  if (batch != BATCH_UNSET && batch < 1)
-    {
-      g_printerr ("%stwb: --batch: '%d' is not valid (expected a whole number in [1, %d])\n",
-                  usage, batch, G_MAXINT32);
-      return 2;
-    }
-  if (batch != BATCH_UNSET && dynamic)
+  if (batch_s && dynamic)
     {
       g_printerr ("%stwb: --batch takes a positive size and not with --dynamic-batch\n", usage);
       return 2;
@@ -74,9 +67,9 @@ twb_cmd_export (int argc, char **argv)
       return 1;
     }
   tw_onnx_export_options opt = {
-    .opset = opset,
+    .opset = (int) opset,
     .dynamic_batch = dynamic,
-    .batch = batch != BATCH_UNSET ? batch : m->recipe.batch_size,
+    .batch = batch_s ? batch : m->recipe.batch_size,
   };
   if (!tw_onnx_export (m, params, &opt, output, &error))
     {

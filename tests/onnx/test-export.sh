@@ -252,8 +252,9 @@ if grep -q "node ce (cross_entropy)" <<<"$msg" && grep -q "node l2 (mse_loss)" <
 else
   not_ok "every refused node named at once" "$msg"
 fi
-refused "--opset 12" 2 "--opset 12" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 12
-refused "--opset 18" 2 "--opset 18" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 18
+refused "--opset 12" 2 "--opset: '12' is not valid \\(expected a whole number in \\[13, 17\\]\\)" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 12
+refused "--opset 18" 2 "--opset: '18' is not valid" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 18
+refused "--opset 17x" 2 "--opset: '17x' is not valid" "$assets/models/mlp.json" -o "$tmp/keep.onnx" --opset 17x
 refused "--batch with --dynamic-batch" 2 "--batch" "$assets/models/mlp.json" -o "$tmp/keep.onnx" \
   --batch 2 --dynamic-batch
 refused "no -o" 2 "usage" "$assets/models/mlp.json"
