@@ -433,8 +433,22 @@ eval_const (tw_imp *im, const tw_op_def *def, const tw_attrs *attrs)
   int n_out = tw_op_num_outputs (def, res);
   tw_tensor *out[TW_MAX_OUTPUTS] = { NULL };
   tw_kctx ctx = { .num_threads = 1 };
-  gboolean ok = n_out >= 1 && n_out <= TW_MAX_OUTPUTS
-                && tw_op_run (def, &ctx, res, in, (int) n_in, out, &error);
+  /* The outputs' sizes first: inputs within TW_IMP_MAX_FOLDED may broadcast
+   * to far more ([65536, 1] + [1, 65536]: 2^32 values, 16 GB computed and
+   * then dropped); those are left to run time. */
+  tw_tinfo info_in[TW_MAX_INPUTS], info_out[TW_MAX_OUTPUTS];
+  gboolean small = n_out >= 1 && n_out <= TW_MAX_OUTPUTS;
+  for (gsize i = 0; small && i < n_in; i++)
+    tw_tinfo_from_tensor (&info_in[i], in[i]);
+  memset (info_out, 0, sizeof info_out);
+  small = small && def->infer (res, info_in, (int) n_in, info_out, NULL);
+  for (int k = 0; small && k < n_out; k++)
+    {
+      gboolean symbolic;
+      int64_t numel = tw_tinfo_numel (&info_out[k], &symbolic);
+      small = !symbolic && numel <= TW_IMP_MAX_FOLDED;
+    }
+  gboolean ok = small && tw_op_run (def, &ctx, res, in, (int) n_in, out, &error);
   tw_attrs_free (res);
   if (!ok)
     return FALSE;

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* ---- a small builder: everything lives in the builder's list ---------- */
 
@@ -288,6 +289,50 @@ test_fold_gather (void)
   builder_clear (&b);
 }
 
+static int64_t
+peak_rss_kb (void)
+{
+  struct rusage ru;
+  getrusage (RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+/* Constants of 2^16 values each whose sum broadcasts to 2^32: evaluated in
+ * full (16 GB) and then dropped; now left to the graph, whose inference
+ * refuses the shapes. */
+static void
+test_fold_broadcast (void)
+{
+  builder b;
+  builder_init (&b);
+  add_input (&b, "x", 1, (int64_t[]){ 4 });
+  g_autofree float *zeros = g_new0 (float, 65536);
+  for (int k = 0; k < 2; k++)
+    {
+      Onnx__TensorProto *t = own (&b, g_new (Onnx__TensorProto, 1));
+      onnx__tensor_proto__init (t);
+      t->name = own_str (&b, k ? "B" : "A");
+      t->has_data_type = TRUE;
+      t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+      t->n_dims = 2;
+      t->dims = own (&b, g_memdup2 (k ? (int64_t[]){ 1, 65536 } : (int64_t[]){ 65536, 1 },
+                                    2 * sizeof (int64_t)));
+      t->has_raw_data = TRUE;
+      t->raw_data.data = (guint8 *) zeros;
+      t->raw_data.len = 65536 * sizeof (float);
+      g_ptr_array_add (b.inits, t);
+    }
+  add_node (&b, "Add", "bc", (const char *[]){ "A", "B", NULL }, "c");
+  add_node (&b, "Add", "add", (const char *[]){ "x", "c", NULL }, "y");
+  add_output (&b, "y");
+  int64_t before = peak_rss_kb ();
+  expect_refused (&b, "do not broadcast");
+  g_test_message ("peak RSS %" G_GINT64_FORMAT " kB before, %" G_GINT64_FORMAT " kB after", before,
+                  peak_rss_kb ());
+  g_assert_cmpint (peak_rss_kb () - before, <, 1 << 20); /* under 1 GB more */
+  builder_clear (&b);
+}
+
 /* Slice of [0..7] from 1 with a step of 2^63 - 1: one element (the index
  * wrapped and took 3); from -1 with a step of -2^63: one, 7. */
 static void
@@ -466,6 +511,7 @@ main (int argc, char **argv)
   tw_ops_init ();
   g_test_add_func ("/onnx/crafted/same-names", test_same_names);
   g_test_add_func ("/onnx/crafted/fold-gather", test_fold_gather);
+  g_test_add_func ("/onnx/crafted/fold-broadcast", test_fold_broadcast);
   g_test_add_func ("/onnx/crafted/fold-slice-steps", test_fold_slice_steps);
   g_test_add_func ("/onnx/crafted/fold-shapes", test_fold_shapes);
   g_test_add_func ("/onnx/crafted/padded-input", test_padded_input);
