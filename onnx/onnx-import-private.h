@@ -79,7 +79,8 @@ gboolean tw_imp_const_ints (tw_imp *im, const tw_imp_val *v, const char *what, i
  * names it in the problem): NULL, with a problem, when a dim is the batch
  * (unknown at import), the rank is past TW_MAX_DIMS or it would hold more
  * than TW_IMP_MAX_FOLDED values.  Every constant import sizes from the
- * model's values or shapes is made here.  Uninitialised. */
+ * model's values or shapes is made here.  Uninitialised; the caller owns
+ * it (tw_tensor_unref, or tw_imp_set_const takes it). */
 tw_tensor *tw_imp_const_new (tw_imp *im, tw_dtype dtype, int ndim, const int64_t *dims,
                              const char *what);
 /* A contiguous f32 copy. */
