@@ -35,7 +35,8 @@ parse_limit (const char *text, guint64 *out)
     case 't': case 'T': shift = 40; end++; break;
     default: return FALSE;
     }
-  if (*end != '\0' || (shift && v > (G_MAXUINT64 >> shift)))
+  /* 0 would refuse everything; it is as likely a try at "no limit". */
+  if (*end != '\0' || v == 0 || (shift && v > (G_MAXUINT64 >> shift)))
     return FALSE;
   *out = v << shift;
   return TRUE;
@@ -69,7 +70,7 @@ tw_memory_available (void)
           static gsize warned = 0;
           if (g_once_init_enter (&warned))
             {
-              g_warning ("TWB_MEMORY_LIMIT=%s is not a byte count (e.g. 1073741824 or 1G); "
+              g_warning ("TWB_MEMORY_LIMIT=%s is not a positive byte count (e.g. 1073741824 or 1G); "
                          "ignored", env);
               g_once_init_leave (&warned, 1);
             }

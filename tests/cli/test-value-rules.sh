@@ -8,7 +8,10 @@
 #   are refused by train, eval, profile and predict alike, naming the file
 #   and where (eval and predict used to run on them);
 # - --batch: 0 and negative sizes are refused by export as by train, eval
-#   and compile (export took 0 for "the recipe's batch").
+#   and compile (export took 0 for "the recipe's batch");
+# - TWB_MEMORY_LIMIT: digits and one suffix, more than 0, within 2^64; any
+#   other value is ignored with a warning naming it (strtoull read '-1' as
+#   2^64 - 1 and ' 5G' as 5G; 0 meant no limit without a word).
 set -u
 twb=$1
 assets=$2
@@ -29,7 +32,7 @@ expect () {
   if [ $st = "$want_st" ] && grep -qE -- "$want" <<<"$out"; then ok "$name"; else not_ok "$name" "exit $st: $out"; fi
 }
 
-echo "1..24"
+echo "1..33"
 m="$assets/models/spirals.json"
 "$twb" train "$m" --max-steps 2 --no-eval -q --checkpoint "$tmp/ck.st" >/dev/null 2>&1
 $py "$here/st-edit.py" "$tmp/ck.st" "$tmp/int.st" "dtype=*:I64"
@@ -84,6 +87,15 @@ want="--batch: '0' is not valid \(expected a whole number in \[1, 2147483647\]\)
 expect "export --batch 0 refused as train's" 2 "$want" "$twb" export "$m" -o "$tmp/b.onnx" --batch 0
 expect "train --batch 0 refused" 2 "$want" "$twb" train "$m" --max-steps 1 -q --batch 0
 expect "export --batch -5 refused" 2 "--batch: '-5' is not valid" "$twb" export "$m" -o "$tmp/b.onnx" --batch -5
+# The memory limit: a bad value is named and ignored (the run goes on);
+# a good one is applied (1k refuses the run, naming the variable).
+for v in -1 " 5G" 0 0k 5x 5GB 99999999999999999999 17179869184T; do
+  expect "TWB_MEMORY_LIMIT='$v' ignored with a warning" 0 \
+    "TWB_MEMORY_LIMIT=$v is not a positive byte count.*ignored" \
+    env TWB_MEMORY_LIMIT="$v" "$twb" train "$m" --max-steps 1 -q --no-eval
+done
+expect "TWB_MEMORY_LIMIT=1k applied" 1 "of memory is available \\(TWB_MEMORY_LIMIT\\)" \
+  env TWB_MEMORY_LIMIT=1k "$twb" train "$m" --max-steps 1 -q --no-eval
 [ ! -e "$tmp/b.onnx" ] && [ ! -e "$tmp/x.onnx" ] && [ ! -e "$tmp/t.json" ] \
   && ok "no refused command wrote its output" || not_ok "no refused command wrote its output" "$(ls "$tmp")"
 exit $fail
