@@ -209,6 +209,7 @@ act_collapse (GSimpleAction *a, GVariant *p, gpointer data)
         twb_window_show_toast (self, error->message);
       return;
     }
+  /* "block 1", "block 2", … as the fold names the ones it makes. */
   if (name == NULL || name[0] == '\0')
     {
       g_auto (GStrv) blocks = twb_document_list_blocks (self->doc);
@@ -216,7 +217,7 @@ act_collapse (GSimpleAction *a, GVariant *p, gpointer data)
       do
         {
           g_free (generated);
-          generated = g_strdup_printf ("block%d", ++n);
+          generated = g_strdup_printf ("block %d", ++n);
         }
       while (blocks && g_strv_contains ((const char *const *) blocks, generated));
       name = generated;

@@ -230,20 +230,20 @@ test_block_rename (void)
   g_assert_null (twb_inspector_get_block (insp));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.collapse", NULL));
   twt_ui_pump ();
-  g_assert_true (twb_document_block_is_collapsed (doc, "block1"));
-  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "block1");
+  g_assert_true (twb_document_block_is_collapsed (doc, "block 1"));
+  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "block 1");
   g_assert_null (twb_inspector_get_node (insp));
   GtkWidget *name = twb_inspector_get_attr_widget (insp, "$id");
-  g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (name)), ==, "block1");
+  g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (name)), ==, "block 1");
 
   g_assert_true (twb_inspector_edit_attr (insp, "$id", "head"));
   twt_ui_pump ();
   g_assert_true (has_block (doc, "head"));
-  g_assert_false (has_block (doc, "block1"));
+  g_assert_false (has_block (doc, "block 1"));
   g_assert_true (twb_document_block_is_collapsed (doc, "head"));
   g_assert_cmpstr (twb_document_block_of (doc, "relu2"), ==, "head");
   g_assert_cmpstr (twb_inspector_get_block (insp), ==, "head");
-  g_assert_cmpstr (twb_document_undo_label (doc), ==, "Rename block block1");
+  g_assert_cmpstr (twb_document_undo_label (doc), ==, "Rename block block 1");
   shot (w, "block-renamed.png");
 
   /* A node's id or nothing: refused, said under the field. */
@@ -254,8 +254,8 @@ test_block_rename (void)
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.undo", NULL));
   twt_ui_pump ();
-  g_assert_true (has_block (doc, "block1"));
-  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "block1");
+  g_assert_true (has_block (doc, "block 1"));
+  g_assert_cmpstr (twb_inspector_get_block (insp), ==, "block 1");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.redo", NULL));
   twt_ui_pump ();
   g_assert_cmpstr (twb_inspector_get_block (insp), ==, "head");
