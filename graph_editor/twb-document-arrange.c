@@ -21,7 +21,29 @@ twb_document_set_view (TwbDocument *doc, const tw_layout_view *view)
 {
   g_return_if_fail (TWB_IS_DOCUMENT (doc));
   static const tw_layout_view fallback = TW_LAYOUT_VIEW_DEFAULT;
-  doc->view = view && view->width > 0 && view->height > 0 ? *view : fallback;
+  gboolean real = view && view->width > 0 && view->height > 0;
+  /* The first view a canvas tells, and the first with its minimap (the
+   * canvas is allocated before the minimap in its corner). */
+  gboolean news = real && (!doc->view_known || (doc->view.map_w <= 0 && view->map_w > 0));
+  gboolean differs = real && memcmp (&doc->view, view, sizeof *view) != 0;
+  doc->view = real ? *view : fallback;
+  doc->view_known = real;
+  /* Laid out for the stand-in view as it opened, and untouched since: as
+   * it would have opened in this canvas (the fold may open more). */
+  if (news && differs && doc->opened_laid_out && doc->undo_stack->len == 0 &&
+      doc->redo_stack->len == 0)
+    {
+      tw_layout_model (doc->model, &doc->view);
+      twb_document_blocks_load (doc);
+      twb_document_finish (doc, TWB_CHANGE_LAYOUT);
+    }
+}
+
+gboolean
+twb_document_view_is_known (TwbDocument *doc)
+{
+  g_return_val_if_fail (TWB_IS_DOCUMENT (doc), FALSE);
+  return doc->view_known;
 }
 
 void
@@ -49,8 +71,8 @@ twb_document_layout_blocks (TwbDocument *doc, GPtrArray *blocks)
           if (i >= 0)
             g_array_append_val (idx, i);
         }
-      g_ptr_array_add (out, tw_layout_block_new (b->name, (const int *) idx->data, (int) idx->len,
-                                                 b->collapsed));
+      g_ptr_array_add (
+        out, tw_layout_block_new (b->name, (const int *) idx->data, (int) idx->len, b->collapsed));
     }
   return out;
 }
@@ -171,8 +193,7 @@ twb_document_auto_layout (TwbDocument *doc)
 }
 
 void
-twb_document_set_blocks (TwbDocument *doc, GPtrArray *blocks, const char *label,
-                         const char *opened)
+twb_document_set_blocks (TwbDocument *doc, GPtrArray *blocks, const char *label, const char *opened)
 {
   gboolean arranged = twb_document_is_arranged (doc);
   tw_graph *g = doc->model->graph;
@@ -210,8 +231,8 @@ twb_document_set_blocks (TwbDocument *doc, GPtrArray *blocks, const char *label,
 static gboolean
 has_blocks (const tw_model *m)
 {
-  return m->editor && JSON_NODE_HOLDS_OBJECT (m->editor)
-         && json_object_has_member (json_node_get_object (m->editor), "blocks");
+  return m->editor && JSON_NODE_HOLDS_OBJECT (m->editor) &&
+         json_object_has_member (json_node_get_object (m->editor), "blocks");
 }
 
 /* Files without positions (or blocks) open as an import does
@@ -247,6 +268,7 @@ twb_document_place_unpositioned (TwbDocument *doc)
       /* Not an edit: the file as it opens. */
       tw_layout_model (doc->model, &doc->view);
       twb_document_blocks_load (doc);
+      doc->opened_laid_out = TRUE;
       return;
     }
   g_autofree double *xs = g_new (double, n);

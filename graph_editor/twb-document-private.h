@@ -87,6 +87,8 @@ struct _TwbDocument
   GHashTable *block_of;         /* node id → its outermost collapsed block; NULL: to compute */
 
   tw_layout_view view;          /* the canvas layouts are for (twb_document_set_view) */
+  gboolean view_known;          /* a canvas told it (else TW_LAYOUT_VIEW_DEFAULT) */
+  gboolean opened_laid_out;     /* opened without positions: laid out whole (tw_layout_model) */
   tw_layout_view arranged;      /* the view of the last arrangement, when arranged_valid */
   gboolean arranged_valid;
 

@@ -186,9 +186,14 @@ gboolean twb_document_duplicate_selection (TwbDocument *doc, GError **error);
  * One undo step. */
 void twb_document_auto_layout (TwbDocument *doc);
 /* The canvas layouts are made for (what Arrange fits, and the fold aims
- * at); NULL: TW_LAYOUT_VIEW_DEFAULT, also the initial view. */
+ * at); NULL: TW_LAYOUT_VIEW_DEFAULT, also the initial view.  A document
+ * opened without positions before any canvas told it its view (a file
+ * named on the command line opens before the window has a size) is laid
+ * out again for the first real view, unless it has been edited since. */
 void twb_document_set_view (TwbDocument *doc, const tw_layout_view *view);
 void twb_document_get_view (TwbDocument *doc, tw_layout_view *view);
+/* Whether a canvas has set the view (FALSE: the default stands in). */
+gboolean twb_document_view_is_known (TwbDocument *doc);
 /* Whether the positions are what Arrange (or the import) made, for the
  * blocks as they are: then opening or closing a block arranges again;
  * otherwise an opened block pushes aside only what its frame covers. */

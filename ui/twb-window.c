@@ -382,9 +382,11 @@ twb_window_open_file (TwbWindow *self, const char *path)
     }
   /* A file without positions is laid out for this window's canvas. */
   tw_layout_view view = TW_LAYOUT_VIEW_DEFAULT;
-  if (self->doc)
+  gboolean known = self->doc && twb_document_view_is_known (self->doc);
+  if (known)
     twb_document_get_view (self->doc, &view);
-  g_autoptr (TwbDocument) doc = twb_document_new_from_file_in_view (path, &view, &error);
+  g_autoptr (TwbDocument) doc =
+    twb_document_new_from_file_in_view (path, known ? &view : NULL, &error);
   if (doc == NULL)
     {
       twb_window_show_toast (self, error->message);

@@ -309,6 +309,48 @@ test_open (void)
       }
 }
 
+/* As `twb FILE` opens it: the file is read before the window has a size
+ * (laid out for the default view), then the window is shown; the picture
+ * is the one the window's own canvas gets (test_open's), not the default
+ * view's (ResNet-50 at 1600 x 1000 kept its stages closed at 100 %). */
+static void
+test_open_before_shown (void)
+{
+  for (guint k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      if (!screen_holds (sizes[k][0], sizes[k][1]))
+        continue;
+      g_autofree char *path = model_path ("resnet50");
+      TwbWindow *sized = window_of (sizes[k][0], sizes[k][1]);
+      g_assert_true (twb_window_open_file (sized, path) == sized);
+      twt_ui_pump ();
+      g_autofree char *want = twb_document_to_data (twb_window_get_document (sized));
+      close_window (sized);
+
+      TwbWindow *w = twb_window_new (GTK_APPLICATION (app), NULL);
+      gtk_window_set_default_size (GTK_WINDOW (w), sizes[k][0], sizes[k][1]);
+      g_assert_true (twb_window_open_file (w, path) == w);
+      gtk_window_present (GTK_WINDOW (w));
+      twt_ui_pump ();
+      TwbDocument *doc = twb_window_get_document (w);
+      g_autofree char *got = twb_document_to_data (doc);
+      /* Not g_assert_cmpstr: a difference would print 100 kB. */
+      if (strcmp (got, want) != 0)
+        {
+          g_autofree char *a = g_build_filename (shots_dir (), "open-sized-first.json", NULL);
+          g_autofree char *b = g_build_filename (shots_dir (), "open-shown-after.json", NULL);
+          g_file_set_contents (a, want, -1, NULL);
+          g_file_set_contents (b, got, -1, NULL);
+          g_error ("%dx%d: opened before shown, the document differs (%s, %s)", sizes[k][0],
+                   sizes[k][1], a, b);
+        }
+      g_assert_false (twb_document_get_dirty (doc));
+      g_assert_false (twb_document_can_undo (doc));
+      check_steps (w, "resnet50 (opened first)", sizes[k][0], TW_LAYOUT_READ_ZOOM);
+      close_window (w);
+    }
+}
+
 /* Through ONNX: exported by torch (skipped without it), imported in the
  * window: the same readability. */
 static void
@@ -599,6 +641,7 @@ main (int argc, char **argv)
   twb_application_load_style ();
   g_test_add_func ("/ui/readable/default-view", test_default_view);
   g_test_add_func ("/ui/readable/open", test_open);
+  g_test_add_func ("/ui/readable/open-before-shown", test_open_before_shown);
   g_test_add_func ("/ui/readable/import", test_import);
   g_test_add_func ("/ui/readable/pointer", test_pointer);
   int st = g_test_run ();
