@@ -1,9 +1,13 @@
 /* twb-devices.c — `twb devices`: the compute devices this build and machine
- * have, and for the CPU which matrix-product kernel runs which shape (the
- * per-machine choices AUTO measured, engine/cpu/gemm.h). */
+ * have; for the CPU its vector instructions, the OpenBLAS core in force (with
+ * a warning and the OPENBLAS_CORETYPE that fixes it when the core is below
+ * what the CPU runs, engine/cpu/blas-core.h), and which matrix-product
+ * kernel runs which shape (the per-machine choices AUTO measured,
+ * engine/cpu/gemm.h). */
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
+#include "engine/cpu/blas-core.h"
 #include "engine/cpu/gemm.h"
 #include "engine/device.h"
 
@@ -24,8 +28,72 @@ backend_name (tw_gemm_backend b)
   return "?";
 }
 
+/* "AVX-512 (BF16, AMX), AVX2, FMA": what the kernels can use. */
+static char *
+features_string (const tw_cpu_features *f)
+{
+  GString *s = g_string_new (NULL);
+  if (f->avx512)
+    g_string_append_printf (s, "AVX-512%s%s%s, ", f->avx512_bf16 || f->amx ? " (" : "",
+                            f->avx512_bf16 ? (f->amx ? "BF16, AMX" : "BF16") : (f->amx ? "AMX" : ""),
+                            f->avx512_bf16 || f->amx ? ")" : "");
+  if (f->avx2)
+    g_string_append (s, "AVX2, ");
+  if (f->fma)
+    g_string_append (s, "FMA, ");
+  if (f->avx && !f->avx2)
+    g_string_append (s, "AVX, ");
+  if (f->sse3 && !f->avx)
+    g_string_append (s, "SSE3, ");
+  if (s->len >= 2)
+    g_string_truncate (s, s->len - 2);
+  else
+    g_string_append (s, "no vector extensions known to the engine");
+  return g_string_free (s, FALSE);
+}
+
 static void
-print_json (GArray *choices, const char *cache)
+member_string (JsonBuilder *b, const char *name, const char *value)
+{
+  json_builder_set_member_name (b, name);
+  if (value)
+    json_builder_add_string_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+/* The "cpu" and "blas" members of --json. */
+static void
+blas_json (JsonBuilder *b, const tw_cpu_features *f, const char *advice)
+{
+  const char *core = tw_blas_core_name (), *env = g_getenv ("OPENBLAS_CORETYPE");
+  g_autofree char *feats = features_string (f);
+  json_builder_set_member_name (b, "cpu");
+  json_builder_begin_object (b);
+  member_string (b, "vendor", f->vendor);
+  json_builder_set_member_name (b, "family");
+  json_builder_add_int_value (b, f->family);
+  json_builder_set_member_name (b, "model");
+  json_builder_add_int_value (b, f->model);
+  member_string (b, "features", feats);
+  member_string (b, "isa", tw_isa_tier_name (tw_cpu_tier (f)));
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "blas");
+  json_builder_begin_object (b);
+  member_string (b, "library", "OpenBLAS");
+  member_string (b, "config", tw_blas_config ());
+  member_string (b, "core", core);
+  member_string (b, "core_isa", tw_isa_tier_name (tw_blas_core_tier (core)));
+  member_string (b, "best_core", tw_blas_core_for (f));
+  member_string (b, "openblas_coretype", env);
+  json_builder_set_member_name (b, "below_cpu");
+  json_builder_add_boolean_value (b, advice != NULL);
+  member_string (b, "warning", advice);
+  json_builder_end_object (b);
+}
+
+static void
+print_json (GArray *choices, const char *cache, const tw_cpu_features *f, const char *advice)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
@@ -34,6 +102,7 @@ print_json (GArray *choices, const char *cache)
   for (const tw_device *const *d = tw_device_list (); *d; d++)
     json_builder_add_string_value (b, tw_device_name (*d));
   json_builder_end_array (b);
+  blas_json (b, f, advice);
   json_builder_set_member_name (b, "gemm");
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "backend");
@@ -84,16 +153,32 @@ twb_cmd_devices (int argc, char **argv)
 
   g_autoptr (GArray) choices = tw_gemm_choices ();
   g_autofree char *cache = tw_gemm_choice_cache_path ();
+  tw_cpu_features f;
+  tw_cpu_features_detect (&f);
+  const char *core = tw_blas_core_name (), *env = g_getenv ("OPENBLAS_CORETYPE");
+  g_autofree char *advice = tw_blas_core_advice (core, &f, env);
   if (json)
     {
-      print_json (choices, cache);
+      print_json (choices, cache, &f, advice);
       return 0;
     }
 
+  g_autofree char *feats = features_string (&f);
   g_print ("devices:");
   for (const tw_device *const *d = tw_device_list (); *d; d++)
     g_print (" %s", tw_device_name (*d));
-  g_print ("\ncpu matrix products: %s (TWB_GEMM=%s)\n", tw_gemm_kernel_name (),
+  g_print ("\ncpu: %s family %d model %d: %s\n", *f.vendor ? f.vendor : "unknown vendor",
+           f.family, f.model, feats);
+  tw_isa_tier have = tw_blas_core_tier (core), can = tw_cpu_tier (&f);
+  g_print ("openblas core: %s (%s kernels%s%s)%s%s; %s\n", core, tw_isa_tier_name (have),
+           env ? ", OPENBLAS_CORETYPE=" : "", env ? env : "",
+           have == TW_ISA_UNKNOWN || can == TW_ISA_UNKNOWN ? ""
+           : have >= can ? ": as wide as this CPU's " : ": below this CPU's ",
+           have == TW_ISA_UNKNOWN || can == TW_ISA_UNKNOWN ? "" : tw_isa_tier_name (can),
+           tw_blas_config ());
+  if (advice)
+    g_print ("warning: %s\n", advice);
+  g_print ("cpu matrix products: %s (TWB_GEMM=%s)\n", tw_gemm_kernel_name (),
            backend_name (tw_gemm_get_backend ()));
   g_print ("choices cache: %s\n", cache ? cache : "(no cache directory)");
   if (choices->len == 0)

@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
+#include "engine/cpu/parallel.h"
 #include "engine/fileutil.h"
 #include "engine/device.h"
 #include "engine/memory.h"
@@ -271,12 +272,14 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
       g_array_append_val (times, t);
       sum_ms += t;
     }
-  double median = NAN, mean = NAN;
+  double median = NAN, mean = NAN, p90 = NAN;
   if (times->len)
     {
       g_array_sort (times, compare_double);
       median = g_array_index (times, double, times->len / 2);
       mean = sum_ms / times->len;
+      /* Nearest rank. */
+      p90 = g_array_index (times, double, MAX (0, (int) ceil (0.9 * times->len) - 1));
     }
   double sps = times->len ? (double) tw_session_step_samples (s) / MAX (sum_ms * 1e-3, 1e-9) : 0;
   size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
@@ -299,6 +302,15 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
       json_member_int (jb, "threads", nthreads);
       json_member_double (jb, "median_step_ms", median);
       json_member_double (jb, "mean_step_ms", mean);
+      json_member_double (jb, "p90_step_ms", p90);
+      {
+        /* Parallel regions, and how often contention sent them to one
+         * thread (engine/cpu/parallel.h). */
+        tw_team_stats ts;
+        tw_team_get_stats (&ts);
+        json_member_int (jb, "parallel_regions", (gint64) ts.regions);
+        json_member_int (jb, "parallel_degradations", (gint64) ts.degradations);
+      }
       json_member_double (jb, "samples_per_s", sps);
       json_member_int (jb, "peak_rss_bytes", twb_peak_rss_bytes ());
       json_member_int (jb, "peak_activation_bytes", (gint64) peak_act);

@@ -5,8 +5,9 @@ Trains one of the twb example models (assets/models/{mlp,lenet5,mlp-gemm}.json)
 in PyTorch with the same recipe twb uses and prints ONE JSON object on stdout:
 
   {"framework": "torch", "model": "mlp", "batch": 64, "threads": 1,
-   "median_step_ms": ..., "mean_step_ms": ..., "samples_per_s": ...,
-   "train_loss": ..., "test_accuracy": ... (only with --full), ...}
+   "median_step_ms": ..., "mean_step_ms": ..., "p90_step_ms": ...,
+   "samples_per_s": ..., "train_loss": ..., "test_accuracy": ... (only with
+   --full), "blas_core": "Cooperlake", "blas_libraries": [...], ...}
 
 Recipe: SGD lr 0.01 momentum 0.9, CrossEntropyLoss, Fashion-MNIST from
 /usr/share/datasets/fashion-mnist (pixels / 255, no normalisation), a new
@@ -53,6 +54,8 @@ def parse_args(argv):
                    help="untimed steps before the timed ones (timing mode)")
     p.add_argument("--full", action="store_true",
                    help="one full epoch, then test accuracy")
+    p.add_argument("--blas-only", action="store_true",
+                   help="print the BLAS library and core torch loaded, and exit")
     p.add_argument("--infer-latency", action="store_true",
                    help="time batch-1 inference (eager and torch.jit.trace + freeze) instead of training")
     p.add_argument("--seed", type=int, default=0)
@@ -137,6 +140,48 @@ def build_model(nn, name):
     raise ValueError(name)
 
 
+def blas_report(torch):
+    """What runs torch's matrix products in this process: the BLAS library it
+    loaded (torch.__config__ says BLAS_INFO=generic for Debian's build, which
+    links libblas.so.3 -- an alternative, OpenBLAS by default) and, when that
+    is OpenBLAS, the core it picked (openblas_get_corename, asked through the
+    library already mapped); oneDNN, which runs torch's convolutions, is
+    named from the build's configuration."""
+    import ctypes
+    import re
+
+    libs = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if path.startswith("/") and path not in libs and re.search(
+                    r"/lib(open)?blas|/libmkl|/libblis|/libdnnl|/libmkldnn", path):
+                libs.append(path)
+    config = torch.__config__.show()
+    m = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    report = {"blas_info": m.group(1) if m else None, "blas_libraries": libs,
+              "blas_core": None, "blas_config": None}
+    dnn = re.search(r"(Intel\(R\) MKL-DNN|oneDNN) v([0-9.]+)", config)
+    if dnn:
+        report["onednn"] = dnn.group(2)
+    cap = re.search(r"CPU capability usage: (\S+)", config)
+    if cap:
+        report["cpu_capability"] = cap.group(1)
+    for path in libs:
+        if "openblas" not in path:
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            report["blas_core"] = lib.openblas_get_corename().decode()
+            report["blas_config"] = lib.openblas_get_config().decode()
+        except (OSError, AttributeError):
+            pass
+        break
+    return report
+
+
 def batches(torch, n, batch, seed, drop_last):
     """Yields index tensors; a new permutation each epoch from (seed, epoch)."""
     epoch = 0
@@ -171,7 +216,7 @@ def infer_latency(torch, nn, args):
         jit = median_ms(lambda: traced(x), args.max_steps)
     print(json.dumps({"framework": "torch", "model": args.model, "threads": args.threads,
                       "eager_ms": round(eager, 5), "jit_ms": round(jit, 5),
-                      "torch_version": torch.__version__}), flush=True)
+                      "torch_version": torch.__version__, **blas_report(torch)}), flush=True)
     return 0
 
 
@@ -185,6 +230,10 @@ def main(argv):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
+    if args.blas_only:
+        print(json.dumps({"framework": "torch", "torch_version": torch.__version__,
+                          **blas_report(torch)}), flush=True)
+        return 0
     if args.infer_latency:
         return infer_latency(torch, nn, args)
 
@@ -223,6 +272,8 @@ def main(argv):
 
     median = statistics.median(step_ms)
     mean = statistics.fmean(step_ms)
+    ordered = sorted(step_ms)
+    p90 = ordered[max(0, -(-9 * len(ordered) // 10) - 1)]  # nearest rank
     result = {
         "framework": "torch",
         "model": args.model,
@@ -232,11 +283,13 @@ def main(argv):
         "warmup_steps": warmup,
         "median_step_ms": round(median, 4),
         "mean_step_ms": round(mean, 4),
+        "p90_step_ms": round(p90, 4),
         "samples_per_s": round(args.batch * 1e3 / mean, 1),
         "train_loss": round(statistics.fmean(losses), 6),
         "train_loss_last": round(losses[-1], 6),
         "seed": args.seed,
         "torch_version": torch.__version__,
+        **blas_report(torch),
     }
 
     if args.full:

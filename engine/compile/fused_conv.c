@@ -16,7 +16,6 @@
 #include "engine/compile/fuse-private.h"
 #include "engine/ops/conv_private.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -26,10 +25,7 @@ conv_is_pointwise (const conv_geom *g)
   return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
 }
 
-/* The template's cblas-style calls, sent to tw_gemm_f32. */
-#define GEMM(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                   \
-  tw_gemm_f32 ((ta) == CblasTrans, (tb) == CblasTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, \
-               ldc)
+#define GEMM tw_gemm_f32
 #define T float
 #define TW_FN(name) name##_fused
 #pragma GCC diagnostic push

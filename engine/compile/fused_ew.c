@@ -12,6 +12,7 @@
 #define G_LOG_DOMAIN "twb-compile"
 
 #include "engine/compile/fuse-private.h"
+#include "engine/cpu/parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -116,15 +117,19 @@ tw_fused_ew (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in, tw_t
   int64_t n = tw_tensor_numel (out[0]), nblk = (n + EW_BLOCK - 1) / EW_BLOCK;
   int nt = ctx && ctx->num_threads > 0 ? ctx->num_threads : 1;
 
-  if (nt > 1 && n > 32768)
+  if (nt > 1 && n > 32768 && (nt = tw_team_threads (nt)) > 1)
     {
+      tw_team_region r;
+      tw_team_begin (&r, nt);
 #pragma omp parallel num_threads (nt)
       {
         float scratch[TW_EW_MAX_STEPS][EW_BLOCK];
-#pragma omp for schedule (static)
+#pragma omp for schedule (static) nowait
         for (int64_t b = 0; b < nblk; b++)
           ew_block (prog, x, y, b * EW_BLOCK, MIN (EW_BLOCK, n - b * EW_BLOCK), scratch);
+        tw_team_arrive (&r);
       }
+      tw_team_end (&r);
       return TRUE;
     }
   float scratch[TW_EW_MAX_STEPS][EW_BLOCK];

@@ -12,6 +12,7 @@
 #define G_LOG_DOMAIN "twb-compile"
 
 #include "engine/compile/fuse-private.h"
+#include "engine/cpu/parallel.h"
 #include "engine/cpu/scan.h"
 
 #include <string.h>
@@ -84,9 +85,9 @@ static void
 colsum (const float *dz, float *db, int64_t M, int64_t N, int nt)
 {
   int64_t nblk = (N + 255) / 256;
-#pragma omp parallel for num_threads (nt) schedule (static)
-  for (int64_t b = 0; b < nblk; b++)
+  TW_PARALLEL_FOR (TRUE, nt, b, nblk, {
     tw_colsum_f32 (dz, db, M, N, b * 256, MIN (N, b * 256 + 256));
+  });
 }
 
 gboolean
@@ -126,9 +127,9 @@ tw_fused_act_bwd_run (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const 
   int nt = kctx_threads (ctx);
   if (nt > 1 && M * N > FUSED_PAR_MIN)
     {
-#pragma omp parallel for num_threads (nt) schedule (static)
-      for (int64_t i = 0; i < M; i++)
+      TW_PARALLEL_FOR (TRUE, nt, i, M, {
         mask_row (k, y ? y + i * N : NULL, g + i * N, dz + i * N, N);
+      });
       if (db)
         colsum (dz, db, M, N, nt);
       return TRUE;

@@ -1,5 +1,6 @@
 /* blas.c — see blas.h. */
 #include "engine/cpu/blas.h"
+#include "engine/cpu/parallel.h"
 #include "engine/device.h"
 
 #include <glib.h>
@@ -18,12 +19,17 @@
   {                                                                                              \
     int nt = omp_in_parallel () ? 1 : tw_get_num_threads ();                                     \
     g_assert (order == CblasRowMajor);                                                           \
-    if (nt > 1 && (double) m * n * k >= MIN_WORK && (m >= nt * MIN_ROWS || n >= nt * MIN_ROWS)) \
+    if (nt > 1 && (double) m * n * k >= MIN_WORK && (m >= nt * MIN_ROWS || n >= nt * MIN_ROWS) \
+        && (nt = tw_team_threads (nt)) > 1)                                                      \
       {                                                                                          \
         /* Split the longer side of C: the blocks keep OpenBLAS's tiles full. */                \
         gboolean by_rows = m >= nt * MIN_ROWS && (m >= n || n < nt * MIN_ROWS);                  \
         blasint len = by_rows ? m : n;                                                           \
-        _Pragma ("omp parallel for num_threads (nt) schedule (static, 1)")                       \
+        tw_team_region r_;                                                                       \
+        tw_team_begin (&r_, nt);                                                                 \
+        _Pragma ("omp parallel num_threads (nt)")                                                \
+        {                                                                                        \
+        _Pragma ("omp for schedule (static, 1) nowait")                                          \
         for (int t = 0; t < nt; t++)                                                             \
           {                                                                                      \
             blasint i0 = (blasint) ((int64_t) len * t / nt);                                     \
@@ -39,6 +45,9 @@
                         tb == CblasNoTrans ? b + i0 : b + (int64_t) i0 * ldb, ldb, beta, c + i0, \
                         ldc);                                                                    \
           }                                                                                      \
+        tw_team_arrive (&r_);                                                                    \
+        }                                                                                        \
+        tw_team_end (&r_);                                                                       \
         return;                                                                                  \
       }                                                                                          \
     cblas_fn (order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                      \

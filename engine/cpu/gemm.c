@@ -5,6 +5,7 @@
 
 #include "engine/cpu/gemm-private.h"
 #include "engine/cpu/blas.h"
+#include "engine/cpu/parallel.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -240,7 +241,8 @@ threads_for (const tw_gemm_args *g)
   if (omp_in_parallel ())
     return 1;
   double work = (double) g->M * g->N * g->K;
-  return (int) MIN ((double) tw_gemm_get_num_threads (), MAX (1.0, work / (1 << 19)));
+  return tw_team_threads (
+    (int) MIN ((double) tw_gemm_get_num_threads (), MAX (1.0, work / (1 << 19))));
 }
 
 static void
@@ -274,18 +276,25 @@ run_ours (const tw_gemm_args *g, int nt)
   int64_t per = (tiles + chunks - 1) / chunks;
   chunks = (tiles + per - 1) / per;
 
-#pragma omp parallel for num_threads (nt) schedule (dynamic, 1)
-  for (int64_t t = 0; t < chunks; t++)
-    {
-      int64_t lo = MIN (t * per * step, extent);
-      int64_t hi = MIN ((t + 1) * per * step, extent);
-      if (lo >= hi)
-        continue;
-      if (split_n)
-        kn->run (g, 0, M, lo, hi);
-      else
-        kn->run (g, lo, hi, 0, N);
-    }
+  tw_team_region r;
+  tw_team_begin (&r, nt);
+#pragma omp parallel num_threads (nt)
+  {
+#pragma omp for schedule (dynamic, 1) nowait
+    for (int64_t t = 0; t < chunks; t++)
+      {
+        int64_t lo = MIN (t * per * step, extent);
+        int64_t hi = MIN ((t + 1) * per * step, extent);
+        if (lo >= hi)
+          continue;
+        if (split_n)
+          kn->run (g, 0, M, lo, hi);
+        else
+          kn->run (g, lo, hi, 0, N);
+      }
+    tw_team_arrive (&r);
+  }
+  tw_team_end (&r);
 }
 
 /* At nt > 1 through tw_blas_sgemm, which splits C over the engine's OpenMP
@@ -347,6 +356,28 @@ tw_gemm_f32 (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K
              int64_t ldc)
 {
   tw_gemm_f32_ex (trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+void
+tw_gemm_f64 (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+             const double *A, int64_t lda, const double *B, int64_t ldb, double beta, double *C,
+             int64_t ldc)
+{
+  g_return_if_fail (M >= 0 && N >= 0 && K >= 0);
+  g_return_if_fail (lda >= (trans_a ? M : K) && ldb >= (trans_b ? K : N) && ldc >= N);
+  if (M == 0 || N == 0)
+    return;
+  if (K == 0)
+    {
+      /* BLAS rejects lda = 0 here; C = beta C, beta = 0 overwriting. */
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+          C[i * ldc + j] = beta == 0 ? 0.0 : beta * C[i * ldc + j];
+      return;
+    }
+  tw_blas_dgemm (CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                 trans_b ? CblasTrans : CblasNoTrans, (blasint) M, (blasint) N, (blasint) K, alpha,
+                 A, (blasint) lda, B, (blasint) ldb, beta, C, (blasint) ldc);
 }
 
 /* ---- reference ------------------------------------------------------------- */

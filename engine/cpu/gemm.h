@@ -5,8 +5,10 @@
  * runs on any x86-64), and OpenBLAS.  Which of our kernel and OpenBLAS runs
  * a product is measured per shape on each machine and remembered (see
  * tw_gemm_choices below).
- * The compiled executor calls it for linear layers (and convolution through
- * im2col); eager mode keeps calling OpenBLAS directly.
+ * It is the one dispatch for every matrix product in the engine, eager and
+ * compiled alike: linear layers and their gradients, matmul, the
+ * convolutions' im2col products, the fused kernels.  Float64 products (the
+ * gradient checks' runs) go to OpenBLAS through tw_gemm_f64.
  *
  * Everything is row-major.  op(X) is X or Xᵀ as trans_x says:
  *
@@ -82,6 +84,14 @@ void tw_gemm_f32 (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int6
 void tw_gemm_f32_ex (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K,
                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                      float beta, float *C, int64_t ldc, const tw_gemm_epilogue *ep);
+
+/* The same in float64 (BLAS semantics, NULL epilogue): always OpenBLAS's
+ * dgemm, split over the engine's threads as engine/cpu/blas.h says.  Our
+ * kernels are single precision only; float64 runs are the gradient checks'
+ * and the parity benchmarks' references, not a speed path. */
+void tw_gemm_f64 (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_t K,
+                  double alpha, const double *A, int64_t lda, const double *B, int64_t ldb,
+                  double beta, double *C, int64_t ldc);
 
 /* Naive reference for tests, in plain C: sums, beta, bias and activation in
  * double, rounded to float once at the end.  Same arguments and semantics as

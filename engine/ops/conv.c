@@ -8,11 +8,11 @@
  * The typed kernels live in conv_tmpl.h; the pools in pool.c share the
  * window geometry (conv_private.h).
  */
-#include "engine/cpu/blas.h"
+#include "engine/cpu/gemm.h"
+#include "engine/cpu/parallel.h"
 #include "engine/memory.h"
 #include "engine/ops/conv_private.h"
 
-#include <cblas.h>
 #include <string.h>
 
 /* Workspace budget for the im2col matrices of one GEMM.  Samples are batched
@@ -20,7 +20,7 @@
  * in a core's L2.  On the LeNet-5 layers at batch 64 (1 thread, 2-core VM)
  * budgets from one sample to 4 MiB measured within noise of each other;
  * batching helps layers with few output pixels per sample, where one
- * sample's GEMM is too small for OpenBLAS. */
+ * sample's GEMM is too small for a GEMM kernel to reach its speed. */
 #define CONV_WS_BUDGET ((size_t) 256 << 10)
 
 static gboolean
@@ -34,7 +34,7 @@ conv_is_pointwise (const conv_geom *g)
 
 #define T float
 #define TW_FN(name) TW_CAT (name, f32)
-#define GEMM tw_blas_sgemm
+#define GEMM tw_gemm_f32
 #include "engine/ops/conv_tmpl.h"
 #undef T
 #undef TW_FN
@@ -42,7 +42,7 @@ conv_is_pointwise (const conv_geom *g)
 
 #define T double
 #define TW_FN(name) TW_CAT (name, f64)
-#define GEMM tw_blas_dgemm
+#define GEMM tw_gemm_f64
 #include "engine/ops/conv_tmpl.h"
 #undef T
 #undef TW_FN

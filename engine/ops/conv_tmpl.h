@@ -1,7 +1,9 @@
 /* conv_tmpl.h — typed convolution kernels, included twice by conv.c.
  *
  * The includer defines T (float or double), TW_FN (name) (name with the dtype
- * suffix) and GEMM (cblas_sgemm or cblas_dgemm).  Layouts (all row-major):
+ * suffix) and GEMM (tw_gemm_f32 or tw_gemm_f64: the engine's one GEMM
+ * dispatch, engine/cpu/gemm.h, whose arguments it takes).  Layouts (all
+ * row-major):
  *
  *   x   [N, C, H, W]        input
  *   w   [O, C/G, kh, kw]    weight (PyTorch layout)
@@ -14,7 +16,7 @@
  * col2im inner loops have no bounds checks.  Several samples of a group are
  * batched into one GEMM when the workspace allows (see tw_conv_chunk in conv.c):
  * the LeNet-sized GEMMs ([16, 150] x [150, 100] per sample) are too small for
- * OpenBLAS to reach its peak one at a time.
+ * a GEMM to reach its peak one at a time.
  */
 
 /* xp [cg, Hp, Wp] = x [cg, H, W] surrounded by ph / pw zeros. */
@@ -73,11 +75,9 @@ TW_FN (im2col) (const conv_geom *g, int64_t cg, const T *xp, T *col, int64_t ldc
 {
   const int64_t rows = cg * g->kh * g->kw;
   if (g->threads > 1 && rows * g->ho * g->wo > 32768)
-    {
-#pragma omp parallel for num_threads (g->threads)
-      for (int64_t r = 0; r < rows; r++)
-        TW_FN (im2col_rows) (g, xp, col, ldc, r, r + 1);
-    }
+    TW_PARALLEL_FOR (TRUE, g->threads, r, rows, {
+      TW_FN (im2col_rows) (g, xp, col, ldc, r, r + 1);
+    });
   else
     TW_FN (im2col_rows) (g, xp, col, ldc, 0, rows);
 }
@@ -118,11 +118,9 @@ TW_FN (col2im) (const conv_geom *g, int64_t cg, const T *restrict col, int64_t l
                 T *restrict xp)
 {
   if (g->threads > 1 && cg * g->kh * g->kw * g->ho * g->wo > 32768)
-    {
-#pragma omp parallel for num_threads (g->threads)
-      for (int64_t c = 0; c < cg; c++)
-        TW_FN (col2im_channels) (g, col, ldc, xp, c, c + 1);
-    }
+    TW_PARALLEL_FOR (TRUE, g->threads, c, cg, {
+      TW_FN (col2im_channels) (g, col, ldc, xp, c, c + 1);
+    });
   else
     TW_FN (col2im_channels) (g, col, ldc, xp, 0, cg);
 }
@@ -187,8 +185,7 @@ TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T 
                   TW_FN (im2col_chunk) (g, x, n0, 1, gi, col, xp);
                   src = col;
                 }
-              GEMM (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) og, (int) P, (int) K, 1, wg,
-                    (int) K, src, (int) P, 0, yb, (int) P);
+              GEMM (FALSE, FALSE, og, P, K, 1, wg, K, src, P, 0, yb, P);
               if (bg)
                 for (int64_t o = 0; o < og; o++)
                   {
@@ -200,8 +197,7 @@ TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T 
               continue;
             }
           TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
-          GEMM (CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) og, (int) (cnt * P), (int) K, 1,
-                wg, (int) K, col, (int) (cnt * P), 0, tmp, (int) (cnt * P));
+          GEMM (FALSE, FALSE, og, cnt * P, K, 1, wg, K, col, cnt * P, 0, tmp, cnt * P);
           /* tmp [og, cnt, P] -> y [n0 + s, gi*og + o, P], adding the bias. */
           for (int64_t s = 0; s < cnt; s++)
             for (int64_t o = 0; o < og; o++)
@@ -242,13 +238,12 @@ TW_FN (conv_grad_input) (const conv_geom *g, const T *dy, const T *w, T *dx, T *
             }
           if (pointwise && cnt == 1)
             {
-              GEMM (CblasRowMajor, CblasTrans, CblasNoTrans, (int) cg, (int) P, (int) og, 1, wg,
-                    (int) K, dys, (int) P, 0, dx + (n0 * g->c + gi * cg) * HW, (int) HW);
+              GEMM (TRUE, FALSE, cg, P, og, 1, wg, K, dys, P, 0, dx + (n0 * g->c + gi * cg) * HW,
+                    HW);
               continue;
             }
           /* col [K, cnt*P] = wg^T [K, og] . dy [og, cnt*P] */
-          GEMM (CblasRowMajor, CblasTrans, CblasNoTrans, (int) K, (int) (cnt * P), (int) og, 1,
-                wg, (int) K, dys, (int) (cnt * P), 0, col, (int) (cnt * P));
+          GEMM (TRUE, FALSE, K, cnt * P, og, 1, wg, K, dys, cnt * P, 0, col, cnt * P);
           for (int64_t s = 0; s < cnt; s++)
             {
               T *dxs = dx + ((n0 + s) * g->c + gi * cg) * HW;
@@ -295,8 +290,8 @@ TW_FN (conv_grad_weight) (const conv_geom *g, const T *dy, const T *x, T *dw, T 
               TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
               cols = col;
             }
-          GEMM (CblasRowMajor, CblasNoTrans, CblasTrans, (int) og, (int) K, (int) (cnt * P), 1,
-                dys, (int) (cnt * P), cols, (int) (cnt * P), n0 == 0 ? 0 : 1, dwg, (int) K);
+          GEMM (FALSE, TRUE, og, K, cnt * P, 1, dys, cnt * P, cols, cnt * P, n0 == 0 ? 0 : 1, dwg,
+                K);
         }
     }
 }

@@ -482,14 +482,21 @@ static const tw_op_def ge_mask_def = {
     const T p = (T) pd;                                                                     \
     (void) p;                                                                               \
     /* No OpenMP region at all when serial (engine/cpu/parallel.h says why). */             \
-    if (nt > 1 && n > EW_PAR_MIN)                                                           \
+    if (nt > 1 && n > EW_PAR_MIN && (nt = tw_team_threads (nt)) > 1)                        \
       {                                                                                     \
-        _Pragma ("omp parallel for simd num_threads (nt) schedule (static)")                \
-        for (int64_t i = 0; i < n; i++)                                                     \
-          {                                                                                 \
-            const T x = xs[i];                                                              \
-            y[i] = (EXPR);                                                                  \
-          }                                                                                 \
+        tw_team_region r_;                                                                  \
+        tw_team_begin (&r_, nt);                                                            \
+        _Pragma ("omp parallel num_threads (nt)")                                           \
+        {                                                                                   \
+          _Pragma ("omp for simd schedule (static) nowait")                                 \
+          for (int64_t i = 0; i < n; i++)                                                   \
+            {                                                                               \
+              const T x = xs[i];                                                            \
+              y[i] = (EXPR);                                                                \
+            }                                                                               \
+          tw_team_arrive (&r_);                                                             \
+        }                                                                                   \
+        tw_team_end (&r_);                                                                  \
         return;                                                                             \
       }                                                                                     \
     _Pragma ("omp simd")                                                                    \
@@ -722,14 +729,21 @@ ACT_BACKWARD (tanh, out[0])
     typedef TY T;                                                                           \
     const T p = (T) pd;                                                                     \
     (void) p;                                                                               \
-    if (nt > 1 && n > EW_PAR_MIN)                                                           \
+    if (nt > 1 && n > EW_PAR_MIN && (nt = tw_team_threads (nt)) > 1)                        \
       {                                                                                     \
-        _Pragma ("omp parallel for simd num_threads (nt) schedule (static)")                \
-        for (int64_t i = 0; i < n; i++)                                                     \
-          {                                                                                 \
-            const T s = ss[i], d = ds[i];                                                   \
-            dx[i] = (EXPR);                                                                 \
-          }                                                                                 \
+        tw_team_region r_;                                                                  \
+        tw_team_begin (&r_, nt);                                                            \
+        _Pragma ("omp parallel num_threads (nt)")                                           \
+        {                                                                                   \
+          _Pragma ("omp for simd schedule (static) nowait")                                 \
+          for (int64_t i = 0; i < n; i++)                                                   \
+            {                                                                               \
+              const T s = ss[i], d = ds[i];                                                 \
+              dx[i] = (EXPR);                                                               \
+            }                                                                               \
+          tw_team_arrive (&r_);                                                             \
+        }                                                                                   \
+        tw_team_end (&r_);                                                                  \
         return;                                                                             \
       }                                                                                     \
     _Pragma ("omp simd")                                                                    \

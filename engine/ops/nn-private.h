@@ -2,6 +2,7 @@
  * public). */
 #pragma once
 
+#include "engine/cpu/parallel.h"
 #include "engine/op.h"
 
 G_BEGIN_DECLS
@@ -15,27 +16,10 @@ G_BEGIN_DECLS
  * parallel region costs about 1.1 us even when its if clause is false
  * (measured with libgomp 12 on a 640-element column sum: 1.31 us against
  * 0.22 us), which adds up over the dozen small kernels of an MLP step.
- * The body must not contain _Pragma (put such loops in a helper). */
+ * The body must not contain _Pragma (put such loops in a helper).  Timed
+ * and degraded under contention as every region (engine/cpu/parallel.h). */
 #define TW_NN_FOR(i, n, work, nthreads, ...)                                                  \
-  do                                                                                        \
-    {                                                                                       \
-      int64_t tw_nn_n_ = (n);                                                               \
-      int tw_nn_nt_ = (nthreads);                                                           \
-      if ((work) > TW_NN_PAR_MIN && tw_nn_nt_ > 1)                                          \
-        {                                                                                   \
-          _Pragma ("omp parallel for num_threads (tw_nn_nt_)")                              \
-          for (int64_t i = 0; i < tw_nn_n_; i++)                                            \
-            {                                                                               \
-              __VA_ARGS__;                                                                  \
-            }                                                                               \
-        }                                                                                   \
-      else                                                                                  \
-        for (int64_t i = 0; i < tw_nn_n_; i++)                                              \
-          {                                                                                 \
-            __VA_ARGS__;                                                                    \
-          }                                                                                 \
-    }                                                                                       \
-  while (0)
+  TW_PARALLEL_FOR ((work) > TW_NN_PAR_MIN, nthreads, i, n, { __VA_ARGS__; })
 
 /* Threads a kernel may use; 1 when the context does not say. */
 static inline int
@@ -69,9 +53,10 @@ tw_nn_at (const void *p, int64_t off, size_t es)
   return (char *) p + off * (int64_t) es;
 }
 
-/* C (m, n) = op(A) op(B) + beta C in row major through cblas_sgemm/dgemm
- * (dt is TW_F32 or TW_F64); op(A) is (m, k), op(B) is (k, n); lda/ldb/ldc
- * are the row lengths of A, B, C as stored.  Empty sizes are handled. */
+/* C (m, n) = op(A) op(B) + beta C in row major through the engine's GEMM
+ * dispatch (tw_gemm_f32 / tw_gemm_f64, engine/cpu/gemm.h; dt is TW_F32 or
+ * TW_F64); op(A) is (m, k), op(B) is (k, n); lda/ldb/ldc are the row lengths
+ * of A, B, C as stored.  Empty sizes are handled. */
 void tw_nn_gemm (tw_dtype dt, gboolean ta, gboolean tb, int64_t m, int64_t n, int64_t k,
                  const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                  int64_t ldc);

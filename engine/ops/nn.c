@@ -3,18 +3,18 @@
  * nn_zeros_like).  matmul lives in matmul.c, dropout and the softmax family
  * in nn-act.c.
  *
- * Kernels see contiguous row-major buffers.  Matrix products go straight to
- * OpenBLAS with the transpose flags doing the work, so no transposed copy is
- * ever made.  Parameter layouts follow PyTorch's state_dict: linear.weight is
+ * Kernels see contiguous row-major buffers.  Matrix products go to the
+ * engine's one GEMM dispatch (engine/cpu/gemm.h: our kernel or OpenBLAS, per
+ * shape and machine) with the transpose flags doing the work, so no
+ * transposed copy is ever made.  Parameter layouts follow PyTorch's state_dict: linear.weight is
  * (out, in), embedding.weight is (num_embeddings, embedding_dim).
  */
 #define G_LOG_DOMAIN "twb-ops-nn"
 
-#include "engine/cpu/blas.h"
+#include "engine/cpu/gemm.h"
 #include "engine/cpu/scan.h"
 #include "engine/ops/nn-private.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -86,34 +86,10 @@ tw_nn_gemm (tw_dtype dt, gboolean ta, gboolean tb, int64_t m, int64_t n, int64_t
             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
             int64_t ldc)
 {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0)
-    {
-      /* BLAS rejects lda = 0; the product is empty, so C = beta C, with
-       * beta = 0 meaning "overwrite" as in BLAS (C may be uninitialised). */
-      size_t es = tw_dtype_size (dt);
-      for (int64_t i = 0; i < m; i++)
-        {
-          if (beta == 0)
-            memset (tw_nn_at (c, i * ldc, es), 0, n * es);
-          else if (dt == TW_F32)
-            for (int64_t j = 0; j < n; j++)
-              ((float *) c)[i * ldc + j] *= (float) beta;
-          else
-            for (int64_t j = 0; j < n; j++)
-              ((double *) c)[i * ldc + j] *= beta;
-        }
-      return;
-    }
   if (dt == TW_F32)
-    tw_blas_sgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                 (blasint) m, (blasint) n, (blasint) k, 1.0f, a, (blasint) lda, b, (blasint) ldb,
-                 (float) beta, c, (blasint) ldc);
+    tw_gemm_f32 (ta, tb, m, n, k, 1.0f, a, lda, b, ldb, (float) beta, c, ldc);
   else
-    tw_blas_dgemm (CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                 (blasint) m, (blasint) n, (blasint) k, 1.0, a, (blasint) lda, b, (blasint) ldb,
-                 beta, c, (blasint) ldc);
+    tw_gemm_f64 (ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 static const char *const init_choices[] = {
@@ -297,10 +273,10 @@ linear_infer (const tw_attrs *a, const tw_tinfo *in, int n_in, tw_tinfo *out, GE
 }
 
 /* x is (M, K), w is (N, K), b is (N) or NULL; y is (M, N) = x w^T + b.
- * The bias is copied into the rows of y first and the GEMM adds onto it
- * (beta = 1).  Measured at M=64 K=784 N=256, 1 thread, OpenBLAS 0.3.21, best
- * of 3000: GEMM alone 254.7 us, prefill + beta=1 254.6 us, beta=0 then a
- * bias-add pass 257.1 us — the prefill is free, the extra pass is not. */
+ * Float32: the bias is the GEMM's epilogue, as in the compiled program's
+ * fused linear (same dispatch, same shape, so the same kernel and the same
+ * rounding: eager and compiled agree bit for bit).  Float64: the bias is
+ * copied into the rows of y first and the GEMM adds onto it (beta = 1). */
 static gboolean
 linear_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int n_in,
                 tw_tensor *const *out, GError **error)
@@ -313,6 +289,13 @@ linear_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
   int64_t M = K > 0 ? tw_tensor_numel (x) / K : tw_tensor_numel (y) / MAX (N, 1);
   void *yd = tw_tensor_data (y);
 
+  if (x->dtype == TW_F32)
+    {
+      tw_gemm_epilogue ep = { .bias = b ? tw_tensor_f32 (b) : NULL };
+      tw_gemm_f32_ex (FALSE, TRUE, M, N, K, 1.0f, tw_tensor_f32 (x), K, tw_tensor_f32 (w), K,
+                      0.0f, yd, N, &ep);
+      return TRUE;
+    }
   if (b != NULL)
     for (int64_t i = 0; i < M; i++)
       memcpy (tw_nn_at (yd, i * N, es), tw_tensor_data (b), N * es);

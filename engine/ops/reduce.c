@@ -193,9 +193,9 @@ plan_red_offset (const red_plan *p, int64_t k)
         return s;                                                                           \
       }                                                                                     \
     double *part = tw_scratch (NULL, nb * sizeof (double));                                 \
-    _Pragma ("omp parallel for num_threads (nt) schedule (static)")                         \
-    for (int64_t b = 0; b < nb; b++)                                                        \
-      part[b] = block_sum_##T (x + b * RED_BLOCK, MIN (RED_BLOCK, n - b * RED_BLOCK));      \
+    TW_PARALLEL_FOR (TRUE, nt, b, nb, {                                                     \
+        part[b] = block_sum_##T (x + b * RED_BLOCK, MIN (RED_BLOCK, n - b * RED_BLOCK));    \
+      });                                                                                   \
     double s = 0;                                                                           \
     for (int64_t b = 0; b < nb; b++)                                                        \
       s += part[b];                                                                         \
