@@ -81,14 +81,15 @@ epilogue_row (float *dst, const float *src, const float *res, const chan_epilogu
 }
 #undef EPILOGUE_LOOP
 
-/* y [N, O, Ho, Wo] = epilogue (conv (x [N, C, H, W], w [O, C/G, kh, kw])),
- * with ep [O] each channel's epilogue and res [N, O, Ho, Wo] (or NULL) the
- * residual; b: some epilogue has a bias or batch norm.  The generic conv_forward with the epilogue in its copy-out
- * loop. */
+/* Samples n0 .. n0+cnt-1 of y [N, O, Ho, Wo] = epilogue (conv (x [N, C, H,
+ * W], w [O, C/G, kh, kw])), with ep [O] each channel's epilogue and res [N,
+ * O, Ho, Wo] (or NULL) the residual; b: some epilogue has a bias or batch
+ * norm; ws: one thread's workspace.  The generic conv_forward_chunk with the
+ * epilogue in its copy-out loop. */
 static void
-conv_forward_epilogue (const conv_geom *g, const float *x, const float *w, gboolean b,
-                       const chan_epilogue *ep, const float *res, float *y, float *ws, int64_t nb,
-                       gboolean relu)
+conv_forward_epilogue_chunk (const conv_geom *g, const float *x, const float *w, gboolean b,
+                             const chan_epilogue *ep, const float *res, float *y, float *ws,
+                             int64_t nb, gboolean relu, int64_t n0)
 {
   const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
   const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
@@ -96,43 +97,54 @@ conv_forward_epilogue (const conv_geom *g, const float *x, const float *w, gbool
   float *col = ws;                      /* [K, nb*P] */
   float *tmp = col + K * nb * P;        /* [og, nb*P] */
   float *xp = tmp + og * nb * P;        /* [cg, Hp, Wp] */
+  const int64_t cnt = MIN (nb, g->n - n0);
 
-  for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+  for (int64_t gi = 0; gi < G; gi++)
     {
-      const int64_t cnt = MIN (nb, g->n - n0);
-      for (int64_t gi = 0; gi < G; gi++)
+      const float *wg = w + gi * og * K;    /* [og, K] */
+      const chan_epilogue *eg = ep + gi * og;
+      if (cnt == 1)
         {
-          const float *wg = w + gi * og * K;    /* [og, K] */
-          const chan_epilogue *eg = ep + gi * og;
-          if (cnt == 1)
+          const int64_t at = (n0 * g->o + gi * og) * P;
+          float *yb = y + at;
+          const float *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
+          if (!pointwise)
             {
-              const int64_t at = (n0 * g->o + gi * og) * P;
-              float *yb = y + at;
-              const float *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
-              if (!pointwise)
-                {
-                  im2col_chunk_fused (g, x, n0, 1, gi, col, xp);
-                  src = col;
-                }
-              tw_gemm_f32 (FALSE, FALSE, og, P, K, 1.0f, wg, K, src, P, 0.0f, yb, P);
-              /* As conv2d: nothing added to a lone sample without a bias. */
-              for (int64_t o = 0; o < og && (b || relu || res); o++)
-                epilogue_row (yb + o * P, yb + o * P, res ? res + at + o * P : NULL, &eg[o], P,
-                              relu);
-              continue;
+              im2col_chunk_fused (g, x, n0, 1, gi, col, xp);
+              src = col;
             }
-          im2col_chunk_fused (g, x, n0, cnt, gi, col, xp);
-          tw_gemm_f32 (FALSE, FALSE, og, cnt * P, K, 1.0f, wg, K, col, cnt * P, 0.0f, tmp,
-                       cnt * P);
-          for (int64_t s = 0; s < cnt; s++)
-            for (int64_t o = 0; o < og; o++)
-              {
-                const int64_t at = ((n0 + s) * g->o + gi * og + o) * P;
-                epilogue_row (y + at, tmp + (o * cnt + s) * P, res ? res + at : NULL, &eg[o], P,
-                              relu);
-              }
+          tw_gemm_f32 (FALSE, FALSE, og, P, K, 1.0f, wg, K, src, P, 0.0f, yb, P);
+          /* As conv2d: nothing added to a lone sample without a bias. */
+          for (int64_t o = 0; o < og && (b || relu || res); o++)
+            epilogue_row (yb + o * P, yb + o * P, res ? res + at + o * P : NULL, &eg[o], P,
+                          relu);
+          continue;
         }
+      im2col_chunk_fused (g, x, n0, cnt, gi, col, xp);
+      tw_gemm_f32 (FALSE, FALSE, og, cnt * P, K, 1.0f, wg, K, col, cnt * P, 0.0f, tmp, cnt * P);
+      for (int64_t s = 0; s < cnt; s++)
+        for (int64_t o = 0; o < og; o++)
+          {
+            const int64_t at = ((n0 + s) * g->o + gi * og + o) * P;
+            epilogue_row (y + at, tmp + (o * cnt + s) * P, res ? res + at : NULL, &eg[o], P,
+                          relu);
+          }
     }
+}
+
+/* The whole batch, chunk by chunk, `team` threads sharing the chunks
+ * (tw_conv_team); ws: team workspaces. */
+static void
+conv_forward_epilogue (const conv_geom *g, const float *x, const float *w, gboolean b,
+                       const chan_epilogue *ep, const float *res, float *y, float *ws, int64_t nb,
+                       gboolean relu, int team)
+{
+  const int64_t chunks = (g->n + nb - 1) / nb;
+  const size_t per = tw_conv_workspace_elems (g, nb);
+  TW_PARALLEL_FOR_DYNAMIC (team > 1, team, t, ci, chunks, {
+      conv_forward_epilogue_chunk (g, x, w, b, ep, res, y, ws + (size_t) t * per, nb, relu,
+                                   ci * nb);
+    });
 }
 
 tw_fused_conv *
@@ -152,8 +164,9 @@ tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[0], out[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
+  int team = tw_conv_team (&g, nb);
   chan_epilogue *ep = tw_scratch (ctx, MAX (g.o, 1) * sizeof (chan_epilogue));
-  float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d", error);
+  float *ws = tw_conv_scratch (ctx, &g, nb, team, 0, sizeof (float), "fused_conv2d", error);
   if (ws == NULL)
     return FALSE;
   /* The parameters as they are now (O values each: nothing beside the GEMM). */
@@ -184,7 +197,7 @@ tw_fused_conv_fwd (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in
   conv_forward_epilogue (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
                          k->has_bias || k->bn >= 0, ep,
                          k->residual >= 0 ? tw_tensor_f32 (in[k->residual]) : NULL,
-                         tw_tensor_f32 (out[0]), ws, nb, k->relu);
+                         tw_tensor_f32 (out[0]), ws, nb, k->relu, team);
   return TRUE;
 }
 
@@ -195,11 +208,13 @@ tw_fused_conv_grad_input (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *co
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, out[0], in[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d_grad_input", error);
+  int team = tw_conv_team (&g, nb);
+  float *ws = tw_conv_scratch (ctx, &g, nb, team, 0, sizeof (float), "fused_conv2d_grad_input",
+                               error);
   if (ws == NULL)
     return FALSE;
   conv_grad_input_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
-                         tw_tensor_f32 (out[0]), ws, nb);
+                         tw_tensor_f32 (out[0]), ws, nb, team);
   return TRUE;
 }
 
@@ -210,11 +225,19 @@ tw_fused_conv_grad_weight (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *c
   conv_geom g;
   tw_conv_geom_run (ctx, ins->attrs, in[1], in[0], &g);
   int64_t nb = tw_conv_chunk (&g, sizeof (float));
-  float *ws = tw_conv_scratch (ctx, &g, nb, sizeof (float), "fused_conv2d_grad_weight", error);
+  int team = tw_conv_team (&g, nb);
+  int64_t groups = tw_conv_wgrad_groups (&g, nb, sizeof (float));
+  int copies = (int) MIN ((int64_t) team, groups);
+  size_t partial = (size_t) (groups - 1) * (size_t) tw_tensor_numel (out[0]) / MAX (g.groups, 1);
+  float *ws = tw_conv_scratch (ctx, &g, nb, copies, partial, sizeof (float),
+                               "fused_conv2d_grad_weight", error);
   if (ws == NULL)
     return FALSE;
-  conv_grad_weight_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
-                          tw_tensor_f32 (out[0]), ws, nb);
+  if (g.n == 0)
+    memset (tw_tensor_f32 (out[0]), 0, tw_tensor_nbytes (out[0]));
+  else
+    conv_grad_weight_fused (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
+                            tw_tensor_f32 (out[0]), ws, nb, team, groups);
   return TRUE;
 }
 

@@ -57,7 +57,11 @@
 #define FORMAT_VERSION 1
 #define ROUNDS 5
 #define ROUND_NS 200000       /* 0.2 ms of calls per round */
-#define SLOW_CALL_NS 20000000 /* one call over 20 ms: 2 rounds are enough */
+/* One call over 1 ms: 2 rounds are enough (a call that long averages the
+ * clock's and the scheduler's jitter out by itself), so measuring costs
+ * about 7 calls instead of 13 — what eager mode's first inference of a
+ * large network (ResNet-50: dozens of such shapes) pays once per shape. */
+#define SLOW_CALL_NS 1000000
 #define MARGIN 1.03
 #define SETTLE 3
 #define SAVE_INTERVAL_US G_USEC_PER_SEC
@@ -84,9 +88,16 @@ typedef struct
   double ours_us, openblas_us;
   int samples;       /* measurements merged into the times */
   gboolean checked;  /* measured by this process, or settled */
+  gboolean measuring; /* a thread is measuring it now: the others wait */
 } choice;
 
 static GMutex lock;
+/* Signalled when a measurement ends: threads that meet a shape while it is
+ * being measured (the chunks of a convolution shared by a team, engine/ops/
+ * conv.c) wait for its choice rather than run the other kernel, so that
+ * every call of a shape in a process runs the same kernel (and rounds the
+ * same way). */
+static GCond measured_cond;
 static GHashTable *table; /* choice_key * → choice * (the key is inside) */
 static char *cache_path;  /* NULL: no cache directory */
 static char *machine_id;
@@ -264,7 +275,8 @@ sorted_choices (void)
   gpointer v;
   g_hash_table_iter_init (&it, table);
   while (g_hash_table_iter_next (&it, NULL, &v))
-    g_ptr_array_add (all, v);
+    if (((choice *) v)->samples > 0) /* not a first measurement under way */
+      g_ptr_array_add (all, v);
   g_ptr_array_sort (all, choice_cmp);
   return all;
 }
@@ -471,32 +483,46 @@ tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm
 
   g_mutex_lock (&lock);
   ensure_table ();
-  choice *c = g_hash_table_lookup (table, &key);
-  gboolean pick = c ? c->ours : TRUE;
-  if (c != NULL && !c->checked)
-    c->checked = TRUE; /* this thread measures it once more, below */
-  else if (c != NULL)
+  choice *c;
+  while ((c = g_hash_table_lookup (table, &key)) != NULL && c->measuring)
+    g_cond_wait (&measured_cond, &lock);
+  if (c != NULL && c->checked)
     {
+      gboolean pick = c->ours;
       g_mutex_unlock (&lock);
       return pick;
     }
+  if (c == NULL)
+    {
+      /* A placeholder (samples 0: not listed, not saved) that makes the
+       * other threads wait for this thread's measurement. */
+      c = g_new0 (choice, 1);
+      c->key = key;
+      c->ours = TRUE;
+      g_hash_table_replace (table, &c->key, c);
+    }
+  c->checked = TRUE; /* this thread measures it (once more), below */
+  c->measuring = TRUE;
   g_mutex_unlock (&lock);
 
-  /* Measured outside the lock (another thread may measure a new shape
-   * meanwhile: the later result wins, either is valid). */
+  /* Measured outside the lock: other shapes go on meanwhile. */
   choice fresh = { .key = key };
   measure (g, nt, ours, openblas, &fresh);
 
   g_mutex_lock (&lock);
   ensure_table ();
   c = g_hash_table_lookup (table, &key);
-  if (c == NULL)
+  if (c == NULL || c->samples == 0)
     {
-      c = g_new0 (choice, 1);
-      c->key = key;
+      if (c == NULL)
+        {
+          /* The table was forgotten meanwhile. */
+          c = g_new0 (choice, 1);
+          c->key = key;
+          g_hash_table_replace (table, &c->key, c);
+        }
       c->ours_us = fresh.ours_us;
       c->openblas_us = fresh.openblas_us;
-      g_hash_table_replace (table, &c->key, c);
     }
   else if (fresh.ours_us > 0 && fresh.openblas_us > 0)
     {
@@ -505,9 +531,11 @@ tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm
     }
   c->samples = MIN (c->samples + 1, SETTLE);
   c->checked = TRUE;
+  c->measuring = FALSE;
+  g_cond_broadcast (&measured_cond);
   /* Not measurable (scratch too large): ours. */
   c->ours = c->ours_us <= 0 || c->openblas_us <= 0 || c->openblas_us * MARGIN >= c->ours_us;
-  pick = c->ours;
+  gboolean pick = c->ours;
   n_measured++;
   dirty = TRUE;
   if (g_get_monotonic_time () - last_save_us >= SAVE_INTERVAL_US)
@@ -568,5 +596,6 @@ tw_gemm_choice_forget (void)
   g_clear_pointer (&table, g_hash_table_unref);
   g_clear_pointer (&cache_path, g_free);
   n_measured = 0;
+  g_cond_broadcast (&measured_cond); /* waiters look the shape up again */
   g_mutex_unlock (&lock);
 }

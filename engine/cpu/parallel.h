@@ -152,4 +152,40 @@ void tw_team_policy_region (tw_team_policy *p, gint64 now, int nt, gint64 busy, 
     }                                                                                       \
   while (0)
 
+/* The same with a dynamic schedule, one iteration at a time, and tid the
+ * number of the thread running the body (0 when serial): for loops over a
+ * few large pieces of work, each with its own scratch (ws + tid * size).
+ * Which thread runs which iteration varies; the results must not depend on
+ * it.  A thread that is late (contention) leaves its iterations to the
+ * others instead of holding the region up for all of them. */
+#define TW_PARALLEL_FOR_DYNAMIC(cond, nthreads, tid, i, n, ...)                             \
+  do                                                                                        \
+    {                                                                                       \
+      const int64_t tw_pd_n_ = (n);                                                         \
+      int tw_pd_nt_ = (nthreads);                                                           \
+      if (tw_pd_nt_ > 1 && (cond) && (tw_pd_nt_ = tw_team_threads (tw_pd_nt_)) > 1)         \
+        {                                                                                   \
+          tw_team_region tw_pd_r_;                                                          \
+          tw_team_begin (&tw_pd_r_, tw_pd_nt_);                                             \
+          _Pragma ("omp parallel num_threads (tw_pd_nt_)")                                  \
+          {                                                                                 \
+            const int tid = omp_get_thread_num ();                                          \
+            (void) tid;                                                                     \
+            _Pragma ("omp for schedule (dynamic, 1) nowait")                                \
+            for (int64_t i = 0; i < tw_pd_n_; i++)                                          \
+              __VA_ARGS__                                                                   \
+            tw_team_arrive (&tw_pd_r_);                                                     \
+          }                                                                                 \
+          tw_team_end (&tw_pd_r_);                                                          \
+        }                                                                                   \
+      else                                                                                  \
+        {                                                                                   \
+          const int tid = 0;                                                                \
+          (void) tid;                                                                       \
+          for (int64_t i = 0; i < tw_pd_n_; i++)                                            \
+            __VA_ARGS__                                                                     \
+        }                                                                                   \
+    }                                                                                       \
+  while (0)
+
 G_END_DECLS

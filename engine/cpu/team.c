@@ -147,8 +147,13 @@ void
 tw_team_end (tw_team_region *r)
 {
   gint64 now = tw_team_now ();
-  if (!adaptive () || r->nt <= 1)
+  if (r->nt <= 1)
     return;
+  if (!adaptive ())
+    {
+      __atomic_add_fetch (&total_regions, 1, __ATOMIC_RELAXED);
+      return;
+    }
   /* t_main is 0 only if thread 0 never arrived (it always does). */
   gint64 t_main = r->t_main ? r->t_main : now;
   tw_team_policy *p = my_team ();

@@ -418,12 +418,58 @@ tw_conv_workspace_elems (const conv_geom *g, int64_t nb)
   return (size_t) t;
 }
 
+/* A chunk's GEMMs (all groups) below this many multiply-adds a thread do
+ * not split well: the GEMM's own threshold (engine/cpu/gemm.c, threads_for:
+ * 2^19 a thread).  With 4 chunks a thread or more, sharing the chunks wins
+ * anyway: no packing is duplicated, one region instead of several per chunk,
+ * and a late thread's chunks go to the others (dynamic schedule). */
+#define CONV_TEAM_MIN_WORK ((double) (1 << 19))
+#define CONV_TEAM_CHUNKS 4
+
+int
+tw_conv_team (const conv_geom *g, int64_t nb)
+{
+  if (g->threads <= 1 || g->n <= 1 || nb < 1)
+    return 1;
+  int64_t chunks = (g->n + nb - 1) / nb;
+  int nt = (int) MIN ((int64_t) g->threads, chunks);
+  if (nt <= 1)
+    return 1;
+  double k = (double) (g->c / MAX (g->groups, 1)) * (double) g->kh * (double) g->kw;
+  double work = (double) g->o * k * (double) nb * (double) g->ho * (double) g->wo;
+  if (chunks >= (int64_t) CONV_TEAM_CHUNKS * nt || work < nt * CONV_TEAM_MIN_WORK)
+    return nt;
+  return 1;
+}
+
+/* At most 8 runs (enough for the thread counts the engine is run at; each
+ * run costs one pass over dW to add), and their partials within 4 MiB: for
+ * the small layers of the example networks (LeNet-5's conv2: 16 x 150
+ * floats) that is 8 runs; ResNet's large layers (dW of megabytes) keep one,
+ * their GEMMs split over the threads instead. */
+#define CONV_WGRAD_GROUPS 8
+#define CONV_WGRAD_PARTIAL_BUDGET ((size_t) 4 << 20)
+
+int64_t
+tw_conv_wgrad_groups (const conv_geom *g, int64_t nb, size_t es)
+{
+  if (g->n <= 1 || nb < 1)
+    return 1;
+  int64_t chunks = (g->n + nb - 1) / nb;
+  int64_t dw = (g->o / MAX (g->groups, 1)) * (g->c / MAX (g->groups, 1)) * g->kh * g->kw;
+  int64_t groups = MIN (chunks, CONV_WGRAD_GROUPS);
+  while (groups > 1 && (size_t) (groups - 1) * (size_t) dw * es > CONV_WGRAD_PARTIAL_BUDGET)
+    groups--;
+  return groups;
+}
+
 void *
-tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, size_t es, const char *op,
-                 GError **error)
+tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, int copies, size_t extra,
+                 size_t es, const char *op, GError **error)
 {
   size_t elems = tw_conv_workspace_elems (g, nb), bytes;
-  if (elems == SIZE_MAX || !g_size_checked_mul (&bytes, elems, es))
+  if (elems == SIZE_MAX || !g_size_checked_mul (&elems, elems, (size_t) MAX (copies, 1))
+      || !g_size_checked_add (&elems, elems, extra) || !g_size_checked_mul (&bytes, elems, es))
     bytes = SIZE_MAX;
   void *p = tw_scratch_try (ctx, bytes);
   if (p == NULL)
@@ -459,15 +505,18 @@ conv2d_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in, int
   tw_conv_geom_run (ctx, a, in[0], out[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = tw_conv_scratch (ctx, &g, nb, es, "conv2d", error);
+  int team = tw_conv_team (&g, nb);
+  void *ws = tw_conv_scratch (ctx, &g, nb, team, 0, es, "conv2d", error);
   if (ws == NULL)
     return FALSE;
   if (in[0]->dtype == TW_F32)
     conv_forward_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
-                      n_in > 2 ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb);
+                      n_in > 2 ? tw_tensor_f32 (in[2]) : NULL, tw_tensor_f32 (out[0]), ws, nb,
+                      team);
   else
     conv_forward_f64 (&g, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]),
-                      n_in > 2 ? tw_tensor_f64 (in[2]) : NULL, tw_tensor_f64 (out[0]), ws, nb);
+                      n_in > 2 ? tw_tensor_f64 (in[2]) : NULL, tw_tensor_f64 (out[0]), ws, nb,
+                      team);
   return TRUE;
 }
 
@@ -589,15 +638,16 @@ grad_input_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in,
   tw_conv_geom_run (ctx, a, out[0], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = tw_conv_scratch (ctx, &g, nb, es, "conv2d_grad_input", error);
+  int team = tw_conv_team (&g, nb);
+  void *ws = tw_conv_scratch (ctx, &g, nb, team, 0, es, "conv2d_grad_input", error);
   if (ws == NULL)
     return FALSE;
   if (in[0]->dtype == TW_F32)
     conv_grad_input_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]), tw_tensor_f32 (out[0]),
-                         ws, nb);
+                         ws, nb, team);
   else
     conv_grad_input_f64 (&g, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]), tw_tensor_f64 (out[0]),
-                         ws, nb);
+                         ws, nb, team);
   return TRUE;
 }
 
@@ -655,17 +705,21 @@ grad_weight_forward (const tw_kctx *ctx, const tw_attrs *a, tw_tensor *const *in
   tw_conv_geom_run (ctx, a, in[1], in[0], &g);
   size_t es = tw_dtype_size (in[0]->dtype);
   int64_t nb = tw_conv_chunk (&g, es);
-  void *ws = tw_conv_scratch (ctx, &g, nb, es, "conv2d_grad_weight", error);
+  int team = tw_conv_team (&g, nb);
+  int64_t groups = tw_conv_wgrad_groups (&g, nb, es);
+  int copies = (int) MIN ((int64_t) team, groups);
+  size_t partial = (size_t) (groups - 1) * (size_t) tw_tensor_numel (out[0]) / MAX (g.groups, 1);
+  void *ws = tw_conv_scratch (ctx, &g, nb, copies, partial, es, "conv2d_grad_weight", error);
   if (ws == NULL)
     return FALSE;
   if (g.n == 0)
     memset (tw_tensor_data (out[0]), 0, tw_tensor_nbytes (out[0]));
   else if (in[0]->dtype == TW_F32)
     conv_grad_weight_f32 (&g, tw_tensor_f32 (in[0]), tw_tensor_f32 (in[1]),
-                          tw_tensor_f32 (out[0]), ws, nb);
+                          tw_tensor_f32 (out[0]), ws, nb, team, groups);
   else
     conv_grad_weight_f64 (&g, tw_tensor_f64 (in[0]), tw_tensor_f64 (in[1]),
-                          tw_tensor_f64 (out[0]), ws, nb);
+                          tw_tensor_f64 (out[0]), ws, nb, team, groups);
   return TRUE;
 }
 

@@ -56,10 +56,20 @@ int64_t tw_conv_chunk (const conv_geom *g, size_t es);
 /* Workspace elements for chunks of nb samples: columns + GEMM output + one
  * padded sample. */
 size_t tw_conv_workspace_elems (const conv_geom *g, int64_t nb);
-/* Workspace for chunks of nb samples of es-byte elements (tw_scratch_try):
- * NULL with an error naming op and the bytes when it cannot be had. */
-void *tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, size_t es,
-                       const char *op, GError **error);
+/* Threads that share a convolution's chunks of nb samples at once, each
+ * chunk's GEMM on one thread (1: the chunks one after another, each GEMM
+ * split over g->threads instead). */
+int tw_conv_team (const conv_geom *g, int64_t nb);
+/* Runs of consecutive chunks the weight gradient sums into partials of
+ * their own (conv_tmpl.h, conv_grad_weight): a function of the shape and
+ * nb only, so that the result does not depend on the thread count; 1 when
+ * there is a single chunk or the partials would not fit their budget. */
+int64_t tw_conv_wgrad_groups (const conv_geom *g, int64_t nb, size_t es);
+/* Workspace for `copies` threads' chunks of nb samples plus `extra` more
+ * elements, of es bytes each (tw_scratch_try): NULL with an error naming op
+ * and the bytes when it cannot be had. */
+void *tw_conv_scratch (const tw_kctx *ctx, const conv_geom *g, int64_t nb, int copies,
+                       size_t extra, size_t es, const char *op, GError **error);
 /* Concrete geometry at run time from x [N, C, H, W] and y [N, O, Ho, Wo]. */
 void tw_conv_geom_run (const tw_kctx *ctx, const tw_attrs *a, const tw_tensor *x,
                        const tw_tensor *y, conv_geom *g);

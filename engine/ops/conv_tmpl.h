@@ -154,11 +154,12 @@ TW_FN (gather_rows) (const conv_geom *g, const T *t, int64_t n0, int64_t cnt, in
               (size_t) P * sizeof (T));
 }
 
-/* y [N, O, Ho, Wo] = conv (x [N, C, H, W], w [O, C/G, kh, kw]) + b [O] (b may be NULL).
- * ws: tw_conv_workspace_elems (g, nb) elements. */
+/* Samples n0 .. n0+cnt-1 of y [N, O, Ho, Wo] = conv (x [N, C, H, W],
+ * w [O, C/G, kh, kw]) + b [O] (b may be NULL); ws: one thread's
+ * tw_conv_workspace_elems (g, nb) elements. */
 static void
-TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T *y, T *ws,
-                      int64_t nb)
+TW_FN (conv_forward_chunk) (const conv_geom *g, const T *x, const T *w, const T *b, T *y, T *ws,
+                            int64_t nb, int64_t n0)
 {
   const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
   const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
@@ -166,55 +167,68 @@ TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T 
   T *col = ws;                          /* [K, nb*P] */
   T *tmp = col + K * nb * P;            /* [og, nb*P] */
   T *xp = tmp + og * nb * P;            /* [cg, Hp, Wp] */
+  const int64_t cnt = MIN (nb, g->n - n0);
 
-  for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+  for (int64_t gi = 0; gi < G; gi++)
     {
-      const int64_t cnt = MIN (nb, g->n - n0);
-      for (int64_t gi = 0; gi < G; gi++)
+      const T *wg = w + gi * og * K;        /* [og, K] */
+      const T *bg = b ? b + gi * og : NULL;
+      if (cnt == 1)
         {
-          const T *wg = w + gi * og * K;        /* [og, K] */
-          const T *bg = b ? b + gi * og : NULL;
-          if (cnt == 1)
+          /* One sample: the GEMM writes straight into y; the bias is
+           * added while the block is still in cache. */
+          T *yb = y + (n0 * g->o + gi * og) * P;
+          const T *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
+          if (!pointwise)
             {
-              /* One sample: the GEMM writes straight into y; the bias is
-               * added while the block is still in cache. */
-              T *yb = y + (n0 * g->o + gi * og) * P;
-              const T *src = x + (n0 * g->c + gi * cg) * g->h * g->w;
-              if (!pointwise)
-                {
-                  TW_FN (im2col_chunk) (g, x, n0, 1, gi, col, xp);
-                  src = col;
-                }
-              GEMM (FALSE, FALSE, og, P, K, 1, wg, K, src, P, 0, yb, P);
-              if (bg)
-                for (int64_t o = 0; o < og; o++)
-                  {
-                    const T bo = bg[o];
-                    T *row = yb + o * P;
-                    for (int64_t p = 0; p < P; p++)
-                      row[p] += bo;
-                  }
-              continue;
+              TW_FN (im2col_chunk) (g, x, n0, 1, gi, col, xp);
+              src = col;
             }
-          TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
-          GEMM (FALSE, FALSE, og, cnt * P, K, 1, wg, K, col, cnt * P, 0, tmp, cnt * P);
-          /* tmp [og, cnt, P] -> y [n0 + s, gi*og + o, P], adding the bias. */
-          for (int64_t s = 0; s < cnt; s++)
+          GEMM (FALSE, FALSE, og, P, K, 1, wg, K, src, P, 0, yb, P);
+          if (bg)
             for (int64_t o = 0; o < og; o++)
               {
-                const T bo = bg ? bg[o] : 0;
-                const T *src = tmp + (o * cnt + s) * P;
-                T *dst = y + ((n0 + s) * g->o + gi * og + o) * P;
+                const T bo = bg[o];
+                T *row = yb + o * P;
                 for (int64_t p = 0; p < P; p++)
-                  dst[p] = src[p] + bo;
+                  row[p] += bo;
               }
+          continue;
         }
+      TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
+      GEMM (FALSE, FALSE, og, cnt * P, K, 1, wg, K, col, cnt * P, 0, tmp, cnt * P);
+      /* tmp [og, cnt, P] -> y [n0 + s, gi*og + o, P], adding the bias. */
+      for (int64_t s = 0; s < cnt; s++)
+        for (int64_t o = 0; o < og; o++)
+          {
+            const T bo = bg ? bg[o] : 0;
+            const T *src = tmp + (o * cnt + s) * P;
+            T *dst = y + ((n0 + s) * g->o + gi * og + o) * P;
+            for (int64_t p = 0; p < P; p++)
+              dst[p] = src[p] + bo;
+          }
     }
 }
 
-/* dx [N, C, H, W] = conv_transpose (dy [N, O, Ho, Wo], w [O, C/G, kh, kw]). */
+/* y [N, O, Ho, Wo] = conv (x [N, C, H, W], w [O, C/G, kh, kw]) + b [O] (b may be NULL),
+ * chunk by chunk, `team` threads sharing the chunks (tw_conv_team).
+ * ws: team × tw_conv_workspace_elems (g, nb) elements. */
 static void
-TW_FN (conv_grad_input) (const conv_geom *g, const T *dy, const T *w, T *dx, T *ws, int64_t nb)
+TW_FN (conv_forward) (const conv_geom *g, const T *x, const T *w, const T *b, T *y, T *ws,
+                      int64_t nb, int team)
+{
+  const int64_t chunks = (g->n + nb - 1) / nb;
+  const size_t per = tw_conv_workspace_elems (g, nb);
+  TW_PARALLEL_FOR_DYNAMIC (team > 1, team, t, ci, chunks, {
+      TW_FN (conv_forward_chunk) (g, x, w, b, y, ws + (size_t) t * per, nb, ci * nb);
+    });
+}
+
+/* Samples n0 .. n0+cnt-1 of dx [N, C, H, W] = conv_transpose (dy [N, O, Ho, Wo],
+ * w [O, C/G, kh, kw]); ws: one thread's workspace. */
+static void
+TW_FN (conv_grad_input_chunk) (const conv_geom *g, const T *dy, const T *w, T *dx, T *ws,
+                               int64_t nb, int64_t n0)
 {
   const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
   const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo, HW = g->h * g->w;
@@ -223,47 +237,58 @@ TW_FN (conv_grad_input) (const conv_geom *g, const T *dy, const T *w, T *dx, T *
   T *col = ws;                          /* [K, nb*P] */
   T *dyc = col + K * nb * P;            /* [og, nb*P] */
   T *xp = dyc + og * nb * P;            /* [cg, Hp, Wp] */
+  const int64_t cnt = MIN (nb, g->n - n0);
 
-  for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+  for (int64_t gi = 0; gi < G; gi++)
     {
-      const int64_t cnt = MIN (nb, g->n - n0);
-      for (int64_t gi = 0; gi < G; gi++)
+      const T *wg = w + gi * og * K;        /* [og, K] */
+      const T *dys = dy + (n0 * g->o + gi * og) * P;
+      if (cnt > 1)
         {
-          const T *wg = w + gi * og * K;        /* [og, K] */
-          const T *dys = dy + (n0 * g->o + gi * og) * P;
-          if (cnt > 1)
-            {
-              TW_FN (gather_rows) (g, dy, n0, cnt, gi, dyc);
-              dys = dyc;
-            }
-          if (pointwise && cnt == 1)
-            {
-              GEMM (TRUE, FALSE, cg, P, og, 1, wg, K, dys, P, 0, dx + (n0 * g->c + gi * cg) * HW,
-                    HW);
-              continue;
-            }
-          /* col [K, cnt*P] = wg^T [K, og] . dy [og, cnt*P] */
-          GEMM (TRUE, FALSE, K, cnt * P, og, 1, wg, K, dys, cnt * P, 0, col, cnt * P);
-          for (int64_t s = 0; s < cnt; s++)
-            {
-              T *dxs = dx + ((n0 + s) * g->c + gi * cg) * HW;
-              T *acc = padded ? xp : dxs;
-              memset (acc, 0, (size_t) (cg * Hp * Wp) * sizeof (T));
-              TW_FN (col2im) (g, cg, col + s * P, cnt * P, acc);
-              if (padded)
-                for (int64_t c = 0; c < cg; c++)
-                  for (int64_t i = 0; i < g->h; i++)
-                    memcpy (dxs + (c * g->h + i) * g->w, xp + (c * Hp + i + g->ph) * Wp + g->pw,
-                            (size_t) g->w * sizeof (T));
-            }
+          TW_FN (gather_rows) (g, dy, n0, cnt, gi, dyc);
+          dys = dyc;
+        }
+      if (pointwise && cnt == 1)
+        {
+          GEMM (TRUE, FALSE, cg, P, og, 1, wg, K, dys, P, 0, dx + (n0 * g->c + gi * cg) * HW,
+                HW);
+          continue;
+        }
+      /* col [K, cnt*P] = wg^T [K, og] . dy [og, cnt*P] */
+      GEMM (TRUE, FALSE, K, cnt * P, og, 1, wg, K, dys, cnt * P, 0, col, cnt * P);
+      for (int64_t s = 0; s < cnt; s++)
+        {
+          T *dxs = dx + ((n0 + s) * g->c + gi * cg) * HW;
+          T *acc = padded ? xp : dxs;
+          memset (acc, 0, (size_t) (cg * Hp * Wp) * sizeof (T));
+          TW_FN (col2im) (g, cg, col + s * P, cnt * P, acc);
+          if (padded)
+            for (int64_t c = 0; c < cg; c++)
+              for (int64_t i = 0; i < g->h; i++)
+                memcpy (dxs + (c * g->h + i) * g->w, xp + (c * Hp + i + g->ph) * Wp + g->pw,
+                        (size_t) g->w * sizeof (T));
         }
     }
 }
 
-/* dw [O, C/G, kh, kw] = sum over the batch of dy_n [og, P] . im2col (x_n)^T [P, K],
- * in a fixed order of chunks (deterministic). */
+/* dx [N, C, H, W] = conv_transpose (dy [N, O, Ho, Wo], w [O, C/G, kh, kw]),
+ * `team` threads sharing the chunks; ws: team × tw_conv_workspace_elems. */
 static void
-TW_FN (conv_grad_weight) (const conv_geom *g, const T *dy, const T *x, T *dw, T *ws, int64_t nb)
+TW_FN (conv_grad_input) (const conv_geom *g, const T *dy, const T *w, T *dx, T *ws, int64_t nb,
+                         int team)
+{
+  const int64_t chunks = (g->n + nb - 1) / nb;
+  const size_t per = tw_conv_workspace_elems (g, nb);
+  TW_PARALLEL_FOR_DYNAMIC (team > 1, team, t, ci, chunks, {
+      TW_FN (conv_grad_input_chunk) (g, dy, w, dx, ws + (size_t) t * per, nb, ci * nb);
+    });
+}
+
+/* dst [og, K] (= or +=, as beta) the weight gradient of group gi from the
+ * samples of chunk ci: dy_n [og, P] . im2col (x_n)^T [P, K]. */
+static void
+TW_FN (conv_grad_weight_chunk) (const conv_geom *g, const T *dy, const T *x, T *dst, T *ws,
+                                int64_t nb, int64_t n0, int64_t gi, T beta)
 {
   const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
   const int64_t K = cg * g->kh * g->kw, P = g->ho * g->wo;
@@ -271,27 +296,55 @@ TW_FN (conv_grad_weight) (const conv_geom *g, const T *dy, const T *x, T *dw, T 
   T *col = ws;                          /* [K, nb*P] */
   T *dyc = col + K * nb * P;            /* [og, nb*P] */
   T *xp = dyc + og * nb * P;            /* [cg, Hp, Wp] */
+  const int64_t cnt = MIN (nb, g->n - n0);
+  const T *dys = dy + (n0 * g->o + gi * og) * P;
+  const T *cols = x + (n0 * g->c + gi * cg) * g->h * g->w;
+  if (cnt > 1)
+    {
+      TW_FN (gather_rows) (g, dy, n0, cnt, gi, dyc);
+      dys = dyc;
+    }
+  if (!pointwise || cnt > 1)
+    {
+      TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
+      cols = col;
+    }
+  GEMM (FALSE, TRUE, og, K, cnt * P, 1, dys, cnt * P, cols, cnt * P, beta, dst, K);
+}
+
+/* dw [O, C/G, kh, kw] = sum over the batch of dy_n [og, P] . im2col (x_n)^T [P, K].
+ * The chunks are summed in `groups` fixed runs of consecutive chunks
+ * (tw_conv_wgrad_groups: a function of the shape only), each into its own
+ * partial sum, the partials added in order at the end: the same arithmetic
+ * whichever thread sums which run, so the result does not depend on the
+ * thread count; `team` threads share the runs.  ws: MIN (team, groups) ×
+ * tw_conv_workspace_elems, then (groups - 1) × og × K for the partials. */
+static void
+TW_FN (conv_grad_weight) (const conv_geom *g, const T *dy, const T *x, T *dw, T *ws, int64_t nb,
+                          int team, int64_t groups)
+{
+  const int64_t G = g->groups, cg = g->c / G, og = g->o / G;
+  const int64_t K = cg * g->kh * g->kw;
+  const int64_t chunks = (g->n + nb - 1) / nb;
+  const size_t per = tw_conv_workspace_elems (g, nb);
+  const int nt = (int) MIN ((int64_t) team, groups);
+  T *partial = ws + (size_t) MAX (nt, 1) * per; /* [groups - 1, og, K] */
 
   for (int64_t gi = 0; gi < G; gi++)
     {
       T *dwg = dw + gi * og * K;                /* [og, K] */
-      for (int64_t n0 = 0; n0 < g->n; n0 += nb)
+      TW_PARALLEL_FOR_DYNAMIC (nt > 1, nt, t, r, groups, {
+          T *dst = r == 0 ? dwg : partial + (r - 1) * og * K;
+          const int64_t c0 = r * chunks / groups, c1 = (r + 1) * chunks / groups;
+          for (int64_t ci = c0; ci < c1; ci++)
+            TW_FN (conv_grad_weight_chunk) (g, dy, x, dst, ws + (size_t) t * per, nb, ci * nb,
+                                            gi, ci == c0 ? 0 : 1);
+        });
+      for (int64_t r = 1; r < groups; r++)
         {
-          const int64_t cnt = MIN (nb, g->n - n0);
-          const T *dys = dy + (n0 * g->o + gi * og) * P;
-          const T *cols = x + (n0 * g->c + gi * cg) * g->h * g->w;
-          if (cnt > 1)
-            {
-              TW_FN (gather_rows) (g, dy, n0, cnt, gi, dyc);
-              dys = dyc;
-            }
-          if (!pointwise || cnt > 1)
-            {
-              TW_FN (im2col_chunk) (g, x, n0, cnt, gi, col, xp);
-              cols = col;
-            }
-          GEMM (FALSE, TRUE, og, K, cnt * P, 1, dys, cnt * P, cols, cnt * P, n0 == 0 ? 0 : 1, dwg,
-                K);
+          const T *src = partial + (r - 1) * og * K;
+          for (int64_t i = 0; i < og * K; i++)
+            dwg[i] += src[i];
         }
     }
 }

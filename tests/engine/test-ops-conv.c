@@ -581,17 +581,66 @@ test_pool_ties (void)
     }
 }
 
-/* The same bits with 1 and 3 OpenMP threads (sizes above the kernels'
+/* The same bits with 1, 2 and 3 OpenMP threads (sizes above the kernels'
  * 32768-element threshold for going parallel). */
 static void
 check_threads (const char *op, const tw_attrs *a, tw_tensor *const *in, int n_in)
 {
   tw_kctx c1 = { .training = TRUE, .seed = 1, .num_threads = 1 };
-  tw_kctx c3 = c1;
-  c3.num_threads = 3;
   g_autoptr (tw_tensor) y1 = run1 (op, a, in, n_in, &c1);
-  g_autoptr (tw_tensor) y3 = run1 (op, a, in, n_in, &c3);
-  g_assert_cmpfloat (twt_max_error (y3, y1), ==, 0);
+  for (int nt = 2; nt <= 3; nt++)
+    {
+      tw_kctx cn = c1;
+      cn.num_threads = nt;
+      g_autoptr (tw_tensor) yn = run1 (op, a, in, n_in, &cn);
+      if (twt_max_error (yn, y1) != 0)
+        g_error ("%s: %d threads differ from 1 by %.3g", op, nt, twt_max_error (yn, y1));
+    }
+}
+
+/* LeNet-5's second convolution at batch 64 (16 5x5 filters over 6 14x14
+ * planes): chunks of a few samples whose GEMMs are too small to split, so
+ * the threads share the chunks (tw_conv_team) and the weight gradient sums
+ * them in fixed runs (tw_conv_wgrad_groups).  Every thread count gives the
+ * bits of one thread, and those agree with the float64 reference. */
+static void
+test_conv_team (void)
+{
+  conv_cfg c = { 16, 5, 5, 1, 1, 0, 0, 1, 1, 1, TRUE };
+  const int64_t N = 64, C = 6, H = 14, Ho = 10;
+  for (int k = 0; k < 2; k++)
+    {
+      tw_dtype dt = k == 0 ? TW_F32 : TW_F64;
+      tw_attrs *a = conv_attrs (&c);
+      g_autoptr (tw_tensor) x = twt_randn (dt, 4, (int64_t[]) { N, C, H, H }, 620);
+      g_autoptr (tw_tensor) w = twt_randn (dt, 4, (int64_t[]) { c.o, C, 5, 5 }, 621);
+      g_autoptr (tw_tensor) b = twt_randn (dt, 1, (int64_t[]) { c.o }, 622);
+      g_autoptr (tw_tensor) dy = twt_randn (dt, 4, (int64_t[]) { N, c.o, Ho, Ho }, 623);
+      check_threads ("conv2d", a, (tw_tensor *[]) { x, w, b }, 3);
+      tw_attrs *ga = tw_attrs_new ();
+      tw_attrs_set_ints (ga, "kernel_size", 1, (int64_t[]) { 5 });
+      check_threads ("conv2d_grad_weight", ga, (tw_tensor *[]) { dy, x }, 2);
+      tw_attrs *gi = tw_attrs_copy (ga);
+      tw_attrs_set_int (gi, "in_h", H);
+      tw_attrs_set_int (gi, "in_w", H);
+      check_threads ("conv2d_grad_input", gi, (tw_tensor *[]) { dy, w }, 2);
+
+      tw_kctx c2 = { .training = TRUE, .seed = 1, .num_threads = 2 };
+      tw_tensor *dx_ref, *dw_ref;
+      ref_conv_grads (&c, x, w, dy, &dx_ref, &dw_ref);
+      g_autoptr (tw_tensor) dx = run1 ("conv2d_grad_input", gi, (tw_tensor *[]) { dy, w }, 2, &c2);
+      g_autoptr (tw_tensor) dw = run1 ("conv2d_grad_weight", ga, (tw_tensor *[]) { dy, x }, 2, &c2);
+      /* dweight sums 64 * 100 products per entry: ~sqrt(6400) * 6e-8 ~ 5e-6
+       * of the largest entry in f32; 1e-4 as test_conv_chunks allows. */
+      double e1 = twt_max_error (dx, dx_ref), e2 = twt_max_error (dw, dw_ref);
+      if (!(e1 < (k == 0 ? TOL_F32 : TOL_F64)) || !(e2 < (k == 0 ? 1e-4 : TOL_F64)))
+        g_error ("conv2d shared chunks %s: dx %.3g dw %.3g", tw_dtype_name (dt), e1, e2);
+      tw_tensor_unref (dx_ref);
+      tw_tensor_unref (dw_ref);
+      tw_attrs_free (gi);
+      tw_attrs_free (ga);
+      tw_attrs_free (a);
+    }
 }
 
 static void
@@ -643,5 +692,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/ops/pool/grad", test_pool_grad);
   g_test_add_func ("/engine/ops/pool/ties", test_pool_ties);
   g_test_add_func ("/engine/ops/conv2d/threads", test_conv_threads);
+  g_test_add_func ("/engine/ops/conv2d/team", test_conv_team);
   return g_test_run ();
 }
