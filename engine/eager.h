@@ -95,7 +95,17 @@ gboolean tw_eager_backward_set (tw_eager *ex, GError **error);
 /* Drop the tape and all activations. */
 void tw_eager_release (tw_eager *ex);
 
-/* After forward: a node output ("fc3", "split:1"), borrowed, or NULL. */
+/* An inference forward (training FALSE, no loss) that no bus client watches
+ * frees each value once the last node that reads it has run, keeping only
+ * the graph's outputs: it then holds about what the compiled program's
+ * arena holds instead of every activation.  keep TRUE keeps every value
+ * until the next forward or release, for tw_eager_value on inner nodes
+ * (default FALSE; forwards with training or a loss always keep them). */
+void tw_eager_set_keep_values (tw_eager *ex, gboolean keep);
+
+/* After forward: a node output ("fc3", "split:1"), borrowed, or NULL (also
+ * for an inner node of an inference forward that freed it early: see
+ * tw_eager_set_keep_values). */
 tw_tensor *tw_eager_value (tw_eager *ex, const char *ref);
 /* The first graph output (predictions), borrowed. */
 tw_tensor *tw_eager_prediction (tw_eager *ex);

@@ -46,6 +46,14 @@ run (tw_graph *g, tw_params *params, gboolean compiled, const tw_feed *feeds, in
   return tw_tensor_clone (tw_eager_prediction (ex));
 }
 
+static gboolean
+bits_equal (const tw_tensor *a, const tw_tensor *b)
+{
+  return tw_tensor_nbytes (a) == tw_tensor_nbytes (b)
+         && memcmp (tw_tensor_data ((tw_tensor *) a), tw_tensor_data ((tw_tensor *) b),
+                    tw_tensor_nbytes (a)) == 0;
+}
+
 static void
 check_close (const tw_tensor *got, const double *want, int64_t n)
 {
@@ -201,6 +209,52 @@ test_errors (gconstpointer data)
   g_assert_nonnull (strstr (e3->message, "'w'"));
 }
 
+/* An inference nobody watches frees inner values as it goes: a chain
+ * x -> a = x + x -> b = a * a -> c = b - x (x read twice, a diamond through
+ * it) gives the same output as with every value kept, the inner values are
+ * gone afterwards and the peak is lower; kept on request, and always for a
+ * training forward. */
+static void
+test_free_early (void)
+{
+  g_autoptr (tw_graph) g = tw_graph_new ();
+  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]){ 4096 }, "data");
+  tw_graph_add (g, "a", "add", NULL, "x", "x", NULL);
+  tw_graph_add (g, "b", "mul", NULL, "a", "a", NULL);
+  tw_graph_add (g, "c", "sub", NULL, "b", "x", NULL);
+  tw_graph_set_outputs (g, (const char *const[]){ "c", NULL });
+  g_assert_cmpint (tw_graph_infer (g), ==, 0);
+  g_autoptr (tw_params) params = tw_params_new ();
+  g_autoptr (tw_tensor) x = filled (2, (int64_t[]){ 8, 4096 }, -1.0, 1.0 / 4096);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_eager) ex = tw_eager_new (g, params, 0, &error);
+  g_assert_no_error (error);
+  tw_feed feed = { "x", x };
+
+  tw_eager_set_keep_values (ex, TRUE);
+  g_assert_true (tw_eager_forward_feeds (ex, &feed, 1, FALSE, FALSE, 0, &error));
+  g_autoptr (tw_tensor) kept = tw_tensor_clone (tw_eager_prediction (ex));
+  g_assert_nonnull (tw_eager_value (ex, "a"));
+  g_assert_nonnull (tw_eager_value (ex, "b"));
+  size_t peak_kept = tw_eager_peak_bytes (ex);
+  tw_eager_release (ex);
+
+  tw_eager_set_keep_values (ex, FALSE);
+  tw_eager_reset_peak (ex);
+  g_assert_true (tw_eager_forward_feeds (ex, &feed, 1, FALSE, FALSE, 0, &error));
+  g_assert_null (tw_eager_value (ex, "a"));
+  g_assert_null (tw_eager_value (ex, "b"));
+  g_assert_null (tw_eager_value (ex, "x"));
+  g_assert_true (bits_equal (tw_eager_prediction (ex), kept));
+  /* x, a and b at once at most (b and x while c runs), against all four. */
+  g_assert_cmpuint (tw_eager_peak_bytes (ex), <, peak_kept);
+  tw_eager_release (ex);
+
+  g_assert_true (tw_eager_forward_feeds (ex, &feed, 1, FALSE, TRUE, 0, &error));
+  g_assert_nonnull (tw_eager_value (ex, "a"));
+  g_assert_nonnull (tw_eager_value (ex, "b"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -218,5 +272,6 @@ main (int argc, char **argv)
       g_test_add_data_func (p3, GINT_TO_POINTER (c), test_constant);
       g_test_add_data_func (p4, GINT_TO_POINTER (c), test_errors);
     }
+  g_test_add_func ("/engine/feeds/eager/free-early", test_free_early);
   return g_test_run ();
 }
