@@ -15,7 +15,7 @@ not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 json_get () { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
 
-echo "1..32"
+echo "1..34"
 
 out=$("$twb" info "$assets/models/lenet5.json" 2>&1); st=$?
 check "info lenet5 exits 0" '[ $st = 0 ]' "$out"
@@ -170,5 +170,20 @@ assert all(c[\"kernel\"] in (\"ours\", \"openblas\") and c[\"m\"] > 0 for c in g
 " "$out" "$cache"' "$out"
 out=$(XDG_CACHE_HOME=$cache "$twb" devices 2>&1); st=$?
 check "twb devices: a table with the kernel and the cache file" '[ $st = 0 ] && grep -q "cpu matrix products:" <<<"$out" && grep -q "$cache/twb/gemm-" <<<"$out"' "$out"
+# The CPU and the OpenBLAS core in force (the structure; the values are the
+# machine's): a "cpu:" line, an "openblas core:" line naming a core and its
+# kernels' instruction set, and in --json the same with the warning's logic
+# (below_cpu is true exactly when there is a warning, and then the warning
+# names the OPENBLAS_CORETYPE that fixes it).
+check "twb devices: the CPU and the OpenBLAS core in force" '[ $st = 0 ] && grep -Eq "^cpu: .* family [0-9]+ model [0-9]+: " <<<"$out" && grep -Eq "^openblas core: [A-Za-z0-9_]+ \((AVX-512|AVX2|AVX|SSE3|unknown) kernels" <<<"$out"' "$out"
+out=$(XDG_CACHE_HOME=$cache "$twb" devices --json 2>&1); st=$?
+check "twb devices --json: cpu and blas members, the warning only when below the CPU" '[ $st = 0 ] && /usr/bin/python3 -c "
+import json, sys
+d = json.loads(sys.argv[1]); b = d[\"blas\"]; c = d[\"cpu\"]
+assert isinstance(c[\"family\"], int) and isinstance(c[\"model\"], int) and c[\"isa\"], c
+assert b[\"library\"] == \"OpenBLAS\" and b[\"core\"] and b[\"core_isa\"] and b[\"config\"], b
+assert b[\"below_cpu\"] == (b[\"warning\"] is not None), b
+assert not b[\"below_cpu\"] or \"OPENBLAS_CORETYPE=\" + b[\"best_core\"] in b[\"warning\"], b
+" "$out"' "$out"
 rm -rf "$cache"
 exit $fail
