@@ -186,16 +186,24 @@ twb_cmd_devices (int argc, char **argv)
       g_print ("no shape measured yet on this machine: each is timed the first time it runs\n");
       return 0;
     }
-  g_print ("\n%-5s %8s %8s %8s %8s %7s %10s %12s %9s\n", "op", "M", "N", "K", "epilogue",
-           "threads", "ours us", "openblas us", "runs on");
+  g_print ("\n%-5s %8s %8s %8s %8s %7s %10s %12s %14s %13s\n", "op", "M", "N", "K", "epilogue",
+           "threads", "ours us", "openblas us", "1-thread us", "runs on");
   for (guint i = 0; i < choices->len; i++)
     {
       const tw_gemm_choice *c = &g_array_index (choices, tw_gemm_choice, i);
+      /* The one-thread times (ours / OpenBLAS) exist for shapes offered
+       * more than one thread. */
+      g_autofree char *serial = c->threads > 1
+                                  ? g_strdup_printf ("%.1f / %.1f", c->serial_ours_us,
+                                                     c->serial_openblas_us)
+                                  : g_strdup ("-");
+      g_autofree char *runs = g_strdup_printf ("%s x%d", c->ours ? "ours" : "openblas",
+                                               c->run_threads > 0 ? c->run_threads : c->threads);
       g_print ("%-5s %8" G_GINT64_FORMAT " %8" G_GINT64_FORMAT " %8" G_GINT64_FORMAT
-               " %8s %7d %10.2f %12.2f %9s\n",
+               " %8s %7d %10.2f %12.2f %14s %13s\n",
                c->trans_a ? (c->trans_b ? "TT" : "TN") : (c->trans_b ? "NT" : "NN"), c->m,
                c->n, c->k, c->epilogue ? "yes" : "no", c->threads, c->ours_us, c->openblas_us,
-               c->ours ? "ours" : "openblas");
+               serial, runs);
     }
   return 0;
 }

@@ -17,7 +17,10 @@
  * least one call); each side's figure is its fastest round, per call.  The
  * noise that remains is a few per cent, so OpenBLAS must win by more than
  * MARGIN to be picked: in a tie our kernel keeps the fused epilogue and its
- * results do not depend on OpenBLAS's thread count.
+ * results do not depend on OpenBLAS's thread count.  A shape offered more
+ * than one thread is timed on one thread too, both kernels, in the same
+ * rounds; one thread must win by more than MARGIN as well (gemm.h,
+ * tw_gemm_choice, says why that is measured).
  *
  * Contention only ever adds time, and on a shared machine one measurement
  * can be hit for its whole few milliseconds (a 2-thread call with one core
@@ -54,7 +57,9 @@
 /* Bump when a kernel changes enough to move its timings: old caches then
  * fall out of use. */
 #define KERNEL_REVISION 3
-#define FORMAT_VERSION 1
+/* Bump when what a choice holds changes: 2 added the one-thread times (a
+ * version-1 file lacks them and is measured anew). */
+#define FORMAT_VERSION 2
 #define ROUNDS 5
 #define ROUND_NS 200000       /* 0.2 ms of calls per round */
 /* One call over 1 ms: 2 rounds are enough (a call that long averages the
@@ -85,7 +90,9 @@ typedef struct
 {
   choice_key key;
   gboolean ours;
+  int run_threads;
   double ours_us, openblas_us;
+  double serial_ours_us, serial_openblas_us;
   int samples;       /* measurements merged into the times */
   gboolean checked;  /* measured by this process, or settled */
   gboolean measuring; /* a thread is measuring it now: the others wait */
@@ -200,6 +207,28 @@ member_time (JsonObject *o, const char *name, gboolean *ok)
   return v;
 }
 
+/* The kernel and thread count from the times: OpenBLAS only when more than
+ * MARGIN faster than ours, one thread only when more than MARGIN faster
+ * than the team (not measurable, a scratch too large: ours, on the team). */
+static void
+decide (choice *c)
+{
+  gboolean ours = c->ours_us <= 0 || c->openblas_us <= 0 || c->openblas_us * MARGIN >= c->ours_us;
+  double best = ours ? c->ours_us : c->openblas_us;
+  c->ours = ours;
+  c->run_threads = c->key.threads;
+  if (c->key.threads > 1 && best > 0 && c->serial_ours_us > 0 && c->serial_openblas_us > 0)
+    {
+      gboolean s_ours = c->serial_openblas_us * MARGIN >= c->serial_ours_us;
+      double s_best = s_ours ? c->serial_ours_us : c->serial_openblas_us;
+      if (s_best * MARGIN < best)
+        {
+          c->ours = s_ours;
+          c->run_threads = 1;
+        }
+    }
+}
+
 /* Fills table from cache_path when the file is ours and for this machine;
  * anything else in it is ignored.  Called with lock held. */
 static void
@@ -248,6 +277,8 @@ load_cache (void)
       const char *k = member_string (e, "kernel");
       c.ours_us = member_time (e, "ours_us", &ok);
       c.openblas_us = member_time (e, "openblas_us", &ok);
+      c.serial_ours_us = member_time (e, "serial_ours_us", &ok);
+      c.serial_openblas_us = member_time (e, "serial_openblas_us", &ok);
       /* Entries out of range are ignored, as a foreign file is. */
       if (!ok || c.key.m <= 0 || c.key.n <= 0 || c.key.k <= 0 || threads <= 0
           || threads > MAX_CACHE_THREADS
@@ -255,6 +286,7 @@ load_cache (void)
         continue;
       c.key.threads = (gint32) threads;
       c.ours = strcmp (k, "ours") == 0;
+      decide (&c);
       gboolean has_samples = TRUE;
       gint64 samples = member_int (e, "samples", &has_samples);
       c.samples = has_samples ? (int) CLAMP (samples, 1, SETTLE) : 1;
@@ -299,7 +331,9 @@ to_public (const choice *c)
   return (tw_gemm_choice) {
     .trans_a = c->key.ta, .trans_b = c->key.tb, .m = c->key.m, .n = c->key.n,
     .k = c->key.k, .epilogue = c->key.ep, .threads = c->key.threads, .ours = c->ours,
-    .ours_us = c->ours_us, .openblas_us = c->openblas_us, .samples = c->samples,
+    .run_threads = c->run_threads, .ours_us = c->ours_us, .openblas_us = c->openblas_us,
+    .serial_ours_us = c->serial_ours_us, .serial_openblas_us = c->serial_openblas_us,
+    .samples = c->samples,
   };
 }
 
@@ -322,10 +356,16 @@ tw_gemm_choice_to_json (const tw_gemm_choice *c, JsonBuilder *b)
     }
   json_builder_set_member_name (b, "kernel");
   json_builder_add_string_value (b, c->ours ? "ours" : "openblas");
+  json_builder_set_member_name (b, "run_threads");
+  json_builder_add_int_value (b, c->run_threads > 0 ? c->run_threads : c->threads);
   json_builder_set_member_name (b, "ours_us");
   json_builder_add_double_value (b, c->ours_us);
   json_builder_set_member_name (b, "openblas_us");
   json_builder_add_double_value (b, c->openblas_us);
+  json_builder_set_member_name (b, "serial_ours_us");
+  json_builder_add_double_value (b, c->serial_ours_us);
+  json_builder_set_member_name (b, "serial_openblas_us");
+  json_builder_add_double_value (b, c->serial_openblas_us);
   json_builder_set_member_name (b, "samples");
   json_builder_add_int_value (b, c->samples);
   json_builder_end_object (b);
@@ -452,25 +492,34 @@ measure (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner open
       s.ep = &ep;
     }
 
-  double t_ours = time_calls (ours, &s, nt, 1), t_blas = time_calls (openblas, &s, nt, 1);
-  t_ours = time_calls (ours, &s, nt, 1);
-  int reps = (int) CLAMP (ROUND_NS / MAX (t_ours, 1.0), 1, 10000);
-  int rounds = t_ours > SLOW_CALL_NS ? 2 : ROUNDS;
-  t_ours = t_blas = G_MAXDOUBLE;
+  /* Candidates: ours and OpenBLAS on nt threads, then on one thread. */
+  const tw_gemm_runner fn[4] = { ours, openblas, ours, openblas };
+  const int threads[4] = { nt, nt, 1, 1 };
+  const int n_cand = nt > 1 ? 4 : 2;
+  double t[4];
+  for (int i = 0; i < n_cand; i++)
+    t[i] = time_calls (fn[i], &s, threads[i], 1);
+  t[0] = time_calls (ours, &s, nt, 1);
+  int reps = (int) CLAMP (ROUND_NS / MAX (t[0], 1.0), 1, 10000);
+  int rounds = t[0] > SLOW_CALL_NS ? 2 : ROUNDS;
+  for (int i = 0; i < n_cand; i++)
+    t[i] = G_MAXDOUBLE;
   for (int r = 0; r < rounds; r++)
-    {
-      t_ours = MIN (t_ours, time_calls (ours, &s, nt, reps));
-      t_blas = MIN (t_blas, time_calls (openblas, &s, nt, reps));
-    }
+    for (int i = 0; i < n_cand; i++)
+      t[i] = MIN (t[i], time_calls (fn[i], &s, threads[i], reps));
   g_free (c);
   g_free (pre);
-  out->ours_us = t_ours / 1000.0;
-  out->openblas_us = t_blas / 1000.0;
+  out->ours_us = t[0] / 1000.0;
+  out->openblas_us = t[1] / 1000.0;
+  out->serial_ours_us = n_cand > 2 ? t[2] / 1000.0 : 0;
+  out->serial_openblas_us = n_cand > 2 ? t[3] / 1000.0 : 0;
 }
 
 gboolean
-tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner openblas)
+tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm_runner openblas,
+                     int *run_nt)
 {
+  *run_nt = nt;
   choice_key key;
   memset (&key, 0, sizeof key);
   key.m = g->M;
@@ -489,6 +538,7 @@ tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm
   if (c != NULL && c->checked)
     {
       gboolean pick = c->ours;
+      *run_nt = c->run_threads;
       g_mutex_unlock (&lock);
       return pick;
     }
@@ -499,6 +549,7 @@ tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm
       c = g_new0 (choice, 1);
       c->key = key;
       c->ours = TRUE;
+      c->run_threads = nt;
       g_hash_table_replace (table, &c->key, c);
     }
   c->checked = TRUE; /* this thread measures it (once more), below */
@@ -523,19 +574,26 @@ tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours, tw_gemm
         }
       c->ours_us = fresh.ours_us;
       c->openblas_us = fresh.openblas_us;
+      c->serial_ours_us = fresh.serial_ours_us;
+      c->serial_openblas_us = fresh.serial_openblas_us;
     }
   else if (fresh.ours_us > 0 && fresh.openblas_us > 0)
     {
-      c->ours_us = c->ours_us > 0 ? MIN (c->ours_us, fresh.ours_us) : fresh.ours_us;
-      c->openblas_us = c->openblas_us > 0 ? MIN (c->openblas_us, fresh.openblas_us) : fresh.openblas_us;
+#define FASTEST(field) c->field = c->field > 0 && fresh.field > 0 ? MIN (c->field, fresh.field) \
+                                                                  : MAX (c->field, fresh.field)
+      FASTEST (ours_us);
+      FASTEST (openblas_us);
+      FASTEST (serial_ours_us);
+      FASTEST (serial_openblas_us);
+#undef FASTEST
     }
   c->samples = MIN (c->samples + 1, SETTLE);
   c->checked = TRUE;
   c->measuring = FALSE;
   g_cond_broadcast (&measured_cond);
-  /* Not measurable (scratch too large): ours. */
-  c->ours = c->ours_us <= 0 || c->openblas_us <= 0 || c->openblas_us * MARGIN >= c->ours_us;
+  decide (c);
   gboolean pick = c->ours;
+  *run_nt = c->run_threads;
   n_measured++;
   dirty = TRUE;
   if (g_get_monotonic_time () - last_save_us >= SAVE_INTERVAL_US)

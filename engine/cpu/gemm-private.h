@@ -76,11 +76,13 @@ float *tw_gemm_pack_buffer (int which, size_t n);
  * tiles) or cblas_sgemm followed by the epilogue. */
 typedef void (*tw_gemm_runner) (const tw_gemm_args *g, int nt);
 
-/* Whether AUTO sends this call to our kernel: the remembered choice for its
- * shape and thread count, measured now (both runners timed on scratch
- * outputs) the first time it is seen on this machine.  gemm-choice.c. */
+/* Whether AUTO sends this call to our kernel, and on how many threads
+ * (*run_nt: nt, or 1): the remembered choice for its shape and thread count,
+ * measured now (both runners timed on scratch outputs, on nt threads and,
+ * when nt > 1, on one) the first time it is seen on this machine.
+ * gemm-choice.c. */
 gboolean tw_gemm_choice_ours (const tw_gemm_args *g, int nt, tw_gemm_runner ours,
-                              tw_gemm_runner openblas);
+                              tw_gemm_runner openblas, int *run_nt);
 
 /* "avx512 14x32", "avx2 6x16", or NULL when the CPU runs neither. */
 const char *tw_gemm_kernel_name_ours (void);

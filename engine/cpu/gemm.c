@@ -304,6 +304,17 @@ run_ours (const tw_gemm_args *g, int nt)
 static void
 run_openblas (const tw_gemm_args *g, int nt)
 {
+  /* OpenBLAS runs single-threaded under the engine (blas.h says why);
+   * tw_ops_init sets it, but the GEMM may be called without the ops (the
+   * tests and benchmarks of this module): its own pool then spun against
+   * the OpenMP team (measured: 27 ms for a 64x256x784 product that takes
+   * 0.3 ms alone). */
+  static gsize serial = 0;
+  if (g_once_init_enter (&serial))
+    {
+      openblas_set_num_threads (1);
+      g_once_init_leave (&serial, 1);
+    }
   (nt > 1 ? tw_blas_sgemm : cblas_sgemm) (CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
                (blasint) g->M, (blasint) g->N, (blasint) g->K, g->alpha, g->A, (blasint) g->lda,
                g->B, (blasint) g->ldb, g->beta, g->C, (blasint) g->ldc);
@@ -339,15 +350,15 @@ tw_gemm_f32_ex (gboolean trans_a, gboolean trans_b, int64_t M, int64_t N, int64_
     .A = A, .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc, .ep = ep,
   };
   tw_gemm_backend backend = tw_gemm_get_backend ();
-  int nt = threads_for (&g);
+  int nt = threads_for (&g), run_nt = nt;
   gboolean ours = tw_gemm_have_kernel ()
                   && (backend == TW_GEMM_BACKEND_OURS
                       || (backend == TW_GEMM_BACKEND_AUTO
-                          && tw_gemm_choice_ours (&g, nt, run_ours, run_openblas)));
+                          && tw_gemm_choice_ours (&g, nt, run_ours, run_openblas, &run_nt)));
   if (ours)
-    run_ours (&g, nt);
+    run_ours (&g, run_nt);
   else
-    run_openblas (&g, nt);
+    run_openblas (&g, run_nt);
 }
 
 void

@@ -122,25 +122,35 @@ gboolean tw_gemm_have_kernel (void);
 const char *tw_gemm_kernel_name (void);
 
 /* One remembered choice of AUTO: for this shape (op(A) [m, k], op(B) [k,
- * n], with or without an epilogue) at this many threads, ours or OpenBLAS,
- * with the per-call times that decided it (the fastest of `samples`
- * measurements, each in another process: a choice is re-measured by the
- * first 3 processes that meet it, so one run on a busy machine cannot fix
- * a wrong choice for good). */
+ * n], with or without an epilogue) offered this many threads, ours or
+ * OpenBLAS and on how many threads, with the per-call times that decided it
+ * (the fastest of `samples` measurements, each in another process: a choice
+ * is re-measured by the first 3 processes that meet it, so one run on a
+ * busy machine cannot fix a wrong choice for good).
+ *
+ * At threads > 1 both kernels are timed on one thread too: below some size
+ * splitting a product costs more than it saves (waking the team, packing an
+ * operand once per thread), and that size differs between machines (an
+ * AVX-512 Xeon, where OpenBLAS is fast and a core's wake-up slow, against
+ * the EPYC the thresholds were first set on), so it is measured rather than
+ * fixed.  One thread is chosen only when more than 3 % faster. */
 typedef struct
 {
   gboolean trans_a, trans_b;
   int64_t m, n, k;
   gboolean epilogue;
-  int threads;
-  gboolean ours;
-  double ours_us, openblas_us;
+  int threads;                  /* offered (the key) */
+  gboolean ours;                /* the kernel that runs it */
+  int run_threads;              /* threads it runs on: threads, or 1 */
+  double ours_us, openblas_us;  /* on `threads` threads */
+  double serial_ours_us, serial_openblas_us; /* on one (0: threads is 1, or not measured) */
   int samples;
 } tw_gemm_choice;
 
 /* Adds c to b as one JSON object: trans_a, trans_b, m, n, k, epilogue,
- * threads (integers), kernel ("ours" or "openblas"), ours_us, openblas_us,
- * samples — the form of the cache file and of `twb devices --json`. */
+ * threads (integers), kernel ("ours" or "openblas"), run_threads, ours_us,
+ * openblas_us, serial_ours_us, serial_openblas_us, samples — the form of
+ * the cache file and of `twb devices --json`. */
 struct _JsonBuilder;
 void tw_gemm_choice_to_json (const tw_gemm_choice *c, struct _JsonBuilder *b);
 
