@@ -304,17 +304,6 @@ run_ours (const tw_gemm_args *g, int nt)
 static void
 run_openblas (const tw_gemm_args *g, int nt)
 {
-  /* OpenBLAS runs single-threaded under the engine (blas.h says why);
-   * tw_ops_init sets it, but the GEMM may be called without the ops (the
-   * tests and benchmarks of this module): its own pool then spun against
-   * the OpenMP team (measured: 27 ms for a 64x256x784 product that takes
-   * 0.3 ms alone). */
-  static gsize serial = 0;
-  if (g_once_init_enter (&serial))
-    {
-      openblas_set_num_threads (1);
-      g_once_init_leave (&serial, 1);
-    }
   (nt > 1 ? tw_blas_sgemm : cblas_sgemm) (CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
                (blasint) g->M, (blasint) g->N, (blasint) g->K, g->alpha, g->A, (blasint) g->lda,
                g->B, (blasint) g->ldb, g->beta, g->C, (blasint) g->ldc);

@@ -11,6 +11,7 @@
  * and the test skips. */
 #include "engine/cpu/gemm.h"
 
+#include <cblas.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -348,6 +349,11 @@ main (int argc, char **argv)
    * parallel.h) and add keys the assertions do not expect. */
   g_setenv ("TWB_ADAPTIVE_THREADS", "0", TRUE);
   g_test_init (&argc, &argv, NULL);
+  /* OpenBLAS single-threaded, as tw_ops_init sets it for the engine
+   * (engine/cpu/blas.h says why): otherwise its own pool spins against the
+   * OpenMP team and the one-thread OpenBLAS times are OpenBLAS's two
+   * threads fighting ours (27 ms for a 0.3 ms product on a loaded machine). */
+  openblas_set_num_threads (1);
   if (!tw_gemm_have_kernel ())
     {
       g_test_skip ("this CPU runs none of our GEMM kernels (no AVX2 + FMA): OpenBLAS is the only choice");
