@@ -162,6 +162,14 @@ twb_cmd_info (int argc, char **argv)
       json_builder_end_array (b);
       json_builder_set_member_name (b, "total_params");
       json_builder_add_int_value (b, tw_graph_param_count (m->graph));
+      /* The outputs as every command takes them: marked, else the losses' predictions. */
+      json_builder_set_member_name (b, "outputs");
+      json_builder_begin_array (b);
+      for (const char *const *o = tw_graph_outputs (m->graph); *o; o++)
+        json_builder_add_string_value (b, *o);
+      json_builder_end_array (b);
+      json_builder_set_member_name (b, "outputs_marked");
+      json_builder_add_boolean_value (b, !tw_graph_outputs_are_default (m->graph));
       json_builder_set_member_name (b, "total_flops_per_sample");
       json_builder_add_double_value (b, tw_graph_flops (m->graph));
       json_builder_set_member_name (b, "errors");
@@ -197,6 +205,11 @@ twb_cmd_info (int argc, char **argv)
     }
   char tf[32];
   format_count (tf, sizeof tf, tw_graph_flops (m->graph));
+  g_autofree char *outs = g_strjoinv (", ", (char **) tw_graph_outputs (m->graph));
+  g_print ("outputs: %s%s\n", outs[0] ? outs : "none",
+           !outs[0] ? " (mark one, or add a loss)"
+           : tw_graph_outputs_are_default (m->graph) ? " (none marked: the prediction each loss scores)"
+                                                     : "");
   g_print ("total: %" G_GINT64_FORMAT " parameters, %s FLOPs per sample (forward)\n",
            tw_graph_param_count (m->graph), tf);
   if (n_err)

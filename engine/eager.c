@@ -510,6 +510,11 @@ tw_eager_forward_feeds (tw_eager *ex, const tw_feed *feeds, int n_feeds, gboolea
 
   for (const char *const *o = tw_graph_outputs (ex->graph); *o; o++)
     tw_graph_mark_upstream (ex->graph, tw_graph_resolve (ex->graph, *o).node, needed);
+  /* The prediction accuracy scores, also where it is not an output. */
+  const char *pred = tw_graph_prediction (ex->graph);
+  tw_port pred_port = pred ? tw_graph_resolve (ex->graph, pred) : (tw_port) { -1, 0 };
+  if (pred_port.node >= 0)
+    tw_graph_mark_upstream (ex->graph, pred_port.node, needed);
   if (with_loss && ex->loss_node >= 0)
     tw_graph_mark_upstream (ex->graph, ex->loss_node, needed);
 
@@ -891,8 +896,8 @@ tw_eager_value (tw_eager *ex, const char *ref)
 tw_tensor *
 tw_eager_prediction (tw_eager *ex)
 {
-  const char *const *o = tw_graph_outputs (ex->graph);
-  return o[0] ? tw_eager_value (ex, o[0]) : NULL;
+  const char *ref = tw_graph_prediction (ex->graph);
+  return ref ? tw_eager_value (ex, ref) : NULL;
 }
 
 tw_tensor *

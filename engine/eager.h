@@ -107,7 +107,8 @@ void tw_eager_set_keep_values (tw_eager *ex, gboolean keep);
  * for an inner node of an inference forward that freed it early: see
  * tw_eager_set_keep_values). */
 tw_tensor *tw_eager_value (tw_eager *ex, const char *ref);
-/* The first graph output (predictions), borrowed. */
+/* The prediction accuracy scores (tw_graph_prediction), borrowed; NULL
+ * when the graph has none or the last run did not compute it. */
 tw_tensor *tw_eager_prediction (tw_eager *ex);
 /* The loss (0-d), borrowed, or NULL without labels. */
 tw_tensor *tw_eager_loss (tw_eager *ex);

@@ -13,7 +13,8 @@ struct tw_graph
   GPtrArray *nodes;        /* tw_node*, owned */
   GHashTable *index;       /* id → GINT index+1; rebuilt lazily */
   gboolean index_dirty;
-  char **outputs;          /* NULL-terminated references */
+  char **outputs;          /* NULL-terminated references: the marked outputs */
+  char **default_outputs;  /* what tw_graph_outputs last derived from the losses */
   char *loss;              /* id of the loss node to train, or NULL: the first loss */
   GArray *diags;           /* tw_diag */
 };
@@ -70,6 +71,7 @@ tw_graph_free (tw_graph *g)
   g_ptr_array_unref (g->nodes);
   g_hash_table_unref (g->index);
   g_strfreev (g->outputs);
+  g_strfreev (g->default_outputs);
   g_free (g->loss);
   g_array_unref (g->diags);
   g_free (g);
@@ -323,9 +325,62 @@ tw_graph_set_outputs (tw_graph *g, const char *const *refs)
 }
 
 const char *const *
-tw_graph_outputs (const tw_graph *g)
+tw_graph_marked_outputs (const tw_graph *g)
 {
   return (const char *const *) g->outputs;
+}
+
+/* The prediction a loss node scores: its input 0 as written, NULL when
+ * that port is not connected. */
+static const char *
+loss_prediction_ref (const tw_node *n)
+{
+  return n->n_inputs > 0 && n->inputs[0][0] ? n->inputs[0] : NULL;
+}
+
+const char *const *
+tw_graph_outputs (const tw_graph *cg)
+{
+  tw_graph *g = (tw_graph *) cg;
+  if (g->outputs[0])
+    return (const char *const *) g->outputs;
+  g_autoptr (GPtrArray) refs = g_ptr_array_new ();
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      const tw_node *n = g_ptr_array_index (g->nodes, i);
+      const char *ref = n->op && (n->op->flags & TW_OP_LOSS) ? loss_prediction_ref (n) : NULL;
+      gboolean seen = FALSE;
+      for (guint k = 0; ref && k < refs->len && !seen; k++)
+        seen = strcmp (g_ptr_array_index (refs, k), ref) == 0;
+      if (ref && !seen)
+        g_ptr_array_add (refs, (gpointer) ref);
+    }
+  g_ptr_array_add (refs, NULL);
+  /* Kept while it stays the same, so that what callers hold stays valid. */
+  if (g->default_outputs == NULL
+      || !g_strv_equal ((const char *const *) g->default_outputs,
+                        (const char *const *) refs->pdata))
+    {
+      g_strfreev (g->default_outputs);
+      g->default_outputs = g_strdupv ((char **) refs->pdata);
+    }
+  return (const char *const *) g->default_outputs;
+}
+
+gboolean
+tw_graph_outputs_are_default (const tw_graph *g)
+{
+  return g->outputs[0] == NULL;
+}
+
+const char *
+tw_graph_prediction (const tw_graph *g)
+{
+  const tw_node *loss = tw_graph_find_loss (g);
+  const char *ref = loss ? loss_prediction_ref (loss) : NULL;
+  if (ref)
+    return ref;
+  return tw_graph_outputs (g)[0];
 }
 
 gboolean
@@ -843,11 +898,22 @@ tw_graph_check_runnable (const tw_graph *g, GError **error)
                    "attrs say \"role\": \"data\", the default)");
       return FALSE;
     }
-  if (g->outputs[0] == NULL)
+  const tw_node *loss = tw_graph_find_loss (g);
+  if (loss && loss_prediction_ref (loss) == NULL)
+    {
+      const char *port = loss->op->input_names ? loss->op->input_names[0] : "first";
+      g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_INVALID,
+                   "node %s: nothing is connected to its %s input, so the model has no "
+                   "prediction to train or to score: connect the layer that predicts",
+                   loss->id, port);
+      return FALSE;
+    }
+  if (tw_graph_outputs (g)[0] == NULL)
     {
       g_set_error (error, TW_GRAPH_ERROR, TW_GRAPH_ERROR_INVALID,
-                   "the graph names no outputs (\"outputs\": [\"NODE\"] in the model's "
-                   "\"graph\": the predictions)");
+                   "the graph has no outputs: no node is marked as one (\"outputs\": "
+                   "[\"NODE\"] in the model's \"graph\"; in the editor, right-click the node "
+                   "› Model Output) and there is no loss whose prediction would be");
       return FALSE;
     }
   return TRUE;

@@ -109,9 +109,27 @@ void tw_graph_set_input_ref (tw_graph *g, tw_node *n, int i, const char *ref);
 void tw_graph_set_share (tw_graph *g, tw_node *n, const char *scope);
 void tw_graph_set_pos (tw_graph *g, tw_node *n, double x, double y);
 
-/* Prediction outputs ("logits"): references, NULL-terminated copy kept. */
+/* The model's outputs (its predictions, "logits") are the references
+ * marked with tw_graph_set_outputs: the model file's "outputs", what the
+ * editor marks.  When none is marked, they are the predictions the losses
+ * score: input 0 of each loss node (cross_entropy's logits, mse_loss's
+ * pred), in node order, once each; so a model drawn without marks predicts
+ * what it trains, and training, twb train / info / predict, export and the
+ * editor all agree.
+ *
+ * set_outputs keeps a NULL-terminated copy (NULL or empty: none marked).
+ * tw_graph_marked_outputs: the marked references; tw_graph_outputs: the
+ * outputs as described above.  Both borrowed: valid until the graph next
+ * changes (tw_graph_outputs keeps its array while the result is the same). */
 void tw_graph_set_outputs (tw_graph *g, const char *const *refs);
+const char *const *tw_graph_marked_outputs (const tw_graph *g);
 const char *const *tw_graph_outputs (const tw_graph *g);
+/* TRUE when no output is marked: tw_graph_outputs follows the losses. */
+gboolean tw_graph_outputs_are_default (const tw_graph *g);
+/* What accuracy and the class report score: the prediction the training
+ * loss (tw_graph_find_loss) takes, whatever else is marked; without a loss,
+ * the first output.  NULL when there is neither.  Borrowed. */
+const char *tw_graph_prediction (const tw_graph *g);
 
 /* Parse "node:k" into id and output index.  Returns FALSE if malformed. */
 gboolean tw_ref_parse (const char *ref, char **id, int *output);
@@ -141,8 +159,9 @@ void tw_graph_mark_upstream (const tw_graph *g, int node, gboolean *marked);
 
 /* What every command and executor needs beyond shape inference, checked
  * after tw_graph_infer so that a model refused nowhere is runnable
- * everywhere: an input with role "data" and at least one prediction output.
- * FALSE with a TW_GRAPH_ERROR_INVALID naming what is missing. */
+ * everywhere: an input with role "data", a training loss (if any) whose
+ * prediction input is connected, and at least one output (tw_graph_outputs).
+ * FALSE with a TW_GRAPH_ERROR_INVALID naming what is missing (and the node). */
 gboolean tw_graph_check_runnable (const tw_graph *g, GError **error);
 
 /* Roles. */

@@ -1055,7 +1055,8 @@ tw_model_to_data (const tw_model *m, gsize *len)
   for (int i = 0; i < tw_graph_n_nodes (m->graph); i++)
     json_array_add_object_element (nodes, node_to_json (tw_graph_node (m->graph, i)));
   json_object_set_array_member (graph, "nodes", nodes);
-  set_string_array (graph, "outputs", tw_graph_outputs (m->graph), -1);
+  /* As marked: unmarked, the outputs follow the losses when the file is read. */
+  set_string_array (graph, "outputs", tw_graph_marked_outputs (m->graph), -1);
   json_object_set_object_member (root, "graph", graph);
   json_object_set_object_member (root, "training", recipe_to_json (&m->recipe, m->graph));
   if (m->editor)

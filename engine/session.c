@@ -585,8 +585,7 @@ ses_refresh_graph_names (tw_session *s)
   g_clear_pointer (&s->pred_ref, g_free);
   const tw_node *loss = tw_graph_find_loss (g);
   s->loss_id = loss ? g_strdup (loss->id) : NULL;
-  const char *const *outs = tw_graph_outputs (g);
-  s->pred_ref = outs && outs[0] ? g_strdup (outs[0]) : NULL;
+  s->pred_ref = g_strdup (tw_graph_prediction (g));
   g_clear_pointer (&s->grad_sq, g_free);
   s->n_grad = tw_params_count (tw_trainer_params (s->trainer));
   if (s->opt.grad_norms)

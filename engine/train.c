@@ -549,6 +549,7 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
   g_autoptr (tw_batcher) b = tw_batcher_new (d, batch_size, FALSE, 0, FALSE);
   double total_loss = 0;
   int64_t correct = 0, seen = 0;
+  gboolean scored = TRUE;   /* every batch's prediction could be scored */
   tw_tensor *x, *y;
 
   tw_batcher_reset (b, 0);
@@ -564,9 +565,22 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
                                   : tw_eager_loss_value (tr->ex)) * n;
           tw_tensor *pred = compiled ? tw_compiled_prediction (tr->compiled)
                                      : tw_eager_prediction (tr->ex);
-          int64_t k = tw_count_correct (pred, y);
-          if (k > 0)
+          /* Class labels (a classifier) with no prediction to score: an
+           * error naming the loss, never an accuracy of 0. */
+          if (pred == NULL && y->dtype == TW_I64)
+            {
+              const tw_node *l = tw_graph_find_loss (tr->model->graph);
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                           "node %s: the model computes no prediction for it, so there is "
+                           "no accuracy to report",
+                           l ? l->id : "(no loss)");
+              ok = FALSE;
+            }
+          int64_t k = ok ? tw_count_correct (pred, y) : -1;
+          if (k >= 0)
             correct += k;
+          else
+            scored = FALSE;   /* not class scores: no accuracy (NaN), never 0 */
           seen += n;
         }
       tw_tensor_unref (x);
@@ -578,7 +592,7 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
   if (loss)
     *loss = seen ? total_loss / seen : NAN;
   if (accuracy)
-    *accuracy = seen ? (double) correct / seen : NAN;
+    *accuracy = seen && scored ? (double) correct / seen : NAN;
   return TRUE;
 }
 

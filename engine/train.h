@@ -92,7 +92,9 @@ double tw_trainer_current_lr (const tw_trainer *tr);
 gboolean tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss,
                           GError **error);
 
-/* Loss and accuracy (argmax of the prediction vs labels) in eval mode. */
+/* Loss and accuracy (argmax of the prediction vs labels) in eval mode;
+ * accuracy NaN when the prediction is not class scores [N, C] (a
+ * regression), an error when class labels meet no prediction at all. */
 gboolean tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size,
                               double *loss, double *accuracy, GError **error);
 

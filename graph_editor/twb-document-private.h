@@ -154,6 +154,9 @@ void twb_document_set_blocks (TwbDocument *doc, GPtrArray *blocks, const char *l
  * an import is (tw_layout_model), with blocks for those; nodes without a
  * position in a file that has some go below the rest. */
 void twb_document_place_unpositioned (TwbDocument *doc);
+/* Outputs (twb-document-outputs.c): records the marks without those of
+ * the nodes in `gone` (id set), if any had one. */
+void twb_document_drop_outputs_of (TwbDocument *doc, GHashTable *gone);
 
 /* Fresh id "<op><n>" or "<base>_<n>" not in the graph, not referred to by
  * any node (refs: twb_document_referenced_ids, or NULL to compute it) and

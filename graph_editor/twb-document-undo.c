@@ -316,7 +316,7 @@ twb_document_prim_outputs (TwbDocument *doc, const char *const *refs)
 {
   TwbPrim *p = g_new0 (TwbPrim, 1);
   p->kind = TWB_PRIM_OUTPUTS;
-  p->strv[0] = g_strdupv ((char **) tw_graph_outputs (doc->model->graph));
+  p->strv[0] = g_strdupv ((char **) tw_graph_marked_outputs (doc->model->graph));
   p->strv[1] = g_strdupv ((char **) (refs ? refs : (const char *const[]) { NULL }));
   record (doc, p);
 }

@@ -358,7 +358,7 @@ referenced_ids (TwbDocument *doc)
       if (n->share)
         g_hash_table_add (set, g_strdup (n->share));
     }
-  for (const char *const *o = tw_graph_outputs (g); *o; o++)
+  for (const char *const *o = tw_graph_marked_outputs (g); *o; o++)
     {
       char *id = NULL;
       int out;
@@ -506,6 +506,7 @@ twb_document_remove_nodes (TwbDocument *doc, const char *const *ids, GError **er
   GPtrArray *blocks = twb_document_blocks_without (doc, gone);
   if (blocks)
     twb_document_prim_blocks (doc, blocks);
+  twb_document_drop_outputs_of (doc, gone);
   gboolean was_selected = FALSE;
   for (guint i = 0; i < idx->len; i++)
     {
@@ -1039,7 +1040,7 @@ twb_document_rename_node (TwbDocument *doc, const char *id, const char *new_id, 
         twb_document_prim_replace (doc, i, s);
       twb_node_snap_free (s);
     }
-  const char *const *outs = tw_graph_outputs (g);
+  const char *const *outs = tw_graph_marked_outputs (g);
   g_autoptr (GPtrArray) nouts = g_ptr_array_new_with_free_func (g_free);
   gboolean outs_changed = FALSE;
   for (int k = 0; outs[k]; k++)
@@ -1176,7 +1177,7 @@ twb_document_set_outputs (TwbDocument *doc, const char *const *refs)
 {
   g_return_if_fail (TWB_IS_DOCUMENT (doc));
   const char *const *empty = (const char *const[]) { NULL };
-  if (g_strv_equal (refs ? refs : empty, tw_graph_outputs (doc->model->graph)))
+  if (g_strv_equal (refs ? refs : empty, tw_graph_marked_outputs (doc->model->graph)))
     return;
   twb_document_edit_begin (doc, "Set outputs");
   twb_document_prim_outputs (doc, refs);

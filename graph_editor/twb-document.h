@@ -150,6 +150,24 @@ void twb_document_move_nodes (TwbDocument *doc, const char *const *ids, double d
 gboolean twb_document_set_recipe (TwbDocument *doc, const tw_recipe *recipe, GError **error);
 void twb_document_set_outputs (TwbDocument *doc, const char *const *refs);
 
+/* The model's outputs (tw_graph_outputs): the nodes marked as outputs, or,
+ * when none is, the predictions the losses score. */
+typedef enum
+{
+  TWB_OUTPUT_NONE,
+  TWB_OUTPUT_DEFAULT,     /* an output because it feeds a loss and nothing is marked */
+  TWB_OUTPUT_MARKED,
+} TwbOutputKind;
+TwbOutputKind twb_document_output_kind (TwbDocument *doc, const char *id);
+/* Marks node `id` (its output 0) as a model output or unmarks it, as one
+ * undo step.  Marking keeps the outputs there were (the losses'
+ * predictions too); unmarking the last marked node brings back the
+ * losses' predictions.  Fails, naming the node, when unmarking would leave
+ * no output: the node is the only prediction a loss trains. */
+gboolean twb_document_set_output (TwbDocument *doc, const char *id, gboolean output,
+                                  GError **error);
+gboolean twb_document_toggle_output (TwbDocument *doc, const char *id, GError **error);
+
 /* Several edits as one undo step. */
 void twb_document_begin_group (TwbDocument *doc, const char *label);
 void twb_document_end_group (TwbDocument *doc);

@@ -1,4 +1,5 @@
-/* twb-graph-canvas-menu.c — the canvas context menu on nodes and edges: Delete, Disconnect, Duplicate. */
+/* twb-graph-canvas-menu.c — the canvas context menu on nodes and edges: Delete,
+ * Disconnect, Duplicate, Model Output, the debugger's breakpoint and freeze. */
 #define G_LOG_DOMAIN "twb-graph-canvas"
 
 #include "graph_editor/twb-graph-canvas-private.h"
@@ -81,6 +82,10 @@ twb_graph_canvas_popup_menu_at (TwbGraphCanvas *self, double x, double y)
       g_menu_append (model, "_Delete", "canvas.delete");
       g_menu_append (model, "Dis_connect", "canvas.disconnect");
       g_menu_append (model, "D_uplicate", "canvas.duplicate");
+      /* The window's stateful graph.output: a check on the selected node. */
+      g_autoptr (GMenu) outputs = g_menu_new ();
+      g_menu_append (outputs, "Model _Output", "graph.output");
+      g_menu_append_section (model, NULL, G_MENU_MODEL (outputs));
       /* The window's debugger actions, on the selected node ('' = the selection). */
       g_autoptr (GMenu) debug = g_menu_new ();
       g_menu_append (debug, "Toggle _Breakpoint", "debugger.toggle-breakpoint('')");

@@ -540,6 +540,41 @@ draw_lock (cairo_t *cr, double cx, double cy)
   cairo_fill (cr);
 }
 
+/* The output tag's size in model units: room for "out" in 9 px bold. */
+#define OUTPUT_TAG_W 26.0
+#define OUTPUT_TAG_H 14.0
+
+/* "out" in the header's right end: a model output.  Filled when marked;
+ * an outline when it is the output by default (it feeds a loss and no
+ * node is marked). */
+static void
+draw_output_tag (cairo_t *cr, double right, double cy, Rgb head, gboolean marked,
+                 PangoLayout *l)
+{
+  double x = right - OUTPUT_TAG_W, y = cy - OUTPUT_TAG_H / 2;
+  cairo_new_path (cr);
+  rounded_rect (cr, x, y, OUTPUT_TAG_W, OUTPUT_TAG_H, OUTPUT_TAG_H / 2);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  if (marked)
+    cairo_fill (cr);
+  else
+    {
+      cairo_set_line_width (cr, 1.2);
+      cairo_stroke (cr);
+    }
+  if (l == NULL)
+    return;
+  layout_text (l, "out", -1, TRUE, 9);
+  int tw, th;
+  pango_layout_get_pixel_size (l, &tw, &th);
+  if (marked)
+    set_rgb (cr, head);
+  else
+    cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_move_to (cr, x + (OUTPUT_TAG_W - tw) / 2.0, cy - th / 2.0);
+  pango_cairo_show_layout (cr, l);
+}
+
 /* Type of `nominal` units, or bigger to make `min_px` on screen; 0 when
  * that would pass `max` units (no room). */
 static double
@@ -556,7 +591,8 @@ static void
 draw_node_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, const Palette *p,
                 PangoLayout *l, guint marks, gboolean margin_dot)
 {
-  double badge = (n->error ? 22 : 0) + ((marks & TWB_MARK_FROZEN) ? 18 : 0);
+  double badge = (n->error ? 22 : 0) + ((marks & TWB_MARK_FROZEN) ? 18 : 0)
+                 + (n->output != TWB_OUTPUT_NONE ? OUTPUT_TAG_W + 4 : 0);
   double indent = margin_dot ? TWB_RENDER_MARGIN_W : 8;
   /* 20 of the header's 24 units: Pango's line is about 1.17 em. */
   double title = text_size (v, 13, TWB_RENDER_TITLE_PX, 20);
@@ -750,6 +786,11 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
     draw_breakpoint (cr, p, n->x + TWB_RENDER_MARGIN_W / 2, n->y + HEADER_H / 2, marks, faint_dot);
   if (marks & TWB_MARK_FROZEN)
     draw_lock (cr, n->x + n->w - (n->error ? 36 : 14), n->y + HEADER_H / 2 - 2);
+  /* Left of the error badge and the lock. */
+  double tag_right = n->x + n->w - 6 - (n->error ? 22 : 0) - ((marks & TWB_MARK_FROZEN) ? 18 : 0);
+  if (n->output != TWB_OUTPUT_NONE)
+    draw_output_tag (cr, tag_right, n->y + HEADER_H / 2, head, n->output == TWB_OUTPUT_MARKED,
+                     text ? l : NULL);
   if (text)
     draw_node_text (cr, n, v, p, l, marks, dot || faint_dot);
   else if (l)

@@ -108,8 +108,16 @@ twb_graph_scene_free (TwbGraphScene *s)
   g_free (s);
 }
 
+static TwbOutputKind
+output_kind_of (const tw_graph *g, GHashTable *outputs, int gi)
+{
+  if (!g_hash_table_contains (outputs, tw_graph_node (g, gi)->id))
+    return TWB_OUTPUT_NONE;
+  return tw_graph_outputs_are_default (g) ? TWB_OUTPUT_DEFAULT : TWB_OUTPUT_MARKED;
+}
+
 static void
-fill_node (TwbDocument *doc, const tw_graph *g, int gi, TwbSceneNode *sn)
+fill_node (TwbDocument *doc, const tw_graph *g, GHashTable *outputs, int gi, TwbSceneNode *sn)
 {
   const tw_node *n = tw_graph_node (g, gi);
   double w = 160, h = 64;
@@ -179,6 +187,11 @@ fill_node (TwbDocument *doc, const tw_graph *g, int gi, TwbSceneNode *sn)
   for (int k = 0; k < sn->n_in; k++)
     g_string_append_printf (a, ", input port %s %s", sn->in_names[k] ? sn->in_names[k] : "",
                             sn->in_connected[k] ? "connected" : "free");
+  sn->output = output_kind_of (g, outputs, gi);
+  if (sn->output == TWB_OUTPUT_MARKED)
+    g_string_append (a, ", a model output");
+  else if (sn->output == TWB_OUTPUT_DEFAULT)
+    g_string_append (a, ", the model output (it feeds the loss)");
   if (n->error)
     g_string_append_printf (a, ", error: %s", n->error);
   sn->accessible = g_string_free (a, FALSE);
@@ -345,6 +358,15 @@ twb_graph_scene_new (TwbDocument *doc)
       g_hash_table_insert (s->index, g_strdup (sn->id), GINT_TO_POINTER (si + 1));
     }
 
+  /* The nodes that are model outputs (once: the default rule scans the graph). */
+  g_autoptr (GHashTable) outputs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (const char *const *o = tw_graph_outputs (g); *o; o++)
+    {
+      char *oid = NULL;
+      int k;
+      if (tw_ref_parse (*o, &oid, &k))
+        g_hash_table_add (outputs, oid);
+    }
   for (int i = 0; i < nn; i++)
     {
       if (scene_of[i] >= 0)
@@ -354,7 +376,7 @@ twb_graph_scene_new (TwbDocument *doc)
           continue;
         }
       int si = s->n_nodes++;
-      fill_node (doc, g, i, &s->nodes[si]);
+      fill_node (doc, g, outputs, i, &s->nodes[si]);
       scene_of[i] = si;
       g_hash_table_insert (s->index, g_strdup (s->nodes[si].id), GINT_TO_POINTER (si + 1));
     }

@@ -48,6 +48,7 @@ typedef struct
   gboolean selected;
   gboolean invalid;          /* downstream of an error (greyed edges) */
   gboolean is_block;
+  TwbOutputKind output;      /* a model output: marked, or by default (feeds a loss) */
   int graph_index;           /* index in the tw_graph, -1 for blocks */
 } TwbSceneNode;
 

@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-debugger-panel"
 
 #include "ui/twb-debugger-panel.h"
+#include "ui/twb-focus.h"
 
 #include <math.h>
 #include <string.h>
@@ -36,12 +37,19 @@ phase_name (int phase)
   return phase >= 0 && phase < (int) G_N_ELEMENTS (phase_names) ? phase_names[phase] : "between iterations";
 }
 
-static void
+/* Empties a list.  When a row has the focus (a breakpoint's phase menu, a
+ * tensor picked with the keys), returns its key for twb_focus_restore once
+ * the list is filled again (twb-focus.h); the caller frees it. */
+static char *
 clear_list (GtkWidget *list)
 {
+  char *key = NULL;
   GtkWidget *c;
+  for (c = gtk_widget_get_first_child (list); c && key == NULL; c = gtk_widget_get_next_sibling (c))
+    key = twb_focus_save (c);
   while ((c = gtk_widget_get_first_child (list)))
     gtk_list_box_remove (GTK_LIST_BOX (list), c);
+  return key;
 }
 
 static GtkWidget *
@@ -102,7 +110,7 @@ phase_selected (GtkDropDown *dd, GParamSpec *p, TwbDebuggerPanel *self)
 void
 twb_debugger_panel_set_breakpoints (TwbDebuggerPanel *self, const char *const *specs)
 {
-  clear_list (self->bp_list);
+  g_autofree char *focus_key = clear_list (self->bp_list);
   self->n_breakpoints = 0;
   for (const char *const *s = specs; s && *s; s++)
     {
@@ -133,6 +141,8 @@ twb_debugger_panel_set_breakpoints (TwbDebuggerPanel *self, const char *const *s
           g_object_set_data_full (G_OBJECT (dd), "spec", g_strdup (*s), g_free);
           gtk_widget_set_tooltip_text (dd, "Stop in the forward pass, the backward pass, or both");
           g_signal_connect (dd, "notify::selected", G_CALLBACK (phase_selected), self);
+          g_autofree char *dd_key = g_strconcat ("phase:", g_object_get_data (G_OBJECT (dd), "node"), NULL);
+          twb_focus_set_key (dd, dd_key);
           gtk_box_append (GTK_BOX (box), dd);
         }
       GtkWidget *rm = gtk_button_new_from_icon_name ("edit-delete-symbolic");
@@ -150,6 +160,7 @@ twb_debugger_panel_set_breakpoints (TwbDebuggerPanel *self, const char *const *s
     gtk_list_box_append (GTK_LIST_BOX (self->bp_list),
                          dim_row ("None. F9 or a click at the left end of a node's header sets "
                                   "one; a NaN or Inf always stops the run where it appears."));
+  twb_focus_restore (self->bp_list, focus_key);
 }
 
 guint
@@ -289,10 +300,21 @@ has_nonfinite (const tw_tensor *t)
   return bad;
 }
 
+static void fill_tensor_rows (TwbDebuggerPanel *self, const tw_snapshot *pause);
+
+/* The rows of the pause's tensors; the focus, when it was on one, comes
+ * back to the same tensor at the new position if it has it. */
 static void
 fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
 {
-  clear_list (self->tensor_list);
+  g_autofree char *focus_key = clear_list (self->tensor_list);
+  fill_tensor_rows (self, pause);
+  twb_focus_restore (self->tensor_list, focus_key);
+}
+
+static void
+fill_tensor_rows (TwbDebuggerPanel *self, const tw_snapshot *pause)
+{
   self->n_tensors = 0;
   GtkListBoxRow *keep = NULL, *first = NULL, *want = NULL, *fault_row = NULL;
   gboolean fault = pause && pause->reason
@@ -317,6 +339,8 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
       g_object_set_data_full (G_OBJECT (row), "tensor", g_strdup (t->name), g_free);
       g_object_set_data_full (G_OBJECT (row), "role", g_strdup (t->role), g_free);
       gtk_widget_set_tooltip_text (row, t->name);
+      g_autofree char *row_key = g_strdup_printf ("%s · %s", t->role, t->name);
+      twb_focus_set_key (row, row_key);
       gtk_list_box_append (GTK_LIST_BOX (self->tensor_list), row);
       if (first == NULL)
         first = GTK_LIST_BOX_ROW (row);
@@ -367,7 +391,7 @@ fill_tensors (TwbDebuggerPanel *self, const tw_snapshot *pause)
 static void
 fill_trace (TwbDebuggerPanel *self, const tw_snapshot *pause)
 {
-  clear_list (self->trace_list);
+  g_free (clear_list (self->trace_list));
   self->n_trace = pause && pause->trace ? g_strv_length (pause->trace) : 0;
   for (guint i = self->n_trace; i > 0; i--)
     {
@@ -433,9 +457,11 @@ twb_debugger_panel_update (TwbDebuggerPanel *self)
       gtk_widget_remove_css_class (self->reason, "error");
     }
   gboolean paused = pause != NULL;
-  gtk_widget_set_sensitive (self->lr, paused);
-  gtk_widget_set_sensitive (self->momentum, paused);
-  gtk_widget_set_sensitive (self->wd, paused);
+  /* Editable while paused; a field being typed in lets the focus go first
+   * (F5 pressed from it). */
+  twb_widget_set_sensitive (self->lr, paused);
+  twb_widget_set_sensitive (self->momentum, paused);
+  twb_widget_set_sensitive (self->wd, paused);
   fill_trace (self, pause);
   fill_tensors (self, pause);
   if (!paused && self->run)

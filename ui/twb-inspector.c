@@ -2,6 +2,7 @@
 #define G_LOG_DOMAIN "twb-inspector"
 
 #include "ui/twb-inspector.h"
+#include "ui/twb-focus.h"
 
 #include "engine/data.h"
 
@@ -182,6 +183,88 @@ block_rename_activate (GtkEntry *e, TwbInspector *self)
     show_attr_error (self, "$id", error->message);
 }
 
+/* The "output" row's words: what the switch means for this node now. */
+static const char *
+output_hint (TwbOutputKind kind)
+{
+  switch (kind)
+    {
+    case TWB_OUTPUT_MARKED: return "marked: a model output";
+    case TWB_OUTPUT_DEFAULT: return "an output while none is marked: it feeds the loss";
+    case TWB_OUTPUT_NONE:
+    default: return "";
+    }
+}
+
+/* The output switch and its line show the document's state. */
+static void
+refresh_output_row (TwbInspector *self)
+{
+  GtkWidget *sw = g_hash_table_lookup (self->attr_widgets, "$output");
+  GtkWidget *hint = sw ? g_object_get_data (G_OBJECT (sw), "hint") : NULL;
+  if (sw == NULL || self->node_id == NULL)
+    return;
+  TwbOutputKind kind = twb_document_output_kind (self->doc, self->node_id);
+  gboolean was = self->building;
+  self->building = TRUE;
+  gtk_switch_set_active (GTK_SWITCH (sw), kind != TWB_OUTPUT_NONE);
+  self->building = was;
+  gtk_label_set_text (GTK_LABEL (hint), output_hint (kind));
+}
+
+static void
+output_switched (GtkSwitch *sw, GParamSpec *p, TwbInspector *self)
+{
+  if (self->building || self->node_id == NULL)
+    return;
+  g_autoptr (GError) error = NULL;
+  self->applying = TRUE;
+  gboolean ok = twb_document_set_output (self->doc, self->node_id, gtk_switch_get_active (sw),
+                                         &error);
+  self->applying = FALSE;
+  show_attr_error (self, "$output", ok ? NULL : error->message);
+  refresh_output_row (self);
+}
+
+/* "output": a switch marking the node as a model output (graph.output on
+ * the canvas), with a line saying whether it is marked or an output by
+ * default, and the refusal when it must stay one. */
+static int
+add_output_row (TwbInspector *self, GtkWidget *grid, int row)
+{
+  GtkWidget *l = gtk_label_new ("output");
+  gtk_label_set_xalign (GTK_LABEL (l), 0);
+  const char *tip = "A model output: what twb predict writes and ONNX export names. With no node "
+                    "marked, the prediction each loss scores is the output.";
+  gtk_widget_set_tooltip_text (l, tip);
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  GtkWidget *sw = gtk_switch_new ();
+  gtk_widget_set_valign (sw, GTK_ALIGN_CENTER);
+  gtk_widget_set_tooltip_text (sw, tip);
+  gtk_accessible_update_relation (GTK_ACCESSIBLE (sw), GTK_ACCESSIBLE_RELATION_LABELLED_BY, l, NULL,
+                                  -1);
+  GtkWidget *hint = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (hint), 0);
+  gtk_label_set_wrap (GTK_LABEL (hint), TRUE);
+  gtk_widget_set_hexpand (hint, TRUE);
+  gtk_widget_add_css_class (hint, "dim-label");
+  gtk_widget_add_css_class (hint, "caption");
+  gtk_box_append (GTK_BOX (box), sw);
+  gtk_box_append (GTK_BOX (box), hint);
+  g_object_set_data (G_OBJECT (sw), "hint", hint);
+  g_object_set_data_full (G_OBJECT (sw), "attr", g_strdup ("$output"), g_free);
+  g_signal_connect (sw, "notify::active", G_CALLBACK (output_switched), self);
+  gtk_grid_attach (GTK_GRID (grid), l, 0, row, 1, 1);
+  gtk_grid_attach (GTK_GRID (grid), box, 1, row++, 1, 1);
+  GtkWidget *err = error_line ();
+  gtk_grid_attach (GTK_GRID (grid), err, 0, row++, 2, 1);
+  g_hash_table_insert (self->attr_errors, g_strdup ("$output"), err);
+  g_hash_table_insert (self->attr_widgets, g_strdup ("$output"), sw);
+  twb_focus_set_key (sw, "$output");
+  refresh_output_row (self);
+  return row;
+}
+
 /* The page of a collapsed block (its members are the selection): its name,
  * to rename it, what it holds, and Expand. */
 static void
@@ -215,6 +298,7 @@ build_block_page (TwbInspector *self, const char *block)
   gtk_grid_attach (GTK_GRID (grid), err, 0, 1, 2, 1);
   g_hash_table_insert (self->attr_errors, g_strdup ("$id"), err);
   g_hash_table_insert (self->attr_widgets, g_strdup ("$id"), ne);
+  twb_focus_set_key (ne, "$block");
   self->first_field = ne;
   gtk_box_append (GTK_BOX (self->node_box), grid);
 
@@ -363,6 +447,9 @@ static void
 rebuild_node_page (TwbInspector *self)
 {
   GtkWidget *sw = self->node_page;
+  /* The field being edited may be what asked for this page (Enter in the
+   * id field renames the node): it gets the focus back on the new page. */
+  g_autofree char *focus_key = self->node_box ? twb_focus_save (self->node_box) : NULL;
   self->node_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 8);
   gtk_widget_set_margin_start (self->node_box, 12);
   gtk_widget_set_margin_end (self->node_box, 12);
@@ -447,6 +534,8 @@ rebuild_node_page (TwbInspector *self)
       gtk_grid_attach (GTK_GRID (grid), ide_err, 0, row++, 2, 1);
       g_hash_table_insert (self->attr_errors, g_strdup ("$id"), ide_err);
       g_hash_table_insert (self->attr_widgets, g_strdup ("$id"), ide);
+      twb_focus_set_key (ide, "$id");
+      row = add_output_row (self, grid, row);
 
       for (const tw_attr_spec *spec = n->op ? n->op->attrs : NULL; spec && spec->name; spec++)
         {
@@ -470,6 +559,7 @@ rebuild_node_page (TwbInspector *self)
           gtk_grid_attach (GTK_GRID (grid), err, 0, row++, 2, 1);
           g_hash_table_insert (self->attr_errors, g_strdup (spec->name), err);
           g_hash_table_insert (self->attr_widgets, g_strdup (spec->name), w);
+          twb_focus_set_key (w, spec->name);
           if (self->first_field == NULL)
             self->first_field = w;
         }
@@ -481,6 +571,7 @@ rebuild_node_page (TwbInspector *self)
     }
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), self->node_box);
   self->building = FALSE;
+  twb_focus_restore (self->node_box, focus_key);
 }
 
 /* ---- Recipe page ---------------------------------------------------------------- */
@@ -871,6 +962,7 @@ on_changed (TwbDocument *doc, guint flags, TwbInspector *self)
   if (self->applying)
     {
       refresh_node_info (self);
+      refresh_output_row (self);
       return;
     }
   if (flags & (TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE))

@@ -64,6 +64,14 @@ twb_window_update_actions (TwbWindow *self)
   set_enabled (self, "paste", !text && self->clipboard != NULL);
   set_enabled (self, "collapse", any);
   set_enabled (self, "expand", collapsed || (blocks && blocks[0]));
+  /* Model Output: a check on the one selected node (not a collapsed block). */
+  const char *one = sel && sel[0] && !sel[1] && twb_document_block_of_selection (self->doc) == NULL
+                      ? sel[0]
+                      : NULL;
+  GAction *out = graph_action (self, "output");
+  gboolean is_output = one && twb_document_output_kind (self->doc, one) != TWB_OUTPUT_NONE;
+  g_simple_action_set_enabled (G_SIMPLE_ACTION (out), one != NULL);
+  g_simple_action_set_state (G_SIMPLE_ACTION (out), g_variant_new_boolean (is_output));
 }
 
 static void
@@ -265,6 +273,29 @@ act_snap (GSimpleAction *a, GVariant *state, gpointer data)
   TwbWindow *self = data;
   g_simple_action_set_state (a, state);
   twb_graph_canvas_set_snap_to_grid (self->canvas, g_variant_get_boolean (state));
+}
+
+/* Marks or unmarks the selected node as a model output; a node that must
+ * stay one (the only prediction a loss trains) says why. */
+static void
+act_output (GSimpleAction *a, GVariant *p, gpointer data)
+{
+  TwbWindow *self = data;
+  g_auto (GStrv) sel = twb_document_get_selection (self->doc);
+  if (sel == NULL || sel[0] == NULL || sel[1] != NULL)
+    return;
+  g_autoptr (GError) error = NULL;
+  if (!twb_document_toggle_output (self->doc, sel[0], &error))
+    twb_window_show_toast (self, error->message);
+  else if (twb_document_output_kind (self->doc, sel[0]) == TWB_OUTPUT_DEFAULT)
+    {
+      g_autofree char *msg = g_strdup_printf (
+        "%s stays the model's output: with no node marked, the prediction each loss scores is "
+        "the output",
+        sel[0]);
+      twb_window_show_toast (self, msg);
+    }
+  twb_window_update_actions (self);
 }
 
 static void
@@ -524,6 +555,7 @@ static const GActionEntry graph_entries[] = {
   { "expand", act_expand },
   { "expand-named", act_expand, "s" },
   { "snap-to-grid", NULL, NULL, "true", act_snap },
+  { "output", act_output, NULL, "false" },
   { "edit-node", act_edit_node },
   { "next-node", act_next_node },
 };
@@ -549,6 +581,67 @@ files_dropped (GtkDropTarget *target, const GValue *value, double x, double y, T
   return files != NULL;
 }
 
+/* ---- Shortcuts from anywhere in the window ------------------------------------------ */
+
+/* GtkApplication's accelerators are matched at the window after the event
+ * has bubbled up from the focused widget, and after the window's own key
+ * bindings: GtkWindow takes F10 to focus its title bar (the menu bar key),
+ * so "Step layer" never ran.  This controller runs them first, in the
+ * capture phase, from the application's own table (app/twb-application-
+ * actions.c): wherever the focus is, a documented shortcut does what it
+ * says.  A disabled action lets the key through, so the commands a text
+ * field also understands (Ctrl+Z, Delete …), disabled while one has the
+ * focus (twb_window_update_actions), reach the field. */
+static gboolean
+swallow_key (GtkWidget *w, GVariant *args, gpointer data)
+{
+  return TRUE;
+}
+
+static void
+build_app_shortcuts (TwbWindow *self)
+{
+  GtkApplication *app = gtk_window_get_application (GTK_WINDOW (self));
+  if (app == NULL || self->app_shortcuts)
+    return;
+  GtkEventController *c = gtk_shortcut_controller_new ();
+  gtk_event_controller_set_name (c, "twb-app-shortcuts");
+  gtk_event_controller_set_propagation_phase (c, GTK_PHASE_CAPTURE);
+  g_auto (GStrv) actions = gtk_application_list_action_descriptions (app);
+  for (char **a = actions; a && *a; a++)
+    {
+      g_autofree char *name = NULL;
+      g_autoptr (GVariant) target = NULL;
+      if (!g_action_parse_detailed_name (*a, &name, &target, NULL))
+        continue;
+      g_auto (GStrv) accels = gtk_application_get_accels_for_action (app, *a);
+      for (char **k = accels; k && *k; k++)
+        {
+          GtkShortcutTrigger *t = gtk_shortcut_trigger_parse_string (*k);
+          if (t == NULL)
+            continue;
+          GtkShortcut *sc = gtk_shortcut_new (t, gtk_named_action_new (name));
+          if (target)
+            gtk_shortcut_set_arguments (sc, target);
+          gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (c), sc);
+        }
+    }
+  /* F10 is ours (Step layer) even while stepping is not possible: GTK's
+   * meaning (focus the title bar) would take it otherwise. */
+  gtk_shortcut_controller_add_shortcut (
+    GTK_SHORTCUT_CONTROLLER (c),
+    gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_F10, 0),
+                      gtk_callback_action_new (swallow_key, NULL, NULL)));
+  gtk_widget_add_controller (GTK_WIDGET (self), c);
+  self->app_shortcuts = c;
+}
+
+static void
+application_set (GObject *w, GParamSpec *p, TwbWindow *self)
+{
+  build_app_shortcuts (self);
+}
+
 void
 twb_window_install_actions (TwbWindow *self)
 {
@@ -565,4 +658,6 @@ twb_window_install_actions (TwbWindow *self)
   g_action_map_add_action (G_ACTION_MAP (self->graph_actions), G_ACTION (minimap));
   gtk_widget_insert_action_group (GTK_WIDGET (self), "graph", G_ACTION_GROUP (self->graph_actions));
   g_signal_connect (self, "notify::focus-widget", G_CALLBACK (focus_changed), self);
+  g_signal_connect (self, "notify::application", G_CALLBACK (application_set), self);
+  build_app_shortcuts (self);
 }

@@ -38,6 +38,7 @@ struct _TwbWindow
   TwbDocument *doc;
   gulong changed_id, selection_id, notify_id;
   GSimpleActionGroup *graph_actions;
+  GtkEventController *app_shortcuts;  /* the application's accelerators, capture phase */
   char *clipboard;
   char *toast_text;
   char *status_text;

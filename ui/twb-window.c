@@ -6,6 +6,7 @@
 #include "engine/file-kind.h"
 #include "engine/fileutil.h"
 #include "graph_editor/twb-minimap.h"
+#include "ui/twb-focus.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
@@ -123,6 +124,12 @@ static void
 rebuild_issues (TwbWindow *self)
 {
   GtkWidget *child;
+  /* Delete with an issue focused removes nodes inside the key event: the
+   * focused row is let go safely and the same issue focused again. */
+  g_autofree char *focus_key = NULL;
+  for (child = gtk_widget_get_first_child (self->issues_list); child && focus_key == NULL;
+       child = gtk_widget_get_next_sibling (child))
+    focus_key = twb_focus_save (child);
   while ((child = gtk_widget_get_first_child (self->issues_list)))
     gtk_list_box_remove (GTK_LIST_BOX (self->issues_list), child);
   const GArray *d = self->doc ? twb_document_get_diagnostics (self->doc) : NULL;
@@ -134,7 +141,10 @@ rebuild_issues (TwbWindow *self)
       GtkWidget *icon = gtk_image_new_from_icon_name ("dialog-error-symbolic");
       gtk_widget_add_css_class (icon, "error");
       gtk_widget_set_valign (icon, GTK_ALIGN_START);
-      g_autofree char *markup = g_markup_printf_escaped ("<b>%s</b>: %s", dg->node_id, dg->message);
+      /* A graph-wide problem (an output naming no node) has no node to show. */
+      g_autofree char *markup = dg->node_id
+                                  ? g_markup_printf_escaped ("<b>%s</b>: %s", dg->node_id, dg->message)
+                                  : g_markup_escape_text (dg->message, -1);
       GtkWidget *label = gtk_label_new (NULL);
       gtk_label_set_markup (GTK_LABEL (label), markup);
       gtk_label_set_wrap (GTK_LABEL (label), TRUE);
@@ -146,8 +156,12 @@ rebuild_issues (TwbWindow *self)
       GtkWidget *row = gtk_list_box_row_new ();
       gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
       g_object_set_data_full (G_OBJECT (row), "node", g_strdup (dg->node_id), g_free);
-      g_autofree char *acc = g_strdup_printf ("Error in node %s: %s. Activate to select the node",
-                                              dg->node_id, dg->message);
+      g_autofree char *key = g_strdup_printf ("%s: %s", dg->node_id ? dg->node_id : "", dg->message);
+      twb_focus_set_key (row, key);
+      g_autofree char *acc = dg->node_id
+                               ? g_strdup_printf ("Error in node %s: %s. Activate to select the node",
+                                                  dg->node_id, dg->message)
+                               : g_strdup_printf ("Error in the graph: %s", dg->message);
       gtk_accessible_update_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_LABEL, acc, -1);
       gtk_list_box_append (GTK_LIST_BOX (self->issues_list), row);
     }
@@ -163,6 +177,7 @@ rebuild_issues (TwbWindow *self)
     }
   g_autofree char *h = n ? g_strdup_printf ("Issues (%d)", n) : g_strdup ("Issues");
   gtk_label_set_text (GTK_LABEL (self->issues_heading), h);
+  twb_focus_restore (self->issues_list, focus_key);
 }
 
 int

@@ -781,9 +781,9 @@ tw_compiled_loss_value (tw_compiled *c)
 tw_tensor *
 tw_compiled_prediction (tw_compiled *c)
 {
-  if (c->last == NULL || c->last->prog->output_slots->len == 0)
+  if (c->last == NULL || c->last->prog->pred_slot < 0)
     return NULL;
-  return c->last->t[g_array_index (c->last->prog->output_slots, int, 0)];
+  return c->last->t[c->last->prog->pred_slot];
 }
 
 void

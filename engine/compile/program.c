@@ -141,7 +141,7 @@ program_new (void)
   p->records = g_array_new (FALSE, TRUE, sizeof (tw_pass_record));
   p->param_order = g_array_new (FALSE, FALSE, sizeof (int));
   g_array_set_clear_func (p->records, record_free);
-  p->data_slot = p->label_slot = p->loss_slot = -1;
+  p->data_slot = p->label_slot = p->loss_slot = p->pred_slot = -1;
   return p;
 }
 
@@ -185,6 +185,8 @@ tw_program_replace_uses (tw_program *p, int from, int to)
       g_array_index (p->output_slots, int, k) = to;
   if (p->loss_slot == from)
     p->loss_slot = to;
+  if (p->pred_slot == from)
+    p->pred_slot = to;
   GHashTableIter it;
   gpointer key, val;
   g_hash_table_iter_init (&it, p->grad_slot);
@@ -362,6 +364,10 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
 
   for (const char *const *o = tw_graph_outputs (g); *o; o++)
     tw_graph_mark_upstream (g, tw_graph_resolve (g, *o).node, needed);
+  const char *pred = tw_graph_prediction (g);
+  tw_port pred_port = pred ? tw_graph_resolve (g, pred) : (tw_port) { -1, 0 };
+  if (pred_port.node >= 0)
+    tw_graph_mark_upstream (g, pred_port.node, needed);
   if (with_loss)
     {
       if (loss == NULL)
@@ -433,6 +439,11 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
       int s = first_slot[pt.node] + pt.output;
       g_array_append_val (p->output_slots, s);
       tw_program_slot (p, s)->keep = TRUE;
+    }
+  if (pred_port.node >= 0)
+    {
+      p->pred_slot = first_slot[pred_port.node] + pred_port.output;
+      tw_program_slot (p, p->pred_slot)->keep = TRUE;
     }
 
   if (with_loss)

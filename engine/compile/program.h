@@ -144,6 +144,7 @@ struct tw_program
   GPtrArray *instrs;          /* tw_instr* in schedule order */
   int data_slot, label_slot, loss_slot;
   GArray *output_slots;       /* int: the graph's outputs, in order */
+  int pred_slot;              /* the prediction accuracy scores (tw_graph_prediction), or -1 */
   GHashTable *param_slot;     /* param name → GINT slot+1 */
   GHashTable *grad_slot;      /* param name → GINT slot+1 (final gradients) */
   GArray *param_order;        /* param slots in order of first use */
