@@ -35,13 +35,13 @@ twb_document_output_kind (TwbDocument *doc, const char *id)
   return tw_graph_outputs_are_default (g) ? TWB_OUTPUT_DEFAULT : TWB_OUTPUT_MARKED;
 }
 
-/* refs without those of node `id`; caller frees. */
+/* A copy of refs without those of node `id` (NULL: all of them); caller frees. */
 static GPtrArray *
 refs_without (const char *const *refs, const char *id)
 {
   GPtrArray *out = g_ptr_array_new_with_free_func (g_free);
   for (; refs && *refs; refs++)
-    if (!ref_is_node (*refs, id))
+    if (id == NULL || !ref_is_node (*refs, id))
       g_ptr_array_add (out, g_strdup (*refs));
   return out;
 }
@@ -64,21 +64,17 @@ twb_document_set_output (TwbDocument *doc, const char *id, gboolean output, GErr
   gboolean is_output = refs_name_node (now, id);
   if (output == is_output && (!output || !tw_graph_outputs_are_default (g)))
     return TRUE;
-  g_autoptr (GPtrArray) next = output ? refs_without (NULL, NULL) : refs_without (now, id);
-  if (output)
-    {
-      for (const char *const *r = now; *r; r++)
-        g_ptr_array_add (next, g_strdup (*r));
-      if (!is_output)
-        g_ptr_array_add (next, g_strdup (id));
-    }
-  else if (next->len == 0 && tw_graph_outputs_are_default (g))
+  g_autoptr (GPtrArray) next = refs_without (now, output ? NULL : id);
+  if (output && !is_output)
+    g_ptr_array_add (next, g_strdup (id));
+  else if (!output && next->len == 0 && tw_graph_outputs_are_default (g))
     {
       const tw_node *loss = tw_graph_find_loss (g);
+      g_autofree char *who = loss ? g_strdup_printf ("the loss '%s'", loss->id) : g_strdup ("a loss");
       g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ID,
-                   "%s is the model's only output: it is the prediction %s%s trains; mark "
+                   "%s is the model's only output: it is the prediction %s trains; mark "
                    "another node as an output first",
-                   id, loss ? "the loss " : "a loss", loss ? loss->id : "");
+                   id, who);
       return FALSE;
     }
   g_ptr_array_add (next, NULL);

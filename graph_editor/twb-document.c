@@ -920,11 +920,34 @@ attr_type_expected (tw_attr_type type)
     case TW_ATTR_STRING:
       return "a word like mean";
     case TW_ATTR_INTS:
-      return "a whole number like 3 or a list like [3, 3]";
+      return "whole numbers like 3 or 1, 28, 28";
     case TW_ATTR_FLOATS:
-      return "a number like 0.5 or a list like [0.5, 0.5]";
+      return "numbers like 0.5 or 0.5, 0.5";
     }
   return "a valid value";
+}
+
+/* A list typed as a person writes it: "1, 28, 28", "1 28 28" or
+ * "(1, 28, 28)" reads as the JSON list [1, 28, 28]; a single value, a
+ * bracketed list or "[]" stays as typed.  Caller frees. */
+static char *
+list_as_json (const char *t)
+{
+  size_t n = strlen (t);
+  if (n >= 2 && t[0] == '(' && t[n - 1] == ')')
+    return g_strdup_printf ("[%.*s]", (int) (n - 2), t + 1);
+  if (t[0] == '[')
+    return g_strdup (t);
+  g_auto (GStrv) parts = g_strsplit_set (t, ", \t", -1);
+  g_autoptr (GPtrArray) items = g_ptr_array_new ();
+  for (char **p = parts; *p; p++)
+    if (**p)
+      g_ptr_array_add (items, *p);
+  if (items->len < 2)
+    return g_strdup (t);
+  g_ptr_array_add (items, NULL);
+  g_autofree char *joined = g_strjoinv (", ", (char **) items->pdata);
+  return g_strdup_printf ("[%s]", joined);
 }
 
 gboolean
@@ -960,6 +983,8 @@ twb_document_set_attr_text (TwbDocument *doc, const char *id, const char *name, 
   g_autofree char *owned = (char *) t;
   if (type == TW_ATTR_STRING && t[0] != '"')
     t = quoted = g_strdup_printf ("\"%s\"", t);
+  else if (type == TW_ATTR_INTS || type == TW_ATTR_FLOATS)
+    t = quoted = list_as_json (t);
   tw_attr_value v = { 0 };
   g_autoptr (GError) local = NULL;
   if (!tw_attr_value_parse (type, t, &v, &local))

@@ -70,6 +70,7 @@ struct _TwbGraphCanvas
   graphene_rect_t minimap_rect;
   TwbRenderView fitted;           /* the view the last fit made, and the canvas size then */
   int fitted_w, fitted_h;
+  int alloc_w, alloc_h;         /* the last allocation: a new size changes the visible area */
 };
 
 /* The hint on an empty canvas; the accelerators are the application's

@@ -1031,9 +1031,14 @@ static void
 size_allocate (GtkWidget *widget, int width, int height, int baseline)
 {
   TwbGraphCanvas *self = TWB_GRAPH_CANVAS (widget);
+  gboolean resized = width != self->alloc_w || height != self->alloc_h;
+  self->alloc_w = width;
+  self->alloc_h = height;
   twb_canvas_tell_view (self);
   if (self->fit_pending && width > 0 && height > 0)
     twb_canvas_fit_in (self, width, height);
+  else if (resized)
+    g_signal_emit (self, signals[SIGNAL_VIEW_CHANGED], 0);   /* more or less of it is visible */
   if (self->menu)
     gtk_popover_present (GTK_POPOVER (self->menu));
 }

@@ -9,7 +9,12 @@ struct _TwbMinimap
   TwbGraphCanvas *canvas;   /* weak */
   gulong view_id, show_id;
   double scale, ox, oy;     /* minimap px = (model - min) * scale + o */
+  int outer_w, outer_h;     /* its frame's last size on the canvas */
+  guint update_id;          /* the pending visibility update */
 };
+
+/* The frame's margin from the canvas's bottom right corner (twb-window.ui). */
+#define CORNER_MARGIN 12
 
 G_DEFINE_FINAL_TYPE (TwbMinimap, twb_minimap, GTK_TYPE_WIDGET)
 
@@ -91,12 +96,6 @@ drag_update (GtkGestureDrag *g, double ox, double oy, TwbMinimap *self)
   move_to (self, sx + ox, sy + oy);
 }
 
-static void
-view_changed (TwbGraphCanvas *canvas, TwbMinimap *self)
-{
-  gtk_widget_queue_draw (GTK_WIDGET (self));
-}
-
 /* What shows or hides with the canvas's "show-minimap": the minimap, or
  * the GtkFrame around it when it is the frame's child. */
 static GtkWidget *
@@ -106,12 +105,77 @@ outer (TwbMinimap *self)
   return GTK_IS_FRAME (parent) ? parent : GTK_WIDGET (self);
 }
 
+/* Shown when the canvas asks for it, except where it would be in the way:
+ * on a canvas less than three times its size each way, and where the whole
+ * graph is in view (nothing to move to) but the map would cover a node. */
+static gboolean
+wanted (TwbMinimap *self)
+{
+  if (self->canvas == NULL || !twb_graph_canvas_get_show_minimap (self->canvas))
+    return FALSE;
+  int cw = gtk_widget_get_width (GTK_WIDGET (self->canvas));
+  int ch = gtk_widget_get_height (GTK_WIDGET (self->canvas));
+  const TwbGraphScene *s = twb_graph_canvas_get_scene (self->canvas);
+  if (cw <= 0 || ch <= 0 || s == NULL)
+    return TRUE;   /* not laid out yet */
+  if (cw < 3 * self->outer_w || ch < 3 * self->outer_h)
+    return FALSE;
+  double vx, vy, vw, vh;
+  twb_graph_canvas_get_visible (self->canvas, &vx, &vy, &vw, &vh);
+  if (s->n_nodes == 0 || s->min_x < vx || s->min_y < vy || s->max_x > vx + vw
+      || s->max_y > vy + vh)
+    return TRUE;
+  /* Its place, in model coordinates. */
+  double k = vw / cw;
+  double mx0 = vx + (cw - CORNER_MARGIN - self->outer_w) * k;
+  double my0 = vy + (ch - CORNER_MARGIN - self->outer_h) * k;
+  double mx1 = mx0 + self->outer_w * k, my1 = my0 + self->outer_h * k;
+  for (int i = 0; i < s->n_nodes; i++)
+    {
+      const TwbSceneNode *n = &s->nodes[i];
+      if (n->x < mx1 && n->x + n->w > mx0 && n->y < my1 && n->y + n->h > my0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+update_visibility (gpointer data)
+{
+  TwbMinimap *self = data;
+  self->update_id = 0;
+  gboolean show = wanted (self);
+  gboolean was = gtk_widget_get_visible (outer (self));
+  gtk_widget_set_visible (GTK_WIDGET (self), show);
+  gtk_widget_set_visible (outer (self), show);
+  if (!show && was && self->canvas)
+    {
+      /* A fitted graph may use the corner it leaves. */
+      twb_graph_canvas_set_minimap_rect (self->canvas, NULL);
+      twb_graph_canvas_refit_on_resize (self->canvas);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* After the canvas's layout, not inside it: showing or hiding queues one. */
+static void
+queue_update (TwbMinimap *self)
+{
+  if (self->update_id == 0)
+    self->update_id = g_idle_add (update_visibility, self);
+}
+
+static void
+view_changed (TwbGraphCanvas *canvas, TwbMinimap *self)
+{
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  queue_update (self);
+}
+
 static void
 show_changed (TwbGraphCanvas *canvas, GParamSpec *pspec, TwbMinimap *self)
 {
-  gboolean show = twb_graph_canvas_get_show_minimap (canvas);
-  gtk_widget_set_visible (GTK_WIDGET (self), show);
-  gtk_widget_set_visible (outer (self), show);
+  update_visibility (self);
 }
 
 static void
@@ -121,7 +185,11 @@ size_allocate (GtkWidget *widget, int width, int height, int baseline)
   graphene_rect_t r;
   /* Tell the canvas where the minimap covers it (its fit avoids that). */
   if (self->canvas && gtk_widget_compute_bounds (outer (self), GTK_WIDGET (self->canvas), &r))
-    twb_graph_canvas_set_minimap_rect (self->canvas, &r);
+    {
+      self->outer_w = (int) r.size.width;
+      self->outer_h = (int) r.size.height;
+      twb_graph_canvas_set_minimap_rect (self->canvas, &r);
+    }
 }
 
 static void
@@ -145,6 +213,7 @@ static void
 twb_minimap_dispose (GObject *object)
 {
   TwbMinimap *self = TWB_MINIMAP (object);
+  g_clear_handle_id (&self->update_id, g_source_remove);
   if (self->canvas)
     {
       g_clear_signal_handler (&self->view_id, self->canvas);
@@ -176,6 +245,9 @@ twb_minimap_init (TwbMinimap *self)
   g_signal_connect (drag, "drag-update", G_CALLBACK (drag_update), self);
   gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drag));
   gtk_widget_set_overflow (GTK_WIDGET (self), GTK_OVERFLOW_HIDDEN);
+  /* Until it has been allocated: its natural size (measure) in a 1 px frame. */
+  self->outer_w = 202;
+  self->outer_h = 132;
   gtk_accessible_update_property (GTK_ACCESSIBLE (self), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   "Minimap: the whole graph; click to move the view there", -1);
 }

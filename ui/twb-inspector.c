@@ -39,6 +39,7 @@ struct _TwbInspector
 G_DEFINE_FINAL_TYPE (TwbInspector, twb_inspector, GTK_TYPE_WIDGET)
 
 static void rebuild_node_page (TwbInspector *self);
+static void no_scroll_to_focus (GtkWidget *sw);
 static void refresh_recipe (TwbInspector *self);
 
 /* ---- Node page --------------------------------------------------------------- */
@@ -51,10 +52,10 @@ current_node (TwbInspector *self)
   return tw_graph_find (twb_document_get_graph (self->doc), self->node_id);
 }
 
-/* The line under a field for its error: always there, one line high, so
- * that an error appearing never moves the fields below (a click meant for
- * one would land on the next).  A long message is ellipsized; the whole of
- * it is the line's tooltip and the field's accessible description. */
+/* The line under a field for its error: always there, a line high when
+ * empty, so that most fields do not move when an error appears.  The
+ * message wraps: the whole of it is read where it is (a cut "…a list lik…"
+ * told nothing); it is also the line's tooltip. */
 static GtkWidget *
 error_line (void)
 {
@@ -62,8 +63,8 @@ error_line (void)
   gtk_widget_add_css_class (err, "error");
   gtk_widget_add_css_class (err, "caption");
   gtk_label_set_xalign (GTK_LABEL (err), 0);
-  gtk_label_set_single_line_mode (GTK_LABEL (err), TRUE);
-  gtk_label_set_ellipsize (GTK_LABEL (err), PANGO_ELLIPSIZE_END);
+  gtk_label_set_wrap (GTK_LABEL (err), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (err), PANGO_WRAP_WORD_CHAR);
   gtk_label_set_width_chars (GTK_LABEL (err), 1);
   return err;
 }
@@ -570,6 +571,7 @@ rebuild_node_page (TwbInspector *self)
       refresh_node_info (self);
     }
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (sw), self->node_box);
+  no_scroll_to_focus (sw);
   self->building = FALSE;
   twb_focus_restore (self->node_box, focus_key);
 }
@@ -1076,6 +1078,59 @@ twb_inspector_edit_attr (TwbInspector *self, const char *attr, const char *text)
   return apply_attr (self, attr, text);
 }
 
+/* ---- Scrolling to the field being edited -------------------------------------------- */
+
+/* The pages turn their viewport's own scrolling to the focus off: a
+ * drop-down's list takes the focus too, and the viewport scrolled the page
+ * to show it, so that the fields jumped under the pointer and the next
+ * click missed.  A click only ever focuses what is in view; the keyboard
+ * (Tab, the arrows) is followed here instead, once the focus has moved. */
+static void
+no_scroll_to_focus (GtkWidget *sw)
+{
+  GtkWidget *vp = gtk_scrolled_window_get_child (GTK_SCROLLED_WINDOW (sw));
+  if (GTK_IS_VIEWPORT (vp))
+    gtk_viewport_set_scroll_to_focus (GTK_VIEWPORT (vp), FALSE);
+}
+
+static gboolean
+scroll_to_focus (gpointer data)
+{
+  GtkWidget *sw = data;
+  GtkRoot *root = gtk_widget_get_root (sw);
+  GtkWidget *f = root ? gtk_root_get_focus (root) : NULL;
+  graphene_rect_t b;
+  if (f && gtk_widget_is_ancestor (f, sw) && !gtk_widget_get_ancestor (f, GTK_TYPE_POPOVER)
+      && gtk_widget_compute_bounds (GTK_IS_TEXT (f) ? gtk_widget_get_parent (f) : f, sw, &b))
+    {
+      GtkAdjustment *adj = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (sw));
+      double v = gtk_adjustment_get_value (adj), page = gtk_widget_get_height (sw);
+      if (b.origin.y < 0)
+        gtk_adjustment_set_value (adj, v + b.origin.y);
+      else if (b.origin.y + b.size.height > page)
+        gtk_adjustment_set_value (adj, v + b.origin.y + b.size.height - page);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+page_key (GtkEventControllerKey *c, guint keyval, guint code, GdkModifierType state, gpointer data)
+{
+  GtkWidget *sw = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (c));
+  g_idle_add_full (G_PRIORITY_DEFAULT, scroll_to_focus, g_object_ref (sw), g_object_unref);
+  return FALSE;
+}
+
+/* A page that follows the keyboard's focus (see above). */
+static void
+follow_keyboard_focus (GtkWidget *sw)
+{
+  GtkEventController *k = gtk_event_controller_key_new ();
+  gtk_event_controller_set_propagation_phase (k, GTK_PHASE_CAPTURE);
+  g_signal_connect (k, "key-pressed", G_CALLBACK (page_key), NULL);
+  gtk_widget_add_controller (sw, k);
+}
+
 static void
 twb_inspector_dispose (GObject *object)
 {
@@ -1129,6 +1184,7 @@ twb_inspector_init (TwbInspector *self)
   self->node_page = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (self->node_page), GTK_POLICY_NEVER,
                                   GTK_POLICY_AUTOMATIC);
+  follow_keyboard_focus (self->node_page);
   gtk_stack_add_titled (GTK_STACK (self->stack), self->node_page, "node", "Node");
 
   GtkWidget *rsw = gtk_scrolled_window_new ();
@@ -1139,6 +1195,8 @@ twb_inspector_init (TwbInspector *self)
   gtk_widget_set_margin_top (rbox, 12);
   build_recipe_page (self, rbox);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (rsw), rbox);
+  no_scroll_to_focus (rsw);
+  follow_keyboard_focus (rsw);
   gtk_stack_add_titled (GTK_STACK (self->stack), rsw, "recipe", "Training recipe");
   rebuild_node_page (self);
 }

@@ -58,6 +58,8 @@ struct _TwbWindow
   gboolean graph_pending;       /* the document changed since the run's graph */
   gboolean compile_stale;       /* the compile view shows an older graph */
   gboolean close_after_stop;
+  gboolean split_done;          /* the bottom panel's first height was set */
+  char *blocked_notice;         /* why Continue is greyed out (a node's error), or NULL */
   char *last_graph_notice;
   double applied_lr, applied_momentum, applied_wd;
   gint64 last_progress;

@@ -369,6 +369,21 @@ twb_window_grow_bottom_panel (TwbWindow *self)
     }
 }
 
+/* Before any run: a bottom panel that shows its tabs' first lines (the
+ * dashboard's "Not trained yet" and chart titles), 30 % of the height up
+ * to TRAINING_PANEL_H, set once when the window first has a height. */
+static void
+initial_split (GtkPaned *paned, GParamSpec *p, TwbWindow *self)
+{
+  int h = gtk_widget_get_height (GTK_WIDGET (paned));
+  if (h <= 0 || self->split_done)
+    return;
+  self->split_done = TRUE;
+  int want = MIN (TRAINING_PANEL_H, h * 30 / 100);
+  if (h - gtk_paned_get_position (paned) < want)
+    gtk_paned_set_position (paned, h - want);
+}
+
 /* A fused group picked in the Compiled tab: its nodes selected on the canvas. */
 static void
 compile_group_activated (TwbCompileView *v, guint group, TwbWindow *self)
@@ -568,16 +583,32 @@ run_finished (TwbRun *run, TwbWindow *self)
     gtk_window_close (GTK_WINDOW (self));
 }
 
+/* The first of the model's errors in words, "node fc3: …" (more: "and 2
+ * more"), or NULL when it has none.  Caller frees. */
+static char *
+first_issue (TwbWindow *self)
+{
+  const GArray *d = self->doc ? twb_document_get_diagnostics (self->doc) : NULL;
+  if (d == NULL || d->len == 0)
+    return NULL;
+  const tw_diag *dg = &g_array_index (d, tw_diag, 0);
+  g_autofree char *more = d->len > 1 ? g_strdup_printf (" (and %u more in Issues)", d->len - 1)
+                                     : g_strdup ("");
+  return dg->node_id ? g_strdup_printf ("node %s: %s%s", dg->node_id, dg->message, more)
+                     : g_strdup_printf ("%s%s", dg->message, more);
+}
+
 /* The current run, or a new one from the document as it is now. */
 static TwbRun *
 ensure_run (TwbWindow *self, GError **error)
 {
   if (twb_window_run_is_active (self))
     return self->run;
-  if (twb_window_count_issues (self) > 0)
+  g_autofree char *issue = first_issue (self);
+  if (issue)
     {
       g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_GRAPH,
-                   "The model has errors (see Issues): fix them before training");
+                   "The model has errors: fix them before training. %s", issue);
       return NULL;
     }
   g_autofree char *dir = runs_dir (self);
@@ -627,10 +658,11 @@ apply_pending (TwbWindow *self, GError **error)
 {
   if (!self->graph_pending || twb_run_get_state (self->run) != TW_SESSION_PAUSED)
     return TRUE;
-  if (twb_window_count_issues (self) > 0)
+  g_autofree char *issue = first_issue (self);
+  if (issue)
     {
       g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_GRAPH,
-                   "The edited model has errors (see Issues): fix them, or undo, to continue");
+                   "Continue is blocked by %s: fix it, or undo (Ctrl+Z), to continue", issue);
       return FALSE;
     }
   if (!tw_session_replace_graph (twb_run_get_session (self->run),
@@ -967,7 +999,19 @@ update_run_actions (TwbWindow *self)
   gboolean active = twb_window_run_is_active (self);
   gboolean running = active && st == TW_SESSION_RUNNING;
   gboolean paused = active && st == TW_SESSION_PAUSED;
-  gboolean can_go = !running && twb_window_count_issues (self) == 0;
+  g_autofree char *issue = first_issue (self);
+  gboolean can_go = !running && issue == NULL;
+  /* Paused with an edit that does not infer: Continue greys out, and says
+   * which node holds it, once when that happens and in its tooltip. */
+  gboolean blocked = paused && issue != NULL;
+  g_autofree char *why = blocked ? g_strdup_printf ("Continue is blocked by %s: fix it, or undo "
+                                                    "(Ctrl+Z), to continue",
+                                                    issue)
+                                 : NULL;
+  if (blocked && g_strcmp0 (why, self->blocked_notice) != 0)
+    twb_window_show_toast (self, why);
+  g_free (self->blocked_notice);
+  self->blocked_notice = g_steal_pointer (&why);
   dbg_enable (self, "run", can_go);
   dbg_enable (self, "pause", running);
   dbg_enable (self, "stop", active);
@@ -977,7 +1021,9 @@ update_run_actions (TwbWindow *self)
   GAction *sw = g_action_map_lookup_action (G_ACTION_MAP (self), "save-weights");
   if (sw)
     g_simple_action_set_enabled (G_SIMPLE_ACTION (sw), self->run != NULL && !running);
-  gtk_widget_set_tooltip_text (self->run_button, paused ? "Continue (F5)" : "Run (F5)");
+  gtk_widget_set_tooltip_text (self->run_button, self->blocked_notice ? self->blocked_notice
+                                                 : paused             ? "Continue (F5)"
+                                                                      : "Run (F5)");
   gtk_button_set_icon_name (GTK_BUTTON (self->run_button), "media-playback-start-symbolic");
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->run_button), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   paused ? "Continue" : "Run", -1);
@@ -1190,6 +1236,7 @@ build_panels (TwbWindow *self)
   self->compile_stale = TRUE;
   g_signal_connect (self->panel_stack, "notify::visible-child-name", G_CALLBACK (panel_changed),
                     self);
+  g_signal_connect (self->vpaned, "notify::max-position", G_CALLBACK (initial_split), self);
 }
 
 void
@@ -1227,6 +1274,7 @@ twb_window_run_dispose (TwbWindow *self)
   g_clear_pointer (&self->frozen, g_hash_table_unref);
   g_clear_pointer (&self->init_weights, g_free);
   g_clear_pointer (&self->last_graph_notice, g_free);
+  g_clear_pointer (&self->blocked_notice, g_free);
 }
 
 /* ---- Closing while training ------------------------------------------------------------ */

@@ -19,6 +19,16 @@ G_DEFINE_FINAL_TYPE (TwbWindow, twb_window, GTK_TYPE_APPLICATION_WINDOW)
 
 /* ---- Toast ---------------------------------------------------------------- */
 
+/* A notice that has faded out leaves no invisible strip over the canvas
+ * to swallow clicks: the revealer itself goes once its child is hidden
+ * (a crossfade keeps its size), and comes back with the next notice. */
+static void
+toast_revealed (GtkRevealer *r, GParamSpec *p, TwbWindow *self)
+{
+  if (!gtk_revealer_get_child_revealed (r) && !gtk_revealer_get_reveal_child (r))
+    gtk_widget_set_visible (GTK_WIDGET (r), FALSE);
+}
+
 static gboolean
 toast_expired (gpointer data)
 {
@@ -35,6 +45,7 @@ twb_window_show_toast (TwbWindow *self, const char *text)
   g_free (self->toast_text);
   self->toast_text = g_strdup (text);
   gtk_label_set_text (GTK_LABEL (self->toast_label), text);
+  gtk_widget_set_visible (self->toast_revealer, TRUE);
   gtk_revealer_set_reveal_child (GTK_REVEALER (self->toast_revealer), TRUE);
   /* Screen readers hear it as an alert. */
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->toast_label),
@@ -778,6 +789,8 @@ twb_window_init (TwbWindow *self)
   gtk_frame_set_child (GTK_FRAME (self->minimap_frame), minimap);
 
   g_signal_connect (self->toast_close, "clicked", G_CALLBACK (toast_close_clicked), self);
+  g_signal_connect (self->toast_revealer, "notify::child-revealed", G_CALLBACK (toast_revealed),
+                    self);
   g_signal_connect (self->canvas, "message", G_CALLBACK (canvas_message), self);
   g_signal_connect (self->canvas, "activate-node", G_CALLBACK (canvas_activate_node), self);
   g_signal_connect (self->canvas, "view-changed", G_CALLBACK (update_zoom_label), self);
