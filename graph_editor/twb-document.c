@@ -920,9 +920,9 @@ attr_type_expected (tw_attr_type type)
     case TW_ATTR_STRING:
       return "a word like mean";
     case TW_ATTR_INTS:
-      return "whole numbers like 3 or 1, 28, 28";
+      return "whole numbers like 1, 28, 28";
     case TW_ATTR_FLOATS:
-      return "numbers like 0.5 or 0.5, 0.5";
+      return "numbers like 0.5, 0.5";
     }
   return "a valid value";
 }

@@ -13,8 +13,7 @@ struct _TwbMinimap
   guint update_id;          /* the pending visibility update */
 };
 
-/* The frame's margin from the canvas's bottom right corner (twb-window.ui). */
-#define CORNER_MARGIN 12
+
 
 G_DEFINE_FINAL_TYPE (TwbMinimap, twb_minimap, GTK_TYPE_WIDGET)
 
@@ -105,9 +104,9 @@ outer (TwbMinimap *self)
   return GTK_IS_FRAME (parent) ? parent : GTK_WIDGET (self);
 }
 
-/* Shown when the canvas asks for it, except where it would be in the way:
- * on a canvas less than three times its size each way, and where the whole
- * graph is in view (nothing to move to) but the map would cover a node. */
+/* Shown when the canvas asks for it, except on a canvas less than three
+ * times its size each way: there it would cover the graph (a fit clear of
+ * it keeps at least two thirds of the canvas each way, from that size on). */
 static gboolean
 wanted (TwbMinimap *self)
 {
@@ -115,28 +114,9 @@ wanted (TwbMinimap *self)
     return FALSE;
   int cw = gtk_widget_get_width (GTK_WIDGET (self->canvas));
   int ch = gtk_widget_get_height (GTK_WIDGET (self->canvas));
-  const TwbGraphScene *s = twb_graph_canvas_get_scene (self->canvas);
-  if (cw <= 0 || ch <= 0 || s == NULL)
+  if (cw <= 0 || ch <= 0)
     return TRUE;   /* not laid out yet */
-  if (cw < 3 * self->outer_w || ch < 3 * self->outer_h)
-    return FALSE;
-  double vx, vy, vw, vh;
-  twb_graph_canvas_get_visible (self->canvas, &vx, &vy, &vw, &vh);
-  if (s->n_nodes == 0 || s->min_x < vx || s->min_y < vy || s->max_x > vx + vw
-      || s->max_y > vy + vh)
-    return TRUE;
-  /* Its place, in model coordinates. */
-  double k = vw / cw;
-  double mx0 = vx + (cw - CORNER_MARGIN - self->outer_w) * k;
-  double my0 = vy + (ch - CORNER_MARGIN - self->outer_h) * k;
-  double mx1 = mx0 + self->outer_w * k, my1 = my0 + self->outer_h * k;
-  for (int i = 0; i < s->n_nodes; i++)
-    {
-      const TwbSceneNode *n = &s->nodes[i];
-      if (n->x < mx1 && n->x + n->w > mx0 && n->y < my1 && n->y + n->h > my0)
-        return FALSE;
-    }
-  return TRUE;
+  return cw >= 3 * self->outer_w && ch >= 3 * self->outer_h;
 }
 
 static gboolean

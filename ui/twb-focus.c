@@ -88,11 +88,27 @@ twb_focus_restore (GtkWidget *root, const char *key)
   return TRUE;
 }
 
+#define RETURN_KEY "twb-focus-return"
+
 void
 twb_widget_set_sensitive (GtkWidget *w, gboolean sensitive)
 {
   g_return_if_fail (GTK_IS_WIDGET (w));
   if (!sensitive && gtk_widget_get_sensitive (w) && twb_focus_is_within (w))
-    move_focus_off (w);
+    {
+      /* Remembered: the field gets the focus back when it is editable again
+       * and nothing else took it meanwhile (F11 pressed in it: a step). */
+      g_object_set_data_full (G_OBJECT (w), RETURN_KEY, g_object_ref (focus_of (w)),
+                              g_object_unref);
+      move_focus_off (w);
+    }
   gtk_widget_set_sensitive (w, sensitive);
+  GtkWidget *back = sensitive ? g_object_get_data (G_OBJECT (w), RETURN_KEY) : NULL;
+  if (back)
+    {
+      GtkRoot *root = gtk_widget_get_root (w);
+      if (root && gtk_root_get_focus (root) == NULL && gtk_widget_is_ancestor (back, w))
+        gtk_widget_grab_focus (back);
+      g_object_set_data (G_OBJECT (w), RETURN_KEY, NULL);
+    }
 }

@@ -46,7 +46,8 @@ char *twb_focus_save (GtkWidget *old);
 gboolean twb_focus_restore (GtkWidget *root, const char *key);
 
 /* gtk_widget_set_sensitive, the focus moved off w first when it is inside
- * and w is made insensitive. */
+ * and w is made insensitive; w gets it back when made sensitive again if
+ * nothing has taken it meanwhile. */
 void twb_widget_set_sensitive (GtkWidget *w, gboolean sensitive);
 
 G_END_DECLS

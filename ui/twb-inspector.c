@@ -52,10 +52,11 @@ current_node (TwbInspector *self)
   return tw_graph_find (twb_document_get_graph (self->doc), self->node_id);
 }
 
-/* The line under a field for its error: always there, a line high when
- * empty, so that most fields do not move when an error appears.  The
- * message wraps: the whole of it is read where it is (a cut "…a list lik…"
- * told nothing); it is also the line's tooltip. */
+/* The line under a field for its error: always there, one line high, so
+ * that an error appearing never moves the fields below (a click meant for
+ * one would land on the next).  What it shows is made to fit that line
+ * (show_attr_error); a longer message is ellipsized, the whole of it the
+ * line's tooltip and the field's accessible description. */
 static GtkWidget *
 error_line (void)
 {
@@ -63,8 +64,8 @@ error_line (void)
   gtk_widget_add_css_class (err, "error");
   gtk_widget_add_css_class (err, "caption");
   gtk_label_set_xalign (GTK_LABEL (err), 0);
-  gtk_label_set_wrap (GTK_LABEL (err), TRUE);
-  gtk_label_set_wrap_mode (GTK_LABEL (err), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_single_line_mode (GTK_LABEL (err), TRUE);
+  gtk_label_set_ellipsize (GTK_LABEL (err), PANGO_ELLIPSIZE_END);
   gtk_label_set_width_chars (GTK_LABEL (err), 1);
   return err;
 }
@@ -81,7 +82,13 @@ show_attr_error (TwbInspector *self, const char *attr, const char *message)
   const char *shown = message ? message : "";
   if (g_str_has_prefix (shown, prefix) && shown[strlen (prefix)])
     shown += strlen (prefix);
-  gtk_label_set_text (GTK_LABEL (label), shown);
+  /* Nor ", not '1, twenty-eight, 28'": the field shows what was typed,
+   * and the line has room for what is expected. */
+  g_autofree char *fit = g_strdup (shown);
+  char *echo = g_strrstr (fit, ", not '");
+  if (echo && g_str_has_suffix (fit, "'"))
+    *echo = '\0';
+  gtk_label_set_text (GTK_LABEL (label), fit);
   gtk_widget_set_tooltip_text (label, message);
   g_object_set_data_full (G_OBJECT (label), "message", g_strdup (message), g_free);
   if (w)

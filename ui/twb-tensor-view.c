@@ -8,6 +8,7 @@
 
 #include "ui/twb-tensor-view.h"
 #include "ui/twb-tensor-draw.h"
+#include "ui/twb-focus.h"
 
 #include <math.h>
 #include <string.h>
@@ -533,6 +534,12 @@ static void
 rebuild_slice_bar (TwbTensorView *self)
 {
   GtkWidget *child;
+  /* An index typed, then F11: the new tensor's bar has the focus back in
+   * the same dimension's field (twb-focus.h). */
+  g_autofree char *focus_key = NULL;
+  for (child = gtk_widget_get_first_child (self->slice_bar); child && focus_key == NULL;
+       child = gtk_widget_get_next_sibling (child))
+    focus_key = twb_focus_save (child);
   while ((child = gtk_widget_get_first_child (self->slice_bar)))
     gtk_flow_box_remove (GTK_FLOW_BOX (self->slice_bar), child);
   memset (self->slice_spins, 0, sizeof self->slice_spins);
@@ -554,9 +561,12 @@ rebuild_slice_bar (TwbTensorView *self)
       g_signal_connect (spin, "value-changed", G_CALLBACK (slice_changed), self);
       gtk_box_append (GTK_BOX (box), l);
       gtk_box_append (GTK_BOX (box), spin);
+      g_autofree char *key = g_strdup_printf ("dim %d", d);
+      twb_focus_set_key (spin, key);
       gtk_flow_box_append (GTK_FLOW_BOX (self->slice_bar), box);
       self->slice_spins[d] = spin;
     }
+  twb_focus_restore (self->slice_bar, focus_key);
   for (int d = self->t ? MAX (self->t->ndim - 2, 0) : 0; d < TW_MAX_DIMS; d++)
     self->slice[d] = 0;
 }

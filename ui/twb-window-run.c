@@ -1009,7 +1009,15 @@ update_run_actions (TwbWindow *self)
                                                     issue)
                                  : NULL;
   if (blocked && g_strcmp0 (why, self->blocked_notice) != 0)
-    twb_window_show_toast (self, why);
+    {
+      /* After what the same edit said (a breakpoint on a deleted node), on
+       * a second line. */
+      const char *showing = twb_window_get_toast (self);
+      g_autofree char *both = showing && !strstr (showing, why)
+                                ? g_strdup_printf ("%s\n%s", showing, why)
+                                : NULL;
+      twb_window_show_toast (self, both ? both : why);
+    }
   g_free (self->blocked_notice);
   self->blocked_notice = g_steal_pointer (&why);
   dbg_enable (self, "run", can_go);

@@ -78,6 +78,14 @@ port_point (TwbWindow *w, const char *id, TwbPortDirection dir, int port, double
   to_canvas (w, mx, my, cx, cy);
 }
 
+/* A click on the canvas where no node is: its bottom left corner (the
+ * minimap is at the right, the notices at the top). */
+static void
+click_empty (TwbWindow *w)
+{
+  twt_xdo_click (GTK_WIDGET (w->canvas), 30, gtk_widget_get_height (GTK_WIDGET (w->canvas)) - 30, 1);
+}
+
 static void
 click_node (TwbWindow *w, const char *id)
 {
@@ -164,8 +172,8 @@ text_of (GtkWidget *field)
   return field;
 }
 
-/* Select the node, select its field's text with three clicks, type over
- * it, Enter. */
+/* Select the node, click in its field, select the field's text with its
+ * own Ctrl+A (not the graph's Select All), type over it, Enter. */
 static void
 type_attr (TwbWindow *w, const char *id, const char *attr, const char *text)
 {
@@ -181,7 +189,8 @@ type_attr (TwbWindow *w, const char *id, const char *attr, const char *text)
       screenshot (w, n);
     }
   twt_xdo_reveal (f);
-  twt_xdo_clicks (text_of (f), -1, -1, 3);
+  twt_xdo_click (text_of (f), -1, -1, 1);
+  twt_xdo_key ("ctrl+a");
   twt_xdo_type (text);
   twt_xdo_key ("Return");
   g_assert_null (twb_inspector_get_attr_error (w->inspector, attr));
@@ -267,7 +276,7 @@ static TwbWindow *
 new_window (TwbDocument *doc)
 {
   TwbWindow *w = twb_application_new_window (app, doc);
-  twt_xdo_place (GTK_WINDOW (w), 1400, 900);
+  twt_xdo_place (GTK_WINDOW (w), 1280, 960);
   return w;
 }
 
@@ -326,7 +335,7 @@ test_draw_and_train (void)
   g_assert_cmpuint (g_list_length (wins), ==, before + 1);
   TwbWindow *w = TWB_WINDOW (wins->data);   /* the newest first */
   g_assert_true (w != first);
-  twt_xdo_place (GTK_WINDOW (w), 1400, 900);
+  twt_xdo_place (GTK_WINDOW (w), 1280, 960);
   g_assert_cmpint (tw_graph_n_nodes (twb_document_get_graph (w->doc)), ==, 0);
 
   /* Two rows of boxes, 180 px apart, below the top (the notices) and left
@@ -364,7 +373,7 @@ test_draw_and_train (void)
   menu_item (w, relu, "Model Output");
   g_assert_cmpint (scene_node (w, relu)->output, ==, TWB_OUTPUT_MARKED);
   g_assert_cmpint (scene_node (w, fc)->output, ==, TWB_OUTPUT_MARKED);   /* kept beside it */
-  twt_xdo_click (GTK_WIDGET (w->canvas), 800, 450, 1);
+  click_empty (w);
   twt_xdo_key ("ctrl+z");
   g_assert_cmpint (scene_node (w, relu)->output, ==, TWB_OUTPUT_NONE);
   g_assert_true (tw_graph_outputs_are_default (twb_document_get_graph (w->doc)));
@@ -394,14 +403,15 @@ test_draw_and_train (void)
   GtkWidget *ds = twt_find_type (GTK_WIDGET (w->inspector), GTK_TYPE_ENTRY);
   g_assert_nonnull (ds);
   g_assert_cmpstr (gtk_entry_get_placeholder_text (GTK_ENTRY (ds)), ==, "none: twb train --data");
-  twt_xdo_clicks (ds, -1, -1, 3);
+  twt_xdo_click (ds, -1, -1, 1);
+  twt_xdo_key ("ctrl+a");
   twt_xdo_type (data);
   twt_xdo_key ("Return");
   g_assert_cmpstr (twb_document_get_model (w->doc)->recipe.dataset, ==, data);
   screenshot (w, "by-hand-drawn.png");
 
   /* F5 from the canvas. */
-  twt_xdo_click (GTK_WIDGET (w->canvas), 800, 450, 1);
+  click_empty (w);
   twt_xdo_key ("F5");
   TwbRun *r = twb_window_get_run (w);
   g_assert_nonnull (r);
@@ -443,6 +453,274 @@ test_draw_and_train (void)
   close_window (first);
 }
 
+static TwbWindow *
+open_asset (const char *name)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("TWB_ASSETS_DIR"), "models", name, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
+  g_assert_no_error (error);
+  return new_window (doc);
+}
+
+/* The notice's strip at the top of the canvas, once faded, takes no click:
+ * a node's header moved under it is selected by a click there. */
+static void
+test_notice_click_through (void)
+{
+  if (!twt_xdo_ready ())
+    {
+      g_test_skip ("no xdotool or no X11 display");
+      return;
+    }
+  TwbWindow *w = open_asset ("mlp.json");
+  twb_window_show_toast (w, "A notice as wide as the ones that name several nodes and say what to "
+                            "do about them");
+  twt_ui_pump ();
+  g_assert_true (gtk_widget_get_visible (w->toast_revealer));
+  graphene_rect_t strip;
+  g_assert_true (gtk_widget_compute_bounds (w->toast_revealer, GTK_WIDGET (w->canvas), &strip));
+  /* Dismissed with its button: it fades out as it does after 6 s. */
+  twt_xdo_click (w->toast_close, -1, -1, 1);
+  twt_xdo_wait (600);
+  g_assert_null (twb_window_get_toast (w));
+  g_assert_false (gtk_widget_get_visible (w->toast_revealer));
+
+  /* fc2's header to the middle of where the strip was. */
+  double sx = strip.origin.x + strip.size.width / 2, sy = strip.origin.y + strip.size.height / 2;
+  double hx, hy;
+  header_point (w, "fc2", &hx, &hy);
+  double vx, vy, vw, vh;
+  twb_graph_canvas_get_visible (w->canvas, &vx, &vy, &vw, &vh);
+  double k = vw / gtk_widget_get_width (GTK_WIDGET (w->canvas));
+  twb_document_move_nodes (w->doc, (const char *const[]) { "fc2", NULL }, (sx - hx) * k,
+                           (sy - hy) * k, FALSE);
+  twt_ui_pump ();
+  header_point (w, "fc2", &hx, &hy);
+  g_assert_cmpfloat (fabs (hx - sx), <, 2);
+  g_assert_cmpfloat (fabs (hy - sy), <, 2);
+  twt_xdo_click (GTK_WIDGET (w->canvas), sx, sy, 1);
+  g_auto (GStrv) sel = twb_document_get_selection (w->doc);
+  g_assert_nonnull (sel);
+  g_assert_cmpstr (sel[0], ==, "fc2");
+  g_assert_null (sel[1]);
+  close_window (w);
+}
+
+/* Enter in the inspector's id field renames the node and rebuilds the
+ * page under the field: no critical (the test would abort), the new
+ * page's id field has the focus, and it works again. */
+static void
+test_rename_enter (void)
+{
+  if (!twt_xdo_ready ())
+    {
+      g_test_skip ("no xdotool or no X11 display");
+      return;
+    }
+  TwbWindow *w = open_asset ("mlp.json");
+  click_node (w, "fc1");
+  const char *names[] = { "dense1", "fc1" };
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      /* A click in the field, its text selected with the field's own
+       * Ctrl+A (not the graph's Select All), typed over. */
+      GtkWidget *id = twb_inspector_get_attr_widget (w->inspector, "$id");
+      twt_xdo_click (id, -1, -1, 1);
+      twt_xdo_key ("ctrl+a");
+      twt_xdo_type (names[i]);
+      g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (id)), ==, names[i]);
+      g_auto (GStrv) sel = twb_document_get_selection (w->doc);
+      g_assert_cmpuint (g_strv_length (sel), ==, 1);
+      twt_xdo_key ("Return");
+      twt_xdo_wait (300);
+      g_assert_nonnull (tw_graph_find (twb_document_get_graph (w->doc), names[i]));
+      g_assert_cmpstr (twb_inspector_get_node (w->inspector), ==, names[i]);
+      GtkWidget *now = twb_inspector_get_attr_widget (w->inspector, "$id");
+      g_assert_true (now != id);   /* a new page */
+      GtkWidget *f = gtk_root_get_focus (GTK_ROOT (w));
+      g_assert_nonnull (f);
+      g_assert_true (f == now || gtk_widget_is_ancestor (f, now));
+      g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (now)), ==, names[i]);
+    }
+  close_window (w);
+}
+
+/* The Debugger tab's learning rate typed while paused, Enter, then F5: the
+ * field the run disables gives up the focus first (GtkText warned from
+ * its cursor blink, 1.2 s on, that it never lost it); the rate applies. */
+static void
+test_lr_enter_f5 (void)
+{
+  if (!twt_xdo_ready ())
+    {
+      g_test_skip ("no xdotool or no X11 display");
+      return;
+    }
+  TwbWindow *w = open_asset ("mlp.json");
+  g_autoptr (GError) error = NULL;
+  g_assert_true (twb_window_add_breakpoint (w, "step=2", &error));
+  click_empty (w);
+  twt_xdo_key ("F5");
+  TwbRun *r = twb_window_get_run (w);
+  g_assert_nonnull (r);
+  for (int i = 0; i < 400 && twb_run_get_state (r) != TW_SESSION_PAUSED; i++)
+    {
+      twb_run_drain (r);
+      twt_xdo_wait (50);
+    }
+  g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_PAUSED);
+  twb_window_show_panel (w, "debugger");
+  twt_ui_pump ();
+  GtkWidget *lr = twt_find_type (w->debugger_panel, GTK_TYPE_SPIN_BUTTON);
+  g_assert_nonnull (lr);
+  g_assert_true (gtk_widget_is_sensitive (lr));
+  twt_xdo_click (text_of (lr), -1, -1, 1);
+  twt_xdo_key ("ctrl+a");
+  twt_xdo_type ("0.05");
+  twt_xdo_key ("Return");
+  g_assert_cmpfloat (fabs (w->applied_lr - 0.05), <, 1e-9);
+  twt_xdo_key ("F5");
+  twb_run_drain (r);
+  twt_ui_pump ();
+  g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_RUNNING);
+  g_assert_false (gtk_widget_is_sensitive (lr));
+  GtkWidget *f = gtk_root_get_focus (GTK_ROOT (w));
+  g_assert_true (f == NULL || !gtk_widget_is_ancestor (f, lr));
+  /* Two cursor blinks' time: a GtkText left believing it has the focus
+   * would warn now. */
+  twt_xdo_wait (2500);
+  twt_xdo_key ("shift+F5");
+  for (int i = 0; i < 400 && twb_window_run_is_active (w); i++)
+    {
+      twb_run_drain (r);
+      twt_xdo_wait (50);
+    }
+  g_assert_false (twb_window_run_is_active (w));
+  close_window (w);
+}
+
+/* Paused, a node deleted so that the next one has no input: Continue greys
+ * out and a notice says which node holds it; undo lets it go on. */
+static void
+test_continue_blocked (void)
+{
+  if (!twt_xdo_ready ())
+    {
+      g_test_skip ("no xdotool or no X11 display");
+      return;
+    }
+  TwbWindow *w = open_asset ("mlp.json");
+  click_node (w, "fc2");
+  twt_xdo_key ("F9");
+  twt_xdo_key ("F5");
+  TwbRun *r = twb_window_get_run (w);
+  g_assert_nonnull (r);
+  for (int i = 0; i < 400 && twb_run_get_state (r) != TW_SESSION_PAUSED; i++)
+    {
+      twb_run_drain (r);
+      twt_xdo_wait (50);
+    }
+  g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_PAUSED);
+  GAction *run = g_action_map_lookup_action (G_ACTION_MAP (w->debugger_actions), "run");
+  g_assert_true (g_action_get_enabled (run));
+
+  click_node (w, "relu1");
+  twt_xdo_key ("Delete");
+  g_assert_null (tw_graph_find (twb_document_get_graph (w->doc), "relu1"));
+  g_assert_false (g_action_get_enabled (run));
+  const char *notice = twb_window_get_toast (w);
+  g_assert_nonnull (notice);
+  g_assert_nonnull (strstr (notice, "Continue is blocked by node fc2"));
+  const char *tip = gtk_widget_get_tooltip_text (w->run_button);
+  g_assert_nonnull (strstr (tip, "node fc2"));
+  screenshot (w, "by-hand-blocked.png");
+
+  twt_xdo_key ("ctrl+z");
+  g_assert_nonnull (tw_graph_find (twb_document_get_graph (w->doc), "relu1"));
+  g_assert_true (g_action_get_enabled (run));
+  g_assert_cmpstr (gtk_widget_get_tooltip_text (w->run_button), ==, "Continue (F5)");
+  close_window (w);
+}
+
+/* At 1280 x 800 before any run the bottom panel shows its first lines; at
+ * the smallest height the canvas stays (and the minimap steps aside); a
+ * shape typed as "1 28 28" is taken, a bad one explained in a line that
+ * shows all of what it says. */
+static void
+test_small_window (void)
+{
+  if (!twt_xdo_ready ())
+    {
+      g_test_skip ("no xdotool or no X11 display");
+      return;
+    }
+  g_autofree char *path = g_build_filename (g_getenv ("TWB_ASSETS_DIR"), "models", "lenet5.json",
+                                            NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TwbDocument) doc = twb_document_new_from_file (path, &error);
+  g_assert_no_error (error);
+  TwbWindow *w = twb_application_new_window (app, doc);
+  twt_xdo_place (GTK_WINDOW (w), 1280, 800);
+  GtkWidget *bottom = gtk_paned_get_end_child (GTK_PANED (w->vpaned));
+  g_test_message ("bottom panel %d px of %d", gtk_widget_get_height (bottom),
+                  gtk_widget_get_height (w->vpaned));
+  /* 30 % of the paned: the dashboard's hint and its charts' titles. */
+  g_assert_cmpint (gtk_widget_get_height (bottom), >=, 200);
+  g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w->canvas)), >=, 400);
+  g_assert_true (gtk_widget_get_visible (w->minimap_frame));
+  screenshot (w, "by-hand-1280x800.png");
+
+  /* Smaller than the window can be: it stops at its smallest size. */
+  gulong xid;
+  int sx, sy;
+  twt_xdo_point (GTK_WIDGET (w), 0, 0, &xid, &sx, &sy);
+  g_autofree char *cmd = g_strdup_printf ("windowsize %lu 1000 300", xid);
+  twt_xdo_run (cmd);
+  twt_xdo_wait (500);
+  g_test_message ("smallest: canvas %d px high, window %d", gtk_widget_get_height (GTK_WIDGET (w->canvas)),
+                  gtk_widget_get_height (GTK_WIDGET (w)));
+  g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w->canvas)), >=, 180);
+  g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w->inspector)), >=, 90);
+  g_assert_false (gtk_widget_get_visible (w->minimap_frame));
+  screenshot (w, "by-hand-smallest.png");
+  g_autofree char *back = g_strdup_printf ("windowsize %lu 1280 800", xid);
+  twt_xdo_run (back);
+  twt_xdo_wait (500);
+
+  /* The shape, typed. */
+  click_node (w, "x");
+  GtkWidget *shape = twb_inspector_get_attr_widget (w->inspector, "shape");
+  twt_xdo_reveal (shape);
+  twt_xdo_click (shape, -1, -1, 1);
+  twt_xdo_key ("ctrl+a");
+  twt_xdo_type ("1 28 28");
+  twt_xdo_key ("Return");
+  g_assert_null (twb_inspector_get_attr_error (w->inspector, "shape"));
+  int64_t dims[4];
+  const tw_node *x = tw_graph_find (twb_document_get_graph (w->doc), "x");
+  g_assert_cmpint (tw_attrs_get_ints (x->attrs, "shape", dims, 4), ==, 3);
+  g_assert_cmpint (dims[0] * 1000000 + dims[1] * 1000 + dims[2], ==, 1028028);
+  twt_xdo_key ("ctrl+a");
+  twt_xdo_type ("1, twenty-eight, 28");
+  twt_xdo_key ("Return");
+  const char *err = twb_inspector_get_attr_error (w->inspector, "shape");
+  g_assert_nonnull (err);
+  g_assert_nonnull (strstr (err, "1, 28, 28"));
+  /* Its line shows all of it: as tall as its text needs at its width. */
+  GtkWidget *line = NULL;
+  for (GtkWidget *c = gtk_widget_get_first_child (gtk_widget_get_parent (shape)); c && line == NULL;
+       c = gtk_widget_get_next_sibling (c))
+    if (GTK_IS_LABEL (c) && g_strcmp0 (gtk_widget_get_tooltip_text (c), err) == 0)
+      line = c;
+  g_assert_nonnull (line);
+  /* Its one line shows all it says (it was cut to "…a list lik…"). */
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (line)), ==, "expected whole numbers like 1, 28, 28");
+  g_assert_false (pango_layout_is_ellipsized (gtk_label_get_layout (GTK_LABEL (line))));
+  screenshot (w, "by-hand-shape-error.png");
+  close_window (w);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -465,6 +743,11 @@ main (int argc, char **argv)
   twb_application_load_style ();
 
   g_test_add_func ("/ui/by-hand/draw-and-train", test_draw_and_train);
+  g_test_add_func ("/ui/by-hand/notice-click-through", test_notice_click_through);
+  g_test_add_func ("/ui/by-hand/rename-enter", test_rename_enter);
+  g_test_add_func ("/ui/by-hand/lr-enter-f5", test_lr_enter_f5);
+  g_test_add_func ("/ui/by-hand/continue-blocked", test_continue_blocked);
+  g_test_add_func ("/ui/by-hand/small-window", test_small_window);
   int st = g_test_run ();
   g_object_unref (app);
   return st;

@@ -75,6 +75,14 @@ xid_of (GtkNative *native)
 void
 twt_xdo_place (GtkWindow *w, int width, int height)
 {
+  /* On the screen whole: a click aimed off it lands nowhere. */
+  GListModel *monitors = gdk_display_get_monitors (gdk_display_get_default ());
+  g_autoptr (GdkMonitor) mon = g_list_model_get_item (monitors, 0);
+  GdkRectangle geo;
+  gdk_monitor_get_geometry (mon, &geo);
+  if (width > geo.width || height > geo.height)
+    g_error ("a %d x %d window does not fit the %d x %d screen", width, height, geo.width,
+             geo.height);
   gtk_window_set_default_size (w, width, height);
   gtk_window_present (w);
   gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
@@ -127,14 +135,6 @@ twt_xdo_move (GtkWidget *w, double x, double y)
 /* The pointer there first, its motion handled, then the press: after a
  * popover closed, a press that came with the motion that brought the
  * pointer back into the window was lost (a hand is never that fast). */
-void
-twt_xdo_clicks (GtkWidget *w, double x, double y, int n)
-{
-  twt_xdo_move (w, x, y);
-  g_autofree char *cmd = g_strdup_printf ("click --repeat %d --delay 90 1", n);
-  twt_xdo_run (cmd);
-}
-
 void
 twt_xdo_click (GtkWidget *w, double x, double y, int button)
 {

@@ -37,8 +37,6 @@ void twt_xdo_point (GtkWidget *w, double x, double y, gulong *xid, int *sx, int 
 
 void twt_xdo_move (GtkWidget *w, double x, double y);
 void twt_xdo_click (GtkWidget *w, double x, double y, int button);
-/* Several clicks (3: select a field's whole text). */
-void twt_xdo_clicks (GtkWidget *w, double x, double y, int n);
 /* Press at a point of `from`, move there in steps as a hand does, release
  * at a point of `to` (a drag and drop between widgets of the same window). */
 void twt_xdo_drag (GtkWidget *from, double fx, double fy, GtkWidget *to, double tx, double ty);
