@@ -206,10 +206,11 @@ twb_cmd_info (int argc, char **argv)
   char tf[32];
   format_count (tf, sizeof tf, tw_graph_flops (m->graph));
   g_autofree char *outs = g_strjoinv (", ", (char **) tw_graph_outputs (m->graph));
-  g_print ("outputs: %s%s\n", outs[0] ? outs : "none",
-           !outs[0] ? " (mark one, or add a loss)"
-           : tw_graph_outputs_are_default (m->graph) ? " (none marked: the prediction each loss scores)"
-                                                     : "");
+  const char *why = !outs[0] ? " (mark one, or add a loss)"
+                    : tw_graph_outputs_are_default (m->graph)
+                      ? " (none marked: the prediction each loss scores)"
+                      : "";
+  g_print ("outputs: %s%s\n", outs[0] ? outs : "none", why);
   g_print ("total: %" G_GINT64_FORMAT " parameters, %s FLOPs per sample (forward)\n",
            tw_graph_param_count (m->graph), tf);
   if (n_err)

@@ -70,7 +70,8 @@ twb_document_set_output (TwbDocument *doc, const char *id, gboolean output, GErr
   else if (!output && next->len == 0 && tw_graph_outputs_are_default (g))
     {
       const tw_node *loss = tw_graph_find_loss (g);
-      g_autofree char *who = loss ? g_strdup_printf ("the loss '%s'", loss->id) : g_strdup ("a loss");
+      g_autofree char *who = loss ? g_strdup_printf ("the loss '%s'", loss->id)
+                                  : g_strdup ("a loss");
       g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ID,
                    "%s is the model's only output: it is the prediction %s trains; mark "
                    "another node as an output first",

@@ -141,7 +141,8 @@ twb_debugger_panel_set_breakpoints (TwbDebuggerPanel *self, const char *const *s
           g_object_set_data_full (G_OBJECT (dd), "spec", g_strdup (*s), g_free);
           gtk_widget_set_tooltip_text (dd, "Stop in the forward pass, the backward pass, or both");
           g_signal_connect (dd, "notify::selected", G_CALLBACK (phase_selected), self);
-          g_autofree char *dd_key = g_strconcat ("phase:", g_object_get_data (G_OBJECT (dd), "node"), NULL);
+          const char *bp_node = g_object_get_data (G_OBJECT (dd), "node");
+          g_autofree char *dd_key = g_strconcat ("phase:", bp_node, NULL);
           twb_focus_set_key (dd, dd_key);
           gtk_box_append (GTK_BOX (box), dd);
         }

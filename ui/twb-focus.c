@@ -49,7 +49,8 @@ twb_focus_save (GtkWidget *old)
   if (!twb_focus_is_within (old))
     return NULL;
   const char *key = NULL;
-  for (GtkWidget *w = focus_of (old); w && key == NULL; w = w == old ? NULL : gtk_widget_get_parent (w))
+  for (GtkWidget *w = focus_of (old); w && key == NULL;
+       w = w == old ? NULL : gtk_widget_get_parent (w))
     key = g_object_get_data (G_OBJECT (w), FOCUS_KEY);
   char *copy = g_strdup (key ? key : "");
   move_focus_off (old);

@@ -153,9 +153,9 @@ rebuild_issues (TwbWindow *self)
       gtk_widget_add_css_class (icon, "error");
       gtk_widget_set_valign (icon, GTK_ALIGN_START);
       /* A graph-wide problem (an output naming no node) has no node to show. */
-      g_autofree char *markup = dg->node_id
-                                  ? g_markup_printf_escaped ("<b>%s</b>: %s", dg->node_id, dg->message)
-                                  : g_markup_escape_text (dg->message, -1);
+      g_autofree char *markup =
+        dg->node_id ? g_markup_printf_escaped ("<b>%s</b>: %s", dg->node_id, dg->message)
+                    : g_markup_escape_text (dg->message, -1);
       GtkWidget *label = gtk_label_new (NULL);
       gtk_label_set_markup (GTK_LABEL (label), markup);
       gtk_label_set_wrap (GTK_LABEL (label), TRUE);
@@ -167,12 +167,13 @@ rebuild_issues (TwbWindow *self)
       GtkWidget *row = gtk_list_box_row_new ();
       gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
       g_object_set_data_full (G_OBJECT (row), "node", g_strdup (dg->node_id), g_free);
-      g_autofree char *key = g_strdup_printf ("%s: %s", dg->node_id ? dg->node_id : "", dg->message);
+      g_autofree char *key = g_strdup_printf ("%s: %s", dg->node_id ? dg->node_id : "",
+                                              dg->message);
       twb_focus_set_key (row, key);
-      g_autofree char *acc = dg->node_id
-                               ? g_strdup_printf ("Error in node %s: %s. Activate to select the node",
-                                                  dg->node_id, dg->message)
-                               : g_strdup_printf ("Error in the graph: %s", dg->message);
+      g_autofree char *acc =
+        dg->node_id ? g_strdup_printf ("Error in node %s: %s. Activate to select the node",
+                                       dg->node_id, dg->message)
+                    : g_strdup_printf ("Error in the graph: %s", dg->message);
       gtk_accessible_update_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_LABEL, acc, -1);
       gtk_list_box_append (GTK_LIST_BOX (self->issues_list), row);
     }

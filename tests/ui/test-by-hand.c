@@ -83,7 +83,8 @@ port_point (TwbWindow *w, const char *id, TwbPortDirection dir, int port, double
 static void
 click_empty (TwbWindow *w)
 {
-  twt_xdo_click (GTK_WIDGET (w->canvas), 30, gtk_widget_get_height (GTK_WIDGET (w->canvas)) - 30, 1);
+  int h = gtk_widget_get_height (GTK_WIDGET (w->canvas));
+  twt_xdo_click (GTK_WIDGET (w->canvas), 30, h - 30, 1);
 }
 
 static void
@@ -264,9 +265,8 @@ wait_run_end (TwbWindow *w)
 static void
 screenshot (TwbWindow *w, const char *name)
 {
-  g_autofree char *path = g_build_filename (g_getenv ("TWB_TEST_SHOTS") ? g_getenv ("TWB_TEST_SHOTS")
-                                                                       : tmp_dir,
-                                            name, NULL);
+  const char *dir = g_getenv ("TWB_TEST_SHOTS") ? g_getenv ("TWB_TEST_SHOTS") : tmp_dir;
+  g_autofree char *path = g_build_filename (dir, name, NULL);
   g_autoptr (GError) error = NULL;
   g_assert_true (twb_window_save_screenshot (w, path, &error));
   g_test_message ("screenshot: %s", path);
@@ -340,8 +340,8 @@ test_draw_and_train (void)
 
   /* Two rows of boxes, 180 px apart, below the top (the notices) and left
    * of the minimap. */
-  const char *ops[] = { "input", "conv2d", "relu", "max_pool2d", "flatten", "linear", "cross_entropy",
-                        "input" };
+  const char *ops[] = { "input",   "conv2d", "relu",          "max_pool2d",
+                        "flatten", "linear", "cross_entropy", "input" };
   const double at[][2] = { { 110, 110 }, { 290, 110 }, { 470, 110 }, { 650, 110 },
                            { 110, 290 }, { 290, 290 }, { 470, 290 }, { 290, 420 } };
   char *id[G_N_ELEMENTS (ops)];
@@ -678,7 +678,8 @@ test_small_window (void)
   g_autofree char *cmd = g_strdup_printf ("windowsize %lu 1000 300", xid);
   twt_xdo_run (cmd);
   twt_xdo_wait (500);
-  g_test_message ("smallest: canvas %d px high, window %d", gtk_widget_get_height (GTK_WIDGET (w->canvas)),
+  g_test_message ("smallest: canvas %d px high, window %d",
+                  gtk_widget_get_height (GTK_WIDGET (w->canvas)),
                   gtk_widget_get_height (GTK_WIDGET (w)));
   g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w->canvas)), >=, 180);
   g_assert_cmpint (gtk_widget_get_height (GTK_WIDGET (w->inspector)), >=, 90);
@@ -715,7 +716,8 @@ test_small_window (void)
       line = c;
   g_assert_nonnull (line);
   /* Its one line shows all it says (it was cut to "…a list lik…"). */
-  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (line)), ==, "expected whole numbers like 1, 28, 28");
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (line)), ==,
+                   "expected whole numbers like 1, 28, 28");
   g_assert_false (pango_layout_is_ellipsized (gtk_label_get_layout (GTK_LABEL (line))));
   screenshot (w, "by-hand-shape-error.png");
   close_window (w);

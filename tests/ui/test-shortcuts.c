@@ -31,12 +31,13 @@ static const char model_json[] =
   "    { \"id\": \"x\", \"op\": \"input\", \"attrs\": { \"shape\": [2] }, \"pos\": [40, 60] },\n"
   "    { \"id\": \"y\", \"op\": \"input\", \"attrs\": { \"shape\": [], \"dtype\": \"i64\", "
   "\"role\": \"label\" }, \"pos\": [290, 260] },\n"
-  "    { \"id\": \"fc1\", \"op\": \"linear\", \"inputs\": [\"x\"], \"attrs\": { \"out_features\": 16 }, "
-  "\"pos\": [240, 60] },\n"
+  "    { \"id\": \"fc1\", \"op\": \"linear\", \"inputs\": [\"x\"], "
+  "\"attrs\": { \"out_features\": 16 }, \"pos\": [240, 60] },\n"
   "    { \"id\": \"relu1\", \"op\": \"relu\", \"inputs\": [\"fc1\"], \"pos\": [440, 60] },\n"
-  "    { \"id\": \"fc2\", \"op\": \"linear\", \"inputs\": [\"relu1\"], \"attrs\": { \"out_features\": 2 }, "
-  "\"pos\": [640, 60] },\n"
-  "    { \"id\": \"loss\", \"op\": \"cross_entropy\", \"inputs\": [\"fc2\", \"y\"], \"pos\": [640, 200] } ] },\n"
+  "    { \"id\": \"fc2\", \"op\": \"linear\", \"inputs\": [\"relu1\"], "
+  "\"attrs\": { \"out_features\": 2 }, \"pos\": [640, 60] },\n"
+  "    { \"id\": \"loss\", \"op\": \"cross_entropy\", \"inputs\": [\"fc2\", \"y\"], "
+  "\"pos\": [640, 200] } ] },\n"
   "  \"training\": { \"dataset\": \"spirals\", \"epochs\": 50, \"batch_size\": 16 } }\n";
 
 /* ---- Helpers -------------------------------------------------------------------------- */
@@ -495,7 +496,8 @@ test_editing_keys (void)
       twt_xdo_place (GTK_WINDOW (other), 800, 600);
       twt_xdo_click (GTK_WIDGET (other->canvas), 100, 100, 1);
       twt_xdo_key ("ctrl+w");
-      g_assert_cmpuint (g_list_length (gtk_application_get_windows (GTK_APPLICATION (app))), ==, nw);
+      g_assert_cmpuint (g_list_length (gtk_application_get_windows (GTK_APPLICATION (app))), ==,
+                        nw);
 #undef AT
     }
 

@@ -108,7 +108,8 @@ twt_xdo_point (GtkWidget *w, double x, double y, gulong *xid, int *sx, int *sy)
   if (y < 0)
     y = gtk_widget_get_height (w) / 2.0;
   graphene_point_t p;
-  g_assert_true (gtk_widget_compute_point (w, GTK_WIDGET (native), &GRAPHENE_POINT_INIT (x, y), &p));
+  g_assert_true (
+    gtk_widget_compute_point (w, GTK_WIDGET (native), &GRAPHENE_POINT_INIT (x, y), &p));
   double tx, ty;
   gtk_native_get_surface_transform (native, &tx, &ty);
   *xid = xid_of (native);
