@@ -11,6 +11,7 @@
  * under a millisecond, so what is measured is the keys. */
 #include "ui-test.h"
 #include "ui-xdo.h"
+#include "window-test.h"
 #include "app/twb-application.h"
 #include "graph_editor/twb-graph-render.h"
 #include "ui/twb-plot.h"
@@ -22,8 +23,6 @@
 
 static TwbApplication *app;
 static char *tmp_dir;
-
-#define SETTLE_TIMEOUT_S 60
 
 static const char model_json[] =
   "{ \"format\": \"twb-model\", \"version\": 1, \"name\": \"keys\",\n"
@@ -41,25 +40,6 @@ static const char model_json[] =
   "  \"training\": { \"dataset\": \"spirals\", \"epochs\": 50, \"batch_size\": 16 } }\n";
 
 /* ---- Helpers -------------------------------------------------------------------------- */
-
-static void
-settle (TwbWindow *w)
-{
-  gint64 end = g_get_monotonic_time () + SETTLE_TIMEOUT_S * G_USEC_PER_SEC;
-  for (;;)
-    {
-      TwbRun *r = twb_window_get_run (w);
-      if (r)
-        twb_run_drain (r);
-      twt_xdo_wait (20);
-      r = twb_window_get_run (w);
-      if (r == NULL || twb_run_get_state (r) != TW_SESSION_RUNNING)
-        break;
-      if (g_get_monotonic_time () > end)
-        g_error ("the run did not pause or end within %d s", SETTLE_TIMEOUT_S);
-    }
-  twt_ui_pump ();
-}
 
 /* Where a paused run is: iteration, phase, nodes, op, ops so far. */
 static char *
