@@ -1,4 +1,4 @@
-/* test-outputs.c — a model's outputs: the marked ones, else the
+/* test-graph-outputs.c — a model's outputs: the marked ones, else the
  * predictions its losses score (tw_graph_outputs); what accuracy scores
  * (tw_graph_prediction) in both executors; the errors of a model with no
  * prediction; the marks through the model file. */
