@@ -55,7 +55,7 @@ typedef struct
 /* The editor's canvas in a 1280 × 800 window with its default panels
  * (palette, inspector, bottom panel), and the minimap in its corner:
  * measured by tests/ui/test-readable.c, which checks these figures. */
-#define TW_LAYOUT_VIEW_DEFAULT { 778, 627, 564, 483, 202, 132 }
+#define TW_LAYOUT_VIEW_DEFAULT { 778, 580, 564, 436, 202, 132 }
 
 /* The zoom at which the canvas draws a box's name and its op in text of
  * 9 px or more (graph_editor/twb-graph-render.h, TWB_RENDER_LABEL_SCALE):

@@ -370,7 +370,7 @@ twb_window_grow_bottom_panel (TwbWindow *self)
 }
 
 /* Before any run: a bottom panel that shows its tabs' first lines (the
- * dashboard's "Not trained yet" and chart titles), 30 % of the height up
+ * dashboard's "Not trained yet" and chart titles), 20 % of the height up
  * to TRAINING_PANEL_H, set once when the window first has a height. */
 static void
 initial_split (GtkPaned *paned, GParamSpec *p, TwbWindow *self)
@@ -379,7 +379,7 @@ initial_split (GtkPaned *paned, GParamSpec *p, TwbWindow *self)
   if (h <= 0 || self->split_done)
     return;
   self->split_done = TRUE;
-  int want = MIN (TRAINING_PANEL_H, h * 30 / 100);
+  int want = MIN (TRAINING_PANEL_H, h * 20 / 100);
   if (h - gtk_paned_get_position (paned) < want)
     gtk_paned_set_position (paned, h - want);
 }
