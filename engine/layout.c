@@ -116,31 +116,79 @@ fit_area (double aw, double ah, double width, double height)
   return CLAMP (s, 0.05, 1.0);
 }
 
-double
-tw_layout_fit (const tw_layout_view *v, double width, double height, double *cx, double *cy)
+/* Whether any of the n boxes (x, y, w, h), drawn at zoom s with the centre
+ * of their extent (ex, ey) at view pixel (cx, cy), comes within FIT_MARGIN
+ * of the minimap. */
+static gboolean
+boxes_meet_map (const tw_layout_view *v, const double *boxes, int n, double ex, double ey, double s,
+                double cx, double cy)
 {
+  for (int k = 0; k < n; k++)
+    {
+      const double *b = &boxes[4 * k];
+      double x0 = cx + (b[0] - ex) * s, y0 = cy + (b[1] - ey) * s;
+      double x1 = x0 + b[2] * s, y1 = y0 + b[3] * s;
+      if (x0 < v->map_x + v->map_w + FIT_MARGIN && x1 + FIT_MARGIN > v->map_x &&
+          y0 < v->map_y + v->map_h + FIT_MARGIN && y1 + FIT_MARGIN > v->map_y)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+double
+tw_layout_fit_boxes (const tw_layout_view *v, const double *boxes, int n, double *cx, double *cy)
+{
+  double bx0 = G_MAXDOUBLE, by0 = G_MAXDOUBLE, bx1 = -G_MAXDOUBLE, by1 = -G_MAXDOUBLE;
+  for (int k = 0; k < n; k++)
+    {
+      const double *b = &boxes[4 * k];
+      bx0 = MIN (bx0, b[0]);
+      by0 = MIN (by0, b[1]);
+      bx1 = MAX (bx1, b[0] + b[2]);
+      by1 = MAX (by1, b[1] + b[3]);
+    }
+  if (n <= 0)
+    bx0 = by0 = bx1 = by1 = 0;
+  double width = bx1 - bx0, height = by1 - by0, ex = bx0 + width / 2, ey = by0 + height / 2;
   double s = fit_area (v->width, v->height, width, height);
   double x = v->width / 2, y = v->height / 2;
-  if (v->map_w > 0 && v->map_h > 0)
+  if (v->map_w > 0 && v->map_h > 0 && boxes_meet_map (v, boxes, n, ex, ey, s, x, y))
     {
-      /* The whole canvas if the centred picture and its margin miss the
-       * minimap, else the better of the strip left of it and the one above. */
-      double r = x + (width * s) / 2 + FIT_MARGIN, b = y + (height * s) / 2 + FIT_MARGIN;
-      if (r > v->map_x && b > v->map_y)
+      /* The better of the strip left of the minimap and the one above it;
+       * or the whole canvas at a zoom between that and the full one where
+       * the boxes still miss the minimap (a picture of rows is often empty
+       * in its bottom right corner).  Boxes move away from the centre as
+       * the zoom grows: the largest such zoom by bisection. */
+      double sl = fit_area (MAX (v->map_x, 1), v->height, width, height);
+      double sa = fit_area (v->width, MAX (v->map_y, 1), width, height);
+      double lo = MAX (sl, sa), hi = s;
+      gboolean whole = FALSE;
+      for (int it = 0; it < 30 && hi - lo > 1e-4; it++)
         {
-          double sl = fit_area (MAX (v->map_x, 1), v->height, width, height);
-          double sa = fit_area (v->width, MAX (v->map_y, 1), width, height);
-          if (sl >= sa)
-            s = sl, x = MAX (v->map_x, 1) / 2;
+          double mid = (lo + hi) / 2;
+          if (boxes_meet_map (v, boxes, n, ex, ey, mid, x, y))
+            hi = mid;
           else
-            s = sa, y = MAX (v->map_y, 1) / 2;
+            lo = mid, whole = TRUE;
         }
+      s = lo;
+      if (!whole && sl >= sa)
+        x = MAX (v->map_x, 1) / 2;
+      else if (!whole)
+        y = MAX (v->map_y, 1) / 2;
     }
   if (cx)
     *cx = x;
   if (cy)
     *cy = y;
   return s;
+}
+
+double
+tw_layout_fit (const tw_layout_view *v, double width, double height, double *cx, double *cy)
+{
+  const double box[4] = { 0, 0, width, height };
+  return tw_layout_fit_boxes (v, box, 1, cx, cy);
 }
 
 /* ---- One container --------------------------------------------------------- */
@@ -198,17 +246,29 @@ typedef struct
 } wrap_policy;
 
 /* One way of cutting: a new row when a layer's middle would pass target;
- * fills rows (layer → row) and returns the extent. */
-static void
+ * fills rows (layer → row), each row's box (x, y, w, h) into boxes (room
+ * for r; may be NULL) and the extent; returns the number of rows. */
+static int
 cut_rows (int n_layers, const double *w, const double *top, const double *bottom, int r,
-          double total, int *rows, double *width_out, double *height_out)
+          double total, int *rows, double *boxes, double *width_out, double *height_out)
 {
   double target = total / r, x = 0, width = 0, height = 0;
-  double row_top = G_MAXDOUBLE, row_bottom = -G_MAXDOUBLE;
+  double row_top = G_MAXDOUBLE, row_bottom = -G_MAXDOUBLE, row_width = 0;
   int row = 0;
-  for (int l = 0; l < n_layers; l++)
+  for (int l = 0; l <= n_layers; l++)
     {
-      if (x > 0 && x + w[l] / 2 > target && row + 1 < r)
+      gboolean end = l == n_layers || (x > 0 && x + w[l] / 2 > target && row + 1 < r);
+      if (end && boxes)
+        {
+          double *b = &boxes[4 * row];
+          b[0] = 0;
+          b[1] = height;
+          b[2] = row_width;
+          b[3] = MAX (row_bottom - row_top, 0);
+        }
+      if (l == n_layers)
+        break;
+      if (end)
         {
           height += MAX (row_bottom - row_top, 0) + WRAP_GAP;
           row_top = G_MAXDOUBLE;
@@ -217,6 +277,7 @@ cut_rows (int n_layers, const double *w, const double *top, const double *bottom
           x = 0;
         }
       x += w[l];
+      row_width = x;
       width = MAX (width, x);
       x += LAYER_GAP;
       if (top[l] <= bottom[l])
@@ -228,6 +289,7 @@ cut_rows (int n_layers, const double *w, const double *top, const double *bottom
     }
   *width_out = width;
   *height_out = height + MAX (row_bottom - row_top, 0);
+  return row + 1;
 }
 
 /* Which row each layer goes on.  For the graph: a long chain on one row
@@ -247,12 +309,12 @@ wrap_rows (int n_layers, const double *w, const double *top, const double *botto
     total += w[l] + (l > 0 ? LAYER_GAP : 0);
   int max_rows = MIN (n_layers, MAX_ROWS);
   double scales[MAX_ROWS + 1] = { 0 };
-  double best_scale = 0;
+  double best_scale = 0, boxes[4 * MAX_ROWS];
   for (int pass = 0; pass < 2; pass++)
     for (int r = 1; r <= max_rows; r++)
       {
         double width, height;
-        cut_rows (n_layers, w, top, bottom, r, total, rows, &width, &height);
+        int made = cut_rows (n_layers, w, top, bottom, r, total, rows, boxes, &width, &height);
         if (policy->fit == NULL)
           {
             /* Within the width, or as narrow as it gets. */
@@ -265,7 +327,9 @@ wrap_rows (int n_layers, const double *w, const double *top, const double *botto
           }
         if (pass == 0)
           {
-            scales[r] = tw_layout_fit (policy->fit, width, height, NULL, NULL);
+            /* The rows' boxes: a short last row leaves the corner by the
+             * minimap free. */
+            scales[r] = tw_layout_fit_boxes (policy->fit, boxes, made, NULL, NULL);
             best_scale = MAX (best_scale, scales[r]);
           }
         else if (scales[r] >= 0.9 * best_scale)
@@ -728,12 +792,13 @@ typedef struct
 } container;
 
 /* The compound layout with blocks' contents wrapping at inner_width (see
- * best_layout); *need: the width under which some block's contents wrap
- * (0: none ever would). */
+ * tw_layout_best); *need: the width under which some block's contents wrap
+ * (0: none ever would); tops (of double, x y w h each; may be NULL): the
+ * boxes and frames of the graph's own items. */
 static void
 compound_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
                  const tw_layout_view *view, double inner_width, double *xs, double *ys,
-                 double *width, double *height, double *need)
+                 double *width, double *height, double *need, GArray *tops)
 {
   *need = 0;
   int n = tw_graph_n_nodes (g);
@@ -852,6 +917,15 @@ compound_layout (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks
           int item = g_array_index (ct->items, int, j);
           rx[item] = x[j];
           ry[item] = y[j];
+        }
+      if (k == 0 && tops)
+        {
+          g_array_set_size (tops, 0);
+          for (int j = 0; j < m; j++)
+            {
+              double b[4] = { x[j], y[j], w[j], h[j] };
+              g_array_append_vals (tops, b, 4);
+            }
         }
       if (k > 0)
         {
@@ -1078,8 +1152,18 @@ tw_layout_make_room (const tw_graph *g, tw_layout_block *const *blocks, int n_bl
 /* The widths a block's contents may wrap at, as fractions of the view's
  * width at the reading zoom: the widest first (one long row is easiest to
  * follow), narrower ones where the frames they make fit the view better
- * (a frame is one item of the rows around it: it cannot be cut). */
+ * (a frame is one item of the rows around it: it cannot be cut); and
+ * where the best of those is bound by the view's height (the canvas is
+ * wider than the picture's shape), wider ones: more columns, fewer rows. */
 static const double inner_widths[] = { 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4 };
+static const double wider_widths[] = { 1.15, 1.3, 1.5, 1.75, 2.0 };
+
+/* Whether a w × h picture's fit is bound by the view's height. */
+static gboolean
+height_bound (const tw_layout_view *view, double w, double h)
+{
+  return tw_layout_fit (view, w, h * 0.9, NULL, NULL) > tw_layout_fit (view, w, h, NULL, NULL);
+}
 
 /* The picture for the width of those that fits the view at the largest
  * zoom (the widest of equals). */
@@ -1088,45 +1172,61 @@ tw_layout_best (const tw_graph *g, tw_layout_block *const *blocks, int n_blocks,
                 const tw_layout_view *view, double *xs, double *ys, double *width, double *height)
 {
   double base = MAX (view->width - 2 * FIT_MARGIN, 400) / TW_LAYOUT_READ_ZOOM;
-  double scales[G_N_ELEMENTS (inner_widths)], best = 0, need = 0;
-  guint n = 0, last = 0;
+  double best = 0, need = 0, best_w = 0, best_h = 0, best_frac = 1.0, last_frac = 1.0;
+  g_autoptr (GArray) tops = g_array_new (FALSE, FALSE, sizeof (double));
   /* Widths no block's contents would wrap at give the widest's picture:
    * only those under `need` are tried. */
-  for (guint k = 0; k < G_N_ELEMENTS (inner_widths); k++)
+  for (guint k = 0; k < G_N_ELEMENTS (inner_widths) + G_N_ELEMENTS (wider_widths); k++)
     {
-      if (k > 0 && base * inner_widths[k] >= need)
+      gboolean wider = k >= G_N_ELEMENTS (inner_widths);
+      double frac = wider ? wider_widths[k - G_N_ELEMENTS (inner_widths)] : inner_widths[k];
+      if (k > 0 && !wider && base * frac >= need)
+        continue;
+      if (wider)
         {
-          scales[k] = 0;
-          n = k + 1;
-          continue;
+          /* Past the widest one-row block every width gives the same
+           * picture; a picture bound by the width gets no better wider. */
+          double prev = k == G_N_ELEMENTS (inner_widths)
+                          ? 1.0
+                          : wider_widths[k - G_N_ELEMENTS (inner_widths) - 1];
+          if (need == 0 || base * prev >= need || !height_bound (view, best_w, best_h))
+            break;
         }
       double w, h, nd;
       /* The widest's places kept: most often it is the one. */
-      compound_layout (g, blocks, n_blocks, view, base * inner_widths[k], k == 0 ? xs : NULL,
-                       k == 0 ? ys : NULL, &w, &h, &nd);
+      compound_layout (g, blocks, n_blocks, view, base * frac, k == 0 ? xs : NULL,
+                       k == 0 ? ys : NULL, &w, &h, &nd, tops);
       if (k == 0)
         {
           need = nd;
           *width = w;
           *height = h;
         }
-      scales[k] = tw_layout_fit (view, w, h, NULL, NULL);
-      best = MAX (best, scales[k]);
-      n = k + 1;
-      last = k;
+      double sc =
+        tw_layout_fit_boxes (view, (const double *) tops->data, (int) tops->len / 4, NULL, NULL);
+      last_frac = frac;
+      /* Narrower ones must do better; wider ones win ties. */
+      if (k == 0 || sc > best || (wider && sc == best))
+        {
+          best = sc;
+          best_frac = frac;
+          best_w = w;
+          best_h = h;
+        }
+      else if (wider)
+        break; /* wider got worse: it will not get better */
       if (need == 0)
         break;
     }
-  guint pick = 0;
-  while (pick + 1 < n && scales[pick] < best)
-    pick++;
-  /* Unless the widest was the last laid out (places and blocks set by it),
-   * the one picked again, for its places and the blocks' boxes. */
-  double nd;
-  if (pick > 0 || last > 0)
-    compound_layout (g, blocks, n_blocks, view, base * inner_widths[pick], xs, ys, width, height,
-                     &nd);
-  return scales[pick];
+  /* Unless the widest was the only one laid out (places and blocks set by
+   * it), the one picked again, for its places and the blocks' boxes. */
+  if (last_frac != 1.0)
+    {
+      double nd;
+      compound_layout (g, blocks, n_blocks, view, base * best_frac, xs, ys, width, height, &nd,
+                       NULL);
+    }
+  return best;
 }
 
 double

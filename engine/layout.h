@@ -94,10 +94,19 @@ void tw_layout_block_size (const char *name, double *width, double *height);
 /* The zoom a fit of a width × height picture gets in the view (40 px
  * margins, never above 100 %, clear of the minimap: the whole canvas when
  * the centred picture misses it, else the larger of the strips left of and
- * above it), and the centre of the area used, in view pixels.  The canvas's
- * Ctrl+0 is this function. */
+ * above it, or the whole canvas at the largest zoom between where it
+ * misses it), and the centre of the area used, in view pixels:
+ * tw_layout_fit_boxes of one box. */
 double tw_layout_fit (const tw_layout_view *view, double width, double height, double *cx,
                       double *cy);
+/* The same fit for the picture of n boxes (boxes[4 k …]: x, y, w, h in
+ * model units; the picture is their extent), where only the boxes must
+ * keep clear of the minimap: a picture whose corner by the minimap is
+ * empty may use the whole canvas at a larger zoom than a strip gives.
+ * *cx, *cy: where the centre of the extent goes, in view pixels.  The
+ * canvas's Ctrl+0 is this function over what it draws. */
+double tw_layout_fit_boxes (const tw_layout_view *view, const double *boxes, int n, double *cx,
+                            double *cy);
 
 /* Positions (top-left corners) for all nodes into xs, ys (by index), and
  * each block's box or frame (blocks[i]->x, y, w, h); returns the zoom the

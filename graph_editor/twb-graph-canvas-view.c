@@ -46,14 +46,28 @@ twb_canvas_fit_in (TwbGraphCanvas *self, int w, int h)
       twb_canvas_view_changed (self);
       return;
     }
-  /* The layout's own fit (engine/layout.h): 40 px margins, never beyond
-   * 100 %, clear of the minimap. */
-  double bw = self->scene->max_x - self->scene->min_x, bh = self->scene->max_y - self->scene->min_y;
-  double cx = self->scene->min_x + bw / 2, cy = self->scene->min_y + bh / 2;
+  /* The layout's own fit (engine/layout.h) over the boxes and frames
+   * drawn: 40 px margins, never beyond 100 %, each clear of the minimap. */
+  const TwbGraphScene *sc = self->scene;
+  double bw = sc->max_x - sc->min_x, bh = sc->max_y - sc->min_y;
+  double cx = sc->min_x + bw / 2, cy = sc->min_y + bh / 2;
+  g_autofree double *boxes = g_new (double, 4 * (sc->n_nodes + sc->n_frames));
+  for (int i = 0; i < sc->n_nodes; i++)
+    {
+      const TwbSceneNode *nd = &sc->nodes[i];
+      double *b = &boxes[4 * i];
+      b[0] = nd->x, b[1] = nd->y, b[2] = nd->w, b[3] = nd->h;
+    }
+  for (int k = 0; k < sc->n_frames; k++)
+    {
+      const TwbSceneFrame *fr = &sc->frames[k];
+      double *b = &boxes[4 * (sc->n_nodes + k)];
+      b[0] = fr->x, b[1] = fr->y, b[2] = fr->w, b[3] = fr->h;
+    }
   tw_layout_view lv;
   twb_canvas_layout_view (self, w, h, &lv);
   double acx, acy;
-  double best_s = tw_layout_fit (&lv, bw, bh, &acx, &acy);
+  double best_s = tw_layout_fit_boxes (&lv, boxes, sc->n_nodes + sc->n_frames, &acx, &acy);
   double best_tx = acx - cx * best_s, best_ty = acy - cy * best_s;
   self->view.scale = best_s;
   self->view.tx = best_tx;

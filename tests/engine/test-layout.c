@@ -15,7 +15,7 @@
 static const tw_layout_view default_view = TW_LAYOUT_VIEW_DEFAULT;
 /* The canvas of a 1600 × 1000 window (tests/ui/test-readable.c measures
  * both). */
-static const tw_layout_view large_view = { 1098, 827, 884, 683, 202, 132 };
+static const tw_layout_view large_view = { 1098, 740, 884, 596, 202, 132 };
 
 static tw_model *
 load (const char *name)
@@ -139,14 +139,12 @@ check_picture (const tw_graph *g, GPtrArray *blocks, const double *xs, const dou
   return (int) boxes->len;
 }
 
-/* The zoom the picture fits the view at. */
+/* The zoom the picture fits the view at (its boxes clear of the minimap). */
 static double
 fit_of (const tw_graph *g, GPtrArray *blocks, const tw_layout_view *view)
 {
-  double w, h;
-  tw_layout_extent (g, blocks ? (tw_layout_block **) blocks->pdata : NULL,
-                    blocks ? (int) blocks->len : 0, view, &w, &h);
-  return tw_layout_fit (view, w, h, NULL, NULL);
+  return tw_layout_compute (g, blocks ? (tw_layout_block **) blocks->pdata : NULL,
+                            blocks ? (int) blocks->len : 0, view, NULL, NULL);
 }
 
 /* Lays out the graph for view with blocks (into the nodes' places) and
@@ -162,53 +160,59 @@ lay_out (tw_graph *g, GPtrArray *blocks, const tw_layout_view *view, const char 
   return check_picture (g, blocks, xs, ys, what);
 }
 
-/* ResNet-18 in the default view: the stages and their residual blocks are
- * blocks (layer1 … layer4 holding layerN.0 and layerN.1), the stages open
- * and the residual blocks closed (opening those would not read), at a zoom
- * of 0.5 or more; in the large view the same.  ResNet-50: the stages
- * closed in the default view (its 16 bottlenecks do not fit at 0.5), open
- * in the large one. */
+/* ResNet-18 in the default and the large view: the stages and their
+ * residual blocks are blocks (layer1 … layer4 holding layerN.0 and
+ * layerN.1); the fold opens as many levels as read at TW_LAYOUT_READ_ZOOM
+ * and no more: the stages open (four frames read better than four boxes
+ * of four blocks' worth), the residual blocks closed because opening them
+ * too would not read.  ResNet-50: the stages closed in the default view
+ * (its 16 bottlenecks do not fit at 0.5), open in the large one. */
 static void
 test_fold_resnet (void)
 {
   g_autoptr (tw_model) m = load ("resnet18");
   tw_graph *g = m->graph;
-  g_autoptr (GPtrArray) blocks = tw_layout_fold (g, &default_view);
-  g_assert_nonnull (blocks);
-  g_assert_cmpuint (blocks->len, ==, 12);
-  for (int s = 1; s <= 4; s++)
+  const tw_layout_view *views[] = { &default_view, &large_view };
+  for (guint v = 0; v < G_N_ELEMENTS (views); v++)
     {
-      g_autofree char *stage = g_strdup_printf ("layer%d", s);
-      tw_layout_block *b = find (blocks, stage);
-      g_assert_nonnull (b);
-      g_assert_false (b->collapsed);
-      for (int r = 0; r < 2; r++)
+      g_autoptr (GPtrArray) blocks = tw_layout_fold (g, views[v]);
+      g_assert_nonnull (blocks);
+      g_assert_cmpuint (blocks->len, ==, 12);
+      for (int s = 1; s <= 4; s++)
         {
-          g_autofree char *res = g_strdup_printf ("layer%d.%d", s, r);
-          tw_layout_block *rb = find (blocks, res);
-          g_assert_nonnull (rb);
-          g_assert_true (rb->collapsed);
-          /* conv1, relu, conv2, (downsample,) add, relu_1 */
-          g_assert_cmpint (rb->n_members, ==, r == 0 && s > 1 ? 6 : 5);
+          g_autofree char *stage = g_strdup_printf ("layer%d", s);
+          tw_layout_block *b = find (blocks, stage);
+          g_assert_nonnull (b);
+          g_assert_false (b->collapsed);
+          for (int r = 0; r < 2; r++)
+            {
+              g_autofree char *res = g_strdup_printf ("layer%d.%d", s, r);
+              tw_layout_block *rb = find (blocks, res);
+              g_assert_nonnull (rb);
+              g_assert_true (rb->collapsed);
+              /* conv1, relu, conv2, (downsample,) add, relu_1 */
+              g_assert_cmpint (rb->n_members, ==, r == 0 && s > 1 ? 6 : 5);
+            }
         }
+      double fit = fit_of (g, blocks, views[v]);
+      g_test_message ("resnet18: fit %.3f in the %s view", fit, v == 0 ? "default" : "large");
+      g_assert_cmpfloat (fit, >=, TW_LAYOUT_READ_ZOOM);
+      /* x conv1 relu maxpool, 8 residual blocks, avgpool flatten fc, label loss */
+      g_assert_cmpint (lay_out (g, blocks, views[v], "resnet18"), ==, 17);
+      /* One level more open would not read: that is why the residual
+       * blocks are closed; nor would the graph without blocks. */
+      for (guint k = 0; k < blocks->len; k++)
+        ((tw_layout_block *) blocks->pdata[k])->collapsed = FALSE;
+      g_assert_cmpfloat (fit_of (g, blocks, views[v]), <, TW_LAYOUT_READ_ZOOM);
+      g_assert_cmpfloat (fit_of (g, NULL, views[v]), <, TW_LAYOUT_READ_ZOOM);
     }
-  double fit = fit_of (g, blocks, &default_view);
-  g_test_message ("resnet18: fit %.3f in the default view", fit);
-  g_assert_cmpfloat (fit, >=, TW_LAYOUT_READ_ZOOM);
-  /* x conv1 relu maxpool, 8 residual blocks, avgpool flatten fc, label loss */
-  g_assert_cmpint (lay_out (g, blocks, &default_view, "resnet18"), ==, 17);
-  /* Everything open would not read: that is why the blocks are closed. */
-  for (guint k = 0; k < blocks->len; k++)
-    ((tw_layout_block *) blocks->pdata[k])->collapsed = FALSE;
-  g_assert_cmpfloat (fit_of (g, blocks, &default_view), <, TW_LAYOUT_READ_ZOOM);
-  g_assert_cmpfloat (fit_of (g, NULL, &default_view), <, TW_LAYOUT_READ_ZOOM);
 
   g_autoptr (tw_model) m50 = load ("resnet50");
   g_autoptr (GPtrArray) b50 = tw_layout_fold (m50->graph, &default_view);
   g_assert_cmpuint (b50->len, ==, 20);
   g_assert_true (find (b50, "layer3")->collapsed);
   g_assert_cmpint (find (b50, "layer3")->n_members, ==, 43);
-  fit = fit_of (m50->graph, b50, &default_view);
+  double fit = fit_of (m50->graph, b50, &default_view);
   g_test_message ("resnet50: fit %.3f in the default view", fit);
   g_assert_cmpfloat (fit, >=, TW_LAYOUT_READ_ZOOM);
   g_assert_cmpint (lay_out (m50->graph, b50, &default_view, "resnet50"), ==, 13);
@@ -393,7 +397,7 @@ test_aspect (void)
 }
 
 /* The fit: 40 px margins, 100 % at most, the whole canvas when the picture
- * misses the minimap, else the better strip. */
+ * (its boxes) misses the minimap, else the better strip. */
 static void
 test_fit (void)
 {
@@ -416,6 +420,19 @@ test_fit (void)
   g_assert_cmpfloat (fabs (s - MIN ((v->map_x - 80) / 900, (v->height - 80) / 1100)), <, 1e-9);
   g_assert_cmpfloat (cx, ==, v->map_x / 2);
   g_assert_cmpfloat (cy, ==, v->height / 2);
+  /* Boxes: a wide row over a short one leaves the corner by the minimap
+   * empty, so the picture takes the whole canvas (width-bound), where its
+   * extent alone would get a strip; a box in that corner gets the strip. */
+  const double rows[] = { 0, 0, 1406, 600, 0, 664, 500, 136 };
+  s = tw_layout_fit_boxes (v, rows, 2, &cx, &cy);
+  g_assert_cmpfloat (fabs (s - (v->width - 80) / 1406), <, 1e-9);
+  g_assert_cmpfloat (s, >, tw_layout_fit (v, 1406, 800, NULL, NULL));
+  g_assert_cmpfloat (cx, ==, v->width / 2);
+  g_assert_cmpfloat (cy, ==, v->height / 2);
+  const double corner[] = { 0, 0, 1406, 600, 906, 664, 500, 136 };
+  s = tw_layout_fit_boxes (v, corner, 2, NULL, NULL);
+  g_assert_cmpfloat (s, <, (v->width - 80) / 1406);
+  g_assert_cmpfloat (s, >=, tw_layout_fit (v, 1406, 800, NULL, NULL) - 1e-9);
 }
 
 /* Blocks that overlap in part are left out of the nesting (and of the
