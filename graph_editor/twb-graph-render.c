@@ -546,15 +546,35 @@ draw_lock (cairo_t *cr, double cx, double cy)
 
 /* "out" in the header's right end: a model output.  Filled when marked;
  * an outline when it is the output by default (it feeds a loss and no
- * node is marked). */
+ * node is marked).  Without text (l NULL: far out, on a tile) a pill
+ * would be empty: an arrowhead pointing out of the box instead, as tall
+ * as the tag or 8 px, whichever is more, within half the box, at the
+ * tile's middle. */
 static void
-draw_output_tag (cairo_t *cr, double right, double cy, Rgb head, gboolean marked,
-                 PangoLayout *l)
+draw_output_tag (cairo_t *cr, const TwbSceneNode *n, double right, const TwbRenderView *v, Rgb head,
+                 gboolean marked, PangoLayout *l)
 {
-  double x = right - OUTPUT_TAG_W, y = cy - OUTPUT_TAG_H / 2;
   cairo_new_path (cr);
-  rounded_rect (cr, x, y, OUTPUT_TAG_W, OUTPUT_TAG_H, OUTPUT_TAG_H / 2);
   cairo_set_source_rgb (cr, 1, 1, 1);
+  if (l == NULL)
+    {
+      double h = MIN (MAX (OUTPUT_TAG_H, 8 / v->scale), n->h / 2), cy = n->y + n->h / 2;
+      cairo_move_to (cr, right - 0.8 * h, cy - h / 2);
+      cairo_line_to (cr, right, cy);
+      cairo_line_to (cr, right - 0.8 * h, cy + h / 2);
+      cairo_close_path (cr);
+      if (marked)
+        cairo_fill (cr);
+      else
+        {
+          cairo_set_line_width (cr, 1.5 / v->scale);
+          cairo_set_line_join (cr, CAIRO_LINE_JOIN_ROUND);
+          cairo_stroke (cr);
+        }
+      return;
+    }
+  double x = right - OUTPUT_TAG_W, cy = n->y + HEADER_H / 2, y = cy - OUTPUT_TAG_H / 2;
+  rounded_rect (cr, x, y, OUTPUT_TAG_W, OUTPUT_TAG_H, OUTPUT_TAG_H / 2);
   if (marked)
     cairo_fill (cr);
   else
@@ -562,8 +582,6 @@ draw_output_tag (cairo_t *cr, double right, double cy, Rgb head, gboolean marked
       cairo_set_line_width (cr, 1.2);
       cairo_stroke (cr);
     }
-  if (l == NULL)
-    return;
   layout_text (l, "out", -1, TRUE, 9);
   int tw, th;
   pango_layout_get_pixel_size (l, &tw, &th);
@@ -637,9 +655,45 @@ draw_node_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, cons
   note_text (v, sub);
 }
 
+/* Lays out a tile's line in room: at size, or smaller down to min where
+ * it does not fit; a dotted name that does not fit even at min loses its
+ * leading parts at a dot (".3" of "features.3" inside the frame that names
+ * "features": the part that tells blocks apart), and only then is
+ * ellipsized in the middle (other text at its end: an op's start says its
+ * family).  Returns the size. */
+static double
+layout_tile_text (PangoLayout *l, const char *text, gboolean bold, double size, double min,
+                  double room)
+{
+  int tw, th;
+  layout_text (l, text, -1, bold, size);
+  pango_layout_get_pixel_size (l, &tw, &th);
+  if (tw <= room)
+    return size;
+  /* Text is about as wide as it is big: the size that fits, a hair under. */
+  double fit = 0.98 * size * room / MAX (tw, 1);
+  if (fit >= min)
+    {
+      layout_text (l, text, room, bold, fit);
+      return fit;
+    }
+  for (const char *d = strchr (text, '.'); d && d[1]; d = strchr (d + 1, '.'))
+    {
+      layout_text (l, d, -1, bold, min);
+      pango_layout_get_pixel_size (l, &tw, &th);
+      if (tw <= room)
+        return min;
+    }
+  layout_text (l, text, room, bold, min);
+  if (strchr (text, '.'))
+    pango_layout_set_ellipsize (l, PANGO_ELLIPSIZE_MIDDLE);
+  return min;
+}
+
 /* Far out (TWB_RENDER_PORT_SCALE to TWB_RENDER_TEXT_SCALE), on the tile
  * of the box's colour: one line in type as big as the box takes, the op
- * (it says what a node does; the colour says its family), a block's name. */
+ * (it says what a node does; the colour says its family), a block's name;
+ * clear of the output mark. */
 static void
 draw_tile_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, PangoLayout *l)
 {
@@ -648,8 +702,12 @@ draw_tile_text (cairo_t *cr, const TwbSceneNode *n, const TwbRenderView *v, Pang
   double size = text_size (v, 0, TWB_RENDER_MIN_TEXT_PX, n->h * 0.6);
   if (size == 0)
     return;
+  double min = size;
   size = MAX (size, MIN (n->h * 0.45, 1.6 * TWB_RENDER_MIN_TEXT_PX / v->scale));
-  layout_text (l, n->is_block ? n->title : n->subtitle, n->w - 16, n->is_block, size);
+  double room = n->w - 16;
+  if (n->output != TWB_OUTPUT_NONE)
+    room -= MIN (MAX (OUTPUT_TAG_H, 8 / v->scale), n->h / 2) + 4;
+  size = layout_tile_text (l, n->is_block ? n->title : n->subtitle, n->is_block, size, min, room);
   cairo_set_source_rgb (cr, 1, 1, 1);
   draw_text (cr, l, n->x + 8, n->y + n->h / 2);
   note_text (v, size);
@@ -789,8 +847,7 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
   /* Left of the error badge and the lock. */
   double tag_right = n->x + n->w - 6 - (n->error ? 22 : 0) - ((marks & TWB_MARK_FROZEN) ? 18 : 0);
   if (n->output != TWB_OUTPUT_NONE)
-    draw_output_tag (cr, tag_right, n->y + HEADER_H / 2, head, n->output == TWB_OUTPUT_MARKED,
-                     text ? l : NULL);
+    draw_output_tag (cr, n, tag_right, v, head, n->output == TWB_OUTPUT_MARKED, text ? l : NULL);
   if (text)
     draw_node_text (cr, n, v, p, l, marks, dot || faint_dot);
   else if (l)

@@ -8,7 +8,9 @@
  * box and frame is in view and clear of the minimap, no two boxes overlap
  * and frames hold what is inside them, every box shows its name and its
  * op in text of 9 px or more (measured by the renderer), edges go around
- * boxes, and the boxes fit the canvas with their gaps.  Then with the
+ * boxes, and the boxes fit the canvas with their gaps; zoomed out to a
+ * third (boxes are tiles of one line) no text under 9 px either, and a
+ * screenshot of that (readable-MODEL-1280-far.png).  Then with the
  * pointer (real X events through xdotool): a double-click opens a
  * residual block, its frame's button closes it again, a double-click on a
  * stage's band closes the stage (so does Ctrl+G after a click on the
@@ -248,6 +250,29 @@ check_steps (TwbWindow *w, const char *name, int width, double min_zoom)
   g_autofree char *after = twb_document_to_data (doc);
   g_assert_cmpstr (before, ==, after);
   check_readable (w, arrange, min_zoom);
+  /* Far out (a third, where boxes are tiles of one line): each tile's line
+   * still 9 px or more, a screenshot to look at (block names that say
+   * which block, the output's mark); Ctrl+0 back. */
+  if (width == 1280)
+    {
+      TwbGraphCanvas *c = twb_window_get_canvas (w);
+      twb_graph_canvas_zoom_by (c, 0.33 / twb_graph_canvas_get_zoom (c));
+      twt_ui_pump ();
+      int cw = gtk_widget_get_width (GTK_WIDGET (c)), ch = gtk_widget_get_height (GTK_WIDGET (c));
+      cairo_surface_t *surf = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, cw, ch);
+      cairo_t *cr = cairo_create (surf);
+      twb_graph_canvas_draw (c, cr, cw, ch);
+      cairo_destroy (cr);
+      cairo_surface_destroy (surf);
+      double min_px = twb_graph_render_last_min_text_px ();
+      g_test_message ("%s at %.2f: smallest text %.1f px", what, twb_graph_canvas_get_zoom (c),
+                      min_px);
+      g_assert_cmpfloat (min_px, >=, TWB_RENDER_MIN_TEXT_PX - 1e-9);
+      g_autofree char *far = g_strdup_printf ("readable-%s-%d-far.png", name, width);
+      shot (w, far);
+      g_assert_true (gtk_widget_activate_action (GTK_WIDGET (w), "graph.zoom-fit", NULL));
+      twt_ui_pump ();
+    }
 }
 
 /* MobileNetV2 in 1280 × 800: its 19 inverted residual blocks are shown
