@@ -51,11 +51,11 @@ session () {
   xdotool type --delay 20 sigmoid; sleep 0.8
   drag 50 142 410 580
   # fc3's output port → the new node's input port (the graph fitted above
-  # the bottom panel, 30 % of the window's height before any run; the new
+  # the bottom panel, 20 % of the window's height before any run; the new
   # node snapped to the grid).
-  drag 727 249 344 588
+  drag 727 286 344 578
   # The new node's output → fc3's input would close a cycle: refused.
-  drag 455 588 619 249
+  drag 455 578 619 286
   xdotool key --window "$wid" ctrl+s; sleep 1.2
   # Undo the edge (the file keeps it), close with Ctrl+W and answer the
   # prompt with Discard (Alt+D): the last window goes and twb quits.
