@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include <gio/gio.h>
+
 #include "engine/data.h"
 #include "engine/model.h"
 
@@ -36,5 +38,13 @@ tw_tensor *tw_samples_fit_input (tw_tensor *x, const tw_node *input, const char 
 gboolean tw_datasets_open_for_training (const tw_model *m, const char *spec, gboolean want_test,
                                         tw_dataset **train, tw_dataset **val, tw_dataset **test,
                                         GError **error);
+/* The same, giving up soon after cancellable (may be NULL) is cancelled:
+ * FALSE with G_IO_ERROR_CANCELLED, nothing set.  It is looked at between
+ * the splits and, while a synthetic set is made, between its samples; a
+ * file being decoded is read to its end first. */
+gboolean tw_datasets_open_for_training_cancellable (const tw_model *m, const char *spec,
+                                                    gboolean want_test, tw_dataset **train,
+                                                    tw_dataset **val, tw_dataset **test,
+                                                    GCancellable *cancellable, GError **error);
 
 G_END_DECLS

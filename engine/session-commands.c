@@ -386,6 +386,8 @@ tw_session_stop (tw_session *s, GError **error)
   else if (ok)
     ses_send (s, ses_cmd_new (CMD_STOP));
   g_mutex_unlock (&s->lock);
+  if (ok)
+    ses_cancel (s);       /* a preparation under way ends soon */
   if (st == TW_SESSION_IDLE && ok && s->state == TW_SESSION_STOPPED && s->thread == NULL)
     {
       tw_snapshot *sn = ses_snap_new (s, TW_SNAP_FINISHED);
@@ -595,6 +597,13 @@ tw_session_request (tw_session *s, const char *name, GError **error)
       ses_send (s, c);
     }
   g_mutex_unlock (&s->lock);
+  if (direct && s->trainer == NULL)
+    {
+      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
+                   "cannot copy a tensor: the run has no model set up (it prepares it when it "
+                   "starts)");
+      return FALSE;
+    }
   if (direct)
     ses_request_tensor (s, name);
   return st == TW_SESSION_PAUSED || direct || ses_refuse (error, "copy a tensor (pause first)", st);

@@ -101,6 +101,14 @@ struct tw_session
   gint n_metrics;             /* atomic: METRICS snapshots queued */
   gint dropped;               /* atomic: METRICS snapshots dropped since the last kept */
   GThread *thread;
+  GCancellable *cancel;       /* cancelled by stop and free: ends a preparation early */
+
+  /* tw_session_new_deferred's source, prepared by the worker (then prepared
+   * is TRUE and these are freed); the trainer is NULL until then. */
+  gboolean prepared;
+  char *src_data;
+  gboolean src_want_test;
+  char *src_init_weights;
 
   /* The worker's. */
   tw_model *model;
@@ -170,6 +178,8 @@ void ses_set_state (tw_session *s, tw_session_state st);
 
 /* session.c */
 gpointer ses_worker (gpointer data);
+/* Cancel a preparation under way (stop, free); any thread. */
+void ses_cancel (tw_session *s);
 /* A TENSOR snapshot with a copy of the named value (a parameter, "grad:P",
  * or in eager mode a node output of this iteration), or a NOTE saying why
  * not.  On the worker while it waits, or on the caller's thread before the

@@ -9,7 +9,9 @@
 
 #include "engine/session-private.h"
 #include "engine/cpu/scan.h"
+#include "engine/data-fit.h"
 #include "engine/device.h"
+#include "engine/params.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ session_mask (tw_session *s)
 static void ses_update_inspect (tw_session *s);
 
 static void ses_refresh_graph_names (tw_session *s);
+static gboolean ses_make_trainer (tw_session *s, GError **error);
 
 /* Gradient norms were turned on: listen to grad_ready from now on. */
 static void
@@ -741,10 +744,78 @@ step_break (tw_session *s)
   return NULL;
 }
 
+/* A PREPARING snapshot saying what the worker prepares now. */
+static void
+preparing (tw_session *s, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+
+static void
+preparing (tw_session *s, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  tw_snapshot *sn = ses_snap_new (s, TW_SNAP_PREPARING);
+  sn->message = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  ses_push (s, sn);
+}
+
+/* A deferred session's preparation (tw_session_new_deferred), on the worker
+ * before its first step: the datasets, the trainer, the initial weights,
+ * the cancellable looked at between them.  FALSE: the run ended (its
+ * FINISHED snapshot is queued). */
+static gboolean
+ses_prepare (tw_session *s)
+{
+  if (s->prepared)
+    return TRUE;
+  g_autoptr (GError) error = NULL;
+  const char *data = s->src_data ? s->src_data : s->model->recipe.dataset;
+  preparing (s, "Preparing the data (%s)…", data ? data : "no dataset");
+  /* The copy has no shapes yet; the data is fitted to the input's. */
+  tw_graph_infer (s->model->graph);
+  gboolean ok = tw_datasets_open_for_training_cancellable (s->model, s->src_data,
+                                                           s->src_want_test, &s->train, &s->val,
+                                                           &s->test, s->cancel, &error);
+  if (ok && !g_cancellable_set_error_if_cancelled (s->cancel, &error))
+    {
+      preparing (s, "Setting up the model…");
+      ok = ses_make_trainer (s, &error);
+    }
+  else
+    ok = FALSE;
+  if (ok && s->src_init_weights && !g_cancellable_set_error_if_cancelled (s->cancel, &error))
+    {
+      g_autofree char *base = g_path_get_basename (s->src_init_weights);
+      preparing (s, "Loading the weights in %s…", base);
+      tw_state_dict_report rep = { 0 };
+      ok = tw_params_load_state_dict_file (tw_trainer_params (s->trainer), s->src_init_weights,
+                                           FALSE, &rep, &error);
+      tw_state_dict_report_clear (&rep);
+    }
+  if (ok && g_cancellable_set_error_if_cancelled (s->cancel, &error))
+    ok = FALSE;
+  if (!ok)
+    {
+      gboolean stopped = g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      finish_with (s, stopped ? TW_SESSION_STOPPED : TW_SESSION_FAILED,
+                   stopped ? "stopped while preparing the run" : error->message, NAN, NAN, NAN,
+                   NAN, NAN);
+      return FALSE;
+    }
+  tw_snapshot *sn = ses_snap_new (s, TW_SNAP_READY);
+  sn->total_steps = s->total;
+  sn->per_epoch = s->per_epoch;
+  ses_push (s, sn);
+  return TRUE;
+}
+
 gpointer
 ses_worker (gpointer data)
 {
   tw_session *s = data;
+  tw_set_thread_num_threads (s->opt.threads);
+  if (!ses_prepare (s))
+    return GINT_TO_POINTER (FALSE);
   const tw_recipe *r = &tw_trainer_model (s->trainer)->recipe;
   g_autoptr (tw_batcher) b = tw_batcher_new (s->train, r->batch_size, TRUE, r->seed, FALSE);
   int64_t per_epoch = s->per_epoch, total = s->total;
@@ -752,7 +823,6 @@ ses_worker (gpointer data)
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
 
-  tw_set_thread_num_threads (s->opt.threads);
   int64_t all_epochs;
   if (!tw_size_mul (per_epoch, r->epochs, &all_epochs))
     all_epochs = G_MAXINT64;   /* epochs from the file may be any count: saturate */
@@ -951,9 +1021,9 @@ model_copy (const tw_model *m)
   return c;
 }
 
-tw_session *
-tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_dataset *test,
-                const tw_session_options *options, GError **error)
+/* The cheap half of making a session: the copies, the queues, the bus. */
+static tw_session *
+session_alloc (const tw_model *model, const tw_session_options *options)
 {
   tw_session *s = g_new0 (tw_session, 1);
   g_mutex_init (&s->lock);
@@ -961,9 +1031,7 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
   s->paused_phase = -1;
   s->cmds = g_async_queue_new ();
   s->snaps = g_async_queue_new ();
-  s->train = train;
-  s->val = val;
-  s->test = test;
+  s->cancel = g_cancellable_new ();
   if (options)
     {
       s->opt = *options;
@@ -973,6 +1041,8 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
     tw_session_options_init (&s->opt);
   s->opt.max_queued = MAX (s->opt.max_queued, 1);
   s->opt.eval_batch = MAX (s->opt.eval_batch, 1);
+  if (s->opt.allow_nan)
+    s->opt.nan_watch = FALSE;
   s->breaks = g_array_new (FALSE, FALSE, sizeof (breakpoint));
   s->watch = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->freeze = g_ptr_array_new_with_free_func ((GDestroyNotify) ses_cmd_free);
@@ -984,30 +1054,27 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
   s->model = model_copy (model);
   s->shadow = tw_graph_copy (model->graph);
   tw_graph_infer (s->shadow);
-  if (train == NULL)
-    {
-      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_ARG, "a session needs training data");
-      tw_session_free (s);
-      return NULL;
-    }
-  s->trainer = tw_trainer_new (s->model, error);
-  if (s->trainer == NULL)
-    {
-      tw_session_free (s);
-      return NULL;
-    }
-  tw_trainer_set_num_threads (s->trainer, MAX (s->opt.threads, 1));
-  tw_trainer_set_allow_nan (s->trainer, s->opt.allow_nan);
-  if (s->opt.allow_nan)
-    s->opt.nan_watch = FALSE;
   s->bus = tw_bus_new ();
   s->client = tw_bus_subscribe (s->bus, session_mask (s), on_event, s, NULL);
+  return s;
+}
+
+/* The slow half: the trainer over the datasets (the parameters are
+ * initialised here), and the steps to take. */
+static gboolean
+ses_make_trainer (tw_session *s, GError **error)
+{
+  s->trainer = tw_trainer_new (s->model, error);
+  if (s->trainer == NULL)
+    return FALSE;
+  tw_trainer_set_num_threads (s->trainer, MAX (s->opt.threads, 1));
+  tw_trainer_set_allow_nan (s->trainer, s->opt.allow_nan);
   tw_trainer_set_bus (s->trainer, s->bus);
   tw_trainer_set_grad_norms (s->trainer, s->opt.grad_norms);
   ses_refresh_graph_names (s);
   {
     const tw_recipe *r = &s->model->recipe;
-    g_autoptr (tw_batcher) b = tw_batcher_new (train, r->batch_size, TRUE, r->seed, FALSE);
+    g_autoptr (tw_batcher) b = tw_batcher_new (s->train, r->batch_size, TRUE, r->seed, FALSE);
     s->per_epoch = tw_batcher_batches_per_epoch (b);
     if (!tw_size_mul (s->per_epoch, r->epochs, &s->total))
       s->total = G_MAXINT64;   /* epochs from the file may be any count: saturate */
@@ -1016,7 +1083,47 @@ tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_da
   }
   if (s->opt.mode == TW_MODE_COMPILED)
     set_mode (s, TW_MODE_COMPILED);
+  s->prepared = TRUE;
+  return TRUE;
+}
+
+tw_session *
+tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val, tw_dataset *test,
+                const tw_session_options *options, GError **error)
+{
+  tw_session *s = session_alloc (model, options);
+  s->train = train;
+  s->val = val;
+  s->test = test;
+  if (train == NULL)
+    {
+      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_ARG, "a session needs training data");
+      tw_session_free (s);
+      return NULL;
+    }
+  if (!ses_make_trainer (s, error))
+    {
+      tw_session_free (s);
+      return NULL;
+    }
   return s;
+}
+
+tw_session *
+tw_session_new_deferred (const tw_model *model, const tw_session_source *source,
+                         const tw_session_options *options, GError **error)
+{
+  tw_session *s = session_alloc (model, options);
+  s->src_data = g_strdup (source ? source->data : NULL);
+  s->src_want_test = source && source->want_test;
+  s->src_init_weights = g_strdup (source ? source->init_weights : NULL);
+  return s;
+}
+
+void
+ses_cancel (tw_session *s)
+{
+  g_cancellable_cancel (s->cancel);
 }
 
 static gboolean
@@ -1026,6 +1133,12 @@ check_idle (tw_session *s, const char *what, GError **error)
   tw_session_state st = s->state;
   gboolean started = s->started;
   g_mutex_unlock (&s->lock);
+  if (st == TW_SESSION_IDLE && !started && s->trainer == NULL)
+    {
+      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
+                   "cannot %s: the session prepares its model when it starts", what);
+      return FALSE;
+    }
   if (st == TW_SESSION_IDLE && !started)
     return TRUE;
   return ses_refuse (error, what, st);
@@ -1084,6 +1197,13 @@ tw_session_save_weights (tw_session *s, const char *path, GError **error)
       return TRUE;
     }
   g_mutex_unlock (&s->lock);
+  if (((st == TW_SESSION_IDLE && !started) || ses_terminal (st)) && s->trainer == NULL)
+    {
+      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
+                   "cannot save weights: the run has none (it ended before its model was "
+                   "set up)");
+      return FALSE;
+    }
   if ((st == TW_SESSION_IDLE && !started) || ses_terminal (st))
     return tw_trainer_save_weights (s->trainer, path, error);
   return ses_refuse (error, "save weights", st);
@@ -1100,6 +1220,7 @@ tw_session_free (tw_session *s)
       if (!ses_terminal (s->state))
         ses_send (s, ses_cmd_new (CMD_STOP));
       g_mutex_unlock (&s->lock);
+      ses_cancel (s);
       g_thread_join (s->thread);
     }
   command *c;
@@ -1135,6 +1256,9 @@ tw_session_free (tw_session *s)
   g_free (s->pred_ref);
   g_free (s->fail_message);
   tw_session_options_clear (&s->opt);
+  g_free (s->src_data);
+  g_free (s->src_init_weights);
+  g_clear_object (&s->cancel);
   g_clear_error (&s->reply_error);
   g_cond_clear (&s->reply);
   g_mutex_clear (&s->lock);

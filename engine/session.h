@@ -113,6 +113,9 @@ typedef enum
   TW_SNAP_GRAPH_CHANGED,      /* a replaced graph was applied: kept / reinitialised nodes */
   TW_SNAP_NOTE,               /* something the session did on its own, in message */
   TW_SNAP_FINISHED,           /* the worker is done: state, results, error */
+  TW_SNAP_PREPARING,          /* tw_session_new_deferred: what the worker prepares now, in
+                               * message ("Preparing the data (synthetic)…") */
+  TW_SNAP_READY,              /* tw_session_new_deferred: prepared; total_steps, per_epoch */
 } tw_snapshot_kind;
 
 typedef struct
@@ -152,6 +155,8 @@ typedef struct
   char *reason;               /* "breakpoint node=fc1:forward", "step op", "NaN in fc1 (forward)" */
   char **trace;               /* ops of this iteration so far, oldest first ("forward fc1 linear") */
   GPtrArray *tensors;         /* tw_snapshot_tensor*: PAUSED, TENSOR */
+  /* READY: the steps the run will take (tw_session_total_steps), batches per epoch */
+  int64_t total_steps, per_epoch;
   /* GRAPH_CHANGED */
   tw_graph_change change;
   /* NOTE, FINISHED (error), PAUSED */
@@ -167,6 +172,32 @@ typedef struct tw_session tw_session;
 tw_session *tw_session_new (const tw_model *model, tw_dataset *train, tw_dataset *val,
                             tw_dataset *test, const tw_session_options *options, GError **error);
 void tw_session_free (tw_session *s);
+
+/* Where tw_session_new_deferred's worker finds what it prepares. */
+typedef struct
+{
+  const char *data;           /* a dataset spec overriding the recipe's, or NULL
+                               * (tw_datasets_open_for_training) */
+  gboolean want_test;         /* open the test split too */
+  const char *init_weights;   /* a state_dict to start from (not strict), or NULL */
+} tw_session_source;
+
+/* A session that does nothing slow on the caller's thread: it copies the
+ * model and checks that it has a data input and a loss (else NULL with an
+ * error), and that is all.  The worker, started by the first go command,
+ * opens the datasets (source->data, or the recipe's), makes the trainer
+ * (the parameters' initialisation) and loads source->init_weights before its
+ * first step, saying what it does in TW_SNAP_PREPARING snapshots and then
+ * TW_SNAP_READY.  A failure there ends the run (TW_SNAP_FINISHED, FAILED,
+ * the message naming the dataset, the input or the file); a stop or
+ * tw_session_free cancels it soon (between those stages, and between the
+ * samples of a synthetic set), STOPPED.  Commands sent meanwhile (a
+ * breakpoint, a freeze, pause) are taken once it is ready.  Until READY
+ * the trainer is NULL (tw_session_trainer), tw_session_total_steps is 0 and
+ * what works "before the first command" on the trainer (loading weights or
+ * checkpoints, request, save_weights) is refused. */
+tw_session *tw_session_new_deferred (const tw_model *model, const tw_session_source *source,
+                                     const tw_session_options *options, GError **error);
 
 /* Before the first command only: load a checkpoint (weights, optimizer
  * state, step; options epoch0/batch0 follow it). */
@@ -233,7 +264,9 @@ gboolean tw_session_request (tw_session *s, const char *name, GError **error);
 tw_snapshot *tw_session_pop (tw_session *s, gint64 timeout_us);
 
 /* The session's trainer, for reading results after FINISHED (or before the
- * first command).  Borrowed; never touch it while the worker runs. */
+ * first command).  Borrowed; never touch it while the worker runs.  NULL
+ * for a deferred session until it is prepared (one that failed or stopped
+ * while preparing never has one). */
 tw_trainer *tw_session_trainer (tw_session *s);
 /* The worker's bus.  Borrowed.  Subscribe to it directly only before the
  * first command or after FINISHED; while the session runs, use

@@ -201,6 +201,12 @@ update_progress (TwbDashboard *d)
       break;
     case TW_SESSION_RUNNING:
     case TW_SESSION_PAUSED:
+      if (twb_run_get_preparing (d->run))
+        {
+          /* Before its first step: the data, the parameters, the weights. */
+          g_string_append_printf (t, "%s · %s", id, twb_run_get_preparing (d->run));
+          break;
+        }
       g_string_append_printf (t, "%s · %s · epoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
                                  " · step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
                               id, st == TW_SESSION_PAUSED ? "paused" : "training",

@@ -120,6 +120,9 @@ gboolean
 twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_model *model,
                     GError **error)
 {
+  tw_trainer *trainer = tw_session_trainer (twb_run_get_session (run));
+  if (trainer == NULL)
+    return TRUE;
   if (g_mkdir_with_parents (dir, 0755) != 0)
     {
       int e = errno;
@@ -161,8 +164,7 @@ twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_
   json_builder_add_string_value (b, tw_session_state_name (twb_run_get_state (run)));
   json_builder_set_member_name (b, "mode");
   json_builder_add_string_value (
-    b, tw_trainer_get_mode (tw_session_trainer (twb_run_get_session (run))) == TW_MODE_COMPILED
-         ? "compiled" : "eager");
+    b, tw_trainer_get_mode (trainer) == TW_MODE_COMPILED ? "compiled" : "eager");
   json_builder_set_member_name (b, "steps");
   json_builder_add_int_value (b, res ? res->step : pr.step);
   member_double (b, "final_loss", last_value (metrics, id, "loss"));

@@ -2,7 +2,6 @@
 #define G_LOG_DOMAIN "twb-run"
 
 #include "ui/twb-run.h"
-#include "engine/data-fit.h"
 
 #include <math.h>
 
@@ -38,6 +37,7 @@ struct _TwbRun
   guint drain_source;
   tw_session_state state;
   int64_t total_steps, epochs, per_epoch, batch;
+  char *preparing;             /* what the worker prepares before its first step, or NULL */
   TwbRunProgress progress;
   tw_snapshot *pause;
   tw_snapshot *result;
@@ -94,6 +94,7 @@ twb_run_finalize (GObject *object)
 {
   TwbRun *r = TWB_RUN (object);
   g_free (r->id);
+  g_free (r->preparing);
   g_clear_pointer (&r->pause, tw_snapshot_free);
   g_clear_pointer (&r->result, tw_snapshot_free);
   g_free (r->error);
@@ -154,11 +155,6 @@ twb_run_default_threads (void)
 TwbRun *
 twb_run_new (const tw_model *model, const TwbRunConfig *cfg, TwbMetrics *metrics, GError **error)
 {
-  tw_dataset *train = NULL, *val = NULL, *test = NULL;
-  if (!tw_datasets_open_for_training (model, cfg->data, TRUE, &train, &val, &test, error))
-    return NULL;
-  int64_t n_train = tw_dataset_size (train);
-
   tw_session_options o;
   tw_session_options_init (&o);
   o.mode = cfg->mode;
@@ -169,44 +165,30 @@ twb_run_new (const tw_model *model, const TwbRunConfig *cfg, TwbMetrics *metrics
    * (bench/gui-train-bench, 2 cores). */
   o.threads = cfg->threads > 0 ? cfg->threads : twb_run_default_threads ();
   o.class_samples = 32;
-  tw_session *s = tw_session_new (model, train, val, test, &o, error);
+  /* The data, the parameters and the initial weights are made on the
+   * session's worker (a synthetic ImageNet-sized set takes seconds): the
+   * main loop only copies the model. */
+  tw_session_source src = { .data = cfg->data, .want_test = TRUE,
+                            .init_weights = cfg->init_weights };
+  g_autoptr (tw_session) s = tw_session_new_deferred (model, &src, &o, error);
   tw_session_options_clear (&o);
   if (s == NULL)
     return NULL;
-  if (cfg->init_weights)
-    {
-      tw_state_dict_report rep = { 0 };
-      gboolean ok = tw_session_init_weights (s, cfg->init_weights, FALSE, &rep, error);
-      tw_state_dict_report_clear (&rep);
-      if (!ok)
-        {
-          tw_session_free (s);
-          return NULL;
-        }
-    }
   for (const char *const *b = cfg->breakpoints; b && *b; b++)
     if (!tw_session_add_breakpoint (s, *b, error))
-      {
-        tw_session_free (s);
-        return NULL;
-      }
+      return NULL;
   for (const char *const *f = cfg->frozen; f && *f; f++)
     if (!tw_session_freeze (s, *f, TRUE, error))
-      {
-        tw_session_free (s);
-        return NULL;
-      }
+      return NULL;
 
   TwbRun *r = g_object_new (TWB_TYPE_RUN, NULL);
   r->id = g_strdup (cfg->run_id ? cfg->run_id : "run");
-  r->session = s;
+  r->session = g_steal_pointer (&s);
   r->metrics = g_object_ref (metrics);
-  r->total_steps = tw_session_total_steps (s);
   r->batch = MAX (model->recipe.batch_size, 1);
-  r->per_epoch = MAX ((n_train + r->batch - 1) / r->batch, 1);
-  r->epochs = MAX ((r->total_steps + r->per_epoch - 1) / r->per_epoch, 1);
-  r->progress.total_steps = r->total_steps;
+  r->epochs = MAX (model->recipe.epochs, 1);
   r->progress.epochs = r->epochs;
+  r->preparing = g_strdup ("Preparing…");
   twb_metrics_clear_run (metrics, r->id);
   r->series_loss = twb_metrics_add_series (metrics, r->id, "loss");
   r->series_acc = twb_metrics_add_series (metrics, r->id, "accuracy");
@@ -215,6 +197,24 @@ twb_run_new (const tw_model *model, const TwbRunConfig *cfg, TwbMetrics *metrics
   r->series_ms = twb_metrics_add_series (metrics, r->id, "step_ms");
   r->drain_source = g_timeout_add (DRAIN_INTERVAL_MS, drain_tick, r);
   return r;
+}
+
+const char *
+twb_run_get_preparing (TwbRun *r)
+{
+  return r->preparing;
+}
+
+/* The session is prepared: the steps to do are known. */
+static void
+take_ready (TwbRun *r, const tw_snapshot *sn)
+{
+  r->total_steps = sn->total_steps;
+  r->per_epoch = MAX (sn->per_epoch, 1);
+  r->epochs = MAX ((r->total_steps + r->per_epoch - 1) / r->per_epoch, 1);
+  r->progress.total_steps = r->total_steps;
+  r->progress.epochs = r->epochs;
+  g_clear_pointer (&r->preparing, g_free);
 }
 
 const char *
@@ -486,9 +486,21 @@ twb_run_drain (TwbRun *r)
           g_signal_emit (r, signals[SIGNAL_NOTICE], 0, sn->message);
           tw_snapshot_free (sn);
           break;
+        case TW_SNAP_PREPARING:
+          g_free (r->preparing);
+          r->preparing = g_steal_pointer (&sn->message);
+          tw_snapshot_free (sn);
+          g_signal_emit (r, signals[SIGNAL_STATE_CHANGED], 0);
+          break;
+        case TW_SNAP_READY:
+          take_ready (r, sn);
+          tw_snapshot_free (sn);
+          g_signal_emit (r, signals[SIGNAL_STATE_CHANGED], 0);
+          break;
         case TW_SNAP_FINISHED:
           {
             tw_session_state st = sn->state;
+            g_clear_pointer (&r->preparing, g_free);
             take_finished (r, sn);
             set_state (r, st);
             g_clear_handle_id (&r->drain_source, g_source_remove);

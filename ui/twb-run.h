@@ -1,10 +1,13 @@
 /* twb-run.h — one training run of a model, as the window drives it.
  *
- * A TwbRun opens the model's datasets (engine/data-fit.h), makes a
- * tw_session over a copy of the model and drains its snapshots on the main
- * loop (every 30 ms, and at once through twb_run_drain), turning them into
- * metric series (TwbMetrics, under the run's id), progress, the last pause
- * and notices.  It computes nothing of the training itself: the session's
+ * A TwbRun makes a tw_session over a copy of the model and drains its
+ * snapshots on the main loop (every 30 ms, and at once through
+ * twb_run_drain), turning them into metric series (TwbMetrics, under the
+ * run's id), progress, the last pause and notices.  The session opens the
+ * datasets (engine/data-fit.h), initialises the parameters and loads the
+ * initial weights on its worker when the run starts (tw_session_new_deferred):
+ * meanwhile twb_run_get_preparing says what it does, Stop cancels it, and a
+ * failure there ends the run as any other ("finished", twb_run_get_error).  It computes nothing of the training itself: the session's
  * worker does, and the run only copies what comes out.  GTK-free (GObject
  * and the GLib main loop), so it is tested without a display.
  *
@@ -27,7 +30,7 @@
  *   "epoch" (gint64 epoch)        an epoch ended: validation, class report
  *   "notice" (const char *text)   something the session did on its own
  *   "graph-changed" (gpointer tw_graph_change*) an edit was applied
- *   "state-changed" ()            running / paused / finished …
+ *   "state-changed" ()            running / paused / finished, preparing …
  *   "finished" ()                 the worker is done (twb_run_get_error)
  * Ownership: getters return borrowed pointers valid until the next drain.
  */
@@ -56,8 +59,10 @@ typedef struct
 #define TWB_TYPE_RUN (twb_run_get_type ())
 G_DECLARE_FINAL_TYPE (TwbRun, twb_run, TWB, RUN, GObject)
 
-/* NULL with an error (the dataset, the model's input, the weights file)
- * when the run cannot start; nothing is made then. */
+/* NULL with an error when a breakpoint or frozen node of config does not
+ * fit the model; nothing is made then.  The dataset, its fit to the
+ * model's input and the weights file are checked by the worker once the run
+ * starts: their errors end the run (FAILED, the message naming them). */
 TwbRun *twb_run_new (const tw_model *model, const TwbRunConfig *config, TwbMetrics *metrics,
                      GError **error);
 
@@ -69,6 +74,10 @@ const char *twb_run_get_id (TwbRun *r);
 tw_session *twb_run_get_session (TwbRun *r);           /* borrowed: commands */
 tw_session_state twb_run_get_state (TwbRun *r);
 gboolean twb_run_is_active (TwbRun *r);                /* running or paused */
+/* What the worker prepares before the run's first step ("Preparing the data
+ * (synthetic)…"), NULL once it is ready (or ended).  "state-changed" tells
+ * each change.  Borrowed. */
+const char *twb_run_get_preparing (TwbRun *r);
 
 gboolean twb_run_run (TwbRun *r, GError **error);
 gboolean twb_run_pause (TwbRun *r, GError **error);

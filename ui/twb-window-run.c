@@ -551,6 +551,8 @@ run_state_changed (TwbRun *run, TwbWindow *self)
   update_run_actions (self);
   update_marks (self);
   twb_debugger_panel_update (TWB_DEBUGGER_PANEL (self->debugger_panel));
+  /* What the run prepares, or that it has begun. */
+  show_progress (self);
 }
 
 static void

@@ -1051,8 +1051,9 @@ test_conditional_breakpoints (void)
   close_window (w);
 }
 
-/* A dataset that does not fit the model's input is refused before any run
- * starts, the notice naming both. */
+/* A dataset that does not fit the model's input ends the run as it
+ * prepares (on its worker, before any step), the notice naming both; the
+ * worker is gone and no run is filed. */
 static void
 test_data_mismatch (void)
 {
@@ -1066,8 +1067,17 @@ test_data_mismatch (void)
   g_assert_true (g_file_set_contents (path, json, -1, &error));
   TwbWindow *w = open_window (path);
   act (w, "debugger.run");
-  g_assert_null (twb_window_get_run (w));
+  TwbRun *r = run_of (w);
+  g_assert_cmpint (twb_run_get_state (r), ==, TW_SESSION_FAILED);
+  g_assert_null (twb_run_get_preparing (r));
+  g_assert_cmpint (twb_run_get_result (r)->step, ==, 0);
+  /* The worker returned; its task leaves /proc as it exits. */
+  for (int i = 0; i < 1000 && count_threads ("twb-session") > 0; i++)
+    g_usleep (1000);
   g_assert_cmpuint (count_threads ("twb-session"), ==, 0);
+  g_autofree char *dir = twb_run_store_dir_for (path, "small");
+  g_autoptr (GPtrArray) runs = twb_run_store_list (dir);
+  g_assert_cmpuint (runs->len, ==, 0);
   const char *toast = twb_window_get_toast (w);
   g_test_message ("notice: %s", toast);
   g_assert_nonnull (toast);
