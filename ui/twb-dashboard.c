@@ -400,7 +400,8 @@ twb_dashboard_reload_runs (TwbDashboard *d)
       TwbRunProgress p;
       twb_run_get_progress (d->run, &p);
       tw_session_state st = twb_run_get_state (d->run);
-      const char *what = st == TW_SESSION_RUNNING  ? "training"
+      const char *what = twb_run_get_preparing (d->run) ? "preparing"
+                         : st == TW_SESSION_RUNNING  ? "training"
                          : st == TW_SESSION_PAUSED ? "paused"
                                                    : tw_session_state_name (st);
       /* The row is rebuilt on state changes only: the step count goes with

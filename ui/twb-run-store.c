@@ -121,7 +121,8 @@ twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_
                     GError **error)
 {
   tw_trainer *trainer = tw_session_trainer (twb_run_get_session (run));
-  if (trainer == NULL)
+  const tw_snapshot *end = twb_run_get_result (run);
+  if (trainer == NULL || (end && end->step == 0))
     return TRUE;
   if (g_mkdir_with_parents (dir, 0755) != 0)
     {
@@ -149,7 +150,7 @@ twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_
   if (!twb_metrics_export_csv (mine, csv, error))
     return FALSE;
 
-  const tw_snapshot *res = twb_run_get_result (run);
+  const tw_snapshot *res = end;
   TwbRunProgress pr;
   twb_run_get_progress (run, &pr);
   g_autoptr (JsonBuilder) b = json_builder_new ();

@@ -43,9 +43,9 @@ char *twb_run_store_new_model_id (const char *model_path);
 char *twb_run_store_dir_for (const char *model_path, const char *model_name);
 /* The next free run id in dir ("run-1" when empty).  Caller frees. */
 char *twb_run_store_next_id (const char *dir);
-/* Writes the run's two files.  A run that ended before its model was set
- * up (its dataset failed to open, or it was stopped while preparing) has
- * nothing to keep: nothing is written, TRUE. */
+/* Writes the run's two files.  A run that ended before its first step (its
+ * dataset or initial weights failed to load, it was stopped while
+ * preparing) has nothing to keep: nothing is written, TRUE. */
 gboolean twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics,
                              const tw_model *model, GError **error);
 /* TwbRunRecord*, newest first (free with g_ptr_array_unref). */

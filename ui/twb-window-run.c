@@ -568,6 +568,8 @@ run_finished (TwbRun *run, TwbWindow *self)
   g_autofree char *msg = NULL;
   if (twb_run_get_error (run))
     msg = g_strdup_printf ("Training failed: %s", twb_run_get_error (run));
+  else if (res && res->state == TW_SESSION_STOPPED && res->step == 0)
+    msg = g_strdup ("Training stopped before its first step");
   else if (res && res->state == TW_SESSION_STOPPED)
     msg = g_strdup_printf ("Training stopped after %" G_GINT64_FORMAT " steps; the weights are "
                            "those of the last finished step", res->step);
