@@ -110,7 +110,7 @@ void
 tw_bus_subscribe_id (tw_bus *bus, guint id, guint mask, tw_event_fn fn, gpointer user_data,
                      GDestroyNotify destroy)
 {
-  client c = { id, mask & TW_EV_MASK_ALL, fn, user_data, destroy };
+  client c = { id, mask & (TW_EV_MASK_ALL | TW_EV_INPUTS_AT_END), fn, user_data, destroy };
   g_array_append_val (bus->clients, c);
   update_mask (bus);
 }
@@ -146,7 +146,7 @@ tw_bus_set_mask (tw_bus *bus, guint id, guint mask)
 {
   for (guint i = 0; i < bus->clients->len; i++)
     if (g_array_index (bus->clients, client, i).id == id)
-      g_array_index (bus->clients, client, i).mask = mask & TW_EV_MASK_ALL;
+      g_array_index (bus->clients, client, i).mask = mask & (TW_EV_MASK_ALL | TW_EV_INPUTS_AT_END);
   update_mask (bus);
 }
 

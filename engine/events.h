@@ -88,6 +88,13 @@ typedef enum
 #define TW_EV_BIT(kind) (1u << (kind))
 #define TW_EV_MASK_OPS (TW_EV_BIT (TW_EV_FORWARD) | TW_EV_BIT (TW_EV_BACKWARD) | TW_EV_BIT (TW_EV_UPDATE))
 #define TW_EV_MASK_ALL ((1u << TW_EV_N_KINDS) - 1)
+/* Not a kind: a client that reads an op's inputs in its end event (the
+ * debugger's session) adds this to its mask.  An executor that writes an
+ * output over an input's buffer (compiled mode's in-place reuse) then gives
+ * the end event a copy of that input taken before the kernel ran; without
+ * it, such an input holds the output's values at the end (its begin event
+ * still sees the input). */
+#define TW_EV_INPUTS_AT_END (1u << 31)
 
 const char *tw_event_kind_name (tw_event_kind kind);     /* "forward", ... */
 
@@ -179,6 +186,13 @@ static inline gboolean
 tw_bus_wants (const tw_bus *bus, tw_event_kind kind)
 {
   return bus != NULL && G_UNLIKELY (bus->mask & TW_EV_BIT (kind));
+}
+
+/* Whether a client reads end events' inputs (TW_EV_INPUTS_AT_END). */
+static inline gboolean
+tw_bus_wants_inputs_at_end (const tw_bus *bus)
+{
+  return bus != NULL && (bus->mask & TW_EV_INPUTS_AT_END);
 }
 
 /* Deliver ev to every client that wants its kind.  FALSE when one asked to

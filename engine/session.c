@@ -17,12 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* gradients are only looked at (and, in compiled mode, their norms only
+/* Gradients are only looked at (and, in compiled mode, their norms only
  * computed) when metrics or a breakpoint need them. */
 static guint
 session_mask (tw_session *s)
 {
-  guint m = TW_EV_MASK_OPS | TW_EV_BIT (TW_EV_KERNEL) | TW_EV_BIT (TW_EV_ITERATION);
+  /* A pause may come at any op's end (a NaN, a pause command): its inputs
+   * are shown as the op read them, also where compiled mode writes over
+   * them (TW_EV_INPUTS_AT_END; a copy per in-place instruction). */
+  guint m =
+    TW_EV_MASK_OPS | TW_EV_BIT (TW_EV_KERNEL) | TW_EV_BIT (TW_EV_ITERATION) | TW_EV_INPUTS_AT_END;
   if (s->opt.grad_norms)
     m |= TW_EV_BIT (TW_EV_GRAD_READY);
   return m;

@@ -28,6 +28,8 @@ typedef struct
   const tw_device *device; /* the arena's */
   tw_forward_fn *fwd;      /* [n_instrs] the kernel of a registered op, or NULL */
   tw_kernel_fn *fused;     /* [n_instrs] the kernel of a fused op, or NULL */
+  guint32 *overwrites;     /* [n_instrs] bit k: input k shares its buffer with an output
+                            * (written in place) */
 } runnable;
 
 
@@ -87,6 +89,7 @@ runnable_free (gpointer data)
   g_free (r->ident);
   g_free (r->fwd);
   g_free (r->fused);
+  g_free (r->overwrites);
   g_ptr_array_unref (r->ready_last);
   tw_device_free (r->device, r->arena, MAX (r->prog->arena_bytes, 64));
   __atomic_sub_fetch (&arena_bytes_live, (gint64) MAX (r->prog->arena_bytes, 64), __ATOMIC_RELAXED);
@@ -126,12 +129,14 @@ build_identities (tw_compiled *c, runnable *r)
   r->ready_last = g_ptr_array_new ();
   g_autoptr (GPtrArray) made = g_ptr_array_new_with_free_func (g_free);
   g_ptr_array_set_size (made, (int) prog->slots->len);
+  g_autofree gboolean *final_grad = g_new0 (gboolean, MAX (prog->slots->len, 1));
   /* A parameter's final gradient by the eager executor's name for it. */
   GHashTableIter it;
   gpointer pname, slot1;
   g_hash_table_iter_init (&it, prog->grad_slot);
   while (g_hash_table_iter_next (&it, &pname, &slot1))
     {
+      final_grad[GPOINTER_TO_INT (slot1) - 1] = TRUE;
       int root = tw_program_alias_root (prog, GPOINTER_TO_INT (slot1) - 1);
       if (!tw_program_slot (prog, root)->name && g_ptr_array_index (made, root) == NULL)
         made->pdata[root] = g_strconcat ("grad:", (const char *) pname, NULL);
@@ -163,12 +168,15 @@ build_identities (tw_compiled *c, runnable *r)
       GStrv in = g_new0 (char *, ins->n_in + 1), out = g_new0 (char *, ins->n_out + 1);
       for (int k = 0; k < ins->n_in; k++)
         in[k] = g_strdup (slot_name (prog, made, ins->in[k]));
+      /* A view's output is its input's value under the same name; an op
+       * that writes over an input's buffer (in place) makes a new value. */
+      gboolean view = ins->op && (ins->op->flags & TW_OP_VIEW);
       for (int k = 0; k < ins->n_out; k++)
         {
           int o = ins->out[k];
           int root = tw_program_alias_root (prog, o);
-          if (!tw_program_slot (prog, o)->name && g_ptr_array_index (made, o) == NULL
-              && root != o && g_ptr_array_index (made, root))
+          if (!tw_program_slot (prog, o)->name && g_ptr_array_index (made, o) == NULL &&
+              root != o && g_ptr_array_index (made, root) && (view || final_grad[o]))
             made->pdata[o] = g_strdup (g_ptr_array_index (made, root));
           if (!tw_program_slot (prog, o)->name && g_ptr_array_index (made, o) == NULL)
             made->pdata[o] = tw_value_name (ins->label, (const char *const *) in, ins->n_in, k,
@@ -296,7 +304,37 @@ runnable_new (tw_compiled *c, tw_program *prog)
         r->t[s] = view_tensor (&sl->info, NULL);
     }
   build_identities (c, r);
+  G_STATIC_ASSERT (TW_MAX_INPUTS + TW_MAX_PARAMS <= 32); /* a bit per input */
+  r->overwrites = g_new0 (guint32, MAX (prog->instrs->len, 1));
+  for (guint i = 0; i < prog->instrs->len; i++)
+    {
+      tw_instr *ins = tw_program_instr (prog, (int) i);
+      for (int k = 0; k < ins->n_in; k++)
+        for (int j = 0; j < ins->n_out; j++)
+          if (tw_program_alias_root (prog, ins->in[k]) == tw_program_alias_root (prog, ins->out[j]))
+            r->overwrites[i] |= 1u << k;
+    }
   return r;
+}
+
+/* Host copies of the inputs an instruction is about to write over, for its
+ * end event (TW_EV_INPUTS_AT_END): end_in is in with those replaced. */
+static void
+keep_overwritten (guint32 bits, tw_tensor *const *in, int n_in, tw_tensor **kept,
+                  tw_tensor **end_in)
+{
+  for (int k = 0; k < n_in; k++)
+    {
+      kept[k] = NULL;
+      if (bits & (1u << k))
+        {
+          tw_tensor *h = tw_tensor_to_host (in[k]);
+          kept[k] = h == in[k] ? tw_tensor_clone (h) : h;
+          if (h == in[k])
+            tw_tensor_unref (h);
+        }
+      end_in[k] = kept[k] ? kept[k] : in[k];
+    }
 }
 
 static void
@@ -704,6 +742,15 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
           if (!publish (c, &ev, error))
             return FALSE;
         }
+      /* The inputs as the kernel reads them, for a client that looks at
+       * them when it ends. */
+      tw_tensor *kept[TW_MAX_INPUTS + TW_MAX_PARAMS], *end_in[TW_MAX_INPUTS + TW_MAX_PARAMS];
+      gboolean keep = listen && r->overwrites[i] && tw_bus_wants_inputs_at_end (c->bus);
+      if (keep)
+        {
+          keep_overwritten (r->overwrites[i], in, ins->n_in, kept, end_in);
+          ev.inputs = end_in;
+        }
       g_autoptr (GError) local = NULL;
       c->updating |= ins->phase == TW_PHASE_UPDATE;
       tw_workspace *prev_ws = tw_workspace_enter (&kc);
@@ -720,6 +767,8 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
           g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL, "node %s (%s%s): %s", src,
                        ins->label, ins->phase == TW_PHASE_BACKWARD ? ", backward" : "",
                        local ? local->message : "failed");
+          for (int k = 0; keep && k < ins->n_in; k++)
+            g_clear_pointer (&kept[k], tw_tensor_unref);
           return FALSE;
         }
       if (listen)
@@ -729,10 +778,12 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
           ev.outputs = out;
           ev.n_outputs = ins->n_out;
           /* A fused gradient+update: its gradient was final inside it. */
-          if (ins->param && r->ready[i]
-              && !publish_ready (c, r, r->ready[i], ins, step, error))
-            return FALSE;
-          if (!publish (c, &ev, error))
+          gboolean published =
+            !(ins->param && r->ready[i]) || publish_ready (c, r, r->ready[i], ins, step, error);
+          published = published && publish (c, &ev, error);
+          for (int k = 0; keep && k < ins->n_in; k++)
+            g_clear_pointer (&kept[k], tw_tensor_unref);
+          if (!published)
             return FALSE;
         }
       if (r->ready[i] && ins->param == NULL && tw_bus_wants (c->bus, TW_EV_GRAD_READY)

@@ -7,9 +7,14 @@
  * same bytes, by an earlier op of that name; every other name is a node's
  * output, a parameter or a gradient the graph has; and each is described
  * in words ("gradient of fc2's output"). */
+#include "engine/compile/compiled.h"
+#include "engine/compile/program.h"
 #include "engine/data.h"
 #include "engine/session.h"
+#include "engine/train.h"
 #include "opcheck.h"
+
+#include <math.h>
 
 #include <string.h>
 
@@ -125,11 +130,9 @@ check_names (tw_exec_mode mode)
               tw_tensor *before = g_hash_table_lookup (made, t->name);
               if (before && !output)
                 {
-                  /* An input named after what made it: that value. */
-                  /* (Compiled instructions may run in place: an input is
-                   * copied at the op's end, after its output overwrote it.) */
-                  if (mode == TW_MODE_EAGER)
-                    g_assert_true (same_bytes (before, t->tensor));
+                  /* An input named after what made it: that value, also
+                   * where a compiled instruction writes over it in place. */
+                  g_assert_true (same_bytes (before, t->tensor));
                   n_used++;
                 }
               else if (before == NULL)
@@ -189,6 +192,140 @@ test_value_name (void)
   g_assert_cmpuint (strlen (e), <=, TW_VALUE_NAME_MAX);
 }
 
+/* x [2] → fc1 (8), fc2 (8) → s = fc1 + fc2 → relu → fc3 (2) → cross entropy:
+ * add's backward needs neither input, so compiled mode writes s over one of
+ * them in place. */
+static tw_model *
+make_add_model (void)
+{
+  tw_model *m = tw_model_new ("in-place");
+  tw_attrs *a = twt_attrs_int ("out_features", 8), *c = twt_attrs_int ("out_features", 2);
+  tw_graph_add_input (m->graph, "x", TW_F32, 1, (int64_t[]){ 2 }, "data");
+  tw_graph_add_input (m->graph, "y", TW_I64, 0, NULL, "label");
+  tw_graph_add (m->graph, "fc1", "linear", a, "x", NULL);
+  tw_graph_add (m->graph, "fc2", "linear", a, "x", NULL);
+  tw_graph_add (m->graph, "s", "add", NULL, "fc1", "fc2", NULL);
+  tw_graph_add (m->graph, "act", "relu", NULL, "s", NULL);
+  tw_graph_add (m->graph, "fc3", "linear", c, "act", NULL);
+  tw_graph_add (m->graph, "loss", "cross_entropy", NULL, "fc3", "y", NULL);
+  tw_graph_set_outputs (m->graph, (const char *[]){ "fc3", NULL });
+  tw_attrs_free (a);
+  tw_attrs_free (c);
+  m->recipe.batch_size = 8;
+  m->recipe.epochs = 1;
+  return m;
+}
+
+/* Every tensor of the pause at node's forward end in the first iteration,
+ * by name (new references); the session is left paused there. */
+static GHashTable *
+values_at (tw_session *s, const char *node)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *spec = g_strdup_printf ("node=%s:forward", node);
+  g_assert_true (tw_session_add_breakpoint (s, spec, &error));
+  g_assert_true (tw_session_run (s, &error));
+  g_autoptr (tw_snapshot) sn = twt_pop_kind (s, TW_SNAP_PAUSED);
+  g_assert_cmpint (sn->iteration, ==, 1);
+  g_assert_true (g_strv_contains ((const char *const *) sn->nodes, node));
+  GHashTable *v =
+    g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) tw_tensor_unref);
+  for (guint i = 0; i < sn->tensors->len; i++)
+    {
+      const tw_snapshot_tensor *t = g_ptr_array_index (sn->tensors, i);
+      g_test_message ("%s at %s: %s (%s)", sn->compiled ? "compiled" : "eager", node, t->name,
+                      t->role);
+      g_hash_table_insert (v, g_strdup (t->name), tw_tensor_ref (t->tensor));
+    }
+  return v;
+}
+
+static double
+max_rel_diff (const tw_tensor *a, const tw_tensor *b)
+{
+  g_assert_cmpint (tw_tensor_numel (a), ==, tw_tensor_numel (b));
+  double d = 0;
+  for (int64_t i = 0; i < tw_tensor_numel (a); i++)
+    {
+      double x = tw_tensor_get_flat (a, i), y = tw_tensor_get_flat (b, i);
+      d = MAX (d, fabs (x - y) / MAX (fabs (x), 1e-3));
+    }
+  return d;
+}
+
+/* Paused at the end of an instruction that wrote its output over an input
+ * (compiled mode's in-place reuse), the debugger shows that input as the
+ * op read it: the eager run's input of the same op, not the output. */
+static void
+test_in_place_inputs (void)
+{
+  g_autoptr (tw_model) m = make_add_model ();
+  g_autoptr (GError) error = NULL;
+  GHashTable *seen[2];
+  tw_session *ss[2];
+  for (int mode = 0; mode < 2; mode++)
+    {
+      tw_dataset *d = tw_dataset_synthetic ("spirals", 64, 3, -1, &error);
+      g_assert_no_error (error);
+      tw_session_options o;
+      tw_session_options_init (&o);
+      o.mode = mode == 0 ? TW_MODE_EAGER : TW_MODE_COMPILED;
+      o.max_steps = 1;
+      ss[mode] = tw_session_new (m, d, NULL, NULL, &o, &error);
+      g_assert_no_error (error);
+      seen[mode] = values_at (ss[mode], "s");
+    }
+  /* The compiled program does write s over fc1 or fc2. */
+  tw_compiled *c = tw_trainer_compiled (tw_session_trainer (ss[1]));
+  tw_program *p = tw_compiled_program (c, TW_PROGRAM_STEP, 8, &error);
+  g_assert_no_error (error);
+  gboolean in_place = FALSE;
+  for (guint i = 0; i < p->instrs->len; i++)
+    {
+      tw_instr *ins = tw_program_instr (p, (int) i);
+      if (ins->phase != TW_PHASE_FORWARD || ins->n_out != 1 ||
+          !g_ptr_array_find_with_equal_func (ins->sources, "s", g_str_equal, NULL))
+        continue;
+      for (int k = 0; k < ins->n_in; k++)
+        in_place |= tw_program_alias_root (p, ins->in[k]) == tw_program_alias_root (p, ins->out[0]);
+    }
+  g_assert_true (in_place);
+  /* Same seed, same batch: the same values within float32 rounding of the
+   * two executors' GEMMs (~1e-7 relative; 1e-5 leaves room). */
+  for (const char *const *name = (const char *const[]){ "fc1", "fc2", "s", NULL }; *name; name++)
+    {
+      tw_tensor *e = g_hash_table_lookup (seen[0], *name);
+      tw_tensor *k = g_hash_table_lookup (seen[1], *name);
+      g_assert_nonnull (e);
+      g_assert_nonnull (k);
+      double diff = max_rel_diff (e, k);
+      g_test_message ("%s: eager vs compiled %.3g", *name, diff);
+      g_assert_cmpfloat (diff, <=, 1e-5);
+    }
+  /* In float64 the shown inputs add up to the shown output, within the
+   * rounding of one float32 addition (half an ulp, 2^-24 relative; 2^-23
+   * leaves room); an input overwritten by s would be off by the other. */
+  tw_tensor *a = g_hash_table_lookup (seen[1], "fc1"), *b = g_hash_table_lookup (seen[1], "fc2"),
+            *sum = g_hash_table_lookup (seen[1], "s");
+  for (int64_t i = 0; i < tw_tensor_numel (sum); i++)
+    {
+      double ref = tw_tensor_get_flat (a, i) + tw_tensor_get_flat (b, i);
+      g_assert_cmpfloat (fabs (ref - tw_tensor_get_flat (sum, i)), <=,
+                         ldexp (fabs (ref), -23) + 1e-30);
+    }
+  /* And an input is not its output (which the bug showed twice). */
+  g_assert_false (
+    same_bytes (g_hash_table_lookup (seen[1], "fc1"), g_hash_table_lookup (seen[1], "s")));
+  g_assert_false (
+    same_bytes (g_hash_table_lookup (seen[1], "fc2"), g_hash_table_lookup (seen[1], "s")));
+  for (int mode = 0; mode < 2; mode++)
+    {
+      g_assert_true (tw_session_stop (ss[mode], &error));
+      tw_session_free (ss[mode]);
+      g_hash_table_unref (seen[mode]);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -196,5 +333,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/session/names/value-name", test_value_name);
   g_test_add_func ("/engine/session/names/eager", test_eager);
   g_test_add_func ("/engine/session/names/compiled", test_compiled);
+  g_test_add_func ("/engine/session/names/in-place-inputs", test_in_place_inputs);
   return g_test_run ();
 }
