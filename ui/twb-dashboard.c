@@ -187,8 +187,10 @@ update_progress (TwbDashboard *d)
     }
   TwbRunProgress p;
   twb_run_get_progress (d->run, &p);
-  double frac = p.total_steps > 0 ? (double) p.step / p.total_steps : 0;
-  gtk_progress_bar_set_fraction (GTK_PROGRESS_BAR (d->progress_bar), CLAMP (frac, 0, 1));
+  double frac = CLAMP (p.total_steps > 0 ? (double) p.step / p.total_steps : 0, 0, 1);
+  /* GtkProgressBar relayouts on every set, even to the same value. */
+  if (frac != gtk_progress_bar_get_fraction (GTK_PROGRESS_BAR (d->progress_bar)))
+    gtk_progress_bar_set_fraction (GTK_PROGRESS_BAR (d->progress_bar), frac);
   tw_session_state st = twb_run_get_state (d->run);
   char eta[32];
   tw_rate_format_eta (p.eta_s, eta, sizeof eta);

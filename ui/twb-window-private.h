@@ -62,7 +62,7 @@ struct _TwbWindow
   char *blocked_notice;         /* why Continue is greyed out (a node's error), or NULL */
   char *last_graph_notice;
   double applied_lr, applied_momentum, applied_wd;
-  gint64 last_progress;
+  guint progress_source;        /* the progress line's next showing (run_progress) */
   GtkWidget *run_button;
   GtkWidget *dashboard, *debugger_panel, *compile_view;
 

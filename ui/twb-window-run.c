@@ -431,17 +431,29 @@ show_progress (TwbWindow *self)
 }
 
 /* The progress line at most 4 times a second while training runs (its text
- * changes relayout the window); every state change shows it at once. */
-#define PROGRESS_INTERVAL_US (G_USEC_PER_SEC / 4)
+ * changes relayout the window), at the next multiple of the interval on the
+ * monotonic clock: the dashboard's charts redraw on the same instants
+ * (twb_plot_set_redraw_interval), so a step's new points and its progress
+ * share one frame instead of two.  Every state change shows it at once. */
+#define PROGRESS_INTERVAL_MS 250
+
+static gboolean
+progress_due (gpointer data)
+{
+  TwbWindow *self = data;
+  self->progress_source = 0;
+  show_progress (self);
+  return G_SOURCE_REMOVE;
+}
 
 static void
 run_progress (TwbRun *run, TwbWindow *self)
 {
-  gint64 now = g_get_monotonic_time ();
-  if (now - self->last_progress < PROGRESS_INTERVAL_US)
+  if (self->progress_source)
     return;
-  self->last_progress = now;
-  show_progress (self);
+  gint64 period = PROGRESS_INTERVAL_MS * 1000, now = g_get_monotonic_time ();
+  gint64 wait_us = period - now % period;
+  self->progress_source = g_timeout_add ((guint) ((wait_us + 999) / 1000), progress_due, self);
 }
 
 static void
@@ -1274,6 +1286,7 @@ twb_window_run_init (TwbWindow *self)
 void
 twb_window_run_dispose (TwbWindow *self)
 {
+  g_clear_handle_id (&self->progress_source, g_source_remove);
   if (self->run)
     {
       g_signal_handlers_disconnect_by_data (self->run, self);
