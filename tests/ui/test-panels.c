@@ -469,18 +469,9 @@ main (int argc, char **argv)
   const char *env = g_getenv ("TWB_TEST_SHOTS");
   shots_dir = env ? g_strdup (env) : g_build_filename (home, "shots", NULL);
   g_mkdir_with_parents (shots_dir, 0700);
-  g_test_init (&argc, &argv, NULL);
-  /* Any warning or critical, ours or GTK's, fails the test. */
-  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
-  if (!gtk_init_check ())
-    {
-      g_print ("1..0 # SKIP no display\n");
-      return 0;
-    }
-  tw_ops_init ();
-  app = twb_application_new (G_APPLICATION_NON_UNIQUE);
-  g_application_register (G_APPLICATION (app), NULL, NULL);
-  twb_application_load_style ();
+  app = twt_window_test_init (&argc, &argv, 0);
+  if (app == NULL)
+    return 0;
   g_test_add_func ("/ui/panels/run-colours", test_run_colours);
   g_test_add_func ("/ui/panels/running-run-listed", test_running_run_listed);
   g_test_add_func ("/ui/panels/runs-follow-model", test_runs_follow_model);

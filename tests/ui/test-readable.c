@@ -19,6 +19,7 @@
  * warning or critical fails the test. */
 #include "ui-scene.h"
 #include "ui-test.h"
+#include "window-test.h"
 #include "app/twb-application.h"
 #include "graph_editor/twb-graph-canvas.h"
 #include "graph_editor/twb-graph-render.h"
@@ -653,17 +654,9 @@ int
 main (int argc, char **argv)
 {
   g_autofree char *home = twt_ui_private_home ("readable");
-  g_test_init (&argc, &argv, NULL);
-  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
-  tw_ops_init ();
-  if (!gtk_init_check ())
-    {
-      g_print ("1..0 # SKIP no display\n");
-      return 0;
-    }
-  app = twb_application_new (G_APPLICATION_NON_UNIQUE | G_APPLICATION_HANDLES_OPEN);
-  g_application_register (G_APPLICATION (app), NULL, NULL);
-  twb_application_load_style ();
+  app = twt_window_test_init (&argc, &argv, G_APPLICATION_HANDLES_OPEN);
+  if (app == NULL)
+    return 0;
   g_test_add_func ("/ui/readable/default-view", test_default_view);
   g_test_add_func ("/ui/readable/open", test_open);
   g_test_add_func ("/ui/readable/open-before-shown", test_open_before_shown);

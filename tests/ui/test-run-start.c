@@ -331,17 +331,9 @@ main (int argc, char **argv)
   const char *env = g_getenv ("TWB_TEST_SHOTS");
   shots_dir = env ? g_strdup (env) : g_build_filename (home, "shots", NULL);
   g_mkdir_with_parents (shots_dir, 0700);
-  g_test_init (&argc, &argv, NULL);
-  /* Any warning or critical, ours or GTK's, fails the test. */
-  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
-  if (!gtk_init_check ())
-    {
-      g_print ("1..0 # SKIP no display\n");
-      return 0;
-    }
-  app = twb_application_new (G_APPLICATION_NON_UNIQUE);
-  g_application_register (G_APPLICATION (app), NULL, NULL);
-  twb_application_load_style ();
+  app = twt_window_test_init (&argc, &argv, 0);
+  if (app == NULL)
+    return 0;
   g_test_add_func ("/ui/run-start/responsive", test_responsive_start);
   g_test_add_func ("/ui/run-start/stop-while-preparing", test_stop_while_preparing);
   g_test_add_func ("/ui/run-start/error-while-preparing", test_error_while_preparing);

@@ -518,17 +518,9 @@ main (int argc, char **argv)
   g_autofree char *home = twt_ui_private_home ("shortcuts");
   tmp_dir = g_build_filename (home, "models", NULL);
   g_mkdir_with_parents (tmp_dir, 0700);
-  g_test_init (&argc, &argv, NULL);
-  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
-  if (!gtk_init_check ())
-    {
-      g_print ("1..0 # SKIP no display\n");
-      return 0;
-    }
-  tw_ops_init ();
-  app = twb_application_new (G_APPLICATION_NON_UNIQUE);
-  g_application_register (G_APPLICATION (app), NULL, NULL);
-  twb_application_load_style ();
+  app = twt_window_test_init (&argc, &argv, 0);
+  if (app == NULL)
+    return 0;
   /* Keep the application (and the process's loop) when the windows go. */
   g_application_hold (G_APPLICATION (app));
 

@@ -127,3 +127,20 @@ twt_window_screenshot (GtkWidget *window, const char *path)
   g_assert_true (gdk_texture_save_to_png (tex, path));
   g_test_message ("screenshot: %s", path);
 }
+
+TwbApplication *
+twt_window_test_init (int *argc, char ***argv, GApplicationFlags flags)
+{
+  g_test_init (argc, argv, NULL);
+  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+  tw_ops_init ();
+  if (!gtk_init_check ())
+    {
+      g_print ("1..0 # SKIP no display\n");
+      return NULL;
+    }
+  TwbApplication *app = twb_application_new (flags | G_APPLICATION_NON_UNIQUE);
+  g_application_register (G_APPLICATION (app), NULL, NULL);
+  twb_application_load_style ();
+  return app;
+}

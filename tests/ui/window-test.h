@@ -25,3 +25,9 @@ tw_tensor *inspect_fresh (TwbWindow *w, const char *name, tw_tensor *older);
 GtkWidget *find_label (GtkWidget *root, const char *prefix);
 /* The window as drawn (its renderer), saved as PNG at path. */
 void twt_window_screenshot (GtkWidget *window, const char *path);
+/* What main does first, after twt_ui_private_home: g_test_init, any
+ * warning or critical (ours or GTK's) fatal, the engine's ops, GTK, and the
+ * application (flags | G_APPLICATION_NON_UNIQUE) registered with the
+ * house style.  NULL without a display, TAP's skip line printed: main
+ * returns 0.  The caller unrefs the application. */
+TwbApplication *twt_window_test_init (int *argc, char ***argv, GApplicationFlags flags);
