@@ -30,6 +30,8 @@ typedef struct
   tw_kernel_fn *fused;     /* [n_instrs] the kernel of a fused op, or NULL */
   guint32 *overwrites;     /* [n_instrs] bit k: input k shares its buffer with an output
                             * (written in place) */
+  tw_tensor **kept;        /* [n_slots] host copy of a slot an instruction writes over,
+                            * kept from step to step (keep_overwritten); NULL: none yet */
 } runnable;
 
 
@@ -71,8 +73,13 @@ runnable_free (gpointer data)
 {
   runnable *r = data;
   for (guint s = 0; s < r->prog->slots->len; s++)
-    tw_tensor_unref (r->t[s]);
+    {
+      tw_tensor_unref (r->t[s]);
+      if (r->kept)
+        tw_tensor_unref (r->kept[s]);
+    }
   g_free (r->t);
+  g_free (r->kept);
   for (guint i = 0; i < r->prog->instrs->len; i++)
     {
       g_strfreev (r->nodes[i]);
@@ -317,23 +324,44 @@ runnable_new (tw_compiled *c, tw_program *prog)
   return r;
 }
 
-/* Host copies of the inputs an instruction is about to write over, for its
- * end event (TW_EV_INPUTS_AT_END): end_in is in with those replaced. */
+/* Host copies of the inputs instruction i is about to write over, for its
+ * end event (TW_EV_INPUTS_AT_END): end_in is in with those replaced.  On
+ * the host a slot's copy is made once and refilled each step, unless a
+ * client still holds the last one (a pause's snapshot): a step allocates
+ * nothing for it.  kept[k] holds what the caller unrefs (a device's host
+ * copy), or NULL. */
 static void
-keep_overwritten (guint32 bits, tw_tensor *const *in, int n_in, tw_tensor **kept,
-                  tw_tensor **end_in)
+keep_overwritten (runnable *r, const tw_instr *ins, guint32 bits, tw_tensor *const *in,
+                  tw_tensor **kept, tw_tensor **end_in)
 {
-  for (int k = 0; k < n_in; k++)
+  if (r->kept == NULL)
+    r->kept = g_new0 (tw_tensor *, MAX (r->prog->slots->len, 1));
+  for (int k = 0; k < ins->n_in; k++)
     {
       kept[k] = NULL;
-      if (bits & (1u << k))
+      end_in[k] = in[k];
+      if (!(bits & (1u << k)))
+        continue;
+      tw_tensor *h = tw_tensor_to_host (in[k]);
+      if (h != in[k])
         {
-          tw_tensor *h = tw_tensor_to_host (in[k]);
-          kept[k] = h == in[k] ? tw_tensor_clone (h) : h;
-          if (h == in[k])
-            tw_tensor_unref (h);
+          kept[k] = end_in[k] = h;
+          continue;
         }
-      end_in[k] = kept[k] ? kept[k] : in[k];
+      tw_tensor_unref (h);
+      tw_tensor **copy = &r->kept[ins->in[k]];
+      tw_tensor *c = *copy;
+      gboolean reuse = c && g_atomic_int_get (&c->refcount) == 1 &&
+                       g_atomic_int_get (&c->storage->refcount) == 1 && c->dtype == in[k]->dtype &&
+                       c->ndim == in[k]->ndim &&
+                       memcmp (c->shape, in[k]->shape, sizeof (int64_t) * (size_t) c->ndim) == 0 &&
+                       tw_tensor_copy_into (c, in[k]);
+      if (!reuse)
+        {
+          tw_tensor_unref (c);
+          *copy = tw_tensor_clone (in[k]);
+        }
+      end_in[k] = *copy;
     }
 }
 
@@ -748,7 +776,7 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
       gboolean keep = listen && r->overwrites[i] && tw_bus_wants_inputs_at_end (c->bus);
       if (keep)
         {
-          keep_overwritten (r->overwrites[i], in, ins->n_in, kept, end_in);
+          keep_overwritten (r, ins, r->overwrites[i], in, kept, end_in);
           ev.inputs = end_in;
         }
       g_autoptr (GError) local = NULL;
