@@ -477,6 +477,9 @@ peak_thread (GTask *task, gpointer src, gpointer data, GCancellable *c)
 static void
 peak_done (GObject *src, GAsyncResult *res, gpointer data)
 {
+  g_autoptr (GApplication) app = data;   /* held while it measured */
+  if (app)
+    g_application_release (app);
   g_autofree double *v = g_task_propagate_pointer (G_TASK (res), NULL);
   TwbProfilerPanel *p = TWB_PROFILER_PANEL (src);
   if (v == NULL || g_cancellable_is_cancelled (p->cancel))
@@ -485,13 +488,19 @@ peak_done (GObject *src, GAsyncResult *res, gpointer data)
   fill_selection (p);
 }
 
+/* The measurement cannot be cancelled (a few SGEMMs on the engine's team):
+ * the application is held until it ends, so the process never exits with
+ * the thread inside OpenMP (`twb --screenshot TRACE` closes at once). */
 static void
 start_peak (TwbProfilerPanel *p)
 {
   if (p->peak_started)
     return;
   p->peak_started = TRUE;
-  GTask *task = g_task_new (p, p->cancel, peak_done, NULL);
+  GApplication *app = g_application_get_default ();
+  if (app)
+    g_application_hold (g_object_ref (app));
+  GTask *task = g_task_new (p, p->cancel, peak_done, app);
   g_task_set_return_on_cancel (task, FALSE);
   g_task_run_in_thread (task, peak_thread);
   g_object_unref (task);
