@@ -42,8 +42,12 @@
  *   backward rule emits (relu_grad, linear_grad_weight, ...); an op's
  *   forward is one kernel and publishes none.  Compiled: none (every
  *   instruction is one kernel, published as its op event).
- * - TW_EV_COPY, TW_EV_COLLECTIVE: host↔device copies and collectives, for
- *   the devices and communicators that make them.
+ * - TW_EV_COPY: host↔device copies, for the devices that make them.
+ * - TW_EV_COLLECTIVE: one collective or message of a communicator
+ *   (engine/comm/comm.h): coll says which (kind, sequence number, bytes,
+ *   peer, algorithm, the bucket and parameters it carries), t_start/t_end
+ *   when the communication thread started and finished it.  Published on
+ *   the thread that waits for it, when it waits.
  * - TW_EV_GRAD_READY: an instant (start == end), once per trainable parameter
  *   per step, the moment its gradient is final and before its update: param
  *   and grad are set (grad is NULL where a fused update consumes it in
@@ -148,6 +152,7 @@ typedef struct
   double grad_norm;             /* GRAD_READY with grad NULL: its L2 norm when the fused
                                  * update computed it, else NaN */
   double loss;                  /* ITERATION end: the step's loss */
+  const struct tw_coll_info *coll;  /* COLLECTIVE: what it was (engine/comm/comm.h) */
 } tw_event;
 
 typedef gboolean (*tw_event_fn) (const tw_event *ev, gpointer user_data);

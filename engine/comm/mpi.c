@@ -1,0 +1,666 @@
+/* mpi.c — the communication thread: MPI's start and end, and the loop that
+ * starts and progresses every call (collectives one at a time, in order;
+ * messages all at once), watches the time-out and, when one passes, asks
+ * the other ranks how far they got so that the error names the rank that
+ * never arrived. */
+#define G_LOG_DOMAIN "twb-comm"
+
+#include "engine/comm/comm-private.h"
+
+#include <sched.h>
+#include <string.h>
+
+void tw_comm_check_sigusr1 (tw_comm *c);
+
+/* Control messages: int64 [4] = { type, rank, posted, done }. */
+enum
+{
+  CTRL_QUERY = 1,
+  CTRL_STATUS = 2,
+};
+enum
+{
+  TAG_QUERY = 1,
+  TAG_STATUS = 2,
+  TAG_CLOCK = 3,
+};
+
+MPI_Datatype
+tw_comm_mpi_dtype (tw_dtype dtype)
+{
+  switch (dtype)
+    {
+    case TW_F32:
+      return MPI_FLOAT;
+    case TW_F64:
+      return MPI_DOUBLE;
+    case TW_I32:
+      return MPI_INT32_T;
+    case TW_I64:
+      return MPI_INT64_T;
+    default:
+      return MPI_BYTE;
+    }
+}
+
+MPI_Op
+tw_comm_mpi_op (tw_reduce_op op)
+{
+  return op == TW_REDUCE_MAX ? MPI_MAX : op == TW_REDUCE_MIN ? MPI_MIN : MPI_SUM;
+}
+
+static GError *
+mpi_error (int rc, const char *what)
+{
+  char msg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string (rc, msg, &len);
+  return g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_FAILED, "%s: MPI: %s", what, msg);
+}
+
+/* What the loop knows, on the communication thread. */
+typedef struct
+{
+  tw_comm *c;
+  GQueue pending;             /* collectives (and the clock exchange) not started yet */
+  tw_comm_req *active;        /* the collective in progress */
+  GPtrArray *p2p;             /* messages in progress */
+  guint64 done_seq;           /* the last collective completed */
+  gint64 ctrl_buf[4];
+  MPI_Request ctrl_req;       /* the receive of the next query */
+  MPI_Request reply_req[64];  /* status replies sent */
+  gint64 reply_buf[64][4];
+  int n_reply;
+} loop;
+
+static void
+complete (tw_comm *c, tw_comm_req *r, GError *error)
+{
+  r->info.t_end = tw_now_ns ();
+  r->error = error;
+  tw_comm_flight_set (c, r, error ? 3 : 2);
+  g_mutex_lock (&c->lock);
+  r->done = TRUE;             /* from here on r is the caller's */
+  g_cond_broadcast (&c->cond);
+  g_mutex_unlock (&c->lock);
+}
+
+static GError *
+start_coll (loop *L, tw_comm_req *r)
+{
+  tw_comm *c = L->c;
+  MPI_Datatype dt = tw_comm_mpi_dtype (r->dtype);
+  int n = (int) r->count, rc = MPI_SUCCESS;
+  r->n_mreq = 1;
+  r->mreq[0] = MPI_REQUEST_NULL;
+  switch (r->info.kind)
+    {
+    case TW_COLL_ALLREDUCE:
+      if (r->info.algo != TW_ALGO_MPI && c->size > 1)
+        {
+          GError *error = NULL;
+          r->n_mreq = 0;
+          r->algo_run = tw_algo_run_start (c, r->info.algo, r->buf, r->count, r->dtype, r->op,
+                                           &error);
+          return error;
+        }
+      rc = MPI_Iallreduce (MPI_IN_PLACE, r->buf, n, dt, tw_comm_mpi_op (r->op), c->world,
+                           &r->mreq[0]);
+      break;
+    case TW_COLL_REDUCE_SCATTER:
+      rc = MPI_Ireduce_scatter_block (r->send, r->recv, n, dt, tw_comm_mpi_op (r->op), c->world,
+                                      &r->mreq[0]);
+      break;
+    case TW_COLL_ALLGATHER:
+      rc = MPI_Iallgather (r->send, n, dt, r->recv, n, dt, c->world, &r->mreq[0]);
+      break;
+    case TW_COLL_BROADCAST:
+      rc = MPI_Ibcast (r->buf, n, dt, r->info.peer, c->world, &r->mreq[0]);
+      break;
+    case TW_COLL_BARRIER:
+      rc = MPI_Ibarrier (c->world, &r->mreq[0]);
+      break;
+    case TW_COLL_SEND:
+      rc = MPI_Isend (r->buf, n, dt, r->info.peer, 0, c->p2p, &r->mreq[0]);
+      r->waiting_on = r->info.peer;
+      break;
+    case TW_COLL_RECV:
+      rc = MPI_Irecv (r->buf, n, dt, r->info.peer, 0, c->p2p, &r->mreq[0]);
+      r->waiting_on = r->info.peer;
+      break;
+    default:
+      break;
+    }
+  if (rc != MPI_SUCCESS)
+    return mpi_error (rc, tw_coll_kind_name (r->info.kind));
+  return NULL;
+}
+
+/* 1 done, 0 not yet, -1 failed (*error set). */
+static int
+progress (loop *L, tw_comm_req *r, GError **error)
+{
+  if (r->algo_run)
+    {
+      int st = tw_algo_run_progress (r->algo_run, &r->waiting_on, &r->info.sent,
+                                     &r->info.received, error);
+      if (st != 0)
+        g_clear_pointer (&r->algo_run, tw_algo_run_free);
+      return st;
+    }
+  if (r->n_mreq == 0)
+    return 1;
+  int flag = 0;
+  MPI_Status st;
+  int rc = MPI_Test (&r->mreq[0], &flag, &st);
+  if (rc != MPI_SUCCESS)
+    {
+      *error = mpi_error (rc, tw_coll_kind_name (r->info.kind));
+      return -1;
+    }
+  if (!flag)
+    return 0;
+  gint64 esz = (gint64) tw_dtype_size (r->dtype);
+  if (r->info.kind == TW_COLL_RECV)
+    {
+      int got = 0;
+      MPI_Get_count (&st, tw_comm_mpi_dtype (r->dtype), &got);
+      if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != 0)
+        {
+          *error = mpi_error (st.MPI_ERROR, "recv");
+          return -1;
+        }
+      if (got != r->count)
+        {
+          *error = g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_MISMATCH,
+                                "message %" G_GUINT64_FORMAT " from rank %d holds %d elements, "
+                                "%" G_GINT64_FORMAT " were expected",
+                                r->info.msg_seq, r->info.peer, got, r->count);
+          return -1;
+        }
+      r->info.received = r->info.bytes;
+    }
+  else if (r->info.kind == TW_COLL_SEND)
+    r->info.sent = r->info.bytes;
+  else if (r->info.kind == TW_COLL_BROADCAST)
+    {
+      if (r->info.rank == r->info.peer)
+        r->info.sent = r->info.bytes;
+      else
+        r->info.received = r->info.bytes;
+    }
+  else if (r->info.kind == TW_COLL_ALLGATHER || r->info.kind == TW_COLL_REDUCE_SCATTER)
+    {
+      /* What a ring moves; MPI's choice is its own. */
+      gint64 blk = r->count * esz;
+      r->info.sent = r->info.received = blk * (r->info.size - 1);
+    }
+  (void) L;
+  return 1;
+}
+
+/* Blocking wait with the time-out, for the clock exchange. */
+static GError *
+wait_one (tw_comm *c, MPI_Request *req, int peer, gint64 deadline)
+{
+  for (int spin = 0;; spin++)
+    {
+      int flag = 0;
+      int rc = MPI_Test (req, &flag, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        return mpi_error (rc, "clock exchange");
+      if (flag)
+        return NULL;
+      if (tw_now_ns () > deadline)
+        {
+          MPI_Cancel (req);
+          return g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_TIMEOUT,
+                              "rank %d did not answer the clock exchange within the %.0f s "
+                              "time-out", peer, c->opt.timeout_s);
+        }
+      if (spin > 100)
+        g_usleep (20);
+      else
+        sched_yield ();
+    }
+}
+
+/* Rank 0 measures each rank's clock against its own: it sends its time,
+ * the rank answers with its own, and the round trip with the smallest
+ * duration gives offset = (t_send + t_back)/2 − t_rank. */
+static GError *
+clock_exchange (tw_comm *c, tw_comm_req *r)
+{
+  int p = c->size;
+  gint64 *off = g_new0 (gint64, p), *rtt = g_new0 (gint64, p);
+  gint64 deadline = tw_now_ns () + (gint64) (c->opt.timeout_s * 1e9);
+  GError *e = NULL;
+  if (c->rank == 0)
+    for (int q = 1; q < p && !e; q++)
+      {
+        rtt[q] = G_MAXINT64;
+        for (int k = 0; k < r->clock_rounds && !e; k++)
+          {
+            gint64 t0 = tw_now_ns (), tq = 0;
+            MPI_Request a, b;
+            MPI_Irecv (&tq, 1, MPI_INT64_T, q, TAG_CLOCK, c->algo, &b);
+            MPI_Isend (&t0, 1, MPI_INT64_T, q, TAG_CLOCK, c->algo, &a);
+            if ((e = wait_one (c, &a, q, deadline)) || (e = wait_one (c, &b, q, deadline)))
+              break;
+            gint64 t2 = tw_now_ns ();
+            if (t2 - t0 < rtt[q])
+              {
+                rtt[q] = t2 - t0;
+                off[q] = t0 + (t2 - t0) / 2 - tq;
+              }
+          }
+      }
+  else
+    for (int k = 0; k < r->clock_rounds && !e; k++)
+      {
+        gint64 t0 = 0, now;
+        MPI_Request a, b;
+        MPI_Irecv (&t0, 1, MPI_INT64_T, 0, TAG_CLOCK, c->algo, &b);
+        if ((e = wait_one (c, &b, 0, deadline)))
+          break;
+        now = tw_now_ns ();
+        MPI_Isend (&now, 1, MPI_INT64_T, 0, TAG_CLOCK, c->algo, &a);
+        e = wait_one (c, &a, 0, deadline);
+      }
+  for (int pass = 0; pass < 2 && !e; pass++)
+    {
+      MPI_Request b;
+      MPI_Ibcast (pass ? rtt : off, p, MPI_INT64_T, 0, c->algo, &b);
+      e = wait_one (c, &b, 0, deadline);
+    }
+  r->offsets = off;
+  r->rtts = rtt;
+  return e;
+}
+
+static void
+post_ctrl_recv (loop *L)
+{
+  MPI_Irecv (L->ctrl_buf, 4, MPI_INT64_T, MPI_ANY_SOURCE, TAG_QUERY, L->c->ctrl, &L->ctrl_req);
+}
+
+static void
+send_status (loop *L, int dest)
+{
+  tw_comm *c = L->c;
+  if (L->n_reply >= 64)
+    {
+      MPI_Waitall (L->n_reply, L->reply_req, MPI_STATUSES_IGNORE);
+      L->n_reply = 0;
+    }
+  gint64 *b = L->reply_buf[L->n_reply];
+  b[0] = CTRL_STATUS;
+  b[1] = c->rank;
+  b[2] = (gint64) __atomic_load_n (&c->seq, __ATOMIC_RELAXED);
+  b[3] = (gint64) L->done_seq;
+  MPI_Isend (b, 4, MPI_INT64_T, dest, TAG_STATUS, c->ctrl, &L->reply_req[L->n_reply]);
+  L->n_reply++;
+}
+
+/* Answer other ranks' queries (a rank that timed out asks how far we got). */
+static void
+serve_ctrl (loop *L)
+{
+  for (;;)
+    {
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Test (&L->ctrl_req, &flag, &st) != MPI_SUCCESS || !flag)
+        return;
+      send_status (L, st.MPI_SOURCE);
+      post_ctrl_recv (L);
+    }
+}
+
+static char *
+describe (const tw_comm_req *r)
+{
+  g_autofree char *size = g_format_size_full ((guint64) r->info.bytes, G_FORMAT_SIZE_IEC_UNITS);
+  if (r->info.kind == TW_COLL_SEND || r->info.kind == TW_COLL_RECV)
+    return g_strdup_printf ("message %" G_GUINT64_FORMAT " %s rank %d (%s%s%s)", r->info.msg_seq,
+                            r->info.kind == TW_COLL_SEND ? "to" : "from", r->info.peer, size,
+                            r->info.what ? ", " : "", r->info.what ? r->info.what : "");
+  return g_strdup_printf ("collective #%" G_GUINT64_FORMAT " (%s%s%s, %s%s%s)", r->info.seq,
+                          tw_coll_kind_name (r->info.kind),
+                          r->info.kind == TW_COLL_ALLREDUCE ? " " : "",
+                          r->info.kind == TW_COLL_ALLREDUCE ? tw_algo_name (r->info.algo) : "",
+                          size, r->info.what ? ", " : "", r->info.what ? r->info.what : "");
+}
+
+/* r timed out: ask every other rank how far it got, wait a little for the
+ * answers, and say who never arrived. */
+static GError *
+diagnose (loop *L, tw_comm_req *r)
+{
+  tw_comm *c = L->c;
+  int p = c->size;
+  g_autofree gint64 *posted = g_new (gint64, p), *done = g_new (gint64, p);
+  g_autofree gboolean *answered = g_new0 (gboolean, p);
+  g_autofree gint64 *qbuf = g_new0 (gint64, 4 * p), *sbuf = g_new0 (gint64, 4 * p);
+  g_autofree MPI_Request *qreq = g_new (MPI_Request, p), *sreq = g_new (MPI_Request, p);
+  for (int q = 0; q < p; q++)
+    {
+      qreq[q] = sreq[q] = MPI_REQUEST_NULL;
+      if (q == c->rank)
+        continue;
+      qbuf[4 * q] = CTRL_QUERY;
+      qbuf[4 * q + 1] = c->rank;
+      MPI_Isend (&qbuf[4 * q], 4, MPI_INT64_T, q, TAG_QUERY, c->ctrl, &qreq[q]);
+      MPI_Irecv (&sbuf[4 * q], 4, MPI_INT64_T, q, TAG_STATUS, c->ctrl, &sreq[q]);
+    }
+  /* Long enough for a live rank's loop to notice (it polls at least every
+   * 100 ms), short against the time-out itself. */
+  gint64 grace = (gint64) (CLAMP (c->opt.timeout_s / 10, 1.0, 5.0) * 1e9);
+  gint64 until = tw_now_ns () + grace;
+  int n_answered = 0;
+  while (tw_now_ns () < until && n_answered < p - 1)
+    {
+      serve_ctrl (L);
+      for (int q = 0; q < p; q++)
+        {
+          int flag = 0;
+          if (q == c->rank || answered[q])
+            continue;
+          MPI_Test (&sreq[q], &flag, MPI_STATUS_IGNORE);
+          if (flag)
+            {
+              answered[q] = TRUE;
+              n_answered++;
+              posted[q] = sbuf[4 * q + 2];
+              done[q] = sbuf[4 * q + 3];
+            }
+        }
+      g_usleep (1000);
+    }
+  g_autofree char *what = describe (r);
+  GString *who = g_string_new (NULL);
+  int n_culprits = 0;
+  if (r->type == REQ_P2P)
+    {
+      int q = r->info.peer;
+      g_string_append_printf (who, "rank %d never %s %s within the %.0f s time-out", q,
+                              r->info.kind == TW_COLL_RECV ? "sent" : "received", what,
+                              c->opt.timeout_s);
+      if (!answered[q])
+        g_string_append (who, ": it does not answer (hung or dead)");
+      else
+        g_string_append_printf (who, ": it is alive, at collective #%" G_GINT64_FORMAT,
+                                posted[q]);
+      n_culprits = 1;
+    }
+  else
+    {
+      GString *dead = g_string_new (NULL), *late = g_string_new (NULL), *why = g_string_new (NULL);
+      int n_dead = 0, n_late = 0;
+      for (int q = 0; q < p; q++)
+        {
+          if (q == c->rank)
+            continue;
+          if (!answered[q])
+            g_string_append_printf (dead, "%s%d", n_dead++ ? ", " : "", q);
+          else if ((guint64) posted[q] < r->info.seq)
+            {
+              g_string_append_printf (late, "%s%d", n_late++ ? ", " : "", q);
+              g_string_append_printf (why, "; rank %d is alive: it finished #%" G_GINT64_FORMAT
+                                      " and has posted nothing since", q, done[q]);
+            }
+        }
+      n_culprits = n_dead + n_late;
+      if (n_culprits == 0)
+        g_string_append_printf (who, "%s did not complete within the %.0f s time-out, though "
+                                "every rank reached it", what, c->opt.timeout_s);
+      else
+        {
+          g_string_append_printf (who, "%s %s%s%s never arrived at %s within the %.0f s time-out",
+                                  n_culprits > 1 ? "ranks" : "rank", dead->str,
+                                  n_dead && n_late ? ", " : "", late->str, what, c->opt.timeout_s);
+          if (n_dead)
+            g_string_append_printf (who, "; rank%s %s do%s not answer (hung or dead)",
+                                    n_dead > 1 ? "s" : "", dead->str, n_dead > 1 ? "" : "es");
+          g_string_append (who, why->str);
+        }
+      g_string_free (why, TRUE);
+      g_string_free (dead, TRUE);
+      g_string_free (late, TRUE);
+    }
+  for (int q = 0; q < p; q++)
+    {
+      if (qreq[q] != MPI_REQUEST_NULL)
+        {
+          int flag = 0;
+          MPI_Test (&qreq[q], &flag, MPI_STATUS_IGNORE);
+          if (!flag)
+            MPI_Cancel (&qreq[q]);
+        }
+      if (!answered[q] && sreq[q] != MPI_REQUEST_NULL)
+        MPI_Cancel (&sreq[q]);
+    }
+  return g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_TIMEOUT, "%s", g_string_free (who, FALSE));
+}
+
+static void
+fail_everything (loop *L, const GError *why)
+{
+  tw_comm *c = L->c;
+  g_atomic_int_set (&c->broken, 1);
+  c->finalize = FALSE;
+  if (L->active)
+    complete (c, g_steal_pointer (&L->active), g_error_copy (why));
+  for (guint i = 0; i < L->p2p->len; i++)
+    complete (c, g_ptr_array_index (L->p2p, i), g_error_copy (why));
+  g_ptr_array_set_size (L->p2p, 0);
+  tw_comm_req *r;
+  while ((r = g_queue_pop_head (&L->pending)))
+    complete (c, r, g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_BROKEN,
+                                 "not started: %s", why->message));
+}
+
+static gboolean
+setup (tw_comm *c, GError **error)
+{
+  int inited = 0, provided = 0, rc;
+  MPI_Initialized (&inited);
+  if (!inited)
+    {
+      rc = MPI_Init_thread (NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+      if (rc != MPI_SUCCESS)
+        {
+          GError *e = mpi_error (rc, "starting MPI");
+          e->code = TW_COMM_ERROR_INIT;
+          g_propagate_error (error, e);
+          return FALSE;
+        }
+      c->finalize = TRUE;
+    }
+  MPI_Comm_set_errhandler (MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank (MPI_COMM_WORLD, &c->rank);
+  MPI_Comm_size (MPI_COMM_WORLD, &c->size);
+  char host[MPI_MAX_PROCESSOR_NAME + 1] = "";
+  int len = 0;
+  MPI_Get_processor_name (host, &len);
+  c->host = g_strndup (host, len);
+  MPI_Comm_dup (MPI_COMM_WORLD, &c->world);
+  MPI_Comm_dup (MPI_COMM_WORLD, &c->p2p);
+  MPI_Comm_dup (MPI_COMM_WORLD, &c->algo);
+  MPI_Comm_dup (MPI_COMM_WORLD, &c->ctrl);
+  if (c->opt.ranks_per_node > 0)
+    MPI_Comm_split (c->world, c->rank / c->opt.ranks_per_node, c->rank, &c->node);
+  else
+    MPI_Comm_split_type (c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->node);
+  MPI_Comm_rank (c->node, &c->node_rank);
+  MPI_Comm_size (c->node, &c->node_size);
+  MPI_Comm_split (c->world, c->node_rank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders);
+  int leader = c->node_rank == 0;
+  MPI_Allreduce (&leader, &c->n_nodes, 1, MPI_INT, MPI_SUM, c->world);
+  for (MPI_Comm *m = &c->world; m <= &c->ctrl; m++)
+    MPI_Comm_set_errhandler (*m, MPI_ERRORS_RETURN);
+  if (c->opt.ps_rank < 0 || c->opt.ps_rank >= c->size)
+    c->opt.ps_rank = c->size - 1;
+  return TRUE;
+}
+
+static void
+teardown (tw_comm *c, loop *L)
+{
+  if (L->ctrl_req != MPI_REQUEST_NULL)
+    {
+      MPI_Cancel (&L->ctrl_req);
+      if (c->finalize)
+        MPI_Wait (&L->ctrl_req, MPI_STATUS_IGNORE);
+    }
+  if (!c->finalize)
+    return;                   /* broken: the process exits, mpirun ends the others */
+  if (L->n_reply)
+    MPI_Waitall (L->n_reply, L->reply_req, MPI_STATUSES_IGNORE);
+  /* Nobody leaves while another rank may still query it. */
+  MPI_Barrier (c->ctrl);
+  MPI_Comm *comms[] = { &c->world, &c->p2p, &c->algo, &c->ctrl, &c->node, &c->leaders };
+  for (guint i = 0; i < G_N_ELEMENTS (comms); i++)
+    if (*comms[i] != MPI_COMM_NULL)
+      MPI_Comm_free (comms[i]);
+  MPI_Finalize ();
+}
+
+gpointer
+tw_comm_mpi_thread (gpointer data)
+{
+  tw_comm *c = data;
+  GError *error = NULL;
+  gboolean ok = setup (c, &error);
+  g_mutex_lock (&c->lock);
+  c->init_error = error;
+  c->started = TRUE;
+  g_cond_broadcast (&c->cond);
+  g_mutex_unlock (&c->lock);
+  if (!ok)
+    return NULL;
+
+  loop L = { .c = c, .p2p = g_ptr_array_new () };
+  g_queue_init (&L.pending);
+  post_ctrl_recv (&L);
+  gboolean quitting = FALSE;
+  tw_comm_req *quit = NULL;
+  guint idle = 0;
+  gint64 timeout_ns = (gint64) (c->opt.timeout_s * 1e9);
+  for (;;)
+    {
+      tw_comm_check_sigusr1 (c);
+      gboolean busy = L.active || L.p2p->len || L.pending.length;
+      /* Idle: wake on a new call, or every 100 ms to answer queries.  Busy:
+       * spin a little (a small message's answer comes within microseconds),
+       * then sleep in growing steps up to 0.5 ms so that waiting ranks
+       * leave the cores to compute (CI oversubscribes them). */
+      guint64 sleep_us = !busy ? 100000 : idle < 64 ? 0 : MIN (500, 8u << MIN ((idle - 64) / 16, 6));
+      tw_comm_req *r = sleep_us ? g_async_queue_timeout_pop (c->queue, sleep_us)
+                                : g_async_queue_try_pop (c->queue);
+      gboolean progressed = FALSE;
+      for (; r; r = g_async_queue_try_pop (c->queue))
+        {
+          progressed = TRUE;
+          if (r->type == REQ_QUIT)
+            {
+              quitting = TRUE;
+              quit = r;
+              continue;
+            }
+          if (tw_comm_is_broken (c))
+            {
+              complete (c, r, g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_BROKEN,
+                                           "the communicator is broken by an earlier failure"));
+              continue;
+            }
+          if (r->type == REQ_P2P)
+            {
+              r->info.t_start = tw_now_ns ();
+              tw_comm_flight_set (c, r, 1);
+              GError *e = start_coll (&L, r);
+              if (e)
+                complete (c, r, e);
+              else
+                g_ptr_array_add (L.p2p, r);
+            }
+          else
+            g_queue_push_tail (&L.pending, r);
+        }
+      if (!L.active && L.pending.length)
+        {
+          tw_comm_req *n = g_queue_pop_head (&L.pending);
+          n->info.t_start = tw_now_ns ();
+          progressed = TRUE;
+          if (n->type == REQ_CLOCK)
+            {
+              GError *e = clock_exchange (c, n);
+              complete (c, n, e);
+              if (e)
+                fail_everything (&L, e);
+            }
+          else
+            {
+              tw_comm_flight_set (c, n, 1);
+              GError *e = start_coll (&L, n);
+              if (e)
+                complete (c, n, e);
+              else
+                L.active = n;
+            }
+        }
+      if (L.active)
+        {
+          GError *e = NULL;
+          int st = progress (&L, L.active, &e);
+          if (st != 0)
+            {
+              progressed = TRUE;
+              if (st > 0)
+                L.done_seq = L.active->info.seq;
+              complete (c, g_steal_pointer (&L.active), e);
+            }
+        }
+      for (guint i = 0; i < L.p2p->len;)
+        {
+          tw_comm_req *m = g_ptr_array_index (L.p2p, i);
+          GError *e = NULL;
+          int st = progress (&L, m, &e);
+          if (st != 0)
+            {
+              progressed = TRUE;
+              g_ptr_array_remove_index_fast (L.p2p, i);
+              complete (c, m, e);
+            }
+          else
+            i++;
+        }
+      serve_ctrl (&L);
+      gint64 now = tw_now_ns ();
+      tw_comm_req *late = L.active && now - L.active->info.t_start > timeout_ns ? L.active : NULL;
+      for (guint i = 0; !late && i < L.p2p->len; i++)
+        {
+          tw_comm_req *m = g_ptr_array_index (L.p2p, i);
+          if (now - m->info.t_start > timeout_ns)
+            late = m;
+        }
+      if (late)
+        {
+          GError *why = diagnose (&L, late);
+          fail_everything (&L, why);
+          g_error_free (why);
+        }
+      idle = progressed ? 0 : idle + 1;
+      if (quitting && !L.active && !L.p2p->len && !L.pending.length)
+        break;
+    }
+  teardown (c, &L);
+  g_ptr_array_free (L.p2p, TRUE);
+  if (quit)
+    {
+      g_mutex_lock (&c->lock);
+      quit->done = TRUE;
+      g_mutex_unlock (&c->lock);
+    }
+  return NULL;
+}
