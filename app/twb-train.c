@@ -2,6 +2,8 @@
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
+#include "app/twb-dist.h"
+#include "engine/comm/comm.h"
 #include "engine/cpu/parallel.h"
 #include "engine/fileutil.h"
 #include "engine/device.h"
@@ -412,7 +414,12 @@ twb_cmd_train (int argc, char **argv)
   char **breaks = NULL;
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
   gboolean strict = FALSE;
-  enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS };
+  enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS, RANKS, COMM_TIMEOUT, BUCKET_MB,
+         RANKS_PER_NODE };
+  g_auto (GStrv) original_argv = g_strdupv (argv);
+  twb_dist_args dist;
+  twb_dist_args_init (&dist);
+  tw_comm *comm = NULL;
   num_opt nums[] = {
     [EPOCHS] = NUM_INT ("epochs", 'e', 1, G_MAXINT64),
     [MAX_STEPS] = NUM_INT ("max-steps", 0, 1, G_MAXINT64),
@@ -421,6 +428,10 @@ twb_cmd_train (int argc, char **argv)
     [SEED] = NUM_INT ("seed", 0, 0, G_MAXINT64),
     [VAL_SPLIT] = NUM_REAL ("val-split", 0, FALSE, 1, TRUE),
     [THREADS] = NUM_INT ("threads", 't', 0, TWB_MAX_THREADS),
+    [RANKS] = NUM_INT ("ranks", 0, 1, 65536),
+    [COMM_TIMEOUT] = NUM_REAL ("comm-timeout", 0, TRUE, 604800, FALSE),
+    [BUCKET_MB] = NUM_REAL ("bucket-mb", 0, TRUE, 65536, FALSE),
+    [RANKS_PER_NODE] = NUM_INT ("ranks-per-node", 0, 1, 65536),
     { NULL },
   };
   GOptionEntry entries[] = {
@@ -462,6 +473,21 @@ twb_cmd_train (int argc, char **argv)
     { "no-eval", 0, 0, G_OPTION_ARG_NONE, &no_eval, "Skip the test-set evaluation", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object with the results", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress output", NULL },
+    NUM_ENTRY ("ranks", 0,
+               "Train on N processes (MPI ranks; mpirun is started when twb was not started by "
+               "it); --batch stays the global batch", "N"),
+    { "parallel", 0, 0, G_OPTION_ARG_STRING, &dist.parallel,
+      "With --ranks: data (each rank trains on its shard of every batch)", "KIND" },
+    { "algo", 0, 0, G_OPTION_ARG_STRING, &dist.algo,
+      "All-reduce algorithm: mpi (MPI's own, default), ring, tree, ps (parameter server) or "
+      "hier (inside each node, then across)", "NAME" },
+    NUM_ENTRY ("comm-timeout", 0,
+               "Seconds a rank waits for the others before the run fails naming the rank that "
+               "never arrived (default 60)", "S"),
+    NUM_ENTRY ("bucket-mb", 0, "Gradient bucket size in MB for the all-reduce (default 25)", "MB"),
+    NUM_ENTRY ("ranks-per-node", 0,
+               "Treat each N consecutive ranks as one node (hier; default: the real machines)",
+               "N"),
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = option_context_new ("MODEL.json — train a model", entries, nums);
@@ -502,6 +528,21 @@ twb_cmd_train (int argc, char **argv)
       status = 2;
       goto out;
     }
+  dist.ranks = nums[RANKS].set ? (int) nums[RANKS].i : 0;
+  dist.ranks_set = nums[RANKS].set;
+  if (nums[COMM_TIMEOUT].set)
+    dist.comm_timeout = nums[COMM_TIMEOUT].d;
+  if (nums[BUCKET_MB].set)
+    dist.bucket_mb = nums[BUCKET_MB].d;
+  if (nums[RANKS_PER_NODE].set)
+    dist.ranks_per_node = (int) nums[RANKS_PER_NODE].i;
+  if (twb_dist_wanted (&dist) && debug)
+    {
+      g_printerr ("twb: --debug reads commands from one terminal: it works with one process, "
+                  "not with --ranks\n");
+      status = 2;
+      goto out;
+    }
   {
     g_autoptr (tw_model) m = twb_load_model_checked (argv[1]);
     if (m == NULL)
@@ -522,6 +563,30 @@ twb_cmd_train (int argc, char **argv)
         twb_print_error (NULL, error);
         status = 2;
         goto out;
+      }
+    if (!twb_dist_args_check (&dist, m->recipe.batch_size, &error))
+      {
+        twb_print_error (NULL, error);
+        status = 2;
+        goto out;
+      }
+    if (dist.ranks > 1 && !tw_comm_launched ())
+      {
+        status = twb_dist_launch (&dist, original_argv);
+        goto out;
+      }
+    if (twb_dist_wanted (&dist))
+      {
+        comm = twb_dist_start (&dist);
+        if (comm == NULL)
+          goto out;
+        if (tw_comm_rank (comm) != 0)
+          {
+            /* Rank 0 speaks for the run; the others only print errors. */
+            quiet = TRUE;
+            json = FALSE;
+            g_clear_pointer (&metrics, g_free);
+          }
       }
     int threads = nums[THREADS].set ? (int) nums[THREADS].i : 1;
     gint64 max_steps = nums[MAX_STEPS].set ? nums[MAX_STEPS].i : 0;
@@ -551,6 +616,8 @@ twb_cmd_train (int argc, char **argv)
     for (char **b = breaks; b && *b; b++)
       o.grad_norms |= g_str_has_prefix (*b, "grad-norm");
     o.grad_norms |= metrics != NULL;
+    o.comm = comm;
+    o.dist.bucket_mb = dist.bucket_mb;
     const tw_dataset *test_ref = test;
     gboolean have_val = val != NULL;
     g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),
@@ -660,12 +727,14 @@ twb_cmd_train (int argc, char **argv)
                 if (pr.tty && !pr.quiet)
                   g_printerr ("\n");
                 g_printerr ("twb: %s: %s\n", argv[1], sn->message ? sn->message : "stopped");
+                twb_dist_print_failure (comm);
                 goto out;
               }
             progress_update (&pr, tw_trainer_step_count (tw_session_trainer (s)),
                              MIN (epoch, r->epochs - 1), loss, sps, eta, TRUE);
-            print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
-                           test_ref, init_weights, &init_report);
+            if (!quiet || json)
+              print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
+                             test_ref, init_weights, &init_report);
             status = 0;
             if (csv && !tw_file_save (metrics, csv->str, csv->len, &error))
               {
@@ -691,6 +760,8 @@ out:
   g_free (metrics);
   g_strfreev (breaks);
   tw_state_dict_report_clear (&init_report);
+  twb_dist_args_clear (&dist);
+  tw_comm_free (comm);
   return status;
 }
 

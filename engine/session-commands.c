@@ -23,6 +23,7 @@ tw_session_options_init (tw_session_options *o)
   o->evaluate_test = TRUE;
   o->eval_batch = 256;
   o->max_queued = 1024;
+  tw_dist_options_init (&o->dist);
 }
 
 void

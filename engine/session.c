@@ -820,6 +820,13 @@ ses_worker (gpointer data)
   tw_set_thread_num_threads (s->opt.threads);
   if (!ses_prepare (s))
     return GINT_TO_POINTER (FALSE);
+  if (s->opt.comm)
+    {
+      g_autoptr (GError) error = NULL;
+      if (!tw_trainer_set_dist (s->trainer, s->opt.comm, &s->opt.dist, &error))
+        return GINT_TO_POINTER (finish_with (s, TW_SESSION_FAILED, error->message, NAN, NAN, NAN,
+                                             NAN, NAN));
+    }
   const tw_recipe *r = &tw_trainer_model (s->trainer)->recipe;
   g_autoptr (tw_batcher) b = tw_batcher_new (s->train, r->batch_size, TRUE, r->seed, FALSE);
   int64_t per_epoch = s->per_epoch, total = s->total;
@@ -916,6 +923,13 @@ ses_worker (gpointer data)
               return GINT_TO_POINTER (
                 finish_with (s, TW_SESSION_FAILED, error->message, NAN, NAN, NAN, val_loss, val_acc));
             }
+          if (s->opt.comm)
+            {
+              /* The whole global batch's, summed over the ranks. */
+              int64_t c = tw_trainer_dist_correct (s->trainer);
+              s->have_accuracy = c >= 0;
+              s->correct = MAX (c, 0);
+            }
           g_array_append_val (s->times, ms);
           tw_rate_step (s->rate, tw_now_ns (), bs);
           s->samples += bs;
@@ -975,7 +989,7 @@ ses_worker (gpointer data)
           sn->classes = classes;
           ses_push (s, sn);
         }
-      if (s->opt.checkpoint)
+      if (s->opt.checkpoint && tw_trainer_rank (s->trainer) == 0)
         {
           g_autoptr (GError) error = NULL;
           gboolean done = k >= per_epoch;

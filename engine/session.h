@@ -99,6 +99,10 @@ typedef struct
   int class_samples;          /* > 0: each EPOCH snapshot of a classifier carries a class report
                                * (engine/classes.h) on the test set (else the validation set)
                                * with this many samples; default 0 */
+  struct tw_comm *comm;       /* data parallel over this communicator (borrowed; it must
+                               * outlive the session), or NULL: tw_trainer_set_dist before the
+                               * first step; checkpoints are then written by rank 0 only */
+  tw_dist_options dist;
 } tw_session_options;
 
 void tw_session_options_init (tw_session_options *o);

@@ -1,32 +1,13 @@
 /* train.c — training steps, evaluation and checkpoints. */
 #define G_LOG_DOMAIN "twb-train"
 
-#include "engine/train.h"
+#include "engine/train-private.h"
 #include "engine/device.h"
 #include "engine/safetensors.h"
 
 #include <math.h>
 #include <string.h>
 
-struct tw_trainer
-{
-  tw_model *model;
-  tw_params *params;
-  tw_eager *ex;
-  tw_optimizer *opt;
-  int64_t step;
-  int64_t total_steps;
-  gboolean allow_nan;
-  double lr;
-  int num_threads;
-  tw_exec_mode mode;
-  tw_compiled *compiled;
-  tw_bus *bus;
-  gboolean grad_norms;
-  gboolean stop_pending;     /* a client asked to stop during the updates */
-  GArray *upd_ident;         /* tw_op_ident per params index (eager updates) */
-  GPtrArray *upd_strings;    /* what upd_ident points at */
-};
 
 /* The eager update of parameter i is an UPDATE event naming the node that
  * owns it (the scope of "fc1.weight"). */
@@ -108,6 +89,7 @@ tw_trainer_free (tw_trainer *tr)
 {
   if (tr == NULL)
     return;
+  g_clear_pointer (&tr->dist, tw_dist_free);
   tw_eager_free (tr->ex);
   tw_compiled_free (tr->compiled);
   if (tr->opt)
@@ -408,8 +390,8 @@ tw_trainer_current_lr (const tw_trainer *tr)
   return tr->lr;
 }
 
-static gboolean
-publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double loss, GError **error)
+gboolean
+tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double loss, GError **error)
 {
   tw_event ev = { .kind = TW_EV_ITERATION, .end = end, .compiled = tr->mode == TW_MODE_COMPILED,
                   .step = (guint64) tr->step, .t_start = t0, .t_end = end ? tw_now_ns () : 0,
@@ -424,6 +406,12 @@ publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double loss, GError 
   g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_STOPPED, "stopped before step %" G_GINT64_FORMAT,
                tr->step + 1);
   return FALSE;
+}
+
+const tw_op_ident *
+tw_trainer_update_ident (tw_trainer *tr, int i)
+{
+  return &g_array_index (tr->upd_ident, tw_op_ident, i);
 }
 
 /* The optimizer update of every trainable parameter, one UPDATE event each.
@@ -466,9 +454,11 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
   const tw_recipe *r = &tr->model->recipe;
   double lr = tw_schedule_lr (&r->schedule, r->optimizer.lr, tr->step,
                               tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
+  if (tr->dist)
+    return tw_dist_step (tr, x, y, lr, loss, error);
   gboolean iter_events = tw_bus_wants (tr->bus, TW_EV_ITERATION);
   gint64 t0 = iter_events ? tw_now_ns () : 0;
-  if (iter_events && !publish_iteration (tr, FALSE, t0, NAN, error))
+  if (iter_events && !tw_trainer_publish_iteration (tr, FALSE, t0, NAN, error))
     return FALSE;
 
   if (tr->mode == TW_MODE_COMPILED)
@@ -488,7 +478,7 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
         *loss = l;
       tr->lr = lr;
       if (iter_events)
-        publish_iteration (tr, TRUE, t0, l, NULL);
+        tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
       tr->step++;
       return TRUE;
     }
@@ -513,7 +503,7 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
   tr->lr = lr;
   eager_update (tr, lr);
   if (iter_events)
-    publish_iteration (tr, TRUE, t0, l, NULL);
+    tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
   tr->step++;
   return TRUE;
 }
@@ -554,8 +544,16 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
 
   tw_batcher_reset (b, 0);
   gboolean compiled = tr->mode == TW_MODE_COMPILED;
-  while (tw_batcher_next (b, &x, &y))
+  /* Data parallel: rank r evaluates batches r, r + p, ... and the totals are summed. */
+  int rank = tr->dist ? tw_dist_rank (tr) : 0, ranks = tr->dist ? tw_dist_size (tr) : 1;
+  for (int64_t bi = 0; tw_batcher_next (b, &x, &y); bi++)
     {
+      if (bi % ranks != rank)
+        {
+          tw_tensor_unref (x);
+          tw_tensor_unref (y);
+          continue;
+        }
       gboolean ok = compiled ? tw_compiled_run (tr->compiled, TW_PROGRAM_EVAL, x, y, (guint64) tr->step, error)
                              : tw_eager_forward (tr->ex, x, y, FALSE, (guint64) tr->step, error);
       if (ok)
@@ -588,6 +586,16 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
       tw_eager_release (tr->ex);
       if (!ok)
         return FALSE;
+    }
+  if (tr->dist)
+    {
+      double v[4] = { total_loss, (double) correct, (double) seen, scored ? 0 : 1 };
+      if (!tw_dist_sum (tr, v, 4, error))
+        return FALSE;
+      total_loss = v[0];
+      correct = (int64_t) v[1];
+      seen = (int64_t) v[2];
+      scored = v[3] == 0;
     }
   if (loss)
     *loss = seen ? total_loss / seen : NAN;

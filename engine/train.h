@@ -125,6 +125,41 @@ gboolean tw_trainer_save_weights (tw_trainer *tr, const char *path, GError **err
  * names and shapes) into params; every parameter must be present. */
 gboolean tw_params_load_weights (tw_params *params, const char *path, GError **error);
 
+/* Data parallel (engine/train-dist.c).  Every rank runs the same trainer
+ * on the same global batches; tw_trainer_step then takes this rank's
+ * shard of each (rows [N·r/p, N·(r+1)/p)), so that p ranks together do
+ * what one process does with the whole batch: gradients are packed into
+ * buckets of about bucket_mb (in the order their grad_ready events came
+ * in the first step, as PyTorch DDP rebuilds its buckets; the first step
+ * takes the parameters in reverse), each bucket's all-reduce starts the
+ * moment its last gradient is final, overlapping the rest of backward,
+ * and each parameter is updated from the summed gradient as soon as its
+ * bucket is back.  Every rank then holds the same weights (up to the
+ * order of the reduction).  Evaluation splits the batches between the
+ * ranks and sums.  Gradients are weighted by the shard's share of the
+ * batch, so an uneven split (a last batch smaller than p) stays exact. */
+typedef struct
+{
+  double bucket_mb;          /* default 25 (PyTorch DDP's bucket_cap_mb) */
+} tw_dist_options;
+
+void tw_dist_options_init (tw_dist_options *o);
+
+struct tw_comm;
+/* Before the first step: checks that every rank has the same model (the
+ * error names the ranks that differ), broadcasts rank 0's parameters and
+ * buffers, and trains data parallel from then on.  comm is borrowed (it
+ * must outlive the trainer); collective: every rank calls it. */
+gboolean tw_trainer_set_dist (tw_trainer *tr, struct tw_comm *comm, const tw_dist_options *o,
+                              GError **error);
+/* This rank and the number of ranks (0 and 1 without data parallelism). */
+int tw_trainer_rank (tw_trainer *tr);
+int tw_trainer_ranks (tw_trainer *tr);
+/* After a data-parallel step: the correct predictions over the whole
+ * global batch (every rank's shard), or -1 when the prediction is not
+ * class scores.  -1 without data parallelism. */
+int64_t tw_trainer_dist_correct (tw_trainer *tr);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_trainer, tw_trainer_free)
 
 G_END_DECLS

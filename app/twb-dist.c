@@ -1,0 +1,213 @@
+/* twb-dist.c — `--ranks N` for twb train and twb profile: start mpirun on
+ * ourselves when the user did not, and inside a rank, the communicator and
+ * the rank's manners (rank 0 speaks; the others print errors only, each
+ * line prefixed by their rank). */
+#define G_LOG_DOMAIN "twb"
+
+#include "app/twb-dist.h"
+#include "app/twb-cli.h"
+#include "engine/comm/comm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *const parallel_names[] = { "data", NULL };
+
+void
+twb_dist_args_init (twb_dist_args *a)
+{
+  memset (a, 0, sizeof *a);
+  a->comm_timeout = 60;
+  a->bucket_mb = 25;
+}
+
+void
+twb_dist_args_clear (twb_dist_args *a)
+{
+  g_clear_pointer (&a->parallel, g_free);
+  g_clear_pointer (&a->algo, g_free);
+}
+
+gboolean
+twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error)
+{
+  if (a->ranks_set && a->ranks < 1)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--ranks %d: a run needs at least one rank", a->ranks);
+      return FALSE;
+    }
+  if (a->ranks > 1 && batch > 0 && a->ranks > batch)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--ranks %d: a batch of %" G_GINT64_FORMAT " samples cannot be split into %d "
+                   "shards (--batch is the global batch: raise it, or use fewer ranks)",
+                   a->ranks, batch, a->ranks);
+      return FALSE;
+    }
+  if (a->parallel)
+    {
+      gboolean known = FALSE;
+      for (int i = 0; parallel_names[i]; i++)
+        known |= strcmp (a->parallel, parallel_names[i]) == 0;
+      if (!known)
+        {
+          g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                       "--parallel %s: unknown parallelism (known: data)", a->parallel);
+          return FALSE;
+        }
+    }
+  tw_algo algo;
+  if (a->algo && !tw_algo_from_name (a->algo, &algo, error))
+    {
+      g_prefix_error (error, "--algo: ");
+      return FALSE;
+    }
+  if (!(a->comm_timeout > 0) || a->comm_timeout > 86400 * 7)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--comm-timeout %g: seconds above 0 (and below a week) are needed",
+                   a->comm_timeout);
+      return FALSE;
+    }
+  if (!(a->bucket_mb > 0) || a->bucket_mb > 65536)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--bucket-mb %g: a size above 0 and up to 65536 MB is needed", a->bucket_mb);
+      return FALSE;
+    }
+  if (a->ranks_per_node < 0)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--ranks-per-node %d: a count of 1 or more is needed", a->ranks_per_node);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+twb_dist_wanted (const twb_dist_args *a)
+{
+  return a->ranks > 1 || tw_comm_launched ();
+}
+
+int
+twb_dist_launch (const twb_dist_args *a, char **command_argv)
+{
+  g_autofree char *mpirun = g_find_program_in_path ("mpirun");
+  if (mpirun == NULL)
+    mpirun = g_find_program_in_path ("mpiexec");
+  if (mpirun == NULL)
+    {
+      g_printerr ("twb: --ranks %d needs Open MPI's mpirun, which is not on PATH (Debian: "
+                  "apt-get install openmpi-bin)\n", a->ranks);
+      return 2;
+    }
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  if (self == NULL)
+    self = g_strdup (command_argv[0]);
+  g_autoptr (GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (args, g_strdup (mpirun));
+  g_ptr_array_add (args, g_strdup ("-np"));
+  g_ptr_array_add (args, g_strdup_printf ("%d", a->ranks));
+  /* More ranks than cores is what a laptop or CI does to try a run: MPI
+   * refuses it unless told, and its binding would pin every rank (and its
+   * communication thread) to one core. */
+  if (a->ranks > (int) g_get_num_processors ())
+    g_ptr_array_add (args, g_strdup ("--oversubscribe"));
+  g_ptr_array_add (args, g_strdup ("--bind-to"));
+  g_ptr_array_add (args, g_strdup ("none"));
+  if (geteuid () == 0)
+    g_ptr_array_add (args, g_strdup ("--allow-run-as-root"));
+  g_ptr_array_add (args, g_strdup (self));
+  for (int i = 0; command_argv[i]; i++)
+    g_ptr_array_add (args, g_strdup (command_argv[i]));
+  g_ptr_array_add (args, NULL);
+
+  g_auto (GStrv) env = g_get_environ ();
+  env = g_environ_setenv (env, "OMPI_ALLOW_RUN_AS_ROOT", "1", FALSE);
+  env = g_environ_setenv (env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", FALSE);
+  /* Open MPI's "help" banners say what the rank's own line says already. */
+  env = g_environ_setenv (env, "OMPI_MCA_orte_base_help_aggregate", "1", FALSE);
+  env = g_environ_setenv (env, "TWB_LAUNCHED_RANKS", "1", TRUE);
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+  if (!g_spawn_async (NULL, (char **) args->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                      &pid, &error))
+    {
+      g_printerr ("twb: starting %s: %s\n", mpirun, error->message);
+      return 1;
+    }
+  int status = 0;
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  g_spawn_close_pid (pid);
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status) == 0 ? 0 : WEXITSTATUS (status) == 2 ? 2 : 1;
+  g_printerr ("twb: mpirun ended by signal %d\n", WIFSIGNALED (status) ? WTERMSIG (status) : 0);
+  return 1;
+}
+
+static int printerr_rank;
+
+static void
+rank_printerr (const char *msg)
+{
+  /* Every line of a non-zero rank says whose it is. */
+  g_auto (GStrv) lines = g_strsplit (msg, "\n", -1);
+  GString *out = g_string_new (NULL);
+  for (int i = 0; lines[i]; i++)
+    {
+      if (lines[i][0] == '\0' && lines[i + 1] == NULL)
+        break;
+      g_string_append_printf (out, "rank %d: %s\n", printerr_rank, lines[i]);
+    }
+  fputs (out->str, stderr);
+  fflush (stderr);
+  g_string_free (out, TRUE);
+}
+
+tw_comm *
+twb_dist_start (const twb_dist_args *a)
+{
+  tw_comm_options o;
+  tw_comm_options_init (&o);
+  if (a->algo)
+    tw_algo_from_name (a->algo, &o.algo, NULL);
+  o.timeout_s = a->comm_timeout;
+  o.ranks_per_node = a->ranks_per_node;
+  g_autoptr (GError) error = NULL;
+  tw_comm *c = tw_comm_new_mpi (&o, &error);
+  if (c == NULL)
+    {
+      twb_print_error (NULL, error);
+      return NULL;
+    }
+  if (tw_comm_rank (c) != 0)
+    {
+      printerr_rank = tw_comm_rank (c);
+      g_set_printerr_handler (rank_printerr);
+    }
+  tw_comm_dump_on_sigusr1 (c);
+  if (a->ranks_set && a->ranks != tw_comm_size (c))
+    {
+      if (tw_comm_rank (c) == 0)
+        g_printerr ("twb: --ranks %d, but mpirun started %d ranks\n", a->ranks,
+                    tw_comm_size (c));
+      tw_comm_free (c);
+      return NULL;
+    }
+  return c;
+}
+
+void
+twb_dist_print_failure (tw_comm *c)
+{
+  if (c == NULL || !tw_comm_is_broken (c))
+    return;
+  g_autofree char *d = tw_comm_flight_dump (c);
+  g_printerr ("last collectives and messages (oldest first):\n%s", d);
+}

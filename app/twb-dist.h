@@ -1,0 +1,44 @@
+/* twb-dist.h — the distributed options of twb train and twb profile
+ * (--ranks, --parallel, --algo, --comm-timeout, --bucket-mb,
+ * --ranks-per-node), the launcher that starts mpirun when the user did
+ * not, and what a rank does before training. */
+#pragma once
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+struct tw_comm;
+
+typedef struct
+{
+  int ranks;                  /* --ranks N (0: not given) */
+  gboolean ranks_set;
+  char *parallel;             /* --parallel (NULL: data) */
+  char *algo;                 /* --algo (NULL: mpi) */
+  double comm_timeout;        /* --comm-timeout seconds (default 60) */
+  double bucket_mb;           /* --bucket-mb (default 25) */
+  int ranks_per_node;         /* --ranks-per-node (0: the real nodes) */
+} twb_dist_args;
+
+void twb_dist_args_init (twb_dist_args *a);
+void twb_dist_args_clear (twb_dist_args *a);
+/* Every option checked (batch: the global batch, 0 unknown); the error
+ * names the option. */
+gboolean twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error);
+/* Whether this run is distributed: --ranks above 1, or started by mpirun. */
+gboolean twb_dist_wanted (const twb_dist_args *a);
+/* Run `mpirun -np N` on this program with the same subcommand and
+ * arguments (command_argv: "train", "MODEL.json", ...; adding what running
+ * as root or oversubscribing needs) and wait: the exit status for the
+ * command (0, 1, or 2 for usage). */
+int twb_dist_launch (const twb_dist_args *a, char **command_argv);
+/* Inside a rank: the communicator over the job (NULL, error printed).
+ * A non-zero rank's every g_printerr line is prefixed "rank R: " from
+ * here on; SIGUSR1 prints the rank's last collectives. */
+struct tw_comm *twb_dist_start (const twb_dist_args *a);
+/* After a communication failure: the rank's last collectives on stderr. */
+void twb_dist_print_failure (struct tw_comm *c);
+
+G_END_DECLS

@@ -1,0 +1,647 @@
+/* train-dist.c — the data-parallel step (train.h, "Data parallel"): this
+ * rank's shard of the global batch, gradients bucketed on grad_ready and
+ * all-reduced while backward goes on, updates from the summed gradients. */
+#define G_LOG_DOMAIN "twb-train"
+
+#include "engine/comm/comm.h"
+#include "engine/train-private.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct
+{
+  int *members;               /* params indices, in bucket order */
+  int64_t *offsets;           /* of each member in buf (floats) */
+  int n_members;
+  int64_t numel;
+  float *buf;
+  int pending;                /* members whose gradient is not in buf yet */
+  gboolean *filled;
+  gboolean posted;
+  tw_comm_req *req;
+  char *what;
+  char **names;
+} bucket;
+
+struct tw_dist
+{
+  tw_comm *comm;
+  tw_dist_options opt;
+  int rank, size;
+  bucket *buckets;
+  int n_buckets;
+  int next_post;              /* buckets are posted in index order on every rank */
+  GHashTable *where;          /* tw_param* → 1 + bucket index × 2^20 + member index */
+  int n_params;               /* what the buckets were made for */
+  tw_param **param_ptrs;
+  gboolean ordered;           /* buckets rebuilt in grad_ready order after the first step */
+  GArray *ready_order;        /* params indices, as grad_ready came this step */
+  tw_bus *sub_bus;
+  guint sub_id;
+  double scale;               /* this shard's share of the batch */
+  gboolean in_step;
+  GError *cb_error;
+  int64_t correct;
+  float *buffers;             /* the non-trainable tensors (running statistics), packed */
+  int64_t buffers_numel;
+};
+
+void
+tw_dist_options_init (tw_dist_options *o)
+{
+  memset (o, 0, sizeof *o);
+  o->bucket_mb = 25;
+}
+
+static void
+buckets_clear (tw_dist *d)
+{
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      tw_comm_req_free (k->req);
+      g_free (k->members);
+      g_free (k->offsets);
+      g_free (k->filled);
+      g_free (k->buf);
+      g_free (k->what);
+      g_strfreev (k->names);
+    }
+  g_clear_pointer (&d->buckets, g_free);
+  d->n_buckets = 0;
+  if (d->where)
+    g_hash_table_remove_all (d->where);
+}
+
+void
+tw_dist_free (tw_dist *d)
+{
+  if (d == NULL)
+    return;
+  if (d->sub_bus)
+    {
+      tw_bus_unsubscribe (d->sub_bus, d->sub_id);
+      tw_bus_unref (d->sub_bus);
+    }
+  buckets_clear (d);
+  g_clear_pointer (&d->where, g_hash_table_unref);
+  g_clear_pointer (&d->ready_order, g_array_unref);
+  g_clear_error (&d->cb_error);
+  g_free (d->param_ptrs);
+  g_free (d->buffers);
+  g_free (d);
+}
+
+/* Buckets over the trainable parameters in `order` (params indices):
+ * each filled up to bucket_mb, a parameter larger than that alone. */
+static void
+buckets_make (tw_dist *d, tw_params *ps, const int *order, int n)
+{
+  buckets_clear (d);
+  int64_t cap = (int64_t) MAX (d->opt.bucket_mb * 1e6 / sizeof (float), 1);
+  GArray *cur = g_array_new (FALSE, FALSE, sizeof (int));
+  GPtrArray *all = g_ptr_array_new ();
+  int64_t cur_n = 0;
+  for (int j = 0; j < n; j++)
+    {
+      tw_param *p = tw_params_at (ps, order[j]);
+      int64_t numel = tw_tensor_numel (p->value);
+      if (cur->len && cur_n + numel > cap)
+        {
+          g_ptr_array_add (all, cur);
+          cur = g_array_new (FALSE, FALSE, sizeof (int));
+          cur_n = 0;
+        }
+      g_array_append_val (cur, order[j]);
+      cur_n += numel;
+    }
+  if (cur->len)
+    g_ptr_array_add (all, cur);
+  else
+    g_array_unref (cur);
+  d->n_buckets = (int) all->len;
+  d->buckets = g_new0 (bucket, MAX (d->n_buckets, 1));
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      GArray *m = g_ptr_array_index (all, b);
+      bucket *k = &d->buckets[b];
+      k->n_members = (int) m->len;
+      k->members = g_memdup2 (m->data, m->len * sizeof (int));
+      k->offsets = g_new (int64_t, m->len);
+      k->filled = g_new0 (gboolean, m->len);
+      k->names = g_new0 (char *, m->len + 1);
+      for (guint i = 0; i < m->len; i++)
+        {
+          tw_param *p = tw_params_at (ps, k->members[i]);
+          k->offsets[i] = k->numel;
+          k->numel += tw_tensor_numel (p->value);
+          k->names[i] = g_strdup (p->name);
+          g_hash_table_insert (d->where, p, GINT_TO_POINTER (1 + (b << 20) + (int) i));
+        }
+      k->buf = g_new0 (float, MAX (k->numel, 1));
+      k->what = g_strdup_printf ("bucket %d", b);
+      g_array_unref (m);
+    }
+  g_ptr_array_free (all, TRUE);
+}
+
+/* The trainable parameters, last first (the first step's guess at the
+ * order backward finishes them, as DDP's). */
+static void
+buckets_initial (tw_dist *d, tw_params *ps)
+{
+  int n = tw_params_count (ps), k = 0;
+  g_autofree int *order = g_new (int, MAX (n, 1));
+  for (int i = n - 1; i >= 0; i--)
+    if (tw_params_at (ps, i)->trainable)
+      order[k++] = i;
+  buckets_make (d, ps, order, k);
+  g_free (d->param_ptrs);
+  d->param_ptrs = g_new (tw_param *, MAX (n, 1));
+  for (int i = 0; i < n; i++)
+    d->param_ptrs[i] = tw_params_at (ps, i);
+  d->n_params = n;
+  d->ordered = FALSE;
+}
+
+static gboolean
+params_changed (tw_dist *d, tw_params *ps)
+{
+  int n = tw_params_count (ps);
+  if (n != d->n_params)
+    return TRUE;
+  for (int i = 0; i < n; i++)
+    if (d->param_ptrs[i] != tw_params_at (ps, i))
+      return TRUE;
+  return FALSE;
+}
+
+static void
+post_ready_buckets (tw_dist *d)
+{
+  while (d->next_post < d->n_buckets && d->buckets[d->next_post].pending == 0)
+    {
+      bucket *k = &d->buckets[d->next_post++];
+      tw_coll_tag tag = { .what = k->what, .params = (const char *const *) k->names };
+      k->req = tw_comm_allreduce (d->comm, k->buf, k->numel, TW_F32, TW_REDUCE_SUM, &tag);
+      k->posted = TRUE;
+    }
+}
+
+static int
+param_index (tw_dist *d, const tw_param *p)
+{
+  for (int i = 0; i < d->n_params; i++)
+    if (d->param_ptrs[i] == p)
+      return i;
+  return -1;
+}
+
+static void
+fill (tw_dist *d, bucket *k, int m, const tw_tensor *grad)
+{
+  float *dst = k->buf + k->offsets[m];
+  int64_t n = (m + 1 < k->n_members ? k->offsets[m + 1] : k->numel) - k->offsets[m];
+  if (grad == NULL || tw_tensor_numel (grad) != n)
+    memset (dst, 0, n * sizeof (float));
+  else
+    {
+      g_autoptr (tw_tensor) h = tw_tensor_to_host ((tw_tensor *) grad);
+      g_autoptr (tw_tensor) c = tw_tensor_contiguous (h);
+      const float *src = tw_tensor_f32 (c);
+      float s = (float) d->scale;
+      for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i] * s;
+    }
+  k->filled[m] = TRUE;
+  k->pending--;
+}
+
+static gboolean
+on_grad_ready (const tw_event *ev, gpointer user)
+{
+  tw_dist *d = user;
+  if (!d->in_step || ev->param == NULL)
+    return TRUE;
+  gpointer v = g_hash_table_lookup (d->where, ev->param);
+  if (v == NULL)
+    return TRUE;
+  int code = GPOINTER_TO_INT (v) - 1, b = code >> 20, m = code & ((1 << 20) - 1);
+  bucket *k = &d->buckets[b];
+  if (k->filled[m])
+    return TRUE;
+  if (ev->grad == NULL && !isnan (ev->grad_norm) && d->cb_error == NULL)
+    d->cb_error = g_error_new (TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                               "data parallel: the gradient of %s was fused into its update",
+                               ev->param->name);
+  fill (d, k, m, ev->grad);
+  if (!d->ordered)
+    {
+      int i = param_index (d, ev->param);
+      g_array_append_val (d->ready_order, i);
+    }
+  post_ready_buckets (d);
+  return TRUE;
+}
+
+static void
+subscribe (tw_trainer *tr, tw_dist *d)
+{
+  if (d->sub_bus == tr->bus && d->sub_bus)
+    return;
+  if (d->sub_bus)
+    {
+      tw_bus_unsubscribe (d->sub_bus, d->sub_id);
+      g_clear_pointer (&d->sub_bus, tw_bus_unref);
+    }
+  if (tr->bus == NULL)
+    {
+      g_autoptr (tw_bus) bus = tw_bus_new ();
+      tw_trainer_set_bus (tr, bus);
+    }
+  d->sub_bus = tw_bus_ref (tr->bus);
+  d->sub_id = tw_bus_subscribe (d->sub_bus, TW_EV_BIT (TW_EV_GRAD_READY), on_grad_ready, d, NULL);
+}
+
+/* A sha256 of what must be the same everywhere: the model (graph and
+ * recipe) and every parameter's name and shape. */
+static char *
+model_hash (tw_trainer *tr)
+{
+  g_autoptr (GChecksum) h = g_checksum_new (G_CHECKSUM_SHA256);
+  gsize len = 0;
+  g_autofree char *data = tw_model_to_data (tr->model, &len);
+  if (data)
+    g_checksum_update (h, (const guchar *) data, len);
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      g_checksum_update (h, (const guchar *) p->name, strlen (p->name) + 1);
+      g_checksum_update (h, (const guchar *) p->value->shape, p->value->ndim * sizeof (int64_t));
+    }
+  return g_strdup (g_checksum_get_string (h));
+}
+
+static gboolean
+broadcast_buffers (tw_dist *d, tw_params *ps, GError **error)
+{
+  int n = tw_params_count (ps);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++)
+    if (!tw_params_at (ps, i)->trainable)
+      total += tw_tensor_numel (tw_params_at (ps, i)->value);
+  if (total == 0)
+    return TRUE;
+  if (total != d->buffers_numel)
+    {
+      g_free (d->buffers);
+      d->buffers = g_new (float, total);
+      d->buffers_numel = total;
+    }
+  int64_t off = 0;
+  for (int i = 0; i < n; i++)
+    {
+      tw_param *p = tw_params_at (ps, i);
+      if (p->trainable)
+        continue;
+      int64_t k = tw_tensor_numel (p->value);
+      memcpy (d->buffers + off, tw_tensor_f32 (p->value), k * sizeof (float));
+      off += k;
+    }
+  if (!tw_comm_broadcast_sync (d->comm, d->buffers, total, TW_F32, 0,
+                               &(tw_coll_tag) { .what = "buffers" }, error))
+    return FALSE;
+  off = 0;
+  for (int i = 0; i < n; i++)
+    {
+      tw_param *p = tw_params_at (ps, i);
+      if (p->trainable)
+        continue;
+      int64_t k = tw_tensor_numel (p->value);
+      memcpy (tw_tensor_f32 (p->value), d->buffers + off, k * sizeof (float));
+      off += k;
+    }
+  return TRUE;
+}
+
+gboolean
+tw_trainer_set_dist (tw_trainer *tr, tw_comm *comm, const tw_dist_options *o, GError **error)
+{
+  g_return_val_if_fail (tr->dist == NULL, FALSE);
+  int rank = tw_comm_rank (comm), size = tw_comm_size (comm);
+  g_autofree char *mine = model_hash (tr);
+  g_auto (GStrv) all = tw_comm_allgather_strings (comm, mine, error);
+  if (all == NULL)
+    return FALSE;
+  GString *differ = g_string_new (NULL);
+  for (int r = 1; r < size; r++)
+    if (g_strcmp0 (all[r], all[0]) != 0)
+      g_string_append_printf (differ, "%s%d", differ->len ? ", " : "", r);
+  if (differ->len)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_MISMATCH,
+                   "rank%s %s %s a different model from rank 0's (graph, recipe or parameter "
+                   "shapes: sha256 %.12s… against %.12s…); every rank must load the same file "
+                   "with the same options",
+                   strchr (differ->str, ',') ? "s" : "", differ->str,
+                   strchr (differ->str, ',') ? "have" : "has", all[rank == 0 ? 1 : rank], all[0]);
+      g_string_free (differ, TRUE);
+      return FALSE;
+    }
+  g_string_free (differ, TRUE);
+  /* Rank 0's weights everywhere, then its buffers. */
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      if (p->trainable
+          && !tw_comm_broadcast_sync (comm, tw_tensor_f32 (p->value), tw_tensor_numel (p->value),
+                                      TW_F32, 0, &(tw_coll_tag) { .what = p->name }, error))
+        return FALSE;
+    }
+  tw_dist *d = g_new0 (tw_dist, 1);
+  d->comm = comm;
+  if (o)
+    d->opt = *o;
+  else
+    tw_dist_options_init (&d->opt);
+  if (!(d->opt.bucket_mb > 0))
+    d->opt.bucket_mb = 25;
+  d->rank = rank;
+  d->size = size;
+  d->where = g_hash_table_new (NULL, NULL);
+  d->ready_order = g_array_new (FALSE, FALSE, sizeof (int));
+  if (!broadcast_buffers (d, tr->params, error))
+    {
+      tw_dist_free (d);
+      return FALSE;
+    }
+  tr->dist = d;
+  return TRUE;
+}
+
+int
+tw_dist_rank (tw_trainer *tr)
+{
+  return tr->dist ? tr->dist->rank : 0;
+}
+
+int
+tw_dist_size (tw_trainer *tr)
+{
+  return tr->dist ? tr->dist->size : 1;
+}
+
+int
+tw_trainer_rank (tw_trainer *tr)
+{
+  return tw_dist_rank (tr);
+}
+
+int
+tw_trainer_ranks (tw_trainer *tr)
+{
+  return tw_dist_size (tr);
+}
+
+int64_t
+tw_trainer_dist_correct (tw_trainer *tr)
+{
+  return tr->dist ? tr->dist->correct : -1;
+}
+
+gboolean
+tw_dist_sum (tw_trainer *tr, double *v, int n, GError **error)
+{
+  return tw_comm_allreduce_sync (tr->dist->comm, v, n, TW_F64, TW_REDUCE_SUM,
+                                 &(tw_coll_tag) { .what = "totals" }, error);
+}
+
+/* Wait for every bucket posted (whatever happened), keeping the first error. */
+static gboolean
+drain (tw_dist *d, GError **error)
+{
+  gboolean ok = TRUE;
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      if (k->req)
+        {
+          ok = tw_comm_wait (d->comm, k->req, ok ? error : NULL) && ok;
+          g_clear_pointer (&k->req, tw_comm_req_free);
+        }
+    }
+  return ok;
+}
+
+static void
+update_bucket (tw_trainer *tr, tw_dist *d, bucket *k)
+{
+  gboolean listen = tw_bus_wants (tr->bus, TW_EV_UPDATE);
+  for (int m = 0; m < k->n_members; m++)
+    {
+      int i = k->members[m];
+      tw_param *p = tw_params_at (tr->params, i);
+      const float *g = k->buf + k->offsets[m];
+      int64_t n = tw_tensor_numel (p->value);
+      /* The gradient a debugger shows is the summed one, as one process's. */
+      if (p->grad && tw_tensor_numel (p->grad) == n && p->grad->storage
+          && p->grad->storage->device == p->value->storage->device)
+        {
+          g_autoptr (tw_tensor) gc = tw_tensor_contiguous (p->grad);
+          if (gc == p->grad)
+            memcpy (tw_tensor_f32 (p->grad), g, n * sizeof (float));
+        }
+      tw_tensor *io[2] = { p->value, p->grad };
+      tw_event ev = { .kind = TW_EV_UPDATE, .ident = tw_trainer_update_ident (tr, i),
+                      .step = (guint64) tr->step, .t_start = listen ? tw_now_ns () : 0,
+                      .inputs = io, .n_inputs = p->grad ? 2 : 1, .param = p };
+      if (listen && !tw_bus_publish (tr->bus, &ev))
+        tr->stop_pending = TRUE;
+      tw_optimizer_update (tr->opt, p, g, 0, n);
+      if (listen)
+        {
+          ev.end = TRUE;
+          ev.t_end = tw_now_ns ();
+          ev.outputs = io;
+          ev.n_outputs = 1;
+          if (!tw_bus_publish (tr->bus, &ev))
+            tr->stop_pending = TRUE;
+        }
+    }
+}
+
+gboolean
+tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *loss,
+              GError **error)
+{
+  tw_dist *d = tr->dist;
+  gboolean iter_events = tw_bus_wants (tr->bus, TW_EV_ITERATION);
+  gint64 t0 = iter_events ? tw_now_ns () : 0;
+  if (iter_events && !tw_trainer_publish_iteration (tr, FALSE, t0, NAN, error))
+    return FALSE;
+  subscribe (tr, d);
+  if (params_changed (d, tr->params))
+    buckets_initial (d, tr->params);
+  if (!broadcast_buffers (d, tr->params, error))
+    return FALSE;
+
+  int64_t n_all = x->shape[0];
+  int64_t lo = n_all * d->rank / d->size, hi = n_all * (d->rank + 1) / d->size;
+  int64_t n_mine = hi - lo;
+  d->scale = n_all > 0 ? (double) n_mine / (double) n_all : 0;
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      k->pending = k->n_members;
+      k->posted = FALSE;
+      memset (k->filled, 0, k->n_members * sizeof (gboolean));
+    }
+  d->next_post = 0;
+  g_array_set_size (d->ready_order, 0);
+  g_clear_error (&d->cb_error);
+
+  double stats[3] = { 0, 0, (double) n_mine };   /* loss × n, correct, n */
+  gboolean computed = FALSE, scored = TRUE;
+  GError *local = NULL;
+  if (n_mine > 0)
+    {
+      g_autoptr (tw_tensor) xs0 = tw_tensor_slice (x, 0, lo, hi, 1);
+      g_autoptr (tw_tensor) ys0 = tw_tensor_slice (y, 0, lo, hi, 1);
+      g_autoptr (tw_tensor) xs = tw_tensor_contiguous (xs0);
+      g_autoptr (tw_tensor) ys = tw_tensor_contiguous (ys0);
+      d->in_step = TRUE;
+      gboolean ok;
+      double l;
+      tw_tensor *pred;
+      if (tr->mode == TW_MODE_COMPILED)
+        {
+          tw_compiled *c = tw_trainer_compiled (tr);
+          /* A NaN is judged on the global loss, after the all-reduce, so
+           * that every rank fails the same step or none does. */
+          tw_compiled_set_allow_nan (c, TRUE);
+          ok = tw_compiled_run (c, TW_PROGRAM_TRAIN, xs, ys, (guint64) tr->step, &local);
+          tw_compiled_set_allow_nan (c, tr->allow_nan);
+          if (ok)
+            tw_compiled_bind_grads (c);
+          l = ok ? tw_compiled_loss_value (c) : NAN;
+          pred = ok ? tw_compiled_prediction (c) : NULL;
+        }
+      else
+        {
+          ok = tw_eager_forward (tr->ex, xs, ys, TRUE, (guint64) tr->step, &local)
+               && tw_eager_backward_set (tr->ex, &local);
+          l = ok ? tw_eager_loss_value (tr->ex) : NAN;
+          pred = ok ? tw_eager_prediction (tr->ex) : NULL;
+        }
+      d->in_step = FALSE;
+      computed = ok;
+      if (ok)
+        {
+          stats[0] = l * (double) n_mine;
+          int64_t k = tw_count_correct (pred, ys);
+          scored = k >= 0;
+          stats[1] = (double) MAX (k, 0);
+        }
+      if (tr->mode == TW_MODE_EAGER)
+        tw_eager_release (tr->ex);
+    }
+  (void) computed;
+  /* What backward did not finish (a rank with no rows, a parameter the
+   * loss does not reach, a failure): zeros, and every bucket posted, in
+   * order, so that no rank waits for a collective the others skip. */
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      for (int m = 0; m < k->n_members; m++)
+        if (!k->filled[m])
+          fill (d, k, m, NULL);
+    }
+  post_ready_buckets (d);
+  /* The totals: a failed rank sends NaN, which fails every rank's step. */
+  double tot[4] = { local || d->cb_error ? NAN : stats[0], stats[1], stats[2], scored ? 0 : 1 };
+  gboolean ok = tw_comm_allreduce_sync (d->comm, tot, 4, TW_F64, TW_REDUCE_SUM,
+                                        &(tw_coll_tag) { .what = "loss" }, error);
+  if (!ok)
+    {
+      g_clear_error (&local);
+      drain (d, NULL);
+      return FALSE;
+    }
+  double l = n_all > 0 ? tot[0] / (double) n_all : NAN;
+  d->correct = tot[3] == 0 ? (int64_t) tot[1] : -1;
+  if (loss)
+    *loss = l;
+  if (local || d->cb_error)
+    {
+      drain (d, NULL);
+      g_propagate_error (error, local ? local : g_steal_pointer (&d->cb_error));
+      return FALSE;
+    }
+  if (!isfinite (l) && !tr->allow_nan)
+    {
+      drain (d, NULL);
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_NAN,
+                   "the loss became %s at step %" G_GINT64_FORMAT " (on %s; lower the learning "
+                   "rate, or pass --allow-nan to go on)",
+                   isnan (l) ? "NaN" : "infinite", tr->step + 1,
+                   isfinite (stats[0]) ? "another rank" : "this rank");
+      return FALSE;
+    }
+  tr->lr = lr;
+  tw_optimizer_begin_step (tr->opt, lr);
+  ok = TRUE;
+  for (int b = 0; b < d->n_buckets && ok; b++)
+    {
+      bucket *k = &d->buckets[b];
+      ok = tw_comm_wait (d->comm, k->req, error);
+      g_clear_pointer (&k->req, tw_comm_req_free);
+      if (ok)
+        update_bucket (tr, d, k);
+    }
+  if (!ok)
+    {
+      drain (d, NULL);
+      return FALSE;
+    }
+  /* From the second step on the buckets follow backward's order (the
+   * same on every rank: rank 0's is taken, so that they cannot differ). */
+  if (!d->ordered)
+    {
+      int n = (int) d->ready_order->len;
+      int *ord = g_new0 (int, MAX (n, 1) + 1);
+      ord[0] = n;
+      memcpy (ord + 1, d->ready_order->data, n * sizeof (int));
+      int64_t cnt = n;
+      ok = tw_comm_broadcast_sync (d->comm, &cnt, 1, TW_I64, 0, &(tw_coll_tag) { .what = "order" },
+                                   error);
+      if (ok && cnt > 0)
+        {
+          int *o2 = g_new0 (int, cnt);
+          if (d->rank == 0)
+            memcpy (o2, ord + 1, cnt * sizeof (int));
+          ok = tw_comm_broadcast_sync (d->comm, o2, cnt, TW_I32, 0,
+                                       &(tw_coll_tag) { .what = "order" }, error);
+          int trainable = 0;
+          for (int b = 0; b < d->n_buckets; b++)
+            trainable += d->buckets[b].n_members;
+          /* Only an order that names every bucketed parameter once (the
+           * same decision on every rank: it is rank 0's). */
+          gboolean whole = cnt == trainable;
+          for (int64_t i = 0; whole && i < cnt; i++)
+            whole = o2[i] >= 0 && o2[i] < d->n_params
+                    && g_hash_table_contains (d->where, d->param_ptrs[o2[i]]);
+          if (ok && whole)
+            buckets_make (d, tr->params, o2, (int) cnt);
+          g_free (o2);
+        }
+      g_free (ord);
+      d->ordered = TRUE;
+      if (!ok)
+        return FALSE;
+    }
+  if (iter_events)
+    tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
+  tr->step++;
+  return TRUE;
+}

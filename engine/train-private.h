@@ -1,0 +1,47 @@
+/* train-private.h — the trainer's state, shared by train.c and the data
+ * parallel step (train-dist.c).  Not installed. */
+#pragma once
+
+#include "engine/train.h"
+
+G_BEGIN_DECLS
+
+struct tw_trainer
+{
+  tw_model *model;
+  tw_params *params;
+  tw_eager *ex;
+  tw_optimizer *opt;
+  int64_t step;
+  int64_t total_steps;
+  gboolean allow_nan;
+  double lr;
+  int num_threads;
+  tw_exec_mode mode;
+  tw_compiled *compiled;
+  tw_bus *bus;
+  gboolean grad_norms;
+  gboolean stop_pending;     /* a client asked to stop during the updates */
+  GArray *upd_ident;         /* tw_op_ident per params index (eager updates) */
+  GPtrArray *upd_strings;    /* what upd_ident points at */
+  struct tw_dist *dist;      /* data parallel over a communicator (train-dist.c), or NULL */
+};
+
+/* train.c */
+gboolean tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double loss,
+                                       GError **error);
+/* The UPDATE event's identity of parameter i (eager updates). */
+const tw_op_ident *tw_trainer_update_ident (tw_trainer *tr, int i);
+
+/* train-dist.c */
+typedef struct tw_dist tw_dist;
+void tw_dist_free (tw_dist *d);
+/* One data-parallel step on this rank's shard of the global batch x, y. */
+gboolean tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *loss,
+                       GError **error);
+int tw_dist_rank (tw_trainer *tr);
+int tw_dist_size (tw_trainer *tr);
+/* Sum over the ranks of n doubles (evaluation's totals). */
+gboolean tw_dist_sum (tw_trainer *tr, double *v, int n, GError **error);
+
+G_END_DECLS
