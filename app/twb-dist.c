@@ -9,6 +9,7 @@
 #include "engine/comm/comm.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -94,6 +95,68 @@ twb_dist_wanted (const twb_dist_args *a)
   return a->ranks > 1 || tw_comm_launched ();
 }
 
+/* mpirun's own stderr, passed on with its framed notices put in a line:
+ * "rank 1 (on host) was killed by signal 9 (Killed)"; the notices that only
+ * say a rank failed (which that rank's own line has said) are dropped. */
+static void
+flush_banner (GPtrArray *lines)
+{
+  g_autofree char *all = g_strjoinv ("\n", (char **) lines->pdata);
+  int rank = -1, sig = -1;
+  char node[256] = "", signame[64] = "";
+  const char *n = strstr (all, "noticed that process rank ");
+  if (n && sscanf (n, "noticed that process rank %d with PID %*d on node %255s exited on signal "
+                   "%d (%63[^)])", &rank, node, &sig, signame) >= 3)
+    g_printerr ("twb: rank %d (on %s) was killed by signal %d%s%s%s; the other ranks were "
+                "stopped\n", rank, node, sig, signame[0] ? " (" : "", signame,
+                signame[0] ? ")" : "");
+  else if (strstr (all, "Primary job") || strstr (all, "exited with non-zero status")
+           || strstr (all, "returned\na non-zero exit code"))
+    ;
+  else
+    g_printerr ("%s\n", all);
+  g_ptr_array_set_size (lines, 0);
+}
+
+static void
+filter_mpirun_stderr (int fd)
+{
+  FILE *in = fdopen (dup (fd), "r");
+  if (in == NULL)
+    return;
+  g_autoptr (GPtrArray) banner = g_ptr_array_new_with_free_func (g_free);
+  gboolean inside = FALSE;
+  char *buf = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  while ((len = getline (&buf, &cap, in)) >= 0)
+    {
+      if (len > 0 && buf[len - 1] == '\n')
+        buf[--len] = '\0';
+      gboolean rule = len >= 20 && strspn (buf, "-") == (size_t) len;
+      if (rule)
+        {
+          if (inside)
+            {
+              g_ptr_array_add (banner, NULL);
+              flush_banner (banner);
+            }
+          inside = !inside;
+        }
+      else if (inside)
+        g_ptr_array_add (banner, g_strdup (buf));
+      else
+        g_printerr ("%s\n", buf);
+    }
+  free (buf);
+  fclose (in);
+  if (banner->len)
+    {
+      g_ptr_array_add (banner, NULL);
+      flush_banner (banner);
+    }
+}
+
 int
 twb_dist_launch (const twb_dist_args *a, char **command_argv)
 {
@@ -135,12 +198,15 @@ twb_dist_launch (const twb_dist_args *a, char **command_argv)
   env = g_environ_setenv (env, "TWB_LAUNCHED_RANKS", "1", TRUE);
   g_autoptr (GError) error = NULL;
   GPid pid;
-  if (!g_spawn_async (NULL, (char **) args->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                      &pid, &error))
+  int err_fd = -1;
+  if (!g_spawn_async_with_pipes (NULL, (char **) args->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD,
+                                 NULL, NULL, &pid, NULL, NULL, &err_fd, &error))
     {
       g_printerr ("twb: starting %s: %s\n", mpirun, error->message);
       return 1;
     }
+  filter_mpirun_stderr (err_fd);
+  close (err_fd);
   int status = 0;
   while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
     ;
@@ -208,6 +274,6 @@ twb_dist_print_failure (tw_comm *c)
 {
   if (c == NULL || !tw_comm_is_broken (c))
     return;
-  g_autofree char *d = tw_comm_flight_dump (c);
-  g_printerr ("last collectives and messages (oldest first):\n%s", d);
+  g_autofree char *d = tw_comm_flight_dump (c, 6);
+  g_printerr ("its last collectives and messages, oldest first:\n%s", d);
 }

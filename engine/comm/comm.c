@@ -523,12 +523,13 @@ tw_comm_flight_set (tw_comm *c, tw_comm_req *r, int state)
 }
 
 char *
-tw_comm_flight_dump (tw_comm *c)
+tw_comm_flight_dump (tw_comm *c, int last)
 {
   GString *s = g_string_new (NULL);
   gint64 now = tw_now_ns ();
   g_mutex_lock (&c->flight_lock);
-  guint64 first = c->flight_n > TW_FLIGHT_SLOTS ? c->flight_n - TW_FLIGHT_SLOTS : 0;
+  guint64 keep = last > 0 ? MIN ((guint64) last, TW_FLIGHT_SLOTS) : TW_FLIGHT_SLOTS;
+  guint64 first = c->flight_n > keep ? c->flight_n - keep : 0;
   for (guint64 i = first; i < c->flight_n; i++)
     {
       const tw_flight_entry *e = &c->flight[i % TW_FLIGHT_SLOTS];
@@ -585,7 +586,7 @@ tw_comm_check_sigusr1 (tw_comm *c)
   if (!sigusr1_pending || sigusr1_comm != c)
     return;
   sigusr1_pending = 0;
-  g_autofree char *d = tw_comm_flight_dump (c);
+  g_autofree char *d = tw_comm_flight_dump (c, 0);
   g_autofree char *pre = g_strdup_printf ("rank %d: ", c->rank);
   g_auto (GStrv) lines = g_strsplit (d, "\n", -1);
   GString *out = g_string_new (NULL);

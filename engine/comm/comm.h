@@ -213,9 +213,10 @@ gboolean tw_comm_clock_offsets (tw_comm *c, int rounds, gint64 **offsets_ns, gin
                                 GError **error);
 
 /* The flight recorder: the last collectives and messages of this rank
- * (up to 64), oldest first, one line each: "#57 allreduce 4.0 MB bucket 3:
- * done in 1.2 ms" / "... waiting 61.0 s".  Any thread.  Caller frees. */
-char *tw_comm_flight_dump (tw_comm *c);
+ * (the last `last` of up to 64 kept; 0: all), oldest first, one line each:
+ * "#57 allreduce mpi 4.0 MiB bucket 3: done in 1.2 ms" / "...: waiting for
+ * 61.0 s".  Any thread.  Caller frees. */
+char *tw_comm_flight_dump (tw_comm *c, int last);
 /* Print the flight recorder to stderr (with the rank) on SIGUSR1. */
 void tw_comm_dump_on_sigusr1 (tw_comm *c);
 

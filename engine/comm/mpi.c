@@ -77,6 +77,8 @@ static void
 complete (tw_comm *c, tw_comm_req *r, GError *error)
 {
   r->info.t_end = tw_now_ns ();
+  if (r->info.t_start == 0)
+    r->info.t_start = r->info.t_end;    /* never started */
   r->error = error;
   tw_comm_flight_set (c, r, error ? 3 : 2);
   g_mutex_lock (&c->lock);
@@ -456,8 +458,7 @@ fail_everything (loop *L, const GError *why)
   g_ptr_array_set_size (L->p2p, 0);
   tw_comm_req *r;
   while ((r = g_queue_pop_head (&L->pending)))
-    complete (c, r, g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_BROKEN,
-                                 "not started: %s", why->message));
+    complete (c, r, g_error_copy (why));
 }
 
 static gboolean
