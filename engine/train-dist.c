@@ -7,6 +7,7 @@
 #include "engine/train-private.h"
 
 #include <math.h>
+#include <sched.h>
 #include <string.h>
 
 typedef struct
@@ -180,13 +181,19 @@ params_changed (tw_dist *d, tw_params *ps)
 static void
 post_ready_buckets (tw_dist *d)
 {
+  gboolean any = FALSE;
   while (d->next_post < d->n_buckets && d->buckets[d->next_post].pending == 0)
     {
       bucket *k = &d->buckets[d->next_post++];
       tw_coll_tag tag = { .what = k->what, .params = (const char *const *) k->names };
       k->req = tw_comm_allreduce (d->comm, k->buf, k->numel, TW_F32, TW_REDUCE_SUM, &tag);
       k->posted = TRUE;
+      any = TRUE;
     }
+  /* Let the communication thread start it now if it shares our core
+   * (more threads than cores): else it may wait for a scheduler tick. */
+  if (any)
+    sched_yield ();
 }
 
 static int
