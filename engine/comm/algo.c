@@ -129,6 +129,10 @@ sub_init (tw_algo_run *run, sub *s, sub_kind kind, MPI_Comm comm, int root)
     mine[i] = i;
   MPI_Group_translate_ranks (g, s->size, mine, w, s->world);
   g_free (mine);
+  /* Named by their rank in the whole job. */
+  for (int i = 0; i < s->size; i++)
+    if (s->world[i] >= 0 && run->c->world_ranks)
+      s->world[i] = run->c->world_ranks[s->world[i]];
   MPI_Group_free (&g);
   MPI_Group_free (&w);
 }

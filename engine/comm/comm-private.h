@@ -14,6 +14,7 @@ typedef enum
   REQ_COLL,                   /* a collective (kind in info) */
   REQ_P2P,                    /* send or recv */
   REQ_CLOCK,                  /* the clock offsets' ping-pong */
+  REQ_SPLIT,                  /* MPI_Comm_split into split_child */
   REQ_QUIT,                   /* end the thread */
 } req_type;
 
@@ -29,6 +30,8 @@ struct tw_comm_req
   tw_dtype dtype;
   tw_reduce_op op;
   int clock_rounds;
+  int split_color, split_key;
+  tw_comm *split_child;
   gint64 *offsets, *rtts;     /* REQ_CLOCK results (size entries) */
   /* Set by the communication thread, read after `done` under the lock. */
   gboolean done;
@@ -58,6 +61,13 @@ typedef struct
 
 struct tw_comm
 {
+  tw_comm *owner;             /* the communicator over every rank, whose thread runs this
+                               * one's calls (itself for that one) */
+  int id;                     /* 0: the owner; 1, 2, ...: tw_comm_split's, in order */
+  char *name;                 /* "world", or tw_comm_split's */
+  int *world_ranks;           /* the owner's rank of each rank of this one */
+  GPtrArray *children;        /* the owner's: communicators split from it (and theirs) */
+  guint64 done_seq;           /* the last collective completed (comm thread) */
   tw_comm_options opt;
   int rank, size;
   char *host;

@@ -89,6 +89,9 @@ tw_comm_new_mpi (const tw_comm_options *options, GError **error)
   g_cond_init (&c->cond);
   g_mutex_init (&c->flight_lock);
   c->world = c->p2p = c->algo = c->ctrl = c->node = c->leaders = MPI_COMM_NULL;
+  c->owner = c;
+  c->name = g_strdup ("world");
+  c->children = g_ptr_array_new ();
   c->thread = g_thread_new ("twb-comm", tw_comm_mpi_thread, c);
   g_mutex_lock (&c->lock);
   while (!c->started)
@@ -104,8 +107,28 @@ tw_comm_new_mpi (const tw_comm_options *options, GError **error)
     }
   c->msg_to = g_new0 (guint64, c->size);
   c->msg_from = g_new0 (guint64, c->size);
+  c->world_ranks = g_new (int, c->size);
+  for (int i = 0; i < c->size; i++)
+    c->world_ranks[i] = i;
   return c;
 }
+
+static void
+comm_struct_free (tw_comm *c)
+{
+  g_mutex_clear (&c->flight_lock);
+  g_clear_pointer (&c->bus, tw_bus_unref);
+  g_free (c->msg_to);
+  g_free (c->msg_from);
+  g_free (c->host);
+  g_free (c->name);
+  g_free (c->world_ranks);
+  g_free (c);
+}
+
+static tw_comm_req *req_new (tw_comm *c, tw_coll_kind kind, int64_t count, tw_dtype dtype,
+                             const tw_coll_tag *tag);
+static tw_comm_req *post (tw_comm *c, tw_comm_req *r);
 
 static void
 info_clear (tw_coll_info *i)
@@ -117,6 +140,7 @@ info_clear (tw_coll_info *i)
 static void
 wait_done (tw_comm *c, tw_comm_req *r)
 {
+  c = c->owner;
   g_mutex_lock (&c->lock);
   while (!r->done)
     g_cond_wait (&c->cond, &c->lock);
@@ -143,6 +167,10 @@ tw_comm_free (tw_comm *c)
 {
   if (c == NULL)
     return;
+  /* A split communicator lives (for the MPI calls its thread may still
+   * make) until the owner goes. */
+  if (c->owner != c)
+    return;
   if (c->thread)
     {
       tw_comm_req *q = g_new0 (tw_comm_req, 1);
@@ -152,16 +180,61 @@ tw_comm_free (tw_comm *c)
       g_thread_join (c->thread);
       tw_comm_req_free (q);
     }
+  for (guint i = 0; c->children && i < c->children->len; i++)
+    comm_struct_free (g_ptr_array_index (c->children, i));
+  g_clear_pointer (&c->children, g_ptr_array_unref);
   g_async_queue_unref (c->queue);
   g_mutex_clear (&c->lock);
   g_cond_clear (&c->cond);
-  g_mutex_clear (&c->flight_lock);
-  g_clear_pointer (&c->bus, tw_bus_unref);
   g_clear_error (&c->init_error);
-  g_free (c->msg_to);
-  g_free (c->msg_from);
-  g_free (c->host);
-  g_free (c);
+  comm_struct_free (c);
+}
+
+tw_comm *
+tw_comm_split (tw_comm *c, int color, int key, const char *name, GError **error)
+{
+  tw_comm *o = c->owner;
+  tw_comm_req *r = req_new (c, TW_COLL_BARRIER, 0, TW_U8, &(tw_coll_tag) { .what = name });
+  r->type = REQ_SPLIT;
+  r->split_color = color < 0 ? -1 : color;
+  r->split_key = key;
+  tw_comm *child = g_new0 (tw_comm, 1);
+  child->owner = o;
+  child->opt = c->opt;
+  child->opt.ps_rank = -1;
+  child->name = g_strdup (name ? name : "split");
+  child->host = g_strdup (c->host);
+  child->world = child->p2p = child->algo = child->ctrl = child->node = child->leaders
+    = MPI_COMM_NULL;
+  g_mutex_init (&child->flight_lock);
+  r->split_child = child;
+  post (c, r);
+  gboolean ok = tw_comm_wait (c, r, error);
+  tw_comm_req_free (r);
+  if (!ok || color < 0)
+    {
+      comm_struct_free (child);
+      return NULL;
+    }
+  g_mutex_lock (&o->lock);
+  child->id = (int) o->children->len + 1;
+  g_ptr_array_add (o->children, child);
+  g_mutex_unlock (&o->lock);
+  child->msg_to = g_new0 (guint64, child->size);
+  child->msg_from = g_new0 (guint64, child->size);
+  return child;
+}
+
+const char *
+tw_comm_name (const tw_comm *c)
+{
+  return c->name;
+}
+
+int
+tw_comm_world_rank (const tw_comm *c, int rank)
+{
+  return rank >= 0 && rank < c->size ? c->world_ranks[rank] : -1;
 }
 
 int
@@ -200,7 +273,7 @@ tw_comm_set_bus (tw_comm *c, tw_bus *bus)
 gboolean
 tw_comm_is_broken (const tw_comm *c)
 {
-  return g_atomic_int_get (&((tw_comm *) c)->broken) != 0;
+  return g_atomic_int_get (&c->owner->broken) != 0;
 }
 
 const tw_coll_info *
@@ -265,7 +338,7 @@ post (tw_comm *c, tw_comm_req *r)
       return r;
     }
   tw_comm_flight_set (c, r, 0);
-  g_async_queue_push (c->queue, r);
+  g_async_queue_push (c->owner->queue, r);
   return r;
 }
 
@@ -398,9 +471,9 @@ tw_comm_wait (tw_comm *c, tw_comm_req *r, GError **error)
 gboolean
 tw_comm_test (tw_comm *c, tw_comm_req *r)
 {
-  g_mutex_lock (&c->lock);
+  g_mutex_lock (&c->owner->lock);
   gboolean done = r->done;
-  g_mutex_unlock (&c->lock);
+  g_mutex_unlock (&c->owner->lock);
   if (done)
     publish (c, r);
   return done;
@@ -480,7 +553,7 @@ tw_comm_clock_offsets (tw_comm *c, int rounds, gint64 **offsets_ns, gint64 **rtt
                   g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_BROKEN,
                                "the communicator is broken by an earlier failure"));
   else
-    g_async_queue_push (c->queue, r);
+    g_async_queue_push (c->owner->queue, r);
   gboolean ok = tw_comm_wait (c, r, error);
   if (ok)
     {

@@ -149,8 +149,21 @@ gboolean tw_comm_launched (void);
  * its own thread (MPI_Init_thread happens there).  Only one per process.
  * NULL with TW_COMM_ERROR_INIT when MPI cannot start. */
 tw_comm *tw_comm_new_mpi (const tw_comm_options *options, GError **error);
-/* Waits for what is in flight, finalises (unless broken) and frees. */
+/* Waits for what is in flight, finalises (unless broken) and frees.  A
+ * communicator from tw_comm_split: nothing (it goes with its owner). */
 void tw_comm_free (tw_comm *c);
+/* A communicator over the ranks of c that pass the same color (key orders
+ * them; a negative color: none, NULL is returned without an error), as
+ * MPI_Comm_split: for hybrid parallelism, the ranks of one pipeline stage
+ * across replicas.  Collective over c (every rank calls it, in the same
+ * order as c's other collectives).  Its calls run on c's communication
+ * thread, its collectives have their own sequence numbers, its time-outs
+ * name ranks of the whole job.  Borrowed from the first communicator
+ * (tw_comm_new_mpi), which frees it. */
+tw_comm *tw_comm_split (tw_comm *c, int color, int key, const char *name, GError **error);
+const char *tw_comm_name (const tw_comm *c);           /* "world", or the split's name */
+/* The rank in the whole job of this communicator's rank, or -1. */
+int tw_comm_world_rank (const tw_comm *c, int rank);
 
 int tw_comm_rank (const tw_comm *c);
 int tw_comm_size (const tw_comm *c);

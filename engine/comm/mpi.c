@@ -16,7 +16,7 @@
 
 void tw_comm_check_sigusr1 (tw_comm *c);
 
-/* Control messages: int64 [4] = { type, rank, posted, done }. */
+/* Control messages: int64 [4] = { type, rank, comm id (query) or posted, done }. */
 enum
 {
   CTRL_QUERY = 1,
@@ -69,7 +69,6 @@ typedef struct
   GQueue pending;             /* collectives (and the clock exchange) not started yet */
   tw_comm_req *active;        /* the collective in progress */
   GPtrArray *p2p;             /* messages in progress */
-  guint64 done_seq;           /* the last collective completed */
   gint64 ctrl_buf[4];
   MPI_Request ctrl_req;       /* the receive of the next query */
   MPI_Request reply_req[64];  /* status replies sent */
@@ -84,7 +83,7 @@ complete (tw_comm *c, tw_comm_req *r, GError *error)
   if (r->info.t_start == 0)
     r->info.t_start = r->info.t_end;    /* never started */
   r->error = error;
-  tw_comm_flight_set (c, r, error ? 3 : 2);
+  tw_comm_flight_set (r->comm ? r->comm : c, r, error ? 3 : 2);
   g_mutex_lock (&c->lock);
   r->done = TRUE;             /* from here on r is the caller's */
   g_cond_broadcast (&c->cond);
@@ -94,7 +93,7 @@ complete (tw_comm *c, tw_comm_req *r, GError *error)
 static GError *
 start_coll (loop *L, tw_comm_req *r)
 {
-  tw_comm *c = L->c;
+  tw_comm *c = r->comm;
   MPI_Datatype dt = tw_comm_mpi_dtype (r->dtype);
   int n = (int) r->count, rc = MPI_SUCCESS;
   r->n_mreq = 1;
@@ -290,10 +289,23 @@ post_ctrl_recv (loop *L)
   MPI_Irecv (L->ctrl_buf, 4, MPI_INT64_T, MPI_ANY_SOURCE, TAG_QUERY, L->c->ctrl, &L->ctrl_req);
 }
 
-static void
-send_status (loop *L, int dest)
+static tw_comm *
+comm_by_id (tw_comm *o, gint64 id)
 {
-  tw_comm *c = L->c;
+  if (id <= 0)
+    return o;
+  tw_comm *found = NULL;
+  g_mutex_lock (&o->lock);
+  if (id <= (gint64) o->children->len)
+    found = g_ptr_array_index (o->children, id - 1);
+  g_mutex_unlock (&o->lock);
+  return found;
+}
+
+static void
+send_status (loop *L, int dest, gint64 comm_id)
+{
+  tw_comm *c = comm_by_id (L->c, comm_id);
   if (L->n_reply >= 64)
     {
       MPI_Waitall (L->n_reply, L->reply_req, MPI_STATUSES_IGNORE);
@@ -301,10 +313,11 @@ send_status (loop *L, int dest)
     }
   gint64 *b = L->reply_buf[L->n_reply];
   b[0] = CTRL_STATUS;
-  b[1] = c->rank;
-  b[2] = (gint64) __atomic_load_n (&c->seq, __ATOMIC_RELAXED);
-  b[3] = (gint64) L->done_seq;
-  MPI_Isend (b, 4, MPI_INT64_T, dest, TAG_STATUS, c->ctrl, &L->reply_req[L->n_reply]);
+  b[1] = L->c->rank;
+  /* A communicator this rank has not made yet: it posted nothing there. */
+  b[2] = c ? (gint64) __atomic_load_n (&c->seq, __ATOMIC_RELAXED) : 0;
+  b[3] = c ? (gint64) c->done_seq : 0;
+  MPI_Isend (b, 4, MPI_INT64_T, dest, TAG_STATUS, L->c->ctrl, &L->reply_req[L->n_reply]);
   L->n_reply++;
 }
 
@@ -318,7 +331,7 @@ serve_ctrl (loop *L)
       MPI_Status st;
       if (MPI_Test (&L->ctrl_req, &flag, &st) != MPI_SUCCESS || !flag)
         return;
-      send_status (L, st.MPI_SOURCE);
+      send_status (L, st.MPI_SOURCE, L->ctrl_buf[2]);
       post_ctrl_recv (L);
     }
 }
@@ -331,6 +344,12 @@ describe (const tw_comm_req *r)
     return g_strdup_printf ("message %" G_GUINT64_FORMAT " %s rank %d (%s%s%s)", r->info.msg_seq,
                             r->info.kind == TW_COLL_SEND ? "to" : "from", r->info.peer, size,
                             r->info.what ? ", " : "", r->info.what ? r->info.what : "");
+  if (r->comm && r->comm->id > 0)
+    return g_strdup_printf ("collective #%" G_GUINT64_FORMAT " of %s (%s%s%s, %s%s%s)",
+                            r->info.seq, r->comm->name, tw_coll_kind_name (r->info.kind),
+                            r->info.kind == TW_COLL_ALLREDUCE ? " " : "",
+                            r->info.kind == TW_COLL_ALLREDUCE ? tw_algo_name (r->info.algo) : "",
+                            size, r->info.what ? ", " : "", r->info.what ? r->info.what : "");
   return g_strdup_printf ("collective #%" G_GUINT64_FORMAT " (%s%s%s, %s%s%s)", r->info.seq,
                           tw_coll_kind_name (r->info.kind),
                           r->info.kind == TW_COLL_ALLREDUCE ? " " : "",
@@ -343,8 +362,8 @@ describe (const tw_comm_req *r)
 static GError *
 diagnose (loop *L, tw_comm_req *r)
 {
-  tw_comm *c = L->c;
-  int p = c->size;
+  tw_comm *c = L->c, *rc = r->comm;
+  int p = rc->size;
   g_autofree gint64 *posted = g_new (gint64, p), *done = g_new (gint64, p);
   g_autofree gboolean *answered = g_new0 (gboolean, p);
   g_autofree gint64 *qbuf = g_new0 (gint64, 4 * p), *sbuf = g_new0 (gint64, 4 * p);
@@ -352,12 +371,14 @@ diagnose (loop *L, tw_comm_req *r)
   for (int q = 0; q < p; q++)
     {
       qreq[q] = sreq[q] = MPI_REQUEST_NULL;
-      if (q == c->rank)
+      if (q == rc->rank)
         continue;
+      int wq = rc->world_ranks[q];
       qbuf[4 * q] = CTRL_QUERY;
       qbuf[4 * q + 1] = c->rank;
-      MPI_Isend (&qbuf[4 * q], 4, MPI_INT64_T, q, TAG_QUERY, c->ctrl, &qreq[q]);
-      MPI_Irecv (&sbuf[4 * q], 4, MPI_INT64_T, q, TAG_STATUS, c->ctrl, &sreq[q]);
+      qbuf[4 * q + 2] = rc->id;
+      MPI_Isend (&qbuf[4 * q], 4, MPI_INT64_T, wq, TAG_QUERY, c->ctrl, &qreq[q]);
+      MPI_Irecv (&sbuf[4 * q], 4, MPI_INT64_T, wq, TAG_STATUS, c->ctrl, &sreq[q]);
     }
   /* Long enough for a live rank's loop to notice (it polls at least every
    * 100 ms), short against the time-out itself. */
@@ -370,7 +391,7 @@ diagnose (loop *L, tw_comm_req *r)
       for (int q = 0; q < p; q++)
         {
           int flag = 0;
-          if (q == c->rank || answered[q])
+          if (q == rc->rank || answered[q])
             continue;
           MPI_Test (&sreq[q], &flag, MPI_STATUS_IGNORE);
           if (flag)
@@ -389,7 +410,8 @@ diagnose (loop *L, tw_comm_req *r)
   if (r->type == REQ_P2P)
     {
       int q = r->info.peer;
-      g_string_append_printf (who, "rank %d never %s %s within the %.0f s time-out", q,
+      g_string_append_printf (who, "rank %d never %s %s within the %.0f s time-out",
+                              rc->world_ranks[q],
                               r->info.kind == TW_COLL_RECV ? "sent" : "received", what,
                               c->opt.timeout_s);
       if (!answered[q])
@@ -405,15 +427,16 @@ diagnose (loop *L, tw_comm_req *r)
       int n_dead = 0, n_late = 0;
       for (int q = 0; q < p; q++)
         {
-          if (q == c->rank)
+          if (q == rc->rank)
             continue;
+          int wq = rc->world_ranks[q];
           if (!answered[q])
-            g_string_append_printf (dead, "%s%d", n_dead++ ? ", " : "", q);
+            g_string_append_printf (dead, "%s%d", n_dead++ ? ", " : "", wq);
           else if ((guint64) posted[q] < r->info.seq)
             {
-              g_string_append_printf (late, "%s%d", n_late++ ? ", " : "", q);
+              g_string_append_printf (late, "%s%d", n_late++ ? ", " : "", wq);
               g_string_append_printf (why, "; rank %d is alive: it finished #%" G_GINT64_FORMAT
-                                      " and has posted nothing since", q, done[q]);
+                                      " and has posted nothing since", wq, done[q]);
             }
         }
       n_culprits = n_dead + n_late;
@@ -465,6 +488,73 @@ fail_everything (loop *L, const GError *why)
     complete (c, r, g_error_copy (why));
 }
 
+/* The MPI side of a communicator made from comm (the owner's world, or a
+ * split): its duplicates, its nodes for "hier", its ranks in the job. */
+static void
+comm_init (tw_comm *o, tw_comm *c, MPI_Comm comm)
+{
+  MPI_Comm_rank (comm, &c->rank);
+  MPI_Comm_size (comm, &c->size);
+  c->world = comm;
+  MPI_Comm_dup (comm, &c->p2p);
+  MPI_Comm_dup (comm, &c->algo);
+  MPI_Comm_dup (comm, &c->ctrl);
+  if (c->opt.ranks_per_node > 0 && c == o)
+    MPI_Comm_split (c->world, c->rank / c->opt.ranks_per_node, c->rank, &c->node);
+  else if (c == o)
+    MPI_Comm_split_type (c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->node);
+  else
+    {
+      /* A split's nodes are those of the job: ranks on one owner node together. */
+      int leader_world = 0;
+      MPI_Group og, ng;
+      MPI_Comm_group (o->node, &ng);
+      MPI_Comm_group (o->world, &og);
+      int zero = 0;
+      MPI_Group_translate_ranks (ng, 1, &zero, og, &leader_world);
+      MPI_Group_free (&ng);
+      MPI_Group_free (&og);
+      MPI_Comm_split (c->world, leader_world, c->rank, &c->node);
+    }
+  MPI_Comm_rank (c->node, &c->node_rank);
+  MPI_Comm_size (c->node, &c->node_size);
+  MPI_Comm_split (c->world, c->node_rank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders);
+  int leader = c->node_rank == 0;
+  MPI_Allreduce (&leader, &c->n_nodes, 1, MPI_INT, MPI_SUM, c->world);
+  MPI_Comm *mine[] = { &c->world, &c->p2p, &c->algo, &c->ctrl };
+  for (guint i = 0; i < G_N_ELEMENTS (mine); i++)
+    MPI_Comm_set_errhandler (*mine[i], MPI_ERRORS_RETURN);
+  if (c->opt.ps_rank < 0 || c->opt.ps_rank >= c->size)
+    c->opt.ps_rank = c->size - 1;
+  if (c != o)
+    {
+      c->world_ranks = g_new (int, c->size);
+      MPI_Group g, w;
+      MPI_Comm_group (comm, &g);
+      MPI_Comm_group (o->world, &w);
+      int *mine_r = g_new (int, c->size);
+      for (int i = 0; i < c->size; i++)
+        mine_r[i] = i;
+      MPI_Group_translate_ranks (g, c->size, mine_r, w, c->world_ranks);
+      g_free (mine_r);
+      MPI_Group_free (&g);
+      MPI_Group_free (&w);
+    }
+}
+
+static GError *
+split (tw_comm *o, tw_comm_req *r)
+{
+  MPI_Comm nc = MPI_COMM_NULL;
+  int rc = MPI_Comm_split (r->comm->world, r->split_color < 0 ? MPI_UNDEFINED : r->split_color,
+                           r->split_key, &nc);
+  if (rc != MPI_SUCCESS)
+    return mpi_error (rc, "splitting the communicator");
+  if (nc != MPI_COMM_NULL)
+    comm_init (o, r->split_child, nc);
+  return NULL;
+}
+
 static gboolean
 setup (tw_comm *c, GError **error)
 {
@@ -489,23 +579,9 @@ setup (tw_comm *c, GError **error)
   int len = 0;
   MPI_Get_processor_name (host, &len);
   c->host = g_strndup (host, len);
-  MPI_Comm_dup (MPI_COMM_WORLD, &c->world);
-  MPI_Comm_dup (MPI_COMM_WORLD, &c->p2p);
-  MPI_Comm_dup (MPI_COMM_WORLD, &c->algo);
-  MPI_Comm_dup (MPI_COMM_WORLD, &c->ctrl);
-  if (c->opt.ranks_per_node > 0)
-    MPI_Comm_split (c->world, c->rank / c->opt.ranks_per_node, c->rank, &c->node);
-  else
-    MPI_Comm_split_type (c->world, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->node);
-  MPI_Comm_rank (c->node, &c->node_rank);
-  MPI_Comm_size (c->node, &c->node_size);
-  MPI_Comm_split (c->world, c->node_rank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders);
-  int leader = c->node_rank == 0;
-  MPI_Allreduce (&leader, &c->n_nodes, 1, MPI_INT, MPI_SUM, c->world);
-  for (MPI_Comm *m = &c->world; m <= &c->ctrl; m++)
-    MPI_Comm_set_errhandler (*m, MPI_ERRORS_RETURN);
-  if (c->opt.ps_rank < 0 || c->opt.ps_rank >= c->size)
-    c->opt.ps_rank = c->size - 1;
+  MPI_Comm world;
+  MPI_Comm_dup (MPI_COMM_WORLD, &world);
+  comm_init (c, c, world);
   return TRUE;
 }
 
@@ -524,10 +600,14 @@ teardown (tw_comm *c, loop *L)
     MPI_Waitall (L->n_reply, L->reply_req, MPI_STATUSES_IGNORE);
   /* Nobody leaves while another rank may still query it. */
   MPI_Barrier (c->ctrl);
-  MPI_Comm *comms[] = { &c->world, &c->p2p, &c->algo, &c->ctrl, &c->node, &c->leaders };
-  for (guint i = 0; i < G_N_ELEMENTS (comms); i++)
-    if (*comms[i] != MPI_COMM_NULL)
-      MPI_Comm_free (comms[i]);
+  for (guint k = 0; k <= c->children->len; k++)
+    {
+      tw_comm *x = k < c->children->len ? g_ptr_array_index (c->children, k) : c;
+      MPI_Comm *comms[] = { &x->world, &x->p2p, &x->algo, &x->ctrl, &x->node, &x->leaders };
+      for (guint i = 0; i < G_N_ELEMENTS (comms); i++)
+        if (*comms[i] != MPI_COMM_NULL)
+          MPI_Comm_free (comms[i]);
+    }
   MPI_Finalize ();
 }
 
@@ -603,7 +683,9 @@ tw_comm_mpi_thread (gpointer data)
           tw_comm_req *n = g_queue_pop_head (&L.pending);
           n->info.t_start = tw_now_ns ();
           progressed = TRUE;
-          if (n->type == REQ_CLOCK)
+          if (n->type == REQ_SPLIT)
+            complete (c, n, split (c, n));
+          else if (n->type == REQ_CLOCK)
             {
               GError *e = clock_exchange (c, n);
               complete (c, n, e);
@@ -628,7 +710,7 @@ tw_comm_mpi_thread (gpointer data)
             {
               progressed = TRUE;
               if (st > 0)
-                L.done_seq = L.active->info.seq;
+                L.active->comm->done_seq = L.active->info.seq;
               complete (c, g_steal_pointer (&L.active), e);
             }
         }
