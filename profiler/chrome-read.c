@@ -461,8 +461,9 @@ event_pid (importer *p)
 }
 
 /* The lane of the event's pid/tid, made when new: a stream when the tid or
- * the name given (a thread_name's) says "stream", or the category is a
- * kernel's or a GPU copy's. */
+ * the name given (a thread_name's) says "stream" or is the recorder's
+ * "communication" (profiler/recorder.h), or the category is a kernel's, a
+ * GPU copy's or a collective's. */
 static guint
 event_lane (importer *p, int pid, const char *lane_name)
 {
@@ -488,7 +489,9 @@ event_lane (importer *p, int pid, const char *lane_name)
     return (guint) found;
   tw_lane_kind kind = TW_LANE_THREAD;
   if ((name && g_str_has_prefix (name, "stream")) || (lane_name && g_str_has_prefix (lane_name, "stream"))
-      || (p->has_cat && (!strcmp (p->cat->str, "kernel") || g_str_has_prefix (p->cat->str, "gpu_"))))
+      || (lane_name && !strcmp (lane_name, "communication"))
+      || (p->has_cat && (!strcmp (p->cat->str, "kernel") || !strcmp (p->cat->str, "collective")
+                         || g_str_has_prefix (p->cat->str, "gpu_"))))
     kind = TW_LANE_STREAM;
   return tw_trace_add_lane (p->t, pid, tid, name, kind);
 }
@@ -739,6 +742,113 @@ set_parse_error (GError **error, const char *display, guint64 offset, yajl_handl
                offset, reason);
 }
 
+/* ---- where the text comes from: a file (zlib's gz reader, plain or gzip)
+ * or memory (plain, or gzip inflated here) ---- */
+
+typedef struct
+{
+  gzFile f;                     /* a file, or NULL */
+  const char *path;             /* the file's, for zlib's messages */
+  const guint8 *data;           /* memory */
+  gsize len, pos;
+  gboolean gz;                  /* memory holds gzip */
+  gboolean z_live;              /* z initialised */
+  gboolean z_member_done;       /* the last gzip member ended */
+  z_stream z;
+} source;
+
+/* Reads up to n bytes of trace text.  Returns the count, 0 at the end
+ * (*cut >= 0 when a gzip stream stops early: where), or -1 with an error
+ * naming display. */
+static int
+source_read (source *src, unsigned char *buf, unsigned n, const char *display, guint64 text,
+             gint64 *cut, GError **error)
+{
+  if (src->f)
+    {
+      int got = gzread (src->f, buf, n);
+      if (got < 0)
+        {
+          int errnum;
+          const char *msg = gzerror (src->f, &errnum);
+          /* zlib's message starts with the path. */
+          if (g_str_has_prefix (msg, src->path) && g_str_has_prefix (msg + strlen (src->path), ": "))
+            msg += strlen (src->path) + 2;
+          if (errnum == Z_ERRNO)
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: byte %lld: %s", display,
+                         (long long) gzoffset (src->f), g_strerror (errno));
+          else
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                         "%s: corrupt gzip data near byte %lld of the file (after %" G_GUINT64_FORMAT
+                         " bytes of trace text): %s", display, (long long) gzoffset (src->f), text, msg);
+          return -1;
+        }
+      if (got == 0)
+        {
+          int errnum;
+          gzerror (src->f, &errnum);
+          if (errnum == Z_BUF_ERROR)    /* a gzip stream cut short */
+            *cut = (gint64) gzoffset (src->f);
+        }
+      return got;
+    }
+  if (!src->gz)
+    {
+      gsize k = MIN ((gsize) n, src->len - src->pos);
+      memcpy (buf, src->data + src->pos, k);
+      src->pos += k;
+      return (int) k;
+    }
+  /* gzip in memory: members one after another, as gzread reads them. */
+  src->z.next_out = buf;
+  src->z.avail_out = n;
+  while (src->z.avail_out > 0)
+    {
+      if (src->z_member_done)
+        {
+          if (src->z.avail_in == 0)
+            break;
+          inflateReset (&src->z);
+          src->z_member_done = FALSE;
+        }
+      if (src->z.avail_in == 0)
+        {
+          *cut = (gint64) src->len;
+          break;
+        }
+      int rc = inflate (&src->z, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END)
+        src->z_member_done = TRUE;
+      else if (rc != Z_OK && !(rc == Z_BUF_ERROR && src->z.avail_in == 0))
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                       "%s: corrupt gzip data near byte %" G_GUINT64_FORMAT " (after %" G_GUINT64_FORMAT
+                       " bytes of trace text): %s", display, (guint64) (src->len - src->z.avail_in),
+                       text, src->z.msg ? src->z.msg : "inflate failed");
+          return -1;
+        }
+    }
+  int got = (int) (n - src->z.avail_out);
+  if (got > 0)
+    *cut = -1;                  /* only the end can be a cut */
+  return got;
+}
+
+/* What importing len bytes starting with magic and ending with trailer
+ * takes (tw_trace_chrome_memory_estimate). */
+static guint64
+estimate (guint64 size, const unsigned char magic[2], const unsigned char trailer[4])
+{
+  guint64 text = size;
+  /* 18: the smallest gzip file (header and trailer). */
+  if (size >= 18 && magic[0] == 0x1f && magic[1] == 0x8b)
+    {
+      guint64 isize = trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (guint64) trailer[3] << 24;
+      text = isize >= size ? isize : size * 10;
+    }
+  return text / 10 * 8;
+}
+
 guint64
 tw_trace_chrome_memory_estimate (const char *path)
 {
@@ -749,16 +859,12 @@ tw_trace_chrome_memory_estimate (const char *path)
   if (!f)
     return 0;
   unsigned char magic[2] = { 0 }, trailer[4] = { 0 };
-  guint64 size = (guint64) st.st_size, text = size;
-  /* 18: the smallest gzip file (header and trailer). */
-  if (size >= 18 && fread (magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
-      && fseeko (f, -4, SEEK_END) == 0 && fread (trailer, 1, 4, f) == 4)
-    {
-      guint64 isize = trailer[0] | trailer[1] << 8 | trailer[2] << 16 | (guint64) trailer[3] << 24;
-      text = isize >= size ? isize : size * 10;
-    }
+  guint64 size = (guint64) st.st_size;
+  if (size < 18 || fread (magic, 1, 2, f) != 2 || fseeko (f, -4, SEEK_END) != 0
+      || fread (trailer, 1, 4, f) != 4)
+    magic[0] = 0;               /* not gzip: the size is the text's */
   fclose (f);
-  return text / 10 * 8;
+  return estimate (size, magic, trailer);
 }
 
 gboolean
@@ -774,22 +880,11 @@ tw_trace_chrome_fits (const char *path, guint64 available, GError **error)
   return FALSE;
 }
 
-tw_trace *
-tw_trace_load_chrome (const char *path, GError **error)
+/* Parses src into a trace (the importer's work; display names the input
+ * in errors). */
+static tw_trace *
+load (source *src, const char *display, GError **error)
 {
-  g_autofree char *display = g_filename_display_name (path);
-  if (!tw_trace_chrome_fits (path, tw_memory_available (), error))
-    return NULL;
-  errno = 0;
-  gzFile f = gzopen (path, "rb");
-  if (!f)
-    {
-      int e = errno ? errno : ENOMEM;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", display, g_strerror (e));
-      return NULL;
-    }
-  gzbuffer (f, 128 << 10);
-
   importer p = { 0 };
   p.t = tw_trace_new ();
   p.roles = g_array_new (FALSE, FALSE, sizeof (role));
@@ -842,32 +937,14 @@ tw_trace_load_chrome (const char *path, GError **error)
           cap *= 2;
           buf = g_realloc (buf, cap);
         }
-      int n = gzread (f, buf + have, (unsigned) READ_CHUNK);
+      int n = source_read (src, buf + have, (unsigned) READ_CHUNK, display, text, &gz_cut, error);
       if (n < 0)
         {
-          int errnum;
-          const char *msg = gzerror (f, &errnum);
-          /* zlib's message starts with the path. */
-          if (g_str_has_prefix (msg, path) && g_str_has_prefix (msg + strlen (path), ": "))
-            msg += strlen (path) + 2;
-          if (errnum == Z_ERRNO)
-            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: byte %lld: %s", display,
-                         (long long) gzoffset (f), g_strerror (errno));
-          else
-            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
-                         "%s: corrupt gzip data near byte %lld of the file (after %" G_GUINT64_FORMAT
-                         " bytes of trace text): %s", display, (long long) gzoffset (f), text, msg);
           ok = FALSE;
           break;
         }
       if (n == 0)
-        {
-          int errnum;
-          gzerror (f, &errnum);
-          if (errnum == Z_BUF_ERROR)    /* a gzip stream cut short */
-            gz_cut = (gint64) gzoffset (f);
-          break;
-        }
+        break;
       text += (guint64) n;
       if (available && text / 10 * 8 > available)
         {
@@ -966,7 +1043,6 @@ tw_trace_load_chrome (const char *path, GError **error)
     }
   g_free (buf);
   yajl_free (h);
-  gzclose (f);
   tw_trace *t = p.t;
   if (ok)
     note_skipped (&p);
@@ -984,5 +1060,63 @@ tw_trace_load_chrome (const char *path, GError **error)
       return NULL;
     }
   tw_trace_sort (t);
+  return t;
+}
+
+tw_trace *
+tw_trace_load_chrome (const char *path, GError **error)
+{
+  g_autofree char *display = g_filename_display_name (path);
+  if (!tw_trace_chrome_fits (path, tw_memory_available (), error))
+    return NULL;
+  errno = 0;
+  source src = { .path = path };
+  src.f = gzopen (path, "rb");
+  if (!src.f)
+    {
+      int e = errno ? errno : ENOMEM;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", display, g_strerror (e));
+      return NULL;
+    }
+  gzbuffer (src.f, 128 << 10);
+  tw_trace *t = load (&src, display, error);
+  gzclose (src.f);
+  return t;
+}
+
+tw_trace *
+tw_trace_from_chrome_bytes (GBytes *b, const char *name_for_errors, GError **error)
+{
+  const char *display = name_for_errors ? name_for_errors : "trace in memory";
+  gsize len;
+  const guint8 *data = g_bytes_get_data (b, &len);
+  static const unsigned char none[4];
+  guint64 need = estimate (len, len >= 2 ? data : none, len >= 4 ? data + len - 4 : none);
+  guint64 available = tw_memory_available ();
+  if (available && need > available)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                   "%s: too large for memory: opening it needs about %.1f MB, %.1f MB are available",
+                   display, need / 1e6, available / 1e6);
+      return NULL;
+    }
+  source src = { .data = data, .len = len };
+  src.gz = len >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+  if (src.gz)
+    {
+      src.z.next_in = (Bytef *) data;
+      src.z.avail_in = (uInt) MIN (len, (gsize) G_MAXUINT);
+      /* 15 + 16: gzip only (the magic said so). */
+      if (inflateInit2 (&src.z, 15 + 16) != Z_OK)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM, "%s: cannot start decompression",
+                       display);
+          return NULL;
+        }
+      src.z_live = TRUE;
+    }
+  tw_trace *t = load (&src, display, error);
+  if (src.z_live)
+    inflateEnd (&src.z);
   return t;
 }

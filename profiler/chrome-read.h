@@ -39,6 +39,11 @@
 G_BEGIN_DECLS
 
 tw_trace *tw_trace_load_chrome (const char *path, GError **error);
+/* The same from memory (tw_chrome_trace_to_bytes's, or a file's bytes:
+ * plain or gzip), with the same limits; name_for_errors (NULL: "trace in
+ * memory") stands for the file in messages: "rank 3's trace".  The bytes
+ * are borrowed.  The caller frees the trace. */
+tw_trace *tw_trace_from_chrome_bytes (GBytes *b, const char *name_for_errors, GError **error);
 
 /* What importing the file is expected to take in memory, in bytes: 0.8× its
  * trace text (measured: 0.52× on bench/trace-import's PyTorch-format

@@ -52,7 +52,8 @@ tw_json_append_string (GString *out, const char *s)
 
 struct tw_chrome_writer
 {
-  tw_save *save;
+  tw_save *save;                /* the file, or NULL when writing to mem */
+  GByteArray *mem;              /* tw_chrome_trace_to_bytes's */
   char *display;                /* the path, for messages */
   gboolean gz;
   z_stream z;
@@ -62,6 +63,18 @@ struct tw_chrome_writer
   GError *error;                /* the first failure; later calls do nothing */
   GHashTable *named;            /* "p PID" / "t PID TID" → the name written for it */
 };
+
+/* The writer's output: the file's temporary or memory. */
+static gboolean
+sink_write (tw_chrome_writer *w, const void *data, gsize len)
+{
+  if (w->mem)
+    {
+      g_byte_array_append (w->mem, data, (guint) len);
+      return TRUE;
+    }
+  return tw_save_write (w->save, data, len, &w->error);
+}
 
 static gboolean
 deflate_out (tw_chrome_writer *w, int flush)
@@ -80,7 +93,7 @@ deflate_out (tw_chrome_writer *w, int flush)
                        w->display);
           return FALSE;
         }
-      if (!tw_save_write (w->save, w->zout, CHUNK - w->z.avail_out, &w->error))
+      if (!sink_write (w, w->zout, CHUNK - w->z.avail_out))
         return FALSE;
     }
   while (w->z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
@@ -95,8 +108,7 @@ writer_flush (tw_chrome_writer *w, int flush)
 {
   if (w->error)
     return FALSE;
-  gboolean ok = w->gz ? deflate_out (w, flush)
-                      : tw_save_write (w->save, w->buf->str, w->buf->len, &w->error);
+  gboolean ok = w->gz ? deflate_out (w, flush) : sink_write (w, w->buf->str, w->buf->len);
   g_string_truncate (w->buf, 0);
   return ok;
 }
@@ -194,16 +206,15 @@ append_name_meta (tw_chrome_writer *w, const char *what, int pid, gint64 tid, co
   g_string_append (w->buf, "}}");
 }
 
-tw_chrome_writer *
-tw_chrome_writer_begin (const char *path, GError **error)
+/* A writer to save (a file's temporary) or, save NULL, to memory. */
+static tw_chrome_writer *
+writer_new (tw_save *save, const char *display, gboolean gz, GError **error)
 {
-  tw_save *save = tw_save_begin (path, error);
-  if (save == NULL)
-    return NULL;
   tw_chrome_writer *w = g_new0 (tw_chrome_writer, 1);
   w->save = save;
-  w->display = g_filename_display_name (path);
-  w->gz = g_str_has_suffix (path, ".gz");
+  w->mem = save ? NULL : g_byte_array_new ();
+  w->display = g_strdup (display);
+  w->gz = gz;
   w->buf = g_string_sized_new (CHUNK + 4096);
   w->first = TRUE;
   w->named = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
@@ -225,10 +236,20 @@ tw_chrome_writer_begin (const char *path, GError **error)
   return w;
 }
 
+tw_chrome_writer *
+tw_chrome_writer_begin (const char *path, GError **error)
+{
+  tw_save *save = tw_save_begin (path, error);
+  if (save == NULL)
+    return NULL;
+  g_autofree char *display = g_filename_display_name (path);
+  return writer_new (save, display, g_str_has_suffix (path, ".gz"), error);
+}
+
 const char *
 tw_chrome_writer_temp_path (const tw_chrome_writer *w)
 {
-  return tw_save_temp_path (w->save);
+  return w->save ? tw_save_temp_path (w->save) : NULL;
 }
 
 void
@@ -372,8 +393,10 @@ tw_chrome_writer_sync (tw_chrome_writer *w, GError **error)
   return TRUE;
 }
 
-gboolean
-tw_chrome_writer_end (tw_chrome_writer *w, const tw_trace *meta, GError **error)
+/* Writes meta's metadata, closes the array and hands everything to the
+ * sink.  FALSE with the writer's error on failure (w is not freed). */
+static gboolean
+writer_close (tw_chrome_writer *w, const tw_trace *meta, GError **error)
 {
   GString *s = w->buf;
   g_string_append (s, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{");
@@ -390,6 +413,16 @@ tw_chrome_writer_end (tw_chrome_writer *w, const tw_trace *meta, GError **error)
   if (!writer_flush (w, Z_FINISH))
     {
       g_propagate_error (error, g_steal_pointer (&w->error));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+tw_chrome_writer_end (tw_chrome_writer *w, const tw_trace *meta, GError **error)
+{
+  if (!writer_close (w, meta, error))
+    {
       tw_chrome_writer_abort (w);
       return FALSE;
     }
@@ -409,6 +442,8 @@ tw_chrome_writer_abort (tw_chrome_writer *w)
   g_string_free (w->buf, TRUE);
   g_hash_table_unref (w->named);
   tw_save_abort (w->save);
+  if (w->mem)
+    g_byte_array_unref (w->mem);
   g_clear_error (&w->error);
   g_free (w->display);
   g_free (w);
@@ -422,4 +457,21 @@ tw_chrome_trace_save (const tw_trace *t, const char *path, GError **error)
     return FALSE;
   tw_chrome_writer_add_trace (w, t);
   return tw_chrome_writer_end (w, t, error);
+}
+
+GBytes *
+tw_chrome_trace_to_bytes (const tw_trace *t, GError **error)
+{
+  tw_chrome_writer *w = writer_new (NULL, "trace in memory", TRUE, error);
+  if (w == NULL)
+    return NULL;
+  tw_chrome_writer_add_trace (w, t);
+  if (!writer_close (w, t, error))
+    {
+      tw_chrome_writer_abort (w);
+      return NULL;
+    }
+  GBytes *b = g_byte_array_free_to_bytes (g_steal_pointer (&w->mem));
+  tw_chrome_writer_abort (w);
+  return b;
 }

@@ -39,6 +39,13 @@ G_BEGIN_DECLS
  * name the file. */
 gboolean tw_chrome_trace_save (const tw_trace *t, const char *path, GError **error);
 
+/* The same text in memory, gzip-compressed (a rank's trace on its way to
+ * rank 0, some ten times smaller than the JSON): the bytes that saving it
+ * to a ".gz" path writes.  tw_trace_from_chrome_bytes (chrome-read.h)
+ * reads it back.  The trace must be sorted.  NULL with an error only when
+ * compression cannot start.  Free with g_bytes_unref. */
+GBytes *tw_chrome_trace_to_bytes (const tw_trace *t, GError **error);
+
 typedef struct tw_chrome_writer tw_chrome_writer;
 
 /* Creates the temporary and writes the file's head.  NULL with an error

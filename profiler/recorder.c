@@ -3,6 +3,7 @@
 #define _GNU_SOURCE             /* pthread_getname_np */
 
 #include "profiler/recorder.h"
+#include "engine/comm/comm.h"
 #include "engine/compile/compiled.h"
 #include "profiler/chrome.h"
 #include "engine/eager.h"
@@ -24,6 +25,8 @@ enum
   REC_INSTANT,
   REC_COUNTER,
   REC_MARK,
+  REC_COLL,                     /* t0, t1: started, ended; u.coll; followed by a REC_COLL_SEQ */
+  REC_COLL_SEQ,                 /* t0: posted; t1: seq; u.step: msg_seq (not counted an event) */
 };
 
 /* The recorder's own counters (names of REC_COUNTER records). */
@@ -62,12 +65,26 @@ struct ident_cache
   guint t_n_args;
 };
 
+/* What a collective's events share across steps (kind, peer, sizes, the
+ * bucket and its parameters), taken once per distinct one: a record
+ * carries only the times and sequence numbers that change. */
+typedef struct
+{
+  tw_coll_kind kind;
+  tw_algo algo;
+  int rank, size, peer;
+  gint64 bytes, sent, received;
+  const char *what;             /* in the buffer's strings, or NULL */
+  const char *params;           /* comma list (truncated), in the buffer's strings, or NULL */
+} coll_cache;
+
 typedef struct
 {
   gint64 t0, t1;
   union
   {
     const ident_cache *op;      /* REC_SLICE */
+    const coll_cache *coll;     /* REC_COLL */
     const char *name;           /* REC_INSTANT: the parameter, in the buffer's strings; REC_MARK */
     guint64 step;               /* REC_STEP */
     double value;               /* REC_COUNTER */
@@ -89,6 +106,7 @@ typedef struct
   GPtrArray *blocks;            /* record[RECORD_BLOCK] */
   guint fill;                   /* in the last block */
   GHashTable *cache;            /* ident or param → ident_cache (variants chained) */
+  GHashTable *colls;            /* key text → coll_cache */
   /* Training thread state: */
   gboolean in_step;
   gint64 step_batch;            /* dimension 0 of the step's first forward input, -1 */
@@ -193,6 +211,7 @@ buffer_free (gpointer p)
   g_hash_table_unref (b->interned);
   g_ptr_array_unref (b->blocks);
   g_hash_table_unref (b->cache);
+  g_hash_table_unref (b->colls);
   g_free (b);
 }
 
@@ -269,6 +288,7 @@ thread_buffer (tw_recorder *r)
       b->blocks = g_ptr_array_new_with_free_func (g_free);
       b->fill = RECORD_BLOCK;
       b->cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, cache_free);
+      b->colls = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
       b->step_batch = -1;
       g_mutex_lock (&r->lock);
       g_ptr_array_add (r->buffers, b);
@@ -383,6 +403,74 @@ sample_memory (buffer *b, gint64 t)
 
 static void hand_off (tw_recorder *r, buffer *b);
 
+/* A collective's parameter list is cut past this many bytes (a bucket of
+ * a large model carries hundreds of names): the slice says how many more. */
+#define PARAMS_MAX_BYTES 512
+
+static char *
+params_text (char **params)
+{
+  if (params == NULL || params[0] == NULL)
+    return NULL;
+  GString *s = g_string_new (NULL);
+  guint i = 0;
+  for (; params[i]; i++)
+    {
+      if (s->len && s->len + strlen (params[i]) + 1 > PARAMS_MAX_BYTES)
+        break;
+      if (s->len)
+        g_string_append_c (s, ',');
+      g_string_append (s, params[i]);
+    }
+  guint more = g_strv_length (params) - i;
+  if (more)
+    g_string_append_printf (s, ",\u2026 (%u more)", more);
+  return g_string_free (s, FALSE);
+}
+
+/* The cache entry of a collective's constant part (made once per distinct
+ * one: a bucket's all-reduce each step finds its entry). */
+static const coll_cache *
+coll_of (buffer *b, const tw_coll_info *ci)
+{
+  guint n_params = ci->params ? g_strv_length (ci->params) : 0;
+  g_autofree char *key = g_strdup_printf ("%d %d %d %d %d %" G_GINT64_FORMAT " %" G_GINT64_FORMAT
+                                          " %" G_GINT64_FORMAT " %u %s\x1f%s", ci->kind, ci->algo,
+                                          ci->rank, ci->size, ci->peer, ci->bytes, ci->sent,
+                                          ci->received, n_params, ci->what ? ci->what : "",
+                                          n_params ? ci->params[0] : "");
+  coll_cache *c = g_hash_table_lookup (b->colls, key);
+  if (c)
+    return c;
+  c = g_new0 (coll_cache, 1);
+  c->kind = ci->kind;
+  c->algo = ci->algo;
+  c->rank = ci->rank;
+  c->size = ci->size;
+  c->peer = ci->peer;
+  c->bytes = ci->bytes;
+  c->sent = ci->sent;
+  c->received = ci->received;
+  c->what = buf_intern (b, ci->what);
+  g_autofree char *params = params_text (ci->params);
+  c->params = buf_intern (b, params);
+  g_hash_table_insert (b->colls, g_steal_pointer (&key), c);
+  return c;
+}
+
+static void
+push_op (buffer *b, record *rec, const tw_event *ev)
+{
+  const ident_cache *c = op_cache (b, ev);
+  rec->type = REC_SLICE;
+  rec->u.op = c;
+  /* The samples of the step: the first input of its first forward op. */
+  if (ev->kind == TW_EV_FORWARD && b->in_step && b->step_batch < 0)
+    b->step_batch = c->in0;
+  if (ev->kind != TW_EV_KERNEL)
+    sample_memory (b, ev->t_end);
+}
+
 static gboolean
 on_event (const tw_event *ev, gpointer user)
 {
@@ -446,22 +534,29 @@ on_event (const tw_event *ev, gpointer user)
       if (r->writer && buf_n_records (b) >= r->handoff)
         hand_off (r, b);
       break;
+    case TW_EV_COLLECTIVE:
+      if (ev->coll)
+        {
+          rec->type = REC_COLL;
+          rec->t0 = ev->coll->t_start;
+          rec->t1 = ev->coll->t_end;
+          rec->u.coll = coll_of (b, ev->coll);
+          record *more = buf_push (b);
+          more->type = REC_COLL_SEQ;
+          more->t0 = ev->coll->t_post;
+          more->t1 = (gint64) ev->coll->seq;
+          more->u.step = ev->coll->msg_seq;
+        }
+      else                      /* a publisher without the details: an op slice */
+        push_op (b, rec, ev);
+      break;
     case TW_EV_GRAD_READY:
       rec->type = REC_INSTANT;
       rec->u.name = buf_intern (b, ev->param ? ev->param->name : "");
       break;
     default:
-      {
-        const ident_cache *c = op_cache (b, ev);
-        rec->type = REC_SLICE;
-        rec->u.op = c;
-        /* The samples of the step: the first input of its first forward op. */
-        if (ev->kind == TW_EV_FORWARD && b->in_step && b->step_batch < 0)
-          b->step_batch = c->in0;
-        if (ev->kind != TW_EV_KERNEL)
-          sample_memory (b, ev->t_end);
-        break;
-      }
+      push_op (b, rec, ev);
+      break;
     }
   return TRUE;
 }
@@ -779,6 +874,7 @@ typedef struct
   tw_trace *pool;               /* names and arguments are interned here (out, or the stream's) */
   int pid;
   guint steps;                  /* out's "steps" lane */
+  int comm;                     /* out's "communication" lane, -1 until a collective needs it */
   guint64 *next_flow;
 } converter;
 
@@ -795,6 +891,61 @@ converter_init (converter *cx, tw_recorder *r, tw_trace *out, tw_trace *pool)
   tw_trace_add_process (out, cx->pid, process);
   g_mutex_unlock (&r->lock);
   cx->steps = tw_trace_add_lane (out, cx->pid, STEPS_TID, "steps", TW_LANE_THREAD);
+  cx->comm = -1;
+}
+
+/* A collective's slice on the process's "communication" lane: rec is its
+ * REC_COLL, seq the REC_COLL_SEQ after it. */
+static void
+convert_coll (converter *cx, const record *rec, const record *seq)
+{
+  if (cx->comm < 0)
+    cx->comm = (int) tw_trace_add_lane (cx->out, cx->pid, TW_RECORDER_COMM_TID, "communication",
+                                        TW_LANE_STREAM);
+  const coll_cache *c = rec->u.coll;
+  gboolean p2p = c->kind == TW_COLL_SEND || c->kind == TW_COLL_RECV;
+  g_autoptr (GString) name = g_string_new (tw_coll_kind_name (c->kind));
+  if (p2p)
+    g_string_append_printf (name, " %s %d", c->kind == TW_COLL_SEND ? "to" : "from", c->peer);
+  if (c->what && c->what[0])
+    g_string_append_printf (name, p2p ? " (%s)" : " %s", c->what);
+  gint64 dur = rec->t1 - rec->t0;
+  char seqs[24], msg[24], peer[16], bytes[24], sent[24], recvd[24], rank[16], queued[32], bw[32];
+  g_snprintf (seqs, sizeof seqs, "%" G_GINT64_FORMAT, seq->t1);
+  g_snprintf (msg, sizeof msg, "%" G_GUINT64_FORMAT, seq->u.step);
+  g_snprintf (peer, sizeof peer, "%d", c->peer);
+  g_snprintf (bytes, sizeof bytes, "%" G_GINT64_FORMAT, c->bytes);
+  g_snprintf (sent, sizeof sent, "%" G_GINT64_FORMAT, c->sent);
+  g_snprintf (recvd, sizeof recvd, "%" G_GINT64_FORMAT, c->received);
+  g_snprintf (rank, sizeof rank, "%d", c->rank);
+  g_ascii_formatd (queued, sizeof queued, "%.3f", (rec->t0 - seq->t0) / 1e3);
+  tw_trace_arg args[14];
+  guint n = 0;
+  args[n++] = (tw_trace_arg) { "kind", tw_coll_kind_name (c->kind) };
+  args[n++] = (tw_trace_arg) { "seq", seqs };
+  if (p2p)
+    args[n++] = (tw_trace_arg) { "msg_seq", msg };
+  args[n++] = (tw_trace_arg) { "peer", peer };
+  args[n++] = (tw_trace_arg) { "bytes", bytes };
+  args[n++] = (tw_trace_arg) { "sent", sent };
+  args[n++] = (tw_trace_arg) { "received", recvd };
+  args[n++] = (tw_trace_arg) { "algo", tw_algo_name (c->algo) };
+  if (c->what)
+    args[n++] = (tw_trace_arg) { "what", c->what };
+  if (c->params)
+    args[n++] = (tw_trace_arg) { "params", c->params };
+  if (dur > 0)
+    {
+      double factor = c->kind == TW_COLL_ALLREDUCE && c->size > 0
+                      ? 2.0 * (c->size - 1) / c->size : 1.0;
+      /* bytes per ns is GB/s. */
+      args[n++] = (tw_trace_arg) { "busbw_gbps",
+                                   g_ascii_formatd (bw, sizeof bw, "%.3f", c->bytes * factor / dur) };
+    }
+  args[n++] = (tw_trace_arg) { "queued_us", queued };
+  args[n++] = (tw_trace_arg) { "rank", rank };
+  tw_trace_add_slice (cx->out, (guint) cx->comm, rec->t0, dur, name->str,
+                      tw_trace_intern (cx->pool, "collective"), args, n);
 }
 
 typedef struct
@@ -818,11 +969,19 @@ convert_records (converter *cx, buffer *b, GPtrArray *blocks, guint n, gint64 tr
   for (guint k = 0; k < n; k++)
     {
       const record *rec = block_record (blocks, k);
-      events += rec->type != REC_COUNTER;
+      events += rec->type != REC_COUNTER && rec->type != REC_COLL_SEQ;
       if (rec->t0 > trim_after)
         continue;               /* the part of a step the recording stopped in */
       switch (rec->type)
         {
+        case REC_COLL:
+          /* Its REC_COLL_SEQ follows it in the same chunk (handoffs happen
+           * at step ends, between events). */
+          if (k + 1 < n)
+            convert_coll (cx, rec, block_record (blocks, k + 1));
+          break;
+        case REC_COLL_SEQ:
+          break;
         case REC_SLICE:
           {
             ident_cache *c = (ident_cache *) rec->u.op;

@@ -6,7 +6,21 @@
  * arguments phase, nodes (a comma list), fused, flops, bytes and shapes;
  * an eager backward op gets a flow ("kernel") to each kernel slice inside
  * it.  Training steps become slices "step N" on a lane "steps" (tid 0),
- * each gradient becoming final an instant.  Counters: "loss" and
+ * each gradient becoming final an instant.
+ *
+ * Collectives and messages (TW_EV_COLLECTIVE with ev->coll,
+ * engine/comm/comm.h) become slices on the process's lane
+ * "communication" (tid TW_RECORDER_COMM_TID, kind TW_LANE_STREAM),
+ * whichever thread waited for them, from the communication thread's start
+ * to its end, category "collective", named "allreduce bucket 3", "send to
+ * 1", "recv from 0 (activations)".  Arguments: kind, seq (the same on
+ * every rank for one collective; 0 for messages), msg_seq (send and recv
+ * only: shared by a send and its receive), peer, bytes, sent, received,
+ * algo, what, params (a comma list cut after 512 bytes with "…
+ * (N more)"), busbw_gbps (GB/s: bytes × 2(p−1)/p / duration for an
+ * all-reduce over p ranks, the bus bandwidth NCCL's tests report; bytes /
+ * duration for the others; absent for a zero duration), queued_us (from
+ * the caller's post to the start) and rank.  Counters: "loss" and
  * "samples/s" (the first forward op's batch over the step's time) at each
  * step end, "tensor memory" (live tensor storage, engine/tensor.h) after
  * each op that changed it and at each step end, "arena in use" (the
@@ -52,6 +66,11 @@
 #include "profiler/trace.h"
 
 G_BEGIN_DECLS
+
+/* The tid of the "communication" lane: no thread has it (Linux tids stay
+ * below PID_MAX_LIMIT, 2^22), and it fits in 32 bits for viewers that
+ * read tids as such. */
+#define TW_RECORDER_COMM_TID G_GINT64_CONSTANT (0x7ffffff0)
 
 /* Default cap: 4 Mi events, about 200 MB of buffers at the worst. */
 #define TW_RECORDER_DEFAULT_MAX_EVENTS ((guint64) 4 << 20)
