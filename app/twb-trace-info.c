@@ -3,13 +3,16 @@
  * names by total and by self time, step-time statistics, each rank's
  * compute / communication / idle time, the top layers; per file and, for
  * several files, merged.  `--compare A B`: eager against compiled per layer,
- * aligned by step.  `--peak`: the machine's measured SGEMM peak.  The
+ * aligned by step.  `--peak`: the machine's measured SGEMM peak.  A trace
+ * of several ranks (profiler/ranks.h) also gets a per-rank table and its
+ * stragglers (`--straggler-threshold PCT`).  The
  * figures are profiler/summary.h's; this file only formats them. */
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
 #include "engine/device.h"
 #include "profiler/chrome-read.h"
+#include "profiler/ranks.h"
 #include "profiler/summary.h"
 
 #include <json-glib/json-glib.h>
@@ -39,6 +42,12 @@ typedef struct
   GPtrArray *notes;     /* the importer's notes */
   GArray *ranks;        /* tw_rank_row, names in strings; files' rows one after another */
   GHashTable *layers;   /* node → tw_layer_row (node in strings) */
+  /* A trace of several ranks (per file only): */
+  int n_ranks;          /* 0: not one */
+  GArray *rank_stats;   /* tw_rank_stats, names in strings */
+  gint64 median_step_ns;
+  double straggler_pct;
+  GPtrArray *clocks;    /* per rank: its clock_used, or NULL */
 } trace_stats;
 
 static trace_stats *
@@ -52,6 +61,8 @@ stats_new (void)
   s->notes = g_ptr_array_new_with_free_func (g_free);
   s->ranks = g_array_new (FALSE, FALSE, sizeof (tw_rank_row));
   s->layers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  s->rank_stats = g_array_new (FALSE, FALSE, sizeof (tw_rank_stats));
+  s->clocks = g_ptr_array_new ();
   return s;
 }
 
@@ -65,6 +76,8 @@ stats_free (trace_stats *s)
   g_ptr_array_unref (s->notes);
   g_array_unref (s->ranks);
   g_hash_table_unref (s->layers);
+  g_array_unref (s->rank_stats);
+  g_ptr_array_unref (s->clocks);
   g_free (s);
 }
 
@@ -167,6 +180,28 @@ stats_add (trace_stats *s, const tw_trace *t)
     if (tw_trace_get_meta (t, keys[i]))
       g_ptr_array_add (s->notes, g_strdup_printf ("%s: %s", keys[i] + strlen ("import."),
                                                   tw_trace_get_meta (t, keys[i])));
+}
+
+/* The per-rank table of a trace of several ranks (one file's). */
+static void
+stats_add_ranks (trace_stats *s, const tw_trace *t, double straggler_pct)
+{
+  int n;
+  if (!tw_trace_is_multi_rank (t, &n))
+    return;
+  s->n_ranks = n;
+  s->straggler_pct = straggler_pct;
+  g_autoptr (GArray) rows = tw_trace_rank_stats (t, straggler_pct);
+  s->median_step_ns = tw_rank_stats_median_step (rows);
+  for (guint i = 0; i < rows->len; i++)
+    {
+      tw_rank_stats r = g_array_index (rows, tw_rank_stats, i);
+      r.name = g_string_chunk_insert_const (s->strings, r.name ? r.name : "");
+      g_array_append_val (s->rank_stats, r);
+      g_autofree char *key = g_strdup_printf ("clock_used.%d", r.rank);
+      const char *used = tw_trace_get_meta (t, key);
+      g_ptr_array_add (s->clocks, used ? g_string_chunk_insert_const (s->strings, used) : NULL);
+    }
 }
 
 static int
@@ -318,6 +353,39 @@ print_ranks (const trace_stats *s)
 }
 
 static void
+print_rank_stats (const trace_stats *s)
+{
+  if (s->n_ranks < 2)
+    return;
+  g_print ("  Ranks (%d; exposed: communication no compute covers; overlap %% = 1 - exposed / comm):\n"
+           "    %6s %11s %10s %11s %10s %9s %14s %6s %10s  name\n", s->n_ranks, "rank", "compute ms",
+           "comm ms", "exposed ms", "idle ms", "overlap %", "step median ms", "steps", "clock");
+  for (guint i = 0; i < s->rank_stats->len; i++)
+    {
+      const tw_rank_stats *r = &g_array_index (s->rank_stats, tw_rank_stats, i);
+      const char *clock = s->clocks->pdata[i];
+      g_print ("    %6d %11.3f %10.3f %11.3f %10.3f %9.1f %14.3f %6" G_GUINT64_FORMAT " %10s  %s\n",
+               r->rank, r->compute_ns / 1e6, r->comm_ns / 1e6, r->exposed_ns / 1e6, r->idle_ns / 1e6,
+               r->overlap_pct, r->step_median_ns / 1e6, r->n_steps, clock ? clock : "-", r->name);
+    }
+  if (s->median_step_ns <= 0)
+    {
+      g_print ("  stragglers: unknown (no rank has steps)\n");
+      return;
+    }
+  g_autoptr (GString) line = g_string_new (NULL);
+  for (guint i = 0; i < s->rank_stats->len; i++)
+    {
+      const tw_rank_stats *r = &g_array_index (s->rank_stats, tw_rank_stats, i);
+      if (r->straggler)
+        g_string_append_printf (line, "%s rank %d (%+.1f%%)", line->len ? "," : "", r->rank,
+                                r->slower_pct);
+    }
+  g_print ("  stragglers (median step more than %g%% above the ranks' median, %.3f ms):%s\n",
+           s->straggler_pct, s->median_step_ns / 1e6, line->len ? line->str : " none");
+}
+
+static void
 print_layers (const trace_stats *s)
 {
   g_autoptr (GPtrArray) layers = sorted_layers (s);
@@ -379,6 +447,50 @@ build_ranks (JsonBuilder *b, const trace_stats *s)
 }
 
 static void
+build_rank_stats (JsonBuilder *b, const trace_stats *s)
+{
+  add_int (b, "n_ranks", MAX (s->n_ranks, 1));
+  if (s->n_ranks < 2)
+    return;
+  add_double (b, "straggler_threshold_pct", s->straggler_pct);
+  add_int (b, "median_step_ns", s->median_step_ns);
+  json_builder_set_member_name (b, "rank_stats");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < s->rank_stats->len; i++)
+    {
+      const tw_rank_stats *r = &g_array_index (s->rank_stats, tw_rank_stats, i);
+      json_builder_begin_object (b);
+      add_int (b, "rank", r->rank);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, r->name);
+      add_int (b, "span_ns", r->span_ns);
+      add_int (b, "compute_ns", r->compute_ns);
+      add_int (b, "comm_ns", r->comm_ns);
+      add_int (b, "exposed_ns", r->exposed_ns);
+      add_int (b, "idle_ns", r->idle_ns);
+      add_double (b, "overlap_pct", r->overlap_pct);
+      add_int (b, "steps", (gint64) r->n_steps);
+      add_int (b, "step_median_ns", r->step_median_ns);
+      add_double (b, "slower_pct", r->slower_pct);
+      json_builder_set_member_name (b, "straggler");
+      json_builder_add_boolean_value (b, r->straggler);
+      json_builder_set_member_name (b, "clock");
+      if (s->clocks->pdata[i])
+        json_builder_add_string_value (b, s->clocks->pdata[i]);
+      else
+        json_builder_add_null_value (b);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "stragglers");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < s->rank_stats->len; i++)
+    if (g_array_index (s->rank_stats, tw_rank_stats, i).straggler)
+      json_builder_add_int_value (b, g_array_index (s->rank_stats, tw_rank_stats, i).rank);
+  json_builder_end_array (b);
+}
+
+static void
 build_layers (JsonBuilder *b, const trace_stats *s)
 {
   g_autoptr (GPtrArray) layers = sorted_layers (s);
@@ -427,6 +539,7 @@ print_text (const char *title, const trace_stats *s)
   else
     g_print ("  steps: none\n");
   print_ranks (s);
+  print_rank_stats (s);
   print_layers (s);
 }
 
@@ -512,6 +625,7 @@ build_json (JsonBuilder *b, const char *file, const trace_stats *s)
     }
   json_builder_end_object (b);
   build_ranks (b, s);
+  build_rank_stats (b, s);
   build_layers (b, s);
   json_builder_end_object (b);
 }
@@ -625,24 +739,51 @@ print_peak (gboolean json)
 static void
 usage_trace_info (void)
 {
-  g_printerr ("usage: twb trace-info [--json] FILE.json[.gz]...\n"
+  g_printerr ("usage: twb trace-info [--json] [--straggler-threshold PCT] FILE.json[.gz]...\n"
               "       twb trace-info [--json] --compare A.json B.json\n"
               "       twb trace-info [--json] --peak\n"
               "  event counts by phase and category, the top %d names by total and by self time,\n"
               "  step-time statistics, each rank's compute / communication / idle time, the top\n"
               "  %d layers; per file and, for several, merged.  --compare: each layer's mean time\n"
               "  per step in A and B (eager and compiled) over the steps both hold.  --peak: this\n"
-              "  machine's measured SGEMM GFLOP/s\n", TOP_N, TOP_N);
+              "  machine's measured SGEMM GFLOP/s.  A trace of several ranks also gets a table\n"
+              "  per rank (compute, communication, exposed communication, idle, overlap, median\n"
+              "  step) and its stragglers: ranks whose median step is more than\n"
+              "  --straggler-threshold PCT percent (default %g) above the ranks' median\n",
+              TOP_N, TOP_N, TW_STRAGGLER_DEFAULT_PCT);
 }
 
 int
 twb_cmd_trace_info (int argc, char **argv)
 {
   gboolean json = FALSE, compare = FALSE, peak = FALSE;
+  double straggler_pct = TW_STRAGGLER_DEFAULT_PCT;
   g_autoptr (GPtrArray) files = g_ptr_array_new ();
   for (int i = 1; i < argc; i++)
     {
-      if (strcmp (argv[i], "--json") == 0)
+      const char *threshold = NULL;
+      if (strcmp (argv[i], "--straggler-threshold") == 0)
+        {
+          if (i + 1 == argc)
+            {
+              g_printerr ("twb: trace-info: --straggler-threshold needs a value (a percentage)\n");
+              return 2;
+            }
+          threshold = argv[++i];
+        }
+      else if (g_str_has_prefix (argv[i], "--straggler-threshold="))
+        threshold = argv[i] + strlen ("--straggler-threshold=");
+      if (threshold)
+        {
+          g_autoptr (GError) error = NULL;
+          const tw_real_range pct = { 0, INFINITY, FALSE, FALSE };
+          if (!tw_number_parse_real (threshold, &pct, "--straggler-threshold", &straggler_pct, &error))
+            {
+              g_printerr ("twb: %s\n", error->message);
+              return 2;
+            }
+        }
+      else if (strcmp (argv[i], "--json") == 0)
         json = TRUE;
       else if (strcmp (argv[i], "--compare") == 0)
         compare = TRUE;
@@ -692,6 +833,7 @@ twb_cmd_trace_info (int argc, char **argv)
         }
       trace_stats *s = stats_new ();
       stats_add (s, t);
+      stats_add_ranks (s, t, straggler_pct);
       stats_add (merged, t);
       g_ptr_array_add (stats, s);
     }

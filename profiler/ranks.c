@@ -600,7 +600,6 @@ tw_trace_rank_stats (const tw_trace *t, double straggler_pct)
           g_array_append_val (of, s->dur_ns);
         }
     }
-  g_autoptr (GArray) medians = g_array_new (FALSE, FALSE, sizeof (gint64));
   for (guint i = 0; i < base->len; i++)
     {
       const tw_rank_row *b = &g_array_index (base, tw_rank_row, i);
@@ -613,11 +612,10 @@ tw_trace_rank_stats (const tw_trace *t, double straggler_pct)
         {
           r.n_steps = of->len;
           r.step_median_ns = median_of (of);
-          g_array_append_val (medians, r.step_median_ns);
         }
       g_array_append_val (rows, r);
     }
-  gint64 mm = median_of (medians);
+  gint64 mm = tw_rank_stats_median_step (rows);
   for (guint i = 0; mm > 0 && i < rows->len; i++)
     {
       tw_rank_stats *r = &g_array_index (rows, tw_rank_stats, i);
@@ -627,4 +625,17 @@ tw_trace_rank_stats (const tw_trace *t, double straggler_pct)
       r->straggler = r->slower_pct > straggler_pct;
     }
   return rows;
+}
+
+gint64
+tw_rank_stats_median_step (const GArray *rows)
+{
+  g_autoptr (GArray) medians = g_array_new (FALSE, FALSE, sizeof (gint64));
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const tw_rank_stats *r = &g_array_index (rows, tw_rank_stats, i);
+      if (r->n_steps)
+        g_array_append_val (medians, r->step_median_ns);
+    }
+  return median_of (medians);
 }

@@ -122,5 +122,8 @@ typedef struct
 /* A row per process of t, by pid; stragglers marked against
  * straggler_pct.  Free with g_array_unref. */
 GArray *tw_trace_rank_stats (const tw_trace *t, double straggler_pct);
+/* The median of the rows' step medians (ranks without steps left out):
+ * what slower_pct compares against.  0 when no rank has steps. */
+gint64 tw_rank_stats_median_step (const GArray *rows);
 
 G_END_DECLS

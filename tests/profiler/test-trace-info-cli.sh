@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# test-trace-info-cli.sh TWB DATA ASSETS — `twb trace-info` on the
+# test-trace-info-cli.sh TWB DATA ASSETS TEST_RANKS — `twb trace-info` on the
 # hand-written PyTorch-format fixture (TAP): counts, top names by total and
 # self time, step statistics and per-rank compute / communication / idle as
 # computed by hand from the file; several files merged (one of them gzip);
 # on eager and compiled recordings of the MLP (`twb profile`): the layers,
 # the rank and the steps against sums computed here from the files, and
 # `--compare` of the two; `--peak`; bad input exits non-zero naming the
-# file and the byte.
+# file and the byte; a merged trace of 4 synthetic ranks (test-ranks
+# --write-merged: rank 3's steps 18.75 % slower) gets the Ranks table and
+# its stragglers, --straggler-threshold moves the line.
 set -u
 twb=$1
 data=$2
 assets=$3
+test_ranks=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -19,7 +22,7 @@ ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2"; }
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 
-echo "1..18"
+echo "1..23"
 
 f="$data/torch-trace.json"
 out=$("$twb" trace-info "$f" 2>&1); st=$?
@@ -200,4 +203,36 @@ check "invalid UTF-8 in names: --json output is valid UTF-8" \
   '[ $st = 0 ] && iconv -f UTF-8 -t UTF-8 "$tmp/utf8.out" > /dev/null 2>&1 && /usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/utf8.out"' "$(cat "$tmp/utf8.out")"
 out=$("$twb" trace-info "$tmp/utf8.json" 2>&1)
 check "invalid UTF-8 in names: noted" 'grep -q "3 strings held invalid UTF-8" <<<"$out"' "$out"
+# A merged trace of several ranks.
+"$test_ranks" --write-merged "$tmp/ranks.json.gz"; st=$?
+check "a merged trace of 4 synthetic ranks is written" '[ $st = 0 ]'
+out=$("$twb" trace-info "$tmp/ranks.json.gz" 2>&1); st=$?
+check "the Ranks table: a row per rank, its clock, rank 3 the straggler" \
+  '[ $st = 0 ] && grep -q "^  Ranks (4; " <<<"$out" && [ "$(grep -Ec "^ +[0-3]( +[0-9.]+){6} +40 +(reference|refined)  rank [0-3] \(node-[0-3]\)$" <<<"$out")" = 4 ] && grep -q "^  stragglers (median step more than 10% above the ranks. median, 8.000 ms): rank 3 (+18.8%)$" <<<"$out"' "$out"
+"$twb" trace-info --json "$tmp/ranks.json.gz" > "$tmp/ranks.out" 2>&1; st=$?
+verdict=$(/usr/bin/python3 - "$tmp/ranks.out" <<'PY' 2>&1
+import json, sys
+f = json.load(open(sys.argv[1]))["files"][0]
+rows = f["rank_stats"]
+base = {r["pid"]: r for r in f["ranks"]}
+bad = []
+if f["n_ranks"] != 4 or f["stragglers"] != [3] or f["straggler_threshold_pct"] != 10 or abs(f["median_step_ns"] - 8000000) > 2000:
+    bad.append(("head", {k: f.get(k) for k in ("n_ranks", "stragglers", "median_step_ns")}))
+for r in rows:
+    b = base[r["rank"]]
+    # exposed: the communication no compute covers; overlap % = 1 - exposed / comm
+    if (r["exposed_ns"] != b["comm_ns"] - b["overlap_ns"] or r["compute_ns"] != b["compute_ns"]
+            or r["idle_ns"] != b["idle_ns"]
+            or abs(r["overlap_pct"] - 100 * (1 - r["exposed_ns"] / r["comm_ns"])) > 1e-9
+            or r["steps"] != 40 or abs(r["step_median_ns"] - (9500000 if r["rank"] == 3 else 8000000)) > 2000
+            or r["straggler"] != (r["rank"] == 3) or r["clock"] != ("reference" if r["rank"] == 0 else "refined")):
+        bad.append(r)
+print("ok" if not bad else "bad: " + repr(bad)[:3000])
+PY
+)
+check "--json on the merged trace: rank_stats against the ranks' figures, stragglers" '[ $st = 0 ] && [ "$verdict" = ok ]' "$verdict"
+out=$("$twb" trace-info --straggler-threshold 20 "$tmp/ranks.json.gz" 2>&1); st=$?
+check "--straggler-threshold 20: no straggler" '[ $st = 0 ] && grep -q "^  stragglers (median step more than 20% above the ranks. median, 8.000 ms): none$" <<<"$out"' "$out"
+out=$("$twb" trace-info --straggler-threshold 5abc "$tmp/ranks.json.gz" 2>&1); st=$?
+check "--straggler-threshold 5abc: exit 2, the option and the value named" '[ $st = 2 ] && grep -q "^twb: --straggler-threshold: .5abc. is not valid" <<<"$out"' "$out"
 exit $fail
