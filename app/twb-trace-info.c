@@ -641,6 +641,44 @@ load_trace (const char *path)
   return t;
 }
 
+/* PyTorch traces of distinct ranks (distributedInfo.rank) as one trace of
+ * several ranks, each at its rank (a rank not given stays empty); NULL,
+ * the traces left as files, when two share a rank.  Their clocks are the
+ * profiler's wall clock: no offsets, the collectives refine them. */
+static tw_trace *
+merge_by_rank (GPtrArray *traces)
+{
+  int n = 0;
+  for (guint i = 0; i < traces->len; i++)
+    {
+      int r;
+      tw_trace_pytorch_rank (traces->pdata[i], &r);
+      n = MAX (n, r + 1);
+    }
+  /* A rank far past the files given is not a run's: 4096 (TWB_MAX_THREADS'
+   * reasoning) bounds the empty ranks made. */
+  if (n > (int) traces->len + 4096)
+    return NULL;
+  g_autofree tw_trace **at = g_new0 (tw_trace *, n);
+  g_autoptr (GPtrArray) empty = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_trace_free);
+  for (guint i = 0; i < traces->len; i++)
+    {
+      int r;
+      tw_trace_pytorch_rank (traces->pdata[i], &r);
+      if (at[r])
+        return NULL;
+      at[r] = traces->pdata[i];
+    }
+  for (int r = 0; r < n; r++)
+    if (!at[r])
+      g_ptr_array_add (empty, at[r] = tw_trace_new ());
+  g_autoptr (GError) error = NULL;
+  tw_trace *m = tw_trace_merge_ranks (at, n, NULL, NULL, &error);
+  if (!m)
+    g_printerr ("twb: trace-info: %s\n", error->message);
+  return m;
+}
+
 static void
 print_json (JsonBuilder *b)
 {
@@ -822,6 +860,10 @@ twb_cmd_trace_info (int argc, char **argv)
     }
   g_autoptr (GPtrArray) stats = g_ptr_array_new_with_free_func ((GDestroyNotify) stats_free);
   g_autoptr (trace_stats) merged = stats_new ();
+  /* Several PyTorch traces of one run, a rank each (distributedInfo.rank):
+   * kept to be merged as the ranks of one trace (ranks.h). */
+  g_autoptr (GPtrArray) per_rank = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_trace_free);
+  gboolean by_rank = files->len > 1;
   int status = 0;
   for (guint i = 0; i < files->len; i++)
     {
@@ -836,6 +878,21 @@ twb_cmd_trace_info (int argc, char **argv)
       stats_add_ranks (s, t, straggler_pct);
       stats_add (merged, t);
       g_ptr_array_add (stats, s);
+      int rank;
+      by_rank = by_rank && tw_trace_pytorch_rank (t, &rank) && !tw_trace_is_multi_rank (t, NULL);
+      if (by_rank)
+        g_ptr_array_add (per_rank, g_steal_pointer (&t));
+      else
+        g_ptr_array_set_size (per_rank, 0);
+    }
+  g_autoptr (tw_trace) ranks_merged = by_rank && !status ? merge_by_rank (per_rank) : NULL;
+  g_ptr_array_set_size (per_rank, 0);
+  if (ranks_merged)
+    {
+      g_clear_pointer (&merged, stats_free);
+      merged = stats_new ();
+      stats_add (merged, ranks_merged);
+      stats_add_ranks (merged, ranks_merged, straggler_pct);
     }
   if (status)
     return status;
@@ -855,6 +912,8 @@ twb_cmd_trace_info (int argc, char **argv)
         {
           json_builder_set_member_name (b, "merged");
           build_json (b, NULL, merged);
+          json_builder_set_member_name (b, "merged_by_rank");
+          json_builder_add_boolean_value (b, ranks_merged != NULL);
         }
       json_builder_end_object (b);
       print_json (b);
@@ -867,7 +926,9 @@ twb_cmd_trace_info (int argc, char **argv)
     }
   if (files->len > 1)
     {
-      g_autofree char *title = g_strdup_printf ("merged (%u files)", files->len);
+      g_autofree char *title = ranks_merged
+        ? g_strdup_printf ("merged (%u files, a rank each by distributedInfo.rank)", files->len)
+        : g_strdup_printf ("merged (%u files)", files->len);
       print_text (title, merged);
     }
   return 0;

@@ -5,6 +5,7 @@
 #include "profiler/ranks.h"
 #include "profiler/summary.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +52,17 @@ is_collective_cat (const tw_slice *s)
   return s->category && strcmp (s->category, "collective") == 0;
 }
 
-/* A collective's seq (> 0); FALSE for anything else, messages included. */
+/* A collective's seq (> 0); FALSE for anything else, messages included.
+ * Ours (category collective, "seq") or PyTorch's NCCL kernels ("Seq"). */
 static gboolean
 slice_seq (const tw_slice *s, guint64 *seq)
 {
+  if (s->category && strcmp (s->category, "kernel") == 0 && tw_slice_arg (s, "Collective name"))
+    {
+      const char *name = tw_slice_arg (s, "Collective name");
+      return strcmp (name, "send") != 0 && strcmp (name, "recv") != 0
+             && parse_u64 (tw_slice_arg (s, "Seq"), seq) && *seq > 0;
+    }
   if (!is_collective_cat (s))
     return FALSE;
   const char *kind = tw_slice_arg (s, "kind");
@@ -479,6 +487,28 @@ tw_trace_merge_ranks (tw_trace *const *per_rank, int n_ranks, const gint64 *offs
 }
 
 /* ---- reading a merged trace ---- */
+
+gboolean
+tw_trace_pytorch_rank (const tw_trace *t, int *rank)
+{
+  const char *info = tw_trace_get_meta (t, "distributedInfo");
+  if (info == NULL)
+    return FALSE;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  if (!json_parser_load_from_data (parser, info, -1, NULL))
+    return FALSE;
+  JsonNode *root = json_parser_get_root (parser);
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    return FALSE;
+  JsonNode *r = json_object_get_member (json_node_get_object (root), "rank");
+  if (r == NULL || !JSON_NODE_HOLDS_VALUE (r) || json_node_get_value_type (r) != G_TYPE_INT64)
+    return FALSE;
+  gint64 v = json_node_get_int (r);
+  if (v < 0 || v > G_MAXINT)
+    return FALSE;
+  *rank = (int) v;
+  return TRUE;
+}
 
 gboolean
 tw_trace_is_multi_rank (const tw_trace *t, int *n_ranks)

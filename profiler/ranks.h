@@ -26,7 +26,11 @@
  * slice of category "collective" with an argument "seq" > 0 (the
  * recorder's, profiler/recorder.h): the same seq on every rank is the same
  * collective; a message is one of kind "send" or "recv" with "peer" and
- * "msg_seq", matched on (sender, receiver, msg_seq).
+ * "msg_seq", matched on (sender, receiver, msg_seq).  PyTorch's NCCL
+ * kernels (category "kernel" with "Collective name" and "Seq" arguments,
+ * as Kineto writes them) are collectives too; a PyTorch trace's rank is
+ * its top-level distributedInfo.rank (tw_trace_pytorch_rank), and all its
+ * processes (CPU, GPU) become that rank's.
  *
  * Clocks.  offset_ns[r] (tw_comm_clock_offsets: accurate to ±rtt_ns[r]/2)
  * is added to rank r's times first.  Then, per rank r > 0, the collectives
@@ -75,6 +79,11 @@ typedef enum
  * ranks.  The caller frees the result; the inputs stay the caller's. */
 tw_trace *tw_trace_merge_ranks (tw_trace *const *per_rank, int n_ranks, const gint64 *offset_ns,
                                 const gint64 *rtt_ns, GError **error);
+
+/* A PyTorch trace's rank: its top-level "distributedInfo" object's
+ * "rank" (the importer keeps that object as JSON text in the metadata).
+ * FALSE when t has none. */
+gboolean tw_trace_pytorch_rank (const tw_trace *t, int *rank);
 
 /* Whether t holds several ranks: its metadata "ranks" (a merged trace's)
  * says 2 or more, or, without it, two or more processes are named

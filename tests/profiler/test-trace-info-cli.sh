@@ -8,7 +8,9 @@
 # `--compare` of the two; `--peak`; bad input exits non-zero naming the
 # file and the byte; a merged trace of 4 synthetic ranks (test-ranks
 # --write-merged: rank 3's steps 18.75 % slower) gets the Ranks table and
-# its stragglers, --straggler-threshold moves the line.
+# its stragglers, --straggler-threshold moves the line; two PyTorch traces
+# of ranks 0 and 1 (distributedInfo.rank; rank 1's clock 1 ms ahead, its
+# step 30 % longer) are merged as the ranks of one run.
 set -u
 twb=$1
 data=$2
@@ -22,7 +24,7 @@ ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' <<<"$2"; }
 check () { if eval "$2"; then ok "$1"; else not_ok "$1" "${3:-}"; fi; }
 
-echo "1..23"
+echo "1..25"
 
 f="$data/torch-trace.json"
 out=$("$twb" trace-info "$f" 2>&1); st=$?
@@ -235,4 +237,43 @@ out=$("$twb" trace-info --straggler-threshold 20 "$tmp/ranks.json.gz" 2>&1); st=
 check "--straggler-threshold 20: no straggler" '[ $st = 0 ] && grep -q "^  stragglers (median step more than 20% above the ranks. median, 8.000 ms): none$" <<<"$out"' "$out"
 out=$("$twb" trace-info --straggler-threshold 5abc "$tmp/ranks.json.gz" 2>&1); st=$?
 check "--straggler-threshold 5abc: exit 2, the option and the value named" '[ $st = 2 ] && grep -q "^twb: --straggler-threshold: .5abc. is not valid" <<<"$out"' "$out"
+/usr/bin/python3 - "$f" "$tmp" <<'PY'
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+for rank in (0, 1):
+    r = copy.deepcopy(d)
+    r["distributedInfo"]["rank"] = rank
+    shift = 1000.0 * rank                    # rank 1's clock runs 1 ms ahead
+    for e in r["traceEvents"]:
+        if isinstance(e.get("ts"), float):
+            e["ts"] += shift
+        if e.get("name") == "ProfilerStep#2" and rank == 1:
+            e["dur"] = 650.325
+    # Three NCCL all-reduces on stream 7, ending at the same true instant
+    # on both ranks, rank 1 arriving later.
+    for seq in (1, 2, 3):
+        start = 1700000000400.0 + 10 * seq + (3 if rank else 0) + shift
+        end = 1700000000400.0 + 10 * seq + 8 + shift
+        r["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                                 "pid": 0, "tid": 7, "ts": start, "dur": end - start,
+                                 "args": {"Collective name": "allreduce", "Seq": seq, "In msg nelems": 1024,
+                                          "Group size": 2, "dtype": "Float"}})
+    json.dump(r, open("%s/rank%d.json" % (sys.argv[2], rank), "w"))
+PY
+out=$("$twb" trace-info "$tmp/rank1.json" "$tmp/rank0.json" 2>&1); st=$?
+check "two PyTorch ranks' traces: merged by distributedInfo.rank, the clock refined, rank 1 the straggler" \
+  '[ $st = 0 ] && grep -q "^merged (2 files, a rank each by distributedInfo.rank): .* of 2 processes" <<<"$out" && grep -q "^  Ranks (2; " <<<"$out" && grep -Eq "^ +1( +[0-9.]+){4} +[0-9.]+ +0\.650 +1 +refined  rank 1$" <<<"$out" && grep -q "stragglers (.*): rank 1 (+13.0%)$" <<<"$out"' "$out"
+"$twb" trace-info --json "$tmp/rank0.json" "$tmp/rank1.json" > "$tmp/torch-ranks.out" 2>&1; st=$?
+verdict=$(/usr/bin/python3 - "$tmp/torch-ranks.out" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["merged"]
+ok = (d["merged_by_rank"] and m["n_ranks"] == 2 and m["stragglers"] == [1] and m["processes"] == 2
+      and [r["clock"] for r in m["rank_stats"]] == ["reference", "refined"]
+      and all(r["comm_ns"] > 0 for r in m["rank_stats"]) and d["files"][0]["n_ranks"] == 1
+      and "rank_stats" not in d["files"][0])
+print("ok" if ok else "bad: " + json.dumps(m)[:3000])
+PY
+)
+check "--json: merged_by_rank, the merged trace's rank_stats" '[ $st = 0 ] && [ "$verdict" = ok ]' "$verdict"
 exit $fail
