@@ -7,6 +7,7 @@
 #define G_LOG_DOMAIN "twb-timeline"
 
 #include "profiler/twb-timeline-private.h"
+#include "profiler/ranks.h"
 #include "profiler/twb-widget-colour.h"
 
 #include <math.h>
@@ -864,6 +865,73 @@ tl_draw_background (TwbTimeline *tl, cairo_t *cr, int width, int height)
   cairo_fill (cr);
 }
 
+/* A peer's label: "rank 2 · last", "rank 0 · −150 µs · waited 150 µs". */
+static char *
+peer_label (const tw_coll_peer *p)
+{
+  if (p->skew_ns == 0)
+    return g_strdup_printf ("rank %d · last to arrive", p->rank);
+  g_autofree char *skew = tl_format_ns (p->skew_ns), *wait = tl_format_ns (p->wait_ns);
+  return g_strdup_printf ("rank %d · %s · waited %s", p->rank, skew, wait);
+}
+
+/* The selected collective on every rank: outlined in the accent, each
+ * labelled with its skew and wait on a pale box at its start, and a dashed
+ * line at the last arrival across their rows. */
+static void
+draw_peers (Frame *f)
+{
+  TwbTimeline *tl = f->tl;
+  if (!tl->peers)
+    return;
+  cairo_t *cr = f->cr;
+  double ymin = G_MAXDOUBLE, ymax = -G_MAXDOUBLE;
+  gint64 latest = G_MININT64;
+  PangoLayout *text = pango_layout_copy (f->text);
+  pango_layout_set_font_description (text, small_font (tl));
+  for (guint i = 0; i < tl->peers->len; i++)
+    {
+      const tw_coll_peer *p = &g_array_index (tl->peers, tw_coll_peer, i);
+      latest = MAX (latest, p->start_ns);
+      TwbSliceRef ref = { tl->peers_group, p->lane, p->slice_index };
+      graphene_rect_t r;
+      if (!twb_timeline_slice_rect (tl, &ref, &r))
+        continue;
+      ymin = MIN (ymin, r.origin.y);
+      ymax = MAX (ymax, r.origin.y + r.size.height);
+      set_rgba (cr, &accent, 1.0);
+      cairo_set_line_width (cr, 2);
+      cairo_rectangle (cr, r.origin.x + 1, r.origin.y + 1, MAX (r.size.width - 2, 0.5), r.size.height - 2);
+      cairo_stroke (cr);
+      g_autofree char *label = peer_label (p);
+      pango_layout_set_text (text, label, -1);
+      int lw, lh;
+      pango_layout_get_pixel_size (text, &lw, &lh);
+      double lx = r.origin.x + 3, ly = r.origin.y + (r.size.height - lh) / 2.0;
+      cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+      cairo_rectangle (cr, lx - 2, ly, lw + 4, lh);
+      cairo_fill (cr);
+      cairo_set_source_rgba (cr, 0.08, 0.08, 0.1, 0.95);
+      cairo_move_to (cr, lx, ly);
+      pango_cairo_show_layout (cr, text);
+    }
+  g_object_unref (text);
+  if (ymin > ymax)
+    return;
+  double x = twb_timeline_time_to_x (tl, latest - tl_shift (tl, tl->peers_group));
+  if (x < f->x0 || x > f->w)
+    return;
+  static const double dash[] = { 4, 3 };
+  cairo_save (cr);
+  set_rgba (cr, &accent, 0.9);
+  cairo_set_line_width (cr, 1.5);
+  cairo_set_dash (cr, dash, G_N_ELEMENTS (dash), 0);
+  cairo_move_to (cr, round (x) + 0.5, ymin - 4);
+  cairo_line_to (cr, round (x) + 0.5, ymax + 4);
+  cairo_stroke (cr);
+  cairo_restore (cr);
+}
+
 void
 tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
 {
@@ -998,6 +1066,7 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
       cairo_rectangle (cr, r->x - 0.25, r->y - 0.25, r->w + 0.5, r->h + 0.5);
       cairo_stroke (cr);
     }
+  draw_peers (&f);
   draw_flows (&f);
   cairo_restore (cr);
 

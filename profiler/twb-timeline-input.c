@@ -5,6 +5,7 @@
 #define G_LOG_DOMAIN "twb-timeline"
 
 #include "profiler/twb-timeline-private.h"
+#include "profiler/ranks.h"
 
 #include <math.h>
 
@@ -297,6 +298,18 @@ twb_timeline_test_tooltip (TwbTimeline *tl, double x, double y)
         {
           g_autofree char *cat = g_markup_escape_text (s->category, -1);
           g_string_append_printf (str, " · %s", cat);
+        }
+      int peer = tl_peer_of (tl, hit.ref.group, hit.ref.lane, hit.ref.index);
+      if (peer >= 0)
+        {
+          const tw_coll_peer *p = &g_array_index (tl->peers, tw_coll_peer, peer);
+          g_autofree char *skew = tl_format_ns (-p->skew_ns), *wait = tl_format_ns (p->wait_ns);
+          if (p->skew_ns == 0)
+            g_string_append_printf (str, "\n<b>rank %d</b>: the last of %u ranks to arrive", p->rank,
+                                    tl->peers->len);
+          else
+            g_string_append_printf (str, "\n<b>rank %d</b>: arrived %s before the last of %u ranks, "
+                                    "waited %s", p->rank, skew, tl->peers->len, wait);
         }
       append_arg_lines (str, s);
       return g_string_free (str, FALSE);

@@ -136,6 +136,8 @@ struct _TwbTimeline
   GArray *matches;    /* TlMatch */
   GHashTable *hl_nodes; /* node id → itself, NULL when none */
   guint64 n_highlighted;
+  GArray *peers;        /* tw_coll_peer: the selected collective on every rank, NULL when none */
+  guint peers_group;
 
   GArray *rows; /* TlRow */
   double content_h;
@@ -188,6 +190,9 @@ gint64 tl_zoom_anchor (TwbTimeline *tl);
 /* twb-timeline-input.c */
 void tl_input_class_init (GtkWidgetClass *wc);
 void tl_input_init (TwbTimeline *tl);
+
+/* The peer (peers' index) that the slice is, or -1. */
+int tl_peer_of (TwbTimeline *tl, guint group, guint lane, guint index);
 
 /* twb-timeline-draw.c */
 void tl_layout (TwbTimeline *tl);

@@ -4,6 +4,7 @@
 #define G_LOG_DOMAIN "twb-timeline"
 
 #include "profiler/twb-timeline-private.h"
+#include "profiler/ranks.h"
 
 #include <math.h>
 #include <string.h>
@@ -397,6 +398,7 @@ twb_timeline_clear (TwbTimeline *tl)
   g_ptr_array_set_size (tl->groups, 0);
   tl->base = 0;
   tl->has_sel = FALSE;
+  g_clear_pointer (&tl->peers, g_array_unref);
   tl->has_range = FALSE;
   tl->r0 = tl->r1 = 0;
   g_clear_pointer (&tl->search_fold, g_free);
@@ -635,6 +637,42 @@ scroll_to_slice (TwbTimeline *tl, const TwbSliceRef *ref)
   tl_clamp_scroll (tl);
 }
 
+/* The selected collective on every rank (ranks.h), for the drawing and
+ * the tooltips; only where two ranks or more hold it. */
+static void
+update_peers (TwbTimeline *tl)
+{
+  g_clear_pointer (&tl->peers, g_array_unref);
+  if (!tl->has_sel)
+    return;
+  TlGroup *g = g_ptr_array_index (tl->groups, tl->sel.group);
+  tl->peers = tw_trace_collective_peers (g->trace, tl->sel.lane, tl->sel.index);
+  tl->peers_group = tl->sel.group;
+  if (tl->peers && tl->peers->len < 2)
+    g_clear_pointer (&tl->peers, g_array_unref);
+}
+
+int
+tl_peer_of (TwbTimeline *tl, guint group, guint lane, guint index)
+{
+  for (guint i = 0; tl->peers && group == tl->peers_group && i < tl->peers->len; i++)
+    {
+      const tw_coll_peer *p = &g_array_index (tl->peers, tw_coll_peer, i);
+      if (p->lane == lane && p->slice_index == index)
+        return (int) i;
+    }
+  return -1;
+}
+
+const GArray *
+twb_timeline_get_collective_peers (TwbTimeline *tl, guint *group)
+{
+  g_return_val_if_fail (TWB_IS_TIMELINE (tl), NULL);
+  if (group && tl->peers)
+    *group = tl->peers_group;
+  return tl->peers;
+}
+
 void
 twb_timeline_select_slice (TwbTimeline *tl, const TwbSliceRef *ref)
 {
@@ -650,6 +688,7 @@ twb_timeline_select_slice (TwbTimeline *tl, const TwbSliceRef *ref)
       if (!tl->has_sel)
         return;
       tl->has_sel = FALSE;
+      update_peers (tl);
       gtk_widget_queue_draw (GTK_WIDGET (tl));
       g_signal_emit (tl, signals[SIG_SLICE_SELECTED], 0, NULL);
       return;
@@ -658,6 +697,7 @@ twb_timeline_select_slice (TwbTimeline *tl, const TwbSliceRef *ref)
     return;
   tl->has_sel = TRUE;
   tl->sel = *ref;
+  update_peers (tl);
   scroll_to_slice (tl, ref);
   gtk_widget_queue_draw (GTK_WIDGET (tl));
   TwbSliceRef copy = *ref;
@@ -1079,6 +1119,7 @@ twb_timeline_finalize (GObject *o)
   g_array_unref (tl->matches);
   g_free (tl->search_fold);
   g_clear_pointer (&tl->hl_nodes, g_hash_table_unref);
+  g_clear_pointer (&tl->peers, g_array_unref);
   g_clear_pointer (&tl->small_font, pango_font_description_free);
   G_OBJECT_CLASS (twb_timeline_parent_class)->finalize (o);
 }

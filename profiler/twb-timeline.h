@@ -14,6 +14,10 @@
  * left-drag selects a time range, middle- or right-drag pans (both axes);
  * a click on a slice selects it ("slice-selected"), a click on a process
  * header collapses or expands it; double-click on a slice zooms to it;
+ * selecting a collective of a trace of several ranks (profiler/ranks.h)
+ * outlines the same collective on every rank, each labelled with its
+ * arrival skew against the last rank to arrive and its wait (also in the
+ * slices' tooltips), and marks the last arrival with a dashed line;
  * Escape clears the range and the slice.
  *
  * Actions (gtk_widget_class_install_action, group "timeline"):
@@ -78,6 +82,11 @@ gboolean twb_timeline_get_range (TwbTimeline *tl, gint64 *start_ns, gint64 *end_
  * scrolls the lane into view when the slice is off screen. */
 void twb_timeline_select_slice (TwbTimeline *tl, const TwbSliceRef *ref);
 gboolean twb_timeline_get_selected_slice (TwbTimeline *tl, TwbSliceRef *out);
+/* The selected slice's collective on every rank (tw_coll_peer, ranks.h:
+ * rank, lane, slice index, skew, wait) when it is one and at least two
+ * ranks hold it, else NULL; *group (may be NULL) gets their group.
+ * Borrowed: valid until the selection changes. */
+const GArray *twb_timeline_get_collective_peers (TwbTimeline *tl, guint *group);
 
 /* Slices whose "nodes" argument (a comma list) names any of node_ids are
  * drawn highlighted (NULL or empty: none).  Used for the canvas → timeline

@@ -2,6 +2,7 @@
  * Xvfb: view, coordinates, actions, pointer handlers (through the test
  * hooks the gestures call), search, highlight, collapse, rendering. */
 #include "profiler/chrome-read.h"
+#include "profiler/ranks.h"
 #include "profiler/twb-timeline-private.h"
 
 #include <cairo-svg.h>
@@ -768,6 +769,100 @@ test_real_trace (void)
   pump ();
 }
 
+/* A merged trace of 3 ranks: a compute op, then all-reduce seq 5 arriving
+ * at 100, 130 and 250 µs and ending at 400 on each.  Clicking rank 1's
+ * outlines it on every rank with its skew and wait. */
+static void
+test_collective_peers (void)
+{
+  tw_trace *ranks[3];
+  const gint64 starts[3] = { 100000, 130000, 250000 };
+  for (int r = 0; r < 3; r++)
+    {
+      tw_trace *t = ranks[r] = tw_trace_new ();
+      guint main = tw_trace_add_lane (t, 1, 10, "main", TW_LANE_THREAD);
+      guint comm = tw_trace_add_lane (t, 1, 0x7ffffff0, "communication", TW_LANE_STREAM);
+      tw_trace_add_slice (t, main, 0, starts[r] + 20000, "linear (fc1)", "forward", NULL, 0);
+      tw_trace_add_slice (t, comm, starts[r], 400000 - starts[r], "allreduce bucket 0", "collective",
+                          (tw_trace_arg[]) { { "kind", "allreduce" }, { "seq", "5" } }, 2);
+      tw_trace_sort (t);
+    }
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trace) m = tw_trace_merge_ranks (ranks, 3, NULL, NULL, &error);
+  g_assert_no_error (error);
+  for (int r = 0; r < 3; r++)
+    tw_trace_free (ranks[r]);
+  int w = 1000, h = 300;
+  GtkWidget *win = gtk_window_new ();
+  gtk_window_set_default_size (GTK_WINDOW (win), w, h);
+  TwbTimeline *tl = TWB_TIMELINE (twb_timeline_new ());
+  gtk_window_set_child (GTK_WINDOW (win), GTK_WIDGET (tl));
+  twb_timeline_add_trace (tl, m, "3 ranks", 0);
+  gtk_window_present (GTK_WINDOW (win));
+  wait_mapped (GTK_WIDGET (tl));
+  twb_timeline_zoom_all (tl);
+  int comm1 = -1;
+  for (guint l = 0; l < tw_trace_n_lanes (m); l++)
+    if (tw_trace_lane (m, l)->pid == 1 && !g_strcmp0 (tw_trace_lane (m, l)->name, "communication"))
+      comm1 = (int) l;
+  g_assert_cmpint (comm1, >=, 0);
+  TwbSliceRef ref = { 0, (guint) comm1, 0 };
+  /* Through the pointer, as a person clicks it. */
+  graphene_rect_t r;
+  pump ();
+  g_assert_true (twb_timeline_slice_rect (tl, &ref, &r));
+  twb_timeline_test_click (tl, r.origin.x + r.size.width / 2, r.origin.y + r.size.height / 2, 1);
+  TwbSliceRef got;
+  g_assert_true (twb_timeline_get_selected_slice (tl, &got));
+  g_assert_cmpuint (got.lane, ==, ref.lane);
+  guint group = 99;
+  const GArray *peers = twb_timeline_get_collective_peers (tl, &group);
+  g_assert_nonnull (peers);
+  g_assert_cmpuint (group, ==, 0);
+  g_assert_cmpuint (peers->len, ==, 3);
+  const tw_coll_peer *p0 = &g_array_index (peers, tw_coll_peer, 0);
+  g_assert_cmpint (p0->skew_ns, ==, -150000);
+  g_assert_cmpint (p0->wait_ns, ==, 150000);
+  /* Rank 0's slice: its tooltip says how early it came and how long it waited. */
+  TwbSliceRef r0 = { 0, p0->lane, p0->slice_index };
+  g_assert_true (twb_timeline_slice_rect (tl, &r0, &r));
+  g_autofree char *tip = twb_timeline_test_tooltip (tl, r.origin.x + r.size.width - 5, r.origin.y + 5);
+  g_assert_nonnull (tip);
+  g_assert_nonnull (strstr (tip, "<b>rank 0</b>: arrived 150 µs before the last of 3 ranks, waited 150 µs"));
+  const tw_coll_peer *p2 = &g_array_index (peers, tw_coll_peer, 2);
+  TwbSliceRef r2 = { 0, p2->lane, p2->slice_index };
+  g_assert_true (twb_timeline_slice_rect (tl, &r2, &r));
+  g_autofree char *tip2 = twb_timeline_test_tooltip (tl, r.origin.x + r.size.width - 5, r.origin.y + 5);
+  g_assert_nonnull (strstr (tip2, "<b>rank 2</b>: the last of 3 ranks to arrive"));
+
+  cairo_surface_t *s = cairo_image_surface_create (CAIRO_FORMAT_RGB24, w, h);
+  cairo_t *cr = cairo_create (s);
+  twb_timeline_render (tl, cr, w, h);
+  save_png (s, "timeline-peers.png");
+  /* Rank 2's outline, at its right edge's middle, in the accent blue. */
+  guint32 edge = pixel (s, r.origin.x + r.size.width - 2, r.origin.y + r.size.height / 2);
+  g_assert_cmpuint (edge & 0xff, >, ((edge >> 16) & 0xff) + 60);
+  cairo_destroy (cr);
+  cairo_surface_destroy (s);
+  pump ();
+  save_window (win, "timeline-peers-window.png");
+
+  /* An op selected: no peers. */
+  int main0 = -1;
+  for (guint l = 0; l < tw_trace_n_lanes (m); l++)
+    if (tw_trace_lane (m, l)->pid == 0 && !g_strcmp0 (tw_trace_lane (m, l)->name, "main"))
+      main0 = (int) l;
+  TwbSliceRef op = { 0, (guint) main0, 0 };
+  twb_timeline_select_slice (tl, &op);
+  g_assert_null (twb_timeline_get_collective_peers (tl, NULL));
+  twb_timeline_select_slice (tl, &ref);
+  g_assert_nonnull (twb_timeline_get_collective_peers (tl, NULL));
+  twb_timeline_select_slice (tl, NULL);
+  g_assert_null (twb_timeline_get_collective_peers (tl, NULL));
+  gtk_window_destroy (GTK_WINDOW (win));
+  pump ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -792,5 +887,6 @@ main (int argc, char **argv)
 #endif
   g_test_add_func ("/timeline/ruler", test_ruler);
   g_test_add_func ("/timeline/real-trace", test_real_trace);
+  g_test_add_func ("/timeline/collective-peers", test_collective_peers);
   return g_test_run ();
 }
