@@ -429,7 +429,10 @@ params_text (char **params)
 }
 
 /* The cache entry of a collective's constant part (made once per distinct
- * one: a bucket's all-reduce each step finds its entry). */
+ * one: a bucket's all-reduce each step finds its entry).  The key holds
+ * every number, the tag's what and its parameters' count and first name:
+ * enough to tell a model's buckets apart without joining every name on
+ * the hot path. */
 static const coll_cache *
 coll_of (buffer *b, const tw_coll_info *ci)
 {
@@ -918,7 +921,9 @@ convert_coll (converter *cx, const record *rec, const record *seq)
   g_snprintf (sent, sizeof sent, "%" G_GINT64_FORMAT, c->sent);
   g_snprintf (recvd, sizeof recvd, "%" G_GINT64_FORMAT, c->received);
   g_snprintf (rank, sizeof rank, "%d", c->rank);
-  g_ascii_formatd (queued, sizeof queued, "%.3f", (rec->t0 - seq->t0) / 1e3);
+  /* A publisher that did not time the post (0) gets no queueing. */
+  gboolean posted = seq->t0 > 0 && seq->t0 <= rec->t0;
+  g_ascii_formatd (queued, sizeof queued, "%.3f", posted ? (rec->t0 - seq->t0) / 1e3 : 0.0);
   tw_trace_arg args[14];
   guint n = 0;
   args[n++] = (tw_trace_arg) { "kind", tw_coll_kind_name (c->kind) };
@@ -942,7 +947,8 @@ convert_coll (converter *cx, const record *rec, const record *seq)
       args[n++] = (tw_trace_arg) { "busbw_gbps",
                                    g_ascii_formatd (bw, sizeof bw, "%.3f", c->bytes * factor / dur) };
     }
-  args[n++] = (tw_trace_arg) { "queued_us", queued };
+  if (posted)
+    args[n++] = (tw_trace_arg) { "queued_us", queued };
   args[n++] = (tw_trace_arg) { "rank", rank };
   tw_trace_add_slice (cx->out, (guint) cx->comm, rec->t0, dur, name->str,
                       tw_trace_intern (cx->pool, "collective"), args, n);

@@ -20,7 +20,8 @@
  * (N more)"), busbw_gbps (GB/s: bytes × 2(p−1)/p / duration for an
  * all-reduce over p ranks, the bus bandwidth NCCL's tests report; bytes /
  * duration for the others; absent for a zero duration), queued_us (from
- * the caller's post to the start) and rank.  Counters: "loss" and
+ * the caller's post to the start; absent when the post was not timed) and
+ * rank.  Counters: "loss" and
  * "samples/s" (the first forward op's batch over the step's time) at each
  * step end, "tensor memory" (live tensor storage, engine/tensor.h) after
  * each op that changed it and at each step end, "arena in use" (the
