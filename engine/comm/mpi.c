@@ -168,6 +168,9 @@ progress (loop *L, tw_comm_req *r, GError **error)
   gint64 esz = (gint64) tw_dtype_size (r->dtype);
   if (r->info.kind == TW_COLL_RECV)
     {
+      /* MPI_Test reports a single request's error in its return value:
+       * st.MPI_ERROR is set only by the calls that complete several
+       * (MPI_ERR_IN_STATUS), and holds whatever was there before. */
       int got = 0;
       /* (st.MPI_ERROR is not set by MPI_Test: an error is its return value.) */
       MPI_Get_count (&st, tw_comm_mpi_dtype (r->dtype), &got);
