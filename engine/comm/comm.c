@@ -303,8 +303,6 @@ req_new (tw_comm *c, tw_coll_kind kind, int64_t count, tw_dtype dtype, const tw_
   r->count = count;
   r->dtype = dtype;
   r->waiting_on = -1;
-  if (r->type == REQ_COLL)
-    r->info.seq = ++c->seq;
   return r;
 }
 
@@ -337,6 +335,15 @@ post (tw_comm *c, tw_comm_req *r)
                                  tw_coll_kind_name (r->info.kind), r->count));
       return r;
     }
+  /* Numbered only once accepted: a call refused here is this rank's
+   * alone, and must not shift the numbers every rank (collectives) or the
+   * peer (messages) gives the next ones. */
+  if (r->type == REQ_COLL)
+    r->info.seq = ++c->seq;
+  else if (r->info.kind == TW_COLL_SEND)
+    r->info.msg_seq = ++c->msg_to[r->info.peer];
+  else
+    r->info.msg_seq = ++c->msg_from[r->info.peer];
   tw_comm_flight_set (c, r, 0);
   g_async_queue_push (c->owner->queue, r);
   return r;
@@ -407,7 +414,6 @@ p2p (tw_comm *c, tw_coll_kind kind, void *buf, int64_t count, tw_dtype dtype, in
                                  tw_coll_kind_name (kind), peer, c->rank, c->size - 1));
       return r;
     }
-  r->info.msg_seq = kind == TW_COLL_SEND ? ++c->msg_to[peer] : ++c->msg_from[peer];
   return post (c, r);
 }
 
