@@ -99,9 +99,10 @@ struct tw_comm
 /* Reductions of n elements: dst[i] = dst[i] op src[i]. */
 void tw_comm_reduce_into (void *dst, const void *src, int64_t n, tw_dtype dtype, tw_reduce_op op);
 
-/* The MPI datatype and op of ours. */
+/* The MPI datatype and op of ours (max and min of floating point: ours,
+ * which propagate NaN as MPI's own do not). */
 MPI_Datatype tw_comm_mpi_dtype (tw_dtype dtype);
-MPI_Op tw_comm_mpi_op (tw_reduce_op op);
+MPI_Op tw_comm_mpi_op (tw_reduce_op op, tw_dtype dtype);
 
 /* One of our all-reduce algorithms on buf, as a state machine that the
  * progress loop advances: start posts the first messages, progress tests

@@ -47,10 +47,40 @@ tw_comm_mpi_dtype (tw_dtype dtype)
     }
 }
 
-MPI_Op
-tw_comm_mpi_op (tw_reduce_op op)
+/* MPI's MPI_MAX and MPI_MIN keep a NaN or drop it depending on the order
+ * they meet it in (a > b ? a : b is false against a NaN either way), so
+ * that a NaN on one rank reached some ranks' results or none.  Ours, for
+ * floating point, propagate it like our own algorithms do
+ * (tw_comm_reduce_into).  Made in setup, one pair per process. */
+static MPI_Op nan_max = MPI_OP_NULL, nan_min = MPI_OP_NULL;
+
+static void
+nan_reduce (void *in, void *inout, int *len, MPI_Datatype *dt, tw_reduce_op op)
 {
-  return op == TW_REDUCE_MAX ? MPI_MAX : op == TW_REDUCE_MIN ? MPI_MIN : MPI_SUM;
+  tw_comm_reduce_into (inout, in, *len, *dt == MPI_DOUBLE ? TW_F64 : TW_F32, op);
+}
+
+static void
+nan_max_fn (void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+  nan_reduce (in, inout, len, dt, TW_REDUCE_MAX);
+}
+
+static void
+nan_min_fn (void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+  nan_reduce (in, inout, len, dt, TW_REDUCE_MIN);
+}
+
+MPI_Op
+tw_comm_mpi_op (tw_reduce_op op, tw_dtype dtype)
+{
+  gboolean real = dtype == TW_F32 || dtype == TW_F64;
+  if (op == TW_REDUCE_MAX)
+    return real && nan_max != MPI_OP_NULL ? nan_max : MPI_MAX;
+  if (op == TW_REDUCE_MIN)
+    return real && nan_min != MPI_OP_NULL ? nan_min : MPI_MIN;
+  return MPI_SUM;
 }
 
 static GError *
@@ -109,11 +139,11 @@ start_coll (loop *L, tw_comm_req *r)
                                            &error);
           return error;
         }
-      rc = MPI_Iallreduce (MPI_IN_PLACE, r->buf, n, dt, tw_comm_mpi_op (r->op), c->world,
+      rc = MPI_Iallreduce (MPI_IN_PLACE, r->buf, n, dt, tw_comm_mpi_op (r->op, r->dtype), c->world,
                            &r->mreq[0]);
       break;
     case TW_COLL_REDUCE_SCATTER:
-      rc = MPI_Ireduce_scatter_block (r->send, r->recv, n, dt, tw_comm_mpi_op (r->op), c->world,
+      rc = MPI_Ireduce_scatter_block (r->send, r->recv, n, dt, tw_comm_mpi_op (r->op, r->dtype), c->world,
                                       &r->mreq[0]);
       break;
     case TW_COLL_ALLGATHER:
@@ -581,6 +611,11 @@ setup (tw_comm *c, GError **error)
   MPI_Comm world;
   MPI_Comm_dup (MPI_COMM_WORLD, &world);
   comm_init (c, c, world);
+  if (nan_max == MPI_OP_NULL)
+    {
+      MPI_Op_create (nan_max_fn, 1, &nan_max);
+      MPI_Op_create (nan_min_fn, 1, &nan_min);
+    }
   return TRUE;
 }
 
@@ -607,6 +642,8 @@ teardown (tw_comm *c, loop *L)
         if (*comms[i] != MPI_COMM_NULL)
           MPI_Comm_free (comms[i]);
     }
+  MPI_Op_free (&nan_max);
+  MPI_Op_free (&nan_min);
   MPI_Finalize ();
 }
 
