@@ -22,11 +22,13 @@ enum
   CTRL_QUERY = 1,
   CTRL_STATUS = 2,
 };
+/* TAG_CLOCK travels on c->algo, beside our algorithms' messages (tagged
+ * 0-3 by their sub_kind in algo.c): it stays clear of those. */
 enum
 {
   TAG_QUERY = 1,
   TAG_STATUS = 2,
-  TAG_CLOCK = 3,
+  TAG_CLOCK = 100,
 };
 
 MPI_Datatype
@@ -498,7 +500,8 @@ diagnose (loop *L, tw_comm_req *r)
       if (!answered[q] && sreq[q] != MPI_REQUEST_NULL)
         MPI_Cancel (&sreq[q]);
     }
-  return g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_TIMEOUT, "%s", g_string_free (who, FALSE));
+  g_autofree char *msg = g_string_free (who, FALSE);
+  return g_error_new_literal (TW_COMM_ERROR, TW_COMM_ERROR_TIMEOUT, msg);
 }
 
 static void
