@@ -270,6 +270,13 @@ tw_comm_set_bus (tw_comm *c, tw_bus *bus)
   c->bus = bus;
 }
 
+void
+tw_comm_set_algo (tw_comm *c, tw_algo algo)
+{
+  g_return_if_fail (algo < TW_ALGO_N);
+  c->opt.algo = algo;       /* read by req_new, on the caller's thread */
+}
+
 gboolean
 tw_comm_is_broken (const tw_comm *c)
 {

@@ -175,6 +175,10 @@ const char *tw_comm_host (const tw_comm *c);
 void tw_comm_set_bus (tw_comm *c, tw_bus *bus);
 /* Whether an earlier failure broke the communicator. */
 gboolean tw_comm_is_broken (const tw_comm *c);
+/* The all-reduce algorithm of the all-reduces posted from now on (those
+ * in flight keep theirs): to compare them in one run (bench/
+ * allreduce-bench).  Every rank must set the same before the same call. */
+void tw_comm_set_algo (tw_comm *c, tw_algo algo);
 
 /* The calls.  count is in elements of dtype (floating point or i64 for
  * reductions).  They never fail at once: a bad argument or a broken
