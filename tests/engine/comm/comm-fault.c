@@ -1,9 +1,10 @@
 /* comm-fault.c — a rank that fails its collective, for test-timeout.sh:
  *
- *   mpiexec -np 3 comm-fault late    rank 1 sleeps 6 s before the third
- *                                    all-reduce, past the 2 s time-out
- *   mpiexec -np 3 comm-fault kill    rank 1 kills itself (SIGKILL) there
+ *   mpiexec -np 3 comm-fault late [ALGO]   rank 1 sleeps 6 s before the third
+ *                                          all-reduce, past the 2 s time-out
+ *   mpiexec -np 3 comm-fault kill [ALGO]   rank 1 kills itself (SIGKILL) there
  *
+ * ALGO: the all-reduce's (default ring). *
  * The others wait for that all-reduce; when it fails they print the error
  * ("rank 1 never arrived at collective #3 ...") and the flight recorder
  * to stderr and exit 1, without finalising MPI (the communicator is
@@ -21,8 +22,12 @@ main (int argc, char **argv)
   tw_comm_options opt;
   tw_comm_options_init (&opt);
   opt.timeout_s = 2;
-  opt.algo = TW_ALGO_RING;
   GError *error = NULL;
+  if (!tw_algo_from_name (argc > 2 ? argv[2] : "ring", &opt.algo, &error))
+    {
+      fprintf (stderr, "%s\n", error->message);
+      return 2;
+    }
   tw_comm *c = tw_comm_new_mpi (&opt, &error);
   if (c == NULL)
     {

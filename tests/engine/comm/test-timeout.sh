@@ -5,6 +5,7 @@
 # The job must fail (non-zero), soon (the survivors give up after 2 s and
 # a grace of 1 s for the status queries; 15 s allows for mpirun's start
 # and an oversubscribed machine), and the survivors' error must name rank 1.
+# Then the same late rank under the other algorithms.
 # kill: rank 1 dies by SIGKILL before that all-reduce; the job must fail
 # and not hang (timeout 60 is the guard; it should take seconds).
 mpiexec=$1
@@ -22,7 +23,7 @@ check () {  # check OK DESCRIPTION
     fails=$((fails + 1))
   fi
 }
-echo "1..7"
+echo "1..15"
 
 t0=$(date +%s)
 timeout 60 "$mpiexec" -np 3 "$prog" late >/dev/null 2>"$err"
@@ -38,6 +39,19 @@ check $((1 - $?)) "late rank: ranks 0 and 2 name collective #3 and say rank 1 is
 if [ $fails -ne 0 ]; then
   sed 's/^/# /' "$err"
 fi
+
+# The same diagnosis whichever algorithm waits.
+for algo in mpi tree ps hier; do
+  f0=$fails
+  timeout 60 "$mpiexec" -np 3 "$prog" late $algo >/dev/null 2>"$err"
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ]; check $((1 - $?)) "late rank, $algo: the job fails (status $rc)"
+  grep -q "^rank 0: rank 1 never arrived at collective #3 (allreduce $algo," "$err"
+  check $((1 - $?)) "late rank, $algo: rank 0 names rank 1 and collective #3"
+  if [ $fails -ne $f0 ]; then
+    sed 's/^/# /' "$err"
+  fi
+done
 
 f0=$fails
 t0=$(date +%s)
