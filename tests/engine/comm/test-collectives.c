@@ -1,7 +1,7 @@
 /* test-collectives.c — every call of the communicator (engine/comm/comm.h)
  * against a float64 recomputation, run by mpiexec at several sizes.
  *
- *   mpiexec -np 4 test-collectives --tap --algo=ring [--ranks-per-node=2]
+ *   mpiexec -np 4 test-collectives --tap --algo=ring [--ranks-per-node=2] [--ps-rank=0]
  *
  * The all-reduce algorithm is an option of the communicator, and MPI starts
  * once per process, so one run tests one algorithm (meson registers one
@@ -343,6 +343,60 @@ test_allreduce_bytes (void)
         }
     }
   tw_comm_req_free (r);
+  case_end ();
+}
+
+/* Asynchrony: eight all-reduces of different sizes posted at once beside
+ * a message to each neighbour, waited for in reverse order (the messages
+ * move while the collectives run one after another). */
+static void
+test_pipelined (void)
+{
+  enum { N = 8 };
+  float *bufs[N];
+  int64_t ns[N];
+  tw_comm_req *rs[N];
+  gint64 out = 7000 + rank, in = -1;
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  tw_comm_req *snd = NULL, *rcv = NULL;
+  if (size > 1)
+    rcv = tw_comm_recv (comm, &in, 1, TW_I64, left, NULL);
+  for (int k = 0; k < N; k++)
+    {
+      ns[k] = 1 + k * 3001;
+      bufs[k] = g_new (float, ns[k]);
+      fill (bufs[k], ns[k], TW_F32, rank, 700 + k);
+      rs[k] = tw_comm_allreduce (comm, bufs[k], ns[k], TW_F32, TW_REDUCE_SUM, NULL);
+      if (k == N / 2 && size > 1)
+        snd = tw_comm_send (comm, &out, 1, TW_I64, right, NULL);
+    }
+  GError *error = NULL;
+  for (int k = N - 1; k >= 0; k--)
+    {
+      if (ok_or_report (tw_comm_wait (comm, rs[k], &error), &error, "pipelined allreduce"))
+        {
+          for (int64_t i = 0; i < ns[k]; i++)
+            check_element (bufs[k], i, i, TW_F32, TW_REDUCE_SUM, 700 + k, "pipelined allreduce");
+          CHECK (k == 0 || tw_comm_req_info (rs[k])->seq == tw_comm_req_info (rs[k - 1])->seq + 1,
+                 "seq %" G_GUINT64_FORMAT " after %" G_GUINT64_FORMAT,
+                 tw_comm_req_info (rs[k])->seq, tw_comm_req_info (rs[k - 1])->seq);
+          /* Collectives complete in the order they were posted. */
+          CHECK (k == 0 || tw_comm_test (comm, rs[k - 1]), "#%d done before #%d", k, k - 1);
+        }
+    }
+  if (size > 1)
+    {
+      ok_or_report (tw_comm_wait (comm, snd, &error), &error, "send");
+      ok_or_report (tw_comm_wait (comm, rcv, &error), &error, "recv");
+      CHECK (in == 7000 + left, "received %" G_GINT64_FORMAT, in);
+    }
+  for (int k = 0; k < N; k++)
+    {
+      tw_comm_req_free (rs[k]);
+      g_free (bufs[k]);
+    }
+  tw_comm_req_free (snd);
+  tw_comm_req_free (rcv);
   case_end ();
 }
 
@@ -810,6 +864,8 @@ main (int argc, char **argv)
         }
       else if (g_str_has_prefix (a, "--ranks-per-node="))
         opt.ranks_per_node = atoi (a + 17);
+      else if (g_str_has_prefix (a, "--ps-rank="))
+        opt.ps_rank = atoi (a + 10);
       else
         mine = FALSE;
       if (!mine)
@@ -842,6 +898,7 @@ main (int argc, char **argv)
   g_test_add_func ("/comm/allreduce/large", test_allreduce_large);
   g_test_add_func ("/comm/allreduce/nan", test_allreduce_nan);
   g_test_add_func ("/comm/allreduce/bytes", test_allreduce_bytes);
+  g_test_add_func ("/comm/allreduce/pipelined", test_pipelined);
   g_test_add_func ("/comm/reduce-scatter", test_reduce_scatter);
   g_test_add_func ("/comm/allgather", test_allgather);
   g_test_add_func ("/comm/broadcast", test_broadcast);
