@@ -4,6 +4,9 @@
  *                                          all-reduce, past the 2 s time-out
  *   mpiexec -np 3 comm-fault kill [ALGO]   rank 1 kills itself (SIGKILL) there
  *
+ *   mpiexec -np 3 comm-fault silent        rank 0 waits for a message rank 1
+ *                                          never sends
+ *
  * ALGO: the all-reduce's (default ring). *
  * The others wait for that all-reduce; when it fails they print the error
  * ("rank 1 never arrived at collective #3 ...") and the flight recorder
@@ -35,6 +38,28 @@ main (int argc, char **argv)
       return 2;
     }
   int rank = tw_comm_rank (c);
+  if (strcmp (mode, "silent") == 0)
+    {
+      /* Rank 0 waits for a message rank 1 never sends; the others stay
+       * alive (their communication threads answer) until mpirun ends them. */
+      if (rank == 0)
+        {
+          gint64 v = 0;
+          tw_comm_req *r = tw_comm_recv (c, &v, 1, TW_I64, 1, &(tw_coll_tag) { .what = "activations" });
+          if (!tw_comm_wait (c, r, &error))
+            {
+              fprintf (stderr, "rank 0: %s\n", error->message);
+              fflush (stderr);
+              tw_comm_req_free (r);
+              tw_comm_free (c);
+              return 1;
+            }
+        }
+      else
+        g_usleep (20 * G_USEC_PER_SEC);
+      tw_comm_free (c);
+      return 0;
+    }
   for (int k = 0; k < 3; k++)
     {
       if (k == 2 && rank == 1)

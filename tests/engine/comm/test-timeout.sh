@@ -5,7 +5,8 @@
 # The job must fail (non-zero), soon (the survivors give up after 2 s and
 # a grace of 1 s for the status queries; 15 s allows for mpirun's start
 # and an oversubscribed machine), and the survivors' error must name rank 1.
-# Then the same late rank under the other algorithms.
+# Then the same late rank under the other algorithms, and a receive whose
+# sender never sends.
 # kill: rank 1 dies by SIGKILL before that all-reduce; the job must fail
 # and not hang (timeout 60 is the guard; it should take seconds).
 mpiexec=$1
@@ -23,7 +24,7 @@ check () {  # check OK DESCRIPTION
     fails=$((fails + 1))
   fi
 }
-echo "1..15"
+echo "1..17"
 
 t0=$(date +%s)
 timeout 60 "$mpiexec" -np 3 "$prog" late >/dev/null 2>"$err"
@@ -52,6 +53,17 @@ for algo in mpi tree ps hier; do
     sed 's/^/# /' "$err"
   fi
 done
+
+# A message that never comes: the receiver names its sender.
+f0=$fails
+timeout 60 "$mpiexec" -np 3 "$prog" silent >/dev/null 2>"$err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ]; check $((1 - $?)) "silent sender: the job fails (status $rc)"
+grep -q "^rank 0: rank 1 never sent message 1 .*activations.* within the 2 s time-out: it is alive" "$err"
+check $((1 - $?)) "silent sender: rank 0 says rank 1 never sent message 1 and is alive"
+if [ $fails -ne $f0 ]; then
+  sed 's/^/# /' "$err"
+fi
 
 f0=$fails
 t0=$(date +%s)
