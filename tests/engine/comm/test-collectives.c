@@ -558,6 +558,45 @@ test_sendrecv (void)
   case_end ();
 }
 
+/* A message of another length than its receive expects fails that
+ * receive (shorter: TW_COMM_ERROR_MISMATCH; longer: MPI truncates it,
+ * TW_COMM_ERROR_FAILED), not the send nor the communicator. */
+static void
+test_sendrecv_mismatch (void)
+{
+  if (size < 2)
+    {
+      g_test_skip ("one rank");
+      return;
+    }
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  static const int64_t sent[2] = { 1, 3 }, expected[2] = { 2, 2 };
+  static const int codes[2] = { TW_COMM_ERROR_MISMATCH, TW_COMM_ERROR_FAILED };
+  for (int k = 0; k < 2; k++)
+    {
+      gint64 out[3] = { 1, 2, 3 }, in[3] = { 0 };
+      tw_comm_req *r = tw_comm_recv (comm, in, expected[k], TW_I64, left, NULL);
+      tw_comm_req *sd = tw_comm_send (comm, out, sent[k], TW_I64, right, NULL);
+      GError *error = NULL;
+      ok_or_report (tw_comm_wait (comm, sd, &error), &error, "send");
+      CHECK (!tw_comm_wait (comm, r, &error), "a receive of %" G_GINT64_FORMAT " took %"
+             G_GINT64_FORMAT, expected[k], sent[k]);
+      CHECK (g_error_matches (error, TW_COMM_ERROR, codes[k]), "receive of %" G_GINT64_FORMAT
+             " elements, %" G_GINT64_FORMAT " sent: %s", expected[k], sent[k],
+             error ? error->message : "no error");
+      g_clear_error (&error);
+      tw_comm_req_free (r);
+      tw_comm_req_free (sd);
+    }
+  CHECK (!tw_comm_is_broken (comm), "broken");
+  gint64 v = 1;
+  GError *error = NULL;
+  if (ok_or_report (tw_comm_allreduce_sync (comm, &v, 1, TW_I64, TW_REDUCE_SUM, NULL, &error),
+                    &error, "allreduce after"))
+    CHECK (v == size, "sum %" G_GINT64_FORMAT, v);
+  case_end ();
+}
+
 /* The barrier holds everyone until the last rank arrives (100 ms late). */
 static void
 test_barrier (void)
@@ -903,6 +942,7 @@ main (int argc, char **argv)
   g_test_add_func ("/comm/allgather", test_allgather);
   g_test_add_func ("/comm/broadcast", test_broadcast);
   g_test_add_func ("/comm/sendrecv", test_sendrecv);
+  g_test_add_func ("/comm/sendrecv/mismatch", test_sendrecv_mismatch);
   g_test_add_func ("/comm/barrier", test_barrier);
   g_test_add_func ("/comm/allgather-strings", test_allgather_strings);
   g_test_add_func ("/comm/events", test_events);
