@@ -145,8 +145,8 @@ start_coll (loop *L, tw_comm_req *r)
                            &r->mreq[0]);
       break;
     case TW_COLL_REDUCE_SCATTER:
-      rc = MPI_Ireduce_scatter_block (r->send, r->recv, n, dt, tw_comm_mpi_op (r->op, r->dtype), c->world,
-                                      &r->mreq[0]);
+      rc = MPI_Ireduce_scatter_block (r->send, r->recv, n, dt, tw_comm_mpi_op (r->op, r->dtype),
+                                      c->world, &r->mreq[0]);
       break;
     case TW_COLL_ALLGATHER:
       rc = MPI_Iallgather (r->send, n, dt, r->recv, n, dt, c->world, &r->mreq[0]);

@@ -45,7 +45,8 @@ main (int argc, char **argv)
       if (rank == 0)
         {
           gint64 v = 0;
-          tw_comm_req *r = tw_comm_recv (c, &v, 1, TW_I64, 1, &(tw_coll_tag) { .what = "activations" });
+          tw_comm_req *r = tw_comm_recv (c, &v, 1, TW_I64, 1,
+                                         &(tw_coll_tag) { .what = "activations" });
           if (!tw_comm_wait (c, r, &error))
             {
               fprintf (stderr, "rank 0: %s\n", error->message);

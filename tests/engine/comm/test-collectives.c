@@ -299,8 +299,9 @@ test_allreduce_nan (void)
         if (!ok_or_report (tw_comm_allreduce_sync (comm, buf, n, TW_F32, ops[o], NULL, &error),
                            &error, what))
           continue;
-        CHECK (isnan (buf[holder]) && isnan (buf[n - 1 - holder]), "%s: [%d] = %g, [%" G_GINT64_FORMAT
-               "] = %g", what, holder, buf[holder], n - 1 - holder, buf[n - 1 - holder]);
+        CHECK (isnan (buf[holder]) && isnan (buf[n - 1 - holder]),
+               "%s: [%d] = %g, [%" G_GINT64_FORMAT "] = %g", what, holder, buf[holder],
+               n - 1 - holder, buf[n - 1 - holder]);
         for (int64_t i = 0; i < n; i++)
           if (i != holder && i != n - 1 - holder)
             CHECK (!isnan (buf[i]), "%s: [%" G_GINT64_FORMAT "] is NaN", what, i);
