@@ -401,6 +401,58 @@ test_pipelined (void)
   case_end ();
 }
 
+/* Every algorithm in turn on one communicator (tw_comm_set_algo), posted
+ * four at a time: 60 all-reduces of sizes, types and operations drawn
+ * from a seed every rank shares.  Back-to-back runs of different
+ * algorithms must not take each other's messages. */
+static void
+test_mixed_algorithms (void)
+{
+  enum { N = 60, BATCH = 4 };
+  static const tw_dtype dts[] = { TW_F32, TW_F64, TW_I64 };
+  GRand *rng = g_rand_new_with_seed (4242);
+  GError *error = NULL;
+  for (int k0 = 0; k0 < N; k0 += BATCH)
+    {
+      void *bufs[BATCH];
+      tw_comm_req *rs[BATCH];
+      int64_t ns[BATCH];
+      tw_dtype dt[BATCH];
+      tw_reduce_op op[BATCH];
+      tw_algo al[BATCH];
+      for (int b = 0; b < BATCH; b++)
+        {
+          al[b] = g_rand_int_range (rng, 0, TW_ALGO_N);
+          dt[b] = dts[g_rand_int_range (rng, 0, G_N_ELEMENTS (dts))];
+          op[b] = g_rand_int_range (rng, 0, 3);
+          ns[b] = g_rand_boolean (rng) ? g_rand_int_range (rng, 0, 2 * size + 2)
+                                       : g_rand_int_range (rng, 0, 40000);
+          bufs[b] = g_malloc (MAX (ns[b], 1) * tw_dtype_size (dt[b]));
+          fill (bufs[b], ns[b], dt[b], rank, 800 + k0 + b);
+          tw_comm_set_algo (comm, al[b]);
+          rs[b] = tw_comm_allreduce (comm, bufs[b], ns[b], dt[b], op[b], NULL);
+        }
+      for (int b = 0; b < BATCH; b++)
+        {
+          g_autofree char *what = g_strdup_printf ("allreduce #%d, %s %s %s of %" G_GINT64_FORMAT,
+                                                   k0 + b, tw_algo_name (al[b]),
+                                                   dtype_name (dt[b]), op_name (op[b]), ns[b]);
+          if (ok_or_report (tw_comm_wait (comm, rs[b], &error), &error, what))
+            {
+              CHECK (tw_comm_req_info (rs[b])->algo == al[b], "%s ran as %s", what,
+                     tw_algo_name (tw_comm_req_info (rs[b])->algo));
+              for (int64_t i = 0; i < ns[b]; i++)
+                check_element (bufs[b], i, i, dt[b], op[b], 800 + k0 + b, what);
+            }
+          tw_comm_req_free (rs[b]);
+          g_free (bufs[b]);
+        }
+    }
+  tw_comm_set_algo (comm, algo);
+  g_rand_free (rng);
+  case_end ();
+}
+
 /* Reduce-scatter, all-gather, broadcast. */
 
 static void
@@ -939,6 +991,7 @@ main (int argc, char **argv)
   g_test_add_func ("/comm/allreduce/nan", test_allreduce_nan);
   g_test_add_func ("/comm/allreduce/bytes", test_allreduce_bytes);
   g_test_add_func ("/comm/allreduce/pipelined", test_pipelined);
+  g_test_add_func ("/comm/allreduce/mixed-algorithms", test_mixed_algorithms);
   g_test_add_func ("/comm/reduce-scatter", test_reduce_scatter);
   g_test_add_func ("/comm/allgather", test_allgather);
   g_test_add_func ("/comm/broadcast", test_broadcast);
