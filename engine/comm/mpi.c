@@ -371,9 +371,9 @@ static char *
 describe (const tw_comm_req *r)
 {
   g_autofree char *size = g_format_size_full ((guint64) r->info.bytes, G_FORMAT_SIZE_IEC_UNITS);
+  /* A message's peer is the subject of the sentence it goes into. */
   if (r->info.kind == TW_COLL_SEND || r->info.kind == TW_COLL_RECV)
-    return g_strdup_printf ("message %" G_GUINT64_FORMAT " %s rank %d (%s%s%s)", r->info.msg_seq,
-                            r->info.kind == TW_COLL_SEND ? "to" : "from", r->info.peer, size,
+    return g_strdup_printf ("message %" G_GUINT64_FORMAT " (%s%s%s)", r->info.msg_seq, size,
                             r->info.what ? ", " : "", r->info.what ? r->info.what : "");
   if (r->comm && r->comm->id > 0)
     return g_strdup_printf ("collective #%" G_GUINT64_FORMAT " of %s (%s%s%s, %s%s%s)",
