@@ -59,7 +59,7 @@ f0=$fails
 timeout 60 "$mpiexec" -np 3 "$prog" silent >/dev/null 2>"$err"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ]; check $((1 - $?)) "silent sender: the job fails (status $rc)"
-grep -q "^rank 0: rank 1 never sent message 1 .*activations.* within the 2 s time-out: it is alive" "$err"
+grep -q "^rank 0: rank 1 never sent message 1 (8 bytes, activations) within the 2 s time-out: it is alive" "$err"
 check $((1 - $?)) "silent sender: rank 0 says rank 1 never sent message 1 and is alive"
 if [ $fails -ne $f0 ]; then
   sed 's/^/# /' "$err"
