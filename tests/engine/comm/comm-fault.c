@@ -73,7 +73,7 @@ main (int argc, char **argv)
       if (!tw_comm_allreduce_sync (c, x, 4, TW_F32, TW_REDUCE_SUM,
                                    &(tw_coll_tag) { .what = "bucket 0" }, &error))
         {
-          g_autofree char *dump = tw_comm_flight_dump (c);
+          g_autofree char *dump = tw_comm_flight_dump (c, 0);
           fprintf (stderr, "rank %d: %s\nrank %d: flight recorder:\n%s", rank, error->message,
                    rank, dump);
           fflush (stderr);

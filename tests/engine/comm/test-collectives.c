@@ -917,7 +917,7 @@ test_flight_dump (void)
         first = tw_comm_req_info (r)->seq;
       tw_comm_req_free (r);
     }
-  g_autofree char *d = tw_comm_flight_dump (comm);
+  g_autofree char *d = tw_comm_flight_dump (comm, 0);
   for (int k = 0; k < 3; k++)
     {
       g_autofree char *want = g_strdup_printf ("#%" G_GUINT64_FORMAT " allreduce %s 4 bytes "
