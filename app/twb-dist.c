@@ -111,6 +111,7 @@ flush_banner (GPtrArray *lines)
                 "stopped\n", rank, node, sig, signame[0] ? " (" : "", signame,
                 signame[0] ? ")" : "");
   else if (strstr (all, "Primary job") || strstr (all, "exited with non-zero status")
+           || strstr (all, "MPI_ABORT was invoked") || strstr (all, "exiting improperly")
            || strstr (all, "returned\na non-zero exit code"))
     ;
   else
@@ -267,6 +268,16 @@ twb_dist_start (const twb_dist_args *a)
       return NULL;
     }
   return c;
+}
+
+void
+twb_dist_finish (tw_comm *c, int status)
+{
+  if (c == NULL)
+    return;
+  if (status != 0 && !tw_comm_is_broken (c) && tw_comm_size (c) > 1)
+    tw_comm_abort (c, status);
+  tw_comm_free (c);
 }
 
 void

@@ -38,6 +38,11 @@ int twb_dist_launch (const twb_dist_args *a, char **command_argv);
  * A non-zero rank's every g_printerr line is prefixed "rank R: " from
  * here on; SIGUSR1 prints the rank's last collectives. */
 struct tw_comm *twb_dist_start (const twb_dist_args *a);
+/* The end of a rank's run with its exit status: a clean end finalises MPI;
+ * a failure of this rank alone ends the whole job at once (the others
+ * would otherwise wait for the time-out); after a communication failure
+ * the process just exits.  NULL-safe. */
+void twb_dist_finish (struct tw_comm *c, int status);
 /* After a communication failure: the rank's last collectives on stderr. */
 void twb_dist_print_failure (struct tw_comm *c);
 

@@ -281,8 +281,6 @@ twb_cmd_profile (int argc, char **argv)
     tw_recorder_set_meta (rec, "batch", num);
     if (comm)
       {
-        g_snprintf (num, sizeof num, "%d", tw_comm_size (comm));
-        tw_recorder_set_meta (rec, "ranks", num);
         g_snprintf (num, sizeof num, "%d", rank);
         tw_recorder_set_meta (rec, "rank", num);
         tw_recorder_set_meta (rec, "algo", tw_algo_name (tw_comm_get_options (comm)->algo));
@@ -383,7 +381,7 @@ out:
   g_free (timeout_s);
   g_free (bucket_s);
   g_free (rpn_s);
-  tw_comm_free (comm);
+  twb_dist_finish (comm, status);
   g_free (trace);
   g_free (mode);
   g_free (data);

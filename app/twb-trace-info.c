@@ -538,7 +538,10 @@ print_text (const char *title, const trace_stats *s)
              st.count, st.mean_ms, st.median_ms, st.min_ms, st.max_ms);
   else
     g_print ("  steps: none\n");
-  print_ranks (s);
+  /* A trace of several ranks gets the fuller table (exposed time, steps,
+   * clocks, stragglers); the short one is for processes of one run. */
+  if (s->n_ranks < 2)
+    print_ranks (s);
   print_rank_stats (s);
   print_layers (s);
 }

@@ -761,7 +761,7 @@ out:
   g_strfreev (breaks);
   tw_state_dict_report_clear (&init_report);
   twb_dist_args_clear (&dist);
-  tw_comm_free (comm);
+  twb_dist_finish (comm, status);
   return status;
 }
 

@@ -237,6 +237,19 @@ tw_comm_world_rank (const tw_comm *c, int rank)
   return rank >= 0 && rank < c->size ? c->world_ranks[rank] : -1;
 }
 
+void
+tw_comm_abort (tw_comm *c, int code)
+{
+  tw_comm *o = c->owner;
+  tw_comm_req *q = g_new0 (tw_comm_req, 1);
+  q->comm = o;
+  q->type = REQ_ABORT;
+  q->split_color = code;
+  g_async_queue_push (o->queue, q);
+  for (;;)
+    g_usleep (G_USEC_PER_SEC);
+}
+
 int
 tw_comm_rank (const tw_comm *c)
 {

@@ -165,6 +165,11 @@ const char *tw_comm_name (const tw_comm *c);           /* "world", or the split'
 /* The rank in the whole job of this communicator's rank, or -1. */
 int tw_comm_world_rank (const tw_comm *c, int rank);
 
+/* This rank failed on its own (an error the others cannot see): end every
+ * rank of the job now (MPI_Abort with code) rather than let them wait for
+ * the time-out.  Does not return. */
+G_NORETURN void tw_comm_abort (tw_comm *c, int code);
+
 int tw_comm_rank (const tw_comm *c);
 int tw_comm_size (const tw_comm *c);
 const tw_comm_options *tw_comm_get_options (const tw_comm *c);

@@ -8,6 +8,7 @@
 #include "engine/comm/comm-private.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -692,6 +693,13 @@ tw_comm_mpi_thread (gpointer data)
       for (; r; r = g_async_queue_try_pop (c->queue))
         {
           progressed = TRUE;
+          if (r->type == REQ_ABORT)
+            {
+              fflush (stdout);
+              fflush (stderr);
+              MPI_Abort (MPI_COMM_WORLD, r->split_color ? r->split_color : 1);
+              _exit (r->split_color ? r->split_color : 1);
+            }
           if (r->type == REQ_QUIT)
             {
               quitting = TRUE;
