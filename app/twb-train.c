@@ -325,6 +325,16 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
                                                   r->batch_size, NULL);
           json_member_int (jb, "arena_bytes", prog ? (gint64) prog->arena_bytes : -1);
         }
+      tw_dist_stats ds;
+      tw_trainer_dist_stats (tr, &ds);
+      if (ds.ranks > 1)
+        {
+          json_member_int (jb, "ranks", ds.ranks);
+          json_member_int (jb, "buckets", ds.buckets);
+          json_member_double (jb, "comm_payload_bytes_per_step", ds.payload_bytes);
+          json_member_double (jb, "comm_sent_bytes_per_step", ds.sent_bytes);
+          json_member_double (jb, "comm_exposed_ms_per_step", ds.exposed_ms);
+        }
       if (init_weights)
         {
           json_builder_set_member_name (jb, "init_weights");
@@ -346,6 +356,15 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
   if (test)
     g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n",
              fin->test_accuracy * 100, fin->test_loss, tw_dataset_size (test));
+  tw_dist_stats ds;
+  tw_trainer_dist_stats (tr, &ds);
+  if (ds.ranks > 1)
+    {
+      g_autofree char *sent = g_format_size ((guint64) ds.sent_bytes);
+      g_print ("%d ranks, %d gradient bucket%s: %s sent per step and rank, %.3f ms a step "
+               "waiting for communication after backward\n", ds.ranks, ds.buckets,
+               ds.buckets == 1 ? "" : "s", sent, ds.exposed_ms);
+    }
   if (checkpoint)
     g_print ("checkpoint saved to %s\n", checkpoint);
 }
@@ -380,6 +399,8 @@ metric_rows (GString *csv, const tw_snapshot *sn)
       metric_row (csv, "lr", sn->step, sn->lr);
       metric_row (csv, "samples_per_s", sn->step, sn->samples_per_s);
       metric_row (csv, "step_ms", sn->step, sn->step_ms);
+      if (!isnan (sn->comm_bytes))
+        metric_row (csv, "comm_bytes", sn->step, sn->comm_bytes);
       for (int i = 0; sn->param_names && sn->param_names[i]; i++)
         {
           g_autofree char *name = g_strconcat ("grad_norm:", sn->param_names[i], NULL);

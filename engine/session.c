@@ -716,6 +716,13 @@ push_metrics (tw_session *s, int64_t epoch, double loss, double ms, int64_t batc
   sn->step_ms = ms;
   sn->samples_per_s = tw_rate_samples_per_s (s->rate);
   sn->eta_s = tw_rate_eta_s (s->rate, s->total - tw_trainer_step_count (s->trainer), tw_now_ns ());
+  sn->comm_bytes = NAN;
+  if (s->opt.comm)
+    {
+      tw_dist_stats ds;
+      tw_trainer_dist_stats (s->trainer, &ds);
+      sn->comm_bytes = ds.last_sent_bytes;
+    }
   if (s->grad_sq)
     {
       tw_params *params = tw_trainer_params (s->trainer);

@@ -145,6 +145,7 @@ typedef struct
   double samples_per_s;       /* over the latest finished steps, pauses and evaluations left
                                * out (engine/rate.h) */
   double eta_s;               /* seconds until the last step ends, by the same steps; -1 unknown */
+  double comm_bytes;          /* data parallel: bytes this rank sent in the step; NAN alone */
   char **param_names;         /* NULL-terminated, with grad_norm[i] for each (NaN: unknown) */
   double *grad_norm;
   /* EPOCH and FINISHED */

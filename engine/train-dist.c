@@ -46,6 +46,11 @@ struct tw_dist
   int64_t correct;
   float *buffers;             /* the non-trainable tensors (running statistics), packed */
   int64_t buffers_numel;
+  /* Totals for tw_trainer_dist_stats. */
+  int64_t steps;
+  double payload, sent, last_sent;
+  gint64 exposed_ns;
+  double step_payload, step_sent;
 };
 
 void
@@ -229,7 +234,7 @@ static gboolean
 on_grad_ready (const tw_event *ev, gpointer user)
 {
   tw_dist *d = user;
-  if (!d->in_step || ev->param == NULL)
+  if (!d->in_step || ev->param == NULL || d->opt.local_sgd > 0)
     return TRUE;
   gpointer v = g_hash_table_lookup (d->where, ev->param);
   if (v == NULL)
@@ -411,6 +416,36 @@ tw_trainer_ranks (tw_trainer *tr)
   return tw_dist_size (tr);
 }
 
+void
+tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out)
+{
+  memset (out, 0, sizeof *out);
+  tw_dist *d = tr->dist;
+  if (d == NULL)
+    return;
+  out->ranks = d->size;
+  out->buckets = d->n_buckets;
+  out->steps = d->steps;
+  double n = (double) MAX (d->steps, 1);
+  out->payload_bytes = d->payload / n;
+  out->sent_bytes = d->sent / n;
+  out->exposed_ms = d->exposed_ns / 1e6 / n;
+  out->last_sent_bytes = d->last_sent;
+}
+
+/* What a finished request moved: its own count, or for MPI's all-reduce
+ * (which does not say) a ring's. */
+static void
+count_bytes (tw_dist *d, const tw_comm_req *r, double *payload, double *sent)
+{
+  const tw_coll_info *i = tw_comm_req_info (r);
+  *payload += (double) i->bytes;
+  if (i->sent > 0 || i->algo != TW_ALGO_MPI)
+    *sent += (double) i->sent;
+  else
+    *sent += 2.0 * (d->size - 1) / d->size * (double) i->bytes;
+}
+
 int64_t
 tw_trainer_dist_correct (tw_trainer *tr)
 {
@@ -478,6 +513,110 @@ update_bucket (tw_trainer *tr, tw_dist *d, bucket *k)
     }
 }
 
+static void
+step_done (tw_dist *d)
+{
+  d->steps++;
+  d->payload += d->step_payload;
+  d->sent += d->step_sent;
+  d->last_sent = d->step_sent;
+}
+
+/* The weights' share-weighted average over the ranks, through the
+ * gradient buckets (which hold weights for the occasion). */
+static gboolean
+average_weights (tw_trainer *tr, tw_dist *d, GError **error)
+{
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      for (int m = 0; m < k->n_members; m++)
+        {
+          tw_param *p = tw_params_at (tr->params, k->members[m]);
+          const float *w = tw_tensor_f32 (p->value);
+          float *dst = k->buf + k->offsets[m], s = (float) d->scale;
+          for (int64_t i = 0, n = tw_tensor_numel (p->value); i < n; i++)
+            dst[i] = w[i] * s;
+        }
+      g_autofree char *what = g_strdup_printf ("weights %d", b);
+      tw_coll_tag tag = { .what = what, .params = (const char *const *) k->names };
+      k->req = tw_comm_allreduce (d->comm, k->buf, k->numel, TW_F32, TW_REDUCE_SUM, &tag);
+    }
+  gboolean ok = TRUE;
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      ok = tw_comm_wait (d->comm, k->req, ok ? error : NULL) && ok;
+      count_bytes (d, k->req, &d->step_payload, &d->step_sent);
+      g_clear_pointer (&k->req, tw_comm_req_free);
+      for (int m = 0; ok && m < k->n_members; m++)
+        {
+          tw_param *p = tw_params_at (tr->params, k->members[m]);
+          memcpy (tw_tensor_f32 (p->value), k->buf + k->offsets[m],
+                  tw_tensor_numel (p->value) * sizeof (float));
+        }
+    }
+  return ok;
+}
+
+/* Local SGD: this rank's update from its own gradient; every H steps the
+ * weights averaged. */
+static gboolean
+local_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_all, int64_t n_mine,
+            const double *stats, gboolean scored, GError *local, GError **error)
+{
+  double tot[4] = { local ? NAN : stats[0], stats[1], stats[2], scored ? 0 : 1 };
+  if (!tw_comm_allreduce_sync (d->comm, tot, 4, TW_F64, TW_REDUCE_SUM,
+                               &(tw_coll_tag) { .what = "loss" }, error))
+    {
+      g_clear_error (&local);
+      return FALSE;
+    }
+  double l = n_all > 0 ? tot[0] / (double) n_all : NAN;
+  d->correct = tot[3] == 0 ? (int64_t) tot[1] : -1;
+  if (loss)
+    *loss = l;
+  if (local)
+    {
+      g_propagate_error (error, local);
+      return FALSE;
+    }
+  if (!isfinite (l) && !tr->allow_nan)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_NAN,
+                   "the loss became %s at step %" G_GINT64_FORMAT " (lower the learning rate, or "
+                   "pass --allow-nan to go on)", isnan (l) ? "NaN" : "infinite", tr->step + 1);
+      return FALSE;
+    }
+  tr->lr = lr;
+  tw_optimizer_begin_step (tr->opt, lr);
+  gboolean listen = tw_bus_wants (tr->bus, TW_EV_UPDATE);
+  for (int i = 0; n_mine > 0 && i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      if (!p->trainable || p->grad == NULL)
+        continue;
+      g_autoptr (tw_tensor) g = tw_tensor_contiguous (p->grad);
+      tw_tensor *io[2] = { p->value, p->grad };
+      tw_event ev = { .kind = TW_EV_UPDATE, .ident = tw_trainer_update_ident (tr, i),
+                      .step = (guint64) tr->step, .t_start = listen ? tw_now_ns () : 0,
+                      .inputs = io, .n_inputs = 2, .param = p };
+      if (listen && !tw_bus_publish (tr->bus, &ev))
+        tr->stop_pending = TRUE;
+      tw_optimizer_update (tr->opt, p, tw_tensor_f32 (g), 0, tw_tensor_numel (p->value));
+      if (listen)
+        {
+          ev.end = TRUE;
+          ev.t_end = tw_now_ns ();
+          ev.outputs = io;
+          ev.n_outputs = 1;
+          if (!tw_bus_publish (tr->bus, &ev))
+            tr->stop_pending = TRUE;
+        }
+    }
+  return (tr->step + 1) % d->opt.local_sgd != 0 || average_weights (tr, d, error);
+}
+
 gboolean
 tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *loss,
               GError **error)
@@ -505,6 +644,7 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
       memset (k->filled, 0, k->n_members * sizeof (gboolean));
     }
   d->next_post = 0;
+  d->step_payload = d->step_sent = 0;
   g_array_set_size (d->ready_order, 0);
   g_clear_error (&d->cb_error);
 
@@ -554,6 +694,19 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
         tw_eager_release (tr->ex);
     }
   (void) computed;
+  if (d->opt.local_sgd > 0)
+    {
+      double l = NAN;
+      if (!local_step (tr, d, lr, &l, n_all, n_mine, stats, scored, local, error))
+        return FALSE;
+      if (loss)
+        *loss = l;
+      step_done (d);
+      if (iter_events)
+        tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
+      tr->step++;
+      return TRUE;
+    }
   /* What backward did not finish (a rank with no rows, a parameter the
    * loss does not reach, a failure): zeros, and every bucket posted, in
    * order, so that no rank waits for a collective the others skip. */
@@ -567,8 +720,11 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
   post_ready_buckets (d);
   /* The totals: a failed rank sends NaN, which fails every rank's step. */
   double tot[4] = { local || d->cb_error ? NAN : stats[0], stats[1], stats[2], scored ? 0 : 1 };
+  /* (It comes after the buckets: its wait is theirs too.) */
+  gint64 tw0 = tw_now_ns ();
   gboolean ok = tw_comm_allreduce_sync (d->comm, tot, 4, TW_F64, TW_REDUCE_SUM,
                                         &(tw_coll_tag) { .what = "loss" }, error);
+  d->exposed_ns += tw_now_ns () - tw0;
   if (!ok)
     {
       g_clear_error (&local);
@@ -601,7 +757,10 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
   for (int b = 0; b < d->n_buckets && ok; b++)
     {
       bucket *k = &d->buckets[b];
+      gint64 tw1 = tw_now_ns ();
       ok = tw_comm_wait (d->comm, k->req, error);
+      d->exposed_ns += tw_now_ns () - tw1;
+      count_bytes (d, k->req, &d->step_payload, &d->step_sent);
       g_clear_pointer (&k->req, tw_comm_req_free);
       if (ok)
         update_bucket (tr, d, k);
@@ -647,6 +806,7 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
       if (!ok)
         return FALSE;
     }
+  step_done (d);
   if (iter_events)
     tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
   tr->step++;

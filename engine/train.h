@@ -141,6 +141,12 @@ gboolean tw_params_load_weights (tw_params *params, const char *path, GError **e
 typedef struct
 {
   double bucket_mb;          /* default 25 (PyTorch DDP's bucket_cap_mb) */
+  /* Local SGD (H > 0): no gradient is sent; each rank updates its own
+   * weights from its own shard's gradient, and every H steps the weights
+   * are averaged (weighted by the shards' shares).  H = 1 is synchronous
+   * SGD again, up to rounding, for SGD with or without momentum: the
+   * update is linear in the gradient.  0: off (synchronous). */
+  int local_sgd;
 } tw_dist_options;
 
 void tw_dist_options_init (tw_dist_options *o);
@@ -155,6 +161,22 @@ gboolean tw_trainer_set_dist (tw_trainer *tr, struct tw_comm *comm, const tw_dis
 /* This rank and the number of ranks (0 and 1 without data parallelism). */
 int tw_trainer_rank (tw_trainer *tr);
 int tw_trainer_ranks (tw_trainer *tr);
+/* What data parallelism did so far (all zeros without it). */
+typedef struct
+{
+  int ranks, buckets;
+  int64_t steps;
+  double payload_bytes;      /* gradient (or weight) bytes reduced per step, per rank */
+  double sent_bytes;         /* bytes this rank put on the wire per step: our algorithms'
+                              * count, a compressor's, or for MPI's own all-reduce the ring's
+                              * 2(p−1)/p of the payload (MPI does not say) */
+  double exposed_ms;         /* per step: time the step waited for communication after its
+                              * backward (what overlap did not hide) */
+  double last_sent_bytes;    /* the last step's */
+} tw_dist_stats;
+
+void tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out);
+
 /* After a data-parallel step: the correct predictions over the whole
  * global batch (every rank's shard), or -1 when the prediction is not
  * class scores.  -1 without data parallelism. */

@@ -91,6 +91,7 @@ typedef struct
   tw_optimizer_type opt;
   int64_t batch;
   double bucket_mb;
+  int local_sgd;              /* H, 0: synchronous */
 } dp_case;
 
 /* Bound on |w_dp − w_1| / max|w_1| after 20 steps.  The two runs differ only
@@ -139,6 +140,7 @@ run_case (const dp_case *k)
   tw_dist_options o;
   tw_dist_options_init (&o);
   o.bucket_mb = k->bucket_mb;
+  o.local_sgd = k->local_sgd;
   CHECK (tw_trainer_set_dist (dp, comm, &o, &error), "set_dist: %s", error->message);
   g_clear_error (&error);
   CHECK (tw_trainer_rank (dp) == tw_comm_rank (comm) && tw_trainer_ranks (dp) == tw_comm_size (comm),
@@ -146,7 +148,7 @@ run_case (const dp_case *k)
 
   g_autoptr (tw_batcher) b = tw_batcher_new (d, k->batch, TRUE, 11, FALSE);
   tw_batcher_reset (b, 0);
-  double worst_loss = 0;
+  double worst_loss = 0, first_dp = NAN, last_dp = NAN;
   for (int step = 0; step < 20; step++)
     {
       tw_tensor *x, *y;
@@ -174,6 +176,9 @@ run_case (const dp_case *k)
       g_clear_error (&error);
       worst_loss = fmax (worst_loss, fabs (l_ref - l_dp) / fmax (fabs (l_ref), 1e-6));
       if (step == 0)
+        first_dp = l_dp;
+      last_dp = l_dp;
+      if (step == 0)
         {
           int64_t c = tw_trainer_dist_correct (dp);
           CHECK (c == c1, "correct over the global batch: %" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT, c, c1);
@@ -182,7 +187,11 @@ run_case (const dp_case *k)
       tw_tensor_unref (y);
     }
   /* The loss is the global batch's: the same rounding argument as the weights. */
-  CHECK (worst_loss < DP_REL_BOUND, "loss differs by %g relative", worst_loss);
+  if (k->local_sgd <= 1)
+    CHECK (worst_loss < DP_REL_BOUND, "loss differs by %g relative", worst_loss);
+  else
+    CHECK (last_dp < 0.8 * first_dp, "local SGD H=%d learns: loss %g → %g", k->local_sgd,
+           first_dp, last_dp);
   double worst = 0;
   for (int i = 0; i < tw_params_count (tw_trainer_params (ref)); i++)
     {
@@ -195,7 +204,13 @@ run_case (const dp_case *k)
         diff = fmax (diff, fabs (a[j] - c[j]));
       worst = fmax (worst, diff / scale);
     }
-  CHECK (worst < DP_REL_BOUND, "weights differ by %g relative (bound %g)", worst, DP_REL_BOUND);
+  /* Local SGD with H > 1 is another algorithm: it must change the weights
+   * (by far more than rounding), and still learn (below). */
+  if (k->local_sgd > 1)
+    CHECK (worst > 100 * DP_REL_BOUND, "local SGD H=%d left the weights of synchronous SGD "
+           "(%g relative)", k->local_sgd, worst);
+  else
+    CHECK (worst < DP_REL_BOUND, "weights differ by %g relative (bound %g)", worst, DP_REL_BOUND);
   /* Every rank holds exactly the same weights (they all apply the same sums). */
   g_autoptr (GChecksum) h = g_checksum_new (G_CHECKSUM_SHA256);
   for (int i = 0; i < tw_params_count (tw_trainer_params (dp)); i++)
@@ -326,14 +341,21 @@ main (int argc, char **argv)
     /* 30 rows: shards of 15 at 2 ranks, 7, 8, 7, 8 at 4; buckets of about one layer. */
     { TW_MODE_EAGER, TW_OPT_SGD, 30, 0.004 },
     { TW_MODE_COMPILED, TW_OPT_ADAM, 30, 0.004 },
+    /* Local SGD: H = 1 is synchronous SGD (the update is linear in the
+     * gradient, momentum included); H = 4 averages every 4th step. */
+    { TW_MODE_EAGER, TW_OPT_SGD, 64, 25, 1 },
+    { TW_MODE_COMPILED, TW_OPT_SGD, 30, 25, 1 },
+    { TW_MODE_EAGER, TW_OPT_SGD, 64, 25, 4 },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       const dp_case *k = &cases[i];
-      g_autofree char *path = g_strdup_printf ("/dp/%s/%s/batch-%" G_GINT64_FORMAT "%s",
+      g_autofree char *local = k->local_sgd ? g_strdup_printf ("/local-sgd-%d", k->local_sgd)
+                                             : g_strdup ("");
+      g_autofree char *path = g_strdup_printf ("/dp/%s/%s/batch-%" G_GINT64_FORMAT "%s%s",
                                                k->mode == TW_MODE_EAGER ? "eager" : "compiled",
                                                k->opt == TW_OPT_SGD ? "sgd" : "adam", k->batch,
-                                               k->bucket_mb < 1 ? "-small-buckets" : "");
+                                               k->bucket_mb < 1 ? "-small-buckets" : "", local);
       g_test_add_data_func (path, k, test_case);
     }
   g_test_add_data_func ("/dp/overlap/eager", GINT_TO_POINTER (TW_MODE_EAGER), test_overlap);
