@@ -23,6 +23,7 @@ twb_dist_args_init (twb_dist_args *a)
   memset (a, 0, sizeof *a);
   a->comm_timeout = 60;
   a->bucket_mb = 25;
+  a->async_staleness = -1;
 }
 
 void
@@ -78,6 +79,26 @@ twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error)
     {
       g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
                    "--bucket-mb %g: a size above 0 and up to 65536 MB is needed", a->bucket_mb);
+      return FALSE;
+    }
+  if (a->local_sgd > 0 && a->async_staleness >= 0)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--local-sgd and --async are two update strategies: choose one");
+      return FALSE;
+    }
+  if (a->async_staleness >= 0 && a->ranks_set && a->ranks < 2)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--async needs --ranks 2 or more: a parameter server (the last rank) and "
+                   "workers");
+      return FALSE;
+    }
+  if (a->async_staleness >= 0 && a->ranks > 2 && batch > 0 && a->ranks - 1 > batch)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--ranks %d --async: a batch of %" G_GINT64_FORMAT " samples cannot be split "
+                   "into %d workers' shards", a->ranks, batch, a->ranks - 1);
       return FALSE;
     }
   if (a->ranks_per_node < 0)

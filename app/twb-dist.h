@@ -20,6 +20,8 @@ typedef struct
   double comm_timeout;        /* --comm-timeout seconds (default 60) */
   double bucket_mb;           /* --bucket-mb (default 25) */
   int ranks_per_node;         /* --ranks-per-node (0: the real nodes) */
+  int local_sgd;              /* --local-sgd H (0: off) */
+  int async_staleness;        /* --async K (-1: off) */
 } twb_dist_args;
 
 void twb_dist_args_init (twb_dist_args *a);

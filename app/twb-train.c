@@ -334,6 +334,12 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
           json_member_double (jb, "comm_payload_bytes_per_step", ds.payload_bytes);
           json_member_double (jb, "comm_sent_bytes_per_step", ds.sent_bytes);
           json_member_double (jb, "comm_exposed_ms_per_step", ds.exposed_ms);
+          if (ds.async_updates > 0)
+            {
+              json_member_int (jb, "async_updates", ds.async_updates);
+              json_member_double (jb, "staleness_mean", ds.staleness_mean);
+              json_member_int (jb, "staleness_max", ds.staleness_max);
+            }
         }
       if (init_weights)
         {
@@ -361,9 +367,15 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
   if (ds.ranks > 1)
     {
       g_autofree char *sent = g_format_size ((guint64) ds.sent_bytes);
-      g_print ("%d ranks, %d gradient bucket%s: %s sent per step and rank, %.3f ms a step "
-               "waiting for communication after backward\n", ds.ranks, ds.buckets,
-               ds.buckets == 1 ? "" : "s", sent, ds.exposed_ms);
+      if (ds.async_updates > 0)
+        g_print ("%d ranks (asynchronous: %d workers and a parameter server): %" G_GINT64_FORMAT
+                 " updates, staleness mean %.2f, max %" G_GINT64_FORMAT "; %s pushed per step "
+                 "and worker\n", ds.ranks, ds.ranks - 1, ds.async_updates, ds.staleness_mean,
+                 ds.staleness_max, sent);
+      else
+        g_print ("%d ranks, %d gradient bucket%s: %s sent per step and rank, %.3f ms a step "
+                 "waiting for communication after backward\n", ds.ranks, ds.buckets,
+                 ds.buckets == 1 ? "" : "s", sent, ds.exposed_ms);
     }
   if (checkpoint)
     g_print ("checkpoint saved to %s\n", checkpoint);
@@ -436,7 +448,7 @@ twb_cmd_train (int argc, char **argv)
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
   gboolean strict = FALSE;
   enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS, RANKS, COMM_TIMEOUT, BUCKET_MB,
-         RANKS_PER_NODE };
+         RANKS_PER_NODE, LOCAL_SGD, ASYNC };
   g_auto (GStrv) original_argv = g_strdupv (argv);
   twb_dist_args dist;
   twb_dist_args_init (&dist);
@@ -453,6 +465,8 @@ twb_cmd_train (int argc, char **argv)
     [COMM_TIMEOUT] = NUM_REAL ("comm-timeout", 0, TRUE, 604800, FALSE),
     [BUCKET_MB] = NUM_REAL ("bucket-mb", 0, TRUE, 65536, FALSE),
     [RANKS_PER_NODE] = NUM_INT ("ranks-per-node", 0, 1, 65536),
+    [LOCAL_SGD] = NUM_INT ("local-sgd", 0, 1, G_MAXINT32),
+    [ASYNC] = NUM_INT ("async", 0, 0, G_MAXINT32),
     { NULL },
   };
   GOptionEntry entries[] = {
@@ -509,6 +523,12 @@ twb_cmd_train (int argc, char **argv)
     NUM_ENTRY ("ranks-per-node", 0,
                "Treat each N consecutive ranks as one node (hier; default: the real machines)",
                "N"),
+    NUM_ENTRY ("local-sgd", 0,
+               "Local SGD: each rank updates from its own shard and the weights are averaged "
+               "every H steps (H = 1: synchronous)", "H"),
+    NUM_ENTRY ("async", 0,
+               "Asynchronous updates through a parameter server (the last rank); a worker may be "
+               "at most K steps ahead of the slowest", "K"),
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = option_context_new ("MODEL.json — train a model", entries, nums);
@@ -557,6 +577,10 @@ twb_cmd_train (int argc, char **argv)
     dist.bucket_mb = nums[BUCKET_MB].d;
   if (nums[RANKS_PER_NODE].set)
     dist.ranks_per_node = (int) nums[RANKS_PER_NODE].i;
+  if (nums[LOCAL_SGD].set)
+    dist.local_sgd = (int) nums[LOCAL_SGD].i;
+  if (nums[ASYNC].set)
+    dist.async_staleness = (int) nums[ASYNC].i;
   if (twb_dist_wanted (&dist) && debug)
     {
       g_printerr ("twb: --debug reads commands from one terminal: it works with one process, "
@@ -639,6 +663,8 @@ twb_cmd_train (int argc, char **argv)
     o.grad_norms |= metrics != NULL;
     o.comm = comm;
     o.dist.bucket_mb = dist.bucket_mb;
+    o.dist.local_sgd = dist.local_sgd;
+    o.dist.async_staleness = dist.async_staleness;
     const tw_dataset *test_ref = test;
     gboolean have_val = val != NULL;
     g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),

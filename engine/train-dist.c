@@ -51,6 +51,25 @@ struct tw_dist
   double payload, sent, last_sent;
   gint64 exposed_ns;
   double step_payload, step_sent;
+  /* Asynchronous: the flat weights / gradient and the message buffers. */
+  gboolean async;
+  int server;                 /* its rank */
+  int64_t flat_n;             /* floats of every trainable parameter */
+  guint8 *msg;                /* a worker's push (header + gradient) and pull */
+  guint8 **srv_in;            /* the server: one push buffer per worker */
+  tw_comm_req **srv_req;      /* the server: the receive posted for each worker */
+  guint8 **srv_out;           /* the server: one pull buffer per worker */
+  tw_comm_req **srv_out_req;
+  int64_t *srv_count;         /* gradients received from each worker */
+  gboolean *srv_waiting;      /* a worker awaits its reply */
+  int64_t version;            /* the server's updates so far */
+  double stale_sum;
+  int64_t stale_max, n_updates;
+  double round_loss;          /* loss × rows of the gradients of the server's last step */
+  double round_rows;
+  /* What the worker last heard. */
+  double heard_loss, heard_stale_mean;
+  int64_t heard_stale_max, heard_updates;
 };
 
 void
@@ -58,6 +77,7 @@ tw_dist_options_init (tw_dist_options *o)
 {
   memset (o, 0, sizeof *o);
   o->bucket_mb = 25;
+  o->async_staleness = -1;
 }
 
 static void
@@ -96,6 +116,20 @@ tw_dist_free (tw_dist *d)
   g_clear_error (&d->cb_error);
   g_free (d->param_ptrs);
   g_free (d->buffers);
+  g_free (d->msg);
+  for (int w = 0; d->srv_in && w < d->size; w++)
+    {
+      tw_comm_req_free (d->srv_req[w]);
+      tw_comm_req_free (d->srv_out_req[w]);
+      g_free (d->srv_in[w]);
+      g_free (d->srv_out[w]);
+    }
+  g_free (d->srv_in);
+  g_free (d->srv_req);
+  g_free (d->srv_out);
+  g_free (d->srv_out_req);
+  g_free (d->srv_count);
+  g_free (d->srv_waiting);
   g_free (d);
 }
 
@@ -234,7 +268,7 @@ static gboolean
 on_grad_ready (const tw_event *ev, gpointer user)
 {
   tw_dist *d = user;
-  if (!d->in_step || ev->param == NULL || d->opt.local_sgd > 0)
+  if (!d->in_step || ev->param == NULL || d->opt.local_sgd > 0 || d->async)
     return TRUE;
   gpointer v = g_hash_table_lookup (d->where, ev->param);
   if (v == NULL)
@@ -382,6 +416,16 @@ tw_trainer_set_dist (tw_trainer *tr, tw_comm *comm, const tw_dist_options *o, GE
   d->rank = rank;
   d->size = size;
   d->where = g_hash_table_new (NULL, NULL);
+  d->async = d->opt.async_staleness >= 0;
+  d->server = size - 1;
+  if (d->async && size < 2)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "asynchronous updates need a parameter server and a worker: 2 ranks or more");
+      g_hash_table_unref (d->where);
+      g_free (d);
+      return FALSE;
+    }
   d->ready_order = g_array_new (FALSE, FALSE, sizeof (int));
   if (!broadcast_buffers (d, tr->params, error))
     {
@@ -431,6 +475,13 @@ tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out)
   out->sent_bytes = d->sent / n;
   out->exposed_ms = d->exposed_ns / 1e6 / n;
   out->last_sent_bytes = d->last_sent;
+  if (d->async)
+    {
+      gboolean srv = d->rank == d->server;
+      out->async_updates = srv ? d->n_updates : d->heard_updates;
+      out->staleness_mean = srv ? d->stale_sum / MAX (d->n_updates, 1) : d->heard_stale_mean;
+      out->staleness_max = srv ? d->stale_max : d->heard_stale_max;
+    }
 }
 
 /* What a finished request moved: its own count, or for MPI's all-reduce
@@ -617,6 +668,249 @@ local_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_all, 
   return (tr->step + 1) % d->opt.local_sgd != 0 || average_weights (tr, d, error);
 }
 
+/* ---- Asynchronous: the parameter server --------------------------------
+ *
+ * A push (worker → server): doubles { version the gradient was computed
+ * on, loss × rows, rows } then the gradient (every trainable parameter in
+ * index order, already weighted by the shard's share of the batch).  A
+ * pull (server → worker): doubles { the server's version, the loss of its
+ * last step, staleness mean, staleness max, updates } then the weights. */
+#define PUSH_HEAD 3
+#define PULL_HEAD 5
+
+static int64_t
+flat_size (tw_trainer *tr)
+{
+  int64_t n = 0;
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    if (tw_params_at (tr->params, i)->trainable)
+      n += tw_tensor_numel (tw_params_at (tr->params, i)->value);
+  return n;
+}
+
+/* Weights (grads FALSE) or gradients into flat, or (to_params) back. */
+static void
+flat_copy (tw_trainer *tr, float *flat, gboolean grads, gboolean to_params, float scale)
+{
+  int64_t off = 0;
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    {
+      tw_param *p = tw_params_at (tr->params, i);
+      if (!p->trainable)
+        continue;
+      int64_t n = tw_tensor_numel (p->value);
+      if (to_params)
+        memcpy (tw_tensor_f32 (p->value), flat + off, n * sizeof (float));
+      else if (!grads)
+        memcpy (flat + off, tw_tensor_f32 (p->value), n * sizeof (float));
+      else if (p->grad == NULL || tw_tensor_numel (p->grad) != n)
+        memset (flat + off, 0, n * sizeof (float));
+      else
+        {
+          g_autoptr (tw_tensor) g = tw_tensor_contiguous (p->grad);
+          const float *src = tw_tensor_f32 (g);
+          for (int64_t j = 0; j < n; j++)
+            flat[off + j] = src[j] * scale;
+        }
+      off += n;
+    }
+}
+
+static void
+async_setup (tw_trainer *tr, tw_dist *d)
+{
+  if (d->flat_n)
+    return;
+  d->flat_n = flat_size (tr);
+  gsize bytes = PUSH_HEAD * sizeof (double) + d->flat_n * sizeof (float);
+  gsize pull = PULL_HEAD * sizeof (double) + d->flat_n * sizeof (float);
+  d->msg = g_malloc0 (MAX (bytes, pull));
+  if (d->rank != d->server)
+    return;
+  d->srv_in = g_new0 (guint8 *, d->size);
+  d->srv_out = g_new0 (guint8 *, d->size);
+  d->srv_req = g_new0 (tw_comm_req *, d->size);
+  d->srv_out_req = g_new0 (tw_comm_req *, d->size);
+  d->srv_count = g_new0 (int64_t, d->size);
+  d->srv_waiting = g_new0 (gboolean, d->size);
+  for (int w = 0; w < d->size; w++)
+    if (w != d->server)
+      {
+        d->srv_in[w] = g_malloc0 (bytes);
+        d->srv_out[w] = g_malloc0 (pull);
+        d->srv_req[w] = tw_comm_recv (d->comm, d->srv_in[w], (int64_t) bytes, TW_U8, w,
+                                      &(tw_coll_tag) { .what = "gradient push" });
+      }
+}
+
+static gboolean
+server_reply (tw_trainer *tr, tw_dist *d, int w, GError **error)
+{
+  if (d->srv_out_req[w])
+    {
+      gboolean ok = tw_comm_wait (d->comm, d->srv_out_req[w], error);
+      g_clear_pointer (&d->srv_out_req[w], tw_comm_req_free);
+      if (!ok)
+        return FALSE;
+    }
+  double *h = (double *) d->srv_out[w];
+  h[0] = (double) d->version;
+  h[1] = d->round_rows > 0 ? d->round_loss / d->round_rows : NAN;
+  h[2] = d->stale_sum / MAX (d->n_updates, 1);
+  h[3] = (double) d->stale_max;
+  h[4] = (double) d->n_updates;
+  flat_copy (tr, (float *) (h + PULL_HEAD), FALSE, FALSE, 1);
+  gsize pull = PULL_HEAD * sizeof (double) + d->flat_n * sizeof (float);
+  d->srv_out_req[w] = tw_comm_send (d->comm, d->srv_out[w], (int64_t) pull, TW_U8, w,
+                                    &(tw_coll_tag) { .what = "weights pull" });
+  d->srv_waiting[w] = FALSE;
+  return TRUE;
+}
+
+/* One step of the server: apply one gradient per worker's worth (W of
+ * them, from whichever workers they come), answering each worker as soon
+ * as the staleness bound lets it go on. */
+static gboolean
+server_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, GError **error)
+{
+  int W = d->size - 1;
+  gsize bytes = PUSH_HEAD * sizeof (double) + d->flat_n * sizeof (float);
+  d->round_loss = d->round_rows = 0;
+  tr->lr = lr;
+  for (int applied = 0; applied < W;)
+    {
+      gboolean any = FALSE;
+      for (int w = 0; w < d->size; w++)
+        {
+          /* Exactly W a step: the server's steps match the workers'. */
+          if (applied == W)
+            break;
+          if (w == d->server || d->srv_req[w] == NULL || !tw_comm_test (d->comm, d->srv_req[w]))
+            continue;
+          gboolean ok = tw_comm_wait (d->comm, d->srv_req[w], error);
+          g_clear_pointer (&d->srv_req[w], tw_comm_req_free);
+          if (!ok)
+            return FALSE;
+          any = TRUE;
+          const double *h = (const double *) d->srv_in[w];
+          int64_t stale = d->version - (int64_t) h[0];
+          d->stale_sum += (double) stale;
+          d->stale_max = MAX (d->stale_max, stale);
+          d->n_updates++;
+          d->round_loss += h[1];
+          d->round_rows += h[2];
+          /* Its share of a step: an optimizer step of its own. */
+          const float *g = (const float *) (h + PUSH_HEAD);
+          tw_optimizer_begin_step (tr->opt, lr);
+          int64_t off = 0;
+          for (int i = 0; i < tw_params_count (tr->params); i++)
+            {
+              tw_param *p = tw_params_at (tr->params, i);
+              if (!p->trainable)
+                continue;
+              int64_t n = tw_tensor_numel (p->value);
+              tw_optimizer_update (tr->opt, p, g + off, 0, n);
+              off += n;
+            }
+          d->version++;
+          d->srv_count[w]++;
+          d->srv_waiting[w] = TRUE;
+          d->step_payload += (double) bytes;
+          applied++;
+          d->srv_req[w] = tw_comm_recv (d->comm, d->srv_in[w], (int64_t) bytes, TW_U8, w,
+                                        &(tw_coll_tag) { .what = "gradient push" });
+        }
+      /* Who may go on: at most K steps ahead of the slowest. */
+      int64_t slowest = G_MAXINT64;
+      for (int w = 0; w < d->size; w++)
+        if (w != d->server)
+          slowest = MIN (slowest, d->srv_count[w]);
+      for (int w = 0; w < d->size; w++)
+        if (w != d->server && d->srv_waiting[w]
+            && d->srv_count[w] - slowest <= d->opt.async_staleness)
+          {
+            if (!server_reply (tr, d, w, error))
+              return FALSE;
+            any = TRUE;
+          }
+      if (!any)
+        g_usleep (50);
+    }
+  if (loss)
+    *loss = d->round_rows > 0 ? d->round_loss / d->round_rows : NAN;
+  d->step_sent += (double) W * (PULL_HEAD * sizeof (double) + d->flat_n * sizeof (float));
+  return TRUE;
+}
+
+/* A worker after its backward: push the gradient, pull the weights. */
+static gboolean
+worker_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_mine,
+             const double *stats, GError *local, GError **error)
+{
+  double *h = (double *) d->msg;
+  h[0] = (double) d->version;
+  h[1] = local ? NAN : stats[0];
+  h[2] = (double) n_mine;
+  if (n_mine > 0 && !local)
+    flat_copy (tr, (float *) (h + PUSH_HEAD), TRUE, FALSE, (float) d->scale);
+  else
+    memset (h + PUSH_HEAD, 0, d->flat_n * sizeof (float));
+  gsize bytes = PUSH_HEAD * sizeof (double) + d->flat_n * sizeof (float);
+  tw_comm_req *r = tw_comm_send (d->comm, d->msg, (int64_t) bytes, TW_U8, d->server,
+                                 &(tw_coll_tag) { .what = "gradient push" });
+  gboolean ok = tw_comm_wait (d->comm, r, error);
+  tw_comm_req_free (r);
+  if (!ok)
+    {
+      g_clear_error (&local);
+      return FALSE;
+    }
+  d->step_payload += (double) bytes;
+  d->step_sent += (double) bytes;
+  if (local)
+    {
+      g_propagate_error (error, local);
+      return FALSE;
+    }
+  gsize pull = PULL_HEAD * sizeof (double) + d->flat_n * sizeof (float);
+  gint64 t0 = tw_now_ns ();
+  r = tw_comm_recv (d->comm, d->msg, (int64_t) pull, TW_U8, d->server,
+                    &(tw_coll_tag) { .what = "weights pull" });
+  ok = tw_comm_wait (d->comm, r, error);
+  tw_comm_req_free (r);
+  d->exposed_ns += tw_now_ns () - t0;
+  if (!ok)
+    return FALSE;
+  d->version = (int64_t) h[0];
+  d->heard_loss = h[1];
+  d->heard_stale_mean = h[2];
+  d->heard_stale_max = (int64_t) h[3];
+  d->heard_updates = (int64_t) h[4];
+  flat_copy (tr, (float *) (h + PULL_HEAD), FALSE, TRUE, 1);
+  tr->lr = lr;
+  if (loss)
+    *loss = isnan (d->heard_loss) ? stats[0] / MAX (n_mine, 1) : d->heard_loss;
+  return TRUE;
+}
+
+/* Before an evaluation: every rank takes the server's weights. */
+gboolean
+tw_dist_sync_weights (tw_trainer *tr, GError **error)
+{
+  tw_dist *d = tr->dist;
+  if (d == NULL || !d->async)
+    return TRUE;
+  async_setup (tr, d);
+  float *flat = g_new (float, MAX (d->flat_n, 1));
+  flat_copy (tr, flat, FALSE, FALSE, 1);
+  gboolean ok = tw_comm_broadcast_sync (d->comm, flat, d->flat_n, TW_F32, d->server,
+                                        &(tw_coll_tag) { .what = "server weights" }, error);
+  if (ok)
+    flat_copy (tr, flat, FALSE, TRUE, 1);
+  g_free (flat);
+  return ok;
+}
+
 gboolean
 tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *loss,
               GError **error)
@@ -633,8 +927,29 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     return FALSE;
 
   int64_t n_all = x->shape[0];
-  int64_t lo = n_all * d->rank / d->size, hi = n_all * (d->rank + 1) / d->size;
+  /* Asynchronous: the server (last rank) takes no rows. */
+  int shards = d->async ? d->size - 1 : d->size;
+  int64_t lo = d->rank < shards ? n_all * d->rank / shards : n_all;
+  int64_t hi = d->rank < shards ? n_all * (d->rank + 1) / shards : n_all;
   int64_t n_mine = hi - lo;
+  if (d->async)
+    {
+      async_setup (tr, d);
+      d->step_payload = d->step_sent = 0;
+      if (d->rank == d->server)
+        {
+          double l = NAN;
+          if (!server_step (tr, d, lr, &l, error))
+            return FALSE;
+          if (loss)
+            *loss = l;
+          step_done (d);
+          if (iter_events)
+            tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
+          tr->step++;
+          return TRUE;
+        }
+    }
   d->scale = n_all > 0 ? (double) n_mine / (double) n_all : 0;
   for (int b = 0; b < d->n_buckets; b++)
     {
@@ -694,6 +1009,20 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
         tw_eager_release (tr->ex);
     }
   (void) computed;
+  if (d->async)
+    {
+      double l = NAN;
+      if (!worker_step (tr, d, lr, &l, n_mine, stats, local, error))
+        return FALSE;
+      d->correct = -1;
+      if (loss)
+        *loss = l;
+      step_done (d);
+      if (iter_events)
+        tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
+      tr->step++;
+      return TRUE;
+    }
   if (d->opt.local_sgd > 0)
     {
       double l = NAN;

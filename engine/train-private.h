@@ -41,6 +41,8 @@ gboolean tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, do
                        GError **error);
 int tw_dist_rank (tw_trainer *tr);
 int tw_dist_size (tw_trainer *tr);
+/* Asynchronous: every rank takes the server's weights (collective). */
+gboolean tw_dist_sync_weights (tw_trainer *tr, GError **error);
 /* Sum over the ranks of n doubles (evaluation's totals). */
 gboolean tw_dist_sum (tw_trainer *tr, double *v, int n, GError **error);
 

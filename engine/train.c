@@ -544,7 +544,10 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
 
   tw_batcher_reset (b, 0);
   gboolean compiled = tr->mode == TW_MODE_COMPILED;
-  /* Data parallel: rank r evaluates batches r, r + p, ... and the totals are summed. */
+  /* Data parallel: rank r evaluates batches r, r + p, ... and the totals
+   * are summed (asynchronous: on the server's weights). */
+  if (tr->dist && !tw_dist_sync_weights (tr, error))
+    return FALSE;
   int rank = tr->dist ? tw_dist_rank (tr) : 0, ranks = tr->dist ? tw_dist_size (tr) : 1;
   for (int64_t bi = 0; tw_batcher_next (b, &x, &y); bi++)
     {

@@ -147,6 +147,16 @@ typedef struct
    * SGD again, up to rounding, for SGD with or without momentum: the
    * update is linear in the gradient.  0: off (synchronous). */
   int local_sgd;
+  /* Asynchronous updates through a parameter server (K ≥ 0; −1: off, the
+   * default): the last rank holds the weights and the optimizer and
+   * trains on no data; the others (the workers) each take their shard of
+   * the global batch, push its gradient and pull the weights back.  The
+   * server applies each gradient as it comes (its share of a step), so a
+   * gradient may be computed on weights that others have changed since:
+   * its staleness (updates in between) is recorded.  A worker may be at
+   * most K steps ahead of the slowest one: the server holds its reply
+   * until the others catch up. */
+  int async_staleness;
 } tw_dist_options;
 
 void tw_dist_options_init (tw_dist_options *o);
@@ -173,6 +183,12 @@ typedef struct
   double exposed_ms;         /* per step: time the step waited for communication after its
                               * backward (what overlap did not hide) */
   double last_sent_bytes;    /* the last step's */
+  /* Asynchronous: gradients applied by the server so far, and their
+   * staleness (updates the server made between a worker's pull and its
+   * push), as the server last said. */
+  int64_t async_updates;
+  double staleness_mean;
+  int64_t staleness_max;
 } tw_dist_stats;
 
 void tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out);
