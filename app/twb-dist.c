@@ -7,6 +7,7 @@
 #include "app/twb-dist.h"
 #include "app/twb-cli.h"
 #include "engine/comm/comm.h"
+#include "engine/comm/compress.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ twb_dist_args_clear (twb_dist_args *a)
 {
   g_clear_pointer (&a->parallel, g_free);
   g_clear_pointer (&a->algo, g_free);
+  g_clear_pointer (&a->compress, g_free);
 }
 
 gboolean
@@ -80,6 +82,22 @@ twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error)
       g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
                    "--bucket-mb %g: a size above 0 and up to 65536 MB is needed", a->bucket_mb);
       return FALSE;
+    }
+  if (a->compress && strcmp (a->compress, "none") != 0)
+    {
+      g_autoptr (tw_compressor) z = tw_compressor_new (a->compress, error);
+      if (z == NULL)
+        {
+          g_prefix_error (error, "--compress: ");
+          return FALSE;
+        }
+      if (a->local_sgd > 0 || a->async_staleness >= 0)
+        {
+          g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                       "--compress compresses the gradients of synchronous training; --local-sgd "
+                       "and --async send none to compress");
+          return FALSE;
+        }
     }
   if (a->local_sgd > 0 && a->async_staleness >= 0)
     {

@@ -22,6 +22,7 @@ typedef struct
   int ranks_per_node;         /* --ranks-per-node (0: the real nodes) */
   int local_sgd;              /* --local-sgd H (0: off) */
   int async_staleness;        /* --async K (-1: off) */
+  char *compress;             /* --compress SPEC (NULL: none) */
 } twb_dist_args;
 
 void twb_dist_args_init (twb_dist_args *a);

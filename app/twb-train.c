@@ -526,6 +526,9 @@ twb_cmd_train (int argc, char **argv)
     NUM_ENTRY ("local-sgd", 0,
                "Local SGD: each rank updates from its own shard and the weights are averaged "
                "every H steps (H = 1: synchronous)", "H"),
+    { "compress", 0, 0, G_OPTION_ARG_STRING, &dist.compress,
+      "Gradient compression with error feedback: topk:F (the fraction F kept), int8, sign or "
+      "powersgd:R (rank R)", "SPEC" },
     NUM_ENTRY ("async", 0,
                "Asynchronous updates through a parameter server (the last rank); a worker may be "
                "at most K steps ahead of the slowest", "K"),
@@ -665,6 +668,7 @@ twb_cmd_train (int argc, char **argv)
     o.dist.bucket_mb = dist.bucket_mb;
     o.dist.local_sgd = dist.local_sgd;
     o.dist.async_staleness = dist.async_staleness;
+    o.dist.compress = dist.compress;
     const tw_dataset *test_ref = test;
     gboolean have_val = val != NULL;
     g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),

@@ -4,6 +4,7 @@
 #define G_LOG_DOMAIN "twb-train"
 
 #include "engine/comm/comm.h"
+#include "engine/comm/compress.h"
 #include "engine/train-private.h"
 
 #include <math.h>
@@ -21,6 +22,8 @@ typedef struct
   gboolean *filled;
   gboolean posted;
   tw_comm_req *req;
+  tw_compress_op *zop;        /* its reduction, compressed */
+  tw_compress_member *layout; /* its members' offsets and shapes, for the compressor */
   char *what;
   char **names;
 } bucket;
@@ -28,6 +31,7 @@ typedef struct
 struct tw_dist
 {
   tw_comm *comm;
+  tw_compressor *z;           /* gradient compression, or NULL */
   tw_dist_options opt;
   int rank, size;
   bucket *buckets;
@@ -87,6 +91,9 @@ buckets_clear (tw_dist *d)
     {
       bucket *k = &d->buckets[b];
       tw_comm_req_free (k->req);
+      if (k->zop)
+        tw_compressor_finish (d->z, k->zop, NULL);
+      g_free (k->layout);
       g_free (k->members);
       g_free (k->offsets);
       g_free (k->filled);
@@ -111,6 +118,7 @@ tw_dist_free (tw_dist *d)
       tw_bus_unref (d->sub_bus);
     }
   buckets_clear (d);
+  g_clear_pointer (&d->z, tw_compressor_free);
   g_clear_pointer (&d->where, g_hash_table_unref);
   g_clear_pointer (&d->ready_order, g_array_unref);
   g_clear_error (&d->cb_error);
@@ -169,12 +177,18 @@ buckets_make (tw_dist *d, tw_params *ps, const int *order, int n)
       k->n_members = (int) m->len;
       k->members = g_memdup2 (m->data, m->len * sizeof (int));
       k->offsets = g_new (int64_t, m->len);
+      k->layout = g_new0 (tw_compress_member, m->len);
       k->filled = g_new0 (gboolean, m->len);
       k->names = g_new0 (char *, m->len + 1);
       for (guint i = 0; i < m->len; i++)
         {
           tw_param *p = tw_params_at (ps, k->members[i]);
           k->offsets[i] = k->numel;
+          k->layout[i].offset = k->numel;
+          k->layout[i].numel = tw_tensor_numel (p->value);
+          k->layout[i].ndim = MIN (p->value->ndim, 6);
+          for (int j = 0; j < k->layout[i].ndim; j++)
+            k->layout[i].shape[j] = p->value->shape[j];
           k->numel += tw_tensor_numel (p->value);
           k->names[i] = g_strdup (p->name);
           g_hash_table_insert (d->where, p, GINT_TO_POINTER (1 + (b << 20) + (int) i));
@@ -223,9 +237,14 @@ post_ready_buckets (tw_dist *d)
   gboolean any = FALSE;
   while (d->next_post < d->n_buckets && d->buckets[d->next_post].pending == 0)
     {
-      bucket *k = &d->buckets[d->next_post++];
+      int b = d->next_post++;
+      bucket *k = &d->buckets[b];
       tw_coll_tag tag = { .what = k->what, .params = (const char *const *) k->names };
-      k->req = tw_comm_allreduce (d->comm, k->buf, k->numel, TW_F32, TW_REDUCE_SUM, &tag);
+      if (d->z)
+        k->zop = tw_compressor_start (d->z, d->comm, b, k->buf, k->numel, k->layout,
+                                      k->n_members, &tag);
+      else
+        k->req = tw_comm_allreduce (d->comm, k->buf, k->numel, TW_F32, TW_REDUCE_SUM, &tag);
       k->posted = TRUE;
       any = TRUE;
     }
@@ -417,13 +436,22 @@ tw_trainer_set_dist (tw_trainer *tr, tw_comm *comm, const tw_dist_options *o, GE
   d->size = size;
   d->where = g_hash_table_new (NULL, NULL);
   d->async = d->opt.async_staleness >= 0;
+  if (o && o->compress && strcmp (o->compress, "none") != 0)
+    {
+      d->z = tw_compressor_new (o->compress, error);
+      if (d->z == NULL)
+        {
+          tw_dist_free (d);
+          return FALSE;
+        }
+    }
+  d->opt.compress = NULL;     /* (borrowed from the caller: not kept) */
   d->server = size - 1;
   if (d->async && size < 2)
     {
       g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
                    "asynchronous updates need a parameter server and a worker: 2 ranks or more");
-      g_hash_table_unref (d->where);
-      g_free (d);
+      tw_dist_free (d);
       return FALSE;
     }
   d->ready_order = g_array_new (FALSE, FALSE, sizeof (int));
@@ -523,6 +551,8 @@ drain (tw_dist *d, GError **error)
           ok = tw_comm_wait (d->comm, k->req, ok ? error : NULL) && ok;
           g_clear_pointer (&k->req, tw_comm_req_free);
         }
+      if (k->zop)
+        ok = tw_compressor_finish (d->z, g_steal_pointer (&k->zop), ok ? error : NULL) && ok;
     }
   return ok;
 }
@@ -671,11 +701,12 @@ local_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_all, 
 /* ---- Asynchronous: the parameter server --------------------------------
  *
  * A push (worker → server): doubles { version the gradient was computed
- * on, loss × rows, rows } then the gradient (every trainable parameter in
- * index order, already weighted by the shard's share of the batch).  A
+ * on, loss × rows, rows, the shard's share of the batch } then the
+ * gradient of the shard's mean loss (every trainable parameter in index
+ * order).  A
  * pull (server → worker): doubles { the server's version, the loss of its
  * last step, staleness mean, staleness max, updates } then the weights. */
-#define PUSH_HEAD 3
+#define PUSH_HEAD 4
 #define PULL_HEAD 5
 
 static int64_t
@@ -799,9 +830,14 @@ server_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, GError **error
           d->n_updates++;
           d->round_loss += h[1];
           d->round_rows += h[2];
-          /* Its share of a step: an optimizer step of its own. */
+          /* Its share of a step: an optimizer step of its own at the
+           * learning rate times the share of the batch its gradient
+           * covers.  (For SGD that is the share-weighted gradient of
+           * synchronous training; for Adam, whose step does not scale with
+           * the gradient, it keeps a round of pushes one step long.) */
           const float *g = (const float *) (h + PUSH_HEAD);
-          tw_optimizer_begin_step (tr->opt, lr);
+          double share = h[3];
+          tw_optimizer_begin_step (tr->opt, lr * share);
           int64_t off = 0;
           for (int i = 0; i < tw_params_count (tr->params); i++)
             {
@@ -851,8 +887,9 @@ worker_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_mine
   h[0] = (double) d->version;
   h[1] = local ? NAN : stats[0];
   h[2] = (double) n_mine;
+  h[3] = d->scale;
   if (n_mine > 0 && !local)
-    flat_copy (tr, (float *) (h + PUSH_HEAD), TRUE, FALSE, (float) d->scale);
+    flat_copy (tr, (float *) (h + PUSH_HEAD), TRUE, FALSE, 1);
   else
     memset (h + PUSH_HEAD, 0, d->flat_n * sizeof (float));
   gsize bytes = PUSH_HEAD * sizeof (double) + d->flat_n * sizeof (float);
@@ -1087,9 +1124,13 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     {
       bucket *k = &d->buckets[b];
       gint64 tw1 = tw_now_ns ();
-      ok = tw_comm_wait (d->comm, k->req, error);
+      if (k->zop)
+        ok = tw_compressor_finish (d->z, g_steal_pointer (&k->zop), error);
+      else
+        ok = tw_comm_wait (d->comm, k->req, error);
       d->exposed_ns += tw_now_ns () - tw1;
-      count_bytes (d, k->req, &d->step_payload, &d->step_sent);
+      if (k->req)
+        count_bytes (d, k->req, &d->step_payload, &d->step_sent);
       g_clear_pointer (&k->req, tw_comm_req_free);
       if (ok)
         update_bucket (tr, d, k);
@@ -1098,6 +1139,18 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     {
       drain (d, NULL);
       return FALSE;
+    }
+  if (d->z)
+    {
+      /* The payload goes by all-gather (each rank's to every other: p − 1
+       * times on the wire) or, for PowerSGD, by all-reduce (a ring's
+       * 2(p − 1)/p). */
+      gint64 sent = 0, dense = 0;
+      tw_compressor_take_bytes (d->z, &sent, &dense);
+      gboolean reduce = g_str_has_prefix (tw_compressor_name (d->z), "powersgd");
+      d->step_payload += (double) dense;
+      d->step_sent += reduce ? 2.0 * (d->size - 1) / d->size * (double) sent
+                             : (double) (d->size - 1) * (double) sent;
     }
   /* From the second step on the buckets follow backward's order (the
    * same on every rank: rank 0's is taken, so that they cannot differ). */

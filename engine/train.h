@@ -157,6 +157,10 @@ typedef struct
    * most K steps ahead of the slowest one: the server holds its reply
    * until the others catch up. */
   int async_staleness;
+  /* Gradient compression of each bucket (engine/comm/compress.h):
+   * "topk:F", "int8", "sign", "powersgd:R", with error feedback; NULL or
+   * "none": dense.  Borrowed: copied by tw_trainer_set_dist. */
+  const char *compress;
 } tw_dist_options;
 
 void tw_dist_options_init (tw_dist_options *o);
