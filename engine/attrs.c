@@ -483,7 +483,10 @@ tw_attrs_from_json (JsonObject *obj, const tw_attr_spec *spec, const char *where
           for (const tw_attr_spec *it = spec; it->name; it++)
             if (strcmp (it->name, name) == 0)
               s = it;
-          if (s == NULL)
+          /* "stage" belongs to every node: its pipeline stage (train.h). */
+          if (s == NULL && strcmp (name, "stage") == 0)
+            type = TW_ATTR_INT;
+          else if (s == NULL)
             {
               GString *known = g_string_new (NULL);
               for (const tw_attr_spec *it = spec; it->name; it++)
@@ -495,7 +498,8 @@ tw_attrs_from_json (JsonObject *obj, const tw_attr_spec *spec, const char *where
               tw_attrs_free (a);
               return NULL;
             }
-          type = s->type;
+          else
+            type = s->type;
           /* An integer where a number is expected is fine; keep it a float. */
         }
       else if (!guess_type (n, &type))

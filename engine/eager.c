@@ -47,6 +47,8 @@ struct tw_eager
   int64_t mem_batch;          /* batch whose memory estimate was checked (0: none) */
   gboolean mem_training;
   gboolean keep_values;       /* tw_eager_set_keep_values */
+  char **grad_inputs;         /* tw_eager_set_grad_inputs: ids, or NULL */
+  gboolean *grad_input;       /* [n_nodes]: a source node in grad_inputs */
 };
 
 static gboolean
@@ -116,6 +118,28 @@ free_state (tw_eager *ex)
   ex->n_state = 0;
   g_clear_pointer (&ex->param_uses, g_free);
   ex->n_param_uses = 0;
+  g_clear_pointer (&ex->grad_input, g_free);
+}
+
+static void
+mark_grad_inputs (tw_eager *ex)
+{
+  g_free (ex->grad_input);
+  ex->grad_input = g_new0 (gboolean, MAX (ex->n_state, 1));
+  for (char **id = ex->grad_inputs; id && *id; id++)
+    {
+      int i = tw_graph_index_of (ex->graph, *id);
+      if (i >= 0 && i < ex->n_state)
+        ex->grad_input[i] = TRUE;
+    }
+}
+
+void
+tw_eager_set_grad_inputs (tw_eager *ex, const char *const *input_ids)
+{
+  g_strfreev (ex->grad_inputs);
+  ex->grad_inputs = g_strdupv ((char **) input_ids);
+  mark_grad_inputs (ex);
 }
 
 gboolean
@@ -202,6 +226,7 @@ tw_eager_rebuild (tw_eager *ex, GError **error)
   ex->ident_batch = 0;
   tw_node *loss = tw_graph_find_loss (ex->graph);
   ex->loss_node = loss ? tw_graph_index_of (ex->graph, loss->id) : -1;
+  mark_grad_inputs (ex);
   return TRUE;
 }
 
@@ -230,6 +255,7 @@ tw_eager_free (tw_eager *ex)
   free_state (ex);
   g_clear_pointer (&ex->order, g_array_unref);
   g_clear_pointer (&ex->bus, tw_bus_unref);
+  g_strfreev (ex->grad_inputs);
   tw_workspace_free (ex->ws);
   g_free (ex);
 }
@@ -548,7 +574,7 @@ tw_eager_forward_feeds (tw_eager *ex, const tw_feed *feeds, int n_feeds, gboolea
             return FALSE;
           s->out[0] = tw_tensor_contiguous (feed);
           s->ran = TRUE;
-          s->requires_grad = FALSE;
+          s->requires_grad = ex->grad_input && ex->grad_input[i];
           continue;
         }
 
@@ -670,18 +696,91 @@ accumulate_param (tw_param *p, tw_tensor *g, gboolean first)
     a[i] += b[i];
 }
 
-static gboolean backward_impl (tw_eager *ex, gboolean set, GError **error);
+static gboolean backward_impl (tw_eager *ex, const tw_feed *seeds, int n_seeds, gboolean set,
+                               GError **error);
 
 gboolean
 tw_eager_backward (tw_eager *ex, GError **error)
 {
-  return backward_impl (ex, FALSE, error);
+  return backward_impl (ex, NULL, 0, FALSE, error);
 }
 
 gboolean
 tw_eager_backward_set (tw_eager *ex, GError **error)
 {
-  return backward_impl (ex, TRUE, error);
+  return backward_impl (ex, NULL, 0, TRUE, error);
+}
+
+gboolean
+tw_eager_backward_from (tw_eager *ex, const tw_feed *out_grads, int n, gboolean set,
+                        GError **error)
+{
+  g_return_val_if_fail (out_grads != NULL || n == 0, FALSE);
+  return backward_impl (ex, out_grads ? out_grads : (const tw_feed[]) { { NULL, NULL } }, n, set,
+                        error);
+}
+
+tw_tensor *
+tw_eager_input_grad (tw_eager *ex, const char *input_id)
+{
+  int i = tw_graph_index_of (ex->graph, input_id);
+  if (i < 0 || i >= ex->n_state || ex->grad_input == NULL || !ex->grad_input[i])
+    return NULL;
+  return ex->state[i].grad[0];
+}
+
+/* The gradients backward starts from: d(loss)/d(loss) = 1, or the given
+ * gradients of node outputs (seeds, n of them; several for one output add). */
+static gboolean
+seed_grads (tw_eager *ex, const tw_feed *seeds, int n_seeds, GError **error)
+{
+  if (seeds == NULL)
+    {
+      if (ex->loss_node < 0 || !ex->state[ex->loss_node].ran)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "backward needs a forward with labels through a loss node");
+          return FALSE;
+        }
+      node_state *ls = &ex->state[ex->loss_node];
+      g_autoptr (tw_tensor) one = tw_tensor_new_like (ls->out[0]);
+      tw_tensor_fill (one, 1.0);
+      accumulate (ex, &ls->grad[0], one);
+      return TRUE;
+    }
+  for (int i = 0; i < n_seeds; i++)
+    {
+      tw_port p = tw_graph_resolve (ex->graph, seeds[i].input);
+      tw_tensor *out = p.node >= 0 && p.node < ex->n_state
+                       && p.output < tw_graph_node (ex->graph, p.node)->n_outputs
+                       ? ex->state[p.node].out[p.output] : NULL;
+      if (out == NULL || !ex->state[p.node].ran)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "backward from '%s': %s", seeds[i].input,
+                       p.node < 0 ? "the graph has no such value" : "the last forward did not compute it");
+          return FALSE;
+        }
+      if (seeds[i].tensor == NULL || tw_tensor_numel (seeds[i].tensor) != tw_tensor_numel (out))
+        {
+          g_autofree char *want = tw_shape_to_string (out->ndim, out->shape);
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "backward from '%s': its gradient must have the value's shape %s",
+                       seeds[i].input, want);
+          return FALSE;
+        }
+    }
+  for (int i = 0; i < n_seeds; i++)
+    {
+      tw_port p = tw_graph_resolve (ex->graph, seeds[i].input);
+      tw_tensor *out = ex->state[p.node].out[p.output];
+      /* The gradient has the value's shape (a flat message is reshaped). */
+      g_autoptr (tw_tensor) c = tw_tensor_contiguous (seeds[i].tensor);
+      g_autoptr (tw_tensor) g = tw_tensor_clone (c);
+      g_autoptr (tw_tensor) shaped = tw_tensor_reshape (g, out->ndim, out->shape);
+      accumulate (ex, &ex->state[p.node].grad[p.output], shaped ? shaped : g);
+    }
+  return TRUE;
 }
 
 static gboolean
@@ -717,23 +816,15 @@ count_param_uses (tw_eager *ex)
 }
 
 static gboolean
-backward_impl (tw_eager *ex, gboolean set, GError **error)
+backward_impl (tw_eager *ex, const tw_feed *seeds, int n_seeds, gboolean set, GError **error)
 {
   g_autoptr (GHashTable) touched = g_hash_table_new (g_direct_hash, g_direct_equal);
-  if (ex->loss_node < 0 || !ex->state[ex->loss_node].ran)
-    {
-      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
-                   "backward needs a forward with labels through a loss node");
-      return FALSE;
-    }
+  if (!seed_grads (ex, seeds, n_seeds, error))
+    return FALSE;
   gboolean ready_events = tw_bus_wants (ex->bus, TW_EV_GRAD_READY);
   gboolean listen = tw_bus_wants (ex->bus, TW_EV_BACKWARD);
   if (ready_events)
     count_param_uses (ex);
-  node_state *ls = &ex->state[ex->loss_node];
-  g_autoptr (tw_tensor) one = tw_tensor_new_like (ls->out[0]);
-  tw_tensor_fill (one, 1.0);
-  accumulate (ex, &ls->grad[0], one);
 
   for (int oi = (int) ex->order->len - 1; oi >= 0; oi--)
     {

@@ -92,6 +92,31 @@ gboolean tw_eager_backward (tw_eager *ex, GError **error);
  * backward's gradient (zero where the loss does not reach it): no separate
  * zeroing pass, and weight gradients are taken over instead of copied. */
 gboolean tw_eager_backward_set (tw_eager *ex, GError **error);
+/* Backward from given gradients instead of the loss (a pipeline stage's
+ * sub-graph, engine/train-pipe.c): out_grads[i].input names a value the
+ * last training forward computed ("fc2", "split:1"; the loss node too),
+ * out_grads[i].tensor its gradient (borrowed; any shape of the value's
+ * size; the same value named twice: the gradients add).  set as in
+ * tw_eager_backward_set (TRUE: parameter gradients =, FALSE: +=, which is
+ * how micro-batches accumulate).  The loss's own gradient 1 is not added:
+ * name the loss with the weight wanted (a micro-batch's share of the
+ * batch) to start from it.
+ *
+ *   tw_eager_set_grad_inputs (ex, (const char *[]) { "fc1", NULL });   // a received value
+ *   tw_eager_forward_feeds (ex, feeds, 2, FALSE, TRUE, step, &error);
+ *   tw_eager_backward_from (ex, &(tw_feed) { "fc2", grad_fc2 }, 1, TRUE, &error);
+ *   tw_tensor *g = tw_eager_input_grad (ex, "fc1");   // d(loss)/d(fc1), to send back
+ */
+gboolean tw_eager_backward_from (tw_eager *ex, const tw_feed *out_grads, int n, gboolean set,
+                                 GError **error);
+/* Inputs ("input" nodes, by id; NULL-terminated, copied; NULL: none, the
+ * default) whose gradient backward computes, as if they were parameters'.
+ * Kept across tw_eager_rebuild. */
+void tw_eager_set_grad_inputs (tw_eager *ex, const char *const *input_ids);
+/* After backward: the gradient of such an input, [batch, ...] as it was fed
+ * (borrowed, until the next forward or release); NULL when input_id is not
+ * one of them or no gradient reached it. */
+tw_tensor *tw_eager_input_grad (tw_eager *ex, const char *input_id);
 /* Drop the tape and all activations. */
 void tw_eager_release (tw_eager *ex);
 

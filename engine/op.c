@@ -203,6 +203,9 @@ tw_op_resolve_attrs (const tw_op_def *def, const tw_attrs *a, GError **error)
       for (const tw_attr_spec *s = def->attrs; s && s->name; s++)
         if (strcmp (s->name, name) == 0)
           spec = s;
+      /* Every node's pipeline stage (train.h, tw_pipeline_assign_stages). */
+      if (spec == NULL && strcmp (name, "stage") == 0)
+        continue;
       if (spec == NULL)
         {
           g_set_error (error, TW_OP_ERROR, TW_OP_ERROR_ATTR, "%s has no attribute '%s'",

@@ -25,6 +25,7 @@ struct tw_trainer
   GArray *upd_ident;         /* tw_op_ident per params index (eager updates) */
   GPtrArray *upd_strings;    /* what upd_ident points at */
   struct tw_dist *dist;      /* data parallel over a communicator (train-dist.c), or NULL */
+  struct tw_pipe *pipe;      /* pipeline / hybrid parallel (train-pipe.c), or NULL */
 };
 
 /* train.c */
@@ -45,5 +46,16 @@ int tw_dist_size (tw_trainer *tr);
 gboolean tw_dist_sync_weights (tw_trainer *tr, GError **error);
 /* Sum over the ranks of n doubles (evaluation's totals). */
 gboolean tw_dist_sum (tw_trainer *tr, double *v, int n, GError **error);
+
+/* train-pipe.c */
+typedef struct tw_pipe tw_pipe;
+void tw_pipe_free (tw_pipe *p);
+gboolean tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *loss,
+                       GError **error);
+/* Every stage's parameters (and optimizer state) on every rank; collective. */
+gboolean tw_pipe_gather (tw_trainer *tr, gboolean with_state, GError **error);
+int tw_pipe_rank (tw_trainer *tr);     /* in the world */
+int tw_pipe_size (tw_trainer *tr);
+gboolean tw_pipe_sum (tw_trainer *tr, double *v, int n, GError **error);
 
 G_END_DECLS

@@ -90,6 +90,7 @@ tw_trainer_free (tw_trainer *tr)
   if (tr == NULL)
     return;
   g_clear_pointer (&tr->dist, tw_dist_free);
+  g_clear_pointer (&tr->pipe, tw_pipe_free);
   tw_eager_free (tr->ex);
   tw_compiled_free (tr->compiled);
   if (tr->opt)
@@ -456,6 +457,8 @@ tw_trainer_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double *loss, GErro
                               tr->total_steps > 0 ? tr->total_steps : tr->step + 1);
   if (tr->dist)
     return tw_dist_step (tr, x, y, lr, loss, error);
+  if (tr->pipe)
+    return tw_pipe_step (tr, x, y, lr, loss, error);
   gboolean iter_events = tw_bus_wants (tr->bus, TW_EV_ITERATION);
   gint64 t0 = iter_events ? tw_now_ns () : 0;
   if (iter_events && !tw_trainer_publish_iteration (tr, FALSE, t0, NAN, error))
@@ -545,10 +548,19 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
   tw_batcher_reset (b, 0);
   gboolean compiled = tr->mode == TW_MODE_COMPILED;
   /* Data parallel: rank r evaluates batches r, r + p, ... and the totals
-   * are summed (asynchronous: on the server's weights). */
+   * are summed (asynchronous: on the server's weights).  A pipeline's ranks
+   * do the same on the whole graph, once every stage's parameters are on
+   * every rank. */
   if (tr->dist && !tw_dist_sync_weights (tr, error))
     return FALSE;
   int rank = tr->dist ? tw_dist_rank (tr) : 0, ranks = tr->dist ? tw_dist_size (tr) : 1;
+  if (tr->pipe)
+    {
+      if (!tw_pipe_gather (tr, FALSE, error))
+        return FALSE;
+      rank = tw_pipe_rank (tr);
+      ranks = tw_pipe_size (tr);
+    }
   for (int64_t bi = 0; tw_batcher_next (b, &x, &y); bi++)
     {
       if (bi % ranks != rank)
@@ -590,10 +602,10 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
       if (!ok)
         return FALSE;
     }
-  if (tr->dist)
+  if (tr->dist || tr->pipe)
     {
       double v[4] = { total_loss, (double) correct, (double) seen, scored ? 0 : 1 };
-      if (!tw_dist_sum (tr, v, 4, error))
+      if (!(tr->dist ? tw_dist_sum (tr, v, 4, error) : tw_pipe_sum (tr, v, 4, error)))
         return FALSE;
       total_loss = v[0];
       correct = (int64_t) v[1];
@@ -611,6 +623,14 @@ gboolean
 tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
                             int64_t batch_in_epoch, GError **error)
 {
+  /* A pipeline: every stage's parameters and state to rank 0, which writes. */
+  if (tr->pipe)
+    {
+      if (!tw_pipe_gather (tr, TRUE, error))
+        return FALSE;
+      if (tw_pipe_rank (tr) != 0)
+        return TRUE;
+    }
   g_autoptr (GHashTable) tensors = tw_tensor_table_new ();
   g_autoptr (GHashTable) meta = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
@@ -639,6 +659,13 @@ tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
 gboolean
 tw_trainer_save_weights (tw_trainer *tr, const char *path, GError **error)
 {
+  if (tr->pipe)
+    {
+      if (!tw_pipe_gather (tr, FALSE, error))
+        return FALSE;
+      if (tw_pipe_rank (tr) != 0)
+        return TRUE;
+    }
   g_autoptr (GHashTable) tensors = tw_tensor_table_new ();
   g_autoptr (GHashTable) meta = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   for (int i = 0; i < tw_params_count (tr->params); i++)

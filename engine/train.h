@@ -202,6 +202,100 @@ void tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out);
  * class scores.  -1 without data parallelism. */
 int64_t tw_trainer_dist_correct (tw_trainer *tr);
 
+/* Pipeline and hybrid parallelism (engine/train-pipe.c), eager mode.
+ *
+ * The graph is cut into S stages: a node's integer attribute "stage"
+ * (0-based) puts it in that stage; a node without one follows its inputs
+ * (the latest of their stages); a graph with no "stage" at all is cut
+ * automatically into S contiguous runs of its topological order of about
+ * equal FLOPs (the ops' cost functions).  Input nodes belong to no stage:
+ * every stage that reads one is fed it (each rank has the global batch).
+ * The loss is in the last stage.  Each stage runs a sub-graph of its nodes
+ * in which the values it receives from earlier stages are input nodes of
+ * the same shapes (named as the value: "fc2", or "split.1" for "split:1")
+ * and the values later stages need are its outputs; parameters keep their
+ * names.
+ *
+ * With W ranks, S stages and R = W / S replicas, rank r runs stage r % S of
+ * replica r / S (a replica is S consecutive ranks).  A step takes the
+ * replica's shard of the global batch (rows [N·q/R, N·(q+1)/R)), cuts it
+ * into M micro-batches and runs them through the stages by a schedule:
+ *
+ *   GPipe: every micro-batch's forward, then every backward;
+ *   1F1B:  S − s − 1 forwards on stage s (the warm-up), then one forward
+ *          and one backward in turn, then the backwards left (cool-down):
+ *          at most S − s tapes held at once instead of M.
+ *
+ * Activations go forward and their gradients back with tw_comm_send /
+ * tw_comm_recv on the world communicator (tagged "activations mb 3 (fc2)",
+ * "gradients mb 3 (fc2)").  The last stage starts each micro-batch's
+ * backward from its loss weighted by the micro-batch's share of the
+ * global batch, so that parameter gradients accumulated over the
+ * micro-batches (and summed over the replicas of the stage, by an
+ * all-reduce on a communicator per stage, tw_comm_split) are those of one
+ * process taking the whole batch; the update is applied once per step.
+ * The loss of the global batch is summed over the last stages and known to
+ * every rank (an all-reduce over the world).
+ *
+ * Every rank holds every parameter's value (the trainer is built on the
+ * whole model), but trains only its stage's: tw_trainer_evaluate,
+ * tw_trainer_save_checkpoint and tw_trainer_save_weights first bring every
+ * stage's current parameters (and, for a checkpoint, optimizer state) to
+ * every rank; they are collective (every rank calls them) and only rank 0
+ * writes the file.
+ *
+ * Not yet: compiled mode (refused), dropout masks are drawn per micro-batch
+ * (so a run with dropout differs from one process), batch norm normalises
+ * over each micro-batch (as GPipe's does), and the replicas' all-reduce is
+ * one buffer after the last backward, not bucketed during it. */
+typedef enum
+{
+  TW_SCHEDULE_1F1B,
+  TW_SCHEDULE_GPIPE,
+} tw_pipe_schedule;
+
+const char *tw_pipe_schedule_name (tw_pipe_schedule s);              /* "1f1b", "gpipe" */
+gboolean tw_pipe_schedule_from_name (const char *name, tw_pipe_schedule *out, GError **error);
+
+typedef struct
+{
+  int stages;                /* S ≥ 1; 0: no pipeline (data parallel, tw_session_options) */
+  int micro_batches;         /* M ≥ 1 (default 4); fewer when a shard has fewer rows */
+  tw_pipe_schedule schedule; /* default 1F1B */
+} tw_pipeline_options;
+
+void tw_pipeline_options_init (tw_pipeline_options *o);
+
+/* The stage of every node of an inferred graph (stage_of [n_nodes]; -1
+ * for input nodes), by the rules above.  FALSE with TW_EXEC_ERROR_GRAPH
+ * naming the node or stage: a "stage" that is not an integer from 0 to
+ * S − 1, a stage left without nodes, more stages than nodes (inputs aside),
+ * a node reading from a later stage (the stages do not form a chain), a
+ * shared layer (share) split across stages, the loss outside the last
+ * stage. */
+gboolean tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of,
+                                    GError **error);
+
+/* Before the first step, in eager mode: checks that every rank has the same
+ * model, broadcasts rank 0's parameters and buffers, cuts the graph and
+ * trains pipeline parallel (hybrid when the communicator has more ranks
+ * than o->stages; its size must be a multiple of it) from then on.  comm is
+ * borrowed (it must outlive the trainer); collective. */
+gboolean tw_trainer_set_pipeline (tw_trainer *tr, struct tw_comm *comm,
+                                  const tw_pipeline_options *o, GError **error);
+/* This rank's stage (-1 without a pipeline) and replica. */
+int tw_trainer_pipeline_stage (tw_trainer *tr);
+int tw_trainer_pipeline_replica (tw_trainer *tr);
+/* The pipeline's bubble: the fraction of the schedule's time the ranks
+ * spent waiting for activations or gradients (their waits summed over every
+ * rank, over their schedules' time summed; over the steps after the first,
+ * or the first alone), and the theory for equal stages,
+ * (S − 1) / (M + S − 1).  FALSE (both NaN) without a pipeline or before
+ * the first step. */
+gboolean tw_trainer_pipeline_bubble (tw_trainer *tr, double *measured, double *theory);
+/* This rank's own fraction (NaN without a pipeline or before a step). */
+double tw_trainer_pipeline_rank_bubble (tw_trainer *tr);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (tw_trainer, tw_trainer_free)
 
 G_END_DECLS
