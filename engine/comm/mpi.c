@@ -189,7 +189,9 @@ progress (loop *L, tw_comm_req *r, GError **error)
   if (r->n_mreq == 0)
     return 1;
   int flag = 0;
-  MPI_Status st;
+  /* MPI_Test leaves MPI_ERROR as it was (it is set only by the calls that
+   * return MPI_ERR_IN_STATUS): without this, a large receive read garbage. */
+  MPI_Status st = { .MPI_ERROR = MPI_SUCCESS };
   int rc = MPI_Test (&r->mreq[0], &flag, &st);
   if (rc != MPI_SUCCESS)
     {
