@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *const parallel_names[] = { "data", NULL };
+static const char *const parallel_names[] = { "data", "pipeline", "hybrid", NULL };
 
 void
 twb_dist_args_init (twb_dist_args *a)
@@ -33,6 +33,87 @@ twb_dist_args_clear (twb_dist_args *a)
   g_clear_pointer (&a->parallel, g_free);
   g_clear_pointer (&a->algo, g_free);
   g_clear_pointer (&a->compress, g_free);
+  g_clear_pointer (&a->schedule, g_free);
+}
+
+gboolean
+twb_dist_is_pipeline (const twb_dist_args *a)
+{
+  return g_strcmp0 (a->parallel, "pipeline") == 0 || g_strcmp0 (a->parallel, "hybrid") == 0;
+}
+
+static int
+stages_of (const twb_dist_args *a, int ranks)
+{
+  if (g_strcmp0 (a->parallel, "pipeline") == 0)
+    return a->stages > 0 ? a->stages : MAX (ranks, 1);
+  return a->stages > 0 ? a->stages : 2;
+}
+
+void
+twb_dist_pipeline_options (const twb_dist_args *a, int ranks, tw_pipeline_options *out)
+{
+  tw_pipeline_options_init (out);
+  if (!twb_dist_is_pipeline (a))
+    return;
+  out->stages = stages_of (a, ranks);
+  if (a->micro_batches > 0)
+    out->micro_batches = a->micro_batches;
+  if (a->schedule)
+    tw_pipe_schedule_from_name (a->schedule, &out->schedule, NULL);
+}
+
+/* --parallel pipeline / hybrid and their options. */
+static gboolean
+check_pipeline (const twb_dist_args *a, int64_t batch, GError **error)
+{
+  const char *given = a->stages ? "--stages" : a->micro_batches ? "--micro-batches"
+                      : a->schedule ? "--schedule" : NULL;
+  if (!twb_dist_is_pipeline (a))
+    {
+      if (given)
+        {
+          g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                       "%s goes with --parallel pipeline or --parallel hybrid", given);
+          return FALSE;
+        }
+      return TRUE;
+    }
+  tw_pipe_schedule sch;
+  if (a->schedule && !tw_pipe_schedule_from_name (a->schedule, &sch, NULL))
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--schedule %s: unknown schedule (known: 1f1b, gpipe)", a->schedule);
+      return FALSE;
+    }
+  int ranks = a->ranks > 0 ? a->ranks : 1;
+  int stages = stages_of (a, ranks);
+  if (g_strcmp0 (a->parallel, "pipeline") == 0 && a->stages > 0 && a->ranks_set
+      && a->stages != a->ranks)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--stages %d: --parallel pipeline runs one stage per rank (--ranks %d); for "
+                   "replicas of a shorter pipeline use --parallel hybrid", a->stages, a->ranks);
+      return FALSE;
+    }
+  if (a->ranks_set && ranks % stages != 0)
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--ranks %d: --parallel hybrid needs a multiple of the %d stages (replicas × "
+                   "stages)", ranks, stages);
+      return FALSE;
+    }
+  int replicas = a->ranks_set ? ranks / stages : 1;
+  int micro = a->micro_batches > 0 ? a->micro_batches : 4;
+  if (batch > 0 && micro > batch / MAX (replicas, 1))
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--micro-batches %d: a replica's share of the batch of %" G_GINT64_FORMAT
+                   " samples (%" G_GINT64_FORMAT ") cannot be cut into %d micro-batches",
+                   micro, batch, batch / MAX (replicas, 1), micro);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 gboolean
@@ -60,10 +141,13 @@ twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error)
       if (!known)
         {
           g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
-                       "--parallel %s: unknown parallelism (known: data)", a->parallel);
+                       "--parallel %s: unknown parallelism (known: data, pipeline, hybrid)",
+                       a->parallel);
           return FALSE;
         }
     }
+  if (!check_pipeline (a, batch, error))
+    return FALSE;
   tw_algo algo;
   if (a->algo && !tw_algo_from_name (a->algo, &algo, error))
     {

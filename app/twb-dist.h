@@ -1,8 +1,10 @@
 /* twb-dist.h — the distributed options of twb train and twb profile
  * (--ranks, --parallel, --algo, --comm-timeout, --bucket-mb,
- * --ranks-per-node), the launcher that starts mpirun when the user did
+ * --ranks-per-node; twb train's --stages, --micro-batches, --schedule), the launcher that starts mpirun when the user did
  * not, and what a rank does before training. */
 #pragma once
+
+#include "engine/train.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -23,6 +25,9 @@ typedef struct
   int local_sgd;              /* --local-sgd H (0: off) */
   int async_staleness;        /* --async K (-1: off) */
   char *compress;             /* --compress SPEC (NULL: none) */
+  int stages;                 /* --stages S (0: not given; hybrid's default 2) */
+  int micro_batches;          /* --micro-batches M (0: not given; default 4) */
+  char *schedule;             /* --schedule (NULL: 1f1b) */
 } twb_dist_args;
 
 void twb_dist_args_init (twb_dist_args *a);
@@ -30,6 +35,12 @@ void twb_dist_args_clear (twb_dist_args *a);
 /* Every option checked (batch: the global batch, 0 unknown); the error
  * names the option. */
 gboolean twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error);
+/* --parallel pipeline or hybrid. */
+gboolean twb_dist_is_pipeline (const twb_dist_args *a);
+/* The pipeline options for a job of `ranks` ranks (checked by
+ * twb_dist_args_check): stages = ranks for pipeline, --stages (default 2)
+ * for hybrid. */
+void twb_dist_pipeline_options (const twb_dist_args *a, int ranks, tw_pipeline_options *out);
 /* Whether this run is distributed: --ranks above 1, or started by mpirun. */
 gboolean twb_dist_wanted (const twb_dist_args *a);
 /* Run `mpirun -np N` on this program with the same subcommand and

@@ -285,6 +285,9 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
     }
   double sps = times->len ? (double) tw_session_step_samples (s) / MAX (sum_ms * 1e-3, 1e-9) : 0;
   size_t peak_act = tw_eager_peak_bytes (tw_trainer_executor (tr));
+  /* A pipeline: the time its ranks waited for each other, against theory. */
+  double bubble, bubble_theory;
+  gboolean have_bubble = tw_trainer_pipeline_bubble (tr, &bubble, &bubble_theory);
   if (json)
     {
       g_autoptr (JsonBuilder) jb = json_builder_new ();
@@ -318,6 +321,11 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
       json_member_int (jb, "peak_activation_bytes", (gint64) peak_act);
       json_builder_set_member_name (jb, "mode");
       json_builder_add_string_value (jb, compiled ? "compiled" : "eager");
+      if (have_bubble)
+        {
+          json_member_double (jb, "pipeline_bubble", bubble);
+          json_member_double (jb, "pipeline_bubble_theory", bubble_theory);
+        }
       if (compiled)
         {
           /* Arena of the training program for the run's batch size. */
@@ -359,6 +367,9 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
     }
   g_print ("steps %" G_GINT64_FORMAT ", train loss %.4f, median step %.3f ms, %.0f samples/s\n",
            tw_trainer_step_count (tr), fin->train_loss, median, sps);
+  if (have_bubble)
+    g_print ("pipeline bubble %.1f%% of the schedule (theory (S-1)/(M+S-1): %.1f%%)\n",
+             bubble * 100, bubble_theory * 100);
   if (test)
     g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n",
              fin->test_accuracy * 100, fin->test_loss, tw_dataset_size (test));
@@ -448,7 +459,7 @@ twb_cmd_train (int argc, char **argv)
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
   gboolean strict = FALSE;
   enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS, RANKS, COMM_TIMEOUT, BUCKET_MB,
-         RANKS_PER_NODE, LOCAL_SGD, ASYNC };
+         RANKS_PER_NODE, LOCAL_SGD, ASYNC, STAGES, MICRO_BATCHES };
   g_auto (GStrv) original_argv = g_strdupv (argv);
   twb_dist_args dist;
   twb_dist_args_init (&dist);
@@ -467,6 +478,8 @@ twb_cmd_train (int argc, char **argv)
     [RANKS_PER_NODE] = NUM_INT ("ranks-per-node", 0, 1, 65536),
     [LOCAL_SGD] = NUM_INT ("local-sgd", 0, 1, G_MAXINT32),
     [ASYNC] = NUM_INT ("async", 0, 0, G_MAXINT32),
+    [STAGES] = NUM_INT ("stages", 0, 1, 65536),
+    [MICRO_BATCHES] = NUM_INT ("micro-batches", 0, 1, TW_MAX_BATCH),
     { NULL },
   };
   GOptionEntry entries[] = {
@@ -512,7 +525,17 @@ twb_cmd_train (int argc, char **argv)
                "Train on N processes (MPI ranks; mpirun is started when twb was not started by "
                "it); --batch stays the global batch", "N"),
     { "parallel", 0, 0, G_OPTION_ARG_STRING, &dist.parallel,
-      "With --ranks: data (each rank trains on its shard of every batch)", "KIND" },
+      "With --ranks: data (each rank trains on its shard of every batch), pipeline (each rank "
+      "runs one stage of the graph) or hybrid (replicas of a pipeline of --stages ranks)",
+      "KIND" },
+    NUM_ENTRY ("stages", 0,
+               "Pipeline stages of --parallel hybrid (default 2; --ranks must be a multiple); "
+               "nodes' \"stage\" attributes, else their FLOPs, cut the graph", "S"),
+    NUM_ENTRY ("micro-batches", 0,
+               "Pipeline: cut each batch (a replica's share) into M micro-batches (default 4)",
+               "M"),
+    { "schedule", 0, 0, G_OPTION_ARG_STRING, &dist.schedule,
+      "Pipeline schedule: 1f1b (default) or gpipe", "NAME" },
     { "algo", 0, 0, G_OPTION_ARG_STRING, &dist.algo,
       "All-reduce algorithm: mpi (MPI's own, default), ring, tree, ps (parameter server) or "
       "hier (inside each node, then across)", "NAME" },
@@ -584,6 +607,17 @@ twb_cmd_train (int argc, char **argv)
     dist.local_sgd = (int) nums[LOCAL_SGD].i;
   if (nums[ASYNC].set)
     dist.async_staleness = (int) nums[ASYNC].i;
+  if (nums[STAGES].set)
+    dist.stages = (int) nums[STAGES].i;
+  if (nums[MICRO_BATCHES].set)
+    dist.micro_batches = (int) nums[MICRO_BATCHES].i;
+  if (twb_dist_is_pipeline (&dist) && g_strcmp0 (mode, "compiled") == 0)
+    {
+      g_printerr ("twb: --mode compiled: pipeline and hybrid parallelism run in eager mode only "
+                  "(leave --mode out)\n");
+      status = 2;
+      goto out;
+    }
   if (twb_dist_wanted (&dist) && debug)
     {
       g_printerr ("twb: --debug reads commands from one terminal: it works with one process, "
@@ -669,6 +703,8 @@ twb_cmd_train (int argc, char **argv)
     o.dist.local_sgd = dist.local_sgd;
     o.dist.async_staleness = dist.async_staleness;
     o.dist.compress = dist.compress;
+    if (comm)
+      twb_dist_pipeline_options (&dist, tw_comm_size (comm), &o.pipeline);
     const tw_dataset *test_ref = test;
     gboolean have_val = val != NULL;
     g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),

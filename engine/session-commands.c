@@ -24,6 +24,7 @@ tw_session_options_init (tw_session_options *o)
   o->eval_batch = 256;
   o->max_queued = 1024;
   tw_dist_options_init (&o->dist);
+  tw_pipeline_options_init (&o->pipeline);
 }
 
 void

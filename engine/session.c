@@ -830,7 +830,10 @@ ses_worker (gpointer data)
   if (s->opt.comm)
     {
       g_autoptr (GError) error = NULL;
-      if (!tw_trainer_set_dist (s->trainer, s->opt.comm, &s->opt.dist, &error))
+      gboolean ok = s->opt.pipeline.stages > 0
+                      ? tw_trainer_set_pipeline (s->trainer, s->opt.comm, &s->opt.pipeline, &error)
+                      : tw_trainer_set_dist (s->trainer, s->opt.comm, &s->opt.dist, &error);
+      if (!ok)
         return GINT_TO_POINTER (finish_with (s, TW_SESSION_FAILED, error->message, NAN, NAN, NAN,
                                              NAN, NAN));
     }
@@ -996,7 +999,9 @@ ses_worker (gpointer data)
           sn->classes = classes;
           ses_push (s, sn);
         }
-      if (s->opt.checkpoint && tw_trainer_rank (s->trainer) == 0)
+      /* A pipeline's checkpoint is collective: every rank gathers, rank 0 writes. */
+      if (s->opt.checkpoint
+          && (tw_trainer_rank (s->trainer) == 0 || tw_trainer_pipeline_stage (s->trainer) >= 0))
         {
           g_autoptr (GError) error = NULL;
           gboolean done = k >= per_epoch;

@@ -103,6 +103,9 @@ typedef struct
                                * outlive the session), or NULL: tw_trainer_set_dist before the
                                * first step; checkpoints are then written by rank 0 only */
   tw_dist_options dist;
+  tw_pipeline_options pipeline;  /* pipeline.stages > 0 with comm: pipeline (hybrid when comm
+                                  * has more ranks than stages) instead of data parallel:
+                                  * tw_trainer_set_pipeline before the first step */
 } tw_session_options;
 
 void tw_session_options_init (tw_session_options *o);
