@@ -936,7 +936,9 @@ ses_worker (gpointer data)
           if (s->opt.comm)
             {
               /* The whole global batch's, summed over the ranks. */
-              int64_t c = tw_trainer_dist_correct (s->trainer);
+              int64_t c = tw_trainer_pipeline_stage (s->trainer) >= 0
+                            ? tw_trainer_pipeline_correct (s->trainer)
+                            : tw_trainer_dist_correct (s->trainer);
               s->have_accuracy = c >= 0;
               s->correct = MAX (c, 0);
             }

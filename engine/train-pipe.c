@@ -49,6 +49,7 @@ struct tw_pipe
   int64_t measured_steps;
   int64_t steps_run;          /* steps this pipeline ran */
   int last_m;                 /* micro-batches of the last step */
+  int64_t correct;            /* the last step's correct predictions (global batch), or -1 */
 };
 
 const char *
@@ -530,6 +531,7 @@ tw_trainer_set_pipeline (tw_trainer *tr, tw_comm *comm, const tw_pipeline_option
   P->stage = rank % opt.stages;
   P->replica = rank / opt.stages;
   P->sends = g_array_new (FALSE, TRUE, sizeof (msg));
+  P->correct = -1;
   const tw_graph *g = tr->model->graph;
   P->stage_of = g_new0 (int, MAX (tw_graph_n_nodes (g), 1));
   if (!tw_pipeline_assign_stages (g, P->n_stages, P->stage_of, error)
@@ -628,6 +630,12 @@ tw_trainer_pipeline_bubble (tw_trainer *tr, double *measured, double *theory)
   if (theory)
     *theory = ok ? (double) (P->n_stages - 1) / (P->last_m + P->n_stages - 1) : NAN;
   return ok;
+}
+
+int64_t
+tw_trainer_pipeline_correct (tw_trainer *tr)
+{
+  return tr->pipe ? tr->pipe->correct : -1;
 }
 
 double
@@ -756,6 +764,8 @@ typedef struct
   guint64 step;
   double idle;
   double loss_sum;            /* Σ loss_j · n_j / n_all, on the last stage */
+  double correct;             /* correct predictions of the replica, on the last stage */
+  gboolean unscored;          /* a prediction that is not class scores */
   gboolean first_backward;
 } step_ctx;
 
@@ -809,11 +819,17 @@ forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
     ok = wait_idle (P, g_ptr_array_index (reqs, k), &c->idle, ok ? error : NULL) && ok;
   ok = ok && tw_eager_forward_feeds (ex, (tw_feed *) feeds->data, (int) feeds->len,
                                      P->loss_id != NULL, TRUE, c->step, error);
+  tw_tensor *labels = P->label_id ? g_array_index (feeds, tw_feed, P->data_id ? 1 : 0).tensor : NULL;
   g_array_free (feeds, TRUE);
   if (!ok)
     return FALSE;
   if (P->loss_id)
-    c->loss_sum += tw_eager_loss_value (ex) * (double) n / (double) c->n_all;
+    {
+      c->loss_sum += tw_eager_loss_value (ex) * (double) n / (double) c->n_all;
+      int64_t k = tw_count_correct (tw_eager_prediction (ex), labels);
+      c->correct += (double) MAX (k, 0);
+      c->unscored |= k < 0;
+    }
   for (int k = 0; k < P->n_xfers; k++)
     {
       const xfer *x = &P->xfers[k];
@@ -1084,11 +1100,13 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     }
   /* The global loss (the last stages' sums), and the idle and schedule
    * times of every rank. */
-  double tot[3] = { P->loss_id ? c.loss_sum : 0, c.idle, sched };
-  if (!tw_comm_allreduce_sync (P->world, tot, 3, TW_F64, TW_REDUCE_SUM,
+  double tot[5] = { P->loss_id ? c.loss_sum : 0, c.idle, sched, c.correct,
+                    P->loss_id && c.unscored ? 1 : 0 };
+  if (!tw_comm_allreduce_sync (P->world, tot, 5, TW_F64, TW_REDUCE_SUM,
                                &(tw_coll_tag) { .what = "loss" }, error))
     return FALSE;
   double l = tot[0];
+  P->correct = tot[4] == 0 ? (int64_t) tot[3] : -1;
   if (loss)
     *loss = l;
   if (!isfinite (l) && !tr->allow_nan)

@@ -293,6 +293,9 @@ int tw_trainer_pipeline_replica (tw_trainer *tr);
  * (S − 1) / (M + S − 1).  FALSE (both NaN) without a pipeline or before
  * the first step. */
 gboolean tw_trainer_pipeline_bubble (tw_trainer *tr, double *measured, double *theory);
+/* After a pipeline step: the correct predictions over the global batch
+ * (every replica's last stage), or -1 (not class scores; no pipeline). */
+int64_t tw_trainer_pipeline_correct (tw_trainer *tr);
 /* This rank's own fraction (NaN without a pipeline or before a step). */
 double tw_trainer_pipeline_rank_bubble (tw_trainer *tr);
 
