@@ -758,7 +758,8 @@ seed_grads (tw_eager *ex, const tw_feed *seeds, int n_seeds, GError **error)
         {
           g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
                        "backward from '%s': %s", seeds[i].input,
-                       p.node < 0 ? "the graph has no such value" : "the last forward did not compute it");
+                       p.node < 0 ? "the graph has no such value"
+                                  : "the last forward did not compute it");
           return FALSE;
         }
       if (seeds[i].tensor == NULL || tw_tensor_numel (seeds[i].tensor) != tw_tensor_numel (out))

@@ -14,7 +14,8 @@
 /* A value one stage computes and a later one reads. */
 typedef struct
 {
-  char *ref;                  /* in the whole graph and the producer's sub-graph: "fc2", "split:1" */
+  char *ref;                  /* in the whole graph and the producer's sub-graph: "fc2",
+                               * "split:1" */
   char *in_id;                /* the consumer's input node: "fc2", "split.1" */
   int from, to;               /* stages */
   tw_tinfo info;              /* dims[0] is the batch */
@@ -767,6 +768,8 @@ typedef struct
   double correct;             /* correct predictions of the replica, on the last stage */
   gboolean unscored;          /* a prediction that is not class scores */
   gboolean first_backward;
+  msg *recvs[2];              /* [m × n_xfers]: receives of activations (0), gradients (1) */
+  int posted[2];              /* micro-batches whose receives of each kind are posted */
 } step_ctx;
 
 static void
@@ -774,6 +777,65 @@ mb_rows (const step_ctx *c, int j, int64_t *lo, int64_t *hi)
 {
   *lo = c->n_mine * j / c->m;
   *hi = c->n_mine * (j + 1) / c->m;
+}
+
+/* The receives of the micro-batches up to `upto`: activations (kind 0)
+ * from earlier stages, gradients (kind 1) from later ones.  Posted in
+ * micro-batch order, the order every schedule sends them in (messages
+ * between two ranks match in the order posted), one micro-batch ahead of
+ * use, so that the next one arrives while this stage computes. */
+static void
+post_recvs (tw_pipe *P, step_ctx *c, int kind, int upto)
+{
+  for (; c->posted[kind] <= MIN (upto, c->m - 1); c->posted[kind]++)
+    {
+      int j = c->posted[kind];
+      int64_t lo, hi;
+      mb_rows (c, j, &lo, &hi);
+      for (int k = 0; k < P->n_xfers; k++)
+        {
+          const xfer *x = &P->xfers[k];
+          if ((kind == 0 ? x->to : x->from) != P->stage)
+            continue;
+          msg *m = &c->recvs[kind][j * P->n_xfers + k];
+          m->t = batch_tensor (&x->info, hi - lo);
+          g_autofree char *what = g_strdup_printf ("%s mb %d (%s)",
+                                                   kind == 0 ? "activations" : "gradients", j,
+                                                   x->ref);
+          m->req = tw_comm_recv (P->world, tw_tensor_data (m->t), tw_tensor_numel (m->t),
+                                 m->t->dtype, peer (P, kind == 0 ? x->from : x->to),
+                                 &(tw_coll_tag) { .what = what });
+        }
+    }
+}
+
+/* Micro-batch j's receives of one kind, waited for: the rank's idle time. */
+static gboolean
+wait_recvs (tw_pipe *P, step_ctx *c, int kind, int j, GError **error)
+{
+  post_recvs (P, c, kind, j + 1);
+  gboolean ok = TRUE;
+  for (int k = 0; k < P->n_xfers; k++)
+    {
+      msg *m = &c->recvs[kind][j * P->n_xfers + k];
+      if (m->req)
+        ok = wait_idle (P, g_steal_pointer (&m->req), &c->idle, ok ? error : NULL) && ok;
+    }
+  return ok;
+}
+
+static void
+free_recvs (tw_pipe *P, step_ctx *c)
+{
+  for (int kind = 0; kind < 2; kind++)
+    {
+      for (int i = 0; c->recvs[kind] && i < c->m * P->n_xfers; i++)
+        {
+          tw_comm_req_free (c->recvs[kind][i].req);
+          g_clear_pointer (&c->recvs[kind][i].t, tw_tensor_unref);
+        }
+      g_clear_pointer (&c->recvs[kind], g_free);
+    }
 }
 
 static gboolean
@@ -799,27 +861,21 @@ forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
       g_ptr_array_add (held, t);
       g_array_append_val (feeds, ((tw_feed) { P->label_id, t }));
     }
-  /* Post every receive of the micro-batch, then wait for them. */
-  g_autoptr (GPtrArray) reqs = g_ptr_array_new ();
+  gboolean ok = wait_recvs (P, c, 0, j, error);
   for (int k = 0; k < P->n_xfers; k++)
     {
-      const xfer *x = &P->xfers[k];
-      if (x->to != P->stage)
-        continue;
-      tw_tensor *t = batch_tensor (&x->info, n);
-      g_ptr_array_add (held, t);
-      g_autofree char *what = g_strdup_printf ("activations mb %d (%s)", j, x->ref);
-      g_ptr_array_add (reqs, tw_comm_recv (P->world, tw_tensor_data (t), tw_tensor_numel (t),
-                                           t->dtype, peer (P, x->from),
-                                           &(tw_coll_tag) { .what = what }));
-      g_array_append_val (feeds, ((tw_feed) { x->in_id, t }));
+      msg *m = &c->recvs[0][j * P->n_xfers + k];
+      if (P->xfers[k].to == P->stage && m->t)
+        {
+          tw_tensor *t = g_steal_pointer (&m->t);
+          g_ptr_array_add (held, t);
+          g_array_append_val (feeds, ((tw_feed) { P->xfers[k].in_id, t }));
+        }
     }
-  gboolean ok = TRUE;
-  for (guint k = 0; k < reqs->len; k++)
-    ok = wait_idle (P, g_ptr_array_index (reqs, k), &c->idle, ok ? error : NULL) && ok;
   ok = ok && tw_eager_forward_feeds (ex, (tw_feed *) feeds->data, (int) feeds->len,
                                      P->loss_id != NULL, TRUE, c->step, error);
-  tw_tensor *labels = P->label_id ? g_array_index (feeds, tw_feed, P->data_id ? 1 : 0).tensor : NULL;
+  tw_tensor *labels = P->label_id ? g_array_index (feeds, tw_feed, P->data_id ? 1 : 0).tensor
+                                  : NULL;
   g_array_free (feeds, TRUE);
   if (!ok)
     return FALSE;
@@ -862,23 +918,17 @@ backward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
       g_ptr_array_add (held, w);
       g_array_append_val (seeds, ((tw_feed) { P->loss_id, w }));
     }
-  g_autoptr (GPtrArray) reqs = g_ptr_array_new ();
+  gboolean ok = wait_recvs (P, c, 1, j, error);
   for (int k = 0; k < P->n_xfers; k++)
     {
-      const xfer *x = &P->xfers[k];
-      if (x->from != P->stage)
-        continue;
-      tw_tensor *t = batch_tensor (&x->info, n);
-      g_ptr_array_add (held, t);
-      g_autofree char *what = g_strdup_printf ("gradients mb %d (%s)", j, x->ref);
-      g_ptr_array_add (reqs, tw_comm_recv (P->world, tw_tensor_data (t), tw_tensor_numel (t),
-                                           t->dtype, peer (P, x->to),
-                                           &(tw_coll_tag) { .what = what }));
-      g_array_append_val (seeds, ((tw_feed) { x->ref, t }));
+      msg *m = &c->recvs[1][j * P->n_xfers + k];
+      if (P->xfers[k].from == P->stage && m->t)
+        {
+          tw_tensor *t = g_steal_pointer (&m->t);
+          g_ptr_array_add (held, t);
+          g_array_append_val (seeds, ((tw_feed) { P->xfers[k].ref, t }));
+        }
     }
-  gboolean ok = TRUE;
-  for (guint k = 0; k < reqs->len; k++)
-    ok = wait_idle (P, g_ptr_array_index (reqs, k), &c->idle, ok ? error : NULL) && ok;
   ok = ok && tw_eager_backward_from (ex, (tw_feed *) seeds->data, (int) seeds->len,
                                      c->first_backward, error);
   g_array_free (seeds, TRUE);
@@ -1061,6 +1111,8 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
   g_autofree int *ops = g_new0 (int, 2 * MAX (c.m, 1));
   schedule (P, c.m, ops);
   GError *local = NULL;
+  c.recvs[0] = g_new0 (msg, MAX (c.m * P->n_xfers, 1));
+  c.recvs[1] = g_new0 (msg, MAX (c.m * P->n_xfers, 1));
   for (int k = 0; k < 2 * c.m && local == NULL; k++)
     {
       int j = ABS (ops[k]) - 1;
@@ -1073,6 +1125,7 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     drain_sends (P, &local);
   else
     drain_sends (P, NULL);
+  free_recvs (P, &c);
   double sched = (tw_now_ns () - t_sched) * 1e-9;
   if (local)
     {
