@@ -63,6 +63,41 @@ twb_dist_pipeline_options (const twb_dist_args *a, int ranks, tw_pipeline_option
     tw_pipe_schedule_from_name (a->schedule, &out->schedule, NULL);
 }
 
+char *
+twb_dist_pipeline_describe (const tw_graph *g, const tw_pipeline_options *o, int ranks)
+{
+  int nn = tw_graph_n_nodes (g);
+  g_autofree int *st = g_new0 (int, MAX (nn, 1));
+  if (o->stages < 1 || !tw_pipeline_assign_stages (g, o->stages, st, NULL))
+    return NULL;
+  g_autofree double *flops = g_new0 (double, o->stages);
+  double total = 0;
+  for (int i = 0; i < nn; i++)
+    if (st[i] >= 0)
+      {
+        flops[st[i]] += tw_graph_node (g, i)->cost.flops;
+        total += tw_graph_node (g, i)->cost.flops;
+      }
+  int replicas = MAX (ranks / o->stages, 1);
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "pipeline: %d stage%s × %d replica%s, %d micro-batches, %s",
+                          o->stages, o->stages == 1 ? "" : "s", replicas, replicas == 1 ? "" : "s",
+                          o->micro_batches, tw_pipe_schedule_name (o->schedule));
+  for (int k = 0; k < o->stages; k++)
+    {
+      g_string_append_printf (s, "; stage %d:", k);
+      int shown = 0, n = 0;
+      for (int i = 0; i < nn; i++)
+        if (st[i] == k && n++ < 6)
+          g_string_append_printf (s, "%s %s", shown++ ? "," : "", tw_graph_node (g, i)->id);
+      if (n > 6)
+        g_string_append_printf (s, " … (%d nodes)", n);
+      if (total > 0)
+        g_string_append_printf (s, " (%.0f%% of the FLOPs)", 100 * flops[k] / total);
+    }
+  return g_string_free (s, FALSE);
+}
+
 /* --parallel pipeline / hybrid and their options. */
 static gboolean
 check_pipeline (const twb_dist_args *a, int64_t batch, GError **error)

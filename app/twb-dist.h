@@ -41,6 +41,11 @@ gboolean twb_dist_is_pipeline (const twb_dist_args *a);
  * twb_dist_args_check): stages = ranks for pipeline, --stages (default 2)
  * for hybrid. */
 void twb_dist_pipeline_options (const twb_dist_args *a, int ranks, tw_pipeline_options *out);
+/* One line saying how the graph (inferred) is cut: "pipeline: 2 stages ×
+ * 1 replica, 4 micro-batches, 1f1b; stage 0: fc1, relu1 (51% of the
+ * FLOPs); stage 1: ...".  NULL when it cannot be (the run reports why).
+ * Caller frees. */
+char *twb_dist_pipeline_describe (const tw_graph *g, const tw_pipeline_options *o, int ranks);
 /* Whether this run is distributed: --ranks above 1, or started by mpirun. */
 gboolean twb_dist_wanted (const twb_dist_args *a);
 /* Run `mpirun -np N` on this program with the same subcommand and

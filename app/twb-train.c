@@ -705,6 +705,13 @@ twb_cmd_train (int argc, char **argv)
     o.dist.compress = dist.compress;
     if (comm)
       twb_dist_pipeline_options (&dist, tw_comm_size (comm), &o.pipeline);
+    if (o.pipeline.stages > 0 && !quiet && !json)
+      {
+        g_autofree char *cut = twb_dist_pipeline_describe (m->graph, &o.pipeline,
+                                                           tw_comm_size (comm));
+        if (cut)
+          g_printerr ("%s\n", cut);
+      }
     const tw_dataset *test_ref = test;
     gboolean have_val = val != NULL;
     g_autoptr (tw_session) s = tw_session_new (m, g_steal_pointer (&train), g_steal_pointer (&val),
