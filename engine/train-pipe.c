@@ -51,6 +51,20 @@ struct tw_pipe
   int64_t steps_run;          /* steps this pipeline ran */
   int last_m;                 /* micro-batches of the last step */
   int64_t correct;            /* the last step's correct predictions (global batch), or -1 */
+  /* Replicas: each trainable parameter's all-reduce over stage_comm, posted
+   * in one order on every replica (ar: params indices, the last first, about
+   * the order backward finishes them) as soon as its gradient is final in
+   * the step's last backward and those before it are posted, so that they
+   * run while that backward goes on. */
+  tw_trainer *tr;
+  int *ar;
+  int n_ar;
+  gboolean *ar_ready;
+  tw_comm_req **ar_req;
+  int ar_next;
+  gboolean ar_listen;         /* inside the step's last backward */
+  tw_bus *sub_bus;
+  guint sub_id;
 };
 
 const char *
@@ -422,6 +436,16 @@ tw_pipe_free (tw_pipe *P)
   for (int i = 0; i < P->n_ex; i++)
     tw_eager_free (P->ex[i]);
   g_free (P->ex);
+  if (P->sub_bus)
+    {
+      tw_bus_unsubscribe (P->sub_bus, P->sub_id);
+      tw_bus_unref (P->sub_bus);
+    }
+  for (int k = 0; P->ar_req && k < P->n_ar; k++)
+    tw_comm_req_free (P->ar_req[k]);
+  g_free (P->ar);
+  g_free (P->ar_ready);
+  g_free (P->ar_req);
   tw_graph_free (P->sub);
   for (int j = 0; j < P->n_xfers; j++)
     {
@@ -586,6 +610,13 @@ tw_trainer_set_pipeline (tw_trainer *tr, tw_comm *comm, const tw_pipeline_option
           return FALSE;
         }
     }
+  P->tr = tr;
+  P->ar = g_new0 (int, MAX (P->n_owner, 1));
+  for (int i = P->n_owner - 1; i >= 0; i--)
+    if (P->owner[i] == P->stage && tw_params_at (tr->params, i)->trainable)
+      P->ar[P->n_ar++] = i;
+  P->ar_ready = g_new0 (gboolean, MAX (P->n_ar, 1));
+  P->ar_req = g_new0 (tw_comm_req *, MAX (P->n_ar, 1));
   tr->pipe = P;
   return TRUE;
 }
@@ -988,39 +1019,6 @@ tapes_needed (const tw_pipe *P, int m)
 }
 
 static void
-stage_params_foreach_grad (tw_trainer *tr, tw_pipe *P, float *buf, gboolean pack)
-{
-  int64_t off = 0;
-  for (int i = 0; i < P->n_owner; i++)
-    {
-      tw_param *p = tw_params_at (tr->params, i);
-      if (P->owner[i] != P->stage || !p->trainable)
-        continue;
-      int64_t n = tw_tensor_numel (p->value);
-      if (p->grad == NULL)
-        p->grad = tw_tensor_zeros_like (p->value);
-      if (pack)
-        memcpy (buf + off, tw_tensor_f32 (p->grad), n * sizeof (float));
-      else
-        memcpy (tw_tensor_f32 (p->grad), buf + off, n * sizeof (float));
-      off += n;
-    }
-}
-
-static int64_t
-stage_grad_numel (tw_trainer *tr, tw_pipe *P)
-{
-  int64_t total = 0;
-  for (int i = 0; i < P->n_owner; i++)
-    {
-      tw_param *p = tw_params_at (tr->params, i);
-      if (P->owner[i] == P->stage && p->trainable)
-        total += tw_tensor_numel (p->value);
-    }
-  return total;
-}
-
-static void
 update (tw_trainer *tr, tw_pipe *P, double lr)
 {
   gboolean listen = tw_bus_wants (tr->bus, TW_EV_UPDATE);
@@ -1047,6 +1045,77 @@ update (tw_trainer *tr, tw_pipe *P, double lr)
             tr->stop_pending = TRUE;
         }
     }
+}
+
+static void
+ar_post_ready (tw_pipe *P)
+{
+  while (P->ar_next < P->n_ar && P->ar_ready[P->ar_next])
+    {
+      tw_param *p = tw_params_at (P->tr->params, P->ar[P->ar_next]);
+      if (p->grad == NULL)
+        p->grad = tw_tensor_zeros_like (p->value);
+      const char *names[2] = { p->name, NULL };
+      tw_coll_tag tag = { .what = p->name, .params = names };
+      P->ar_req[P->ar_next++] = tw_comm_allreduce (P->stage_comm, tw_tensor_f32 (p->grad),
+                                                   tw_tensor_numel (p->grad), TW_F32,
+                                                   TW_REDUCE_SUM, &tag);
+    }
+}
+
+static gboolean
+on_grad_ready (const tw_event *ev, gpointer user)
+{
+  tw_pipe *P = user;
+  if (!P->ar_listen || ev->param == NULL)
+    return TRUE;
+  for (int k = 0; k < P->n_ar; k++)
+    if (tw_params_at (P->tr->params, P->ar[k]) == ev->param)
+      {
+        P->ar_ready[k] = TRUE;
+        ar_post_ready (P);
+        break;
+      }
+  return TRUE;
+}
+
+/* grad_ready from the stage's executors, which publish on the trainer's bus. */
+static void
+ar_subscribe (tw_trainer *tr, tw_pipe *P)
+{
+  if (P->sub_bus && P->sub_bus == tr->bus)
+    return;
+  if (P->sub_bus)
+    {
+      tw_bus_unsubscribe (P->sub_bus, P->sub_id);
+      g_clear_pointer (&P->sub_bus, tw_bus_unref);
+    }
+  if (tr->bus == NULL)
+    {
+      g_autoptr (tw_bus) bus = tw_bus_new ();
+      tw_trainer_set_bus (tr, bus);
+    }
+  P->sub_bus = tw_bus_ref (tr->bus);
+  P->sub_id = tw_bus_subscribe (P->sub_bus, TW_EV_BIT (TW_EV_GRAD_READY), on_grad_ready, P, NULL);
+  /* The stage's all-reduces are collectives of the trainer's run too. */
+  tw_comm_set_bus (P->stage_comm, tr->bus);
+}
+
+/* Every all-reduce posted (those backward did not reach: now), in order,
+ * and waited for. */
+static gboolean
+ar_finish (tw_pipe *P, GError **error)
+{
+  for (int k = 0; k < P->n_ar; k++)
+    P->ar_ready[k] = TRUE;
+  ar_post_ready (P);
+  gboolean ok = TRUE;
+  for (int k = 0; k < P->n_ar; k++)
+    {
+      ok = tw_comm_wait (P->stage_comm, P->ar_req[k], ok ? error : NULL) && ok;
+      g_clear_pointer (&P->ar_req[k], tw_comm_req_free);
+    }
+  return ok;
 }
 
 /* The stage's buffers (running statistics) from its first replica. */
@@ -1113,13 +1182,24 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
   GError *local = NULL;
   c.recvs[0] = g_new0 (msg, MAX (c.m * P->n_xfers, 1));
   c.recvs[1] = g_new0 (msg, MAX (c.m * P->n_xfers, 1));
+  if (P->stage_comm)
+    {
+      ar_subscribe (tr, P);
+      memset (P->ar_ready, 0, MAX (P->n_ar, 1) * sizeof (gboolean));
+      P->ar_next = 0;
+    }
   for (int k = 0; k < 2 * c.m && local == NULL; k++)
     {
       int j = ABS (ops[k]) - 1;
       if (ops[k] > 0)
         forward_mb (tr, P, &c, j, &local);
       else
-        backward_mb (tr, P, &c, j, &local);
+        {
+          /* The last op of every schedule: gradients final as it goes. */
+          P->ar_listen = P->stage_comm && k == 2 * c.m - 1;
+          backward_mb (tr, P, &c, j, &local);
+          P->ar_listen = FALSE;
+        }
     }
   if (local == NULL)
     drain_sends (P, &local);
@@ -1127,29 +1207,30 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     drain_sends (P, NULL);
   free_recvs (P, &c);
   double sched = (tw_now_ns () - t_sched) * 1e-9;
-  if (local)
-    {
-      g_propagate_prefixed_error (error, local, "stage %d (rank %d): ", P->stage, P->rank);
-      return FALSE;
-    }
-  /* A shard without rows had no backward: its gradients are zero. */
-  if (c.first_backward)
+  /* A shard without rows had no backward: its gradients are zero (before
+   * their all-reduces, which such a replica posts only now). */
+  if (local == NULL && c.first_backward)
     for (int i = 0; i < P->n_owner; i++)
       {
         tw_param *p = tw_params_at (tr->params, i);
         if (P->owner[i] == P->stage && p->trainable && p->grad)
           tw_tensor_fill (p->grad, 0);
       }
-  if (P->stage_comm)
+  GError *ar_error = NULL;
+  if (P->stage_comm && !ar_finish (P, &ar_error))
     {
-      int64_t n = stage_grad_numel (tr, P);
-      g_autofree float *buf = g_new0 (float, MAX (n, 1));
-      stage_params_foreach_grad (tr, P, buf, TRUE);
-      g_autofree char *what = g_strdup_printf ("gradients of stage %d", P->stage);
-      if (!tw_comm_allreduce_sync (P->stage_comm, buf, n, TW_F32, TW_REDUCE_SUM,
-                                   &(tw_coll_tag) { .what = what }, error))
-        return FALSE;
-      stage_params_foreach_grad (tr, P, buf, FALSE);
+      if (local == NULL)
+        {
+          local = ar_error;
+          g_prefix_error (&local, "the all-reduce of its gradients: ");
+        }
+      else
+        g_error_free (ar_error);
+    }
+  if (local)
+    {
+      g_propagate_prefixed_error (error, local, "stage %d (rank %d): ", P->stage, P->rank);
+      return FALSE;
     }
   /* The global loss (the last stages' sums), and the idle and schedule
    * times of every rank. */

@@ -232,8 +232,10 @@ int64_t tw_trainer_dist_correct (tw_trainer *tr);
  * backward from its loss weighted by the micro-batch's share of the
  * global batch, so that parameter gradients accumulated over the
  * micro-batches (and summed over the replicas of the stage, by an
- * all-reduce on a communicator per stage, tw_comm_split) are those of one
- * process taking the whole batch; the update is applied once per step.
+ * all-reduce per parameter on a communicator per stage, tw_comm_split,
+ * each posted the moment its gradient is final in the step's last
+ * backward) are those of one process taking the whole batch; the update is
+ * applied once per step.
  * The loss of the global batch is summed over the last stages and known to
  * every rank (an all-reduce over the world).
  *
@@ -246,8 +248,8 @@ int64_t tw_trainer_dist_correct (tw_trainer *tr);
  *
  * Not yet: compiled mode (refused), dropout masks are drawn per micro-batch
  * (so a run with dropout differs from one process), batch norm normalises
- * over each micro-batch (as GPipe's does), and the replicas' all-reduce is
- * one buffer after the last backward, not bucketed during it. */
+ * over each micro-batch (as GPipe's does), and the replicas' all-reduces
+ * are one per parameter, not packed into buckets as data parallel's. */
 typedef enum
 {
   TW_SCHEDULE_1F1B,

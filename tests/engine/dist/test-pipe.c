@@ -587,6 +587,65 @@ test_bubble (void)
   case_end ();
 }
 
+/* Hybrid: a replica's first gradient all-reduce is posted before the last
+ * op of the step's last backward ends (it runs while that backward goes on). */
+typedef struct
+{
+  gint64 first_post;
+  gint64 last_backward_end;
+  guint64 step;
+} overlap;
+
+static gboolean
+on_event (const tw_event *ev, gpointer user)
+{
+  overlap *o = user;
+  if (ev->kind == TW_EV_BACKWARD && ev->end && ev->step == o->step)
+    o->last_backward_end = MAX (o->last_backward_end, ev->t_end);
+  if (ev->kind == TW_EV_COLLECTIVE && !ev->end && ev->coll->kind == TW_COLL_ALLREDUCE
+      && ev->coll->params && (o->first_post == 0 || ev->coll->t_post < o->first_post))
+    o->first_post = ev->coll->t_post;
+  return TRUE;
+}
+
+static void
+test_overlap (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = make_balanced (256, 384);
+  g_autoptr (tw_dataset) d = tw_dataset_synthetic ("blobs", 1024, 3, -1, &error);
+  g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  tw_trainer_set_bus (tr, bus);
+  tw_pipeline_options o;
+  tw_pipeline_options_init (&o);
+  o.stages = 2;
+  g_assert_true (tw_trainer_set_pipeline (tr, comm, &o, &error));
+  overlap ov = { 0 };
+  guint id = tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_BACKWARD) | TW_EV_BIT (TW_EV_COLLECTIVE),
+                               on_event, &ov, NULL);
+  g_autoptr (tw_batcher) b = tw_batcher_new (d, 256, TRUE, 1, FALSE);
+  tw_batcher_reset (b, 0);
+  for (int step = 0; step < 3; step++)
+    {
+      tw_tensor *x, *y;
+      g_assert_true (tw_batcher_next (b, &x, &y));
+      ov = (overlap) { .step = (guint64) step };
+      double l;
+      CHECK (tw_trainer_step (tr, x, y, &l, &error), "step: %s", error ? error->message : "");
+      g_clear_error (&error);
+      tw_tensor_unref (x);
+      tw_tensor_unref (y);
+    }
+  CHECK (ov.first_post > 0 && ov.last_backward_end > 0, "events seen");
+  CHECK (ov.first_post < ov.last_backward_end,
+         "the first gradient all-reduce was posted %.3f ms after backward's last op ended",
+         (ov.first_post - ov.last_backward_end) / 1e6);
+  tw_bus_unsubscribe (bus, id);
+  case_end ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -637,6 +696,8 @@ main (int argc, char **argv)
       g_test_add_data_func (path, k, test_case);
     }
   g_test_add_func ("/pipe/bubble", test_bubble);
+  if (tw_comm_size (comm) >= 4)
+    g_test_add_func ("/pipe/hybrid/overlap", test_overlap);
   int rc = g_test_run ();
   tw_comm_free (comm);
   return rc;
