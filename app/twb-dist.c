@@ -218,6 +218,17 @@ twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error)
           return FALSE;
         }
     }
+  if (twb_dist_is_pipeline (a)
+      && (a->local_sgd > 0 || a->async_staleness >= 0
+          || (a->compress && strcmp (a->compress, "none") != 0)))
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "%s goes with --parallel data (a pipeline's stages exchange activations, "
+                   "not whole-model gradients)",
+                   a->local_sgd > 0 ? "--local-sgd" : a->async_staleness >= 0 ? "--async"
+                                                                           : "--compress");
+      return FALSE;
+    }
   if (a->local_sgd > 0 && a->async_staleness >= 0)
     {
       g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,

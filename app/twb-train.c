@@ -458,6 +458,7 @@ twb_cmd_train (int argc, char **argv)
   char **breaks = NULL;
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
   gboolean strict = FALSE;
+  gboolean silent = FALSE;    /* a rank other than 0: no results either */
   enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS, RANKS, COMM_TIMEOUT, BUCKET_MB,
          RANKS_PER_NODE, LOCAL_SGD, ASYNC, STAGES, MICRO_BATCHES };
   g_auto (GStrv) original_argv = g_strdupv (argv);
@@ -666,6 +667,7 @@ twb_cmd_train (int argc, char **argv)
           {
             /* Rank 0 speaks for the run; the others only print errors. */
             quiet = TRUE;
+            silent = TRUE;
             json = FALSE;
             g_clear_pointer (&metrics, g_free);
           }
@@ -826,7 +828,7 @@ twb_cmd_train (int argc, char **argv)
               }
             progress_update (&pr, tw_trainer_step_count (tw_session_trainer (s)),
                              MIN (epoch, r->epochs - 1), loss, sps, eta, TRUE);
-            if (!quiet || json)
+            if (!silent)
               print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
                              test_ref, init_weights, &init_report);
             status = 0;

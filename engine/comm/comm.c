@@ -358,11 +358,11 @@ post (tw_comm *c, tw_comm_req *r)
   /* Numbered only once accepted: a call refused here is this rank's
    * alone, and must not shift the numbers every rank (collectives) or the
    * peer (messages) gives the next ones. */
-  if (r->type == REQ_COLL)
+  if (r->type == REQ_COLL || r->type == REQ_SPLIT)
     r->info.seq = ++c->seq;
-  else if (r->info.kind == TW_COLL_SEND)
+  else if (r->type == REQ_P2P && r->info.kind == TW_COLL_SEND)
     r->info.msg_seq = ++c->msg_to[r->info.peer];
-  else
+  else if (r->type == REQ_P2P)
     r->info.msg_seq = ++c->msg_from[r->info.peer];
   tw_comm_flight_set (c, r, 0);
   g_async_queue_push (c->owner->queue, r);
