@@ -127,6 +127,8 @@ tw_dist_free (tw_dist *d)
   g_free (d->msg);
   for (int w = 0; d->srv_in && w < d->size; w++)
     {
+      /* The push posted ahead for a step that did not come. */
+      tw_comm_cancel (d->comm, d->srv_req[w]);
       tw_comm_req_free (d->srv_req[w]);
       tw_comm_req_free (d->srv_out_req[w]);
       g_free (d->srv_in[w]);

@@ -16,6 +16,7 @@ typedef enum
   REQ_CLOCK,                  /* the clock offsets' ping-pong */
   REQ_SPLIT,                  /* MPI_Comm_split into split_child */
   REQ_ABORT,                  /* MPI_Abort: end every rank now */
+  REQ_CANCEL,                 /* cancel cancel_target, a receive not matched yet */
   REQ_QUIT,                   /* end the thread */
 } req_type;
 
@@ -33,6 +34,7 @@ struct tw_comm_req
   int clock_rounds;
   int split_color, split_key;
   tw_comm *split_child;
+  tw_comm_req *cancel_target;
   gint64 *offsets, *rtts;     /* REQ_CLOCK results (size entries) */
   /* Set by the communication thread, read after `done` under the lock. */
   gboolean done;

@@ -480,6 +480,20 @@ publish (tw_comm *c, tw_comm_req *r)
     }
 }
 
+void
+tw_comm_cancel (tw_comm *c, tw_comm_req *r)
+{
+  if (r == NULL || r->type != REQ_P2P || r->info.kind != TW_COLL_RECV || tw_comm_test (c, r))
+    return;
+  tw_comm_req *q = g_new0 (tw_comm_req, 1);
+  q->comm = c;
+  q->type = REQ_CANCEL;
+  q->cancel_target = r;
+  g_async_queue_push (c->owner->queue, q);
+  wait_done (c, q);
+  tw_comm_req_free (q);
+}
+
 gboolean
 tw_comm_wait (tw_comm *c, tw_comm_req *r, GError **error)
 {

@@ -64,6 +64,7 @@ typedef enum
   TW_COMM_ERROR_BROKEN,       /* an earlier failure broke the communicator */
   TW_COMM_ERROR_ARG,          /* a bad option or argument */
   TW_COMM_ERROR_MISMATCH,     /* ranks disagree (model, options) */
+  TW_COMM_ERROR_CANCELLED,    /* tw_comm_cancel withdrew the call */
 } tw_comm_error_code;
 
 typedef enum
@@ -206,6 +207,11 @@ tw_comm_req *tw_comm_recv (tw_comm *c, void *buf, int64_t count, tw_dtype dtype,
                            const tw_coll_tag *tag);
 tw_comm_req *tw_comm_barrier (tw_comm *c, const tw_coll_tag *tag);
 
+/* Withdraw a receive that no message has matched yet (one posted ahead
+ * for a message that will not come): it completes with
+ * TW_COMM_ERROR_CANCELLED; one already matched completes as usual.  Then
+ * tw_comm_req_free as always. */
+void tw_comm_cancel (tw_comm *c, tw_comm_req *r);
 /* Blocks until the handle completes (publishing its events).  FALSE with
  * the error of the call (TW_COMM_ERROR_TIMEOUT naming the rank, ...). */
 gboolean tw_comm_wait (tw_comm *c, tw_comm_req *r, GError **error);

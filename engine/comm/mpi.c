@@ -702,6 +702,28 @@ tw_comm_mpi_thread (gpointer data)
               MPI_Abort (MPI_COMM_WORLD, r->split_color ? r->split_color : 1);
               _exit (r->split_color ? r->split_color : 1);
             }
+          if (r->type == REQ_CANCEL)
+            {
+              /* A receive still in progress (not yet matched) is withdrawn. */
+              tw_comm_req *t = r->cancel_target;
+              if (g_ptr_array_remove_fast (L.p2p, t))
+                {
+                  MPI_Cancel (&t->mreq[0]);
+                  MPI_Status st;
+                  MPI_Wait (&t->mreq[0], &st);
+                  int cancelled = 0;
+                  MPI_Test_cancelled (&st, &cancelled);
+                  complete (c, t, cancelled ? g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_CANCELLED,
+                                                           "receive from rank %d withdrawn",
+                                                           t->info.peer)
+                                            : NULL);
+                }
+              else if (g_queue_remove (&L.pending, t))
+                complete (c, t, g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_CANCELLED,
+                                             "withdrawn"));
+              complete (c, r, NULL);
+              continue;
+            }
           if (r->type == REQ_QUIT)
             {
               quitting = TRUE;
