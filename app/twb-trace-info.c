@@ -48,6 +48,10 @@ typedef struct
   gint64 median_step_ns;
   double straggler_pct;
   GPtrArray *clocks;    /* per rank: its clock_used, or NULL */
+  /* The critical path of the median step across the ranks. */
+  gboolean have_path;
+  tw_path_summary path;
+  GArray *path_top;     /* the longest tw_path_segment (names in strings), longest first */
 } trace_stats;
 
 static trace_stats *
@@ -63,6 +67,7 @@ stats_new (void)
   s->layers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   s->rank_stats = g_array_new (FALSE, FALSE, sizeof (tw_rank_stats));
   s->clocks = g_ptr_array_new ();
+  s->path_top = g_array_new (FALSE, FALSE, sizeof (tw_path_segment));
   return s;
 }
 
@@ -78,6 +83,7 @@ stats_free (trace_stats *s)
   g_hash_table_unref (s->layers);
   g_array_unref (s->rank_stats);
   g_ptr_array_unref (s->clocks);
+  g_array_unref (s->path_top);
   g_free (s);
 }
 
@@ -183,6 +189,22 @@ stats_add (trace_stats *s, const tw_trace *t)
 }
 
 /* The per-rank table of a trace of several ranks (one file's). */
+static int
+cmp_path_span (gconstpointer a, gconstpointer b)
+{
+  const tw_path_summary *x = a, *y = b;
+  return x->span_ns < y->span_ns ? -1 : x->span_ns > y->span_ns;
+}
+
+static int
+cmp_seg_dur (gconstpointer a, gconstpointer b)
+{
+  const tw_path_segment *x = a, *y = b;
+  return x->dur_ns > y->dur_ns ? -1 : x->dur_ns < y->dur_ns;
+}
+
+static const char *const path_kinds[] = { "compute", "communication", "wait", "idle" };
+
 static void
 stats_add_ranks (trace_stats *s, const tw_trace *t, double straggler_pct)
 {
@@ -201,6 +223,35 @@ stats_add_ranks (trace_stats *s, const tw_trace *t, double straggler_pct)
       g_autofree char *key = g_strdup_printf ("clock_used.%d", r.rank);
       const char *used = tw_trace_get_meta (t, key);
       g_ptr_array_add (s->clocks, used ? g_string_chunk_insert_const (s->strings, used) : NULL);
+    }
+  /* The critical path of the step of median span (of those every path
+   * finds), by its number. */
+  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_path_summary));
+  for (guint64 k = 0; k < 100000; k++)
+    {
+      tw_path_summary ps;
+      g_autoptr (GArray) p = tw_trace_critical_path (t, k, &ps);
+      if (p == NULL)
+        {
+          if (spans->len || k > 1000)
+            break;
+          continue;
+        }
+      g_array_append_val (spans, ps);
+    }
+  if (spans->len == 0)
+    return;
+  g_array_sort (spans, cmp_path_span);
+  s->path = g_array_index (spans, tw_path_summary, spans->len / 2);
+  s->have_path = TRUE;
+  tw_path_summary again;
+  g_autoptr (GArray) p = tw_trace_critical_path (t, s->path.step, &again);
+  g_array_sort (p, cmp_seg_dur);
+  for (guint i = 0; i < p->len && i < 3; i++)
+    {
+      tw_path_segment seg = g_array_index (p, tw_path_segment, i);
+      seg.name = g_string_chunk_insert_const (s->strings, seg.name ? seg.name : "");
+      g_array_append_val (s->path_top, seg);
     }
 }
 
@@ -383,6 +434,24 @@ print_rank_stats (const trace_stats *s)
     }
   g_print ("  stragglers (median step more than %g%% above the ranks' median, %.3f ms):%s\n",
            s->straggler_pct, s->median_step_ns / 1e6, line->len ? line->str : " none");
+  if (!s->have_path)
+    return;
+  const tw_path_summary *p = &s->path;
+  g_autoptr (GString) through = g_string_new (NULL);
+  for (int r = 0; r < 64; r++)
+    if (p->ranks_mask & (G_GUINT64_CONSTANT (1) << r))
+      g_string_append_printf (through, "%s%d", through->len ? ", " : "", r);
+  g_print ("  critical path of step %" G_GUINT64_FORMAT " (the median step; ends on rank %d): "
+           "%.3f ms = compute %.3f + communication %.3f + wait %.3f + idle %.3f, through rank%s "
+           "%s\n", p->step, p->end_rank, p->span_ns / 1e6, p->compute_ns / 1e6, p->comm_ns / 1e6,
+           p->wait_ns / 1e6, p->idle_ns / 1e6, strchr (through->str, ',') ? "s" : "",
+           through->str);
+  for (guint i = 0; i < s->path_top->len; i++)
+    {
+      const tw_path_segment *g = &g_array_index (s->path_top, tw_path_segment, i);
+      g_print ("    %8.3f ms  %-13s rank %d  %s\n", g->dur_ns / 1e6, path_kinds[g->kind], g->rank,
+               g->name);
+    }
 }
 
 static void
@@ -488,6 +557,33 @@ build_rank_stats (JsonBuilder *b, const trace_stats *s)
     if (g_array_index (s->rank_stats, tw_rank_stats, i).straggler)
       json_builder_add_int_value (b, g_array_index (s->rank_stats, tw_rank_stats, i).rank);
   json_builder_end_array (b);
+  if (!s->have_path)
+    return;
+  json_builder_set_member_name (b, "critical_path");
+  json_builder_begin_object (b);
+  add_int (b, "step", (gint64) s->path.step);
+  add_int (b, "end_rank", s->path.end_rank);
+  add_int (b, "span_ns", s->path.span_ns);
+  add_int (b, "compute_ns", s->path.compute_ns);
+  add_int (b, "comm_ns", s->path.comm_ns);
+  add_int (b, "wait_ns", s->path.wait_ns);
+  add_int (b, "idle_ns", s->path.idle_ns);
+  json_builder_set_member_name (b, "longest");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < s->path_top->len; i++)
+    {
+      const tw_path_segment *g = &g_array_index (s->path_top, tw_path_segment, i);
+      json_builder_begin_object (b);
+      add_int (b, "rank", g->rank);
+      json_builder_set_member_name (b, "kind");
+      json_builder_add_string_value (b, path_kinds[g->kind]);
+      json_builder_set_member_name (b, "name");
+      json_builder_add_string_value (b, g->name);
+      add_int (b, "dur_ns", g->dur_ns);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
 }
 
 static void

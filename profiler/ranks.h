@@ -135,4 +135,35 @@ GArray *tw_trace_rank_stats (const tw_trace *t, double straggler_pct);
  * what slower_pct compares against.  0 when no rank has steps. */
 gint64 tw_rank_stats_median_step (const GArray *rows);
 
+/* The critical path of step `step` (its "step N" slices) across the
+ * ranks (ranks-path.c says how it is walked): segments oldest first. */
+typedef enum
+{
+  TW_PATH_COMPUTE,              /* an op of a rank's worker */
+  TW_PATH_COMM,                 /* a collective, from its last rank's arrival to its end */
+  TW_PATH_WAIT,                 /* a rank noticing that a collective ended */
+  TW_PATH_IDLE,                 /* a gap nothing recorded explains */
+} tw_path_kind;
+
+typedef struct
+{
+  int rank;
+  tw_path_kind kind;
+  const char *name;             /* the op's or collective's (in t), "idle" */
+  gint64 start_ns, dur_ns;
+} tw_path_segment;
+
+typedef struct
+{
+  guint64 step;
+  int end_rank;                 /* the rank whose step ended last */
+  gint64 span_ns;               /* from the first rank's step start to the last end */
+  gint64 compute_ns, comm_ns, wait_ns, idle_ns;
+  guint64 ranks_mask;           /* bit r: the path runs through rank r (r < 64) */
+} tw_path_summary;
+
+/* NULL when t holds one rank or no rank has that step; else the segments
+ * (g_array_unref) and *sum filled. */
+GArray *tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum);
+
 G_END_DECLS

@@ -177,12 +177,15 @@ check "a rank that hangs: the survivors print their last collectives" \
   >"$tmp/p.out" 2>"$tmp/p.err"
 rc=$?
 "$twb" trace-info "$tmp/p.json.gz" --json >"$tmp/pi.json" 2>"$tmp/pi.err"
-check "twb profile --ranks 2: one merged trace whose trace-info has 2 ranks, each with steps and collectives" \
+check "twb profile --ranks 2: one merged trace whose trace-info has 2 ranks, each with steps and collectives, and a critical path through compute and communication" \
   "[ $rc -eq 0 ] && /usr/bin/python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 rs = d[\"files\"][0][\"rank_stats\"]
-sys.exit(not (len(rs) == 2 and all(r[\"steps\"] == 4 and r[\"comm_ns\"] > 0 for r in rs)))' '$tmp/pi.json'" \
+cp = d[\"files\"][0][\"critical_path\"]
+parts = cp[\"compute_ns\"] + cp[\"comm_ns\"] + cp[\"wait_ns\"] + cp[\"idle_ns\"]
+sys.exit(not (len(rs) == 2 and all(r[\"steps\"] == 4 and r[\"comm_ns\"] > 0 for r in rs)
+              and cp[\"compute_ns\"] > 0 and cp[\"comm_ns\"] > 0 and 0 < parts <= cp[\"span_ns\"]))' '$tmp/pi.json'" \
   "rc $rc: $(head -c 300 "$tmp/p.err") $(head -c 300 "$tmp/pi.json")"
 
 echo "1..$n"

@@ -1,0 +1,230 @@
+/* ranks-path.c — the critical path of one step across the ranks of a
+ * merged trace (ranks.h, tw_trace_critical_path).
+ *
+ * Walked backwards from the end of the step on the rank that ends it
+ * last.  On a rank, time before the cursor is either an op of its worker
+ * (compute: the path goes through it), or the worker waiting.  A wait that
+ * ends when one of the rank's collectives ends was a wait for that
+ * collective: the collective could not finish before its last rank
+ * arrived, so the path goes to that rank at the moment it arrived (posted
+ * the collective) — time from there to the end is communication — and
+ * goes on on that rank.  A wait that no collective explains is idle.  The
+ * dependencies are those the engine has: ops in order on a worker, a
+ * bucket's all-reduce after the op whose gradient completed it, the
+ * update after its bucket. */
+#define G_LOG_DOMAIN "twb-profiler"
+
+#include "profiler/ranks.h"
+
+#include <string.h>
+
+/* What a rank's worker does: its ops (depth 0 slices on thread lanes that
+ * are not steps or epochs). */
+static gboolean
+is_work (const tw_slice *s)
+{
+  const char *c = s->category ? s->category : "";
+  return s->depth == 0 && strcmp (c, "step") != 0 && strcmp (c, "epoch") != 0
+         && strcmp (c, "collective") != 0 && strcmp (c, "grad_ready") != 0;
+}
+
+static gboolean
+is_step_n (const tw_slice *s, guint64 n)
+{
+  char want[32];
+  g_snprintf (want, sizeof want, "step %" G_GUINT64_FORMAT, n);
+  return s->name && strcmp (s->name, want) == 0;
+}
+
+typedef struct
+{
+  int pid;
+  gint64 step_start, step_end;
+  GArray *work;               /* guint lane, guint index pairs: the worker's ops by end */
+  GArray *colls;              /* the same for its collectives */
+} rank_view;
+
+typedef struct
+{
+  guint lane, index;
+  gint64 start, end;
+} ref;
+
+static int
+cmp_end (gconstpointer a, gconstpointer b)
+{
+  const ref *x = a, *y = b;
+  return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* The latest ref of a (by end) ending at or before t + slack, or NULL. */
+static const ref *
+last_before (GArray *a, gint64 t, gint64 slack)
+{
+  const ref *best = NULL;
+  for (guint i = 0; i < a->len; i++)
+    {
+      const ref *r = &g_array_index (a, ref, i);
+      if (r->end <= t + slack)
+        best = r;
+      else
+        break;
+    }
+  return best;
+}
+
+static void
+add_seg (GArray *path, int rank, tw_path_kind kind, const char *name, gint64 start, gint64 end)
+{
+  if (end <= start)
+    return;
+  tw_path_segment s = { .rank = rank, .kind = kind, .name = name, .start_ns = start,
+                        .dur_ns = end - start };
+  g_array_append_val (path, s);
+}
+
+GArray *
+tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
+{
+  memset (sum, 0, sizeof *sum);
+  int n_ranks = 0;
+  if (!tw_trace_is_multi_rank (t, &n_ranks))
+    return NULL;
+  GHashTable *by_pid = g_hash_table_new (NULL, NULL);
+  GPtrArray *views = g_ptr_array_new ();
+  for (guint l = 0; l < tw_trace_n_lanes (t); l++)
+    {
+      const tw_lane_info *li = tw_trace_lane (t, l);
+      rank_view *v = g_hash_table_lookup (by_pid, GINT_TO_POINTER (li->pid + 1));
+      if (v == NULL)
+        {
+          v = g_new0 (rank_view, 1);
+          v->pid = li->pid;
+          v->step_start = G_MININT64;
+          v->work = g_array_new (FALSE, FALSE, sizeof (ref));
+          v->colls = g_array_new (FALSE, FALSE, sizeof (ref));
+          g_hash_table_insert (by_pid, GINT_TO_POINTER (li->pid + 1), v);
+          g_ptr_array_add (views, v);
+        }
+      for (guint i = 0; i < tw_trace_lane_n_slices (t, l); i++)
+        {
+          const tw_slice *s = tw_trace_lane_slice (t, l, i);
+          ref r = { l, i, s->start_ns, s->start_ns + s->dur_ns };
+          if (is_step_n (s, step))
+            {
+              v->step_start = s->start_ns;
+              v->step_end = r.end;
+            }
+          else if (s->category && strcmp (s->category, "collective") == 0
+                   && tw_slice_arg (s, "seq") != NULL)
+            g_array_append_val (v->colls, r);
+          else if (li->kind == TW_LANE_THREAD && is_work (s))
+            g_array_append_val (v->work, r);
+        }
+    }
+  GArray *path = NULL;
+  rank_view *cur = NULL;
+  for (guint i = 0; i < views->len; i++)
+    {
+      rank_view *v = g_ptr_array_index (views, i);
+      g_array_sort (v->work, cmp_end);
+      g_array_sort (v->colls, cmp_end);
+      if (v->step_start != G_MININT64 && (cur == NULL || v->step_end > cur->step_end))
+        cur = v;
+    }
+  if (cur == NULL)
+    goto out;
+  path = g_array_new (FALSE, FALSE, sizeof (tw_path_segment));
+  /* Ops and collectives that end within this of the cursor are what the
+   * cursor waited for (a completion is seen by the waiter microseconds
+   * later: a wake-up). */
+  const gint64 slack = 200000;
+  gint64 t_cur = cur->step_end, floor = G_MAXINT64;
+  for (guint i = 0; i < views->len; i++)
+    {
+      rank_view *v = g_ptr_array_index (views, i);
+      if (v->step_start != G_MININT64)
+        floor = MIN (floor, v->step_start);
+    }
+  sum->step = step;
+  sum->end_rank = cur->pid;
+  sum->span_ns = cur->step_end - floor;
+  for (int guard = 0; guard < 1000000 && t_cur > floor; guard++)
+    {
+      gint64 lo = MAX (cur->step_start, floor);
+      if (t_cur <= lo)
+        {
+          /* Before its step began this rank did nothing the step needs. */
+          break;
+        }
+      const ref *w = last_before (cur->work, t_cur, 0);
+      const ref *c = last_before (cur->colls, t_cur, slack);
+      gint64 w_end = w && w->end > lo ? w->end : lo;
+      if (w && w->end > lo && w->end >= t_cur - slack && (c == NULL || c->end <= w->end))
+        {
+          /* The worker computed up to here: the path runs through the op. */
+          const tw_slice *s = tw_trace_lane_slice (t, w->lane, w->index);
+          gint64 start = MAX (w->start, lo);
+          add_seg (path, cur->pid, TW_PATH_COMPUTE, s->name, start, MIN (w->end, t_cur));
+          t_cur = start;
+          continue;
+        }
+      if (c && c->end > w_end)
+        {
+          /* It waited for a collective: communication back to the last
+           * rank's arrival, then that rank's path. */
+          const tw_slice *s = tw_trace_lane_slice (t, c->lane, c->index);
+          g_autoptr (GArray) peers = tw_trace_collective_peers (t, c->lane, c->index);
+          const tw_coll_peer *last = NULL;
+          for (guint k = 0; peers && k < peers->len; k++)
+            {
+              const tw_coll_peer *p = &g_array_index (peers, tw_coll_peer, k);
+              if (last == NULL || p->start_ns > last->start_ns)
+                last = p;
+            }
+          gint64 arrive = last ? last->start_ns : c->start;
+          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, MIN (c->end, t_cur), t_cur);
+          add_seg (path, last ? last->rank : cur->pid, TW_PATH_COMM, s->name, MAX (arrive, floor),
+                   MIN (c->end, t_cur));
+          rank_view *next = last ? g_hash_table_lookup (by_pid, GINT_TO_POINTER (last->rank + 1))
+                                 : NULL;
+          if (next)
+            cur = next;
+          t_cur = MIN (MAX (arrive, floor), t_cur - 1);
+          continue;
+        }
+      /* Nothing explains the gap: idle, back to the last op. */
+      add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w_end, t_cur);
+      t_cur = w_end;
+    }
+  /* Oldest first. */
+  for (guint i = 0; i < path->len / 2; i++)
+    {
+      tw_path_segment tmp = g_array_index (path, tw_path_segment, i);
+      g_array_index (path, tw_path_segment, i) = g_array_index (path, tw_path_segment,
+                                                                path->len - 1 - i);
+      g_array_index (path, tw_path_segment, path->len - 1 - i) = tmp;
+    }
+  for (guint i = 0; i < path->len; i++)
+    {
+      const tw_path_segment *s = &g_array_index (path, tw_path_segment, i);
+      gint64 *slot = s->kind == TW_PATH_COMPUTE ? &sum->compute_ns
+                     : s->kind == TW_PATH_COMM  ? &sum->comm_ns
+                     : s->kind == TW_PATH_WAIT  ? &sum->wait_ns
+                                                : &sum->idle_ns;
+      *slot += s->dur_ns;
+      if (s->rank >= 0 && s->rank < 64)
+        sum->ranks_mask |= G_GUINT64_CONSTANT (1) << s->rank;
+    }
+out:
+  for (guint i = 0; i < views->len; i++)
+    {
+      rank_view *v = g_ptr_array_index (views, i);
+      g_array_unref (v->work);
+      g_array_unref (v->colls);
+      g_free (v);
+    }
+  g_ptr_array_free (views, TRUE);
+  g_hash_table_unref (by_pid);
+  return path;
+}
