@@ -135,10 +135,6 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
   if (cur == NULL)
     goto out;
   path = g_array_new (FALSE, FALSE, sizeof (tw_path_segment));
-  /* Ops and collectives that end within this of the cursor are what the
-   * cursor waited for (a completion is seen by the waiter microseconds
-   * later: a wake-up). */
-  const gint64 slack = 200000;
   gint64 t_cur = cur->step_end, floor = G_MAXINT64;
   for (guint i = 0; i < views->len; i++)
     {
@@ -158,17 +154,8 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
           break;
         }
       const ref *w = last_before (cur->work, t_cur, 0);
-      const ref *c = last_before (cur->colls, t_cur, slack);
+      const ref *c = last_before (cur->colls, t_cur, 0);
       gint64 w_end = w && w->end > lo ? w->end : lo;
-      if (w && w->end > lo && w->end >= t_cur - slack && (c == NULL || c->end <= w->end))
-        {
-          /* The worker computed up to here: the path runs through the op. */
-          const tw_slice *s = tw_trace_lane_slice (t, w->lane, w->index);
-          gint64 start = MAX (w->start, lo);
-          add_seg (path, cur->pid, TW_PATH_COMPUTE, s->name, start, MIN (w->end, t_cur));
-          t_cur = start;
-          continue;
-        }
       if (c && c->end > w_end)
         {
           /* It waited for a collective: communication back to the last
@@ -183,14 +170,24 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
                 last = p;
             }
           gint64 arrive = last ? last->start_ns : c->start;
-          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, MIN (c->end, t_cur), t_cur);
+          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, c->end, t_cur);
           add_seg (path, last ? last->rank : cur->pid, TW_PATH_COMM, s->name, MAX (arrive, floor),
-                   MIN (c->end, t_cur));
+                   c->end);
           rank_view *next = last ? g_hash_table_lookup (by_pid, GINT_TO_POINTER (last->rank + 1))
                                  : NULL;
           if (next)
             cur = next;
           t_cur = MIN (MAX (arrive, floor), t_cur - 1);
+          continue;
+        }
+      if (w && w->end > lo)
+        {
+          /* A gap no collective explains, then the op before it. */
+          const tw_slice *s = tw_trace_lane_slice (t, w->lane, w->index);
+          gint64 start = MAX (w->start, lo);
+          add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w->end, t_cur);
+          add_seg (path, cur->pid, TW_PATH_COMPUTE, s->name, start, w->end);
+          t_cur = MIN (start, t_cur - 1);
           continue;
         }
       /* Nothing explains the gap: idle, back to the last op. */
