@@ -108,6 +108,8 @@ print_json (JsonBuilder *b)
   json_generator_set_root (gen, root);
   g_autofree char *text = json_generator_to_data (gen, NULL);
   g_print ("%s\n", text);
+  /* A reader of the stream (--progress-json) gets every line as it is made. */
+  fflush (stdout);
 }
 
 /* ---- Numeric options, checked as they are parsed ------------------------
@@ -261,7 +263,7 @@ static void
 print_results (tw_session *s, const tw_model *m, const char *path, const tw_snapshot *fin,
                gboolean json, gboolean compiled, int nthreads, const char *checkpoint,
                gboolean have_val, const tw_dataset *test, const char *init_weights,
-               const tw_state_dict_report *init_report)
+               const tw_state_dict_report *init_report, gboolean tagged)
 {
   tw_trainer *tr = tw_session_trainer (s);
   const tw_recipe *r = &tw_trainer_model (tr)->recipe;
@@ -292,6 +294,11 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
     {
       g_autoptr (JsonBuilder) jb = json_builder_new ();
       json_builder_begin_object (jb);
+      if (tagged)
+        {
+          json_builder_set_member_name (jb, "event");
+          json_builder_add_string_value (jb, "results");
+        }
       json_builder_set_member_name (jb, "model");
       json_builder_add_string_value (jb, m->name ? m->name : path);
       json_member_double (jb, "train_loss", fin->train_loss);
@@ -450,6 +457,59 @@ metric_rows (GString *csv, const tw_snapshot *sn)
     }
 }
 
+/* --progress-json: one line of JSON on stdout per snapshot the curves are
+ * made of (what the window reads from a run in other processes).  event
+ * "metrics": step, epoch, loss, accuracy, lr, step_ms, samples_per_s,
+ * comm_bytes (null alone), total_steps; "epoch": step, epoch, train_loss, val_loss,
+ * val_accuracy; "finished": step, state, test_loss, test_accuracy and
+ * message when it did not finish.  Numbers that are not finite are null. */
+static void
+progress_json_line (const tw_snapshot *sn, int64_t total_steps)
+{
+  const char *event = sn->kind == TW_SNAP_METRICS ? "metrics"
+                      : sn->kind == TW_SNAP_EPOCH  ? "epoch"
+                      : sn->kind == TW_SNAP_FINISHED ? "finished" : NULL;
+  if (event == NULL)
+    return;
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "event");
+  json_builder_add_string_value (b, event);
+  json_member_int (b, "step", sn->step);
+  switch (sn->kind)
+    {
+    case TW_SNAP_METRICS:
+      json_member_int (b, "epoch", sn->epoch);
+      json_member_double (b, "loss", sn->loss);
+      json_member_double (b, "accuracy", sn->accuracy);
+      json_member_double (b, "lr", sn->lr);
+      json_member_double (b, "step_ms", sn->step_ms);
+      json_member_double (b, "samples_per_s", sn->samples_per_s);
+      json_member_double (b, "comm_bytes", sn->comm_bytes);
+      json_member_int (b, "total_steps", total_steps);
+      break;
+    case TW_SNAP_EPOCH:
+      json_member_int (b, "epoch", sn->epoch);
+      json_member_double (b, "train_loss", sn->train_loss);
+      json_member_double (b, "val_loss", sn->val_loss);
+      json_member_double (b, "val_accuracy", sn->val_accuracy);
+      break;
+    default:
+      json_builder_set_member_name (b, "state");
+      json_builder_add_string_value (b, tw_session_state_name (sn->state));
+      json_member_double (b, "test_loss", sn->test_loss);
+      json_member_double (b, "test_accuracy", sn->test_accuracy);
+      if (sn->message)
+        {
+          json_builder_set_member_name (b, "message");
+          json_builder_add_string_value (b, sn->message);
+        }
+      break;
+    }
+  json_builder_end_object (b);
+  print_json (b);
+}
+
 int
 twb_cmd_train (int argc, char **argv)
 {
@@ -457,7 +517,7 @@ twb_cmd_train (int argc, char **argv)
   char *checkpoint = NULL, *resume = NULL, *dump = NULL, *init_weights = NULL, *metrics = NULL;
   char **breaks = NULL;
   gboolean json = FALSE, quiet = FALSE, allow_nan = FALSE, no_eval = FALSE, debug = FALSE;
-  gboolean strict = FALSE;
+  gboolean strict = FALSE, progress_json = FALSE;
   gboolean silent = FALSE;    /* a rank other than 0: no results either */
   enum { EPOCHS, MAX_STEPS, BATCH, LR, SEED, VAL_SPLIT, THREADS, RANKS, COMM_TIMEOUT, BUCKET_MB,
          RANKS_PER_NODE, LOCAL_SGD, ASYNC, STAGES, MICRO_BATCHES };
@@ -521,6 +581,10 @@ twb_cmd_train (int argc, char **argv)
     { "allow-nan", 0, 0, G_OPTION_ARG_NONE, &allow_nan, "Go on when values are not finite", NULL },
     { "no-eval", 0, 0, G_OPTION_ARG_NONE, &no_eval, "Skip the test-set evaluation", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object with the results", NULL },
+    { "progress-json", 0, 0, G_OPTION_ARG_NONE, &progress_json,
+      "Print one JSON object per line on stdout as training goes (event metrics, epoch, "
+      "finished; then the --json results with event results) instead of the progress and "
+      "summary", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress output", NULL },
     NUM_ENTRY ("ranks", 0,
                "Train on N processes (MPI ranks; mpirun is started when twb was not started by "
@@ -669,6 +733,7 @@ twb_cmd_train (int argc, char **argv)
             quiet = TRUE;
             silent = TRUE;
             json = FALSE;
+            progress_json = FALSE;
             g_clear_pointer (&metrics, g_free);
           }
       }
@@ -756,6 +821,8 @@ twb_cmd_train (int argc, char **argv)
 
     const tw_recipe *r = &m->recipe;
     int64_t total = tw_session_total_steps (s);
+    if (progress_json)
+      json = TRUE;
     progress pr = { isatty (STDERR_FILENO), quiet || json, total, 0, 0 };
     if (!tw_session_run (s, &error))
       {
@@ -777,6 +844,8 @@ twb_cmd_train (int argc, char **argv)
             continue;
           }
         metric_rows (csv, sn);
+        if (progress_json)
+          progress_json_line (sn, total);
         switch (sn->kind)
           {
           case TW_SNAP_METRICS:
@@ -830,7 +899,7 @@ twb_cmd_train (int argc, char **argv)
                              MIN (epoch, r->epochs - 1), loss, sps, eta, TRUE);
             if (!silent)
               print_results (s, m, argv[1], sn, json, compiled, nthreads, checkpoint, have_val,
-                             test_ref, init_weights, &init_report);
+                             test_ref, init_weights, &init_report, progress_json);
             status = 0;
             if (csv && !tw_file_save (metrics, csv->str, csv->len, &error))
               {
