@@ -412,7 +412,9 @@ twb_dashboard_reload_runs (TwbDashboard *d)
         = st == TW_SESSION_PAUSED
             ? g_strdup_printf ("%s · paused at step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, cur,
                                p.step, p.total_steps)
-            : g_strdup_printf ("%s · %s", cur, what);
+            : twb_run_get_label (d->run)
+              ? g_strdup_printf ("%s · %s · %s", cur, twb_run_get_label (d->run), what)
+              : g_strdup_printf ("%s · %s", cur, what);
       g_autofree char *tip = g_strdup_printf ("This run (%s): its curves are on the charts", what);
       add_run_row (d, cur, text, tip, TRUE);
     }
@@ -421,7 +423,8 @@ twb_dashboard_reload_runs (TwbDashboard *d)
       const TwbRunRecord *r = g_ptr_array_index (runs, i);
       gboolean current = g_strcmp0 (r->id, cur) == 0;
       GString *l = g_string_new (r->id);
-      g_string_append_printf (l, " · %s · %" G_GINT64_FORMAT " steps", r->mode, r->steps);
+      g_string_append_printf (l, " · %s · %" G_GINT64_FORMAT " steps",
+                              r->label ? r->label : r->mode, r->steps);
       if (!isnan (r->test_accuracy))
         g_string_append_printf (l, " · %.1f %%", r->test_accuracy * 100);
       else if (!isnan (r->final_loss))

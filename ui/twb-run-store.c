@@ -23,6 +23,7 @@ twb_run_record_free (TwbRunRecord *r)
   g_free (r->mode);
   g_free (r->state);
   g_free (r->summary);
+  g_free (r->label);
   g_free (r);
 }
 
@@ -120,9 +121,12 @@ gboolean
 twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_model *model,
                     GError **error)
 {
-  tw_trainer *trainer = tw_session_trainer (twb_run_get_session (run));
+  gboolean external = twb_run_is_external (run);
+  tw_trainer *trainer = external ? NULL : tw_session_trainer (twb_run_get_session (run));
   const tw_snapshot *end = twb_run_get_result (run);
-  if (trainer == NULL || (end && end->step == 0))
+  TwbRunProgress pr;
+  twb_run_get_progress (run, &pr);
+  if ((trainer == NULL && !external) || (end && end->step == 0) || (external && pr.step == 0))
     return TRUE;
   if (g_mkdir_with_parents (dir, 0755) != 0)
     {
@@ -151,8 +155,6 @@ twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_
     return FALSE;
 
   const tw_snapshot *res = end;
-  TwbRunProgress pr;
-  twb_run_get_progress (run, &pr);
   g_autoptr (JsonBuilder) b = json_builder_new ();
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "format");
@@ -165,7 +167,17 @@ twb_run_store_save (const char *dir, TwbRun *run, TwbMetrics *metrics, const tw_
   json_builder_add_string_value (b, tw_session_state_name (twb_run_get_state (run)));
   json_builder_set_member_name (b, "mode");
   json_builder_add_string_value (
-    b, tw_trainer_get_mode (trainer) == TW_MODE_COMPILED ? "compiled" : "eager");
+    b, trainer && tw_trainer_get_mode (trainer) == TW_MODE_COMPILED ? "compiled" : "eager");
+  if (twb_run_get_label (run))
+    {
+      json_builder_set_member_name (b, "label");
+      json_builder_add_string_value (b, twb_run_get_label (run));
+    }
+  if (twb_run_get_command (run))
+    {
+      json_builder_set_member_name (b, "command");
+      json_builder_add_string_value (b, twb_run_get_command (run));
+    }
   json_builder_set_member_name (b, "steps");
   json_builder_add_int_value (b, res ? res->step : pr.step);
   member_double (b, "final_loss", last_value (metrics, id, "loss"));
@@ -253,6 +265,7 @@ read_record (const char *dir, const char *name)
   double steps = get_double (o, "steps");
   r->steps = isfinite (steps) ? (int64_t) steps : 0;
   r->final_loss = get_double (o, "final_loss");
+  r->label = g_strdup (get_string (o, "label"));
   r->test_accuracy = get_double (o, "test_accuracy");
   JsonNode *rn = json_object_get_member (o, "recipe");
   if (rn && JSON_NODE_HOLDS_OBJECT (rn))

@@ -26,6 +26,7 @@ typedef struct
   int64_t steps;
   double final_loss, test_accuracy;   /* NaN when unknown */
   char *summary;              /* "SGD lr 0.05 · batch 64 · 3 epochs" */
+  char *label;                /* a run in other processes: "2 ranks, ring"; else NULL */
 } TwbRunRecord;
 
 void twb_run_record_free (TwbRunRecord *r);

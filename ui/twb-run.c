@@ -3,7 +3,9 @@
 
 #include "ui/twb-run.h"
 
+#include <json-glib/json-glib.h>
 #include <math.h>
+#include <string.h>
 
 /* How often the main loop takes the session's snapshots: 30 ms keeps the
  * curves moving smoothly (33 updates a second) at a negligible cost. */
@@ -49,6 +51,9 @@ struct _TwbRun
   tw_class_report *classes;
   int64_t classes_epoch;
   guint series_loss, series_acc, series_lr, series_rate, series_ms;
+  guint series_comm;           /* external runs: bytes a rank sent per step */
+  gboolean external;
+  char *label, *command;
   GHashTable *grad_series;     /* param name → series id + 1 */
 };
 
@@ -94,6 +99,8 @@ twb_run_finalize (GObject *object)
 {
   TwbRun *r = TWB_RUN (object);
   g_free (r->id);
+  g_free (r->label);
+  g_free (r->command);
   g_free (r->preparing);
   g_clear_pointer (&r->pause, tw_snapshot_free);
   g_clear_pointer (&r->result, tw_snapshot_free);
@@ -254,6 +261,18 @@ set_state (TwbRun *r, tw_session_state st)
   g_signal_emit (r, signals[SIGNAL_STATE_CHANGED], 0);
 }
 
+/* The session's commands, on a run in other processes. */
+static gboolean
+session_or_error (TwbRun *r, GError **error)
+{
+  if (r->session)
+    return TRUE;
+  g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
+               "This run trains in other processes (%s): the debugger steps one process's "
+               "session", r->label ? r->label : "a cluster run");
+  return FALSE;
+}
+
 /* A command that sets the worker going: the state is RUNNING from now on
  * (the next PAUSED or FINISHED snapshot says otherwise). */
 static gboolean
@@ -267,12 +286,16 @@ go (TwbRun *r, gboolean ok)
 gboolean
 twb_run_run (TwbRun *r, GError **error)
 {
+  if (!session_or_error (r, error))
+    return FALSE;
   return go (r, tw_session_run (r->session, error));
 }
 
 gboolean
 twb_run_pause (TwbRun *r, GError **error)
 {
+  if (!session_or_error (r, error))
+    return FALSE;
   return tw_session_pause (r->session, error);
 }
 
@@ -282,6 +305,8 @@ twb_run_stop (TwbRun *r, GError **error)
   /* From a pause the worker goes on to its end (a FINISHED snapshot always
    * follows): running until then, so nothing takes the old pause for the
    * position and `twb --do` waits for the stop to finish. */
+  if (!session_or_error (r, error))
+    return FALSE;
   gboolean paused = r->state == TW_SESSION_PAUSED;
   gboolean ok = tw_session_stop (r->session, error);
   return paused ? go (r, ok) : ok;
@@ -290,24 +315,32 @@ twb_run_stop (TwbRun *r, GError **error)
 gboolean
 twb_run_step_op (TwbRun *r, GError **error)
 {
+  if (!session_or_error (r, error))
+    return FALSE;
   return go (r, tw_session_step_op (r->session, error));
 }
 
 gboolean
 twb_run_step_layer (TwbRun *r, GError **error)
 {
+  if (!session_or_error (r, error))
+    return FALSE;
   return go (r, tw_session_step_layer (r->session, error));
 }
 
 gboolean
 twb_run_step_iteration (TwbRun *r, GError **error)
 {
+  if (!session_or_error (r, error))
+    return FALSE;
   return go (r, tw_session_step_iteration (r->session, error));
 }
 
 gboolean
 twb_run_run_steps (TwbRun *r, int64_t n, GError **error)
 {
+  if (!session_or_error (r, error))
+    return FALSE;
   int64_t at = r->progress.step;
   if (r->pause && r->pause->phase >= 0)
     at = r->pause->iteration - 1;     /* inside an iteration: it counts as the first */
@@ -322,6 +355,8 @@ twb_run_run_steps (TwbRun *r, int64_t n, GError **error)
 gboolean
 twb_run_set_breakpoints (TwbRun *r, const char *const *specs, GError **error)
 {
+  if (r->session == NULL)
+    return TRUE;      /* an external run has no debugger: nothing to set */
   tw_session_clear_breakpoints (r->session);
   gboolean ok = TRUE;
   for (const char *const *b = specs; b && *b; b++)
@@ -570,4 +605,180 @@ const tw_snapshot *
 twb_run_get_result (TwbRun *r)
 {
   return r->result;
+}
+
+/* ---- Runs in other processes --------------------------------------------------------- */
+
+TwbRun *
+twb_run_new_external (const char *run_id, const char *label, const char *command,
+                      const tw_model *model, TwbMetrics *metrics)
+{
+  TwbRun *r = g_object_new (TWB_TYPE_RUN, NULL);
+  r->external = TRUE;
+  r->id = g_strdup (run_id ? run_id : "run");
+  r->label = g_strdup (label);
+  r->command = g_strdup (command);
+  r->metrics = g_object_ref (metrics);
+  r->batch = MAX (model->recipe.batch_size, 1);
+  r->epochs = MAX (model->recipe.epochs, 1);
+  r->progress.epochs = r->epochs;
+  r->preparing = g_strdup ("Starting the ranks…");
+  twb_metrics_clear_run (metrics, r->id);
+  r->series_loss = twb_metrics_add_series (metrics, r->id, "loss");
+  r->series_acc = twb_metrics_add_series (metrics, r->id, "accuracy");
+  r->series_lr = twb_metrics_add_series (metrics, r->id, "lr");
+  r->series_rate = twb_metrics_add_series (metrics, r->id, "samples_per_s");
+  r->series_ms = twb_metrics_add_series (metrics, r->id, "step_ms");
+  r->series_comm = G_MAXUINT;
+  r->state = TW_SESSION_RUNNING;
+  return r;
+}
+
+gboolean
+twb_run_is_external (TwbRun *r)
+{
+  return r->external;
+}
+
+const char *
+twb_run_get_label (TwbRun *r)
+{
+  return r->label;
+}
+
+const char *
+twb_run_get_command (TwbRun *r)
+{
+  return r->command;
+}
+
+static double
+member_num (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n))
+    return NAN;
+  GType t = json_node_get_value_type (n);
+  return t == G_TYPE_DOUBLE || t == G_TYPE_INT64 ? json_node_get_double (n) : NAN;
+}
+
+gboolean
+twb_run_feed_line (TwbRun *r, const char *line)
+{
+  g_return_val_if_fail (r->external, FALSE);
+  g_autoptr (JsonParser) p = json_parser_new ();
+  if (!json_parser_load_from_data (p, line, -1, NULL))
+    return FALSE;
+  JsonNode *root = json_parser_get_root (p);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    return FALSE;
+  JsonObject *o = json_node_get_object (root);
+  const char *event = json_object_get_string_member_with_default (o, "event", "");
+  tw_snapshot *sn = g_new0 (tw_snapshot, 1);
+  sn->step = (int64_t) member_num (o, "step");
+  sn->epoch = isnan (member_num (o, "epoch")) ? r->progress.epoch : (int64_t) member_num (o, "epoch");
+  sn->val_loss = sn->val_accuracy = sn->test_loss = sn->test_accuracy = sn->train_loss = NAN;
+  gboolean taken = TRUE;
+  if (strcmp (event, "metrics") == 0)
+    {
+      if (r->preparing)
+        {
+          g_clear_pointer (&r->preparing, g_free);
+          g_signal_emit (r, signals[SIGNAL_STATE_CHANGED], 0);
+        }
+      double total = member_num (o, "total_steps");
+      if (total > 0)
+        {
+          r->total_steps = r->progress.total_steps = (int64_t) total;
+          r->per_epoch = MAX ((int64_t) total / MAX (r->epochs, 1), 1);
+        }
+      sn->kind = TW_SNAP_METRICS;
+      sn->loss = member_num (o, "loss");
+      sn->accuracy = member_num (o, "accuracy");
+      sn->lr = member_num (o, "lr");
+      sn->step_ms = member_num (o, "step_ms");
+      sn->samples_per_s = member_num (o, "samples_per_s");
+      sn->eta_s = -1;
+      if (r->total_steps > 0 && sn->samples_per_s > 0)
+        sn->eta_s = (double) (r->total_steps - sn->step) * r->batch / sn->samples_per_s;
+      sn->comm_bytes = member_num (o, "comm_bytes");
+      take_metrics (r, sn);
+      if (!isnan (sn->comm_bytes))
+        {
+          if (r->series_comm == G_MAXUINT)
+            r->series_comm = twb_metrics_add_series (r->metrics, r->id, "comm_bytes");
+          twb_metrics_append (r->metrics, r->series_comm, (double) sn->step, sn->comm_bytes);
+        }
+      tw_snapshot_free (sn);
+      g_signal_emit (r, signals[SIGNAL_PROGRESS], 0);
+    }
+  else if (strcmp (event, "epoch") == 0)
+    {
+      sn->kind = TW_SNAP_EPOCH;
+      sn->train_loss = member_num (o, "train_loss");
+      sn->val_loss = member_num (o, "val_loss");
+      sn->val_accuracy = member_num (o, "val_accuracy");
+      take_epoch (r, sn);
+      g_signal_emit (r, signals[SIGNAL_EPOCH], 0, (gint64) sn->epoch);
+      tw_snapshot_free (sn);
+    }
+  else if (strcmp (event, "finished") == 0)
+    {
+      const char *st = json_object_get_string_member_with_default (o, "state", "finished");
+      sn->kind = TW_SNAP_FINISHED;
+      sn->state = strcmp (st, "finished") == 0  ? TW_SESSION_FINISHED
+                  : strcmp (st, "stopped") == 0 ? TW_SESSION_STOPPED
+                                                : TW_SESSION_FAILED;
+      sn->test_loss = member_num (o, "test_loss");
+      sn->test_accuracy = member_num (o, "test_accuracy");
+      const char *msg = json_object_get_string_member_with_default (o, "message", NULL);
+      sn->message = g_strdup (msg);
+      r->progress.step = MAX (r->progress.step, sn->step);
+      take_finished (r, sn);   /* the state and "finished" come when the processes end */
+    }
+  else
+    {
+      /* "results" and what a later twb adds: read, nothing drawn. */
+      taken = strcmp (event, "results") == 0;
+      tw_snapshot_free (sn);
+    }
+  return taken;
+}
+
+void
+twb_run_end_external (TwbRun *r, tw_session_state state, const char *error)
+{
+  g_return_if_fail (r->external);
+  if (!twb_run_is_active (r))
+    return;
+  g_clear_pointer (&r->preparing, g_free);
+  if (r->result)
+    {
+      /* The stream's own end: a failure it named stays named. */
+      if (r->result->state != TW_SESSION_FINISHED || state == TW_SESSION_FINISHED)
+        state = r->result->state;
+    }
+  else
+    {
+      tw_snapshot *sn = g_new0 (tw_snapshot, 1);
+      sn->kind = TW_SNAP_FINISHED;
+      sn->state = state;
+      sn->step = r->progress.step;
+      sn->test_loss = sn->test_accuracy = NAN;
+      r->result = sn;
+    }
+  if (state == TW_SESSION_FAILED)
+    {
+      if (error || r->error == NULL)
+        {
+          g_free (r->error);
+          r->error = g_strdup (error ? error : "the ranks failed");
+        }
+    }
+  else
+    g_clear_pointer (&r->error, g_free);
+  r->result->state = state;
+  r->progress.eta_s = 0;
+  set_state (r, state);
+  g_signal_emit (r, signals[SIGNAL_FINISHED], 0);
 }

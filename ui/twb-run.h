@@ -127,4 +127,26 @@ const char *twb_run_get_error (TwbRun *r);
 /* The finished snapshot (results), NULL before the end.  Borrowed. */
 const tw_snapshot *twb_run_get_result (TwbRun *r);
 
+/* A run trained by other processes (`twb train --ranks N --progress-json`,
+ * started by the window): no session; the caller feeds it the stream's
+ * lines (metrics, epoch, finished: the same series as a session's) and
+ * ends it.  Commands other than those fail (twb_run_get_session is NULL).
+ * label: what the Runs list calls it ("2 ranks, ring, top-k 1%"); command:
+ * the command line, kept with the run.
+ *
+ *   TwbRun *r = twb_run_new_external ("run-4", "2 ranks, ring", "twb train …", model, metrics);
+ *   twb_run_feed_line (r, "{\"event\":\"metrics\",\"step\":1,…}");
+ *   twb_run_end_external (r, TW_SESSION_STOPPED, NULL);   // if no "finished" came
+ */
+TwbRun *twb_run_new_external (const char *run_id, const char *label, const char *command,
+                              const tw_model *model, TwbMetrics *metrics);
+gboolean twb_run_is_external (TwbRun *r);
+const char *twb_run_get_label (TwbRun *r);       /* NULL for the window's own runs */
+const char *twb_run_get_command (TwbRun *r);     /* NULL for the window's own runs */
+/* One line of --progress-json; FALSE (nothing taken) when it is not one. */
+gboolean twb_run_feed_line (TwbRun *r, const char *line);
+/* The processes ended: state (FINISHED, STOPPED, FAILED) and the error of
+ * a failure, unless a "finished" line said it already.  "finished" then. */
+void twb_run_end_external (TwbRun *r, tw_session_state state, const char *error);
+
 G_END_DECLS

@@ -8,6 +8,8 @@
 
 G_BEGIN_DECLS
 
+typedef struct _TwbWindowCluster TwbWindowCluster;
+
 struct _TwbWindow
 {
   GtkApplicationWindow parent_instance;
@@ -64,6 +66,9 @@ struct _TwbWindow
   double applied_lr, applied_momentum, applied_wd;
   guint progress_source;        /* the progress line's next showing (run_progress) */
   GtkWidget *run_button;
+  GtkWidget *step_buttons;      /* the debugger's stepping buttons (a linked box) */
+  GtkWidget *device_button;
+  TwbWindowCluster *cluster;    /* training on several processes (twb-window-cluster.c) */
   GtkWidget *dashboard, *debugger_panel, *compile_view;
 
   /* The Profiler tab (twb-window-profiler.c). */
@@ -97,6 +102,29 @@ gboolean twb_window_run_close_request (TwbWindow *self);
 void twb_window_update_tints (TwbWindow *self);
 /* Room for the tab shown: the bottom panel grows when it is small. */
 void twb_window_grow_bottom_panel (TwbWindow *self);
+
+/* twb-window-run.c, for twb-window-cluster.c: the run's id in the model's
+ * runs folder (caller frees); a run made elsewhere becomes the window's
+ * (its signals connected, the dashboard following it); the run actions'
+ * enabled state and tooltips brought up to date. */
+char *twb_window_runs_dir_next_id (TwbWindow *self);
+void twb_window_run_adopt (TwbWindow *self, TwbRun *run);
+void twb_window_run_update_actions (TwbWindow *self);
+
+/* twb-window-cluster.c */
+void twb_window_cluster_init (TwbWindow *self);
+void twb_window_cluster_dispose (TwbWindow *self);
+/* The device is the cluster: Run starts ranks (twb_window_cluster_start). */
+gboolean twb_window_cluster_selected (TwbWindow *self);
+gboolean twb_window_cluster_running (TwbWindow *self);
+/* Why the cluster cannot be chosen (no mpirun), NULL when it can. */
+const char *twb_window_cluster_unavailable (TwbWindow *self);
+/* The settings dialog; on Use the device becomes the cluster. */
+void twb_window_cluster_choose (TwbWindow *self);
+void twb_window_cluster_use_cpu (TwbWindow *self);
+gboolean twb_window_cluster_start (TwbWindow *self, GError **error);
+/* SIGTERM to the run's processes; the run ends (stopped) when they have gone. */
+void twb_window_cluster_stop (TwbWindow *self);
 
 /* twb-window-onnx.c */
 void twb_window_onnx_init (TwbWindow *self);

@@ -87,6 +87,8 @@ record_status (gpointer data)
 static void
 begin_recording (TwbWindow *self, TwbRun *run)
 {
+  if (twb_run_is_external (run))
+    return;   /* its ranks trace themselves: twb profile --ranks */
   self->recorder = tw_recorder_new (0);
   tw_recorder_start_session (self->recorder, twb_run_get_session (run));
   g_free (self->record_mode);

@@ -12,6 +12,7 @@
 #include "ui/twb-dashboard.h"
 #include "ui/twb-debugger-panel.h"
 #include "ui/twb-run-store.h"
+#include "ui/twb-cluster-dialog.h"
 
 #include <math.h>
 #include <string.h>
@@ -245,7 +246,7 @@ act_toggle_freeze (GSimpleAction *a, GVariant *p, gpointer data)
         g_hash_table_add (self->frozen, g_strdup (*id));
       else
         g_hash_table_remove (self->frozen, *id);
-      if (twb_window_run_is_active (self))
+      if (twb_window_run_is_active (self) && !twb_run_is_external (self->run))
         {
           g_autoptr (GError) error = NULL;
           if (!tw_session_freeze (twb_run_get_session (self->run), *id, frozen, &error))
@@ -420,6 +421,13 @@ runs_dir (TwbWindow *self)
       twb_document_set_model_id (self->doc, id);
     }
   return twb_run_store_dir_for_id (twb_document_get_model_id (self->doc));
+}
+
+char *
+twb_window_runs_dir_next_id (TwbWindow *self)
+{
+  g_autofree char *dir = runs_dir (self);
+  return twb_run_store_next_id (dir);
 }
 
 static void
@@ -641,6 +649,15 @@ ensure_run (TwbWindow *self, GError **error)
   TwbRun *run = twb_run_new (twb_document_get_model (self->doc), &cfg, self->metrics, error);
   if (run == NULL)
     return NULL;
+  twb_window_run_adopt (self, run);
+  g_object_unref (run);
+  return self->run;
+}
+
+void
+twb_window_run_adopt (TwbWindow *self, TwbRun *run)
+{
+  g_object_ref (run);
   if (self->run)
     {
       g_signal_handlers_disconnect_by_data (self->run, self);
@@ -664,8 +681,8 @@ ensure_run (TwbWindow *self, GError **error)
   twb_debugger_panel_set_hyper (TWB_DEBUGGER_PANEL (self->debugger_panel), r->optimizer.lr,
                                 r->optimizer.momentum, r->optimizer.weight_decay);
   twb_window_grow_bottom_panel (self);
-  twb_window_profiler_run_created (self, run);
-  return run;
+  if (!twb_run_is_external (run))
+    twb_window_profiler_run_created (self, run);
 }
 
 /* Before the worker goes on: apply the edits made while it was paused. */
@@ -688,12 +705,28 @@ apply_pending (TwbWindow *self, GError **error)
   return TRUE;
 }
 
+/* Why the stepping commands are greyed out with the cluster device. */
+#define CLUSTER_NO_DEBUGGER \
+  "The debugger steps one process's training: a run on several processes (Devices: Cluster) " \
+  "has no debugger; choose CPU in Devices to step"
+
 typedef gboolean (*RunCommand) (TwbRun *r, GError **error);
 
 static void
 go_with (TwbWindow *self, RunCommand cmd)
 {
   g_autoptr (GError) error = NULL;
+  if (cmd == twb_run_run && twb_window_cluster_selected (self) && !twb_window_run_is_active (self))
+    {
+      if (!twb_window_cluster_start (self, &error))
+        twb_window_show_toast (self, error->message);
+      return;
+    }
+  if (twb_window_cluster_selected (self) || twb_window_cluster_running (self))
+    {
+      twb_window_show_toast (self, CLUSTER_NO_DEBUGGER);
+      return;
+    }
   TwbRun *run = ensure_run (self, &error);
   if (run && apply_pending (self, &error) && cmd (run, &error))
     {
@@ -715,6 +748,8 @@ act_pause (GSimpleAction *a, GVariant *p, gpointer data)
 {
   TwbWindow *self = data;
   g_autoptr (GError) error = NULL;
+  if (twb_window_cluster_running (self))
+    return;
   if (self->run && !twb_run_pause (self->run, &error))
     twb_window_show_toast (self, error->message);
 }
@@ -724,6 +759,11 @@ act_stop (GSimpleAction *a, GVariant *p, gpointer data)
 {
   TwbWindow *self = data;
   g_autoptr (GError) error = NULL;
+  if (twb_window_cluster_running (self))
+    {
+      twb_window_cluster_stop (self);
+      return;
+    }
   if (twb_window_run_is_active (self) && !twb_run_stop (self->run, &error))
     twb_window_show_toast (self, error->message);
 }
@@ -751,6 +791,11 @@ act_train_steps (GSimpleAction *a, GVariant *p, gpointer data)
 {
   TwbWindow *self = data;
   g_autoptr (GError) error = NULL;
+  if (twb_window_cluster_selected (self) || twb_window_cluster_running (self))
+    {
+      twb_window_show_toast (self, CLUSTER_NO_DEBUGGER);
+      return;
+    }
   TwbRun *run = ensure_run (self, &error);
   if (run && apply_pending (self, &error)
       && twb_run_run_steps (run, (int64_t) g_variant_get_int32 (p), &error))
@@ -770,7 +815,7 @@ act_mode (GSimpleAction *a, GVariant *v, gpointer data)
   if (strcmp (m, "eager") != 0 && strcmp (m, "compiled") != 0)
     return;
   g_simple_action_set_state (a, v);
-  if (twb_window_run_is_active (self))
+  if (twb_window_run_is_active (self) && !twb_run_is_external (self->run))
     {
       g_autoptr (GError) error = NULL;
       /* From the next step on, mid-run included: the parameters and the
@@ -793,8 +838,15 @@ act_mode (GSimpleAction *a, GVariant *v, gpointer data)
 static void
 act_device (GSimpleAction *a, GVariant *v, gpointer data)
 {
-  if (strcmp (g_variant_get_string (v, NULL), "cpu") == 0)
-    g_simple_action_set_state (a, v);
+  TwbWindow *self = data;
+  const char *dev = g_variant_get_string (v, NULL);
+  if (strcmp (dev, "cpu") == 0)
+    {
+      g_simple_action_set_state (a, v);
+      twb_window_cluster_use_cpu (self);
+    }
+  else if (strcmp (dev, "cluster") == 0)
+    twb_window_cluster_choose (self);   /* the state follows the dialog's Use */
 }
 
 typedef gboolean (*SetHyper) (tw_session *s, double v, GError **error);
@@ -806,6 +858,13 @@ set_hyper (TwbWindow *self, SetHyper fn, double v, double *applied, const char *
     {
       g_autofree char *msg = g_strdup_printf ("No run to change the %s of: set it in the recipe "
                                               "(Recipe in the inspector) for the next run", what);
+      twb_window_show_toast (self, msg);
+      return;
+    }
+  if (twb_run_is_external (self->run))
+    {
+      g_autofree char *msg = g_strdup_printf ("The %s of a run on several processes is set "
+                                              "when it starts: it applies to the next run", what);
       twb_window_show_toast (self, msg);
       return;
     }
@@ -851,6 +910,12 @@ act_inspect (GSimpleAction *a, GVariant *v, gpointer data)
   /* Not among the pause's tensors: ask the session for it (a parameter,
    * its gradient or optimizer state, an eager node's output). */
   g_autoptr (GError) error = NULL;
+  if (self->run && twb_run_is_external (self->run))
+    {
+      twb_window_show_toast (self, "A run on several processes keeps its tensors in its ranks: "
+                                   "train on the CPU to inspect them");
+      return;
+    }
   if (self->run == NULL || !tw_session_request (twb_run_get_session (self->run), name, &error))
     twb_window_show_toast (self, error ? error->message : "Start a run to inspect its tensors");
 }
@@ -873,6 +938,13 @@ twb_window_save_weights_to (TwbWindow *self, const char *path, GError **error)
     {
       g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
                    "No trained weights yet: run training first (F5)");
+      return FALSE;
+    }
+  if (twb_run_is_external (self->run))
+    {
+      g_set_error (error, TW_SESSION_ERROR, TW_SESSION_ERROR_STATE,
+                   "The weights of a run on several processes stay in its ranks: train on the "
+                   "CPU to save them");
       return FALSE;
     }
   if (twb_run_get_state (self->run) == TW_SESSION_RUNNING)
@@ -1036,21 +1108,40 @@ update_run_actions (TwbWindow *self)
     }
   g_free (self->blocked_notice);
   self->blocked_notice = g_steal_pointer (&why);
+  /* Several processes: Run and Stop only; the debugger is one process's. */
+  gboolean cluster = twb_window_cluster_selected (self) || twb_window_cluster_running (self);
+  gboolean external = self->run && twb_run_is_external (self->run);
   dbg_enable (self, "run", can_go);
-  dbg_enable (self, "pause", running);
+  dbg_enable (self, "pause", running && !external);
   dbg_enable (self, "stop", active);
-  dbg_enable (self, "step-op", can_go);
-  dbg_enable (self, "step-layer", can_go);
-  dbg_enable (self, "step-iteration", can_go);
+  dbg_enable (self, "step-op", can_go && !cluster);
+  dbg_enable (self, "step-layer", can_go && !cluster);
+  dbg_enable (self, "step-iteration", can_go && !cluster);
+  GAction *tsa = g_action_map_lookup_action (G_ACTION_MAP (self), "train-steps");
+  if (tsa)
+    g_simple_action_set_enabled (G_SIMPLE_ACTION (tsa), !cluster);
+  static const char *const step_tips[] = { "Step one op (F11)", "Step over a layer (F10)",
+                                           "Step one iteration (Ctrl+F10)" };
+  int k = 0;
+  for (GtkWidget *b = self->step_buttons ? gtk_widget_get_first_child (self->step_buttons) : NULL;
+       b && k < 3; b = gtk_widget_get_next_sibling (b), k++)
+    gtk_widget_set_tooltip_text (b, cluster ? CLUSTER_NO_DEBUGGER : step_tips[k]);
   GAction *sw = g_action_map_lookup_action (G_ACTION_MAP (self), "save-weights");
   if (sw)
-    g_simple_action_set_enabled (G_SIMPLE_ACTION (sw), self->run != NULL && !running);
+    g_simple_action_set_enabled (G_SIMPLE_ACTION (sw),
+                                 self->run != NULL && !running && !external);
   gtk_widget_set_tooltip_text (self->run_button, self->blocked_notice ? self->blocked_notice
                                                  : paused             ? "Continue (F5)"
                                                                       : "Run (F5)");
   gtk_button_set_icon_name (GTK_BUTTON (self->run_button), "media-playback-start-symbolic");
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->run_button), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   paused ? "Continue" : "Run", -1);
+}
+
+void
+twb_window_run_update_actions (TwbWindow *self)
+{
+  update_run_actions (self);
 }
 
 /* Breakpoints and freezes on nodes the edit removed (or renamed) go, with
@@ -1197,6 +1288,7 @@ build_controls (TwbWindow *self)
 
   GtkWidget *steps = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
   gtk_widget_add_css_class (steps, "linked");
+  self->step_buttons = steps;
   gtk_box_append (GTK_BOX (steps), tool_button ("go-next-symbolic", "debugger.step-op",
                                                 "Step one op (F11)", "Step op"));
   gtk_box_append (GTK_BOX (steps), tool_button ("go-last-symbolic", "debugger.step-layer",
@@ -1216,16 +1308,22 @@ build_controls (TwbWindow *self)
                                "Compiled: one fused, planned program (from the next step)", eager));
   gtk_box_append (GTK_BOX (self->run_box), modes);
 
-  /* Devices: the CPU now; CUDA GPUs and simulated clusters when the
-   * engine has them, listed disabled with the reason until then. */
+  /* Devices: the CPU, and MPI ranks on this machine (twb-window-cluster.c);
+   * CUDA GPUs when the engine has them, listed disabled with the reason
+   * until then. */
   g_autoptr (GMenu) devices = g_menu_new ();
   int nt = twb_run_default_threads ();
   g_autofree char *cpu = g_strdup_printf ("CPU (%d thread%s)", nt, nt == 1 ? "" : "s");
   g_autoptr (GMenuItem) c = g_menu_item_new (cpu, "debugger.device::cpu");
   g_menu_append_item (devices, c);
   g_menu_append (devices, "CUDA GPU — not available in this build", "debugger.device-unavailable");
-  g_menu_append (devices, "Simulated cluster — not available yet", "debugger.device-unavailable");
+  if (twb_window_cluster_unavailable (self))
+    g_menu_append (devices, "Cluster (MPI ranks) — mpirun not found (install Open MPI)",
+                   "debugger.device-unavailable");
+  else
+    g_menu_append (devices, "Cluster (MPI ranks)…", "debugger.device::cluster");
   GtkWidget *dev = gtk_menu_button_new ();
+  self->device_button = dev;
   gtk_menu_button_set_label (GTK_MENU_BUTTON (dev), "CPU");
   gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (dev), G_MENU_MODEL (devices));
   gtk_widget_set_tooltip_text (dev, "Device to train on");
@@ -1277,6 +1375,7 @@ twb_window_run_init (TwbWindow *self)
                                   G_ACTION_GROUP (self->debugger_actions));
   g_action_map_add_action_entries (G_ACTION_MAP (self), win_run_entries,
                                    G_N_ELEMENTS (win_run_entries), self);
+  twb_window_cluster_init (self);
   build_controls (self);
   build_panels (self);
   g_signal_connect (self->canvas, "margin-clicked", G_CALLBACK (canvas_margin_clicked), self);
@@ -1287,6 +1386,7 @@ void
 twb_window_run_dispose (TwbWindow *self)
 {
   g_clear_handle_id (&self->progress_source, g_source_remove);
+  twb_window_cluster_dispose (self);
   if (self->run)
     {
       g_signal_handlers_disconnect_by_data (self->run, self);
@@ -1313,6 +1413,11 @@ stop_response (GtkDialog *d, int response, TwbWindow *self)
     return;
   g_autoptr (GError) error = NULL;
   self->close_after_stop = TRUE;
+  if (twb_window_cluster_running (self))
+    {
+      twb_window_cluster_stop (self);
+      return;
+    }
   /* The worker stops at its next op (finishing a step's updates first);
    * "finished" then closes the window. */
   if (!twb_run_stop (self->run, &error))

@@ -76,6 +76,11 @@ gboolean twb_window_run_is_active (TwbWindow *self);
 gboolean twb_window_add_breakpoint (TwbWindow *self, const char *spec, GError **error);
 gboolean twb_window_save_weights_to (TwbWindow *self, const char *path, GError **error);
 gboolean twb_window_load_weights_from (TwbWindow *self, const char *path, GError **error);
+/* Training on several processes (twb-window-cluster.c): the settings
+ * dialog while open (debugger.device::cluster opens it), and the process
+ * group of the run's processes (0 when none runs). */
+GtkWidget *twb_window_get_cluster_dialog (TwbWindow *self);
+int twb_window_cluster_get_pgid (TwbWindow *self);
 /* Drop the run at once (its worker stopped and joined), without asking. */
 void twb_window_stop_run_now (TwbWindow *self);
 

@@ -1,0 +1,455 @@
+/* twb-window-cluster.c — training on several processes from the window:
+ * the "Cluster (MPI ranks)…" device, its settings (twb-cluster-dialog.h),
+ * and a run that is `twb train TMP.json --ranks N … --progress-json` in a
+ * subprocess: its stdout lines (rank 0's curves) feed an external TwbRun
+ * (twb-run.h), its stderr lines (errors, "rank N: …") go to the notice
+ * area, Stop sends SIGTERM to its process group (the launcher, mpirun and
+ * the ranks). */
+#define G_LOG_DOMAIN "twb-window-cluster"
+
+#include "ui/twb-window-private.h"
+#include "ui/twb-cluster-dialog.h"
+#include "ui/twb-run-store.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* After SIGTERM, how long the ranks have to go before SIGKILL: a step of
+ * the models this is for takes milliseconds, mpirun's own teardown about a
+ * second (TOOLCHAIN.md: one mpirun start ≈ 0.7 s). */
+#define STOP_GRACE_MS 5000
+/* Error lines kept for the notice and a failed run's message. */
+#define KEPT_ERRORS 4
+
+struct _TwbWindowCluster
+{
+  TwbClusterConfig config;
+  gboolean selected;          /* the device chosen is the cluster */
+  char *unavailable;          /* why there is no cluster (no mpirun), or NULL */
+  GtkWidget *dialog;          /* while open */
+  GSubprocess *proc;
+  GCancellable *cancel;
+  GDataInputStream *out, *err;
+  TwbRun *run;                /* the run the process feeds (also self->run) */
+  char *model_path;           /* the temporary copy of the model */
+  GPid pgid;
+  int open_ends;              /* stdout, stderr and the exit still to come */
+  gboolean stopping, exited_ok;
+  int exit_status;
+  guint kill_source;
+  GQueue errors;              /* char*: the last KEPT_ERRORS stderr lines */
+};
+
+static TwbWindowCluster *
+cl (TwbWindow *self)
+{
+  return self->cluster;
+}
+
+gboolean
+twb_window_cluster_selected (TwbWindow *self)
+{
+  return cl (self) && cl (self)->selected;
+}
+
+gboolean
+twb_window_cluster_running (TwbWindow *self)
+{
+  return cl (self) && cl (self)->proc != NULL;
+}
+
+GtkWidget *
+twb_window_get_cluster_dialog (TwbWindow *self)
+{
+  return cl (self) ? cl (self)->dialog : NULL;
+}
+
+int
+twb_window_cluster_get_pgid (TwbWindow *self)
+{
+  return cl (self) && cl (self)->proc ? (int) cl (self)->pgid : 0;
+}
+
+const char *
+twb_window_cluster_unavailable (TwbWindow *self)
+{
+  return cl (self) ? cl (self)->unavailable : NULL;
+}
+
+/* The twb program: $TWB_PROGRAM, this program when it is twb, the twb
+ * beside it (a build folder's app/ from tests/ui/ too), or PATH's.
+ * Caller frees; NULL when there is none. */
+static char *
+find_twb (void)
+{
+  const char *env = g_getenv ("TWB_PROGRAM");
+  if (env && *env)
+    return g_strdup (env);
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  if (self)
+    {
+      g_autofree char *base = g_path_get_basename (self);
+      if (strcmp (base, "twb") == 0)
+        return g_steal_pointer (&self);
+      g_autofree char *dir = g_path_get_dirname (self);
+      const char *near[] = { "twb", "../app/twb", "../../app/twb" };
+      for (guint i = 0; i < G_N_ELEMENTS (near); i++)
+        {
+          g_autofree char *p = g_build_filename (dir, near[i], NULL);
+          if (g_file_test (p, G_FILE_TEST_IS_EXECUTABLE) && !g_file_test (p, G_FILE_TEST_IS_DIR))
+            return g_canonicalize_filename (p, NULL);
+        }
+    }
+  return g_find_program_in_path ("twb");
+}
+
+static void
+update_device_label (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (self->device_button == NULL)
+    return;
+  g_autofree char *label = c->selected ? twb_cluster_config_label (&c->config) : NULL;
+  g_autofree char *text = label ? g_strdup_printf ("Cluster: %s", label) : g_strdup ("CPU");
+  gtk_menu_button_set_label (GTK_MENU_BUTTON (self->device_button), text);
+}
+
+static void
+set_device_state (TwbWindow *self, const char *name)
+{
+  GAction *a = g_action_map_lookup_action (G_ACTION_MAP (self->debugger_actions), "device");
+  g_simple_action_set_state (G_SIMPLE_ACTION (a), g_variant_new_string (name));
+}
+
+static void
+dialog_done (const TwbClusterConfig *config, gpointer data)
+{
+  TwbWindow *self = data;
+  TwbWindowCluster *c = cl (self);
+  twb_cluster_config_clear (&c->config);
+  twb_cluster_config_copy (&c->config, config);
+  c->selected = TRUE;
+  set_device_state (self, "cluster");
+  update_device_label (self);
+  twb_window_run_update_actions (self);
+  g_autofree char *label = twb_cluster_config_label (config);
+  g_autofree char *msg = g_strdup_printf ("Runs train on %s (Run, F5); CPU in Devices trains "
+                                          "in the window again", label);
+  twb_window_show_toast (self, msg);
+}
+
+static void
+dialog_destroyed (GtkWidget *w, TwbWindow *self)
+{
+  if (cl (self))
+    cl (self)->dialog = NULL;
+}
+
+/* debugger.device::cluster: the settings, then the device. */
+void
+twb_window_cluster_choose (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (c->unavailable)
+    {
+      twb_window_show_toast (self, c->unavailable);
+      return;
+    }
+  if (c->dialog)
+    {
+      gtk_window_present (GTK_WINDOW (c->dialog));
+      return;
+    }
+  gint64 batch = twb_document_get_model (self->doc)->recipe.batch_size;
+  c->dialog = twb_cluster_dialog_new (GTK_WINDOW (self), &c->config, batch, dialog_done, self);
+  g_signal_connect (c->dialog, "destroy", G_CALLBACK (dialog_destroyed), self);
+  gtk_window_present (GTK_WINDOW (c->dialog));
+}
+
+void
+twb_window_cluster_use_cpu (TwbWindow *self)
+{
+  if (cl (self) == NULL)
+    return;
+  cl (self)->selected = FALSE;
+  update_device_label (self);
+  twb_window_run_update_actions (self);
+}
+
+/* ---- The process ----------------------------------------------------------------------- */
+
+static void
+child_setup (gpointer data)
+{
+  /* Its own process group: Stop reaches the launcher, mpirun and the ranks. */
+  setpgid (0, 0);
+}
+
+static void finish_if_done (TwbWindow *self);
+
+static void
+kept_error (TwbWindowCluster *c, const char *line)
+{
+  g_queue_push_tail (&c->errors, g_strdup (line));
+  while (c->errors.length > KEPT_ERRORS)
+    g_free (g_queue_pop_head (&c->errors));
+}
+
+static char *
+joined_errors (TwbWindowCluster *c)
+{
+  GString *s = g_string_new (NULL);
+  for (GList *l = c->errors.head; l; l = l->next)
+    g_string_append_printf (s, "%s%s", s->len ? "\n" : "", (const char *) l->data);
+  return g_string_free (s, s->len == 0);
+}
+
+static void read_next (TwbWindow *self, GDataInputStream *in);
+
+static void
+line_read (GObject *src, GAsyncResult *res, gpointer data)
+{
+  TwbWindow *self = data;
+  GDataInputStream *in = G_DATA_INPUT_STREAM (src);
+  g_autoptr (GError) error = NULL;
+  gsize len = 0;
+  g_autofree char *line = g_data_input_stream_read_line_finish_utf8 (in, res, &len, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    {
+      g_object_unref (self);
+      return;
+    }
+  TwbWindowCluster *c = cl (self);
+  if (c == NULL || (in != c->out && in != c->err))
+    {
+      /* The window went (or the run ended) while the line was on its way. */
+      g_object_unref (self);
+      return;
+    }
+  if (line == NULL)
+    {
+      /* The end of the stream (or an unreadable one: taken as its end). */
+      c->open_ends--;
+      finish_if_done (self);
+      g_object_unref (self);
+      return;
+    }
+  if (in == c->out)
+    {
+      if (!twb_run_feed_line (c->run, line) && line[0])
+        g_message ("cluster run: not a progress line: %.200s", line);
+    }
+  else if (g_strstrip (line)[0])
+    {
+      /* A rank's error ("rank 1: …", or rank 0's "twb: …"): in the
+       * notice area at once, and kept for a failed run's message. */
+      kept_error (c, line);
+      g_autofree char *all = joined_errors (c);
+      twb_window_show_toast (self, all);
+    }
+  read_next (self, in);
+  g_object_unref (self);
+}
+
+static void
+read_next (TwbWindow *self, GDataInputStream *in)
+{
+  g_data_input_stream_read_line_async (in, G_PRIORITY_DEFAULT, cl (self)->cancel, line_read,
+                                       g_object_ref (self));
+}
+
+static void
+process_exited (GObject *src, GAsyncResult *res, gpointer data)
+{
+  TwbWindow *self = data;
+  g_autoptr (GError) error = NULL;
+  gboolean ok = g_subprocess_wait_finish (G_SUBPROCESS (src), res, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    {
+      g_object_unref (self);
+      return;
+    }
+  TwbWindowCluster *c = cl (self);
+  if (c == NULL || c->proc != G_SUBPROCESS (src))
+    {
+      g_object_unref (self);
+      return;
+    }
+  c->exited_ok = ok && g_subprocess_get_if_exited (G_SUBPROCESS (src))
+                 && g_subprocess_get_exit_status (G_SUBPROCESS (src)) == 0;
+  c->exit_status = ok && g_subprocess_get_if_exited (G_SUBPROCESS (src))
+                     ? g_subprocess_get_exit_status (G_SUBPROCESS (src)) : -1;
+  c->open_ends--;
+  finish_if_done (self);
+  g_object_unref (self);
+}
+
+static void
+clear_process (TwbWindowCluster *c)
+{
+  g_clear_handle_id (&c->kill_source, g_source_remove);
+  if (c->cancel)
+    g_cancellable_cancel (c->cancel);
+  g_clear_object (&c->cancel);
+  g_clear_object (&c->out);
+  g_clear_object (&c->err);
+  g_clear_object (&c->proc);
+  g_clear_object (&c->run);
+  if (c->model_path)
+    g_unlink (c->model_path);
+  g_clear_pointer (&c->model_path, g_free);
+  c->pgid = 0;
+}
+
+/* The three ends came (both streams and the exit): the run ends. */
+static void
+finish_if_done (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (c->open_ends > 0 || c->proc == NULL)
+    return;
+  g_autoptr (TwbRun) run = g_object_ref (c->run);
+  gboolean stopped = c->stopping;
+  gboolean ok = c->exited_ok;
+  g_autofree char *why = joined_errors (c);
+  if (why == NULL)
+    why = g_strdup_printf ("twb train ended with status %d and said nothing", c->exit_status);
+  clear_process (c);
+  twb_run_end_external (run, stopped ? TW_SESSION_STOPPED
+                             : ok    ? TW_SESSION_FINISHED
+                                     : TW_SESSION_FAILED,
+                        stopped || ok ? NULL : why);
+  twb_window_run_update_actions (self);
+}
+
+gboolean
+twb_window_cluster_start (TwbWindow *self, GError **error)
+{
+  TwbWindowCluster *c = cl (self);
+  if (c->proc)
+    return TRUE;
+  const tw_model *model = twb_document_get_model (self->doc);
+  if (!twb_cluster_config_check (&c->config, model->recipe.batch_size, error))
+    return FALSE;
+  g_autofree char *twb = find_twb ();
+  if (twb == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                   "Cannot find the twb program to start the ranks with (set TWB_PROGRAM)");
+      return FALSE;
+    }
+  /* The model as drawn now, unsaved edits included. */
+  g_autofree char *tmp = NULL;
+  int fd = g_file_open_tmp ("twb-cluster-XXXXXX.json", &tmp, error);
+  if (fd < 0)
+    return FALSE;
+  close (fd);
+  if (!tw_model_save (model, tmp, error))
+    {
+      g_unlink (tmp);
+      return FALSE;
+    }
+  g_auto (GStrv) argv = twb_cluster_config_argv (&c->config, twb, tmp);
+  if (self->init_weights)
+    {
+      GStrvBuilder *b = g_strv_builder_new ();
+      g_strv_builder_addv (b, (const char **) argv);
+      g_strv_builder_add_many (b, "--init-weights", self->init_weights, NULL);
+      g_strfreev (argv);
+      argv = g_strv_builder_end (b);
+      g_strv_builder_unref (b);
+    }
+  g_autoptr (GSubprocessLauncher) l
+    = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_set_child_setup (l, child_setup, NULL, NULL);
+  GSubprocess *proc = g_subprocess_launcher_spawnv (l, (const char *const *) argv, error);
+  if (proc == NULL)
+    {
+      g_unlink (tmp);
+      return FALSE;
+    }
+  g_autofree char *id = twb_window_runs_dir_next_id (self);
+  g_autofree char *label = twb_cluster_config_label (&c->config);
+  g_auto (GStrv) shown = twb_cluster_config_argv (&c->config, "twb",
+                                                  twb_document_get_path (self->doc)
+                                                    ? twb_document_get_path (self->doc)
+                                                    : "MODEL.json");
+  g_autofree char *command = g_strjoinv (" ", shown);
+  c->run = twb_run_new_external (id, label, command, model, self->metrics);
+  c->proc = proc;
+  c->model_path = g_steal_pointer (&tmp);
+  c->pgid = (GPid) atoi (g_subprocess_get_identifier (proc));
+  c->cancel = g_cancellable_new ();
+  c->stopping = FALSE;
+  c->open_ends = 3;
+  g_queue_clear_full (&c->errors, g_free);
+  c->out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (proc));
+  c->err = g_data_input_stream_new (g_subprocess_get_stderr_pipe (proc));
+  read_next (self, c->out);
+  read_next (self, c->err);
+  g_subprocess_wait_async (proc, c->cancel, process_exited, g_object_ref (self));
+  twb_window_run_adopt (self, c->run);
+  twb_window_run_update_actions (self);
+  return TRUE;
+}
+
+static gboolean
+kill_late (gpointer data)
+{
+  TwbWindow *self = data;
+  TwbWindowCluster *c = cl (self);
+  c->kill_source = 0;
+  if (c->pgid > 0)
+    kill (-c->pgid, SIGKILL);
+  return G_SOURCE_REMOVE;
+}
+
+void
+twb_window_cluster_stop (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (c->proc == NULL || c->stopping)
+    return;
+  c->stopping = TRUE;
+  if (c->pgid > 0 && kill (-c->pgid, SIGTERM) != 0 && errno != ESRCH)
+    g_message ("stopping the ranks: %s", g_strerror (errno));
+  c->kill_source = g_timeout_add (STOP_GRACE_MS, kill_late, self);
+}
+
+void
+twb_window_cluster_init (TwbWindow *self)
+{
+  TwbWindowCluster *c = g_new0 (TwbWindowCluster, 1);
+  twb_cluster_config_init (&c->config);
+  g_queue_init (&c->errors);
+  g_autofree char *mpirun = g_find_program_in_path ("mpirun");
+  if (mpirun == NULL)
+    mpirun = g_find_program_in_path ("mpiexec");
+  if (mpirun == NULL)
+    c->unavailable = g_strdup ("Training on several processes needs Open MPI's mpirun, which is "
+                               "not on PATH (Debian: apt-get install openmpi-bin)");
+  self->cluster = c;
+}
+
+void
+twb_window_cluster_dispose (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (c == NULL)
+    return;
+  /* Closing the window ends its ranks: none is left behind. */
+  if (c->pgid > 0)
+    kill (-c->pgid, SIGTERM);
+  if (c->dialog)
+    gtk_window_destroy (GTK_WINDOW (c->dialog));
+  clear_process (c);
+  twb_cluster_config_clear (&c->config);
+  g_queue_clear_full (&c->errors, g_free);
+  g_free (c->unavailable);
+  g_free (c);
+  self->cluster = NULL;
+}
