@@ -32,6 +32,7 @@ static const ChartSpec charts[] = {
     { TWB_PLOT_SOLID, TWB_PLOT_DOTTED, TWB_PLOT_DASH_DOT }, NULL, FALSE },
   { "lr", "Learning rate", { "lr" }, { TWB_PLOT_SOLID }, NULL, FALSE },
   { "throughput", "Samples/s", { "samples_per_s" }, { TWB_PLOT_SOLID }, NULL, FALSE },
+  { "step-time", "Step time (ms)", { "step_ms" }, { TWB_PLOT_SOLID }, NULL, FALSE },
   { "grad-norm", "Gradient norm per layer", { NULL }, { TWB_PLOT_SOLID }, "grad_norm:", TRUE },
 };
 

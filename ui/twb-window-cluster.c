@@ -41,6 +41,7 @@ struct _TwbWindowCluster
   gboolean stopping, exited_ok;
   int exit_status;
   guint kill_source;
+  GArray *tree;               /* GPid: the run's processes when Stop was pressed */
   GQueue errors;              /* char*: the last KEPT_ERRORS stderr lines */
 };
 
@@ -210,6 +211,17 @@ joined_errors (TwbWindowCluster *c)
 
 static void read_next (TwbWindow *self, GDataInputStream *in);
 
+/* Open MPI's own counts of the help messages it did not repeat
+ * ("[host:123] 1 more process has sent help message …", "Set MCA
+ * parameter \"orte_base_help_aggregate\" to 0 …"): the rank's line has
+ * said what went wrong. */
+static gboolean
+mpirun_chatter (const char *line)
+{
+  return (line[0] == '[' && strstr (line, "has sent help message"))
+         || (line[0] == '[' && strstr (line, "orte_base_help_aggregate"));
+}
+
 static void
 line_read (GObject *src, GAsyncResult *res, gpointer data)
 {
@@ -243,7 +255,7 @@ line_read (GObject *src, GAsyncResult *res, gpointer data)
       if (!twb_run_feed_line (c->run, line) && line[0])
         g_message ("cluster run: not a progress line: %.200s", line);
     }
-  else if (g_strstrip (line)[0])
+  else if (g_strstrip (line)[0] && !mpirun_chatter (line))
     {
       /* A rank's error ("rank 1: …", or rank 0's "twb: …"): in the
        * notice area at once, and kept for a failed run's message. */
@@ -299,6 +311,7 @@ clear_process (TwbWindowCluster *c)
   g_clear_object (&c->err);
   g_clear_object (&c->proc);
   g_clear_object (&c->run);
+  g_clear_pointer (&c->tree, g_array_unref);
   if (c->model_path)
     g_unlink (c->model_path);
   g_clear_pointer (&c->model_path, g_free);
@@ -397,14 +410,58 @@ twb_window_cluster_start (TwbWindow *self, GError **error)
   return TRUE;
 }
 
+/* root and its descendants, living (not zombies), from /proc: mpirun's
+ * ranks are in a process group of their own. */
+static GArray *
+process_tree (GPid root)
+{
+  g_autoptr (GArray) pid = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_autoptr (GArray) ppid = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  while (proc && (name = g_dir_read_name (proc)))
+    {
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      g_autofree char *path = g_build_filename ("/proc", name, "stat", NULL);
+      g_autofree char *stat = NULL;
+      if (!g_file_get_contents (path, &stat, NULL, NULL))
+        continue;
+      const char *close = strrchr (stat, ')');
+      char state = 0;
+      int parent = 0;
+      if (close && sscanf (close + 1, " %c %d", &state, &parent) == 2 && state != 'Z')
+        {
+          GPid p = (GPid) atoi (name);
+          g_array_append_val (pid, p);
+          g_array_append_val (ppid, parent);
+        }
+    }
+  GArray *tree = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_array_append_val (tree, root);
+  for (guint k = 0; k < tree->len; k++)
+    for (guint i = 0; i < pid->len; i++)
+      if (g_array_index (ppid, GPid, i) == g_array_index (tree, GPid, k))
+        g_array_append_val (tree, g_array_index (pid, GPid, i));
+  return tree;
+}
+
+static void
+signal_tree (TwbWindowCluster *c, int sig)
+{
+  if (c->pgid > 0)
+    kill (-c->pgid, sig);
+  for (guint i = 0; c->tree && i < c->tree->len; i++)
+    kill (g_array_index (c->tree, GPid, i), sig);
+}
+
 static gboolean
 kill_late (gpointer data)
 {
   TwbWindow *self = data;
   TwbWindowCluster *c = cl (self);
   c->kill_source = 0;
-  if (c->pgid > 0)
-    kill (-c->pgid, SIGKILL);
+  signal_tree (c, SIGKILL);
   return G_SOURCE_REMOVE;
 }
 
@@ -415,8 +472,9 @@ twb_window_cluster_stop (TwbWindow *self)
   if (c->proc == NULL || c->stopping)
     return;
   c->stopping = TRUE;
-  if (c->pgid > 0 && kill (-c->pgid, SIGTERM) != 0 && errno != ESRCH)
-    g_message ("stopping the ranks: %s", g_strerror (errno));
+  g_clear_pointer (&c->tree, g_array_unref);
+  c->tree = process_tree (c->pgid);
+  signal_tree (c, SIGTERM);
   c->kill_source = g_timeout_add (STOP_GRACE_MS, kill_late, self);
 }
 
@@ -443,7 +501,11 @@ twb_window_cluster_dispose (TwbWindow *self)
     return;
   /* Closing the window ends its ranks: none is left behind. */
   if (c->pgid > 0)
-    kill (-c->pgid, SIGTERM);
+    {
+      g_clear_pointer (&c->tree, g_array_unref);
+      c->tree = process_tree (c->pgid);
+      signal_tree (c, SIGTERM);
+    }
   if (c->dialog)
     gtk_window_destroy (GTK_WINDOW (c->dialog));
   clear_process (c);

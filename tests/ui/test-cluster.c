@@ -1,0 +1,428 @@
+/* test-cluster.c — training on several processes from the window, under
+ * Xvfb, through its actions: the Cluster device's dialog (its check and
+ * the command it shows), a 2-rank run of `twb train --progress-json` in a
+ * subprocess listed finished in the Runs list with rank 0's curves, a
+ * compressed run overlaid on the synchronous one, Stop ending every process
+ * of the run, a failing run's error in the notice area, and the
+ * Profiler's Ranks page on a merged trace of twb profile --ranks 2.
+ * Screenshots are saved for a person to look at (TWB_TEST_SHOTS or a
+ * temporary folder).  The twb program is argv[1] (TWB_PROGRAM). */
+#include "ui-test.h"
+#include "window-test.h"
+#include "ui/twb-cluster-dialog.h"
+#include "ui/twb-dashboard.h"
+#include "ui/twb-profiler-panel.h"
+#include "ui/twb-run-store.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static TwbApplication *app;
+static char *shots_dir, *twb_program;
+
+/* A 2-rank run of the spirals model: mpirun's start (≈ 0.7 s,
+ * TOOLCHAIN.md) and 40 steps of a few ms; 90 s only ends a hung test
+ * (an ASan build on a shared machine is ~20x slower). */
+#define CLUSTER_TIMEOUT_S 90
+
+static TwbWindow *
+open_spirals (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (TwbDocument) doc
+    = twb_document_new_from_file (TWB_ASSETS_DIR "/models/spirals.json", &error);
+  g_assert_no_error (error);
+  TwbWindow *w = twb_window_new (GTK_APPLICATION (app), doc);
+  gtk_window_set_default_size (GTK_WINDOW (w), 1280, 900);
+  gtk_window_present (GTK_WINDOW (w));
+  twt_ui_pump ();
+  return w;
+}
+
+static void
+set_spin (GtkWidget *dialog, const char *name, double v)
+{
+  GtkWidget *s = twb_cluster_dialog_get_control (dialog, name);
+  g_assert_nonnull (s);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (s), v);
+}
+
+static void
+set_pick (GtkWidget *dialog, const char *name, guint i)
+{
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (twb_cluster_dialog_get_control (dialog, name)), i);
+}
+
+static const char *
+dialog_text (GtkWidget *dialog, const char *name)
+{
+  return gtk_label_get_text (GTK_LABEL (twb_cluster_dialog_get_control (dialog, name)));
+}
+
+/* Opens the dialog through debugger.device::cluster. */
+static GtkWidget *
+open_dialog (TwbWindow *w)
+{
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.device", "s", "cluster");
+  twt_ui_pump ();
+  GtkWidget *d = twb_window_get_cluster_dialog (w);
+  g_assert_nonnull (d);
+  return d;
+}
+
+static void
+use (GtkWidget *dialog)
+{
+  GtkWidget *b = twb_cluster_dialog_get_control (dialog, "use");
+  g_assert_true (gtk_widget_get_sensitive (b));
+  g_signal_emit_by_name (b, "clicked");
+  twt_ui_pump ();
+}
+
+static gboolean
+action_enabled (TwbWindow *w, const char *name)
+{
+  return g_action_group_get_action_enabled (G_ACTION_GROUP (w->debugger_actions), name);
+}
+
+/* Run (F5) and wait for the processes to end. */
+static void
+run_and_wait (TwbWindow *w)
+{
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.run", NULL);
+  g_assert_true (twb_window_run_is_active (w));
+  g_assert_true (twb_run_is_external (twb_window_get_run (w)));
+  gint64 end = g_get_monotonic_time () + CLUSTER_TIMEOUT_S * G_USEC_PER_SEC;
+  while (twb_window_run_is_active (w) && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_false (twb_window_run_is_active (w));
+  twt_ui_pump ();
+}
+
+static gsize
+points (TwbWindow *w, const char *run, const char *series)
+{
+  guint s = twb_metrics_find_series (w->metrics, run, series);
+  return s == G_MAXUINT ? 0 : twb_metrics_series_len (w->metrics, s);
+}
+
+static TwbRunRecord *
+record_of (TwbWindow *w, const char *id)
+{
+  g_autofree char *dir = twb_run_store_dir_for_id (twb_document_get_model_id (w->doc));
+  g_autoptr (GPtrArray) runs = twb_run_store_list (dir);
+  for (guint i = 0; i < runs->len; i++)
+    {
+      TwbRunRecord *r = g_ptr_array_index (runs, i);
+      if (strcmp (r->id, id) == 0)
+        return g_ptr_array_steal_index (runs, i);
+    }
+  return NULL;
+}
+
+static gboolean
+row_with (TwbWindow *w, const char *id, const char *needle)
+{
+  const char *rid, *text;
+  GdkRGBA c;
+  for (guint i = 0; twb_dashboard_get_run_row (TWB_DASHBOARD (w->dashboard), i, &rid, &c, &text);
+       i++)
+    if (strcmp (rid, id) == 0 && strstr (text, needle))
+      return TRUE;
+  return FALSE;
+}
+
+static void
+shot (TwbWindow *w, const char *name)
+{
+  g_autofree char *path = g_build_filename (shots_dir, name, NULL);
+  twt_window_screenshot (GTK_WIDGET (w), path);
+  g_test_message ("screenshot: %s", path);
+}
+
+/* The dialog: its inline check is the command line's, the strategies go
+ * with data parallelism, stages show for pipelines only. */
+static void
+test_dialog (void)
+{
+  TwbWindow *w = open_spirals ();
+  GtkWidget *d = open_dialog (w);
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--ranks 2 --progress-json"));
+  GtkWidget *stages = twb_cluster_dialog_get_control (d, "stages");
+  GtkWidget *micro = twb_cluster_dialog_get_control (d, "micro-batches");
+  g_assert_false (gtk_widget_get_visible (stages));
+  g_assert_false (gtk_widget_get_visible (micro));
+  /* Hybrid: 3 ranks are no multiple of 2 stages (twb_dist_args_check). */
+  set_pick (d, "parallel", 2);
+  set_spin (d, "ranks", 3);
+  g_assert_true (gtk_widget_get_visible (stages));
+  g_assert_true (gtk_widget_get_visible (micro));
+  g_assert_false (gtk_widget_get_sensitive (twb_cluster_dialog_get_control (d, "compress")));
+  g_assert_false (gtk_widget_get_sensitive (twb_cluster_dialog_get_control (d, "use")));
+  g_assert_nonnull (strstr (dialog_text (d, "error"), "multiple of the 2 stages"));
+  set_spin (d, "ranks", 4);
+  g_assert_true (gtk_widget_get_sensitive (twb_cluster_dialog_get_control (d, "use")));
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--parallel hybrid --stages 2"));
+  /* Asynchronous updates send no gradients to compress. */
+  set_pick (d, "parallel", 0);
+  set_pick (d, "update", 1);
+  g_assert_false (gtk_widget_get_sensitive (twb_cluster_dialog_get_control (d, "compress")));
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--async 2"));
+  set_pick (d, "update", 0);
+  set_pick (d, "compress", 1);
+  g_assert_true (gtk_widget_get_visible (twb_cluster_dialog_get_control (d, "topk")));
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--compress topk:0.01"));
+  /* More ranks than samples in a batch of 32. */
+  set_spin (d, "ranks", 64);
+  g_assert_false (gtk_widget_get_sensitive (twb_cluster_dialog_get_control (d, "use")));
+  g_assert_nonnull (strstr (dialog_text (d, "error"), "cannot be split into 64"));
+  set_spin (d, "ranks", 4);
+  g_autofree char *path = g_build_filename (shots_dir, "cluster-dialog.png", NULL);
+  twt_window_screenshot (d, path);
+  g_test_message ("screenshot: %s", path);
+  use (d);
+  g_assert_null (twb_window_get_cluster_dialog (w));
+  /* The debugger is one process's: stepping is greyed out, saying why. */
+  g_assert_false (action_enabled (w, "step-op"));
+  g_assert_false (action_enabled (w, "step-iteration"));
+  g_assert_true (action_enabled (w, "run"));
+  GtkWidget *first = gtk_widget_get_first_child (w->step_buttons);
+  g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (first), "one process"));
+  /* CPU again: the debugger is back. */
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.device", "s", "cpu");
+  g_assert_true (action_enabled (w, "step-op"));
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
+/* Two ranks for a few steps, then a compressed run overlaid on it. */
+static void
+test_run_and_overlay (void)
+{
+  TwbWindow *w = open_spirals ();
+  GtkWidget *d = open_dialog (w);
+  set_spin (d, "ranks", 2);
+  set_spin (d, "max-steps", 40);
+  use (d);
+  run_and_wait (w);
+  TwbRun *run = twb_window_get_run (w);
+  g_autofree char *sync_id = g_strdup (twb_run_get_id (run));
+  g_assert_null (twb_run_get_error (run));
+  g_assert_cmpint (twb_run_get_state (run), ==, TW_SESSION_FINISHED);
+  /* Rank 0's curves, one point a step, and its per-step time. */
+  g_assert_cmpuint (points (w, sync_id, "loss"), ==, 40);
+  g_assert_cmpuint (points (w, sync_id, "step_ms"), ==, 40);
+  g_assert_cmpuint (points (w, sync_id, "comm_bytes"), ==, 40);
+  g_assert_cmpuint (points (w, sync_id, "test_accuracy"), ==, 1);
+  g_autoptr (TwbRunRecord) rec = record_of (w, sync_id);
+  g_assert_nonnull (rec);
+  g_assert_cmpstr (rec->state, ==, "finished");
+  g_assert_cmpstr (rec->label, ==, "2 ranks");
+  g_assert_cmpint (rec->steps, ==, 40);
+  g_assert_true (row_with (w, sync_id, "2 ranks · 40 steps"));
+  twb_window_show_panel (w, "training");
+  twt_ui_pump ();
+  shot (w, "cluster-run.png");
+
+  /* The same with top-k 1%, then the synchronous run ticked in the list. */
+  d = open_dialog (w);
+  set_pick (d, "compress", 1);
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--compress topk:0.01"));
+  use (d);
+  run_and_wait (w);
+  TwbRun *zrun = twb_window_get_run (w);
+  const char *zid = twb_run_get_id (zrun);
+  g_assert_cmpstr (zid, !=, sync_id);
+  g_assert_cmpint (twb_run_get_state (zrun), ==, TW_SESSION_FINISHED);
+  g_assert_cmpstr (twb_run_get_label (zrun), ==, "2 ranks, top-k 1%");
+  g_assert_true (row_with (w, zid, "2 ranks, top-k 1% · 40 steps"));
+  /* The last run left the charts when the new one began: overlaid again
+   * from the store. */
+  g_autoptr (GError) error = NULL;
+  g_assert_true (twb_dashboard_show_run (TWB_DASHBOARD (w->dashboard), sync_id, TRUE, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (points (w, sync_id, "loss"), ==, 40);
+  g_assert_cmpuint (points (w, zid, "loss"), ==, 40);
+  /* Top-k 1% sends far fewer bytes than the dense all-reduce. */
+  double xs, ys, xz, yz;
+  twb_metrics_get_point (w->metrics, twb_metrics_find_series (w->metrics, sync_id, "comm_bytes"),
+                         5, &xs, &ys);
+  twb_metrics_get_point (w->metrics, twb_metrics_find_series (w->metrics, zid, "comm_bytes"), 5,
+                         &xz, &yz);
+  g_assert_cmpfloat (yz, <, ys * 0.5);
+  GdkRGBA c;
+  TwbPlot *loss = twb_dashboard_get_plot (TWB_DASHBOARD (w->dashboard), "loss");
+  g_assert_true (twb_plot_get_curve_colour (
+    loss, twb_metrics_find_series (w->metrics, sync_id, "loss"), &c));
+  g_assert_true (twb_plot_get_curve_colour (loss, twb_metrics_find_series (w->metrics, zid, "loss"),
+                                            &c));
+  twt_ui_pump ();
+  shot (w, "cluster-overlay.png");
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
+/* The run's processes: root and its descendants, zombies aside (a
+ * re-parented mpirun's exit may wait for a reaper). */
+static GArray *
+tree_of (int root)
+{
+  g_autoptr (GArray) pid = g_array_new (FALSE, FALSE, sizeof (int));
+  g_autoptr (GArray) ppid = g_array_new (FALSE, FALSE, sizeof (int));
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  while (proc && (name = g_dir_read_name (proc)))
+    {
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      g_autofree char *path = g_build_filename ("/proc", name, "stat", NULL);
+      g_autofree char *stat = NULL;
+      if (!g_file_get_contents (path, &stat, NULL, NULL))
+        continue;
+      const char *close = strrchr (stat, ')');
+      char state = 0;
+      int parent = 0, pgrp = 0;
+      if (close && sscanf (close + 1, " %c %d %d", &state, &parent, &pgrp) == 3 && state != 'Z')
+        {
+          int p = atoi (name);
+          g_array_append_val (pid, p);
+          g_array_append_val (ppid, parent);
+        }
+    }
+  GArray *tree = g_array_new (FALSE, FALSE, sizeof (int));
+  g_array_append_val (tree, root);
+  for (guint k = 0; k < tree->len; k++)
+    for (guint i = 0; i < pid->len; i++)
+      if (g_array_index (ppid, int, i) == g_array_index (tree, int, k))
+        g_array_append_val (tree, g_array_index (pid, int, i));
+  return tree;
+}
+
+/* How many of pids are alive (not zombies). */
+static int
+alive (GArray *pids)
+{
+  int n = 0;
+  for (guint i = 0; i < pids->len; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/%d/stat", g_array_index (pids, int, i));
+      g_autofree char *stat = NULL;
+      const char *close;
+      char state = 0;
+      if (g_file_get_contents (path, &stat, NULL, NULL) && (close = strrchr (stat, ')'))
+          && sscanf (close + 1, " %c", &state) == 1 && state != 'Z')
+        n++;
+    }
+  return n;
+}
+
+static void
+test_stop (void)
+{
+  TwbWindow *w = open_spirals ();
+  GtkWidget *d = open_dialog (w);
+  set_spin (d, "ranks", 2);
+  set_spin (d, "max-steps", 10000000);   /* far longer than the test */
+  use (d);
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.run", NULL);
+  int pgid = twb_window_cluster_get_pgid (w);
+  g_assert_cmpint (pgid, >, 0);
+  TwbRun *run = twb_window_get_run (w);
+  TwbRunProgress p = { 0 };
+  gint64 end = g_get_monotonic_time () + CLUSTER_TIMEOUT_S * G_USEC_PER_SEC;
+  while (p.step < 20 && g_get_monotonic_time () < end)
+    {
+      g_main_context_iteration (NULL, TRUE);
+      twb_run_get_progress (run, &p);
+    }
+  g_assert_cmpint (p.step, >=, 20);
+  /* Pausing is one process's: greyed out. */
+  g_assert_false (action_enabled (w, "pause"));
+  g_assert_true (action_enabled (w, "stop"));
+  /* The launcher, mpirun and 2 ranks (Open MPI 4 starts no orted for a
+   * local job). */
+  g_autoptr (GArray) tree = tree_of (pgid);
+  for (guint i = 0; i < tree->len; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/%d/comm", g_array_index (tree, int, i));
+      g_autofree char *comm = NULL;
+      g_file_get_contents (path, &comm, NULL, NULL);
+      g_test_message ("process %d: %s", g_array_index (tree, int, i), comm ? g_strstrip (comm) : "?");
+    }
+  g_assert_cmpint (alive (tree), >=, 4);
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.stop", NULL);
+  while (twb_window_run_is_active (w) && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (twb_run_get_state (run), ==, TW_SESSION_STOPPED);
+  /* Every process of the run has gone. */
+  while (alive (tree) > 0 && g_get_monotonic_time () < end)
+    g_usleep (20000);
+  g_assert_cmpint (alive (tree), ==, 0);
+  g_autoptr (TwbRunRecord) rec = record_of (w, twb_run_get_id (run));
+  g_assert_nonnull (rec);
+  g_assert_cmpstr (rec->state, ==, "stopped");
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
+/* A run whose ranks fail: their lines in the notice area and the run's
+ * error. */
+static void
+test_failure_shown (void)
+{
+  TwbWindow *w = open_spirals ();
+  GtkWidget *d = open_dialog (w);
+  set_spin (d, "ranks", 2);
+  set_spin (d, "max-steps", 5);
+  use (d);
+  /* The weights file goes to every rank; it is not one. */
+  g_autofree char *bad = g_build_filename (g_get_tmp_dir (), "twb-cluster-bad.safetensors", NULL);
+  g_assert_true (g_file_set_contents (bad, "not safetensors", -1, NULL));
+  g_free (w->init_weights);
+  w->init_weights = g_strdup (bad);
+  run_and_wait (w);
+  TwbRun *run = twb_window_get_run (w);
+  g_assert_cmpint (twb_run_get_state (run), ==, TW_SESSION_FAILED);
+  g_assert_nonnull (twb_run_get_error (run));
+  g_test_message ("error: %s", twb_run_get_error (run));
+  g_assert_nonnull (strstr (twb_run_get_error (run), "twb-cluster-bad.safetensors"));
+  g_assert_nonnull (strstr (twb_window_get_toast (w), "twb-cluster-bad.safetensors"));
+  g_unlink (bad);
+  shot (w, "cluster-failed.png");
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
+int
+main (int argc, char **argv)
+{
+  g_setenv ("TWB_COLOR_SCHEME", "light", FALSE);
+  g_setenv ("OMPI_MCA_rmaps_base_oversubscribe", "1", FALSE);
+  g_autofree char *home = twt_ui_private_home ("cluster");
+  const char *env = g_getenv ("TWB_TEST_SHOTS");
+  shots_dir = env ? g_strdup (env) : g_build_filename (home, "shots", NULL);
+  g_mkdir_with_parents (shots_dir, 0700);
+  app = twt_window_test_init (&argc, &argv, 0);
+  if (app == NULL)
+    return 0;
+  for (int i = 1; i < argc; i++)
+    if (argv[i][0] != '-')
+      twb_program = g_canonicalize_filename (argv[i], NULL);
+  if (twb_program)
+    g_setenv ("TWB_PROGRAM", twb_program, TRUE);
+  g_test_add_func ("/ui/cluster/dialog", test_dialog);
+  g_autofree char *mpirun = g_find_program_in_path ("mpirun");
+  if (mpirun && twb_program)
+    {
+      g_test_add_func ("/ui/cluster/run-and-overlay", test_run_and_overlay);
+      g_test_add_func ("/ui/cluster/stop", test_stop);
+      g_test_add_func ("/ui/cluster/failure-shown", test_failure_shown);
+    }
+  int st = g_test_run ();
+  g_object_unref (app);
+  return st;
+}
