@@ -7,6 +7,7 @@
 
 #include "ui/twb-profiler-panel.h"
 #include "ui/twb-stat-table.h"
+#include "profiler/ranks.h"
 
 #include <math.h>
 #include <string.h>
@@ -34,6 +35,7 @@ struct _TwbProfilerPanel
   int last_height;
   GtkWidget *notebook;
   GtkWidget *t_sel, *t_top, *t_layers, *t_ranks, *t_compare;
+  GArray *rank_pids;           /* int: the pid of each row of Ranks */
   GtkWidget *slice_grid, *slice_placeholder, *slice_nodes;
   GPtrArray *traces;            /* open_trace */
   int current, compare;
@@ -105,12 +107,16 @@ static const TwbStatColumn layer_cols[LAY_N] = {
   { "Per step", TWB_COL_TIME }, { "Slices", TWB_COL_COUNT },
 };
 
-enum { RANK_PID, RANK_NAME, RANK_SPAN, RANK_COMPUTE, RANK_COMM, RANK_IDLE, RANK_OVERLAP,
-       RANK_IDLE_PCT, RANK_N };
+/* A trace of several ranks (tw_trace_is_multi_rank) fills every column
+ * from tw_trace_rank_stats; another trace's processes leave Exposed, Median
+ * step and Straggler empty (tw_summary_ranks). */
+enum { RANK_PID, RANK_NAME, RANK_SPAN, RANK_COMPUTE, RANK_COMM, RANK_EXPOSED, RANK_IDLE,
+       RANK_OVERLAP, RANK_IDLE_PCT, RANK_STEP, RANK_STRAGGLER, RANK_N };
 static const TwbStatColumn rank_cols[RANK_N] = {
   { "Rank", TWB_COL_COUNT }, { "Process", TWB_COL_TEXT }, { "Span", TWB_COL_TIME },
-  { "Compute", TWB_COL_TIME }, { "Communication", TWB_COL_TIME }, { "Idle", TWB_COL_TIME },
-  { "Overlap", TWB_COL_PERCENT }, { "Idle share", TWB_COL_PERCENT },
+  { "Compute", TWB_COL_TIME }, { "Communication", TWB_COL_TIME }, { "Exposed", TWB_COL_TIME },
+  { "Idle", TWB_COL_TIME }, { "Overlap", TWB_COL_PERCENT }, { "Idle share", TWB_COL_PERCENT },
+  { "Median step", TWB_COL_TIME }, { "Straggler", TWB_COL_TEXT },
 };
 
 enum { CMP_NODE, CMP_A, CMP_B, CMP_DIFF, CMP_RATIO, CMP_FUSED, CMP_N };
@@ -246,8 +252,38 @@ fill_ranks (TwbProfilerPanel *p, const tw_trace *tr)
 {
   TwbStatTable *t = TWB_STAT_TABLE (p->t_ranks);
   twb_stat_table_clear (t);
+  g_array_set_size (p->rank_pids, 0);
   if (tr == NULL)
     return;
+  int n_ranks = 0;
+  if (tw_trace_is_multi_rank (tr, &n_ranks))
+    {
+      g_autoptr (GArray) stats = tw_trace_rank_stats (tr, TW_STRAGGLER_DEFAULT_PCT);
+      for (guint i = 0; i < stats->len; i++)
+        {
+          const tw_rank_stats *r = &g_array_index (stats, tw_rank_stats, i);
+          g_autofree char *strag = r->straggler ? g_strdup_printf ("slower by %.0f %%",
+                                                                   r->slower_pct)
+                                                : g_strdup ("");
+          const char *texts[RANK_N] = { [RANK_NAME] = r->name, [RANK_STRAGGLER] = strag };
+          double v[RANK_N] = {
+            [RANK_PID] = r->rank, [RANK_SPAN] = r->span_ns, [RANK_COMPUTE] = r->compute_ns,
+            [RANK_COMM] = r->comm_ns, [RANK_EXPOSED] = r->exposed_ns, [RANK_IDLE] = r->idle_ns,
+            [RANK_OVERLAP] = r->comm_ns > 0 ? r->overlap_pct : NAN,
+            [RANK_IDLE_PCT] = r->span_ns > 0 ? 100.0 * r->idle_ns / r->span_ns : NAN,
+            [RANK_STEP] = r->n_steps > 0 ? r->step_median_ns : NAN,
+          };
+          twb_stat_table_append (t, texts, v);
+          g_array_append_val (p->rank_pids, r->rank);
+        }
+      g_autofree char *foot = g_strdup_printf (
+        "%d ranks: the time each runs compute, communication (collectives, messages), "
+        "communication with no compute under it (exposed), neither (idle); a straggler's "
+        "median step is over %.0f %% slower than the ranks' median.  Pick a rank to show its "
+        "lanes alone.", n_ranks, TW_STRAGGLER_DEFAULT_PCT);
+      twb_stat_table_set_footer (t, foot);
+      return;
+    }
   g_autoptr (GArray) rows = tw_summary_ranks (tr);
   for (guint i = 0; i < rows->len; i++)
     {
@@ -258,8 +294,10 @@ fill_ranks (TwbProfilerPanel *p, const tw_trace *tr)
         [RANK_COMM] = r->comm_ns, [RANK_IDLE] = r->idle_ns,
         [RANK_OVERLAP] = r->comm_ns > 0 ? r->overlap_pct : NAN,
         [RANK_IDLE_PCT] = r->span_ns > 0 ? 100.0 * r->idle_ns / r->span_ns : NAN,
+        [RANK_EXPOSED] = NAN, [RANK_STEP] = NAN,
       };
       twb_stat_table_append (t, texts, v);
+      g_array_append_val (p->rank_pids, r->pid);
     }
   twb_stat_table_set_footer (t, "Per process: the time any compute slice runs, any "
                                 "communication (collectives, copies), neither (idle); overlap is "
@@ -449,6 +487,27 @@ name_row_activated (TwbStatTable *t, guint row, TwbProfilerPanel *p)
   const char *name = twb_stat_table_get_text (t, row, 0);
   if (name)
     twb_profiler_panel_set_search (p, name);
+}
+
+/* A rank picked: its lanes alone open on the timeline (the others'
+ * collapsed to their headers); the same rank again opens them all. */
+static void
+rank_row_activated (TwbStatTable *t, guint row, TwbProfilerPanel *p)
+{
+  if (row >= p->rank_pids->len || twb_timeline_n_groups (p->timeline) == 0)
+    return;
+  int pick = g_array_index (p->rank_pids, int, row);
+  gboolean alone = TRUE;
+  for (guint i = 0; i < p->rank_pids->len; i++)
+    {
+      int pid = g_array_index (p->rank_pids, int, i);
+      alone &= twb_timeline_get_collapsed (p->timeline, 0, pid) == (pid != pick);
+    }
+  for (guint i = 0; i < p->rank_pids->len; i++)
+    {
+      int pid = g_array_index (p->rank_pids, int, i);
+      twb_timeline_set_collapsed (p->timeline, 0, pid, !alone && pid != pick);
+    }
 }
 
 static void
@@ -931,6 +990,7 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
   p->shares = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   p->layer_nodes = g_ptr_array_new_with_free_func (g_free);
   p->compare_nodes = g_ptr_array_new_with_free_func (g_free);
+  p->rank_pids = g_array_new (FALSE, FALSE, sizeof (int));
   p->slice_node_ids = g_ptr_array_new_with_free_func (g_free);
   p->cancel = g_cancellable_new ();
 
@@ -997,6 +1057,7 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
   g_signal_connect (p->t_sel, "row-activated", G_CALLBACK (name_row_activated), p);
   g_signal_connect (p->t_top, "row-activated", G_CALLBACK (name_row_activated), p);
   g_signal_connect (p->t_layers, "row-activated", G_CALLBACK (layer_row_activated), p);
+  g_signal_connect (p->t_ranks, "row-activated", G_CALLBACK (rank_row_activated), p);
   g_signal_connect (p->t_compare, "row-activated", G_CALLBACK (layer_row_activated), p);
   gtk_paned_set_end_child (GTK_PANED (paned), p->notebook);
   gtk_paned_set_resize_end_child (GTK_PANED (paned), TRUE);
@@ -1034,6 +1095,7 @@ twb_profiler_panel_finalize (GObject *o)
   g_hash_table_unref (p->shares);
   g_ptr_array_unref (p->layer_nodes);
   g_ptr_array_unref (p->compare_nodes);
+  g_array_unref (p->rank_pids);
   g_ptr_array_unref (p->slice_node_ids);
   g_clear_object (&p->cancel);
   G_OBJECT_CLASS (twb_profiler_panel_parent_class)->finalize (o);

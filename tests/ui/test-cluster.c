@@ -13,6 +13,8 @@
 #include "ui/twb-dashboard.h"
 #include "ui/twb-profiler-panel.h"
 #include "ui/twb-run-store.h"
+#include "ui/twb-stat-table.h"
+#include "profiler/ranks.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -397,6 +399,76 @@ test_failure_shown (void)
   twt_ui_pump ();
 }
 
+/* twb profile --ranks 2's merged trace: a row per rank from
+ * tw_trace_rank_stats, and a rank picked showing its lanes alone. */
+static void
+test_ranks_page (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("twb-ranks-XXXXXX", NULL);
+  g_autofree char *trace = g_build_filename (dir, "two-ranks.json.gz", NULL);
+  const char *argv[] = { twb_program, "profile", TWB_ASSETS_DIR "/models/spirals.json", "--steps",
+                         "6", "--trace", trace, "--ranks", "2", NULL };
+  int status = -1;
+  g_autofree char *err = NULL;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                               NULL, NULL, &err, &status, &error));
+  g_assert_no_error (error);
+  if (status != 0)
+    g_test_message ("twb profile: %s", err);
+  g_assert_cmpint (status, ==, 0);
+
+  TwbWindow *w = open_spirals ();
+  twb_window_open_trace (w, trace);
+  gint64 end = g_get_monotonic_time () + CLUSTER_TIMEOUT_S * G_USEC_PER_SEC;
+  while (twb_window_is_busy (w) && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, TRUE);
+  TwbProfilerPanel *panel = TWB_PROFILER_PANEL (w->profiler_panel);
+  g_assert_cmpuint (twb_profiler_panel_n_traces (panel), ==, 1);
+  int n_ranks = 0;
+  g_assert_true (tw_trace_is_multi_rank (twb_profiler_panel_get_trace (panel, 0), &n_ranks));
+  g_assert_cmpint (n_ranks, ==, 2);
+  twb_window_show_panel (w, "profiler");
+  twb_profiler_panel_set_page (panel, "ranks");
+  twt_ui_pump ();
+  TwbStatTable *t = TWB_STAT_TABLE (twb_profiler_panel_get_table (panel, "ranks"));
+  g_assert_cmpuint (twb_stat_table_n_rows (t), ==, 2);
+  g_assert_cmpstr (twb_stat_table_get_title (t, 5), ==, "Exposed");
+  g_assert_cmpstr (twb_stat_table_get_title (t, 9), ==, "Median step");
+  g_autoptr (GArray) stats = tw_trace_rank_stats (twb_profiler_panel_get_trace (panel, 0),
+                                                  TW_STRAGGLER_DEFAULT_PCT);
+  for (guint row = 0; row < 2; row++)
+    {
+      const tw_rank_stats *r = &g_array_index (stats, tw_rank_stats, row);
+      g_assert_cmpfloat (twb_stat_table_get_value (t, row, 0), ==, r->rank);
+      g_assert_cmpfloat (twb_stat_table_get_value (t, row, 3), ==, r->compute_ns);
+      g_assert_cmpfloat (twb_stat_table_get_value (t, row, 4), ==, r->comm_ns);
+      g_assert_cmpfloat (twb_stat_table_get_value (t, row, 5), ==, r->exposed_ns);
+      g_assert_cmpfloat (twb_stat_table_get_value (t, row, 9), ==, r->step_median_ns);
+      g_assert_cmpfloat (r->compute_ns, >, 0);
+      g_assert_cmpfloat (r->comm_ns, >, 0);
+      g_assert_cmpuint (r->n_steps, ==, 6);
+    }
+  g_autofree char *path = g_build_filename (shots_dir, "cluster-ranks-page.png", NULL);
+  twt_window_screenshot (GTK_WIDGET (w), path);
+  g_test_message ("screenshot: %s", path);
+  /* Rank 1 picked: its lanes alone; again: all. */
+  TwbTimeline *tl = twb_profiler_panel_get_timeline (panel);
+  g_signal_emit_by_name (t, "row-activated", 1u);
+  g_assert_true (twb_timeline_get_collapsed (tl, 0, 0));
+  g_assert_false (twb_timeline_get_collapsed (tl, 0, 1));
+  twt_ui_pump ();
+  g_autofree char *path2 = g_build_filename (shots_dir, "cluster-rank-1-alone.png", NULL);
+  twt_window_screenshot (GTK_WIDGET (w), path2);
+  g_signal_emit_by_name (t, "row-activated", 1u);
+  g_assert_false (twb_timeline_get_collapsed (tl, 0, 0));
+  g_assert_false (twb_timeline_get_collapsed (tl, 0, 1));
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+  g_unlink (trace);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -421,6 +493,7 @@ main (int argc, char **argv)
       g_test_add_func ("/ui/cluster/run-and-overlay", test_run_and_overlay);
       g_test_add_func ("/ui/cluster/stop", test_stop);
       g_test_add_func ("/ui/cluster/failure-shown", test_failure_shown);
+      g_test_add_func ("/ui/cluster/ranks-page", test_ranks_page);
     }
   int st = g_test_run ();
   g_object_unref (app);
