@@ -590,6 +590,9 @@ run_finished (TwbRun *run, TwbWindow *self)
     msg = g_strdup_printf ("Training failed: %s", twb_run_get_error (run));
   else if (res && res->state == TW_SESSION_STOPPED && res->step == 0)
     msg = g_strdup ("Training stopped before its first step");
+  else if (res && res->state == TW_SESSION_STOPPED && twb_run_is_external (run))
+    msg = g_strdup_printf ("Training stopped after %" G_GINT64_FORMAT " steps; its ranks have "
+                           "ended", res->step);
   else if (res && res->state == TW_SESSION_STOPPED)
     msg = g_strdup_printf ("Training stopped after %" G_GINT64_FORMAT " steps; the weights are "
                            "those of the last finished step", res->step);
