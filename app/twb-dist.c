@@ -363,8 +363,11 @@ twb_dist_launch (const twb_dist_args *a, char **command_argv)
   g_auto (GStrv) env = g_get_environ ();
   env = g_environ_setenv (env, "OMPI_ALLOW_RUN_AS_ROOT", "1", FALSE);
   env = g_environ_setenv (env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", FALSE);
-  /* Open MPI's "help" banners say what the rank's own line says already. */
-  env = g_environ_setenv (env, "OMPI_MCA_orte_base_help_aggregate", "1", FALSE);
+  /* Open MPI's help messages unaggregated: when every rank aborts at once
+   * (an error they all hit), aggregating them races in mpirun (seen:
+   * "Data unpack would read past end of buffer" and a rank's crash
+   * report); the launcher drops those banners anyway. */
+  env = g_environ_setenv (env, "OMPI_MCA_orte_base_help_aggregate", "0", FALSE);
   env = g_environ_setenv (env, "TWB_LAUNCHED_RANKS", "1", TRUE);
   g_autoptr (GError) error = NULL;
   GPid pid;
