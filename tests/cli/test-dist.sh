@@ -84,6 +84,15 @@ for spec in int8 powersgd:2; do
     "ge '$(acc "$out")' 0.9 && /usr/bin/python3 -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(not d[\"comm_sent_bytes_per_step\"] < 0.3 * d[\"comm_payload_bytes_per_step\"])' '$out'" "$out"
 done
 
+# A checkpoint of 2 ranks resumes, on 2 ranks or alone, as the run that did
+# not stop (the same batches from the same step).
+"$twb" train "$model" --epochs 2 --ranks 2 --checkpoint "$tmp/half.safetensors" -q >/dev/null 2>&1
+whole=$("$twb" train "$model" --epochs 4 --ranks 2 --json 2>/dev/null | json_get train_loss)
+again=$("$twb" train "$model" --epochs 4 --ranks 2 --resume "$tmp/half.safetensors" --json 2>/dev/null | json_get train_loss)
+alone=$("$twb" train "$model" --epochs 4 --resume "$tmp/half.safetensors" --json 2>/dev/null | json_get train_loss)
+check "--ranks 2 --resume: the uninterrupted run's loss ($whole; resumed $again, alone $alone)" \
+  "/usr/bin/python3 -c 'import sys; w, a, b = map(float, sys.argv[1:]); sys.exit(abs(w - a) > 1e-6 * abs(w) or abs(w - b) > 1e-5 * abs(w))' '$whole' '$again' '$alone'"
+
 # Bad options: exit 2, the option named, nothing started.
 bad () {
   local what=$1 want=$2; shift 2
