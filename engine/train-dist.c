@@ -333,8 +333,8 @@ subscribe (tw_trainer *tr, tw_dist *d)
 
 /* A sha256 of what must be the same everywhere: the model (graph and
  * recipe) and every parameter's name and shape. */
-static char *
-model_hash (tw_trainer *tr)
+char *
+tw_trainer_model_hash (tw_trainer *tr)
 {
   g_autoptr (GChecksum) h = g_checksum_new (G_CHECKSUM_SHA256);
   gsize len = 0;
@@ -397,7 +397,7 @@ tw_trainer_set_dist (tw_trainer *tr, tw_comm *comm, const tw_dist_options *o, GE
 {
   g_return_val_if_fail (tr->dist == NULL, FALSE);
   int rank = tw_comm_rank (comm), size = tw_comm_size (comm);
-  g_autofree char *mine = model_hash (tr);
+  g_autofree char *mine = tw_trainer_model_hash (tr);
   g_auto (GStrv) all = tw_comm_allgather_strings (comm, mine, error);
   if (all == NULL)
     return FALSE;

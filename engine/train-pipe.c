@@ -461,23 +461,6 @@ tw_pipe_free (tw_pipe *P)
   g_free (P);
 }
 
-static char *
-model_hash (tw_trainer *tr)
-{
-  g_autoptr (GChecksum) h = g_checksum_new (G_CHECKSUM_SHA256);
-  gsize len = 0;
-  g_autofree char *data = tw_model_to_data (tr->model, &len);
-  if (data)
-    g_checksum_update (h, (const guchar *) data, len);
-  for (int i = 0; i < tw_params_count (tr->params); i++)
-    {
-      tw_param *p = tw_params_at (tr->params, i);
-      g_checksum_update (h, (const guchar *) p->name, strlen (p->name) + 1);
-      g_checksum_update (h, (const guchar *) p->value->shape, p->value->ndim * sizeof (int64_t));
-    }
-  return g_strdup (g_checksum_get_string (h));
-}
-
 /* The stage of each parameter: that of the node whose scope it is in. */
 static void
 find_owners (tw_pipe *P, tw_trainer *tr)
@@ -531,7 +514,7 @@ tw_trainer_set_pipeline (tw_trainer *tr, tw_comm *comm, const tw_pipeline_option
                    "%d micro-batches: a pipeline needs at least 1", opt.micro_batches);
       return FALSE;
     }
-  g_autofree char *mine = model_hash (tr);
+  g_autofree char *mine = tw_trainer_model_hash (tr);
   g_auto (GStrv) all = tw_comm_allgather_strings (comm, mine, error);
   if (all == NULL)
     return FALSE;

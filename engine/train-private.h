@@ -35,6 +35,9 @@ gboolean tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, 
 const tw_op_ident *tw_trainer_update_ident (tw_trainer *tr, int i);
 
 /* train-dist.c */
+/* A sha256 (hex) of what every rank must share: the model (graph and
+ * recipe) and every parameter's name and shape.  Caller frees. */
+char *tw_trainer_model_hash (tw_trainer *tr);
 typedef struct tw_dist tw_dist;
 void tw_dist_free (tw_dist *d);
 /* One data-parallel step on this rank's shard of the global batch x, y. */

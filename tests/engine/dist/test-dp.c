@@ -6,6 +6,7 @@
  *
  * Only rank 0 prints TAP; a check that fails on any rank fails the case
  * there (each case ends by an all-reduce of the failures). */
+#include "tests/engine/dist/dist-check.h"
 #include "engine/comm/comm.h"
 #include "engine/data.h"
 #include "engine/train.h"
@@ -15,74 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static tw_comm *comm;
-static int failures;
-
-#define CHECK(cond, ...)                                                                     \
-  do                                                                                         \
-    {                                                                                        \
-      if (!(cond))                                                                           \
-        {                                                                                    \
-          failures++;                                                                        \
-          fprintf (stderr, "rank %d: %s:%d: ", tw_comm_rank (comm), __FILE__, __LINE__);     \
-          fprintf (stderr, __VA_ARGS__);                                                     \
-          fputc ('\n', stderr);                                                              \
-        }                                                                                    \
-    }                                                                                        \
-  while (0)
-
-/* Every rank's failures, summed: the case passes only when none failed anywhere. */
-static void
-case_end (void)
-{
-  gint64 f = failures;
-  g_autoptr (GError) error = NULL;
-  g_assert_true (tw_comm_allreduce_sync (comm, &f, 1, TW_I64, TW_REDUCE_SUM, NULL, &error));
-  failures = 0;
-  g_assert_cmpint (f, ==, 0);
-}
-
-static tw_attrs *
-attrs_int (const char *name, int64_t v)
-{
-  tw_attrs *a = tw_attrs_new ();
-  tw_attrs_set_int (a, name, v);
-  return a;
-}
-
-/* 2 -> 32 -> tanh -> 32 -> relu -> 3, cross-entropy: several parameters,
- * so that several buckets exist when they are small. */
-static tw_model *
-make_model_h (tw_optimizer_type opt, int64_t batch, int64_t hidden)
-{
-  tw_model *m = tw_model_new ("dp-test");
-  tw_graph *g = m->graph;
-  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 2 }, "data");
-  tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
-  tw_attrs *h = attrs_int ("out_features", hidden), *o = attrs_int ("out_features", 3);
-  tw_graph_add (g, "fc1", "linear", h, "x", NULL);
-  tw_graph_add (g, "t1", "tanh", NULL, "fc1", NULL);
-  tw_graph_add (g, "fc2", "linear", h, "t1", NULL);
-  tw_graph_add (g, "r2", "relu", NULL, "fc2", NULL);
-  tw_graph_add (g, "fc3", "linear", o, "r2", NULL);
-  tw_graph_add (g, "loss", "cross_entropy", NULL, "fc3", "y", NULL);
-  tw_attrs_free (h);
-  tw_attrs_free (o);
-  m->recipe.batch_size = batch;
-  m->recipe.seed = 7;
-  m->recipe.optimizer.type = opt;
-  m->recipe.optimizer.lr = opt == TW_OPT_SGD ? 0.1 : 0.01;
-  m->recipe.optimizer.momentum = opt == TW_OPT_SGD ? 0.9 : 0;
-  m->recipe.optimizer.beta1 = 0.9;
-  m->recipe.optimizer.beta2 = 0.999;
-  m->recipe.optimizer.eps = 1e-8;
-  return m;
-}
+tw_comm *comm;
+int failures;
 
 static tw_model *
 make_model (tw_optimizer_type opt, int64_t batch)
 {
-  return make_model_h (opt, batch, 32);
+  return dist_test_model ("dp-test", opt, batch, 32);
 }
 
 typedef struct
@@ -271,7 +211,7 @@ test_overlap (gconstpointer data)
 {
   tw_exec_mode mode = GPOINTER_TO_INT (data);
   g_autoptr (GError) error = NULL;
-  g_autoptr (tw_model) m = make_model_h (TW_OPT_SGD, 256, 384);
+  g_autoptr (tw_model) m = dist_test_model ("dp-test", TW_OPT_SGD, 256, 384);
   g_autoptr (tw_dataset) d = tw_dataset_synthetic ("blobs", 1024, 3, -1, &error);
   g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
   g_assert_no_error (error);

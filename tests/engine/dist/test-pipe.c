@@ -10,6 +10,7 @@
  *
  * Only rank 0 prints TAP; a check that fails on any rank fails the case
  * there (each case ends by an all-reduce of the failures). */
+#include "tests/engine/dist/dist-check.h"
 #include "engine/comm/comm.h"
 #include "engine/data.h"
 #include "engine/safetensors.h"
@@ -21,31 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static tw_comm *comm;
-static int failures;
-
-#define CHECK(cond, ...)                                                                     \
-  do                                                                                         \
-    {                                                                                        \
-      if (!(cond))                                                                           \
-        {                                                                                    \
-          failures++;                                                                        \
-          fprintf (stderr, "rank %d: %s:%d: ", tw_comm_rank (comm), __FILE__, __LINE__);     \
-          fprintf (stderr, __VA_ARGS__);                                                     \
-          fputc ('\n', stderr);                                                              \
-        }                                                                                    \
-    }                                                                                        \
-  while (0)
-
-static void
-case_end (void)
-{
-  gint64 f = failures;
-  g_autoptr (GError) error = NULL;
-  g_assert_true (tw_comm_allreduce_sync (comm, &f, 1, TW_I64, TW_REDUCE_SUM, NULL, &error));
-  failures = 0;
-  g_assert_cmpint (f, ==, 0);
-}
+tw_comm *comm;
+int failures;
 
 static tw_attrs *
 attrs_int (const char *name, int64_t v)
@@ -53,34 +31,6 @@ attrs_int (const char *name, int64_t v)
   tw_attrs *a = tw_attrs_new ();
   tw_attrs_set_int (a, name, v);
   return a;
-}
-
-/* 2 -> H -> tanh -> H -> relu -> 3, cross-entropy (6 nodes besides the inputs). */
-static tw_model *
-make_model (tw_optimizer_type opt, int64_t batch, int64_t hidden)
-{
-  tw_model *m = tw_model_new ("pipe-test");
-  tw_graph *g = m->graph;
-  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 2 }, "data");
-  tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
-  tw_attrs *h = attrs_int ("out_features", hidden), *o = attrs_int ("out_features", 3);
-  tw_graph_add (g, "fc1", "linear", h, "x", NULL);
-  tw_graph_add (g, "t1", "tanh", NULL, "fc1", NULL);
-  tw_graph_add (g, "fc2", "linear", h, "t1", NULL);
-  tw_graph_add (g, "r2", "relu", NULL, "fc2", NULL);
-  tw_graph_add (g, "fc3", "linear", o, "r2", NULL);
-  tw_graph_add (g, "loss", "cross_entropy", NULL, "fc3", "y", NULL);
-  tw_attrs_free (h);
-  tw_attrs_free (o);
-  m->recipe.batch_size = batch;
-  m->recipe.seed = 7;
-  m->recipe.optimizer.type = opt;
-  m->recipe.optimizer.lr = opt == TW_OPT_SGD ? 0.1 : 0.01;
-  m->recipe.optimizer.momentum = opt == TW_OPT_SGD ? 0.9 : 0;
-  m->recipe.optimizer.beta1 = 0.9;
-  m->recipe.optimizer.beta2 = 0.999;
-  m->recipe.optimizer.eps = 1e-8;
-  return m;
 }
 
 static void
@@ -98,7 +48,7 @@ set_stage (tw_graph *g, const char *id, int64_t stage)
 static tw_model *
 make_skip_model (tw_optimizer_type opt, int64_t batch, gboolean staged)
 {
-  tw_model *m = make_model (opt, batch, 32);
+  tw_model *m = dist_test_model ("pipe-test", opt, batch, 32);
   tw_graph *g = m->graph;
   tw_graph_add (g, "res", "add", NULL, "r2", "t1", NULL);
   tw_graph_set_input_ref (g, tw_graph_find (g, "fc3"), 0, "res");
@@ -137,7 +87,7 @@ static void
 test_split_grad (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (tw_model) m = make_model (TW_OPT_SGD, 16, 8);
+  g_autoptr (tw_model) m = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 8);
   g_autoptr (tw_dataset) d = tw_dataset_synthetic ("blobs", 64, 3, -1, &error);
   g_assert_no_error (error);
   g_autoptr (tw_batcher) b = tw_batcher_new (d, 16, FALSE, 0, FALSE);
@@ -225,7 +175,7 @@ test_stages (void)
   g_autoptr (GError) error = NULL;
   {
     /* No attribute: balanced by FLOPs, contiguous, the loss last. */
-    g_autoptr (tw_model) m = make_model (TW_OPT_SGD, 16, 32);
+    g_autoptr (tw_model) m = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 32);
     tw_graph_infer (m->graph);
     int nn = tw_graph_n_nodes (m->graph);
     g_autofree int *st = g_new0 (int, nn);
@@ -248,7 +198,7 @@ test_stages (void)
   }
   {
     /* Nodes without a stage follow their inputs. */
-    g_autoptr (tw_model) m = make_model (TW_OPT_SGD, 16, 32);
+    g_autoptr (tw_model) m = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 32);
     set_stage (m->graph, "fc2", 1);
     tw_graph_infer (m->graph);
     g_autofree int *st = g_new0 (int, tw_graph_n_nodes (m->graph));
@@ -277,7 +227,7 @@ test_stages (void)
   };
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
     {
-      g_autoptr (tw_model) m = make_model (TW_OPT_SGD, 16, 32);
+      g_autoptr (tw_model) m = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 32);
       if (bad[i].node)
         set_stage (m->graph, bad[i].node, bad[i].stage);
       if (bad[i].node2)
@@ -297,7 +247,7 @@ test_stages (void)
     }
   {
     /* The trainer refuses the same (every rank alike, so none waits). */
-    g_autoptr (tw_model) m = make_model (TW_OPT_SGD, 16, 32);
+    g_autoptr (tw_model) m = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 32);
     set_stage (m->graph, "fc1", 9);
     g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
     g_assert_no_error (error);
@@ -308,7 +258,7 @@ test_stages (void)
            "set_pipeline with a bad stage: %s", error ? error->message : "accepted");
     g_clear_error (&error);
     /* Compiled mode is refused, clearly. */
-    g_autoptr (tw_model) m2 = make_model (TW_OPT_SGD, 16, 32);
+    g_autoptr (tw_model) m2 = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 32);
     g_autoptr (tw_trainer) tr2 = tw_trainer_new (m2, &error);
     tw_trainer_set_mode (tr2, TW_MODE_COMPILED);
     CHECK (!tw_trainer_set_pipeline (tr2, comm, &o, &error) && strstr (error->message, "eager"),
@@ -345,9 +295,9 @@ run_case (const pipe_case *k)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (tw_model) m_ref = k->skip ? make_skip_model (k->opt, k->batch, FALSE)
-                                       : make_model (k->opt, k->batch, 32);
+                                       : dist_test_model ("pipe-test", k->opt, k->batch, 32);
   g_autoptr (tw_model) m_pp = k->skip ? make_skip_model (k->opt, k->batch, TRUE)
-                                      : make_model (k->opt, k->batch, 32);
+                                      : dist_test_model ("pipe-test", k->opt, k->batch, 32);
   if (k->staged && !k->skip)
     {
       set_stage (m_pp->graph, "fc1", 0);
@@ -574,16 +524,13 @@ test_bubble (void)
   double b8 = bubble_for (8, &t8);
   CHECK (fabs (t1 - 0.5) < 1e-12 && fabs (t8 - 1.0 / 9) < 1e-12, "theory %g %g", t1, t8);
   CHECK (b1 >= 0 && b1 < 1 && b8 >= 0 && b8 < 1, "bubbles %g %g", b1, b8);
-  /* With more ranks than cores (4 on CI's 2) a rank's waits also hold the
-   * time slices the scheduler gives the others, which swamps the schedule's
-   * own bubble: there the figures are only reported. */
-  if (tw_comm_size (comm) <= (int) g_get_num_processors ())
-    {
-      CHECK (b1 > b8, "the bubble did not shrink with more micro-batches: %.3f at M=1, %.3f at "
-             "M=8", b1, b8);
-      CHECK (b1 > 0.2 && b1 < 0.9, "bubble at M=1: %.3f (theory 0.5)", b1);
-      CHECK (b8 < 0.5, "bubble at M=8: %.3f (theory 0.111)", b8);
-    }
+  /* How the bubble falls with M is a timing, and timings are the
+   * benchmark's (bench/dist-bench prints them against theory): on a shared
+   * machine a rank's wait also holds the slices the scheduler gives the
+   * others.  Here the figures are reported, and only the theory and the
+   * range are checked. */
+  if (tw_comm_rank (comm) == 0)
+    g_test_message ("bubble %.3f at M=1 (theory 0.5), %.3f at M=8 (theory 0.111)", b1, b8);
   case_end ();
 }
 
