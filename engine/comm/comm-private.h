@@ -15,7 +15,6 @@ typedef enum
   REQ_P2P,                    /* send or recv */
   REQ_CLOCK,                  /* the clock offsets' ping-pong */
   REQ_SPLIT,                  /* MPI_Comm_split into split_child */
-  REQ_ABORT,                  /* MPI_Abort: end every rank now */
   REQ_CANCEL,                 /* cancel cancel_target, a receive not matched yet */
   REQ_QUIT,                   /* end the thread */
 } req_type;

@@ -167,8 +167,9 @@ const char *tw_comm_name (const tw_comm *c);           /* "world", or the split'
 int tw_comm_world_rank (const tw_comm *c, int rank);
 
 /* This rank failed on its own (an error the others cannot see): end every
- * rank of the job now (MPI_Abort with code) rather than let them wait for
- * the time-out.  Does not return. */
+ * rank of the job now rather than let them wait for the time-out: the
+ * process exits with code without finalising MPI, and mpirun ends the
+ * others.  Does not return. */
 G_NORETURN void tw_comm_abort (tw_comm *c, int code);
 
 int tw_comm_rank (const tw_comm *c);

@@ -695,13 +695,6 @@ tw_comm_mpi_thread (gpointer data)
       for (; r; r = g_async_queue_try_pop (c->queue))
         {
           progressed = TRUE;
-          if (r->type == REQ_ABORT)
-            {
-              fflush (stdout);
-              fflush (stderr);
-              MPI_Abort (MPI_COMM_WORLD, r->split_color ? r->split_color : 1);
-              _exit (r->split_color ? r->split_color : 1);
-            }
           if (r->type == REQ_CANCEL)
             {
               /* A receive still in progress (not yet matched) is withdrawn. */
