@@ -577,22 +577,7 @@ update_bucket (tw_trainer *tr, tw_dist *d, bucket *k)
           if (gc == p->grad)
             memcpy (tw_tensor_f32 (p->grad), g, n * sizeof (float));
         }
-      tw_tensor *io[2] = { p->value, p->grad };
-      tw_event ev = { .kind = TW_EV_UPDATE, .ident = tw_trainer_update_ident (tr, i),
-                      .step = (guint64) tr->step, .t_start = listen ? tw_now_ns () : 0,
-                      .inputs = io, .n_inputs = p->grad ? 2 : 1, .param = p };
-      if (listen && !tw_bus_publish (tr->bus, &ev))
-        tr->stop_pending = TRUE;
-      tw_optimizer_update (tr->opt, p, g, 0, n);
-      if (listen)
-        {
-          ev.end = TRUE;
-          ev.t_end = tw_now_ns ();
-          ev.outputs = io;
-          ev.n_outputs = 1;
-          if (!tw_bus_publish (tr->bus, &ev))
-            tr->stop_pending = TRUE;
-        }
+      tw_trainer_update_param (tr, i, g, listen);
     }
 }
 
@@ -680,22 +665,7 @@ local_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_all, 
       if (!p->trainable || p->grad == NULL)
         continue;
       g_autoptr (tw_tensor) g = tw_tensor_contiguous (p->grad);
-      tw_tensor *io[2] = { p->value, p->grad };
-      tw_event ev = { .kind = TW_EV_UPDATE, .ident = tw_trainer_update_ident (tr, i),
-                      .step = (guint64) tr->step, .t_start = listen ? tw_now_ns () : 0,
-                      .inputs = io, .n_inputs = 2, .param = p };
-      if (listen && !tw_bus_publish (tr->bus, &ev))
-        tr->stop_pending = TRUE;
-      tw_optimizer_update (tr->opt, p, tw_tensor_f32 (g), 0, tw_tensor_numel (p->value));
-      if (listen)
-        {
-          ev.end = TRUE;
-          ev.t_end = tw_now_ns ();
-          ev.outputs = io;
-          ev.n_outputs = 1;
-          if (!tw_bus_publish (tr->bus, &ev))
-            tr->stop_pending = TRUE;
-        }
+      tw_trainer_update_param (tr, i, tw_tensor_f32 (g), listen);
     }
   return (tr->step + 1) % d->opt.local_sgd != 0 || average_weights (tr, d, error);
 }

@@ -1011,22 +1011,7 @@ update (tw_trainer *tr, tw_pipe *P, double lr)
       tw_param *p = tw_params_at (tr->params, i);
       if (P->owner[i] != P->stage || !p->trainable || p->grad == NULL)
         continue;
-      tw_tensor *io[2] = { p->value, p->grad };
-      tw_event ev = { .kind = TW_EV_UPDATE, .ident = tw_trainer_update_ident (tr, i),
-                      .step = (guint64) tr->step, .t_start = listen ? tw_now_ns () : 0,
-                      .inputs = io, .n_inputs = 2, .param = p };
-      if (listen && !tw_bus_publish (tr->bus, &ev))
-        tr->stop_pending = TRUE;
-      tw_optimizer_update (tr->opt, p, tw_tensor_f32 (p->grad), 0, tw_tensor_numel (p->value));
-      if (listen)
-        {
-          ev.end = TRUE;
-          ev.t_end = tw_now_ns ();
-          ev.outputs = io;
-          ev.n_outputs = 1;
-          if (!tw_bus_publish (tr->bus, &ev))
-            tr->stop_pending = TRUE;
-        }
+      tw_trainer_update_param (tr, i, tw_tensor_f32 (p->grad), listen);
     }
 }
 

@@ -31,8 +31,10 @@ struct tw_trainer
 /* train.c */
 gboolean tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double loss,
                                        GError **error);
-/* The UPDATE event's identity of parameter i (eager updates). */
-const tw_op_ident *tw_trainer_update_ident (tw_trainer *tr, int i);
+/* The optimizer update of parameter i from grad (its numel floats), between
+ * an UPDATE begin and end event when listen (a client wants them); a
+ * client asking to stop there sets stop_pending (the step is finished). */
+void tw_trainer_update_param (tw_trainer *tr, int i, const float *grad, gboolean listen);
 
 /* train-dist.c */
 /* A sha256 (hex) of what every rank must share: the model (graph and

@@ -409,10 +409,28 @@ tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double lo
   return FALSE;
 }
 
-const tw_op_ident *
-tw_trainer_update_ident (tw_trainer *tr, int i)
+void
+tw_trainer_update_param (tw_trainer *tr, int i, const float *grad, gboolean listen)
 {
-  return &g_array_index (tr->upd_ident, tw_op_ident, i);
+  tw_param *p = tw_params_at (tr->params, i);
+  if (!listen)
+    {
+      tw_optimizer_update (tr->opt, p, grad, 0, tw_tensor_numel (p->value));
+      return;
+    }
+  tw_tensor *io[2] = { p->value, p->grad };
+  tw_event ev = { .kind = TW_EV_UPDATE, .ident = &g_array_index (tr->upd_ident, tw_op_ident, i),
+                  .step = (guint64) tr->step, .t_start = tw_now_ns (), .inputs = io,
+                  .n_inputs = p->grad ? 2 : 1, .param = p };
+  if (!tw_bus_publish (tr->bus, &ev))
+    tr->stop_pending = TRUE;
+  tw_optimizer_update (tr->opt, p, grad, 0, tw_tensor_numel (p->value));
+  ev.end = TRUE;
+  ev.t_end = tw_now_ns ();
+  ev.outputs = io;
+  ev.n_outputs = 1;
+  if (!tw_bus_publish (tr->bus, &ev))
+    tr->stop_pending = TRUE;
 }
 
 /* The optimizer update of every trainable parameter, one UPDATE event each.
@@ -431,21 +449,8 @@ eager_update (tw_trainer *tr, double lr)
   for (int i = 0; i < tw_params_count (tr->params); i++)
     {
       tw_param *p = tw_params_at (tr->params, i);
-      if (!p->trainable || p->grad == NULL)
-        continue;
-      tw_tensor *io[2] = { p->value, p->grad };
-      tw_event ev = { .kind = TW_EV_UPDATE, .ident = &g_array_index (tr->upd_ident, tw_op_ident, i),
-                      .step = (guint64) tr->step, .t_start = tw_now_ns (), .inputs = io,
-                      .n_inputs = 2, .param = p };
-      if (!tw_bus_publish (tr->bus, &ev))
-        tr->stop_pending = TRUE;
-      tw_optimizer_update (tr->opt, p, tw_tensor_f32 (p->grad), 0, tw_tensor_numel (p->value));
-      ev.end = TRUE;
-      ev.t_end = tw_now_ns ();
-      ev.outputs = io;
-      ev.n_outputs = 1;
-      if (!tw_bus_publish (tr->bus, &ev))
-        tr->stop_pending = TRUE;
+      if (p->trainable && p->grad != NULL)
+        tw_trainer_update_param (tr, i, tw_tensor_f32 (p->grad), TRUE);
     }
 }
 
