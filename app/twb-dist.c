@@ -229,6 +229,19 @@ twb_dist_args_check (const twb_dist_args *a, int64_t batch, GError **error)
                                                                            : "--compress");
       return FALSE;
     }
+  if (a->shard_optimizer
+      && (twb_dist_is_pipeline (a) || a->local_sgd > 0 || a->async_staleness >= 0
+          || (a->compress && strcmp (a->compress, "none") != 0)))
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "--shard-optimizer shards the optimizer of synchronous data-parallel "
+                   "training; it does not go with %s",
+                   twb_dist_is_pipeline (a) ? "--parallel pipeline or hybrid"
+                   : a->local_sgd > 0      ? "--local-sgd"
+                   : a->async_staleness >= 0 ? "--async"
+                                             : "--compress");
+      return FALSE;
+    }
   if (a->local_sgd > 0 && a->async_staleness >= 0)
     {
       g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,

@@ -25,6 +25,7 @@ typedef struct
   int local_sgd;              /* --local-sgd H (0: off) */
   int async_staleness;        /* --async K (-1: off) */
   char *compress;             /* --compress SPEC (NULL: none) */
+  gboolean shard_optimizer;   /* --shard-optimizer (ZeRO-1) */
   int stages;                 /* --stages S (0: not given; hybrid's default 2) */
   int micro_batches;          /* --micro-batches M (0: not given; default 4) */
   char *schedule;             /* --schedule (NULL: 1f1b) */

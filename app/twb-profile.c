@@ -148,6 +148,9 @@ twb_cmd_profile (int argc, char **argv)
       "MB" },
     { "ranks-per-node", 0, 0, G_OPTION_ARG_STRING, &rpn_s,
       "Treat each N consecutive ranks as one node (hier)", "N" },
+    { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &dist.shard_optimizer,
+      "ZeRO-1: reduce-scatter the gradients, update each rank's shard, all-gather the weights",
+      NULL },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new ("MODEL.json --steps N --trace FILE.json[.gz] — record a trace");
@@ -255,6 +258,7 @@ twb_cmd_profile (int argc, char **argv)
         tw_dist_options dopt;
         tw_dist_options_init (&dopt);
         dopt.bucket_mb = dist.bucket_mb;
+        dopt.shard_optimizer = dist.shard_optimizer;
         tw_comm_set_bus (comm, bus);
         if (!tw_trainer_set_dist (tr, comm, &dopt, &error))
           {

@@ -349,6 +349,9 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
           json_member_double (jb, "comm_payload_bytes_per_step", ds.payload_bytes);
           json_member_double (jb, "comm_sent_bytes_per_step", ds.sent_bytes);
           json_member_double (jb, "comm_exposed_ms_per_step", ds.exposed_ms);
+          json_member_double (jb, "optimizer_state_bytes", ds.optimizer_state_bytes);
+          json_builder_set_member_name (jb, "shard_optimizer");
+          json_builder_add_boolean_value (jb, ds.sharded);
           if (ds.async_updates > 0)
             {
               json_member_int (jb, "async_updates", ds.async_updates);
@@ -394,6 +397,9 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
         g_print ("%d ranks, %d gradient bucket%s: %s sent per step and rank, %.3f ms a step "
                  "waiting for communication after backward\n", ds.ranks, ds.buckets,
                  ds.buckets == 1 ? "" : "s", sent, ds.exposed_ms);
+      g_autofree char *st = g_format_size ((guint64) ds.optimizer_state_bytes);
+      g_print ("optimizer state on rank 0: %s%s\n", st,
+               ds.sharded ? " (its shard of every bucket: ZeRO-1)" : " (the whole model's)");
     }
   if (checkpoint)
     g_print ("checkpoint saved to %s\n", checkpoint);
@@ -620,6 +626,9 @@ twb_cmd_train (int argc, char **argv)
     NUM_ENTRY ("async", 0,
                "Asynchronous updates through a parameter server (the last rank); a worker may be "
                "at most K steps ahead of the slowest", "K"),
+    { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &dist.shard_optimizer,
+      "ZeRO-1: each rank keeps the optimizer state of its 1/N of the gradients "
+      "(reduce-scatter, update, all-gather)", NULL },
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = option_context_new ("MODEL.json — train a model", entries, nums);
@@ -770,6 +779,7 @@ twb_cmd_train (int argc, char **argv)
     o.dist.local_sgd = dist.local_sgd;
     o.dist.async_staleness = dist.async_staleness;
     o.dist.compress = dist.compress;
+    o.dist.shard_optimizer = dist.shard_optimizer;
     if (comm)
       twb_dist_pipeline_options (&dist, tw_comm_size (comm), &o.pipeline);
     if (o.pipeline.stages > 0 && !quiet && !json)

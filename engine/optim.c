@@ -202,37 +202,74 @@ tw_optimizer_begin_step (tw_optimizer *opt, double lr)
     }
 }
 
-void
-tw_optimizer_update (tw_optimizer *opt, tw_param *e, const float *g, int64_t offset, int64_t n)
+int
+tw_optimizer_state_count (const tw_optimizer *opt)
 {
   const tw_optimizer_config *c = &opt->cfg;
-  opt->last_nonfinite = FALSE;
-  if (e->frozen)
-    return;
-  g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
-  g_return_if_fail (offset >= 0 && offset + n <= tw_tensor_numel (e->value));
-  float *p = tw_tensor_f32 (e->value) + offset;
+  switch (c->type)
+    {
+    case TW_OPT_SGD:
+      return c->momentum != 0.0 ? 1 : 0;
+    case TW_OPT_ADAM:
+    case TW_OPT_ADAMW:
+      return 2;
+    default:
+      return 0;
+    }
+}
+
+/* The update of n elements at p from g, with the optimizer's state at
+ * state[k] (n floats each, tw_optimizer_state_count of them). */
+static void
+update_elements (tw_optimizer *opt, float *p, const float *g, int64_t n, float *const *state)
+{
+  const tw_optimizer_config *c = &opt->cfg;
   float lr = (float) opt->lr;
   float probe = 0;
   switch (c->type)
     {
     case TW_OPT_SGD:
       if (c->momentum != 0.0)
-        probe = sgd_momentum (p, g, param_state (e, 0) + offset, n, lr, (float) c->weight_decay,
-                              (float) c->momentum, c->nesterov);
+        probe = sgd_momentum (p, g, state[0], n, lr, (float) c->weight_decay, (float) c->momentum,
+                              c->nesterov);
       else
         probe = sgd_plain (p, g, n, lr, (float) c->weight_decay);
       break;
     case TW_OPT_ADAM:
     case TW_OPT_ADAMW:
-      probe = adam_update (p, g, param_state (e, 0) + offset, param_state (e, 1) + offset, n,
-                           &opt->adam);
+      probe = adam_update (p, g, state[0], state[1], n, &opt->adam);
       break;
     default:
       g_return_if_reached ();
     }
   /* g · 0 summed in the same pass: 0 unless a gradient value was NaN or Inf. */
   opt->last_nonfinite = probe != 0;
+}
+
+void
+tw_optimizer_update (tw_optimizer *opt, tw_param *e, const float *g, int64_t offset, int64_t n)
+{
+  opt->last_nonfinite = FALSE;
+  if (e->frozen)
+    return;
+  g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
+  g_return_if_fail (offset >= 0 && offset + n <= tw_tensor_numel (e->value));
+  float *state[2] = { NULL, NULL };
+  for (int k = 0; k < tw_optimizer_state_count (opt); k++)
+    state[k] = param_state (e, k) + offset;
+  update_elements (opt, tw_tensor_f32 (e->value) + offset, g, n, state);
+}
+
+void
+tw_optimizer_update_with_state (tw_optimizer *opt, tw_param *e, const float *g, int64_t offset,
+                                int64_t n, float *const *state)
+{
+  opt->last_nonfinite = FALSE;
+  if (e->frozen)
+    return;
+  g_return_if_fail (e->value->dtype == TW_F32 && tw_tensor_is_contiguous (e->value));
+  g_return_if_fail (offset >= 0 && offset + n <= tw_tensor_numel (e->value));
+  update_elements (opt, tw_tensor_f32 (e->value) + offset, g, n, state);
 }
 
 gboolean

@@ -41,6 +41,15 @@ void tw_optimizer_step (tw_optimizer *opt, tw_params *params, double lr);
 void tw_optimizer_begin_step (tw_optimizer *opt, double lr);
 void tw_optimizer_update (tw_optimizer *opt, tw_param *param, const float *grad, int64_t offset,
                           int64_t n);
+/* How many state tensors an update keeps per parameter: 0 (SGD), 1 (SGD
+ * with momentum: the buffer), 2 (Adam, AdamW: m and v). */
+int tw_optimizer_state_count (const tw_optimizer *opt);
+/* tw_optimizer_update with the state of those n elements held by the
+ * caller instead of in param->state (ZeRO-1 keeps only its shard's):
+ * state[k] points at n floats for each of tw_optimizer_state_count, zeros
+ * before the first update, as param->state's would be. */
+void tw_optimizer_update_with_state (tw_optimizer *opt, tw_param *param, const float *grad,
+                                     int64_t offset, int64_t n, float *const *state);
 /* Whether the last tw_optimizer_update read a NaN or Inf in its gradient
  * (found in the same pass as the update: the NaN watch needs no pass of its
  * own over parameter gradients). */

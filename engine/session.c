@@ -1001,9 +1001,11 @@ ses_worker (gpointer data)
           sn->classes = classes;
           ses_push (s, sn);
         }
-      /* A pipeline's checkpoint is collective: every rank gathers, rank 0 writes. */
+      /* A pipeline's or sharded optimizer's checkpoint is collective:
+       * every rank gathers, rank 0 writes. */
       if (s->opt.checkpoint
-          && (tw_trainer_rank (s->trainer) == 0 || tw_trainer_pipeline_stage (s->trainer) >= 0))
+          && (tw_trainer_rank (s->trainer) == 0
+              || tw_trainer_checkpoint_is_collective (s->trainer)))
         {
           g_autoptr (GError) error = NULL;
           gboolean done = k >= per_epoch;

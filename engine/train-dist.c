@@ -26,6 +26,12 @@ typedef struct
   tw_compress_member *layout; /* its members' offsets and shapes, for the compressor */
   char *what;
   char **names;
+  /* ZeRO-1: this rank's shard of buf is [shard_lo, shard_lo + shard);
+   * buf holds shard × size floats (zero padding after numel). */
+  int64_t shard, shard_lo;
+  float *part;                /* the shard: its summed gradient, then its weights */
+  float *state[2];            /* the optimizer's state of the shard (NULL: not yet) */
+  tw_comm_req *gather;        /* the weights' all-gather */
 } bucket;
 
 struct tw_dist
@@ -76,6 +82,8 @@ struct tw_dist
   int64_t heard_stale_max, heard_updates;
 };
 
+static double state_bytes (tw_trainer *tr, tw_dist *d);
+
 void
 tw_dist_options_init (tw_dist_options *o)
 {
@@ -91,6 +99,10 @@ buckets_clear (tw_dist *d)
     {
       bucket *k = &d->buckets[b];
       tw_comm_req_free (k->req);
+      tw_comm_req_free (k->gather);
+      g_free (k->part);
+      g_free (k->state[0]);
+      g_free (k->state[1]);
       if (k->zop)
         tw_compressor_finish (d->z, k->zop, NULL);
       g_free (k->layout);
@@ -195,7 +207,15 @@ buckets_make (tw_dist *d, tw_params *ps, const int *order, int n)
           k->names[i] = g_strdup (p->name);
           g_hash_table_insert (d->where, p, GINT_TO_POINTER (1 + (b << 20) + (int) i));
         }
-      k->buf = g_new0 (float, MAX (k->numel, 1));
+      if (d->opt.shard_optimizer)
+        {
+          k->shard = (k->numel + d->size - 1) / d->size;
+          k->shard_lo = k->shard * d->rank;
+          k->part = g_new0 (float, MAX (k->shard, 1));
+          k->buf = g_new0 (float, MAX (k->shard * d->size, 1));
+        }
+      else
+        k->buf = g_new0 (float, MAX (k->numel, 1));
       k->what = g_strdup_printf ("bucket %d", b);
       g_array_unref (m);
     }
@@ -245,6 +265,9 @@ post_ready_buckets (tw_dist *d)
       if (d->z)
         k->zop = tw_compressor_start (d->z, d->comm, b, k->buf, k->numel, k->layout,
                                       k->n_members, &tag);
+      else if (d->opt.shard_optimizer)
+        k->req = tw_comm_reduce_scatter (d->comm, k->buf, k->part, k->shard, TW_F32,
+                                         TW_REDUCE_SUM, &tag);
       else
         k->req = tw_comm_allreduce (d->comm, k->buf, k->numel, TW_F32, TW_REDUCE_SUM, &tag);
       k->posted = TRUE;
@@ -448,6 +471,15 @@ tw_trainer_set_dist (tw_trainer *tr, tw_comm *comm, const tw_dist_options *o, GE
         }
     }
   d->opt.compress = NULL;     /* (borrowed from the caller: not kept) */
+  if (d->opt.shard_optimizer && (d->z || d->async || d->opt.local_sgd > 0))
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
+                   "a sharded optimizer (ZeRO-1) goes with synchronous, uncompressed updates: "
+                   "not with %s",
+                   d->z ? "compression" : d->async ? "asynchronous updates" : "local SGD");
+      tw_dist_free (d);
+      return FALSE;
+    }
   d->server = size - 1;
   if (d->async && size < 2)
     {
@@ -505,6 +537,8 @@ tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out)
   out->sent_bytes = d->sent / n;
   out->exposed_ms = d->exposed_ns / 1e6 / n;
   out->last_sent_bytes = d->last_sent;
+  out->sharded = d->opt.shard_optimizer;
+  out->optimizer_state_bytes = state_bytes (tr, d);
   if (d->async)
     {
       gboolean srv = d->rank == d->server;
@@ -520,7 +554,10 @@ static void
 count_bytes (tw_dist *d, const tw_comm_req *r, double *payload, double *sent)
 {
   const tw_coll_info *i = tw_comm_req_info (r);
-  *payload += (double) i->bytes;
+  /* (ZeRO-1's all-gather brings back weights: the gradient's bytes were
+   * its reduce-scatter's.) */
+  if (i->kind != TW_COLL_ALLGATHER)
+    *payload += (double) i->bytes;
   if (i->sent > 0 || i->algo != TW_ALGO_MPI)
     *sent += (double) i->sent;
   else
@@ -552,6 +589,11 @@ drain (tw_dist *d, GError **error)
         {
           ok = tw_comm_wait (d->comm, k->req, ok ? error : NULL) && ok;
           g_clear_pointer (&k->req, tw_comm_req_free);
+        }
+      if (k->gather)
+        {
+          ok = tw_comm_wait (d->comm, k->gather, ok ? error : NULL) && ok;
+          g_clear_pointer (&k->gather, tw_comm_req_free);
         }
       if (k->zop)
         ok = tw_compressor_finish (d->z, g_steal_pointer (&k->zop), ok ? error : NULL) && ok;
@@ -668,6 +710,201 @@ local_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_all, 
       tw_trainer_update_param (tr, i, tw_tensor_f32 (g), listen);
     }
   return (tr->step + 1) % d->opt.local_sgd != 0 || average_weights (tr, d, error);
+}
+
+/* ---- ZeRO-1: the optimizer's state sharded ------------------------------
+ *
+ * Bucket k's flat gradient (padded to shard × size floats) is
+ * reduce-scattered: rank r receives the sum of elements [r·shard,
+ * (r + 1)·shard), updates the weights there with the state it alone
+ * keeps, and all-gathers the bucket's weights back. */
+
+/* Elements [lo, hi) of the bucket that member m covers, clipped to this
+ * rank's shard: FALSE when they do not meet. */
+static gboolean
+member_in_shard (const bucket *k, int m, int64_t *lo, int64_t *hi)
+{
+  int64_t a = k->offsets[m];
+  int64_t b = m + 1 < k->n_members ? k->offsets[m + 1] : k->numel;
+  *lo = MAX (a, k->shard_lo);
+  *hi = MIN (b, MIN (k->shard_lo + k->shard, k->numel));
+  return *lo < *hi;
+}
+
+/* The shard's update from its summed gradient (in part), then its
+ * weights into part and their all-gather posted. */
+static void
+zero_update_bucket (tw_trainer *tr, tw_dist *d, bucket *k)
+{
+  gboolean listen = tw_bus_wants (tr->bus, TW_EV_UPDATE);
+  int ns = tw_optimizer_state_count (tr->opt);
+  for (int s = 0; s < ns; s++)
+    if (k->state[s] == NULL)
+      k->state[s] = g_new0 (float, MAX (k->shard, 1));
+  for (int m = 0; m < k->n_members; m++)
+    {
+      int64_t lo, hi;
+      if (!member_in_shard (k, m, &lo, &hi))
+        continue;
+      int64_t at = lo - k->shard_lo;
+      float *st[2] = { k->state[0] ? k->state[0] + at : NULL, k->state[1] ? k->state[1] + at : NULL };
+      tw_trainer_update_range (tr, k->members[m], k->part + at, lo - k->offsets[m], hi - lo, st,
+                               listen);
+    }
+  /* The shard's weights (zeros in the padding) go back to everyone. */
+  memset (k->part, 0, k->shard * sizeof (float));
+  for (int m = 0; m < k->n_members; m++)
+    {
+      int64_t lo, hi;
+      if (!member_in_shard (k, m, &lo, &hi))
+        continue;
+      tw_param *p = tw_params_at (tr->params, k->members[m]);
+      memcpy (k->part + (lo - k->shard_lo), tw_tensor_f32 (p->value) + (lo - k->offsets[m]),
+              (hi - lo) * sizeof (float));
+    }
+  g_autofree char *what = g_strdup_printf ("weights %s", k->what);
+  tw_coll_tag tag = { .what = what, .params = (const char *const *) k->names };
+  k->gather = tw_comm_allgather (d->comm, k->part, k->buf, k->shard, TW_F32, &tag);
+}
+
+/* Every bucket's gathered weights into the parameters. */
+static gboolean
+zero_finish_gathers (tw_trainer *tr, tw_dist *d, GError **error)
+{
+  gboolean ok = TRUE;
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      if (k->gather == NULL)
+        continue;
+      gint64 t0 = tw_now_ns ();
+      ok = tw_comm_wait (d->comm, k->gather, ok ? error : NULL) && ok;
+      d->exposed_ns += tw_now_ns () - t0;
+      count_bytes (d, k->gather, &d->step_payload, &d->step_sent);
+      g_clear_pointer (&k->gather, tw_comm_req_free);
+      for (int m = 0; ok && m < k->n_members; m++)
+        {
+          tw_param *p = tw_params_at (tr->params, k->members[m]);
+          memcpy (tw_tensor_f32 (p->value), k->buf + k->offsets[m],
+                  tw_tensor_numel (p->value) * sizeof (float));
+        }
+      /* The padding is zero again for the next step's gradients. */
+      memset (k->buf + k->numel, 0, (k->shard * d->size - k->numel) * sizeof (float));
+    }
+  return ok;
+}
+
+/* Every rank's shards of the optimizer state into whole tensors in each
+ * parameter's state[] (collective): before a checkpoint, or before the
+ * buckets are cut again. */
+static gboolean
+zero_gather_state (tw_trainer *tr, tw_dist *d, GError **error)
+{
+  int ns = tw_optimizer_state_count (tr->opt);
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      for (int s = 0; s < ns; s++)
+        {
+          /* A rank that never updated (no state yet) sends zeros, as
+           * fresh state is. */
+          if (k->state[s])
+            memcpy (k->part, k->state[s], k->shard * sizeof (float));
+          else
+            memset (k->part, 0, k->shard * sizeof (float));
+          tw_comm_req *r = tw_comm_allgather (d->comm, k->part, k->buf, k->shard, TW_F32,
+                                              &(tw_coll_tag) { .what = "optimizer state" });
+          gboolean ok = tw_comm_wait (d->comm, r, error);
+          tw_comm_req_free (r);
+          if (!ok)
+            return FALSE;
+          for (int m = 0; m < k->n_members; m++)
+            {
+              tw_param *p = tw_params_at (tr->params, k->members[m]);
+              g_clear_pointer (&p->state[s], tw_tensor_unref);
+              p->state[s] = tw_tensor_zeros (TW_F32, p->value->ndim, p->value->shape);
+              memcpy (tw_tensor_f32 (p->state[s]), k->buf + k->offsets[m],
+                      tw_tensor_numel (p->value) * sizeof (float));
+            }
+          memset (k->buf + k->numel, 0, (k->shard * d->size - k->numel) * sizeof (float));
+        }
+    }
+  return TRUE;
+}
+
+/* This rank's shard of each bucket's state from its parameters' whole
+ * state (a checkpoint's, or zero_gather_state's), which is then dropped:
+ * only the shard stays. */
+static void
+zero_take_state (tw_trainer *tr, tw_dist *d)
+{
+  for (int b = 0; b < d->n_buckets; b++)
+    {
+      bucket *k = &d->buckets[b];
+      for (int s = 0; s < 2; s++)
+        {
+          for (int m = 0; m < k->n_members; m++)
+            {
+              tw_param *p = tw_params_at (tr->params, k->members[m]);
+              tw_tensor *t = p->state[s];
+              int64_t lo, hi;
+              if (t && t->dtype == TW_F32 && tw_tensor_is_contiguous (t)
+                  && tw_tensor_same_shape (t, p->value) && member_in_shard (k, m, &lo, &hi))
+                {
+                  if (k->state[s] == NULL)
+                    k->state[s] = g_new0 (float, MAX (k->shard, 1));
+                  memcpy (k->state[s] + (lo - k->shard_lo),
+                          tw_tensor_f32 (t) + (lo - k->offsets[m]), (hi - lo) * sizeof (float));
+                }
+            }
+          for (int m = 0; m < k->n_members; m++)
+            g_clear_pointer (&tw_params_at (tr->params, k->members[m])->state[s],
+                             tw_tensor_unref);
+        }
+    }
+}
+
+gboolean
+tw_dist_state_gather (tw_trainer *tr, GError **error)
+{
+  tw_dist *d = tr->dist;
+  if (d == NULL || !d->opt.shard_optimizer || d->buckets == NULL)
+    return TRUE;
+  return zero_gather_state (tr, d, error);
+}
+
+void
+tw_dist_state_release (tw_trainer *tr)
+{
+  tw_dist *d = tr->dist;
+  if (d && d->opt.shard_optimizer && d->buckets)
+    zero_take_state (tr, d);
+}
+
+gboolean
+tw_trainer_checkpoint_is_collective (tw_trainer *tr)
+{
+  return tr->pipe != NULL || (tr->dist && tr->dist->opt.shard_optimizer);
+}
+
+static double
+state_bytes (tw_trainer *tr, tw_dist *d)
+{
+  double n = 0;
+  if (d->opt.shard_optimizer)
+    {
+      for (int b = 0; b < d->n_buckets; b++)
+        for (int s = 0; s < 2; s++)
+          n += d->buckets[b].state[s] ? (double) d->buckets[b].shard * sizeof (float) : 0;
+      return n;
+    }
+  for (int i = 0; i < tw_params_count (tr->params); i++)
+    for (int s = 0; s < 2; s++)
+      {
+        tw_tensor *t = tw_params_at (tr->params, i)->state[s];
+        n += t ? (double) tw_tensor_numel (t) * tw_dtype_size (t->dtype) : 0;
+      }
+  return n;
 }
 
 /* ---- Asynchronous: the parameter server --------------------------------
@@ -931,7 +1168,11 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     return FALSE;
   subscribe (tr, d);
   if (params_changed (d, tr->params))
-    buckets_initial (d, tr->params);
+    {
+      buckets_initial (d, tr->params);
+      if (d->opt.shard_optimizer)
+        zero_take_state (tr, d);
+    }
   if (!broadcast_buffers (d, tr->params, error))
     return FALSE;
 
@@ -1104,9 +1345,13 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
       if (k->req)
         count_bytes (d, k->req, &d->step_payload, &d->step_sent);
       g_clear_pointer (&k->req, tw_comm_req_free);
-      if (ok)
+      if (ok && d->opt.shard_optimizer)
+        zero_update_bucket (tr, d, k);
+      else if (ok)
         update_bucket (tr, d, k);
     }
+  if (ok && d->opt.shard_optimizer)
+    ok = zero_finish_gathers (tr, d, error);
   if (!ok)
     {
       drain (d, NULL);
@@ -1151,8 +1396,13 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
           for (int64_t i = 0; whole && i < cnt; i++)
             whole = o2[i] >= 0 && o2[i] < d->n_params
                     && g_hash_table_contains (d->where, d->param_ptrs[o2[i]]);
+          /* ZeRO-1: the state follows the elements to their new shards. */
+          if (ok && whole && d->opt.shard_optimizer)
+            ok = zero_gather_state (tr, d, error);
           if (ok && whole)
             buckets_make (d, tr->params, o2, (int) cnt);
+          if (ok && whole && d->opt.shard_optimizer)
+            zero_take_state (tr, d);
           g_free (o2);
         }
       g_free (ord);

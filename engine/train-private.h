@@ -35,6 +35,11 @@ gboolean tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, 
  * an UPDATE begin and end event when listen (a client wants them); a
  * client asking to stop there sets stop_pending (the step is finished). */
 void tw_trainer_update_param (tw_trainer *tr, int i, const float *grad, gboolean listen);
+/* The same for elements [offset, offset + n) of parameter i, grad being n
+ * floats, with the optimizer state of those elements at state[k] (ZeRO-1's
+ * shard) or, when state is NULL, in the parameter's own. */
+void tw_trainer_update_range (tw_trainer *tr, int i, const float *grad, int64_t offset, int64_t n,
+                              float *const *state, gboolean listen);
 
 /* train-dist.c */
 /* A sha256 (hex) of what every rank must share: the model (graph and
@@ -49,6 +54,11 @@ int tw_dist_rank (tw_trainer *tr);
 int tw_dist_size (tw_trainer *tr);
 /* Asynchronous: every rank takes the server's weights (collective). */
 gboolean tw_dist_sync_weights (tw_trainer *tr, GError **error);
+/* ZeRO-1: every rank's optimizer shards into each parameter's whole
+ * state[] (collective; before a checkpoint), and back to the shards
+ * (the whole state dropped).  Without a sharded optimizer they do nothing. */
+gboolean tw_dist_state_gather (tw_trainer *tr, GError **error);
+void tw_dist_state_release (tw_trainer *tr);
 /* Sum over the ranks of n doubles (evaluation's totals). */
 gboolean tw_dist_sum (tw_trainer *tr, double *v, int n, GError **error);
 

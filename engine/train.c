@@ -410,27 +410,41 @@ tw_trainer_publish_iteration (tw_trainer *tr, gboolean end, gint64 t0, double lo
 }
 
 void
-tw_trainer_update_param (tw_trainer *tr, int i, const float *grad, gboolean listen)
+tw_trainer_update_range (tw_trainer *tr, int i, const float *grad, int64_t offset, int64_t n,
+                         float *const *state, gboolean listen)
 {
   tw_param *p = tw_params_at (tr->params, i);
-  if (!listen)
-    {
-      tw_optimizer_update (tr->opt, p, grad, 0, tw_tensor_numel (p->value));
-      return;
-    }
-  tw_tensor *io[2] = { p->value, p->grad };
   tw_event ev = { .kind = TW_EV_UPDATE, .ident = &g_array_index (tr->upd_ident, tw_op_ident, i),
-                  .step = (guint64) tr->step, .t_start = tw_now_ns (), .inputs = io,
-                  .n_inputs = p->grad ? 2 : 1, .param = p };
-  if (!tw_bus_publish (tr->bus, &ev))
-    tr->stop_pending = TRUE;
-  tw_optimizer_update (tr->opt, p, grad, 0, tw_tensor_numel (p->value));
-  ev.end = TRUE;
-  ev.t_end = tw_now_ns ();
-  ev.outputs = io;
-  ev.n_outputs = 1;
-  if (!tw_bus_publish (tr->bus, &ev))
-    tr->stop_pending = TRUE;
+                  .step = (guint64) tr->step, .param = p };
+  tw_tensor *io[2] = { p->value, p->grad };
+  if (listen)
+    {
+      ev.t_start = tw_now_ns ();
+      ev.inputs = io;
+      ev.n_inputs = p->grad ? 2 : 1;
+      if (!tw_bus_publish (tr->bus, &ev))
+        tr->stop_pending = TRUE;
+    }
+  if (state)
+    tw_optimizer_update_with_state (tr->opt, p, grad, offset, n, state);
+  else
+    tw_optimizer_update (tr->opt, p, grad, offset, n);
+  if (listen)
+    {
+      ev.end = TRUE;
+      ev.t_end = tw_now_ns ();
+      ev.outputs = io;
+      ev.n_outputs = 1;
+      if (!tw_bus_publish (tr->bus, &ev))
+        tr->stop_pending = TRUE;
+    }
+}
+
+void
+tw_trainer_update_param (tw_trainer *tr, int i, const float *grad, gboolean listen)
+{
+  tw_trainer_update_range (tr, i, grad, 0, tw_tensor_numel (tw_params_at (tr->params, i)->value),
+                           NULL, listen);
 }
 
 /* The optimizer update of every trainable parameter, one UPDATE event each.
@@ -624,11 +638,15 @@ tw_trainer_evaluate (tw_trainer *tr, const tw_dataset *d, int64_t batch_size, do
   return TRUE;
 }
 
+static gboolean save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
+                                 int64_t batch_in_epoch, GError **error);
+
 gboolean
 tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
                             int64_t batch_in_epoch, GError **error)
 {
-  /* A pipeline: every stage's parameters and state to rank 0, which writes. */
+  /* A pipeline: every stage's parameters and state to rank 0, which
+   * writes; ZeRO-1: every rank's optimizer shards likewise. */
   if (tr->pipe)
     {
       if (!tw_pipe_gather (tr, TRUE, error))
@@ -636,6 +654,21 @@ tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
       if (tw_pipe_rank (tr) != 0)
         return TRUE;
     }
+  if (tw_trainer_checkpoint_is_collective (tr) && tr->dist)
+    {
+      if (!tw_dist_state_gather (tr, error))
+        return FALSE;
+      gboolean ok = tw_dist_rank (tr) != 0 || save_checkpoint (tr, path, epoch, batch_in_epoch, error);
+      tw_dist_state_release (tr);
+      return ok;
+    }
+  return save_checkpoint (tr, path, epoch, batch_in_epoch, error);
+}
+
+static gboolean
+save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch, int64_t batch_in_epoch,
+                 GError **error)
+{
   g_autoptr (GHashTable) tensors = tw_tensor_table_new ();
   g_autoptr (GHashTable) meta = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 

@@ -113,6 +113,10 @@ int64_t tw_count_correct (tw_tensor *pred, const tw_tensor *labels);
  * file and the member or tensor. */
 gboolean tw_trainer_save_checkpoint (tw_trainer *tr, const char *path, int64_t epoch,
                                      int64_t batch_in_epoch, GError **error);
+/* Whether every rank must call tw_trainer_save_checkpoint (a pipeline's
+ * stages, or ZeRO-1's optimizer shards, are gathered; rank 0 writes); else
+ * rank 0 alone calls it. */
+gboolean tw_trainer_checkpoint_is_collective (tw_trainer *tr);
 gboolean tw_trainer_load_checkpoint (tw_trainer *tr, const char *path, int64_t *epoch,
                                      int64_t *batch_in_epoch, GError **error);
 
@@ -161,6 +165,12 @@ typedef struct
    * "topk:F", "int8", "sign", "powersgd:R", with error feedback; NULL or
    * "none": dense.  Borrowed: copied by tw_trainer_set_dist. */
   const char *compress;
+  /* ZeRO-1: each rank keeps the optimizer state of its 1/p of every bucket
+   * only.  A bucket's gradients are reduce-scattered (each rank receives
+   * the sum of its shard), each rank updates its shard's weights, and the
+   * weights are all-gathered back.  The same updates as without it, up to
+   * the reduction's rounding; synchronous, uncompressed training only. */
+  gboolean shard_optimizer;
 } tw_dist_options;
 
 void tw_dist_options_init (tw_dist_options *o);
@@ -193,6 +203,10 @@ typedef struct
   int64_t async_updates;
   double staleness_mean;
   int64_t staleness_max;
+  /* Bytes of optimizer state this rank holds (momentum, Adam's moments):
+   * with shard_optimizer its shard's, else the whole model's. */
+  double optimizer_state_bytes;
+  gboolean sharded;          /* shard_optimizer is on */
 } tw_dist_stats;
 
 void tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out);

@@ -93,6 +93,21 @@ alone=$("$twb" train "$model" --epochs 4 --resume "$tmp/half.safetensors" --json
 check "--ranks 2 --resume: the uninterrupted run's loss ($whole; resumed $again, alone $alone)" \
   "/usr/bin/python3 -c 'import sys; w, a, b = map(float, sys.argv[1:]); sys.exit(abs(w - a) > 1e-6 * abs(w) or abs(w - b) > 1e-5 * abs(w))' '$whole' '$again' '$alone'"
 
+# ZeRO-1: the sharded optimizer trains as one process (Adam: two moments),
+# each rank holding half of the state at 2 ranks; its checkpoint (gathered,
+# written by rank 0) resumes sharded on 3 ranks or alone as the run that
+# did not stop.
+z=$("$twb" train "$model" --max-steps 20 --json --ranks 2 --shard-optimizer --bucket-mb 0.002 2>"$tmp/z.err")
+full=$("$twb" train "$model" --max-steps 20 --json --ranks 2 --bucket-mb 0.002 2>/dev/null)
+check "--shard-optimizer: the loss of one process, half the optimizer state per rank" \
+  "/usr/bin/python3 -c 'import json, sys; o, z, f = (json.loads(a) for a in sys.argv[1:]); sys.exit(not (abs(o[\"train_loss\"] - z[\"train_loss\"]) <= 1e-5 * abs(o[\"train_loss\"]) and z[\"shard_optimizer\"] and 0.45 < z[\"optimizer_state_bytes\"] / f[\"optimizer_state_bytes\"] < 0.55))' '$one' '$z' '$full'" \
+  "$z $(head -c 300 "$tmp/z.err")"
+"$twb" train "$model" --epochs 2 --ranks 2 --shard-optimizer --checkpoint "$tmp/zhalf.safetensors" -q >/dev/null 2>&1
+zagain=$("$twb" train "$model" --epochs 4 --ranks 3 --shard-optimizer --resume "$tmp/zhalf.safetensors" --json 2>/dev/null | json_get train_loss)
+zalone=$("$twb" train "$model" --epochs 4 --resume "$tmp/zhalf.safetensors" --json 2>/dev/null | json_get train_loss)
+check "--shard-optimizer --resume: the uninterrupted run's loss ($whole; on 3 ranks $zagain, alone $zalone)" \
+  "/usr/bin/python3 -c 'import sys; w, a, b = map(float, sys.argv[1:]); sys.exit(abs(w - a) > 1e-5 * abs(w) or abs(w - b) > 1e-5 * abs(w))' '$whole' '$zagain' '$zalone'"
+
 # Bad options: exit 2, the option named, nothing started.
 bad () {
   local what=$1 want=$2; shift 2
@@ -108,6 +123,8 @@ bad "--parallel unknown" "--parallel model" --ranks 2 --parallel model
 bad "--comm-timeout 0" "--comm-timeout" --ranks 2 --comm-timeout 0
 bad "--bucket-mb -1" "--bucket-mb" --ranks 2 --bucket-mb -1
 bad "--ranks-per-node 0" "--ranks-per-node" --ranks 2 --ranks-per-node 0
+bad "--shard-optimizer --compress" "--shard-optimizer.*--compress" --ranks 2 --shard-optimizer --compress int8
+bad "--shard-optimizer --parallel pipeline" "--shard-optimizer.*pipeline" --ranks 2 --shard-optimizer --parallel pipeline
 bad "--debug with --ranks" "one process" --ranks 2 --debug
 bad "--compress unknown" "--compress" --ranks 2 --compress zip
 bad "--async with --local-sgd" "choose one" --ranks 2 --async 1 --local-sgd 2
