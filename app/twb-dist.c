@@ -61,6 +61,7 @@ twb_dist_pipeline_options (const twb_dist_args *a, int ranks, tw_pipeline_option
     out->micro_batches = a->micro_batches;
   if (a->schedule)
     tw_pipe_schedule_from_name (a->schedule, &out->schedule, NULL);
+  out->bucket_mb = a->bucket_mb;
 }
 
 char *

@@ -60,12 +60,23 @@ struct tw_pipe
   int *ar;
   int n_ar;
   gboolean *ar_ready;
-  tw_comm_req **ar_req;
-  int ar_next;
+  /* ...packed into buckets of opt.bucket_mb: bucket b is ar[bk_first[b]]
+   * up to ar[bk_first[b + 1]] (one parameter alone is all-reduced in its
+   * gradient, several through bk_buf). */
+  int n_bk;
+  int *bk_first;
+  int64_t *bk_numel;
+  float **bk_buf;
+  char **bk_what;
+  char ***bk_names;
+  tw_comm_req **bk_req;
+  int bk_next;
   gboolean ar_listen;         /* inside the step's last backward */
   tw_bus *sub_bus;
   guint sub_id;
 };
+
+static void buckets_make (tw_pipe *P);
 
 const char *
 tw_pipe_schedule_name (tw_pipe_schedule s)
@@ -95,6 +106,7 @@ tw_pipeline_options_init (tw_pipeline_options *o)
   memset (o, 0, sizeof *o);
   o->micro_batches = 4;
   o->schedule = TW_SCHEDULE_1F1B;
+  o->bucket_mb = 25;
 }
 
 static gboolean
@@ -441,11 +453,21 @@ tw_pipe_free (tw_pipe *P)
       tw_bus_unsubscribe (P->sub_bus, P->sub_id);
       tw_bus_unref (P->sub_bus);
     }
-  for (int k = 0; P->ar_req && k < P->n_ar; k++)
-    tw_comm_req_free (P->ar_req[k]);
+  for (int b = 0; b < P->n_bk; b++)
+    {
+      tw_comm_req_free (P->bk_req[b]);
+      g_free (P->bk_buf[b]);
+      g_free (P->bk_what[b]);
+      g_free (P->bk_names[b]);   /* (the names are the parameters') */
+    }
+  g_free (P->bk_req);
+  g_free (P->bk_buf);
+  g_free (P->bk_what);
+  g_free (P->bk_names);
+  g_free (P->bk_first);
+  g_free (P->bk_numel);
   g_free (P->ar);
   g_free (P->ar_ready);
-  g_free (P->ar_req);
   tw_graph_free (P->sub);
   for (int j = 0; j < P->n_xfers; j++)
     {
@@ -531,6 +553,8 @@ tw_trainer_set_pipeline (tw_trainer *tr, tw_comm *comm, const tw_pipeline_option
    * before the next collective. */
   tw_pipe *P = g_new0 (tw_pipe, 1);
   P->world = comm;
+  if (!(opt.bucket_mb > 0))
+    opt.bucket_mb = 25;
   P->opt = opt;
   P->rank = rank;
   P->size = size;
@@ -599,7 +623,7 @@ tw_trainer_set_pipeline (tw_trainer *tr, tw_comm *comm, const tw_pipeline_option
     if (P->owner[i] == P->stage && tw_params_at (tr->params, i)->trainable)
       P->ar[P->n_ar++] = i;
   P->ar_ready = g_new0 (gboolean, MAX (P->n_ar, 1));
-  P->ar_req = g_new0 (tw_comm_req *, MAX (P->n_ar, 1));
+  buckets_make (P);
   tr->pipe = P;
   return TRUE;
 }
@@ -1018,16 +1042,69 @@ update (tw_trainer *tr, tw_pipe *P, double lr)
 static void
 ar_post_ready (tw_pipe *P)
 {
-  while (P->ar_next < P->n_ar && P->ar_ready[P->ar_next])
+  while (P->bk_next < P->n_bk)
     {
-      tw_param *p = tw_params_at (P->tr->params, P->ar[P->ar_next]);
-      if (p->grad == NULL)
-        p->grad = tw_tensor_zeros_like (p->value);
-      const char *names[2] = { p->name, NULL };
-      tw_coll_tag tag = { .what = p->name, .params = names };
-      P->ar_req[P->ar_next++] = tw_comm_allreduce (P->stage_comm, tw_tensor_f32 (p->grad),
-                                                   tw_tensor_numel (p->grad), TW_F32,
-                                                   TW_REDUCE_SUM, &tag);
+      int b = P->bk_next;
+      gboolean ready = TRUE;
+      for (int k = P->bk_first[b]; ready && k < P->bk_first[b + 1]; k++)
+        ready = P->ar_ready[k];
+      if (!ready)
+        return;
+      P->bk_next++;
+      float *buf = P->bk_buf[b];
+      int64_t off = 0;
+      for (int k = P->bk_first[b]; k < P->bk_first[b + 1]; k++)
+        {
+          tw_param *p = tw_params_at (P->tr->params, P->ar[k]);
+          if (p->grad == NULL)
+            p->grad = tw_tensor_zeros_like (p->value);
+          if (buf == NULL)
+            buf = tw_tensor_f32 (p->grad);   /* alone in its bucket: in place */
+          else
+            memcpy (buf + off, tw_tensor_f32 (p->grad), tw_tensor_numel (p->grad) * sizeof (float));
+          off += tw_tensor_numel (p->value);
+        }
+      tw_coll_tag tag = { .what = P->bk_what[b], .params = (const char *const *) P->bk_names[b] };
+      P->bk_req[b] = tw_comm_allreduce (P->stage_comm, buf, P->bk_numel[b], TW_F32,
+                                        TW_REDUCE_SUM, &tag);
+    }
+}
+
+/* The stage's gradients (ar: the last parameter first) cut into buckets
+ * of at most opt.bucket_mb, a parameter larger than that alone. */
+static void
+buckets_make (tw_pipe *P)
+{
+  int64_t cap = (int64_t) MAX (P->opt.bucket_mb * 1e6 / sizeof (float), 1);
+  P->bk_first = g_new0 (int, P->n_ar + 1);
+  P->bk_numel = g_new0 (int64_t, MAX (P->n_ar, 1));
+  int64_t cur = 0;
+  for (int k = 0; k < P->n_ar; k++)
+    {
+      int64_t n = tw_tensor_numel (tw_params_at (P->tr->params, P->ar[k])->value);
+      if (k == 0 || cur + n > cap)
+        {
+          P->bk_first[P->n_bk++] = k;
+          cur = 0;
+        }
+      cur += n;
+      P->bk_numel[P->n_bk - 1] = cur;
+    }
+  P->bk_first[P->n_bk] = P->n_ar;
+  P->bk_buf = g_new0 (float *, MAX (P->n_bk, 1));
+  P->bk_req = g_new0 (tw_comm_req *, MAX (P->n_bk, 1));
+  P->bk_what = g_new0 (char *, MAX (P->n_bk, 1));
+  P->bk_names = g_new0 (char **, MAX (P->n_bk, 1));
+  for (int b = 0; b < P->n_bk; b++)
+    {
+      int n = P->bk_first[b + 1] - P->bk_first[b];
+      if (n > 1)
+        P->bk_buf[b] = g_new0 (float, P->bk_numel[b]);
+      P->bk_names[b] = g_new0 (char *, n + 1);
+      for (int j = 0; j < n; j++)
+        P->bk_names[b][j] = tw_params_at (P->tr->params, P->ar[P->bk_first[b] + j])->name;
+      P->bk_what[b] = n > 1 ? g_strdup_printf ("stage %d bucket %d", P->stage, b)
+                            : g_strdup (P->bk_names[b][0]);
     }
 }
 
@@ -1078,10 +1155,18 @@ ar_finish (tw_pipe *P, GError **error)
     P->ar_ready[k] = TRUE;
   ar_post_ready (P);
   gboolean ok = TRUE;
-  for (int k = 0; k < P->n_ar; k++)
+  for (int b = 0; b < P->n_bk; b++)
     {
-      ok = tw_comm_wait (P->stage_comm, P->ar_req[k], ok ? error : NULL) && ok;
-      g_clear_pointer (&P->ar_req[k], tw_comm_req_free);
+      ok = tw_comm_wait (P->stage_comm, P->bk_req[b], ok ? error : NULL) && ok;
+      g_clear_pointer (&P->bk_req[b], tw_comm_req_free);
+      int64_t off = 0;
+      for (int k = P->bk_first[b]; ok && P->bk_buf[b] && k < P->bk_first[b + 1]; k++)
+        {
+          tw_param *p = tw_params_at (P->tr->params, P->ar[k]);
+          memcpy (tw_tensor_f32 (p->grad), P->bk_buf[b] + off,
+                  tw_tensor_numel (p->grad) * sizeof (float));
+          off += tw_tensor_numel (p->value);
+        }
     }
   return ok;
 }
@@ -1154,7 +1239,7 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     {
       ar_subscribe (tr, P);
       memset (P->ar_ready, 0, MAX (P->n_ar, 1) * sizeof (gboolean));
-      P->ar_next = 0;
+      P->bk_next = 0;
     }
   for (int k = 0; k < 2 * c.m && local == NULL; k++)
     {

@@ -245,10 +245,10 @@ int64_t tw_trainer_dist_correct (tw_trainer *tr);
  * "gradients mb 3 (fc2)").  The last stage starts each micro-batch's
  * backward from its loss weighted by the micro-batch's share of the
  * global batch, so that parameter gradients accumulated over the
- * micro-batches (and summed over the replicas of the stage, by an
- * all-reduce per parameter on a communicator per stage, tw_comm_split,
- * each posted the moment its gradient is final in the step's last
- * backward) are those of one process taking the whole batch; the update is
+ * micro-batches (and summed over the replicas of the stage on a
+ * communicator per stage, tw_comm_split, packed into buckets of
+ * bucket_mb, each bucket's all-reduce posted the moment its last gradient
+ * is final in the step's last backward) are those of one process taking the whole batch; the update is
  * applied once per step.
  * The loss of the global batch is summed over the last stages and known to
  * every rank (an all-reduce over the world).
@@ -262,8 +262,7 @@ int64_t tw_trainer_dist_correct (tw_trainer *tr);
  *
  * Not yet: compiled mode (refused), dropout masks are drawn per micro-batch
  * (so a run with dropout differs from one process), batch norm normalises
- * over each micro-batch (as GPipe's does), and the replicas' all-reduces
- * are one per parameter, not packed into buckets as data parallel's. */
+ * over each micro-batch (as GPipe's does). */
 typedef enum
 {
   TW_SCHEDULE_1F1B,
@@ -278,6 +277,7 @@ typedef struct
   int stages;                /* S ≥ 1; 0: no pipeline (data parallel, tw_session_options) */
   int micro_batches;         /* M ≥ 1 (default 4); fewer when a shard has fewer rows */
   tw_pipe_schedule schedule; /* default 1F1B */
+  double bucket_mb;          /* hybrid: the replicas' gradient buckets (default 25) */
 } tw_pipeline_options;
 
 void tw_pipeline_options_init (tw_pipeline_options *o);

@@ -568,6 +568,7 @@ test_overlap (void)
   tw_pipeline_options o;
   tw_pipeline_options_init (&o);
   o.stages = 2;
+  o.bucket_mb = 1e-6;          /* every parameter its own bucket */
   g_assert_true (tw_trainer_set_pipeline (tr, comm, &o, &error));
   overlap ov = { 0 };
   guint id = tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_BACKWARD) | TW_EV_BIT (TW_EV_COLLECTIVE),
