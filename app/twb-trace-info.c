@@ -190,13 +190,6 @@ stats_add (trace_stats *s, const tw_trace *t)
 
 /* The per-rank table of a trace of several ranks (one file's). */
 static int
-cmp_path_span (gconstpointer a, gconstpointer b)
-{
-  const tw_path_summary *x = a, *y = b;
-  return x->span_ns < y->span_ns ? -1 : x->span_ns > y->span_ns;
-}
-
-static int
 cmp_seg_dur (gconstpointer a, gconstpointer b)
 {
   const tw_path_segment *x = a, *y = b;
@@ -224,28 +217,11 @@ stats_add_ranks (trace_stats *s, const tw_trace *t, double straggler_pct)
       const char *used = tw_trace_get_meta (t, key);
       g_ptr_array_add (s->clocks, used ? g_string_chunk_insert_const (s->strings, used) : NULL);
     }
-  /* The critical path of the step of median span (of those every path
-   * finds), by its number. */
-  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_path_summary));
-  for (guint64 k = 0; k < 100000; k++)
-    {
-      tw_path_summary ps;
-      g_autoptr (GArray) p = tw_trace_critical_path (t, k, &ps);
-      if (p == NULL)
-        {
-          if (spans->len || k > 1000)
-            break;
-          continue;
-        }
-      g_array_append_val (spans, ps);
-    }
-  if (spans->len == 0)
+  /* The critical path of the step of median span. */
+  g_autoptr (GArray) p = tw_trace_critical_path_median (t, &s->path);
+  if (p == NULL)
     return;
-  g_array_sort (spans, cmp_path_span);
-  s->path = g_array_index (spans, tw_path_summary, spans->len / 2);
   s->have_path = TRUE;
-  tw_path_summary again;
-  g_autoptr (GArray) p = tw_trace_critical_path (t, s->path.step, &again);
   g_array_sort (p, cmp_seg_dur);
   for (guint i = 0; i < p->len && i < 3; i++)
     {
@@ -740,41 +716,17 @@ load_trace (const char *path)
   return t;
 }
 
-/* PyTorch traces of distinct ranks (distributedInfo.rank) as one trace of
- * several ranks, each at its rank (a rank not given stays empty); NULL,
- * the traces left as files, when two share a rank.  Their clocks are the
- * profiler's wall clock: no offsets, the collectives refine them. */
+/* PyTorch traces of distinct ranks as one trace of several ranks
+ * (tw_trace_merge_pytorch_ranks); NULL, the traces left as files, when
+ * two share a rank. */
 static tw_trace *
 merge_by_rank (GPtrArray *traces)
 {
-  int n = 0;
-  for (guint i = 0; i < traces->len; i++)
-    {
-      int r;
-      tw_trace_pytorch_rank (traces->pdata[i], &r);
-      n = MAX (n, r + 1);
-    }
-  /* A rank far past the files given is not a run's: 4096 (TWB_MAX_THREADS'
-   * reasoning) bounds the empty ranks made. */
-  if (n > (int) traces->len + 4096)
-    return NULL;
-  g_autofree tw_trace **at = g_new0 (tw_trace *, n);
-  g_autoptr (GPtrArray) empty = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_trace_free);
-  for (guint i = 0; i < traces->len; i++)
-    {
-      int r;
-      tw_trace_pytorch_rank (traces->pdata[i], &r);
-      if (at[r])
-        return NULL;
-      at[r] = traces->pdata[i];
-    }
-  for (int r = 0; r < n; r++)
-    if (!at[r])
-      g_ptr_array_add (empty, at[r] = tw_trace_new ());
   g_autoptr (GError) error = NULL;
-  tw_trace *m = tw_trace_merge_ranks (at, n, NULL, NULL, &error);
+  tw_trace *m = tw_trace_merge_pytorch_ranks ((tw_trace *const *) traces->pdata, traces->len,
+                                              &error);
   if (!m)
-    g_printerr ("twb: trace-info: %s\n", error->message);
+    g_debug ("trace-info: %s", error->message);
   return m;
 }
 
@@ -977,8 +929,7 @@ twb_cmd_trace_info (int argc, char **argv)
       stats_add_ranks (s, t, straggler_pct);
       stats_add (merged, t);
       g_ptr_array_add (stats, s);
-      int rank;
-      by_rank = by_rank && tw_trace_pytorch_rank (t, &rank) && !tw_trace_is_multi_rank (t, NULL);
+      by_rank = by_rank && tw_trace_is_pytorch_rank (t);
       if (by_rank)
         g_ptr_array_add (per_rank, g_steal_pointer (&t));
       else

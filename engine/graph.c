@@ -953,6 +953,36 @@ tw_graph_param_count (const tw_graph *g)
   return total;
 }
 
+GPtrArray *
+tw_graph_param_nodes (const tw_graph *g, const char *const *names, guint *n_found)
+{
+  GPtrArray *ids = g_ptr_array_new ();
+  g_autoptr (GHashTable) wanted = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) found = g_hash_table_new (g_str_hash, g_str_equal);
+  for (const char *const *n = names; n && *n; n++)
+    g_hash_table_add (wanted, (gpointer) *n);
+  for (guint i = 0; i < g->nodes->len && g_hash_table_size (wanted) > 0; i++)
+    {
+      tw_node *n = g_ptr_array_index (g->nodes, i);
+      gboolean owns = FALSE;
+      for (int k = 0; k < n->n_params; k++)
+        {
+          g_autofree char *name = tw_node_param_name (n, k);
+          const char *key = NULL;
+          if (g_hash_table_lookup_extended (wanted, name, (gpointer *) &key, NULL))
+            {
+              g_hash_table_add (found, (gpointer) key);
+              owns = TRUE;
+            }
+        }
+      if (owns)
+        g_ptr_array_add (ids, n->id);
+    }
+  if (n_found)
+    *n_found = g_hash_table_size (found);
+  return ids;
+}
+
 double
 tw_graph_flops (const tw_graph *g)
 {

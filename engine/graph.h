@@ -177,6 +177,13 @@ const char *tw_graph_get_loss (const tw_graph *g);       /* borrowed, may be NUL
 int64_t tw_graph_param_count (const tw_graph *g);  /* shared scopes counted once */
 double tw_graph_flops (const tw_graph *g);
 
+/* The nodes owning any of the parameters names ("fc1.weight", as
+ * tw_node_param_name makes them: a node sharing another's scope owns the
+ * same names), in graph order: their ids, borrowed from g (free the array
+ * only, g_ptr_array_unref).  *n_found (may be NULL) gets how many distinct
+ * names are parameters of g.  The nodes' parameters are tw_graph_infer's. */
+GPtrArray *tw_graph_param_nodes (const tw_graph *g, const char *const *names, guint *n_found);
+
 /* Parameter name of a node's k-th parameter: "<scope>.<suffix>"; caller frees. */
 char *tw_node_param_name (const tw_node *n, int k);
 const char *tw_node_scope (const tw_node *n);

@@ -40,6 +40,7 @@ typedef struct
 {
   int pid;
   gint64 step_start, step_end;
+  guint step_lane;
   GArray *work;               /* guint lane, guint index pairs: the worker's ops by end */
   GArray *colls;              /* the same for its collectives */
 } rank_view;
@@ -74,12 +75,13 @@ last_before (GArray *a, gint64 t, gint64 slack)
 }
 
 static void
-add_seg (GArray *path, int rank, tw_path_kind kind, const char *name, gint64 start, gint64 end)
+add_seg (GArray *path, int rank, tw_path_kind kind, const char *name, gint64 start, gint64 end,
+         guint lane, guint slice_index)
 {
   if (end <= start)
     return;
   tw_path_segment s = { .rank = rank, .kind = kind, .name = name, .start_ns = start,
-                        .dur_ns = end - start };
+                        .dur_ns = end - start, .lane = lane, .slice_index = slice_index };
   g_array_append_val (path, s);
 }
 
@@ -114,6 +116,7 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
             {
               v->step_start = s->start_ns;
               v->step_end = r.end;
+              v->step_lane = l;
             }
           else if (s->category && strcmp (s->category, "collective") == 0
                    && tw_slice_arg (s, "seq") != NULL)
@@ -170,9 +173,9 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
                 last = p;
             }
           gint64 arrive = last ? last->start_ns : c->start;
-          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, c->end, t_cur);
+          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, c->end, t_cur, cur->step_lane, G_MAXUINT);
           add_seg (path, last ? last->rank : cur->pid, TW_PATH_COMM, s->name, MAX (arrive, floor),
-                   c->end);
+                   c->end, last ? last->lane : c->lane, last ? last->slice_index : c->index);
           rank_view *next = last ? g_hash_table_lookup (by_pid, GINT_TO_POINTER (last->rank + 1))
                                  : NULL;
           if (next)
@@ -185,13 +188,13 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
           /* A gap no collective explains, then the op before it. */
           const tw_slice *s = tw_trace_lane_slice (t, w->lane, w->index);
           gint64 start = MAX (w->start, lo);
-          add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w->end, t_cur);
-          add_seg (path, cur->pid, TW_PATH_COMPUTE, s->name, start, w->end);
+          add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w->end, t_cur, cur->step_lane, G_MAXUINT);
+          add_seg (path, cur->pid, TW_PATH_COMPUTE, s->name, start, w->end, w->lane, w->index);
           t_cur = MIN (start, t_cur - 1);
           continue;
         }
       /* Nothing explains the gap: idle, back to the last op. */
-      add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w_end, t_cur);
+      add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w_end, t_cur, cur->step_lane, G_MAXUINT);
       t_cur = w_end;
     }
   /* Oldest first. */
@@ -224,4 +227,40 @@ out:
   g_ptr_array_free (views, TRUE);
   g_hash_table_unref (by_pid);
   return path;
+}
+
+static int
+cmp_span (gconstpointer a, gconstpointer b)
+{
+  const tw_path_summary *x = a, *y = b;
+  return x->span_ns < y->span_ns ? -1 : x->span_ns > y->span_ns;
+}
+
+GArray *
+tw_trace_critical_path_median (const tw_trace *t, tw_path_summary *sum)
+{
+  memset (sum, 0, sizeof *sum);
+  if (!tw_trace_is_multi_rank (t, NULL))
+    return NULL;
+  /* Steps are numbered from 0 or 1 on; a run recorded after its warm-up
+   * starts later: up to 1000 numbers are tried before the first found,
+   * then they run on until one is missing. */
+  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_path_summary));
+  for (guint64 k = 0; k < 100000; k++)
+    {
+      tw_path_summary ps;
+      g_autoptr (GArray) p = tw_trace_critical_path (t, k, &ps);
+      if (p == NULL)
+        {
+          if (spans->len || k > 1000)
+            break;
+          continue;
+        }
+      g_array_append_val (spans, ps);
+    }
+  if (spans->len == 0)
+    return NULL;
+  g_array_sort (spans, cmp_span);
+  guint64 step = g_array_index (spans, tw_path_summary, spans->len / 2).step;
+  return tw_trace_critical_path (t, step, sum);
 }

@@ -511,6 +511,58 @@ tw_trace_pytorch_rank (const tw_trace *t, int *rank)
 }
 
 gboolean
+tw_trace_is_pytorch_rank (const tw_trace *t)
+{
+  int r;
+  return tw_trace_pytorch_rank (t, &r) && !tw_trace_is_multi_rank (t, NULL);
+}
+
+/* A rank far past the traces given is not a run's (ranks.h). */
+#define MAX_EMPTY_RANKS 4096
+
+tw_trace *
+tw_trace_merge_pytorch_ranks (tw_trace *const *traces, guint n, GError **error)
+{
+  int n_ranks = 0;
+  for (guint i = 0; i < n; i++)
+    {
+      int r;
+      if (!tw_trace_is_pytorch_rank (traces[i]))
+        {
+          g_set_error (error, TW_RANKS_ERROR, TW_RANKS_ERROR_ARG,
+                       "trace %u is not one rank's PyTorch trace (no distributedInfo.rank)", i + 1);
+          return NULL;
+        }
+      tw_trace_pytorch_rank (traces[i], &r);
+      if (r > (int) n + MAX_EMPTY_RANKS)
+        {
+          g_set_error (error, TW_RANKS_ERROR, TW_RANKS_ERROR_ARG,
+                       "trace %u is of rank %d, far past the %u traces given", i + 1, r, n);
+          return NULL;
+        }
+      n_ranks = MAX (n_ranks, r + 1);
+    }
+  g_autofree tw_trace **at = g_new0 (tw_trace *, MAX (n_ranks, 1));
+  for (guint i = 0; i < n; i++)
+    {
+      int r;
+      tw_trace_pytorch_rank (traces[i], &r);
+      if (at[r])
+        {
+          g_set_error (error, TW_RANKS_ERROR, TW_RANKS_ERROR_ARG,
+                       "two traces are of rank %d", r);
+          return NULL;
+        }
+      at[r] = traces[i];
+    }
+  g_autoptr (GPtrArray) empty = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_trace_free);
+  for (int r = 0; r < n_ranks; r++)
+    if (!at[r])
+      g_ptr_array_add (empty, at[r] = tw_trace_new ());
+  return tw_trace_merge_ranks (at, n_ranks, NULL, NULL, error);
+}
+
+gboolean
 tw_trace_is_multi_rank (const tw_trace *t, int *n_ranks)
 {
   int n = 0;

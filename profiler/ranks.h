@@ -151,6 +151,10 @@ typedef struct
   tw_path_kind kind;
   const char *name;             /* the op's or collective's (in t), "idle" */
   gint64 start_ns, dur_ns;
+  guint lane;                   /* where it is drawn: the op's or the last rank's collective's
+                                 * lane; for a wait or a gap the lane of the rank's step */
+  guint slice_index;            /* the slice on that lane (tw_trace_lane_slice); G_MAXUINT
+                                 * for a wait or a gap, which no slice covers */
 } tw_path_segment;
 
 typedef struct
@@ -165,5 +169,22 @@ typedef struct
 /* NULL when t holds one rank or no rank has that step; else the segments
  * (g_array_unref) and *sum filled. */
 GArray *tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum);
+/* The same for the step of median span among those tw_trace_critical_path
+ * finds (of an even count, the upper middle one): what `twb trace-info`
+ * prints and the timeline draws.  NULL when there is none. */
+GArray *tw_trace_critical_path_median (const tw_trace *t, tw_path_summary *sum);
+
+/* Whether t is one rank's PyTorch trace: it has a distributedInfo.rank
+ * (tw_trace_pytorch_rank) and does not already hold several ranks. */
+gboolean tw_trace_is_pytorch_rank (const tw_trace *t);
+/* PyTorch traces of one run, a rank each (distributedInfo.rank), merged
+ * as the ranks of one trace (tw_trace_merge_ranks, no offsets: their
+ * clocks are the profiler's wall clock, the collectives refine them), each
+ * at its rank; a rank no trace has stays empty.  NULL with
+ * TW_RANKS_ERROR_ARG when a trace is not one rank's (index named), two
+ * share a rank, or a rank lies more than 4096 past the count given (not a
+ * run's: it bounds the empty ranks made).  The inputs stay the caller's;
+ * the caller frees the result. */
+tw_trace *tw_trace_merge_pytorch_ranks (tw_trace *const *traces, guint n, GError **error);
 
 G_END_DECLS

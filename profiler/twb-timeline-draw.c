@@ -1066,6 +1066,7 @@ tl_draw (TwbTimeline *tl, cairo_t *cr, int width, int height)
       cairo_rectangle (cr, r->x - 0.25, r->y - 0.25, r->w + 0.5, r->h + 0.5);
       cairo_stroke (cr);
     }
+  tl_draw_path (tl, cr, width);
   draw_peers (&f);
   draw_flows (&f);
   cairo_restore (cr);

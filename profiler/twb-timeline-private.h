@@ -138,6 +138,8 @@ struct _TwbTimeline
   guint64 n_highlighted;
   GArray *peers;        /* tw_coll_peer: the selected collective on every rank, NULL when none */
   guint peers_group;
+  GArray *path;         /* tw_path_segment: the critical path drawn, NULL when none */
+  guint path_group;
 
   GArray *rows; /* TlRow */
   double content_h;
@@ -193,6 +195,9 @@ void tl_input_init (TwbTimeline *tl);
 
 /* The peer (peers' index) that the slice is, or -1. */
 int tl_peer_of (TwbTimeline *tl, guint group, guint lane, guint index);
+
+/* twb-timeline-path.c: the critical path over the lanes (inside the track clip). */
+void tl_draw_path (TwbTimeline *tl, cairo_t *cr, int width);
 
 /* twb-timeline-draw.c */
 void tl_layout (TwbTimeline *tl);

@@ -399,6 +399,7 @@ twb_timeline_clear (TwbTimeline *tl)
   tl->base = 0;
   tl->has_sel = FALSE;
   g_clear_pointer (&tl->peers, g_array_unref);
+  g_clear_pointer (&tl->path, g_array_unref);
   tl->has_range = FALSE;
   tl->r0 = tl->r1 = 0;
   g_clear_pointer (&tl->search_fold, g_free);
@@ -1120,6 +1121,7 @@ twb_timeline_finalize (GObject *o)
   g_free (tl->search_fold);
   g_clear_pointer (&tl->hl_nodes, g_hash_table_unref);
   g_clear_pointer (&tl->peers, g_array_unref);
+  g_clear_pointer (&tl->path, g_array_unref);
   g_clear_pointer (&tl->small_font, pango_font_description_free);
   G_OBJECT_CLASS (twb_timeline_parent_class)->finalize (o);
 }

@@ -18,7 +18,8 @@
  * outlines the same collective on every rank, each labelled with its
  * arrival skew against the last rank to arrive and its wait (also in the
  * slices' tooltips), and marks the last arrival with a dashed line;
- * Escape clears the range and the slice.
+ * Escape clears the range and the slice.  A critical path given
+ * (twb_timeline_set_critical_path) is drawn over the lanes.
  *
  * Actions (gtk_widget_class_install_action, group "timeline"):
  *   timeline.zoom-in, timeline.zoom-out, timeline.pan-left,
@@ -87,6 +88,16 @@ gboolean twb_timeline_get_selected_slice (TwbTimeline *tl, TwbSliceRef *out);
  * ranks hold it, else NULL; *group (may be NULL) gets their group.
  * Borrowed: valid until the selection changes. */
 const GArray *twb_timeline_get_collective_peers (TwbTimeline *tl, guint *group);
+
+/* A critical path to draw over group's lanes (tw_path_segment, ranks.h:
+ * tw_trace_critical_path_median of the group's trace): its ops and
+ * collectives outlined, its waits and gaps dashed along their rank's step
+ * lane, a line where it goes from one rank (or lane) to the next.
+ * Copied; NULL or empty clears it (as does twb_timeline_clear). */
+void twb_timeline_set_critical_path (TwbTimeline *tl, guint group, const GArray *segments);
+/* The path drawn (borrowed, until the next set or clear), NULL when none;
+ * *group (may be NULL) gets its group. */
+const GArray *twb_timeline_get_critical_path (TwbTimeline *tl, guint *group);
 
 /* Slices whose "nodes" argument (a comma list) names any of node_ids are
  * drawn highlighted (NULL or empty: none).  Used for the canvas → timeline

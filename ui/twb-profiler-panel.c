@@ -17,6 +17,9 @@ typedef struct
   tw_trace *trace;
   char *title;
   char *path;
+  gboolean path_done;           /* its critical path was looked for */
+  GArray *crit;                 /* tw_path_segment of its median step, NULL when none */
+  tw_path_summary crit_sum;
 } open_trace;
 
 struct _TwbProfilerPanel
@@ -26,6 +29,8 @@ struct _TwbProfilerPanel
   GtkWidget *trace_drop, *compare_drop;
   GtkStringList *trace_names, *compare_names;
   GtkWidget *search, *search_count, *status;
+  GtkWidget *path_check, *path_label;
+  gboolean path_on;             /* draw the critical path of a trace of several ranks */
   TwbTimeline *timeline;
   GtkWidget *empty, *content_stack, *paned;
   gboolean paned_user;          /* the user moved the divider: keep it */
@@ -66,6 +71,7 @@ open_trace_free (gpointer p)
 {
   open_trace *o = p;
   tw_trace_free (o->trace);
+  g_clear_pointer (&o->crit, g_array_unref);
   g_free (o->title);
   g_free (o->path);
   g_free (o);
@@ -602,6 +608,86 @@ align_offsets (const tw_trace *a, const tw_trace *b, gint64 *oa, gint64 *ob)
     *oa = sa, *ob = sb;
 }
 
+/* ---- The critical path ------------------------------------------------------------------ */
+
+static double
+pct (gint64 part, gint64 whole)
+{
+  return whole > 0 ? 100.0 * (double) part / (double) whole : 0;
+}
+
+/* The current trace's critical path (of its median step) on the timeline
+ * and its summary above it, while the toggle is on; the toggle shows for
+ * traces of several ranks only. */
+static void
+show_path (TwbProfilerPanel *p)
+{
+  open_trace *a = trace_at (p, p->current);
+  gboolean multi = a && tw_trace_is_multi_rank (a->trace, NULL);
+  gtk_widget_set_visible (p->path_check, multi);
+  if (!multi || !p->path_on)
+    {
+      twb_timeline_set_critical_path (p->timeline, 0, NULL);
+      gtk_widget_set_visible (p->path_label, FALSE);
+      return;
+    }
+  if (!a->path_done)
+    {
+      a->crit = tw_trace_critical_path_median (a->trace, &a->crit_sum);
+      a->path_done = TRUE;
+    }
+  twb_timeline_set_critical_path (p->timeline, 0, a->crit);
+  g_autofree char *text = NULL;
+  if (a->crit == NULL)
+    text = g_strdup ("Critical path: none (no rank of this trace has a \"step N\" slice)");
+  else
+    {
+      const tw_path_summary *s = &a->crit_sum;
+      g_autofree char *span = twb_format_duration ((double) s->span_ns);
+      GString *ranks = g_string_new (NULL);
+      for (int r = 0; r < 64; r++)
+        if (s->ranks_mask & (G_GUINT64_CONSTANT (1) << r))
+          g_string_append_printf (ranks, "%s%d", ranks->len ? ", " : "", r);
+      text = g_strdup_printf ("Critical path of step %" G_GUINT64_FORMAT " (the median step): %s "
+                              "\u2014 compute %.0f %%, communication %.0f %%, wait %.0f %%, "
+                              "idle %.0f %%; through rank%s %s, ending on rank %d",
+                              s->step, span, pct (s->compute_ns, s->span_ns),
+                              pct (s->comm_ns, s->span_ns), pct (s->wait_ns, s->span_ns),
+                              pct (s->idle_ns, s->span_ns), strchr (ranks->str, ',') ? "s" : "",
+                              ranks->str, s->end_rank);
+      g_string_free (ranks, TRUE);
+    }
+  gtk_label_set_text (GTK_LABEL (p->path_label), text);
+  gtk_widget_set_visible (p->path_label, TRUE);
+}
+
+void
+twb_profiler_panel_set_critical_path (TwbProfilerPanel *p, gboolean on)
+{
+  g_return_if_fail (TWB_IS_PROFILER_PANEL (p));
+  p->path_on = on;
+  show_path (p);
+}
+
+const char *
+twb_profiler_panel_get_status (TwbProfilerPanel *p)
+{
+  return gtk_label_get_text (GTK_LABEL (p->status));
+}
+
+gboolean
+twb_profiler_panel_get_critical_path (TwbProfilerPanel *p)
+{
+  return p->path_on;
+}
+
+const char *
+twb_profiler_panel_get_path_text (TwbProfilerPanel *p)
+{
+  return gtk_widget_get_visible (p->path_label) ? gtk_label_get_text (GTK_LABEL (p->path_label))
+                                                : NULL;
+}
+
 static void
 show_current (TwbProfilerPanel *p)
 {
@@ -627,6 +713,7 @@ show_current (TwbProfilerPanel *p)
   fill_layers (p, a ? a->trace : NULL);
   fill_ranks (p, a ? a->trace : NULL);
   fill_compare (p);
+  show_path (p);
   gtk_widget_set_visible (gtk_notebook_get_nth_page (GTK_NOTEBOOK (p->notebook), 5), b != NULL);
   refill_drops (p);
   g_signal_emit (p, signals[SIG_HEAT_CHANGED], 0);
@@ -960,6 +1047,13 @@ build_toolbar (TwbProfilerPanel *p)
                                                 "step (eager against compiled)");
   g_signal_connect (p->compare_drop, "notify::selected", G_CALLBACK (compare_drop_changed), p);
   gtk_box_append (GTK_BOX (bar), p->compare_drop);
+  p->path_check = gtk_check_button_new_with_label ("Critical path");
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (p->path_check), "profiler.critical-path");
+  gtk_widget_set_tooltip_text (p->path_check, "Draw the median step's critical path across the "
+                                              "ranks: the ops and collectives the step waited "
+                                              "on, rank to rank");
+  gtk_widget_set_visible (p->path_check, FALSE);
+  gtk_box_append (GTK_BOX (bar), p->path_check);
   gtk_box_append (GTK_BOX (bar), gtk_separator_new (GTK_ORIENTATION_VERTICAL));
   p->search = gtk_search_entry_new ();
   g_object_set (p->search, "placeholder-text", "Find slices by name", NULL);
@@ -999,6 +1093,14 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
   p->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
   gtk_widget_set_parent (p->box, GTK_WIDGET (p));
   build_toolbar (p);
+  p->path_label = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (p->path_label), 0.0f);
+  gtk_label_set_ellipsize (GTK_LABEL (p->path_label), PANGO_ELLIPSIZE_END);
+  gtk_label_set_selectable (GTK_LABEL (p->path_label), TRUE);
+  gtk_widget_set_margin_start (p->path_label, 8);
+  gtk_widget_add_css_class (p->path_label, "critical-path");
+  gtk_widget_set_visible (p->path_label, FALSE);
+  gtk_box_append (GTK_BOX (p->box), p->path_label);
 
   p->content_stack = gtk_stack_new ();
   gtk_widget_set_vexpand (p->content_stack, TRUE);

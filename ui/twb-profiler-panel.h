@@ -2,7 +2,8 @@
  * what they add up to.
  *
  * Top: a tool bar (Record, Open, Export, the trace shown, "compare with",
- * search), then the timeline (profiler/twb-timeline.h) above a notebook of
+ * "Critical path" for traces of several ranks, search), the critical
+ * path's summary when it is drawn, then the timeline (profiler/twb-timeline.h) above a notebook of
  * tables: Selection (the selected range aggregated by name: count, total,
  * self, average, % of range, GFLOP/s, % of the measured peak), Slice (the
  * selected slice's arguments and nodes), Top (ops and kernels by self and
@@ -56,8 +57,19 @@ const char *twb_profiler_panel_get_page (TwbProfilerPanel *p);
 GtkWidget *twb_profiler_panel_get_table (TwbProfilerPanel *p, const char *page);
 /* The tool bar's line on what is going on ("Recording… 1,234 events"). */
 void twb_profiler_panel_set_status (TwbProfilerPanel *p, const char *text);
+const char *twb_profiler_panel_get_status (TwbProfilerPanel *p);   /* borrowed */
 /* Filters the timeline (twb_timeline_set_search) and shows the count. */
 void twb_profiler_panel_set_search (TwbProfilerPanel *p, const char *text);
+
+/* Whether the critical path of a trace of several ranks is drawn (the
+ * median step's, tw_trace_critical_path_median) with its summary above the
+ * timeline; the toolbar's "Critical path" check (action
+ * "profiler.critical-path") shows for such traces. */
+void twb_profiler_panel_set_critical_path (TwbProfilerPanel *p, gboolean on);
+gboolean twb_profiler_panel_get_critical_path (TwbProfilerPanel *p);
+/* The summary shown ("Critical path of step 2 (the median step): 2.4 ms —
+ * compute 35 %, …"), NULL when none shows. */
+const char *twb_profiler_panel_get_path_text (TwbProfilerPanel *p);
 
 /* Node id → its share of the current trace's time (double in a pointer:
  * use twb_profiler_panel_layer_share).  NULL without a trace. */

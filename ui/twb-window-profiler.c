@@ -1,7 +1,8 @@
 /* twb-window-profiler.c — the Profiler tab in the window: recording the
  * current run (Record, F6), opening and exporting traces, the "profiler"
  * actions, and the links with the canvas (a slice selects its nodes, the
- * selection highlights its slices, the layers' time tints the nodes).
+ * selection highlights its slices, a collective selects the nodes whose
+ * gradients it carries, the layers' time tints the nodes).
  *
  * Actions (group "profiler"; each also reachable from `twb --screenshot
  * --do`):
@@ -12,6 +13,8 @@
  *                              the timeline as drawn
  *   close-trace, show-trace(i), compare(i: -1 none)
  *   heat (boolean state)       tint the canvas's nodes by their time share
+ *   critical-path (boolean state)  draw the median step's critical path across
+ *                              the ranks of a trace of several ranks
  *   zoom('A,B'), select-range('A,B')   view time in ms; zoom-all
  *   select-slice('NAME[#K]')   the K-th (from 0) slice called NAME, in time order
  *   search('TEXT'), page('selection'|'slice'|'top'|'layers'|'ranks'|'compare')
@@ -516,6 +519,13 @@ act_page (GSimpleAction *a, GVariant *p, gpointer data)
 }
 
 static void
+act_critical_path (GSimpleAction *a, GVariant *v, gpointer data)
+{
+  g_simple_action_set_state (a, v);
+  twb_profiler_panel_set_critical_path (panel (data), g_variant_get_boolean (v));
+}
+
+static void
 act_heat (GSimpleAction *a, GVariant *v, gpointer data)
 {
   g_simple_action_set_state (a, v);
@@ -579,6 +589,65 @@ nodes_activated (TwbProfilerPanel *p, char **ids, TwbWindow *self)
   self->profiler_selecting = FALSE;
 }
 
+/* A collective picked on the timeline: the nodes whose gradients it
+ * carries (its "params" argument, ranks.h) selected on the canvas, when
+ * they are this model's; another model's trace selects nothing. */
+static void
+slice_selected (TwbTimeline *tl, gpointer ref, TwbWindow *self)
+{
+  const TwbSliceRef *r = ref;
+  const tw_trace *t = r ? twb_timeline_get_trace (tl, r->group) : NULL;
+  if (t == NULL || r->lane >= tw_trace_n_lanes (t) || r->index >= tw_trace_lane_n_slices (t, r->lane))
+    return;
+  const tw_slice *s = tw_trace_lane_slice (t, r->lane, r->index);
+  const char *params = tw_slice_arg (s, "params");
+  tw_model *m = twb_document_get_model (self->doc);
+  if (params == NULL || *params == '\0' || m == NULL || m->graph == NULL)
+    return;
+  /* The recorder cuts a long list with ",… (N more)" (profiler/recorder.c). */
+  g_auto (GStrv) names = g_strsplit (params, ",", -1);
+  guint n_params = 0, w = 0;
+  for (guint i = 0; names[i]; i++)
+    {
+      guint64 more = 0;
+      g_strstrip (names[i]);
+      if (g_str_has_prefix (names[i], "\u2026"))
+        {
+          const char *open = strchr (names[i], '(');
+          if (open)
+            more = g_ascii_strtoull (open + 1, NULL, 10);
+          n_params += (guint) more;
+          g_free (names[i]);
+          continue;
+        }
+      if (*names[i] == '\0')
+        {
+          g_free (names[i]);
+          continue;
+        }
+      names[w++] = names[i];
+      n_params++;
+    }
+  names[w] = NULL;
+  g_autoptr (GPtrArray) ids = tw_graph_param_nodes (m->graph, (const char *const *) names, NULL);
+  if (ids->len == 0)
+    return;
+  twb_graph_canvas_reveal_node (self->canvas, ids->pdata[0]);
+  g_ptr_array_add (ids, NULL);
+  self->profiler_selecting = TRUE;
+  twb_document_select (self->doc, (const char *const *) ids->pdata, FALSE);
+  self->profiler_selecting = FALSE;
+  const char *what = tw_slice_arg (s, "what");
+  const char *bytes = tw_slice_arg (s, "bytes");
+  guint64 nb = bytes ? g_ascii_strtoull (bytes, NULL, 10) : 0;
+  g_autofree char *size = nb ? g_format_size (nb) : NULL;
+  g_autofree char *nodes = g_strjoinv (", ", (char **) ids->pdata);
+  g_autofree char *msg = g_strdup_printf ("%s: %u parameter%s of %s%s%s%s", what ? what : s->name,
+                                          n_params, n_params == 1 ? "" : "s", nodes,
+                                          size ? " (" : "", size ? size : "", size ? ")" : "");
+  twb_profiler_panel_set_status (panel (self), msg);
+}
+
 void
 twb_window_profiler_selection_changed (TwbWindow *self)
 {
@@ -613,6 +682,7 @@ static const GActionEntry profiler_entries[] = {
   { "search", act_search, "s" },
   { "page", act_page, "s" },
   { "heat", NULL, NULL, "true", act_heat },
+  { "critical-path", NULL, NULL, "false", act_critical_path },
 };
 
 void
@@ -635,6 +705,9 @@ twb_window_profiler_init (TwbWindow *self)
   gtk_box_append (GTK_BOX (self->profiler_page), sw);
   g_signal_connect (self->profiler_panel, "nodes-activated", G_CALLBACK (nodes_activated), self);
   g_signal_connect (self->profiler_panel, "heat-changed", G_CALLBACK (heat_changed), self);
+  /* After the panel's own handler (which shows the slice). */
+  g_signal_connect (twb_profiler_panel_get_timeline (panel (self)), "slice-selected",
+                    G_CALLBACK (slice_selected), self);
   update_actions (self);
 }
 
@@ -648,7 +721,10 @@ twb_window_profiler_dispose (TwbWindow *self)
       g_clear_pointer (&self->recorder, tw_recorder_free);
     }
   if (self->profiler_panel)
-    g_signal_handlers_disconnect_by_data (self->profiler_panel, self);
+    {
+      g_signal_handlers_disconnect_by_data (self->profiler_panel, self);
+      g_signal_handlers_disconnect_by_data (twb_profiler_panel_get_timeline (panel (self)), self);
+    }
   self->profiler_panel = NULL;
   g_clear_object (&self->profiler_actions);
   g_clear_pointer (&self->record_mode, g_free);
