@@ -18,6 +18,7 @@ struct _TwbApplication
   /* Screenshot mode (--screenshot). */
   char *shot_path;
   char *shot_model;
+  char **shot_traces;           /* the traces given after it, read together with it */
   char *shot_panel;
   char *shot_select;
   int shot_w, shot_h;
@@ -404,8 +405,16 @@ activate_screenshot (TwbApplication *self)
                   strcmp (self->shot_theme, "dark") == 0, NULL);
   self->shot_window = twb_window_new (GTK_APPLICATION (self), doc);
   gtk_window_set_default_size (GTK_WINDOW (self->shot_window), self->shot_w, self->shot_h);
+  g_autoptr (GPtrArray) traces = g_ptr_array_new ();
   if (kind == TW_FILE_KIND_TRACE)
-    twb_window_open_trace (self->shot_window, self->shot_model);
+    g_ptr_array_add (traces, self->shot_model);
+  for (char **t = self->shot_traces; t && *t; t++)
+    g_ptr_array_add (traces, *t);
+  if (traces->len)
+    {
+      g_ptr_array_add (traces, NULL);
+      twb_window_open_traces (self->shot_window, (const char *const *) traces->pdata);
+    }
   if (kind == TW_FILE_KIND_ONNX)
     twb_window_import_onnx (self->shot_window, self->shot_model);
   if (self->shot_panel)
@@ -456,6 +465,9 @@ static void
 twb_application_open (GApplication *app, GFile **files, int n_files, const char *hint)
 {
   TwbApplication *self = TWB_APPLICATION (app);
+  /* The traces given are read together (several PyTorch traces of one
+   * run, a rank each, open as one trace of its ranks), after the models. */
+  g_autoptr (GPtrArray) traces = g_ptr_array_new_with_free_func (g_free);
   for (int i = 0; i < n_files; i++)
     {
       TwbWindow *open = twb_window_find_for_file (GTK_APPLICATION (app), files[i]);
@@ -469,15 +481,17 @@ twb_application_open (GApplication *app, GFile **files, int n_files, const char 
       g_autoptr (GError) error = NULL;
       /* The content decides, whatever the name says. */
       tw_file_kind kind = path ? tw_file_kind_sniff_openable (path, &error) : TW_FILE_KIND_UNKNOWN;
-      if (kind == TW_FILE_KIND_TRACE || kind == TW_FILE_KIND_ONNX)
+      if (kind == TW_FILE_KIND_TRACE)
         {
-          /* A trace opens in the Profiler tab of the window in front; an
-           * ONNX model is imported on a worker, into it when it is empty. */
+          g_ptr_array_add (traces, g_steal_pointer (&path));
+          continue;
+        }
+      if (kind == TW_FILE_KIND_ONNX)
+        {
+          /* An ONNX model is imported on a worker, into the window in
+           * front when it is empty. */
           TwbWindow *tw = front_window (self);
-          if (kind == TW_FILE_KIND_TRACE)
-            twb_window_open_trace (tw, path);
-          else
-            twb_window_import_onnx (tw, path);
+          twb_window_import_onnx (tw, path);
           gtk_window_present (GTK_WINDOW (tw));
           continue;
         }
@@ -497,6 +511,14 @@ twb_application_open (GApplication *app, GFile **files, int n_files, const char 
       g_autofree char *uri = g_file_get_uri (files[i]);
       gtk_recent_manager_add_full (gtk_recent_manager_get_default (), uri, &rd);
     }
+  if (traces->len)
+    {
+      /* In the Profiler tab of the window in front. */
+      TwbWindow *tw = front_window (self);
+      g_ptr_array_add (traces, NULL);
+      twb_window_open_traces (tw, (const char *const *) traces->pdata);
+      gtk_window_present (GTK_WINDOW (tw));
+    }
 }
 
 static void
@@ -506,6 +528,7 @@ twb_application_dispose (GObject *object)
   g_clear_object (&self->portal);
   g_clear_pointer (&self->shot_path, g_free);
   g_clear_pointer (&self->shot_model, g_free);
+  g_clear_pointer (&self->shot_traces, g_strfreev);
   g_clear_pointer (&self->shot_panel, g_free);
   g_clear_handle_id (&self->shot_timer, g_source_remove);
   g_clear_pointer (&self->shot_do, g_strfreev);
@@ -669,9 +692,18 @@ twb_gui_main (int argc, char **argv)
 
   if (shot)
     {
+      gboolean model_given = model != NULL;
       g_autoptr (TwbApplication) app = twb_application_new (G_APPLICATION_NON_UNIQUE);
       app->shot_path = g_steal_pointer (&shot);
       app->shot_model = model ? g_steal_pointer (&model) : (rest && rest[0] ? g_strdup (rest[0]) : NULL);
+      /* The traces among the other files: shown with it (several PyTorch
+       * traces of one run merged). */
+      GPtrArray *more = g_ptr_array_new ();
+      for (char **r = rest ? rest + (app->shot_model && !model_given ? 1 : 0) : NULL; r && *r; r++)
+        if (tw_file_kind_sniff_openable (*r, NULL) == TW_FILE_KIND_TRACE)
+          g_ptr_array_add (more, g_strdup (*r));
+      g_ptr_array_add (more, NULL);
+      app->shot_traces = (char **) g_ptr_array_free (more, FALSE);
       app->shot_panel = g_steal_pointer (&panel);
       app->shot_select = g_steal_pointer (&select);
       app->shot_theme = g_steal_pointer (&theme);

@@ -41,6 +41,8 @@ typedef struct
   int pid;
   gint64 step_start, step_end;
   guint step_lane;
+  guint work_lane;            /* where its ops run (its step's lane when it has none) */
+  gboolean has_work_lane;
   GArray *work;               /* guint lane, guint index pairs: the worker's ops by end */
   GArray *colls;              /* the same for its collectives */
 } rank_view;
@@ -122,7 +124,12 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
                    && tw_slice_arg (s, "seq") != NULL)
             g_array_append_val (v->colls, r);
           else if (li->kind == TW_LANE_THREAD && is_work (s))
-            g_array_append_val (v->work, r);
+            {
+              g_array_append_val (v->work, r);
+              if (!v->has_work_lane)
+                v->work_lane = l;
+              v->has_work_lane = TRUE;
+            }
         }
     }
   GArray *path = NULL;
@@ -132,6 +139,8 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
       rank_view *v = g_ptr_array_index (views, i);
       g_array_sort (v->work, cmp_end);
       g_array_sort (v->colls, cmp_end);
+      if (!v->has_work_lane)
+        v->work_lane = v->step_lane;
       if (v->step_start != G_MININT64 && (cur == NULL || v->step_end > cur->step_end))
         cur = v;
     }
@@ -173,7 +182,8 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
                 last = p;
             }
           gint64 arrive = last ? last->start_ns : c->start;
-          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, c->end, t_cur, cur->step_lane, G_MAXUINT);
+          add_seg (path, cur->pid, TW_PATH_WAIT, s->name, c->end, t_cur, cur->work_lane,
+                   G_MAXUINT);
           add_seg (path, last ? last->rank : cur->pid, TW_PATH_COMM, s->name, MAX (arrive, floor),
                    c->end, last ? last->lane : c->lane, last ? last->slice_index : c->index);
           rank_view *next = last ? g_hash_table_lookup (by_pid, GINT_TO_POINTER (last->rank + 1))
@@ -188,13 +198,13 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
           /* A gap no collective explains, then the op before it. */
           const tw_slice *s = tw_trace_lane_slice (t, w->lane, w->index);
           gint64 start = MAX (w->start, lo);
-          add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w->end, t_cur, cur->step_lane, G_MAXUINT);
+          add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w->end, t_cur, cur->work_lane, G_MAXUINT);
           add_seg (path, cur->pid, TW_PATH_COMPUTE, s->name, start, w->end, w->lane, w->index);
           t_cur = MIN (start, t_cur - 1);
           continue;
         }
       /* Nothing explains the gap: idle, back to the last op. */
-      add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w_end, t_cur, cur->step_lane, G_MAXUINT);
+      add_seg (path, cur->pid, TW_PATH_IDLE, "idle", w_end, t_cur, cur->work_lane, G_MAXUINT);
       t_cur = w_end;
     }
   /* Oldest first. */

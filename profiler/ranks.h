@@ -152,7 +152,8 @@ typedef struct
   const char *name;             /* the op's or collective's (in t), "idle" */
   gint64 start_ns, dur_ns;
   guint lane;                   /* where it is drawn: the op's or the last rank's collective's
-                                 * lane; for a wait or a gap the lane of the rank's step */
+                                 * lane; for a wait or a gap the lane of the rank's ops (of
+                                 * its step when it has none) */
   guint slice_index;            /* the slice on that lane (tw_trace_lane_slice); G_MAXUINT
                                  * for a wait or a gap, which no slice covers */
 } tw_path_segment;

@@ -56,12 +56,21 @@ segment_box (TwbTimeline *tl, const tw_path_segment *s, graphene_rect_t *out)
     return FALSE;
   const TlRow *row = &g_array_index (tl->rows, TlRow, r);
   guint depth = 0;
-  if (row->kind == TL_ROW_LANE && s->slice_index != G_MAXUINT
-      && s->slice_index < tw_trace_lane_n_slices (g->trace, s->lane))
-    depth = tw_trace_lane_slice (g->trace, s->lane, s->slice_index)->depth;
+  gint64 a = s->start_ns, b = s->start_ns + s->dur_ns;
+  if (s->slice_index != G_MAXUINT && s->slice_index < tw_trace_lane_n_slices (g->trace, s->lane))
+    {
+      /* A collective's part runs to its end on the rank that waited,
+       * which the last rank's clock may put a little past its own slice:
+       * the outline stays on the slice. */
+      const tw_slice *sl = tw_trace_lane_slice (g->trace, s->lane, s->slice_index);
+      if (row->kind == TL_ROW_LANE)
+        depth = sl->depth;
+      a = CLAMP (a, sl->start_ns, sl->start_ns + sl->dur_ns);
+      b = CLAMP (b, a, sl->start_ns + sl->dur_ns);
+    }
   gint64 shift = tl_shift (tl, tl->path_group);
-  double x0 = twb_timeline_time_to_x (tl, s->start_ns - shift);
-  double x1 = twb_timeline_time_to_x (tl, s->start_ns + s->dur_ns - shift);
+  double x0 = twb_timeline_time_to_x (tl, a - shift);
+  double x1 = twb_timeline_time_to_x (tl, b - shift);
   double y = TL_RULER_H + row->y - tl->scroll_y + depth * TL_ROW_H + 1;
   graphene_rect_init (out, x0, y, MAX (x1 - x0, 1.0), TL_ROW_H - 2);
   return TRUE;

@@ -41,7 +41,7 @@ struct _TwbProfilerPanel
   GtkWidget *notebook;
   GtkWidget *t_sel, *t_top, *t_layers, *t_ranks, *t_compare;
   GArray *rank_pids;           /* int: the pid of each row of Ranks */
-  GtkWidget *slice_grid, *slice_placeholder, *slice_nodes;
+  GtkWidget *slice_grid, *slice_placeholder, *slice_nodes, *slice_note;
   GPtrArray *traces;            /* open_trace */
   int current, compare;
   GHashTable *shares;           /* node (g_strdup) → double * (current trace) */
@@ -394,6 +394,7 @@ static void
 show_slice (TwbProfilerPanel *p, const TwbSliceRef *ref)
 {
   clear_grid (p->slice_grid);
+  gtk_widget_set_visible (p->slice_note, FALSE);
   GtkWidget *c;
   while ((c = gtk_widget_get_first_child (p->slice_nodes)))
     gtk_box_remove (GTK_BOX (p->slice_nodes), c);
@@ -669,6 +670,20 @@ twb_profiler_panel_set_critical_path (TwbProfilerPanel *p, gboolean on)
   show_path (p);
 }
 
+void
+twb_profiler_panel_set_slice_note (TwbProfilerPanel *p, const char *text)
+{
+  gtk_label_set_text (GTK_LABEL (p->slice_note), text ? text : "");
+  gtk_widget_set_visible (p->slice_note, text && *text);
+}
+
+const char *
+twb_profiler_panel_get_slice_note (TwbProfilerPanel *p)
+{
+  return gtk_widget_get_visible (p->slice_note) ? gtk_label_get_text (GTK_LABEL (p->slice_note))
+                                                : NULL;
+}
+
 const char *
 twb_profiler_panel_get_status (TwbProfilerPanel *p)
 {
@@ -864,6 +879,8 @@ void
 twb_profiler_panel_set_status (TwbProfilerPanel *p, const char *text)
 {
   gtk_label_set_text (GTK_LABEL (p->status), text ? text : "");
+  /* The bar may cut it short: the whole line on hover. */
+  gtk_widget_set_tooltip_text (p->status, text && *text ? text : NULL);
 }
 
 void
@@ -1143,6 +1160,12 @@ twb_profiler_panel_init (TwbProfilerPanel *p)
                                         "nodes are selected on the canvas.");
   gtk_widget_add_css_class (p->slice_placeholder, "dim-label");
   gtk_box_append (GTK_BOX (slice_box), p->slice_placeholder);
+  p->slice_note = gtk_label_new (NULL);
+  gtk_label_set_xalign (GTK_LABEL (p->slice_note), 0.0f);
+  gtk_label_set_wrap (GTK_LABEL (p->slice_note), TRUE);
+  gtk_widget_add_css_class (p->slice_note, "heading");
+  gtk_widget_set_visible (p->slice_note, FALSE);
+  gtk_box_append (GTK_BOX (slice_box), p->slice_note);
   p->slice_grid = gtk_grid_new ();
   gtk_grid_set_column_spacing (GTK_GRID (p->slice_grid), 12);
   gtk_grid_set_row_spacing (GTK_GRID (p->slice_grid), 2);

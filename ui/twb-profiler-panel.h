@@ -58,6 +58,11 @@ GtkWidget *twb_profiler_panel_get_table (TwbProfilerPanel *p, const char *page);
 /* The tool bar's line on what is going on ("Recording… 1,234 events"). */
 void twb_profiler_panel_set_status (TwbProfilerPanel *p, const char *text);
 const char *twb_profiler_panel_get_status (TwbProfilerPanel *p);   /* borrowed */
+/* A line above the selected slice's arguments on the Slice page (what
+ * the window made of it: "bucket 1: 3 parameters of fc1, fc2 (1.2 MB)");
+ * cleared when another slice is shown.  NULL or "": none. */
+void twb_profiler_panel_set_slice_note (TwbProfilerPanel *p, const char *text);
+const char *twb_profiler_panel_get_slice_note (TwbProfilerPanel *p);  /* NULL when none */
 /* Filters the timeline (twb_timeline_set_search) and shows the count. */
 void twb_profiler_panel_set_search (TwbProfilerPanel *p, const char *text);
 

@@ -9,6 +9,8 @@
  *   record (boolean state)     start / stop recording; armed without a run,
  *                              it starts with the next run
  *   open, open-file('PATH')    open a Chrome trace (ours or PyTorch's, .gz too)
+ *   open-files(['A', 'B'])     open traces together: PyTorch traces of one run,
+ *                              a rank each, merge into one trace of its ranks
  *   export, export-to('PATH')  .json / .json.gz: the trace; .png / .svg / .pdf:
  *                              the timeline as drawn
  *   close-trace, show-trace(i), compare(i: -1 none)
@@ -25,6 +27,7 @@
 #include "graph_editor/twb-picture.h"
 #include "profiler/chrome.h"
 #include "profiler/chrome-read.h"
+#include "profiler/ranks.h"
 #include "profiler/recorder.h"
 #include "engine/graph.h"
 #include "ui/twb-profiler-panel.h"
@@ -193,7 +196,10 @@ twb_window_profiler_run_finished (TwbWindow *self)
 typedef struct
 {
   TwbWindow *self;              /* a reference */
-  char *path;
+  char **paths;
+  /* Read on the worker: */
+  GPtrArray *traces;            /* tw_trace, one per path, or the one merged */
+  gboolean merged;              /* several PyTorch traces of one run, a rank each */
 } load_job;
 
 static void
@@ -201,20 +207,48 @@ load_job_free (gpointer p)
 {
   load_job *j = p;
   g_object_unref (j->self);
-  g_free (j->path);
+  g_strfreev (j->paths);
+  g_clear_pointer (&j->traces, g_ptr_array_unref);
   g_free (j);
 }
 
+/* Each file read; several PyTorch traces of distinct ranks merged as the
+ * ranks of one trace, as `twb trace-info` merges them
+ * (tw_trace_merge_pytorch_ranks); any other set opens as it is, a trace
+ * per file. */
 static void
 load_thread (GTask *task, gpointer src, gpointer data, GCancellable *c)
 {
   load_job *j = data;
-  GError *error = NULL;
-  tw_trace *t = tw_trace_load_chrome (j->path, &error);
-  if (t)
-    g_task_return_pointer (task, t, (GDestroyNotify) tw_trace_free);
-  else
-    g_task_return_error (task, error);
+  j->traces = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_trace_free);
+  gboolean by_rank = g_strv_length (j->paths) > 1;
+  for (char **p = j->paths; *p; p++)
+    {
+      GError *error = NULL;
+      tw_trace *t = tw_trace_load_chrome (*p, &error);
+      if (t == NULL)
+        {
+          g_task_return_error (task, error);
+          return;
+        }
+      by_rank = by_rank && tw_trace_is_pytorch_rank (t);
+      g_ptr_array_add (j->traces, t);
+    }
+  if (by_rank)
+    {
+      g_autoptr (GError) error = NULL;
+      tw_trace *m = tw_trace_merge_pytorch_ranks ((tw_trace *const *) j->traces->pdata,
+                                                  j->traces->len, &error);
+      if (m)
+        {
+          g_ptr_array_set_size (j->traces, 0);
+          g_ptr_array_add (j->traces, m);
+          j->merged = TRUE;
+        }
+      else
+        g_debug ("traces left apart: %s", error->message);
+    }
+  g_task_return_boolean (task, TRUE);
 }
 
 static void
@@ -223,28 +257,47 @@ load_done (GObject *src, GAsyncResult *res, gpointer data)
   load_job *j = g_task_get_task_data (G_TASK (res));
   TwbWindow *self = j->self;
   g_autoptr (GError) error = NULL;
-  tw_trace *t = g_task_propagate_pointer (G_TASK (res), &error);
+  gboolean ok = g_task_propagate_boolean (G_TASK (res), &error);
   self->loading--;
   if (self->profiler_panel == NULL)
-    {
-      tw_trace_free (t);
-      return;
-    }
-  if (t == NULL)
+    return;
+  if (!ok)
     {
       twb_profiler_panel_set_status (panel (self), error->message);
       twb_window_show_toast (self, error->message);
       return;
     }
-  g_autofree char *base = g_path_get_basename (j->path);
-  const char *note = tw_trace_get_meta (t, "import.note");
-  g_autofree char *status = g_strdup_printf ("%s: %" G_GUINT64_FORMAT " slices%s%s", base,
-                                             tw_trace_n_slices (t), note ? "; " : "",
-                                             note ? note : "");
-  twb_profiler_panel_add_trace (panel (self), t, base, j->path);
-  twb_window_show_trace_title (self, j->path);
+  g_autofree char *status = NULL;
+  const char *note = NULL;
+  for (guint i = 0; i < j->traces->len; i++)
+    {
+      tw_trace *t = j->traces->pdata[i];
+      /* The panel takes the trace. */
+      j->traces->pdata[i] = NULL;
+      g_autofree char *base = g_path_get_basename (j->paths[i]);
+      g_autofree char *title = NULL;
+      note = tw_trace_get_meta (t, "import.note");
+      g_clear_pointer (&status, g_free);
+      if (j->merged)
+        {
+          int n_ranks = 1;
+          tw_trace_is_multi_rank (t, &n_ranks);
+          guint n = g_strv_length (j->paths);
+          title = g_strdup_printf ("%s + %u more (%d ranks)", base, n - 1, n_ranks);
+          status = g_strdup_printf ("%u PyTorch traces merged as the ranks of one run: %"
+                                    G_GUINT64_FORMAT " slices on %d ranks", n,
+                                    tw_trace_n_slices (t), n_ranks);
+        }
+      else
+        status = g_strdup_printf ("%s: %" G_GUINT64_FORMAT " slices%s%s", base,
+                                  tw_trace_n_slices (t), note ? "; " : "", note ? note : "");
+      twb_profiler_panel_add_trace (panel (self), t, title ? title : base,
+                                    j->merged ? NULL : j->paths[i]);
+    }
+  g_ptr_array_set_size (j->traces, 0);
+  twb_window_show_trace_title (self, j->paths[0]);
   twb_profiler_panel_set_status (panel (self), status);
-  if (note)
+  if (note && !j->merged)
     twb_window_show_toast (self, status);
   twb_window_show_panel (self, "profiler");
   twb_window_grow_bottom_panel (self);
@@ -252,20 +305,30 @@ load_done (GObject *src, GAsyncResult *res, gpointer data)
 }
 
 void
-twb_window_open_trace (TwbWindow *self, const char *path)
+twb_window_open_traces (TwbWindow *self, const char *const *paths)
 {
+  g_return_if_fail (paths && paths[0]);
   load_job *j = g_new0 (load_job, 1);
   j->self = g_object_ref (self);
-  j->path = g_strdup (path);
+  j->paths = g_strdupv ((char **) paths);
   self->loading++;
-  g_autofree char *base = g_path_get_basename (path);
-  g_autofree char *s = g_strdup_printf ("Opening %s…", base);
+  g_autofree char *base = g_path_get_basename (paths[0]);
+  guint n = g_strv_length ((char **) paths);
+  g_autofree char *s = n > 1 ? g_strdup_printf ("Opening %s and %u more…", base, n - 1)
+                             : g_strdup_printf ("Opening %s…", base);
   twb_profiler_panel_set_status (panel (self), s);
   twb_window_show_panel (self, "profiler");
   GTask *task = g_task_new (NULL, NULL, load_done, NULL);
   g_task_set_task_data (task, j, load_job_free);
   g_task_run_in_thread (task, load_thread);
   g_object_unref (task);
+}
+
+void
+twb_window_open_trace (TwbWindow *self, const char *path)
+{
+  const char *paths[] = { path, NULL };
+  twb_window_open_traces (self, paths);
 }
 
 gboolean
@@ -303,11 +366,17 @@ open_response (GtkNativeDialog *d, int response, TwbWindow *self)
 {
   if (response == GTK_RESPONSE_ACCEPT)
     {
-      g_autoptr (GFile) f = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (d));
-      g_autofree char *path = f ? g_file_get_path (f) : NULL;
-      /* The content decides: a model chosen here opens as a model. */
-      if (path)
-        twb_window_open_file (self, path);
+      g_autoptr (GListModel) files = gtk_file_chooser_get_files (GTK_FILE_CHOOSER (d));
+      g_autoptr (GPtrArray) paths = g_ptr_array_new_with_free_func (g_free);
+      for (guint i = 0; i < g_list_model_get_n_items (files); i++)
+        {
+          g_autoptr (GFile) f = g_list_model_get_item (files, i);
+          char *path = g_file_get_path (f);
+          if (path)
+            g_ptr_array_add (paths, path);
+        }
+      g_ptr_array_add (paths, NULL);
+      twb_window_open_paths (self, (const char *const *) paths->pdata);
     }
   g_object_unref (d);
 }
@@ -354,6 +423,8 @@ act_open (GSimpleAction *a, GVariant *p, gpointer data)
   g_autoptr (GtkFileFilter) all = filter ("All files", (const char *[]) { "*", NULL });
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (d), f);
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (d), all);
+  /* Several PyTorch traces of one run, a rank each, open as one. */
+  gtk_file_chooser_set_select_multiple (GTK_FILE_CHOOSER (d), TRUE);
   g_signal_connect (d, "response", G_CALLBACK (open_response), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (d));
 }
@@ -362,6 +433,14 @@ static void
 act_open_file (GSimpleAction *a, GVariant *p, gpointer data)
 {
   twb_window_open_trace (data, g_variant_get_string (p, NULL));
+}
+
+static void
+act_open_files (GSimpleAction *a, GVariant *p, gpointer data)
+{
+  g_autofree const char **paths = g_variant_get_strv (p, NULL);
+  if (paths && paths[0])
+    twb_window_open_traces (data, paths);
 }
 
 static void
@@ -646,6 +725,8 @@ slice_selected (TwbTimeline *tl, gpointer ref, TwbWindow *self)
                                           n_params, n_params == 1 ? "" : "s", nodes,
                                           size ? " (" : "", size ? size : "", size ? ")" : "");
   twb_profiler_panel_set_status (panel (self), msg);
+  g_autofree char *note = g_strdup_printf ("Selected on the canvas — %s", msg);
+  twb_profiler_panel_set_slice_note (panel (self), note);
 }
 
 void
@@ -670,6 +751,7 @@ static const GActionEntry profiler_entries[] = {
   { "record", NULL, NULL, "false", act_record },
   { "open", act_open },
   { "open-file", act_open_file, "s" },
+  { "open-files", act_open_files, "as" },
   { "export", act_export },
   { "export-to", act_export_to, "s" },
   { "close-trace", act_close_trace },

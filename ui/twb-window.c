@@ -346,6 +346,23 @@ twb_window_show_trace_title (TwbWindow *self, const char *path)
 }
 
 
+void
+twb_window_open_paths (TwbWindow *self, const char *const *paths)
+{
+  g_autoptr (GPtrArray) traces = g_ptr_array_new ();
+  for (const char *const *p = paths; p && *p; p++)
+    {
+      if (tw_file_kind_sniff_openable (*p, NULL) == TW_FILE_KIND_TRACE)
+        g_ptr_array_add (traces, (gpointer) *p);
+      else
+        twb_window_open_file (self, *p);
+    }
+  if (traces->len == 0)
+    return;
+  g_ptr_array_add (traces, NULL);
+  twb_window_open_traces (self, (const char *const *) traces->pdata);
+}
+
 /* Same file: equal GFiles, else the same file id (device and inode: a
  * symlink or another spelling of the path). */
 static gboolean

@@ -89,6 +89,14 @@ void twb_window_stop_run_now (TwbWindow *self);
  * trace shown (.json / .json.gz) or the timeline (.png / .svg / .pdf), and
  * select the k-th slice called NAME ("NAME#k"). */
 void twb_window_open_trace (TwbWindow *self, const char *path);
+/* Several traces read together (NULL-terminated paths): PyTorch traces of
+ * one run, a rank each (distributedInfo.rank), open as one trace of its
+ * ranks (tw_trace_merge_pytorch_ranks, profiler/ranks.h); any other set,
+ * a trace per file. */
+void twb_window_open_traces (TwbWindow *self, const char *const *paths);
+/* Files as the Open dialog gives them: the traces among them together
+ * (twb_window_open_traces), each other one by twb_window_open_file. */
+void twb_window_open_paths (TwbWindow *self, const char *const *paths);
 gboolean twb_window_export_trace (TwbWindow *self, const char *path, GError **error);
 gboolean twb_window_select_slice_named (TwbWindow *self, const char *spec);
 /* A trace is being read or a run trains. */
