@@ -658,6 +658,88 @@ write_merged (const char *path)
   return 0;
 }
 
+/* The median step's path: the step tw_trace_critical_path walks, each
+ * segment on a lane of its rank, an op's or a collective's naming the
+ * slice it lies on. */
+static void
+test_critical_path_median (void)
+{
+  const int n = 4;
+  tw_trace *ranks[4];
+  for (int r = 0; r < n; r++)
+    ranks[r] = make_rank (r, n, &truths[r], 3 + r, -1, TRUE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trace) m = tw_trace_merge_ranks (ranks, n, NULL, NULL, &error);
+  g_assert_no_error (error);
+  tw_path_summary sum, again;
+  g_autoptr (GArray) p = tw_trace_critical_path_median (m, &sum);
+  g_assert_nonnull (p);
+  g_assert_cmpuint (p->len, >, 0);
+  g_autoptr (GArray) q = tw_trace_critical_path (m, sum.step, &again);
+  g_assert_cmpuint (q->len, ==, p->len);
+  g_assert_cmpint (again.span_ns, ==, sum.span_ns);
+  guint n_comm = 0;
+  for (guint i = 0; i < p->len; i++)
+    {
+      const tw_path_segment *g = &g_array_index (p, tw_path_segment, i);
+      g_assert_cmpuint (g->lane, <, tw_trace_n_lanes (m));
+      g_assert_cmpint (tw_trace_lane (m, g->lane)->pid, ==, g->rank);
+      if (g->kind == TW_PATH_WAIT || g->kind == TW_PATH_IDLE)
+        g_assert_cmpuint (g->slice_index, ==, G_MAXUINT);
+      else
+        {
+          const tw_slice *s = tw_trace_lane_slice (m, g->lane, g->slice_index);
+          g_assert_cmpstr (s->name, ==, g->name);
+          g_assert_cmpint (g->start_ns, >=, s->start_ns);
+        }
+      n_comm += g->kind == TW_PATH_COMM;
+    }
+  g_assert_cmpuint (n_comm, >, 0);
+  /* One rank: no path. */
+  g_assert_null (tw_trace_critical_path_median (ranks[0], &sum));
+  for (int r = 0; r < n; r++)
+    tw_trace_free (ranks[r]);
+}
+
+static tw_trace *
+torch_rank (const char *info)
+{
+  tw_trace *t = tw_trace_new ();
+  if (info)
+    tw_trace_set_meta (t, "distributedInfo", info);
+  guint lane = tw_trace_add_lane (t, 4000, 4000, "python", TW_LANE_THREAD);
+  tw_trace_add_slice (t, lane, 1000, 500, "ProfilerStep#1", "user_annotation", NULL, 0);
+  tw_trace_sort (t);
+  return t;
+}
+
+/* PyTorch traces merged by their distributedInfo.rank; refused when one
+ * has none or two share a rank. */
+static void
+test_merge_pytorch (void)
+{
+  g_autoptr (tw_trace) a = torch_rank ("{\"backend\": \"nccl\", \"rank\": 1}");
+  g_autoptr (tw_trace) b = torch_rank ("{\"rank\": 0, \"world_size\": 2}");
+  g_autoptr (tw_trace) c = torch_rank (NULL);
+  g_assert_true (tw_trace_is_pytorch_rank (a));
+  g_assert_false (tw_trace_is_pytorch_rank (c));
+  g_autoptr (GError) error = NULL;
+  tw_trace *ab[] = { a, b };
+  g_autoptr (tw_trace) m = tw_trace_merge_pytorch_ranks (ab, 2, &error);
+  g_assert_no_error (error);
+  int n_ranks = 0;
+  g_assert_true (tw_trace_is_multi_rank (m, &n_ranks));
+  g_assert_cmpint (n_ranks, ==, 2);
+  g_assert_false (tw_trace_is_pytorch_rank (m));
+  tw_trace *aa[] = { a, a };
+  g_assert_null (tw_trace_merge_pytorch_ranks (aa, 2, &error));
+  g_assert_error (error, TW_RANKS_ERROR, TW_RANKS_ERROR_ARG);
+  g_clear_error (&error);
+  tw_trace *ac[] = { a, c };
+  g_assert_null (tw_trace_merge_pytorch_ranks (ac, 2, &error));
+  g_assert_error (error, TW_RANKS_ERROR, TW_RANKS_ERROR_ARG);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -671,5 +753,7 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/ranks/merge-malformed", test_merge_malformed);
   g_test_add_func ("/profiler/ranks/peers", test_peers);
   g_test_add_func ("/profiler/ranks/stats", test_rank_stats);
+  g_test_add_func ("/profiler/ranks/critical-path-median", test_critical_path_median);
+  g_test_add_func ("/profiler/ranks/merge-pytorch", test_merge_pytorch);
   return g_test_run ();
 }
