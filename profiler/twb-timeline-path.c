@@ -99,8 +99,8 @@ tl_draw_path (TwbTimeline *tl, cairo_t *cr, int width)
       double y0 = b.origin.y, y1 = b.origin.y + b.size.height, ym = (y0 + y1) / 2;
       /* The joint from the last segment: only where the row changes (on
        * one row the segments touch end to start). */
-      if (have_prev && fabs (prow - y0) > 0.5 && MAX (px, x0) >= TL_GUTTER_W
-          && MIN (px, x0) <= width)
+      if (have_prev && fabs (prow - y0) > 0.5 && MAX (px, x0) >= TL_GUTTER_W &&
+          MIN (px, x0) <= width)
         {
           cairo_set_line_width (cr, 1.5);
           cairo_set_dash (cr, NULL, 0, 0);

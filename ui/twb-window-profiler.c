@@ -676,7 +676,8 @@ slice_selected (TwbTimeline *tl, gpointer ref, TwbWindow *self)
 {
   const TwbSliceRef *r = ref;
   const tw_trace *t = r ? twb_timeline_get_trace (tl, r->group) : NULL;
-  if (t == NULL || r->lane >= tw_trace_n_lanes (t) || r->index >= tw_trace_lane_n_slices (t, r->lane))
+  if (t == NULL || r->lane >= tw_trace_n_lanes (t)
+      || r->index >= tw_trace_lane_n_slices (t, r->lane))
     return;
   const tw_slice *s = tw_trace_lane_slice (t, r->lane, r->index);
   const char *params = tw_slice_arg (s, "params");
