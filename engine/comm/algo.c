@@ -3,20 +3,25 @@
  * that messages of other calls keep moving while one runs.
  *
  * Costs in the α–β model (α: a message's latency, β: seconds per byte on a
- * link, γ: seconds per byte reduced; n bytes, p ranks).  The simulator
- * (engine/sim/) uses the same formulas:
+ * link, γ: seconds per byte reduced; n bytes, p ranks; each rank on one
+ * full-duplex link of a switch).  The simulator (engine/sim/net.c) sends
+ * the same messages, and its tests check that it gives these times on such
+ * a topology:
  *
  *   ring  2(p−1)·α + 2·(p−1)/p·n·β + (p−1)/p·n·γ
  *         reduce-scatter then all-gather, each p−1 steps moving one block of
  *         n/p to the right-hand neighbour: bandwidth-optimal, latency ∝ p.
- *   tree  2⌈log2 p⌉·(α + n·β) + ⌈log2 p⌉·n·γ
- *         binary tree: reduce to rank 0 (each rank adds its children's
- *         buffers), then broadcast down; latency ∝ log p, each level moves
- *         the whole buffer.
- *   ps    2(p−1)·(α + n·β) + (p−1)·n·γ   (at the server)
- *         every rank sends its buffer to the parameter-server rank, which
- *         sums in rank order and sends the sum back: the server's link
- *         carries 2(p−1)·n and is the bottleneck.
+ *   tree  2d·(α + 2n·β) + 2d·n·γ,  d = ⌊log2 p⌋ levels (a complete tree)
+ *         binary tree (parent (r−1)/2): reduce to rank 0 (each rank
+ *         receives its two children's buffers at once, on its one link, and
+ *         adds them), then broadcast down (each rank sends to its two
+ *         children at once); latency ∝ log p, each level moves the whole
+ *         buffer twice over a rank's link.  (With a link per pair of ranks
+ *         the children do not share: 2d·(α + n·β).)
+ *   ps    2α + 2(p−1)·n·β + (p−1)·n·γ   (the server's link)
+ *         every rank sends its buffer to the parameter-server rank at once,
+ *         which sums in rank order and sends the sum back to all: the
+ *         server's link carries 2(p−1)·n and is the bottleneck.
  *   hier  2⌈log2 k⌉·(α_l + n·β_l)                       inside a node (k ranks)
  *         + 2(m−1)·α + 2·(m−1)/m·n·β                   ring across m nodes
  *         tree-reduce inside each node to its first rank (shared memory,
