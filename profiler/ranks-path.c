@@ -20,19 +20,44 @@
 
 /* What a rank's worker does: its ops (depth 0 slices on thread lanes that
  * are not steps or epochs). */
+/* PyTorch's NCCL kernels carry their collective's name and "Seq". */
 static gboolean
-is_work (const tw_slice *s)
+is_torch_collective (const tw_slice *s)
 {
-  const char *c = s->category ? s->category : "";
-  return s->depth == 0 && strcmp (c, "step") != 0 && strcmp (c, "epoch") != 0
-         && strcmp (c, "collective") != 0 && strcmp (c, "grad_ready") != 0;
+  const char *name = tw_slice_arg (s, "Collective name");
+  return s->category && strcmp (s->category, "kernel") == 0 && name && strcmp (name, "send") != 0
+         && strcmp (name, "recv") != 0 && tw_slice_arg (s, "Seq") != NULL;
 }
 
 static gboolean
+is_step_name (const char *name)
+{
+  return name && (g_str_has_prefix (name, "ProfilerStep#") || g_str_has_prefix (name, "step "));
+}
+
+/* What a rank's worker does: its ops (depth 0 slices on thread lanes that
+ * are not steps, epochs or collectives) and, in PyTorch's GPU traces, the
+ * kernels on its streams. */
+static gboolean
+is_work (const tw_slice *s, tw_lane_kind kind)
+{
+  const char *c = s->category ? s->category : "";
+  if (kind != TW_LANE_THREAD)
+    return strcmp (c, "kernel") == 0 && !is_torch_collective (s);
+  return s->depth == 0 && strcmp (c, "step") != 0 && strcmp (c, "epoch") != 0
+         && strcmp (c, "collective") != 0 && strcmp (c, "grad_ready") != 0
+         && !(strcmp (c, "user_annotation") == 0 && is_step_name (s->name));
+}
+
+/* Ours ("step N") or PyTorch's ("ProfilerStep#N"). */
+static gboolean
 is_step_n (const tw_slice *s, guint64 n)
 {
-  char want[32];
+  char want[48];
   g_snprintf (want, sizeof want, "step %" G_GUINT64_FORMAT, n);
+  if (s->name && strcmp (s->name, want) == 0)
+    return TRUE;
+  g_snprintf (want, sizeof want, "ProfilerStep#%" G_GUINT64_FORMAT, n);
   return s->name && strcmp (s->name, want) == 0;
 }
 
@@ -120,10 +145,11 @@ tw_trace_critical_path (const tw_trace *t, guint64 step, tw_path_summary *sum)
               v->step_end = r.end;
               v->step_lane = l;
             }
-          else if (s->category && strcmp (s->category, "collective") == 0
-                   && tw_slice_arg (s, "seq") != NULL)
+          else if ((s->category && strcmp (s->category, "collective") == 0
+                    && tw_slice_arg (s, "seq") != NULL)
+                   || is_torch_collective (s))
             g_array_append_val (v->colls, r);
-          else if (li->kind == TW_LANE_THREAD && is_work (s))
+          else if (is_work (s, li->kind))
             {
               g_array_append_val (v->work, r);
               if (!v->has_work_lane)

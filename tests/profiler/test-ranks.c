@@ -740,6 +740,57 @@ test_merge_pytorch (void)
   g_assert_error (error, TW_RANKS_ERROR, TW_RANKS_ERROR_ARG);
 }
 
+/* A PyTorch GPU rank: a step, its matmul kernel (slow on rank 1) and the
+ * NCCL all-reduce after it, on a stream lane. */
+static tw_trace *
+torch_gpu_rank (int rank, gint64 gemm_us)
+{
+  tw_trace *t = tw_trace_new ();
+  g_autofree char *info = g_strdup_printf ("{\"rank\": %d, \"world_size\": 2}", rank);
+  tw_trace_set_meta (t, "distributedInfo", info);
+  guint cpu = tw_trace_add_lane (t, 4000 + rank, 4000, "python", TW_LANE_THREAD);
+  guint gpu = tw_trace_add_lane (t, 0, 7, "stream 7", TW_LANE_STREAM);
+  tw_trace_add_slice (t, cpu, 0, 1000000, "ProfilerStep#3", "user_annotation", NULL, 0);
+  tw_trace_add_slice (t, cpu, 10000, 50000, "aten::mm", "cpu_op", NULL, 0);
+  tw_trace_add_slice (t, gpu, 100000, gemm_us * 1000, "sm90_gemm", "kernel", NULL, 0);
+  tw_trace_arg nccl[] = { { "Collective name", "allreduce" }, { "Seq", "1" },
+                          { "In msg nelems", "1000" } };
+  gint64 start = 100000 + gemm_us * 1000;
+  tw_trace_add_slice (t, gpu, start, 900000 - start, "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                      "kernel", nccl, G_N_ELEMENTS (nccl));
+  tw_trace_sort (t);
+  return t;
+}
+
+/* The critical path of merged PyTorch ranks, from ProfilerStep#N and the
+ * NCCL kernels' Seq: rank 0 waits in its all-reduce for rank 1, whose
+ * slow kernel is on the path. */
+static void
+test_critical_path_pytorch (void)
+{
+  g_autoptr (tw_trace) a = torch_gpu_rank (0, 200);
+  g_autoptr (tw_trace) b = torch_gpu_rank (1, 700);
+  tw_trace *ab[] = { a, b };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_trace) m = tw_trace_merge_pytorch_ranks (ab, 2, &error);
+  g_assert_no_error (error);
+  tw_path_summary sum;
+  g_autoptr (GArray) p = tw_trace_critical_path_median (m, &sum);
+  g_assert_nonnull (p);
+  g_assert_cmpuint (sum.step, ==, 3);
+  gboolean slow_kernel = FALSE, comm = FALSE;
+  for (guint i = 0; i < p->len; i++)
+    {
+      const tw_path_segment *g = &g_array_index (p, tw_path_segment, i);
+      if (g->kind == TW_PATH_COMPUTE && g->rank == 1 && strcmp (g->name, "sm90_gemm") == 0)
+        slow_kernel = g->dur_ns == 700000;
+      comm |= g->kind == TW_PATH_COMM;
+    }
+  g_assert_true (comm);
+  g_assert_true (slow_kernel);
+  g_assert_cmpint (sum.compute_ns, >=, 700000);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -755,5 +806,6 @@ main (int argc, char **argv)
   g_test_add_func ("/profiler/ranks/stats", test_rank_stats);
   g_test_add_func ("/profiler/ranks/critical-path-median", test_critical_path_median);
   g_test_add_func ("/profiler/ranks/merge-pytorch", test_merge_pytorch);
+  g_test_add_func ("/profiler/ranks/critical-path-pytorch", test_critical_path_pytorch);
   return g_test_run ();
 }
