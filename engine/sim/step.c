@@ -1,0 +1,269 @@
+/* step.c — a data-parallel step in the simulator's time mode (step.h).
+ *
+ * Device peaks (dense, no sparsity; the matrix class at TF32, as PyTorch
+ * runs float32 convolutions by default on tensor cores):
+ *   H100 SXM5  FP32 67 TFLOP/s, TF32 494.7 TFLOP/s, HBM3 3.35 TB/s, 80 GB
+ *              (NVIDIA H100 Tensor Core GPU datasheet)
+ *   H200 SXM   the H100's compute, HBM3e 4.8 TB/s, 141 GB (NVIDIA H200
+ *              datasheet)
+ *   A100 SXM4  FP32 19.5 TFLOP/s, TF32 156 TFLOP/s, HBM2e 2.039 TB/s, 80 GB
+ *              (NVIDIA A100 datasheet)
+ *   MI300X     FP32 163.4 TFLOP/s, TF32 653.7 TFLOP/s, HBM3 5.3 TB/s, 192 GB
+ *              (AMD Instinct MI300X data sheet)
+ * Efficiencies (0.6 of the matrix peak, 0.5 of the vector peak, 0.8 of the
+ * memory bandwidth) and a 4 µs launch are starting points for a roofline;
+ * a calibration or a real trace replaces them. */
+#define G_LOG_DOMAIN "twb-sim"
+
+#include "engine/sim/step.h"
+
+#include <math.h>
+#include <string.h>
+
+static const tw_device_profile profiles[] = {
+  { "h100", 494.7e12, 67e12, 3.35e12, 0.6, 0.5, 0.8, 4e-6, 80e9 },
+  { "h200", 494.7e12, 67e12, 4.8e12, 0.6, 0.5, 0.8, 4e-6, 141e9 },
+  { "a100", 156e12, 19.5e12, 2.039e12, 0.6, 0.5, 0.8, 4e-6, 80e9 },
+  { "mi300x", 653.7e12, 163.4e12, 5.3e12, 0.6, 0.5, 0.8, 4e-6, 192e9 },
+};
+
+gboolean
+tw_device_profile_named (const char *name, tw_device_profile *out, GError **error)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (profiles); i++)
+    if (g_ascii_strcasecmp (name ? name : "", profiles[i].name) == 0)
+      {
+        *out = profiles[i];
+        return TRUE;
+      }
+  g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+               "device %s: unknown (known: h100, h200, a100, mi300x)", name ? name : "(none)");
+  return FALSE;
+}
+
+static gboolean
+is_matrix_op (const char *op)
+{
+  static const char *const names[] = { "linear", "matmul", "conv1d", "conv2d", "conv3d",
+                                       "conv_transpose2d", "gemm", "attention", "embedding",
+                                       NULL };
+  for (int i = 0; names[i]; i++)
+    if (g_strcmp0 (op, names[i]) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+has_trainable (const tw_node *n)
+{
+  for (int k = 0; k < n->n_params; k++)
+    if (n->params[k].trainable)
+      return TRUE;
+  return FALSE;
+}
+
+double
+tw_device_op_time (const tw_device_profile *d, const tw_node *n, gboolean backward)
+{
+  if (g_strcmp0 (n->op_name, "input") == 0)
+    return 0;
+  double k = backward ? (has_trainable (n) ? 2 : 1) : 1;
+  double peak = is_matrix_op (n->op_name) ? d->matmul_flops * d->matmul_eff
+                                          : d->vector_flops * d->vector_eff;
+  double flops = k * n->cost.flops, bytes = k * (n->cost.bytes_read + n->cost.bytes_written);
+  return d->launch_s + fmax (flops / peak, bytes / (d->mem_bw * d->mem_eff));
+}
+
+void
+tw_sim_dp_options_init (tw_sim_dp_options *o)
+{
+  memset (o, 0, sizeof *o);
+  o->ranks = 1;
+  o->algo = TW_ALGO_RING;
+  o->bucket_mb = 25;
+  o->gamma = -1;
+}
+
+typedef struct
+{
+  GArray *nodes;              /* int: node indices whose gradients it holds */
+  double bytes;
+} sim_bucket;
+
+gboolean
+tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profile *d, tw_topo *t,
+                const tw_sim_dp_options *o, tw_sim_dp_result *out, GError **error)
+{
+  memset (out, 0, sizeof *out);
+  int p = o->ranks;
+  if (p < 1 || p > tw_topo_n_devices (t))
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "%d ranks on a topology of %d devices: 1 to %d ranks can run there", p,
+                   tw_topo_n_devices (t), tw_topo_n_devices (t));
+      return FALSE;
+    }
+  if (global_batch < p)
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "a batch of %" G_GINT64_FORMAT " samples cannot be split into %d ranks' shards",
+                   global_batch, p);
+      return FALSE;
+    }
+  int64_t shard = (global_batch + p - 1) / p;   /* the largest shard sets the pace */
+  g_autoptr (tw_graph) g = tw_graph_copy (g0);
+  if (tw_graph_infer_batch (g, shard) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (g);
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG, "the model does not infer: %s", msg);
+      return FALSE;
+    }
+  g_autoptr (GArray) order = NULL;
+  if (!tw_graph_topo_order (g, &order, error))
+    return FALSE;
+  int nn = (int) order->len;
+  double gamma = o->gamma >= 0 ? o->gamma : 3.0 / (d->mem_bw * d->mem_eff);
+
+  /* Buckets over the trainable parameters in the order backward finishes
+   * them (the engine's from its second step on), cut at bucket_mb. */
+  double cap = MAX (o->bucket_mb, 1e-9) * 1e6;
+  GArray *buckets = g_array_new (FALSE, TRUE, sizeof (sim_bucket));
+  g_autofree int *bucket_of = g_new (int, MAX (tw_graph_n_nodes (g), 1));
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    bucket_of[i] = -1;
+  for (int j = nn - 1; j >= 0; j--)
+    {
+      int ni = g_array_index (order, int, j);
+      const tw_node *n = tw_graph_node (g, ni);
+      double bytes = 0, all = 0;
+      for (int k = 0; k < n->n_params; k++)
+        {
+          double b = (double) tw_tinfo_numel (&n->params[k].info, NULL)
+                     * tw_dtype_size (n->params[k].info.dtype);
+          all += b;
+          if (n->params[k].trainable)
+            bytes += b;
+        }
+      out->param_bytes += all;
+      if (bytes == 0 || n->share)
+        continue;
+      sim_bucket *cur = buckets->len ? &g_array_index (buckets, sim_bucket, buckets->len - 1)
+                                     : NULL;
+      if (cur == NULL || (cur->bytes > 0 && cur->bytes + bytes > cap))
+        {
+          sim_bucket nb = { g_array_new (FALSE, FALSE, sizeof (int)), 0 };
+          g_array_append_val (buckets, nb);
+          cur = &g_array_index (buckets, sim_bucket, buckets->len - 1);
+        }
+      g_array_append_val (cur->nodes, ni);
+      cur->bytes += bytes;
+      bucket_of[ni] = (int) buckets->len - 1;
+      out->grad_bytes += bytes;
+    }
+  int nb = (int) buckets->len;
+  out->buckets = nb;
+  out->grad_mem_bytes = out->grad_bytes;
+  out->optimizer_bytes = 2 * out->grad_bytes;   /* Adam's m and v */
+
+  g_autoptr (tw_netsim) s = tw_netsim_new (t);
+  g_autofree int *cur = g_new (int, p);         /* each rank's last compute event */
+  g_autofree int *comm = g_new (int, p);        /* each rank's last collective */
+  g_autofree int *tmp = g_new (int, p);
+  g_autofree int *bucket_ready = g_new (int, (gsize) MAX (nb, 1) * p);
+  g_autofree int *bucket_done = g_new (int, (gsize) MAX (nb, 1) * p);
+  g_autofree int *first_coll = g_new (int, p);
+  for (int r = 0; r < p; r++)
+    cur[r] = comm[r] = first_coll[r] = -1;
+  double compute = 0;
+  /* Forward, then backward in reverse: one chain of events per rank. */
+  for (int j = 0; j < nn; j++)
+    {
+      const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
+      double dt = tw_device_op_time (d, n, FALSE);
+      compute += dt;
+      out->activation_bytes += n->cost.bytes_written;
+      for (int r = 0; r < p; r++)
+        cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+    }
+  g_autofree int *pending = g_new0 (int, MAX (nb, 1));
+  for (int b = 0; b < nb; b++)
+    pending[b] = (int) g_array_index (buckets, sim_bucket, b).nodes->len;
+  int next_post = 0;
+  for (int j = nn - 1; j >= 0; j--)
+    {
+      int ni = g_array_index (order, int, j);
+      const tw_node *n = tw_graph_node (g, ni);
+      double dt = tw_device_op_time (d, n, TRUE);
+      compute += dt;
+      for (int r = 0; r < p; r++)
+        cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+      int b = bucket_of[ni];
+      if (b < 0)
+        continue;
+      if (--pending[b] == 0)
+        for (int r = 0; r < p; r++)
+          bucket_ready[b * p + r] = cur[r];
+      /* Buckets are posted in order, each when it is whole. */
+      while (next_post < nb && pending[next_post] == 0)
+        {
+          int k = next_post++;
+          for (int r = 0; r < p; r++)
+            {
+              int deps[2] = { bucket_ready[k * p + r], comm[r] };
+              tmp[r] = tw_netsim_add (s, r, r, 0, 0, deps, 2);
+              if (first_coll[r] < 0)
+                first_coll[r] = tmp[r];
+            }
+          tw_sim_allreduce (s, o->algo, NULL, p, g_array_index (buckets, sim_bucket, k).bytes,
+                            gamma, tmp);
+          for (int r = 0; r < p; r++)
+            comm[r] = bucket_done[k * p + r] = tmp[r];
+        }
+    }
+  /* The loss's all-reduce comes after the buckets (its wait is theirs),
+   * then each bucket's update. */
+  g_autofree int *bwd_end = g_memdup2 (cur, p * sizeof (int));
+  for (int r = 0; r < p; r++)
+    {
+      int deps[2] = { cur[r], comm[r] };
+      tmp[r] = tw_netsim_add (s, r, r, 0, 0, deps, 2);
+    }
+  tw_sim_allreduce (s, o->algo, NULL, p, 32, gamma, tmp);
+  g_autofree int *loss_done = g_memdup2 (tmp, p * sizeof (int));
+  for (int r = 0; r < p; r++)
+    cur[r] = tmp[r];
+  for (int b = 0; b < nb; b++)
+    {
+      /* Adam: read p, g, m, v; write p, m, v. */
+      double dt = d->launch_s + 7 * g_array_index (buckets, sim_bucket, b).bytes
+                                    / (d->mem_bw * d->mem_eff);
+      compute += dt;
+      for (int r = 0; r < p; r++)
+        {
+          int deps[2] = { cur[r], bucket_done[b * p + r] };
+          cur[r] = tw_netsim_add (s, r, r, 0, dt, deps, 2);
+        }
+    }
+  gboolean ok = tw_netsim_run (s, error);
+  if (ok)
+    {
+      out->compute_s = compute;
+      for (int r = 0; r < p; r++)
+        out->step_s = fmax (out->step_s, tw_netsim_end (s, cur[r]));
+      if (p > 1 && first_coll[0] >= 0)
+        out->comm_s = tw_netsim_end (s, comm[0]) - tw_netsim_end (s, first_coll[0]);
+      out->exposed_s = tw_netsim_end (s, loss_done[0]) - tw_netsim_end (s, bwd_end[0]);
+      out->samples_per_s = out->step_s > 0 ? (double) global_batch / out->step_s : 0;
+      out->busiest_link = -1;
+      for (int l = 0; l < tw_topo_n_links (t); l++)
+        if (tw_netsim_link_bytes (s, l) > out->busiest_link_bytes)
+          {
+            out->busiest_link_bytes = tw_netsim_link_bytes (s, l);
+            out->busiest_link = l;
+          }
+    }
+  for (int b = 0; b < nb; b++)
+    g_array_unref (g_array_index (buckets, sim_bucket, b).nodes);
+  g_array_unref (buckets);
+  return ok;
+}

@@ -1,0 +1,82 @@
+/* step.h — the simulator's time mode for a data-parallel training step:
+ * every rank's forward and backward from the ops' cost model on a device
+ * profile, its gradients bucketed as the engine buckets them
+ * (engine/train-dist.c: the last parameter first, cut at bucket_mb), each
+ * bucket's all-reduce posted when its last gradient is ready and run one
+ * at a time in order, as the communication thread runs them, over the
+ * network model (net.h), then each bucket's update.  No arithmetic: what
+ * comes out is time.
+ *
+ *   tw_device_profile d;
+ *   tw_device_profile_named ("h100", &d, &error);
+ *   g_autoptr (tw_topo) t = tw_topo_cluster (8, 8, "nvlink+ib", &error);
+ *   tw_sim_dp_options o;
+ *   tw_sim_dp_options_init (&o);
+ *   tw_sim_dp_result r;
+ *   tw_sim_dp_step (graph, 1024, &d, t, &o, &r, &error);   // a global batch of 1024
+ *
+ * GTK-free. */
+#pragma once
+
+#include "engine/graph.h"
+#include "engine/sim/net.h"
+
+G_BEGIN_DECLS
+
+/* A device's roofline: an op takes the longer of its FLOPs at the peak of
+ * its class times an efficiency and its bytes at the memory bandwidth
+ * times an efficiency, plus a launch overhead. */
+typedef struct
+{
+  char name[32];
+  double matmul_flops;        /* FLOP/s of matrix products (linear, matmul, convolutions) */
+  double vector_flops;        /* FLOP/s of everything else */
+  double mem_bw;              /* bytes/s */
+  double matmul_eff, vector_eff, mem_eff;   /* achieved fractions of the peaks */
+  double launch_s;            /* per op (kernel launch, dispatch) */
+  double memory_bytes;        /* the device's memory */
+} tw_device_profile;
+
+/* "h100", "h200", "a100", "mi300x": datasheet peaks (cited in step.c). */
+gboolean tw_device_profile_named (const char *name, tw_device_profile *out, GError **error);
+/* The time of node n (inferred at the batch wanted) on d; backward: the
+ * op's backward, taken as twice its forward's FLOPs and bytes for ops with
+ * parameters (the input's and the weights' gradients) and once otherwise. */
+double tw_device_op_time (const tw_device_profile *d, const tw_node *n, gboolean backward);
+
+typedef struct
+{
+  int ranks;                  /* data-parallel ranks: the topology's first `ranks` devices */
+  tw_algo algo;
+  double bucket_mb;           /* default 25, as the engine */
+  double gamma;               /* seconds per byte reduced (default: from the device's memory
+                               * bandwidth: reading two buffers and writing one) */
+} tw_sim_dp_options;
+
+void tw_sim_dp_options_init (tw_sim_dp_options *o);
+
+typedef struct
+{
+  double step_s;              /* the step: the last rank's end */
+  double compute_s;           /* forward + backward + updates, one rank */
+  double comm_s;              /* from the first all-reduce's start to the last's end, rank 0 */
+  double exposed_s;           /* what the step waited for communication after backward */
+  int buckets;
+  double grad_bytes;          /* all-reduced per step and rank */
+  double samples_per_s;
+  /* Memory per device: parameters, gradients, optimizer state (Adam's two
+   * moments), the activations of the rank's shard. */
+  double param_bytes, grad_mem_bytes, optimizer_bytes, activation_bytes;
+  double busiest_link_bytes;  /* the link that carried most, per step */
+  int busiest_link;
+} tw_sim_dp_result;
+
+/* One step of data parallelism over o->ranks ranks of t with the global
+ * batch (each rank its share); the graph is inferred at the shard's batch
+ * on a copy.  FALSE with an error naming the node or the ranks when the
+ * graph does not infer or the topology has fewer devices than ranks. */
+gboolean tw_sim_dp_step (const tw_graph *g, int64_t global_batch, const tw_device_profile *d,
+                         tw_topo *t, const tw_sim_dp_options *o, tw_sim_dp_result *out,
+                         GError **error);
+
+G_END_DECLS
