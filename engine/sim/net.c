@@ -257,8 +257,58 @@ dlink_cost (const tw_topo *t, int d)
   return k->latency + 1e6 / k->bandwidth;
 }
 
+/* A binary min-heap of (cost, vertex) for Dijkstra. */
+typedef struct
+{
+  double d;
+  int v;
+} hent;
+
+static void
+heap_push (GArray *h, double d, int v)
+{
+  hent e = { d, v };
+  g_array_append_val (h, e);
+  hent *a = (hent *) h->data;
+  for (guint i = h->len - 1; i > 0;)
+    {
+      guint up = (i - 1) / 2;
+      if (a[up].d <= a[i].d)
+        break;
+      hent tmp = a[up];
+      a[up] = a[i];
+      a[i] = tmp;
+      i = up;
+    }
+}
+
+static hent
+heap_pop (GArray *h)
+{
+  hent *a = (hent *) h->data, top = a[0];
+  a[0] = a[h->len - 1];
+  g_array_set_size (h, h->len - 1);
+  a = (hent *) h->data;
+  for (guint i = 0;;)
+    {
+      guint l = 2 * i + 1, r = l + 1, m = i;
+      if (l < h->len && a[l].d < a[m].d)
+        m = l;
+      if (r < h->len && a[r].d < a[m].d)
+        m = r;
+      if (m == i)
+        break;
+      hent tmp = a[m];
+      a[m] = a[i];
+      a[i] = tmp;
+      i = m;
+    }
+  return top;
+}
+
 /* Dijkstra from device a's vertex over every vertex: the routes from a to
- * every other device, stored.  (V is small: a plain O(V²) scan.) */
+ * every other device, stored.  Ties go to the link added first (the scan
+ * order is fixed), so routes are the same on every run. */
 static void
 routes_from (tw_topo *t, int a)
 {
@@ -274,14 +324,14 @@ routes_from (tw_topo *t, int a)
     }
   int src = g_array_index (t->device_vertex, int, a);
   dist[src] = 0;
-  for (;;)
+  g_autoptr (GArray) heap = g_array_new (FALSE, FALSE, sizeof (hent));
+  heap_push (heap, 0, src);
+  while (heap->len > 0)
     {
-      int u = -1;
-      for (int v = 0; v < nv; v++)
-        if (!done[v] && isfinite (dist[v]) && (u < 0 || dist[v] < dist[u]))
-          u = v;
-      if (u < 0)
-        break;
+      hent e = heap_pop (heap);
+      int u = e.v;
+      if (done[u] || e.d > dist[u])
+        continue;
       done[u] = TRUE;
       /* Routes only pass through switches (and end at devices): a device
        * is not a router. */
@@ -296,6 +346,7 @@ routes_from (tw_topo *t, int a)
             {
               dist[w] = c;
               via[w] = d;
+              heap_push (heap, c, w);
             }
         }
     }
@@ -917,6 +968,9 @@ tw_netsim_run (tw_netsim *s, GError **error)
           msg *m = g_ptr_array_index (active, i);
           if (m->left <= 1e-9 * fmax (m->bytes, 1) || now + m->left / m->rate <= now * (1 + 1e-15))
             {
+              /* What is left is below the clock's resolution: it is across. */
+              for (int k = 0; k < m->route_n; k++)
+                s->link_bytes[m->route[k] / 2] += m->left;
               m->left = 0;
               int id = (int) (m - msg_at (s, 0));
               g_array_append_val (done_now, id);
@@ -1199,5 +1253,119 @@ tw_sim_allreduce (tw_netsim *s, tw_algo algo, const int *members, int p, double 
     default:
       ring_steps (s, members, p, bytes, gamma, 0, 2 * (p - 1), last);
       break;
+    }
+}
+
+/* ---- collectives that start together: their time ----------------------- */
+
+/* A simulation's time, its link bytes (times `times`) added to link_bytes. */
+static double
+run_time (tw_netsim *s, double times, double *link_bytes, GError **error)
+{
+  if (!tw_netsim_run (s, error))
+    return NAN;
+  for (int l = 0; link_bytes && l < tw_topo_n_links (s->topo); l++)
+    link_bytes[l] += times * tw_netsim_link_bytes (s, l);
+  return tw_netsim_makespan (s);
+}
+
+/* One ring step (member i sends bytes/p to member i + 1, all at once)
+ * counted 2(p − 1) times, and the reduce-scatter's p − 1 reductions. */
+static double
+ring_time (tw_topo *t, const int *members, int p, double bytes, double gamma, double *link_bytes,
+           GError **error)
+{
+  if (p < 2)
+    return 0;
+  g_autoptr (tw_netsim) s = tw_netsim_new (t);
+  for (int i = 0; i < p; i++)
+    tw_netsim_add (s, member (members, i), member (members, (i + 1) % p), bytes / p, 0, NULL, 0);
+  double step = run_time (s, 2 * (p - 1), link_bytes, error);
+  return 2 * (p - 1) * step + (p - 1) * gamma * bytes / p;
+}
+
+/* Every node's tree (reduce or broadcast) at once, in one simulation. */
+static double
+node_trees_time (tw_topo *t, GArray *const *groups, int m, double bytes, double gamma,
+                 gboolean reduce, double *link_bytes, GError **error)
+{
+  g_autoptr (tw_netsim) s = tw_netsim_new (t);
+  for (int k = 0; k < m; k++)
+    {
+      int q = (int) groups[k]->len;
+      g_autofree int *l = g_new (int, q);
+      for (int j = 0; j < q; j++)
+        l[j] = -1;
+      if (q < 2)
+        continue;
+      if (reduce)
+        tree_reduce (s, (const int *) groups[k]->data, q, 0, bytes, gamma, l);
+      else
+        tree_bcast (s, (const int *) groups[k]->data, q, 0, bytes, l);
+    }
+  return run_time (s, 1, link_bytes, error);
+}
+
+double
+tw_sim_allreduce_time (tw_topo *t, tw_algo algo, const int *members, int p, double bytes,
+                       double gamma, double *link_bytes, GError **error)
+{
+  for (int i = 0; i < p; i++)
+    if (member (members, i) < 0 || member (members, i) >= tw_topo_n_devices (t))
+      {
+        g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                     "member %d is rank %d, not a device of the topology (%d)", i,
+                     member (members, i), tw_topo_n_devices (t));
+        return NAN;
+      }
+  if (p < 2)
+    return 0;
+  switch (algo)
+    {
+    case TW_ALGO_TREE:
+    case TW_ALGO_PS:
+      {
+        g_autoptr (tw_netsim) s = tw_netsim_new (t);
+        g_autofree int *last = g_new (int, p);
+        for (int i = 0; i < p; i++)
+          last[i] = -1;
+        tw_sim_allreduce (s, algo, members, p, bytes, gamma, last);
+        return run_time (s, 1, link_bytes, error);
+      }
+    case TW_ALGO_HIER:
+      {
+        /* Nodes in the order their first member comes (hier_allreduce's). */
+        g_autoptr (GHashTable) index = g_hash_table_new (NULL, NULL);
+        g_autoptr (GPtrArray) groups = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+        for (int i = 0; i < p; i++)
+          {
+            int node = tw_topo_node_of (t, member (members, i));
+            gpointer k = g_hash_table_lookup (index, GINT_TO_POINTER (node + 1));
+            if (k == NULL)
+              {
+                g_ptr_array_add (groups, g_array_new (FALSE, FALSE, sizeof (int)));
+                k = GINT_TO_POINTER (groups->len);
+                g_hash_table_insert (index, GINT_TO_POINTER (node + 1), k);
+              }
+            int r = member (members, i);
+            g_array_append_val ((GArray *) g_ptr_array_index (groups, GPOINTER_TO_INT (k) - 1), r);
+          }
+        int m = (int) groups->len;
+        g_autofree int *leaders = g_new (int, m);
+        for (int k = 0; k < m; k++)
+          leaders[k] = g_array_index ((GArray *) g_ptr_array_index (groups, k), int, 0);
+        double up = node_trees_time (t, (GArray *const *) groups->pdata, m, bytes, gamma, TRUE,
+                                     link_bytes, error);
+        double across = isnan (up) ? NAN
+                                   : ring_time (t, leaders, m, bytes, gamma, link_bytes, error);
+        double down = isnan (across) ? NAN
+                                     : node_trees_time (t, (GArray *const *) groups->pdata, m,
+                                                        bytes, 0, FALSE, link_bytes, error);
+        return up + across + down;
+      }
+    case TW_ALGO_MPI:
+    case TW_ALGO_RING:
+    default:
+      return ring_time (t, members, p, bytes, gamma, link_bytes, error);
     }
 }

@@ -150,4 +150,17 @@ void tw_sim_allgather (tw_netsim *s, const int *members, int p, double bytes, in
 /* Binary-tree broadcast from members[root]. */
 void tw_sim_broadcast (tw_netsim *s, const int *members, int p, int root, double bytes, int *last);
 
+/* The time of one all-reduce over p members (NULL: ranks 0 … p−1) that
+ * all start together, without a message per step of a ring: a ring's
+ * steps all have the same pattern (member i to i + 1, bytes/p each), so
+ * one step is simulated (contention included) and counted 2(p−1) times;
+ * trees and the parameter server (O(p) messages) are simulated whole;
+ * hierarchical is its three phases so.  Equal to tw_sim_allreduce's
+ * simulation when every member starts at once; fast enough for thousands
+ * of members.  The bytes each link carried are added to link_bytes
+ * [tw_topo_n_links] (NULL: not wanted).  NaN (error set) on a bad
+ * topology or member. */
+double tw_sim_allreduce_time (tw_topo *t, tw_algo algo, const int *members, int p, double bytes,
+                              double gamma, double *link_bytes, GError **error);
+
 G_END_DECLS

@@ -90,6 +90,83 @@ typedef struct
   double bytes;
 } sim_bucket;
 
+
+static double
+update_time (const tw_device_profile *d, double bytes)
+{
+  /* Adam: read p, g, m, v; write p, m, v. */
+  return d->launch_s + 7 * bytes / (d->mem_bw * d->mem_eff);
+}
+
+/* The ranks are identical: one rank's chain, each collective's time from
+ * tw_sim_allreduce_time (every member starts it at once). */
+static gboolean
+fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
+           const tw_device_profile *d, tw_topo *t, const tw_sim_dp_options *o, double gamma,
+           int64_t global_batch, tw_sim_dp_result *out, GError **error)
+{
+  int p = o->ranks, nn = (int) order->len, nb = (int) buckets->len;
+  g_autofree double *link_bytes = g_new0 (double, MAX (tw_topo_n_links (t), 1));
+  g_autofree int *pending = g_new0 (int, MAX (nb, 1));
+  for (int b = 0; b < nb; b++)
+    pending[b] = (int) g_array_index (buckets, sim_bucket, b).nodes->len;
+  double now = 0, compute = 0, comm_free = 0, first_start = -1;
+  for (int j = 0; j < nn; j++)
+    {
+      const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
+      double dt = tw_device_op_time (d, n, FALSE);
+      now += dt;
+      compute += dt;
+      out->activation_bytes += n->cost.bytes_written;
+    }
+  int next_post = 0;
+  for (int j = nn - 1; j >= 0; j--)
+    {
+      int ni = g_array_index (order, int, j);
+      double dt = tw_device_op_time (d, tw_graph_node (g, ni), TRUE);
+      now += dt;
+      compute += dt;
+      if (bucket_of[ni] >= 0)
+        pending[bucket_of[ni]]--;
+      while (next_post < nb && pending[next_post] == 0)
+        {
+          double bytes = g_array_index (buckets, sim_bucket, next_post++).bytes;
+          double start = fmax (now, comm_free);
+          double dur = tw_sim_allreduce_time (t, o->algo, NULL, p, bytes, gamma, link_bytes, error);
+          if (isnan (dur))
+            return FALSE;
+          if (first_start < 0)
+            first_start = start;
+          comm_free = start + dur;
+        }
+    }
+  double bwd_end = now;
+  double loss = tw_sim_allreduce_time (t, o->algo, NULL, p, 32, gamma, link_bytes, error);
+  if (isnan (loss))
+    return FALSE;
+  double loss_done = fmax (bwd_end, comm_free) + loss;
+  now = loss_done;
+  for (int b = 0; b < nb; b++)
+    {
+      double dt = update_time (d, g_array_index (buckets, sim_bucket, b).bytes);
+      now += dt;
+      compute += dt;
+    }
+  out->compute_s = compute;
+  out->step_s = now;
+  out->comm_s = p > 1 && first_start >= 0 ? comm_free - first_start : 0;
+  out->exposed_s = loss_done - bwd_end;
+  out->samples_per_s = now > 0 ? (double) global_batch / now : 0;
+  out->busiest_link = -1;
+  for (int l = 0; l < tw_topo_n_links (t); l++)
+    if (link_bytes[l] > out->busiest_link_bytes)
+      {
+        out->busiest_link_bytes = link_bytes[l];
+        out->busiest_link = l;
+      }
+  return TRUE;
+}
+
 gboolean
 tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profile *d, tw_topo *t,
                 const tw_sim_dp_options *o, tw_sim_dp_result *out, GError **error)
@@ -165,6 +242,15 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   out->grad_mem_bytes = out->grad_bytes;
   out->optimizer_bytes = 2 * out->grad_bytes;   /* Adam's m and v */
 
+  if (!o->exact)
+    {
+      gboolean ok = fast_step (g, order, buckets, bucket_of, d, t, o, gamma, global_batch, out,
+                               error);
+      for (int b = 0; b < nb; b++)
+        g_array_unref (g_array_index (buckets, sim_bucket, b).nodes);
+      g_array_unref (buckets);
+      return ok;
+    }
   g_autoptr (tw_netsim) s = tw_netsim_new (t);
   g_autofree int *cur = g_new (int, p);         /* each rank's last compute event */
   g_autofree int *comm = g_new (int, p);        /* each rank's last collective */
@@ -234,9 +320,7 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
     cur[r] = tmp[r];
   for (int b = 0; b < nb; b++)
     {
-      /* Adam: read p, g, m, v; write p, m, v. */
-      double dt = d->launch_s + 7 * g_array_index (buckets, sim_bucket, b).bytes
-                                    / (d->mem_bw * d->mem_eff);
+      double dt = update_time (d, g_array_index (buckets, sim_bucket, b).bytes);
       compute += dt;
       for (int r = 0; r < p; r++)
         {

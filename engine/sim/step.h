@@ -51,6 +51,11 @@ typedef struct
   double bucket_mb;           /* default 25, as the engine */
   double gamma;               /* seconds per byte reduced (default: from the device's memory
                                * bandwidth: reading two buffers and writing one) */
+  /* Every rank's every event and message simulated (O(p²) messages for a
+   * ring), instead of one rank's chain with each collective's time from
+   * tw_sim_allreduce_time: the ranks are identical, so both give the same
+   * step (the tests check it); the fast one reaches thousands of ranks. */
+  gboolean exact;
 } tw_sim_dp_options;
 
 void tw_sim_dp_options_init (tw_sim_dp_options *o);
@@ -68,7 +73,7 @@ typedef struct
    * moments), the activations of the rank's shard. */
   double param_bytes, grad_mem_bytes, optimizer_bytes, activation_bytes;
   double busiest_link_bytes;  /* the link that carried most, per step */
-  int busiest_link;
+  int busiest_link;           /* its index in the topology, or -1 */
 } tw_sim_dp_result;
 
 /* One step of data parallelism over o->ranks ranks of t with the global

@@ -297,6 +297,65 @@ test_json (void)
   bad_json ("{\"vertices\": [], \"links\": []}", "no device");
 }
 
+/* The fast time of a collective that starts together equals the full
+ * simulation of its every message, on uncontended and contended
+ * topologies (pcie+eth: a node's devices share one NIC). */
+static void
+test_fast_time (void)
+{
+  const double gamma = 1.0 / 30e9;
+  const tw_algo algos[] = { TW_ALGO_RING, TW_ALGO_TREE, TW_ALGO_PS, TW_ALGO_HIER, TW_ALGO_MPI };
+  struct
+  {
+    int nodes, per;
+    const char *preset;
+  } tops[] = { { 1, 5, "nvlink+ib" }, { 2, 3, "nvlink+ib" }, { 4, 3, "nvlink+roce" },
+               { 4, 2, "pcie+eth" }, { 3, 4, "shm+eth" }, { 9, 1, "pcie+eth" } };
+  for (guint k = 0; k < G_N_ELEMENTS (tops); k++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (tw_topo) t = tw_topo_cluster (tops[k].nodes, tops[k].per, tops[k].preset, &error);
+      g_assert_no_error (error);
+      int p = tops[k].nodes * tops[k].per;
+      for (guint a = 0; a < G_N_ELEMENTS (algos); a++)
+        for (double n = 1e3; n <= 1e8; n *= 100)
+          {
+            double fast = tw_sim_allreduce_time (t, algos[a], NULL, p, n, gamma, NULL, &error);
+            g_assert_no_error (error);
+            double full = simulate (t, algos[a], p, n, gamma);
+            g_autofree char *what = g_strdup_printf ("%s on %d × %d %s, %g bytes",
+                                                     tw_algo_name (algos[a]), tops[k].nodes,
+                                                     tops[k].per, tops[k].preset, n);
+            assert_close (fast, full, what);
+            /* And the bytes on every link. */
+            g_autofree double *lb = g_new0 (double, tw_topo_n_links (t));
+            tw_sim_allreduce_time (t, algos[a], NULL, p, n, gamma, lb, NULL);
+            g_autoptr (tw_netsim) s = tw_netsim_new (t);
+            g_autofree int *last = g_new (int, p);
+            for (int i = 0; i < p; i++)
+              last[i] = -1;
+            tw_sim_allreduce (s, algos[a], NULL, p, n, gamma, last);
+            g_assert_true (tw_netsim_run (s, NULL));
+            for (int l = 0; l < tw_topo_n_links (t); l++)
+              if (fabs (lb[l] - tw_netsim_link_bytes (s, l)) > 1e-9 * n * p)
+                g_error ("%s: link %s carried %g bytes, the full simulation %g", what,
+                         tw_topo_link_name (t, l), lb[l], tw_netsim_link_bytes (s, l));
+          }
+    }
+  /* 1024 ranks: the ring's 2(p − 1) steps are one step's simulation. */
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_topo) big = tw_topo_cluster (128, 8, "nvlink+ib", &error);
+  g_assert_no_error (error);
+  gint64 t0 = g_get_monotonic_time ();
+  double ring = tw_sim_allreduce_time (big, TW_ALGO_RING, NULL, 1024, 64e6, 0, NULL, &error);
+  double hier = tw_sim_allreduce_time (big, TW_ALGO_HIER, NULL, 1024, 64e6, 0, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("1024 ranks, 64 MB: ring %.3f ms, hier %.3f ms (computed in %.0f ms)",
+                  ring * 1e3, hier * 1e3, (g_get_monotonic_time () - t0) / 1e3);
+  g_assert_cmpfloat (ring, >, 0);
+  g_assert_cmpfloat (hier, >, 0);
+}
+
 static void
 test_bad_messages (void)
 {
@@ -326,6 +385,7 @@ main (int argc, char **argv)
   g_test_add_func ("/sim/net/contention", test_contention);
   g_test_add_func ("/sim/net/routes", test_routes);
   g_test_add_func ("/sim/net/topology-json", test_json);
+  g_test_add_func ("/sim/net/fast-time", test_fast_time);
   g_test_add_func ("/sim/net/bad-messages", test_bad_messages);
   return g_test_run ();
 }
