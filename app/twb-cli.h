@@ -23,6 +23,7 @@ int twb_cmd_trace_info (int argc, char **argv);
 int twb_cmd_onnx_info (int argc, char **argv);
 int twb_cmd_import (int argc, char **argv);
 int twb_cmd_export (int argc, char **argv);
+int twb_cmd_simulate (int argc, char **argv);
 
 /* Largest --threads accepted by every command: far above any machine, low
  * enough that a typo cannot ask OpenMP for a billion threads. */

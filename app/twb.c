@@ -234,7 +234,7 @@ static const struct
   { "predict", twb_cmd_predict },   { "devices", twb_cmd_devices },
   { "profile", twb_cmd_profile },   { "trace-info", twb_cmd_trace_info },
   { "onnx-info", twb_cmd_onnx_info }, { "import", twb_cmd_import },
-  { "export", twb_cmd_export },
+  { "export", twb_cmd_export },     { "simulate", twb_cmd_simulate },
 };
 
 /* The window's own options (twb --help-gui), as they start an argument. */
@@ -273,6 +273,7 @@ usage (FILE *to)
                "  onnx-info FILE.onnx  opsets, inputs and outputs, op counts, parameters\n"
                "  import MODEL.onnx    an ONNX model as MODEL.json + MODEL.safetensors\n"
                "  export MODEL.json    the inference graph and its weights as ONNX (-o OUT.onnx)\n"
+               "  simulate MODEL.json  predict data-parallel training on a simulated cluster\n"
 #ifdef TWB_HAVE_GUI
                "\n"
                "the window (with a display):\n"

@@ -110,7 +110,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   g_autofree int *pending = g_new0 (int, MAX (nb, 1));
   for (int b = 0; b < nb; b++)
     pending[b] = (int) g_array_index (buckets, sim_bucket, b).nodes->len;
-  double now = 0, compute = 0, comm_free = 0, first_start = -1;
+  double now = 0, compute = 0, comm_free = 0, first_start = -1, comm_sum = 0;
   for (int j = 0; j < nn; j++)
     {
       const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
@@ -138,6 +138,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
           if (first_start < 0)
             first_start = start;
           comm_free = start + dur;
+          comm_sum += dur;
         }
     }
   double bwd_end = now;
@@ -145,6 +146,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   if (isnan (loss))
     return FALSE;
   double loss_done = fmax (bwd_end, comm_free) + loss;
+  comm_sum += loss;
   now = loss_done;
   for (int b = 0; b < nb; b++)
     {
@@ -154,7 +156,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
     }
   out->compute_s = compute;
   out->step_s = now;
-  out->comm_s = p > 1 && first_start >= 0 ? comm_free - first_start : 0;
+  out->comm_s = p > 1 ? comm_sum : 0;
   out->exposed_s = loss_done - bwd_end;
   out->samples_per_s = now > 0 ? (double) global_batch / now : 0;
   out->busiest_link = -1;
@@ -257,9 +259,11 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   g_autofree int *tmp = g_new (int, p);
   g_autofree int *bucket_ready = g_new (int, (gsize) MAX (nb, 1) * p);
   g_autofree int *bucket_done = g_new (int, (gsize) MAX (nb, 1) * p);
-  g_autofree int *first_coll = g_new (int, p);
+  /* Rank 0's collectives: the events they start and end at. */
+  g_autoptr (GArray) coll_start = g_array_new (FALSE, FALSE, sizeof (int));
+  g_autoptr (GArray) coll_end = g_array_new (FALSE, FALSE, sizeof (int));
   for (int r = 0; r < p; r++)
-    cur[r] = comm[r] = first_coll[r] = -1;
+    cur[r] = comm[r] = -1;
   double compute = 0;
   /* Forward, then backward in reverse: one chain of events per rank. */
   for (int j = 0; j < nn; j++)
@@ -297,13 +301,13 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
             {
               int deps[2] = { bucket_ready[k * p + r], comm[r] };
               tmp[r] = tw_netsim_add (s, r, r, 0, 0, deps, 2);
-              if (first_coll[r] < 0)
-                first_coll[r] = tmp[r];
             }
+          g_array_append_val (coll_start, tmp[0]);
           tw_sim_allreduce (s, o->algo, NULL, p, g_array_index (buckets, sim_bucket, k).bytes,
                             gamma, tmp);
           for (int r = 0; r < p; r++)
             comm[r] = bucket_done[k * p + r] = tmp[r];
+          g_array_append_val (coll_end, tmp[0]);
         }
     }
   /* The loss's all-reduce comes after the buckets (its wait is theirs),
@@ -314,7 +318,9 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       int deps[2] = { cur[r], comm[r] };
       tmp[r] = tw_netsim_add (s, r, r, 0, 0, deps, 2);
     }
+  g_array_append_val (coll_start, tmp[0]);
   tw_sim_allreduce (s, o->algo, NULL, p, 32, gamma, tmp);
+  g_array_append_val (coll_end, tmp[0]);
   g_autofree int *loss_done = g_memdup2 (tmp, p * sizeof (int));
   for (int r = 0; r < p; r++)
     cur[r] = tmp[r];
@@ -334,8 +340,9 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       out->compute_s = compute;
       for (int r = 0; r < p; r++)
         out->step_s = fmax (out->step_s, tw_netsim_end (s, cur[r]));
-      if (p > 1 && first_coll[0] >= 0)
-        out->comm_s = tw_netsim_end (s, comm[0]) - tw_netsim_end (s, first_coll[0]);
+      for (guint k = 0; p > 1 && k < coll_start->len; k++)
+        out->comm_s += tw_netsim_end (s, g_array_index (coll_end, int, k))
+                       - tw_netsim_end (s, g_array_index (coll_start, int, k));
       out->exposed_s = tw_netsim_end (s, loss_done[0]) - tw_netsim_end (s, bwd_end[0]);
       out->samples_per_s = out->step_s > 0 ? (double) global_batch / out->step_s : 0;
       out->busiest_link = -1;

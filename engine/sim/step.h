@@ -64,7 +64,8 @@ typedef struct
 {
   double step_s;              /* the step: the last rank's end */
   double compute_s;           /* forward + backward + updates, one rank */
-  double comm_s;              /* from the first all-reduce's start to the last's end, rank 0 */
+  double comm_s;              /* rank 0's collectives' times summed (the buckets' and the
+                               * loss's; one at a time, so they never overlap) */
   double exposed_s;           /* what the step waited for communication after backward */
   int buckets;
   double grad_bytes;          /* all-reduced per step and rank */

@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 COMMANDS = ["train", "eval", "info", "compile", "predict", "devices", "profile",
-            "trace-info", "onnx-info", "import", "export"]
+            "trace-info", "onnx-info", "import", "export", "simulate"]
 OPTION = re.compile(r"(?<![\w\\-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])")
 ALWAYS = {"-h", "--help"}
 WRAPPERS = {"xvfb-run": {"-s", "-n", "-e", "-f", "-p", "-w", "--server-args", "--server-num"},

@@ -1,0 +1,387 @@
+/* twb-simulate.c — `twb simulate MODEL.json`: what data-parallel training
+ * would take on a cluster this machine is not, from the simulator's time
+ * mode (engine/sim/step.h): step time, throughput, scaling efficiency,
+ * communication and its exposed part, the busiest link, memory per device;
+ * one configuration or a sweep of rank counts. */
+#define G_LOG_DOMAIN "twb"
+
+#include "app/twb-cli.h"
+#include "engine/sim/step.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+typedef struct
+{
+  int ranks;
+  tw_sim_dp_result r;
+  double efficiency;
+  double memory;              /* per device */
+  gboolean fits;
+  char *link;                 /* the busiest link's name, or NULL */
+} sim_row;
+
+/* Ranks into nodes: --nodes × --devices-per-node, or ranks / devices per
+ * node (one partial node when fewer ranks than a node holds). */
+static gboolean
+shape_for (int ranks, int nodes_opt, int per_opt, int *nodes, int *per, GError **error)
+{
+  int per_node = per_opt > 0 ? per_opt : 8;
+  if (nodes_opt > 0)
+    {
+      if (ranks > 0 && ranks != nodes_opt * per_node)
+        {
+          g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                       "--ranks %d is not --nodes %d × --devices-per-node %d (%d)", ranks,
+                       nodes_opt, per_node, nodes_opt * per_node);
+          return FALSE;
+        }
+      *nodes = nodes_opt;
+      *per = per_node;
+      return TRUE;
+    }
+  if (ranks <= per_node && per_opt <= 0)
+    {
+      *nodes = 1;
+      *per = ranks;
+      return TRUE;
+    }
+  if (ranks % per_node != 0)
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "--ranks %d is not a multiple of --devices-per-node %d (whole nodes: %d or %d "
+                   "ranks)", ranks, per_node, ranks / per_node * per_node,
+                   (ranks / per_node + 1) * per_node);
+      return FALSE;
+    }
+  *nodes = ranks / per_node;
+  *per = per_node;
+  return TRUE;
+}
+
+static void
+json_double_or_null (JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name (b, name);
+  if (isfinite (v))
+    json_builder_add_double_value (b, v);
+  else
+    json_builder_add_null_value (b);
+}
+
+static void
+row_json (JsonBuilder *b, const sim_row *w)
+{
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "ranks");
+  json_builder_add_int_value (b, w->ranks);
+  json_double_or_null (b, "step_ms", w->r.step_s * 1e3);
+  json_double_or_null (b, "samples_per_s", w->r.samples_per_s);
+  json_double_or_null (b, "scaling_efficiency", w->efficiency);
+  json_double_or_null (b, "compute_ms", w->r.compute_s * 1e3);
+  json_double_or_null (b, "comm_ms", w->r.comm_s * 1e3);
+  json_double_or_null (b, "comm_share", w->r.step_s > 0 ? w->r.comm_s / w->r.step_s : 0);
+  json_double_or_null (b, "exposed_comm_ms", w->r.exposed_s * 1e3);
+  json_builder_set_member_name (b, "buckets");
+  json_builder_add_int_value (b, w->r.buckets);
+  json_double_or_null (b, "grad_bytes_per_rank", w->r.grad_bytes);
+  json_builder_set_member_name (b, "busiest_link");
+  if (w->link)
+    json_builder_add_string_value (b, w->link);
+  else
+    json_builder_add_null_value (b);
+  json_double_or_null (b, "busiest_link_bytes", w->r.busiest_link_bytes);
+  json_builder_set_member_name (b, "memory_per_device");
+  json_builder_begin_object (b);
+  json_double_or_null (b, "parameters", w->r.param_bytes);
+  json_double_or_null (b, "gradients", w->r.grad_mem_bytes);
+  json_double_or_null (b, "optimizer", w->r.optimizer_bytes);
+  json_double_or_null (b, "activations", w->r.activation_bytes);
+  json_double_or_null (b, "total", w->memory);
+  json_builder_end_object (b);
+  json_builder_end_object (b);
+}
+
+static gboolean
+parse_ranks_list (const char *spec, GArray *out, GError **error)
+{
+  const char *v = g_str_has_prefix (spec, "ranks=") ? spec + 6 : NULL;
+  if (v == NULL || !*v)
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "--sweep %s: expected ranks=N,N,... (e.g. ranks=8,64,512)", spec);
+      return FALSE;
+    }
+  g_auto (GStrv) parts = g_strsplit (v, ",", -1);
+  for (char **p = parts; *p; p++)
+    {
+      gint64 n = 0;
+      g_autoptr (GError) e = NULL;
+      if (!g_ascii_string_to_signed (g_strstrip (*p), 10, 1, 1 << 20, &n, &e))
+        {
+          g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                       "--sweep: \"%s\" is not a rank count from 1 to 1048576", *p);
+          return FALSE;
+        }
+      int r = (int) n;
+      g_array_append_val (out, r);
+    }
+  return TRUE;
+}
+
+int
+twb_cmd_simulate (int argc, char **argv)
+{
+  char *ranks_s = NULL, *nodes_s = NULL, *per_s = NULL, *topology = NULL, *device = NULL;
+  char *algo_s = NULL, *bucket_s = NULL, *batch_s = NULL, *sweep = NULL;
+  gboolean json = FALSE, exact = FALSE;
+  GOptionEntry entries[] = {
+    { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
+      "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
+    { "nodes", 0, 0, G_OPTION_ARG_STRING, &nodes_s, "Nodes of the cluster", "A" },
+    { "devices-per-node", 0, 0, G_OPTION_ARG_STRING, &per_s, "Devices in each node (default 8)",
+      "B" },
+    { "topology", 0, 0, G_OPTION_ARG_FILENAME, &topology,
+      "nvlink+ib (default), nvlink+roce, pcie+eth, shm+eth, or a topology FILE.json",
+      "NAME|FILE" },
+    { "device", 0, 0, G_OPTION_ARG_STRING, &device,
+      "Device profile: h100 (default), h200, a100 or mi300x", "NAME" },
+    { "algo", 0, 0, G_OPTION_ARG_STRING, &algo_s,
+      "All-reduce algorithm: ring (default; mpi is taken as ring), tree, ps or hier", "NAME" },
+    { "bucket-mb", 0, 0, G_OPTION_ARG_STRING, &bucket_s, "Gradient bucket size in MB (default 25)",
+      "MB" },
+    { "batch", 'b', 0, G_OPTION_ARG_STRING, &batch_s,
+      "Global batch, split among the ranks (default: the recipe's × the ranks)", "N" },
+    { "sweep", 0, 0, G_OPTION_ARG_STRING, &sweep,
+      "Simulate each rank count: ranks=8,64,512,1024 (nodes of --devices-per-node)", "SPEC" },
+    { "exact", 0, 0, G_OPTION_ARG_NONE, &exact,
+      "Simulate every rank's every message (slow; the default gives the same figures for "
+      "identical ranks)", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) ctx = g_option_context_new (
+    "MODEL.json — predict a data-parallel training step on a simulated cluster");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_autoptr (GError) error = NULL;
+  int status = 2;
+  g_autoptr (tw_model) m = NULL;
+  g_autoptr (tw_topo) file_topo = NULL;
+  g_autoptr (GArray) sweep_ranks = g_array_new (FALSE, FALSE, sizeof (int));
+  g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (sim_row));
+  tw_device_profile dev;
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
+    {
+      g_printerr ("usage: twb simulate MODEL.json [--ranks N] [--topology NAME|FILE] "
+                  "[--device NAME] [--sweep ranks=...]   (twb simulate --help)\n");
+      if (error)
+        g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  gint64 ranks = 0, nodes = 0, per = 0, batch = 0;
+  double mb = 25;
+  if ((ranks_s && !g_ascii_string_to_signed (ranks_s, 10, 1, 1 << 20, &ranks, NULL))
+      || (nodes_s && !g_ascii_string_to_signed (nodes_s, 10, 1, 1 << 20, &nodes, NULL))
+      || (per_s && !g_ascii_string_to_signed (per_s, 10, 1, 1 << 16, &per, NULL))
+      || (batch_s && !g_ascii_string_to_signed (batch_s, 10, 1, G_GINT64_CONSTANT (1) << 40,
+                                                &batch, NULL)))
+    {
+      g_printerr ("twb: %s: a whole number above 0 is needed\n",
+                  ranks_s && !g_ascii_string_to_signed (ranks_s, 10, 1, 1 << 20, NULL, NULL)
+                    ? "--ranks"
+                  : nodes_s && !g_ascii_string_to_signed (nodes_s, 10, 1, 1 << 20, NULL, NULL)
+                    ? "--nodes"
+                  : per_s && !g_ascii_string_to_signed (per_s, 10, 1, 1 << 16, NULL, NULL)
+                    ? "--devices-per-node"
+                    : "--batch");
+      goto out;
+    }
+  tw_real_range mbr = { 0, 65536, TRUE, FALSE };
+  if (bucket_s && !tw_number_parse_real (bucket_s, &mbr, "--bucket-mb", &mb, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  o.bucket_mb = mb;
+  o.exact = exact;
+  if (algo_s && !tw_algo_from_name (algo_s, &o.algo, &error))
+    {
+      g_printerr ("twb: --algo: %s\n", error->message);
+      goto out;
+    }
+  if (!tw_device_profile_named (device ? device : "h100", &dev, &error))
+    {
+      g_printerr ("twb: --device: %s\n", error->message);
+      goto out;
+    }
+  if (sweep && !parse_ranks_list (sweep, sweep_ranks, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (sweep && ranks_s)
+    {
+      g_printerr ("twb: --sweep and --ranks exclude each other (the sweep gives the ranks)\n");
+      goto out;
+    }
+  const char *preset = topology ? topology : "nvlink+ib";
+  gboolean is_file = topology && (g_str_has_suffix (topology, ".json")
+                                  || g_file_test (topology, G_FILE_TEST_EXISTS));
+  status = 1;
+  if (is_file)
+    {
+      if (nodes_s || per_s)
+        {
+          g_printerr ("twb: --nodes and --devices-per-node shape a preset topology; %s gives "
+                      "its own\n", topology);
+          status = 2;
+          goto out;
+        }
+      file_topo = tw_topo_load (topology, &error);
+      if (file_topo == NULL)
+        {
+          g_printerr ("twb: %s\n", error->message);
+          goto out;
+        }
+    }
+  m = twb_load_model_checked (argv[1]);
+  if (m == NULL)
+    goto out;
+  if (sweep_ranks->len == 0)
+    {
+      int r = (int) ranks;
+      if (r == 0)
+        r = file_topo ? tw_topo_n_devices (file_topo)
+            : nodes ? (int) (nodes * (per ? per : 8)) : (int) (per ? per : 8);
+      g_array_append_val (sweep_ranks, r);
+    }
+  double sps1 = NAN;
+  for (guint i = 0; i < sweep_ranks->len; i++)
+    {
+      int r = g_array_index (sweep_ranks, int, i);
+      g_autoptr (tw_topo) own = NULL;
+      tw_topo *t = file_topo;
+      if (t == NULL)
+        {
+          int nn = 0, pp = 0;
+          if (!shape_for (r, (int) nodes, (int) per, &nn, &pp, &error))
+            {
+              g_printerr ("twb: %s\n", error->message);
+              status = 2;
+              goto out;
+            }
+          own = tw_topo_cluster (nn, pp, preset, &error);
+          if (own == NULL)
+            {
+              g_printerr ("twb: --topology: %s\n", error->message);
+              status = 2;
+              goto out;
+            }
+          t = own;
+        }
+      int64_t gb = batch ? batch : m->recipe.batch_size * r;
+      /* One rank with its own share of the batch: the baseline of the
+       * scaling efficiency (the same per-rank batch as a weak-scaling run). */
+      if (isnan (sps1) || batch)
+        {
+          g_autoptr (tw_topo) one = tw_topo_cluster (1, 1, "nvlink+ib", NULL);
+          tw_sim_dp_options o1 = o;
+          o1.ranks = 1;
+          tw_sim_dp_result r1;
+          if (!tw_sim_dp_step (m->graph, MAX (gb / r, 1), &dev, one, &o1, &r1, &error))
+            {
+              twb_print_error (argv[1], error);
+              goto out;
+            }
+          sps1 = r1.samples_per_s;
+        }
+      sim_row w = { .ranks = r };
+      o.ranks = r;
+      if (!tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
+        {
+          twb_print_error (argv[1], error);
+          goto out;
+        }
+      w.efficiency = sps1 > 0 ? w.r.samples_per_s / r / sps1 : NAN;
+      w.memory = w.r.param_bytes + w.r.grad_mem_bytes + w.r.optimizer_bytes
+                 + w.r.activation_bytes;
+      w.fits = w.memory <= dev.memory_bytes;
+      w.link = w.r.busiest_link >= 0 ? g_strdup (tw_topo_link_name (t, w.r.busiest_link)) : NULL;
+      if (!w.fits)
+        {
+          g_autofree char *need = g_format_size ((guint64) w.memory);
+          g_autofree char *have = g_format_size ((guint64) dev.memory_bytes);
+          g_autofree char *act = g_format_size ((guint64) w.r.activation_bytes);
+          g_autofree char *st = g_format_size ((guint64) (w.r.param_bytes + w.r.grad_mem_bytes
+                                                          + w.r.optimizer_bytes));
+          g_printerr ("twb: %s: does not fit at %d ranks: each %s needs %s (parameters, "
+                      "gradients and optimizer state %s, activations %s) of its %s; raise "
+                      "--ranks or lower --batch\n", argv[1], r, dev.name, need, st, act, have);
+          g_free (w.link);
+          goto out;
+        }
+      g_array_append_val (rows, w);
+      if (!json)
+        {
+          if (i == 0)
+            {
+              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB\n", m->name ? m->name : argv[1],
+                       dev.name, file_topo ? topology : preset, file_topo ? "" : " topology",
+                       tw_algo_name (o.algo), o.bucket_mb);
+              g_print ("%7s %10s %12s %10s %10s %11s %11s %9s  %s\n", "ranks", "batch",
+                       "step ms", "samples/s", "efficiency", "comm share", "exposed ms",
+                       "memory", "busiest link");
+            }
+          g_autofree char *mem = g_format_size ((guint64) w.memory);
+          g_autofree char *lb = g_format_size ((guint64) w.r.busiest_link_bytes);
+          g_print ("%7d %10" G_GINT64_FORMAT " %12.3f %10.0f %10.2f %10.0f%% %11.3f %9s  %s%s%s%s\n",
+                   r, gb, w.r.step_s * 1e3, w.r.samples_per_s, w.efficiency,
+                   w.r.step_s > 0 ? 100 * w.r.comm_s / w.r.step_s : 0, w.r.exposed_s * 1e3, mem,
+                   w.r.busiest_link >= 0 ? tw_topo_link_name (t, w.r.busiest_link) : "none",
+                   w.r.busiest_link >= 0 ? " (" : "", w.r.busiest_link >= 0 ? lb : "",
+                   w.r.busiest_link >= 0 ? ")" : "");
+        }
+      else if (i + 1 == sweep_ranks->len)
+        {
+          g_autoptr (JsonBuilder) b = json_builder_new ();
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "model");
+          json_builder_add_string_value (b, m->name ? m->name : "");
+          json_builder_set_member_name (b, "device");
+          json_builder_add_string_value (b, dev.name);
+          json_builder_set_member_name (b, "topology");
+          json_builder_add_string_value (b, file_topo ? topology : preset);
+          json_builder_set_member_name (b, "algo");
+          json_builder_add_string_value (b, tw_algo_name (o.algo));
+          json_builder_set_member_name (b, "configs");
+          json_builder_begin_array (b);
+          for (guint k = 0; k < rows->len; k++)
+            row_json (b, &g_array_index (rows, sim_row, k));
+          json_builder_end_array (b);
+          json_builder_end_object (b);
+          g_autoptr (JsonGenerator) gen = json_generator_new ();
+          g_autoptr (JsonNode) root = json_builder_get_root (b);
+          json_generator_set_root (gen, root);
+          g_autofree char *text = json_generator_to_data (gen, NULL);
+          g_print ("%s\n", text);
+        }
+    }
+  status = 0;
+out:
+  for (guint k = 0; k < rows->len; k++)
+    g_free (g_array_index (rows, sim_row, k).link);
+  g_free (ranks_s);
+  g_free (nodes_s);
+  g_free (per_s);
+  g_free (topology);
+  g_free (device);
+  g_free (algo_s);
+  g_free (bucket_s);
+  g_free (batch_s);
+  g_free (sweep);
+  return status;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# test-simulate.sh TWB ASSETS — twb simulate as a user runs it (TAP): one
+# configuration and a sweep, text and JSON; the fast path equals --exact;
+# the step grows with ranks; hierarchical beats a flat ring where latency
+# rules; topology files and bad requests are refused naming what is wrong.
+set -u
+twb=$(realpath "$1")
+assets=$(realpath "$2")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok () { n=$((n + 1)); echo "ok $n - $1"; }
+fail () { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+check () { if eval "$2"; then ok "$1"; else fail "$1" "${3:-}"; fi; }
+py () { /usr/bin/python3 -c "$@"; }
+model=$assets/models/mlp.json
+
+out=$("$twb" simulate "$model" --sweep ranks=8,64,512 --json 2>"$tmp/e")
+check "--sweep --json: one object, three configurations, each with its figures" \
+  "py 'import json, sys; d = json.loads(sys.argv[1]); c = d[\"configs\"]; sys.exit(not (len(c) == 3 and [x[\"ranks\"] for x in c] == [8, 64, 512] and all(x[\"step_ms\"] > 0 and 0 < x[\"scaling_efficiency\"] <= 1.0001 and x[\"memory_per_device\"][\"total\"] > 0 and x[\"busiest_link\"] for x in c)))' '$out'" \
+  "$out $(head -c 300 "$tmp/e")"
+check "--sweep: the step grows with the ranks (the ring's latency term)" \
+  "py 'import json, sys; c = json.loads(sys.argv[1])[\"configs\"]; sys.exit(not (c[0][\"step_ms\"] < c[1][\"step_ms\"] < c[2][\"step_ms\"]))' '$out'"
+
+a=$("$twb" simulate "$model" --ranks 16 --topology pcie+eth --algo ring --json 2>/dev/null)
+b=$("$twb" simulate "$model" --ranks 16 --topology pcie+eth --algo ring --json --exact 2>/dev/null)
+check "--exact: every message simulated gives the same step" \
+  "py 'import json, sys; a, b = (json.loads(x)[\"configs\"][0] for x in sys.argv[1:]); sys.exit(not all(abs(a[k] - b[k]) <= 1e-9 * abs(b[k]) + 1e-12 for k in (\"step_ms\", \"exposed_comm_ms\", \"comm_ms\")))' '$a' '$b'" "$a // $b"
+h=$("$twb" simulate "$model" --ranks 64 --topology pcie+eth --algo hier --json 2>/dev/null)
+r=$("$twb" simulate "$model" --ranks 64 --topology pcie+eth --algo ring --json 2>/dev/null)
+check "pcie+eth, 64 ranks: hierarchical all-reduce beats a flat ring" \
+  "py 'import json, sys; h, r = (json.loads(x)[\"configs\"][0][\"comm_ms\"] for x in sys.argv[1:]); sys.exit(not h < r)' '$h' '$r'"
+text=$("$twb" simulate "$model" --ranks 8 2>&1)
+check "text: a header and one row" \
+  "echo \"\$text\" | grep -q 'step ms' && [ \$(echo \"\$text\" | grep -c '^ *8 ') -eq 1 ]" "$text"
+
+# A topology file: two devices, one switch.
+cat >"$tmp/two.json" <<'J'
+{"vertices": [{"name": "g0", "device": true}, {"name": "g1", "device": true}, {"name": "sw"}],
+ "links": [{"a": "g0", "b": "sw", "kind": "nvlink"}, {"a": "g1", "b": "sw", "kind": "nvlink", "gbytes_per_s": 100}]}
+J
+f=$("$twb" simulate "$model" --topology "$tmp/two.json" --json 2>"$tmp/e")
+check "--topology FILE: its devices are the ranks" \
+  "py 'import json, sys; c = json.loads(sys.argv[1])[\"configs\"][0]; sys.exit(not c[\"ranks\"] == 2)' '$f'" "$f $(cat "$tmp/e")"
+
+bad () {
+  local what=$1 rc_want=$2 want=$3; shift 3
+  "$twb" simulate "$@" >"$tmp/o" 2>"$tmp/e"
+  local rc=$?
+  check "$what: exit $rc_want naming it" "[ $rc -eq $rc_want ] && grep -q -e '$want' '$tmp/e' && [ ! -s '$tmp/o' ]" \
+    "rc $rc: $(head -c 300 "$tmp/e")"
+}
+echo '{"vertices": [{"name": "g0", "device": true}, {"name": "sw"}], "links": [{"a": "g0", "b": "sw", "gbytes_per_s": 0}]}' >"$tmp/zero.json"
+echo '{"vertices": [{"name": "g0", "device": true}, {"name": "g1", "device": true}], "links": []}' >"$tmp/apart.json"
+echo '{"vertices": [' >"$tmp/broken.json"
+bad "a link without bandwidth" 1 "link g0–sw: a bandwidth above 0" "$model" --topology "$tmp/zero.json"
+bad "a disconnected topology" 1 "disconnected: device g1" "$model" --topology "$tmp/apart.json"
+bad "a malformed topology file" 1 "broken.json" "$model" --topology "$tmp/broken.json"
+bad "ranks not a multiple of the devices per node" 2 "not a multiple of --devices-per-node 8" "$model" --ranks 12
+bad "an unknown device" 2 "device tpu: unknown" "$model" --device tpu
+bad "an unknown topology" 2 "topology token-ring: unknown" "$model" --topology token-ring
+bad "a batch that does not fit" 1 "does not fit at 8 ranks" "$model" --ranks 8 --batch 400000000
+bad "a bad sweep" 2 "expected ranks=" "$model" --sweep nodes=4
+bad "a model that is not there" 1 "missing.json" "$tmp/missing.json"
+echo "1..$n"
