@@ -466,8 +466,13 @@ metric_rows (GString *csv, const tw_snapshot *sn)
 /* --progress-json: one line of JSON on stdout per snapshot the curves are
  * made of (what the window reads from a run in other processes).  event
  * "metrics": step, epoch, loss, accuracy, lr, step_ms, samples_per_s,
- * comm_bytes (null alone), total_steps; "epoch": step, epoch, train_loss, val_loss,
- * val_accuracy; "finished": step, state, test_loss, test_accuracy and
+ * comm_bytes (null alone), total_steps, and over several ranks rank_step_ms
+ * (every rank's compute time of the step, rank 0 first) and grad_norm (an
+ * object: each trainable parameter's gradient norm on rank 0, null where
+ * rank 0 has none); "epoch": step, epoch, train_loss, val_loss,
+ * val_accuracy; "buckets" (data parallel, before "finished"): bucket_mb and
+ * buckets, each { params (names in packing order), bytes }, the layout the
+ * run ended with; "finished": step, state, test_loss, test_accuracy and
  * message when it did not finish.  Numbers that are not finite are null. */
 static void
 progress_json_line (const tw_snapshot *sn, int64_t total_steps)
@@ -493,6 +498,25 @@ progress_json_line (const tw_snapshot *sn, int64_t total_steps)
       json_member_double (b, "samples_per_s", sn->samples_per_s);
       json_member_double (b, "comm_bytes", sn->comm_bytes);
       json_member_int (b, "total_steps", total_steps);
+      if (sn->n_ranks > 0)
+        {
+          json_builder_set_member_name (b, "rank_step_ms");
+          json_builder_begin_array (b);
+          for (int r = 0; r < sn->n_ranks; r++)
+            if (isfinite (sn->rank_step_ms[r]))
+              json_builder_add_double_value (b, sn->rank_step_ms[r]);
+            else
+              json_builder_add_null_value (b);
+          json_builder_end_array (b);
+        }
+      if (sn->param_names)
+        {
+          json_builder_set_member_name (b, "grad_norm");
+          json_builder_begin_object (b);
+          for (int i = 0; sn->param_names[i]; i++)
+            json_member_double (b, sn->param_names[i], sn->grad_norm[i]);
+          json_builder_end_object (b);
+        }
       break;
     case TW_SNAP_EPOCH:
       json_member_int (b, "epoch", sn->epoch);
@@ -514,6 +538,37 @@ progress_json_line (const tw_snapshot *sn, int64_t total_steps)
     }
   json_builder_end_object (b);
   print_json (b);
+}
+
+/* --progress-json, data parallel: the gradient buckets the run ended with. */
+static void
+progress_json_buckets (tw_trainer *tr, double bucket_mb)
+{
+  tw_bucket_layout l;
+  if (!tw_trainer_dist_buckets (tr, &l))
+    return;
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "event");
+  json_builder_add_string_value (b, "buckets");
+  json_member_double (b, "bucket_mb", bucket_mb);
+  json_builder_set_member_name (b, "buckets");
+  json_builder_begin_array (b);
+  for (int k = 0; k < l.n; k++)
+    {
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "params");
+      json_builder_begin_array (b);
+      for (int i = 0; l.names[k][i]; i++)
+        json_builder_add_string_value (b, l.names[k][i]);
+      json_builder_end_array (b);
+      json_member_int (b, "bytes", l.bytes[k]);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  print_json (b);
+  tw_bucket_layout_clear (&l);
 }
 
 int
@@ -774,6 +829,8 @@ twb_cmd_train (int argc, char **argv)
     for (char **b = breaks; b && *b; b++)
       o.grad_norms |= g_str_has_prefix (*b, "grad-norm");
     o.grad_norms |= metrics != NULL;
+    /* A cluster run's window charts them as a local run's (rank 0 prints). */
+    o.grad_norms |= progress_json && comm && tw_comm_rank (comm) == 0;
     o.comm = comm;
     o.dist.bucket_mb = dist.bucket_mb;
     o.dist.local_sgd = dist.local_sgd;
@@ -854,6 +911,8 @@ twb_cmd_train (int argc, char **argv)
             continue;
           }
         metric_rows (csv, sn);
+        if (progress_json && comm && sn->kind == TW_SNAP_FINISHED)
+          progress_json_buckets (tw_session_trainer (s), dist.bucket_mb);
         if (progress_json)
           progress_json_line (sn, total);
         switch (sn->kind)

@@ -59,6 +59,7 @@ tw_snapshot_free (tw_snapshot *s)
     return;
   g_strfreev (s->param_names);
   g_free (s->grad_norm);
+  g_free (s->rank_step_ms);
   g_strfreev (s->nodes);
   g_free (s->op);
   g_free (s->reason);

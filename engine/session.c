@@ -722,11 +722,20 @@ push_metrics (tw_session *s, int64_t epoch, double loss, double ms, int64_t batc
       tw_dist_stats ds;
       tw_trainer_dist_stats (s->trainer, &ds);
       sn->comm_bytes = ds.last_sent_bytes;
+      sn->n_ranks = tw_trainer_rank_step_ms (s->trainer, NULL, 0);
+      if (sn->n_ranks > 0)
+        {
+          sn->rank_step_ms = g_new (double, sn->n_ranks);
+          tw_trainer_rank_step_ms (s->trainer, sn->rank_step_ms, sn->n_ranks);
+        }
     }
   if (s->grad_sq)
     {
       tw_params *params = tw_trainer_params (s->trainer);
       int n = MIN (s->n_grad, tw_params_count (params)), m = 0;
+      /* A pipeline rank knows its own stage's gradients only (the others'
+       * come to it as zeros: parameters its sub-graph does not reach). */
+      int stage = tw_trainer_pipeline_stage (s->trainer);
       sn->param_names = g_new0 (char *, n + 1);
       sn->grad_norm = g_new0 (double, MAX (n, 1));
       for (int i = 0; i < n; i++)
@@ -735,7 +744,8 @@ push_metrics (tw_session *s, int64_t epoch, double loss, double ms, int64_t batc
           if (!p->trainable)
             continue;
           sn->param_names[m] = g_strdup (p->name);
-          sn->grad_norm[m++] = sqrt (s->grad_sq[i]);
+          gboolean mine = stage < 0 || tw_trainer_pipeline_param_stage (s->trainer, i) == stage;
+          sn->grad_norm[m++] = mine ? sqrt (s->grad_sq[i]) : NAN;
         }
     }
   ses_push (s, sn);

@@ -151,6 +151,9 @@ typedef struct
   double comm_bytes;          /* data parallel: bytes this rank sent in the step; NAN alone */
   char **param_names;         /* NULL-terminated, with grad_norm[i] for each (NaN: unknown) */
   double *grad_norm;
+  int n_ranks;                /* over a communicator: rank_step_ms[n_ranks], every rank's
+                               * compute time of the step (tw_trainer_rank_step_ms); else 0 */
+  double *rank_step_ms;
   /* EPOCH and FINISHED */
   double val_loss, val_accuracy, test_loss, test_accuracy, train_loss;
   tw_class_report *classes;      /* EPOCH with options.class_samples: owned, or NULL */

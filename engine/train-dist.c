@@ -675,13 +675,21 @@ static gboolean
 local_step (tw_trainer *tr, tw_dist *d, double lr, double *loss, int64_t n_all, int64_t n_mine,
             const double *stats, gboolean scored, GError *local, GError **error)
 {
-  double tot[4] = { local ? NAN : stats[0], stats[1], stats[2], scored ? 0 : 1 };
-  if (!tw_comm_allreduce_sync (d->comm, tot, 4, TW_F64, TW_REDUCE_SUM,
+  /* The totals, then one slot per rank: its compute time (stats[3]). */
+  double *tot = g_newa (double, 4 + d->size);
+  memset (tot, 0, (4 + d->size) * sizeof (double));
+  tot[0] = local ? NAN : stats[0];
+  tot[1] = stats[1];
+  tot[2] = stats[2];
+  tot[3] = scored ? 0 : 1;
+  tot[4 + d->rank] = stats[3];
+  if (!tw_comm_allreduce_sync (d->comm, tot, 4 + d->size, TW_F64, TW_REDUCE_SUM,
                                &(tw_coll_tag) { .what = "loss" }, error))
     {
       g_clear_error (&local);
       return FALSE;
     }
+  tw_trainer_set_rank_ms (tr, tot + 4, d->size);
   double l = n_all > 0 ? tot[0] / (double) n_all : NAN;
   d->correct = tot[3] == 0 ? (int64_t) tot[1] : -1;
   if (loss)
@@ -1213,9 +1221,10 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
   g_array_set_size (d->ready_order, 0);
   g_clear_error (&d->cb_error);
 
-  double stats[3] = { 0, 0, (double) n_mine };   /* loss × n, correct, n */
+  double stats[4] = { 0, 0, (double) n_mine, 0 };   /* loss × n, correct, n, compute ms */
   gboolean computed = FALSE, scored = TRUE;
   GError *local = NULL;
+  gint64 tc0 = tw_now_ns ();
   if (n_mine > 0)
     {
       g_autoptr (tw_tensor) xs0 = tw_tensor_slice (x, 0, lo, hi, 1);
@@ -1259,6 +1268,7 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
         tw_eager_release (tr->ex);
     }
   (void) computed;
+  stats[3] = (tw_now_ns () - tc0) * 1e-6;
   if (d->async)
     {
       double l = NAN;
@@ -1298,10 +1308,17 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     }
   post_ready_buckets (d);
   /* The totals: a failed rank sends NaN, which fails every rank's step. */
-  double tot[4] = { local || d->cb_error ? NAN : stats[0], stats[1], stats[2], scored ? 0 : 1 };
+  /* Then one slot per rank: its compute time, for tw_trainer_rank_step_ms. */
+  double *tot = g_newa (double, 4 + d->size);
+  memset (tot, 0, (4 + d->size) * sizeof (double));
+  tot[0] = local || d->cb_error ? NAN : stats[0];
+  tot[1] = stats[1];
+  tot[2] = stats[2];
+  tot[3] = scored ? 0 : 1;
+  tot[4 + d->rank] = stats[3];
   /* (It comes after the buckets: its wait is theirs too.) */
   gint64 tw0 = tw_now_ns ();
-  gboolean ok = tw_comm_allreduce_sync (d->comm, tot, 4, TW_F64, TW_REDUCE_SUM,
+  gboolean ok = tw_comm_allreduce_sync (d->comm, tot, 4 + d->size, TW_F64, TW_REDUCE_SUM,
                                         &(tw_coll_tag) { .what = "loss" }, error);
   d->exposed_ns += tw_now_ns () - tw0;
   if (!ok)
@@ -1310,6 +1327,7 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
       drain (d, NULL);
       return FALSE;
     }
+  tw_trainer_set_rank_ms (tr, tot + 4, d->size);
   double l = n_all > 0 ? tot[0] / (double) n_all : NAN;
   d->correct = tot[3] == 0 ? (int64_t) tot[1] : -1;
   if (loss)
@@ -1414,5 +1432,23 @@ tw_dist_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
   if (iter_events)
     tw_trainer_publish_iteration (tr, TRUE, t0, l, NULL);
   tr->step++;
+  return TRUE;
+}
+
+gboolean
+tw_trainer_dist_buckets (tw_trainer *tr, tw_bucket_layout *out)
+{
+  memset (out, 0, sizeof *out);
+  tw_dist *d = tr->dist;
+  if (d == NULL || d->async || d->opt.local_sgd > 0 || d->n_buckets == 0)
+    return FALSE;
+  out->n = d->n_buckets;
+  out->names = g_new0 (char **, out->n);
+  out->bytes = g_new0 (int64_t, out->n);
+  for (int b = 0; b < out->n; b++)
+    {
+      out->names[b] = g_strdupv (d->buckets[b].names);
+      out->bytes[b] = d->buckets[b].numel * (int64_t) sizeof (float);
+    }
   return TRUE;
 }

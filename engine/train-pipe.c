@@ -635,6 +635,13 @@ tw_trainer_pipeline_stage (tw_trainer *tr)
 }
 
 int
+tw_trainer_pipeline_param_stage (tw_trainer *tr, int i)
+{
+  tw_pipe *P = tr->pipe;
+  return P && i >= 0 && i < P->n_owner ? P->owner[i] : -1;
+}
+
+int
 tw_trainer_pipeline_replica (tw_trainer *tr)
 {
   return tr->pipe ? tr->pipe->replica : -1;
@@ -1286,12 +1293,21 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
       return FALSE;
     }
   /* The global loss (the last stages' sums), and the idle and schedule
-   * times of every rank. */
-  double tot[5] = { P->loss_id ? c.loss_sum : 0, c.idle, sched, c.correct,
-                    P->loss_id && c.unscored ? 1 : 0 };
-  if (!tw_comm_allreduce_sync (P->world, tot, 5, TW_F64, TW_REDUCE_SUM,
+   * times of every rank; then one slot per rank: its busy time (the
+   * schedule less its waits), for tw_trainer_rank_step_ms. */
+  int nw = P->size;
+  double *tot = g_newa (double, 5 + nw);
+  memset (tot, 0, (5 + nw) * sizeof (double));
+  tot[0] = P->loss_id ? c.loss_sum : 0;
+  tot[1] = c.idle;
+  tot[2] = sched;
+  tot[3] = c.correct;
+  tot[4] = P->loss_id && c.unscored ? 1 : 0;
+  tot[5 + P->rank] = MAX (sched - c.idle, 0) * 1e3;
+  if (!tw_comm_allreduce_sync (P->world, tot, 5 + nw, TW_F64, TW_REDUCE_SUM,
                                &(tw_coll_tag) { .what = "loss" }, error))
     return FALSE;
+  tw_trainer_set_rank_ms (tr, tot + 5, nw);
   double l = tot[0];
   P->correct = tot[4] == 0 ? (int64_t) tot[3] : -1;
   if (loss)

@@ -26,6 +26,8 @@ struct tw_trainer
   GPtrArray *upd_strings;    /* what upd_ident points at */
   struct tw_dist *dist;      /* data parallel over a communicator (train-dist.c), or NULL */
   struct tw_pipe *pipe;      /* pipeline / hybrid parallel (train-pipe.c), or NULL */
+  double *rank_ms;           /* every rank's compute time of the last step (tw_trainer_rank_step_ms) */
+  int n_rank_ms;
 };
 
 /* train.c */
@@ -40,6 +42,8 @@ void tw_trainer_update_param (tw_trainer *tr, int i, const float *grad, gboolean
  * shard) or, when state is NULL, in the parameter's own. */
 void tw_trainer_update_range (tw_trainer *tr, int i, const float *grad, int64_t offset, int64_t n,
                               float *const *state, gboolean listen);
+/* Keep every rank's compute time of the step just done (n values, ms). */
+void tw_trainer_set_rank_ms (tw_trainer *tr, const double *ms, int n);
 
 /* train-dist.c */
 /* A sha256 (hex) of what every rank must share: the model (graph and

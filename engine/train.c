@@ -100,7 +100,28 @@ tw_trainer_free (tw_trainer *tr)
   g_clear_pointer (&tr->bus, tw_bus_unref);
   g_clear_pointer (&tr->upd_ident, g_array_unref);
   g_clear_pointer (&tr->upd_strings, g_ptr_array_unref);
+  g_free (tr->rank_ms);
   g_free (tr);
+}
+
+void
+tw_trainer_set_rank_ms (tw_trainer *tr, const double *ms, int n)
+{
+  if (n != tr->n_rank_ms)
+    {
+      g_free (tr->rank_ms);
+      tr->rank_ms = g_new0 (double, MAX (n, 1));
+      tr->n_rank_ms = n;
+    }
+  memcpy (tr->rank_ms, ms, n * sizeof (double));
+}
+
+int
+tw_trainer_rank_step_ms (tw_trainer *tr, double *out, int max)
+{
+  for (int i = 0; out && i < MIN (max, tr->n_rank_ms); i++)
+    out[i] = tr->rank_ms[i];
+  return tr->n_rank_ms;
 }
 
 tw_params *

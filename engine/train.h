@@ -211,6 +211,56 @@ typedef struct
 
 void tw_trainer_dist_stats (tw_trainer *tr, tw_dist_stats *out);
 
+/* Every rank's compute time (ms) of the last step, as rank 0 (and every
+ * rank) learnt it from the step's own totals: data parallel and local SGD
+ * carry it in the all-reduce of the loss (one slot per rank), a pipeline in
+ * its per-step totals (there the time the rank's schedule did not wait for
+ * activations or gradients).  Compute is forward and backward of the rank's
+ * shard, the optimizer and communication left out, so a slow rank (a
+ * straggler) stands out from the others' waits.  Copies at most max values
+ * into out (may be NULL) and returns the number of ranks; 0 before the first
+ * step, without a communicator, and for asynchronous updates (which have no
+ * per-step collective). */
+int tw_trainer_rank_step_ms (tw_trainer *tr, double *out, int max);
+
+/* Data parallel's gradient buckets, as a layout: bucket b holds the
+ * parameters names[b] (NULL-terminated, in the order they are packed) and
+ * bytes[b] bytes of f32.  The rules (train-dist.c): the parameters are taken
+ * in an order (the first step's: every trainable parameter in reverse, the
+ * guess at the order backward finishes them; from the second step on: the
+ * order their gradients became final in the first) and a bucket is closed
+ * when the next parameter would take it past bucket_mb (10^6 bytes each); a
+ * parameter larger than that has a bucket of its own.
+ *
+ *   tw_bucket_layout l = { 0 };
+ *   if (tw_dist_bucket_predict (graph, 25, &l))
+ *     b = tw_bucket_layout_find (&l, "fc3.weight", NULL);   // 0: all-reduced first
+ *   tw_bucket_layout_clear (&l);
+ *
+ * Ownership: the layout owns its arrays; clear frees them. */
+typedef struct
+{
+  int n;
+  char ***names;
+  int64_t *bytes;
+} tw_bucket_layout;
+
+void tw_bucket_layout_clear (tw_bucket_layout *l);
+/* The bucket holding param (and its position there, may be NULL); -1. */
+int tw_bucket_layout_find (const tw_bucket_layout *l, const char *param, int *pos);
+/* The cut alone: bucket_of[j] for the j-th parameter taken (numel[j]
+ * floats); returns the number of buckets.  Pure. */
+int tw_dist_bucket_cut (const int64_t *numel, int n, double bucket_mb, int *bucket_of);
+/* The first step's layout of an inferred graph's trainable parameters
+ * (those tw_params_sync_graph makes, in its order, reversed; a shared
+ * scope once).  FALSE (out empty) when there is none.  Pure. */
+gboolean tw_dist_bucket_predict (const tw_graph *g, double bucket_mb, tw_bucket_layout *out);
+/* The layout a data-parallel trainer uses now: after its first step, the
+ * final one.  FALSE (out empty) without data parallelism, before the
+ * first step, and for local SGD and asynchronous updates (which pack no
+ * gradients). */
+gboolean tw_trainer_dist_buckets (tw_trainer *tr, tw_bucket_layout *out);
+
 /* After a data-parallel step: the correct predictions over the whole
  * global batch (every rank's shard), or -1 when the prediction is not
  * class scores.  -1 without data parallelism. */
@@ -302,6 +352,9 @@ gboolean tw_trainer_set_pipeline (tw_trainer *tr, struct tw_comm *comm,
 /* This rank's stage (-1 without a pipeline) and replica. */
 int tw_trainer_pipeline_stage (tw_trainer *tr);
 int tw_trainer_pipeline_replica (tw_trainer *tr);
+/* The stage that trains parameter i (a tw_params index); -1 without a
+ * pipeline. */
+int tw_trainer_pipeline_param_stage (tw_trainer *tr, int i);
 /* The pipeline's bubble: the fraction of the schedule's time the ranks
  * spent waiting for activations or gradients (their waits summed over every
  * rank, over their schedules' time summed; over the steps after the first,
