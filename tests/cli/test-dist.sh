@@ -214,4 +214,36 @@ sys.exit(not (len(rs) == 2 and all(r[\"steps\"] == 4 and r[\"comm_ns\"] > 0 for 
               and cp[\"compute_ns\"] > 0 and cp[\"comm_ns\"] > 0 and 0 < parts <= cp[\"span_ns\"]))' '$tmp/pi.json'" \
   "rc $rc: $(head -c 300 "$tmp/p.err") $(head -c 300 "$tmp/pi.json")"
 
+# --progress-json over 2 ranks: each metrics line has every rank's step
+# time (2 entries, all > 0) and rank 0's gradient norms (every trainable
+# parameter, finite); data parallel ends with one "buckets" line whose
+# buckets hold every parameter once, a pipeline's norms are null for the
+# stage rank 0 does not train.
+"$twb" train "$model" --max-steps 3 --ranks 2 --bucket-mb 0.001 --progress-json \
+  >"$tmp/pj.out" 2>"$tmp/pj.err"
+rc=$?
+"$twb" train "$model" --max-steps 2 --ranks 2 --parallel pipeline --progress-json \
+  >"$tmp/pp.out" 2>"$tmp/pp.err"
+rc2=$?
+check "--progress-json --ranks 2: rank_step_ms (2 entries > 0), grad_norm of every parameter, one buckets line naming each parameter once" \
+  "[ $rc -eq 0 ] && /usr/bin/python3 -c '
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1]) if l.startswith(\"{\")]
+ms = [l for l in ls if l[\"event\"] == \"metrics\"]
+bk = [l for l in ls if l[\"event\"] == \"buckets\"]
+names = [p for b in bk[0][\"buckets\"] for p in b[\"params\"]] if bk else []
+ok = (len(ms) == 3 and all(len(m[\"rank_step_ms\"]) == 2 and min(m[\"rank_step_ms\"]) > 0 for m in ms)
+      and all(len(m[\"grad_norm\"]) == 6 and all(v is not None and v > 0 for v in m[\"grad_norm\"].values()) for m in ms)
+      and len(bk) == 1 and sorted(names) == sorted(ms[0][\"grad_norm\"]) and len(bk[0][\"buckets\"]) == 4
+      and ls.index(bk[0]) < [l[\"event\"] for l in ls].index(\"finished\"))
+sys.exit(not ok)' '$tmp/pj.out'" "rc $rc: $(head -c 600 "$tmp/pj.out") $(head -c 300 "$tmp/pj.err")"
+check "--progress-json --parallel pipeline: rank_step_ms of both ranks, rank 0's stage's norms only" \
+  "[ $rc2 -eq 0 ] && /usr/bin/python3 -c '
+import json, sys
+ms = [json.loads(l) for l in open(sys.argv[1]) if l.startswith(\"{\\\"event\\\":\\\"metrics\")]
+g = ms[-1][\"grad_norm\"]
+sys.exit(not (len(ms) == 2 and all(len(m[\"rank_step_ms\"]) == 2 and min(m[\"rank_step_ms\"]) > 0 for m in ms)
+              and g[\"fc1.weight\"] > 0 and g[\"fc3.weight\"] is None))' '$tmp/pp.out'" \
+  "rc $rc2: $(head -c 600 "$tmp/pp.out")"
+
 echo "1..$n"

@@ -213,6 +213,13 @@ run_case (const dp_case *k)
       if (k->shard && step == 9)
         check_sharded_state (k, ref, dp);
     }
+  /* Every rank's compute time of the last step (on the loss's all-reduce). */
+  double ms[16];
+  int nr = tw_trainer_rank_step_ms (dp, ms, G_N_ELEMENTS (ms));
+  CHECK (nr == tw_comm_size (comm), "rank_step_ms: %d entries for %d ranks", nr,
+         tw_comm_size (comm));
+  for (int r = 0; r < MIN (nr, 16); r++)
+    CHECK (ms[r] > 0, "rank %d's step time %g ms", r, ms[r]);
   /* The loss is the global batch's: the same rounding argument as the weights. */
   if (k->local_sgd <= 1)
     CHECK (worst_loss < DP_REL_BOUND, "loss differs by %g relative", worst_loss);
@@ -357,6 +364,63 @@ test_overlap (gconstpointer data)
   case_end ();
 }
 
+/* The bucket layout: none before the first step; then the one the step
+ * made (the parameters in the order their gradients came), which the pure
+ * cut reproduces from that order; the prediction names every trainable
+ * parameter once, last first. */
+static void
+test_buckets (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_model) m = make_model (TW_OPT_SGD, 30);
+  g_autoptr (tw_dataset) d = tw_dataset_synthetic ("blobs", 120, 3, -1, &error);
+  g_autoptr (tw_trainer) tr = tw_trainer_new (m, &error);
+  g_assert_no_error (error);
+  tw_dist_options o;
+  tw_dist_options_init (&o);
+  o.bucket_mb = 0.004;         /* 1000 floats: fc2.weight (32 × 32) alone */
+  g_assert_true (tw_trainer_set_dist (tr, comm, &o, &error));
+  tw_bucket_layout l = { 0 }, p = { 0 };
+  CHECK (!tw_trainer_dist_buckets (tr, &l) && tw_trainer_rank_step_ms (tr, NULL, 0) == 0,
+         "a layout or step times before the first step");
+  CHECK (tw_dist_bucket_predict (m->graph, o.bucket_mb, &p), "a prediction");
+  g_autoptr (tw_batcher) b = tw_batcher_new (d, 30, TRUE, 1, FALSE);
+  tw_batcher_reset (b, 0);
+  tw_tensor *x, *y;
+  g_assert_true (tw_batcher_next (b, &x, &y));
+  double loss;
+  CHECK (tw_trainer_step (tr, x, y, &loss, &error), "step: %s", error ? error->message : "");
+  tw_tensor_unref (x);
+  tw_tensor_unref (y);
+  CHECK (tw_trainer_dist_buckets (tr, &l), "a layout after the first step");
+  tw_params *ps = tw_trainer_params (tr);
+  int64_t numel[16];
+  int bucket_of[16], n = 0;
+  for (int k = 0; k < l.n; k++)
+    for (int i = 0; l.names[k][i] && n < 16; i++)
+      numel[n++] = tw_tensor_numel (tw_params_get (ps, l.names[k][i])->value);
+  CHECK (n == 6, "%d parameters in the buckets", n);
+  int nb = tw_dist_bucket_cut (numel, n, o.bucket_mb, bucket_of);
+  CHECK (nb == l.n, "the cut makes %d buckets, the trainer %d", nb, l.n);
+  for (int k = 0, j = 0; k < l.n; k++)
+    for (int i = 0; l.names[k][i] && j < n; i++, j++)
+      CHECK (bucket_of[j] == k, "%s: bucket %d by the cut, %d by the trainer", l.names[k][i],
+             bucket_of[j], k);
+  CHECK (tw_bucket_layout_find (&l, "fc2.weight", NULL) >= 0, "fc2.weight bucketed");
+  int pos = -1;
+  CHECK (tw_bucket_layout_find (&p, "fc3.bias", &pos) == 0 && pos == 0,
+         "predicted: fc3.bias first (bucket 0, position %d)", pos);
+  CHECK (tw_bucket_layout_find (&p, "fc1.weight", NULL) == p.n - 1, "predicted: fc1.weight last");
+  CHECK (tw_bucket_layout_find (&p, "nothing", NULL) == -1, "an unknown name");
+  int64_t total = 0;
+  for (int k = 0; k < p.n; k++)
+    total += p.bytes[k];
+  CHECK (total == tw_params_numel (ps, TRUE) * 4, "predicted bytes %" G_GINT64_FORMAT, total);
+  tw_bucket_layout_clear (&l);
+  tw_bucket_layout_clear (&p);
+  case_end ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -407,6 +471,7 @@ main (int argc, char **argv)
                                                k->shard ? "/shard-optimizer" : "");
       g_test_add_data_func (path, k, test_case);
     }
+  g_test_add_func ("/dp/buckets", test_buckets);
   g_test_add_data_func ("/dp/overlap/eager", GINT_TO_POINTER (TW_MODE_EAGER), test_overlap);
   g_test_add_data_func ("/dp/overlap/compiled", GINT_TO_POINTER (TW_MODE_COMPILED), test_overlap);
   int rc = g_test_run ();

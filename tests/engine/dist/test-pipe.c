@@ -366,6 +366,13 @@ run_case (const pipe_case *k)
       tw_tensor_unref (y);
     }
   CHECK (worst_loss < PIPE_REL_BOUND, "loss differs by %g relative", worst_loss);
+  /* Every rank's busy time of the last step, known to every rank. */
+  double ms[16];
+  int nr = tw_trainer_rank_step_ms (pp, ms, G_N_ELEMENTS (ms));
+  CHECK (nr == tw_comm_size (comm), "rank_step_ms: %d entries for %d ranks", nr,
+         tw_comm_size (comm));
+  for (int r = 0; r < MIN (nr, 16); r++)
+    CHECK (ms[r] > 0, "rank %d's step time %g ms", r, ms[r]);
   /* This rank's stage's weights (the others' are not trained here). */
   g_autofree int *st = g_new0 (int, tw_graph_n_nodes (m_pp->graph));
   g_assert_true (tw_pipeline_assign_stages (m_pp->graph, 2, st, NULL));
