@@ -32,9 +32,14 @@ static const ChartSpec charts[] = {
     { TWB_PLOT_SOLID, TWB_PLOT_DOTTED, TWB_PLOT_DASH_DOT }, NULL, FALSE },
   { "lr", "Learning rate", { "lr" }, { TWB_PLOT_SOLID }, NULL, FALSE },
   { "throughput", "Samples/s", { "samples_per_s" }, { TWB_PLOT_SOLID }, NULL, FALSE },
-  { "step-time", "Step time (ms)", { "step_ms" }, { TWB_PLOT_SOLID }, NULL, FALSE },
+  { "step-time", "Step time (ms)", { "step_ms" }, { TWB_PLOT_SOLID }, "step_ms:", FALSE },
   { "grad-norm", "Gradient norm per layer", { NULL }, { TWB_PLOT_SOLID }, "grad_norm:", TRUE },
 };
+
+/* A cluster run's step time per rank ("step_ms:rank N") on the step-time
+ * chart: dotted, in shades of the run's colour, and the straggler
+ * (twb_run_get_straggler) solid in this red, whatever the run's colour. */
+static const GdkRGBA straggler_colour = { 0.88, 0.11, 0.14, 1 };
 
 /* Gradient norms of one run: shade k of the run's colour mixes it with
  * white (odd k) or black (even k) by 12 % more every second step, at most
@@ -72,11 +77,21 @@ struct _TwbDashboard
   GtkWidget *classes_box, *confusion, *all_classes;
   GHashTable *curves;        /* series id + 1 → TRUE: already on a chart */
   GHashTable *shown;         /* run ids overlaid (the current run's always is) */
+  int straggler;             /* the current run's, as its curves are drawn (-1: none) */
   char *progress_text;
   guint n_runs_listed;
 };
 
 G_DEFINE_FINAL_TYPE (TwbDashboard, twb_dashboard, GTK_TYPE_WIDGET)
+
+static int
+chart_index (const char *name)
+{
+  for (guint c = 0; c < N_CHARTS; c++)
+    if (strcmp (charts[c].name, name) == 0)
+      return (int) c;
+  g_return_val_if_reached (0);
+}
 
 static int
 chart_for_series (const char *name, TwbPlotDash *dash)
@@ -85,7 +100,7 @@ chart_for_series (const char *name, TwbPlotDash *dash)
     {
       if (charts[c].prefix && g_str_has_prefix (name, charts[c].prefix))
         {
-          *dash = TWB_PLOT_SOLID;
+          *dash = g_str_has_prefix (name, "step_ms:rank ") ? TWB_PLOT_DOTTED : TWB_PLOT_SOLID;
           return (int) c;
         }
       for (int k = 0; k < 4 && charts[c].series[k]; k++)
@@ -156,8 +171,17 @@ add_new_curves (TwbDashboard *d)
         continue;
       GdkRGBA colour;
       twb_dashboard_run_colour (run, &colour);
-      if (charts[c].prefix)
+      const char *name = twb_metrics_series_name (d->metrics, s);
+      guint64 rank = 0;
+      if (charts[c].prefix && g_str_has_prefix (name, charts[c].prefix))
         shade (&colour, rank_in_run (d, s, run, charts[c].prefix));
+      if (current && g_str_has_prefix (name, "step_ms:rank ")
+          && g_ascii_string_to_unsigned (name + 13, 10, 0, G_MAXINT, &rank, NULL)
+          && (int) rank == d->straggler)
+        {
+          colour = straggler_colour;
+          dash = TWB_PLOT_SOLID;
+        }
       twb_plot_add_curve_styled (TWB_PLOT (d->plots[c]), s, &colour, dash);
       g_hash_table_add (d->curves, GUINT_TO_POINTER (s + 1));
     }
@@ -233,13 +257,36 @@ update_progress (TwbDashboard *d)
     }
   if (!isnan (p.loss) && (st == TW_SESSION_RUNNING || st == TW_SESSION_PAUSED))
     g_string_append_printf (t, " · loss %.4g", p.loss);
+  double ratio;
+  int slow = twb_run_get_straggler (d->run, &ratio);
+  if (slow >= 0)
+    g_string_append_printf (t, " · rank %d slowest (%.1f× the others)", slow, ratio);
   d->progress_text = g_string_free (t, FALSE);
   gtk_label_set_text (GTK_LABEL (d->progress_label), d->progress_text);
+}
+
+/* The current run's straggler changed: its rank curves are drawn anew. */
+static void
+update_straggler (TwbDashboard *d)
+{
+  int now = d->run ? twb_run_get_straggler (d->run, NULL) : -1;
+  if (now == d->straggler)
+    return;
+  d->straggler = now;
+  const char *run = twb_run_get_id (d->run);
+  TwbPlot *p = TWB_PLOT (d->plots[chart_index ("step-time")]);
+  guint n = twb_metrics_n_series (d->metrics);
+  for (guint s = 0; s < n; s++)
+    if (g_strcmp0 (twb_metrics_series_run (d->metrics, s), run) == 0
+        && g_str_has_prefix (twb_metrics_series_name (d->metrics, s), "step_ms:rank ")
+        && g_hash_table_remove (d->curves, GUINT_TO_POINTER (s + 1)))
+      twb_plot_remove_curve (p, s);
 }
 
 void
 twb_dashboard_update (TwbDashboard *d)
 {
+  update_straggler (d);
   add_new_curves (d);
   update_progress (d);
 }
@@ -292,6 +339,7 @@ twb_dashboard_set_run (TwbDashboard *d, TwbRun *run)
     }
   g_clear_object (&d->run);
   d->run = run;
+  d->straggler = -1;
   if (run)
     g_signal_connect (run, "state-changed", G_CALLBACK (run_state_changed), d);
   twb_dashboard_update (d);
@@ -502,8 +550,9 @@ log_toggled (GtkCheckButton *b, TwbDashboard *d)
 {
   gboolean on = gtk_check_button_get_active (b);
   /* Loss and gradient norms read best on a log axis; accuracy never does. */
-  twb_plot_set_log_y (TWB_PLOT (d->plots[0]), on);
-  twb_plot_set_log_y (TWB_PLOT (d->plots[4]), on || charts[4].log_default);
+  int g = chart_index ("grad-norm");
+  twb_plot_set_log_y (TWB_PLOT (d->plots[chart_index ("loss")]), on);
+  twb_plot_set_log_y (TWB_PLOT (d->plots[g]), on || charts[g].log_default);
 }
 
 static void
@@ -642,6 +691,7 @@ twb_dashboard_init (TwbDashboard *d)
 {
   d->curves = g_hash_table_new (g_direct_hash, g_direct_equal);
   d->shown = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  d->straggler = -1;
 }
 
 static void

@@ -55,6 +55,13 @@ struct _TwbRun
   gboolean external;
   char *label, *command;
   GHashTable *grad_series;     /* param name → series id + 1 */
+  /* External runs: every rank's step time ("step_ms:rank N"), its sum and
+   * count for the straggler, and the gradient buckets the run ended with. */
+  GArray *rank_series;         /* series id per rank */
+  GArray *rank_sum;            /* double per rank */
+  int64_t rank_steps;
+  tw_bucket_layout buckets;
+  double bucket_mb;
 };
 
 G_DEFINE_FINAL_TYPE (TwbRun, twb_run, G_TYPE_OBJECT)
@@ -108,6 +115,9 @@ twb_run_finalize (GObject *object)
   g_hash_table_unref (r->last_seen);
   g_hash_table_unref (r->previous);
   g_hash_table_unref (r->grad_series);
+  g_clear_pointer (&r->rank_series, g_array_unref);
+  g_clear_pointer (&r->rank_sum, g_array_unref);
+  tw_bucket_layout_clear (&r->buckets);
   clear_classes (r);
   G_OBJECT_CLASS (twb_run_parent_class)->finalize (object);
 }
@@ -662,6 +672,132 @@ member_num (JsonObject *o, const char *name)
   return t == G_TYPE_DOUBLE || t == G_TYPE_INT64 ? json_node_get_double (n) : NAN;
 }
 
+/* "rank_step_ms": [..] of a metrics line: a series per rank. */
+static void
+take_rank_times (TwbRun *r, JsonObject *o, double x)
+{
+  JsonNode *n = json_object_get_member (o, "rank_step_ms");
+  if (n == NULL || !JSON_NODE_HOLDS_ARRAY (n))
+    return;
+  JsonArray *a = json_node_get_array (n);
+  guint nr = json_array_get_length (a);
+  if (r->rank_series == NULL)
+    {
+      r->rank_series = g_array_new (FALSE, FALSE, sizeof (guint));
+      r->rank_sum = g_array_new (FALSE, TRUE, sizeof (double));
+    }
+  for (guint k = r->rank_series->len; k < nr; k++)
+    {
+      g_autofree char *name = g_strdup_printf ("step_ms:rank %u", k);
+      guint id = twb_metrics_add_series (r->metrics, r->id, name);
+      g_array_append_val (r->rank_series, id);
+    }
+  g_array_set_size (r->rank_sum, MAX (r->rank_sum->len, nr));
+  for (guint k = 0; k < nr; k++)
+    {
+      JsonNode *e = json_array_get_element (a, k);
+      if (!JSON_NODE_HOLDS_VALUE (e))
+        continue;
+      double ms = json_node_get_double (e);
+      twb_metrics_append (r->metrics, g_array_index (r->rank_series, guint, k), x, ms);
+      /* The first step makes the executors and buffers: left out. */
+      if (r->rank_steps > 0)
+        g_array_index (r->rank_sum, double, k) += ms;
+    }
+  r->rank_steps++;
+}
+
+/* "grad_norm": { param: norm or null } of a metrics line, into sn. */
+static void
+take_grad_norms (JsonObject *o, tw_snapshot *sn)
+{
+  JsonNode *n = json_object_get_member (o, "grad_norm");
+  if (n == NULL || !JSON_NODE_HOLDS_OBJECT (n))
+    return;
+  JsonObject *g = json_node_get_object (n);
+  g_autoptr (GList) names = json_object_get_members (g);
+  guint len = g_list_length (names), i = 0;
+  sn->param_names = g_new0 (char *, len + 1);
+  sn->grad_norm = g_new0 (double, MAX (len, 1));
+  for (GList *l = names; l; l = l->next, i++)
+    {
+      sn->param_names[i] = g_strdup (l->data);
+      sn->grad_norm[i] = member_num (g, l->data);
+    }
+}
+
+/* A "buckets" line: the layout the run ended with. */
+static void
+take_buckets (TwbRun *r, JsonObject *o)
+{
+  tw_bucket_layout_clear (&r->buckets);
+  r->bucket_mb = member_num (o, "bucket_mb");
+  JsonNode *n = json_object_get_member (o, "buckets");
+  if (n == NULL || !JSON_NODE_HOLDS_ARRAY (n))
+    return;
+  JsonArray *a = json_node_get_array (n);
+  int nb = (int) json_array_get_length (a);
+  r->buckets.names = g_new0 (char **, MAX (nb, 1));
+  r->buckets.bytes = g_new0 (int64_t, MAX (nb, 1));
+  for (int b = 0; b < nb; b++)
+    {
+      JsonNode *e = json_array_get_element (a, b);
+      JsonObject *k = JSON_NODE_HOLDS_OBJECT (e) ? json_node_get_object (e) : NULL;
+      JsonArray *ps = k && json_object_has_member (k, "params")
+                          && JSON_NODE_HOLDS_ARRAY (json_object_get_member (k, "params"))
+                        ? json_object_get_array_member (k, "params") : NULL;
+      guint np = ps ? json_array_get_length (ps) : 0;
+      r->buckets.names[b] = g_new0 (char *, np + 1);
+      for (guint i = 0; i < np; i++)
+        {
+          const char *s = json_node_get_string (json_array_get_element (ps, i));
+          r->buckets.names[b][i] = g_strdup (s ? s : "");
+        }
+      double bytes = k ? member_num (k, "bytes") : NAN;
+      r->buckets.bytes[b] = isfinite (bytes) ? (int64_t) bytes : 0;
+    }
+  r->buckets.n = nb;
+}
+
+const tw_bucket_layout *
+twb_run_get_buckets (TwbRun *r, double *bucket_mb)
+{
+  if (bucket_mb)
+    *bucket_mb = r->bucket_mb;
+  return r->buckets.n > 0 ? &r->buckets : NULL;
+}
+
+guint
+twb_run_get_n_ranks (TwbRun *r)
+{
+  return r->rank_series ? r->rank_series->len : 0;
+}
+
+int
+twb_run_get_straggler (TwbRun *r, double *ratio)
+{
+  guint nr = twb_run_get_n_ranks (r);
+  if (ratio)
+    *ratio = NAN;
+  if (nr < 2 || r->rank_steps < 2)
+    return -1;
+  int slow = 0;
+  double total = 0;
+  for (guint k = 0; k < nr; k++)
+    {
+      double v = g_array_index (r->rank_sum, double, k);
+      total += v;
+      if (v > g_array_index (r->rank_sum, double, slow))
+        slow = (int) k;
+    }
+  double me = g_array_index (r->rank_sum, double, slow);
+  double others = (total - me) / (nr - 1);
+  double q = others > 0 ? me / others : NAN;
+  if (ratio)
+    *ratio = q;
+  return isfinite (q) && q >= TWB_RUN_STRAGGLER_RATIO ? slow : -1;
+}
+
 gboolean
 twb_run_feed_line (TwbRun *r, const char *line)
 {
@@ -702,7 +838,9 @@ twb_run_feed_line (TwbRun *r, const char *line)
       if (r->total_steps > 0 && sn->samples_per_s > 0)
         sn->eta_s = (double) (r->total_steps - sn->step) * r->batch / sn->samples_per_s;
       sn->comm_bytes = member_num (o, "comm_bytes");
+      take_grad_norms (o, sn);
       take_metrics (r, sn);
+      take_rank_times (r, o, (double) sn->step);
       if (!isnan (sn->comm_bytes))
         {
           if (r->series_comm == G_MAXUINT)
@@ -735,6 +873,11 @@ twb_run_feed_line (TwbRun *r, const char *line)
       sn->message = g_strdup (msg);
       r->progress.step = MAX (r->progress.step, sn->step);
       take_finished (r, sn);   /* the state and "finished" come when the processes end */
+    }
+  else if (strcmp (event, "buckets") == 0)
+    {
+      take_buckets (r, o);
+      tw_snapshot_free (sn);
     }
   else
     {

@@ -40,6 +40,7 @@
 
 #include "engine/classes.h"
 #include "engine/session.h"
+#include "engine/train.h"
 #include "ui/twb-metrics.h"
 
 G_BEGIN_DECLS
@@ -145,6 +146,19 @@ const char *twb_run_get_label (TwbRun *r);       /* NULL for the window's own ru
 const char *twb_run_get_command (TwbRun *r);     /* NULL for the window's own runs */
 /* One line of --progress-json; FALSE (nothing taken) when it is not one. */
 gboolean twb_run_feed_line (TwbRun *r, const char *line);
+/* Every rank's step time: a series per rank ("step_ms:rank N"), from
+ * metrics lines' rank_step_ms; the number of ranks seen (0 before). */
+guint twb_run_get_n_ranks (TwbRun *r);
+/* The straggler: the rank whose mean step time over the run (the first
+ * step, which makes the buffers, left out) is at least
+ * TWB_RUN_STRAGGLER_RATIO times the others' mean (ratio: that quotient,
+ * NaN before two ranks reported), or -1 when none is. */
+#define TWB_RUN_STRAGGLER_RATIO 1.25   /* a margin chosen over the noise of equal ranks
+                                        * sharing cores, not a measured bound */
+int twb_run_get_straggler (TwbRun *r, double *ratio);
+/* Data parallel: the gradient buckets the run ended with (its "buckets"
+ * line) and the --bucket-mb it ran with; NULL before that line.  Borrowed. */
+const tw_bucket_layout *twb_run_get_buckets (TwbRun *r, double *bucket_mb);
 /* The processes ended: state (FINISHED, STOPPED, FAILED) and the error of
  * a failure, unless a "finished" line said it already.  "finished" then. */
 void twb_run_end_external (TwbRun *r, tw_session_state state, const char *error);

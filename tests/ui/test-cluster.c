@@ -153,6 +153,15 @@ run_check (GtkWidget *root, const char *id)
   return NULL;
 }
 
+/* The Training tab, tall enough for both rows of charts. */
+static void
+show_dashboard (TwbWindow *w)
+{
+  twb_window_show_panel (w, "training");
+  gtk_paned_set_position (GTK_PANED (w->vpaned), 330);
+  twt_ui_pump ();
+}
+
 static void
 shot (TwbWindow *w, const char *name)
 {
@@ -235,14 +244,37 @@ test_run_and_overlay (void)
   g_assert_cmpuint (points (w, sync_id, "step_ms"), ==, 40);
   g_assert_cmpuint (points (w, sync_id, "comm_bytes"), ==, 40);
   g_assert_cmpuint (points (w, sync_id, "test_accuracy"), ==, 1);
+  /* Every rank's step time, a series each on the step-time chart, and rank
+   * 0's gradient norms on the gradient chart as a local run's. */
+  TwbDashboard *dash = TWB_DASHBOARD (w->dashboard);
+  TwbPlot *step_plot = twb_dashboard_get_plot (dash, "step-time");
+  TwbPlot *grad_plot = twb_dashboard_get_plot (dash, "grad-norm");
+  GdkRGBA rc;
+  g_assert_cmpuint (twb_run_get_n_ranks (run), ==, 2);
+  for (int k = 0; k < 2; k++)
+    {
+      g_autofree char *name = g_strdup_printf ("step_ms:rank %d", k);
+      g_assert_cmpuint (points (w, sync_id, name), ==, 40);
+      g_assert_true (twb_plot_get_curve_colour (
+        step_plot, twb_metrics_find_series (w->metrics, sync_id, name), &rc));
+    }
+  g_assert_cmpuint (twb_plot_n_curves (step_plot), ==, 3);   /* step_ms and 2 ranks */
+  static const char *const params[] = { "fc1.weight", "fc1.bias", "fc2.weight",
+                                        "fc2.bias",   "fc3.weight", "fc3.bias" };
+  for (guint i = 0; i < G_N_ELEMENTS (params); i++)
+    {
+      g_autofree char *name = g_strconcat ("grad_norm:", params[i], NULL);
+      g_assert_cmpuint (points (w, sync_id, name), ==, 40);
+      g_assert_true (twb_plot_get_curve_colour (
+        grad_plot, twb_metrics_find_series (w->metrics, sync_id, name), &rc));
+    }
   g_autoptr (TwbRunRecord) rec = record_of (w, sync_id);
   g_assert_nonnull (rec);
   g_assert_cmpstr (rec->state, ==, "finished");
   g_assert_cmpstr (rec->label, ==, "2 ranks");
   g_assert_cmpint (rec->steps, ==, 40);
   g_assert_true (row_with (w, sync_id, "2 ranks · 40 steps"));
-  twb_window_show_panel (w, "training");
-  twt_ui_pump ();
+  show_dashboard (w);
   shot (w, "cluster-run.png");
 
   /* The same with top-k 1%, then the synchronous run ticked in the list. */
@@ -281,6 +313,51 @@ test_run_and_overlay (void)
                                             &c));
   twt_ui_pump ();
   shot (w, "cluster-overlay.png");
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
+/* A rank twice as slow as the other (fed as --progress-json lines): its
+ * curve turns the straggler's red, the others stay the run's dotted
+ * shades, and the progress line names it. */
+static void
+test_straggler (void)
+{
+  TwbWindow *w = open_spirals ();
+  TwbRun *run = twb_run_new_external ("run-9", "2 ranks", "twb train …",
+                                      twb_document_get_model (w->doc), w->metrics);
+  TwbDashboard *dash = TWB_DASHBOARD (w->dashboard);
+  twb_dashboard_set_run (dash, run);
+  for (int s = 1; s <= 30; s++)
+    {
+      g_autofree char *line = g_strdup_printf (
+        "{\"event\":\"metrics\",\"step\":%d,\"epoch\":0,\"loss\":%g,\"accuracy\":0.5,"
+        "\"lr\":0.01,\"step_ms\":%g,\"samples_per_s\":900,\"comm_bytes\":1000,"
+        "\"total_steps\":30,\"rank_step_ms\":[%g,%g]}",
+        s, 1.0 / s, 24.0 + (s % 3), 10.0 + (s % 4), 21.0 + (s % 5));
+      g_assert_true (twb_run_feed_line (run, line));
+      twb_dashboard_update (dash);
+    }
+  twt_ui_pump ();
+  double ratio;
+  g_assert_cmpint (twb_run_get_straggler (run, &ratio), ==, 1);
+  g_assert_cmpfloat (ratio, >, 1.8);
+  TwbPlot *p = twb_dashboard_get_plot (dash, "step-time");
+  GdkRGBA c0, c1, mine;
+  g_assert_true (twb_plot_get_curve_colour (
+    p, twb_metrics_find_series (w->metrics, "run-9", "step_ms:rank 0"), &c0));
+  g_assert_true (twb_plot_get_curve_colour (
+    p, twb_metrics_find_series (w->metrics, "run-9", "step_ms:rank 1"), &c1));
+  twb_dashboard_run_colour ("run-9", &mine);
+  g_assert_cmpfloat (c1.red, >, 0.8);
+  g_assert_cmpfloat (c1.green, <, 0.2);
+  g_assert_false (gdk_rgba_equal (&c0, &c1));
+  g_assert_nonnull (strstr (twb_dashboard_get_progress_text (dash), "rank 1 slowest"));
+  show_dashboard (w);
+  shot (w, "cluster-straggler.png");
+  twb_run_end_external (run, TW_SESSION_STOPPED, NULL);
+  twb_dashboard_set_run (dash, NULL);
+  g_object_unref (run);
   gtk_window_destroy (GTK_WINDOW (w));
   twt_ui_pump ();
 }
@@ -504,6 +581,7 @@ main (int argc, char **argv)
   if (twb_program)
     g_setenv ("TWB_PROGRAM", twb_program, TRUE);
   g_test_add_func ("/ui/cluster/dialog", test_dialog);
+  g_test_add_func ("/ui/cluster/straggler", test_straggler);
   g_autofree char *mpirun = g_find_program_in_path ("mpirun");
   if (mpirun && twb_program)
     {
