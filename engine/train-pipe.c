@@ -161,7 +161,18 @@ balance (const tw_graph *g, const GArray *order, int n_stages, int *stage_of)
 gboolean
 tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of, GError **error)
 {
+  return tw_pipeline_assign_stages_full (g, n_stages, stage_of, NULL, error);
+}
+
+gboolean
+tw_pipeline_assign_stages_full (const tw_graph *g, int n_stages, int *stage_of, int *bad_node,
+                                GError **error)
+{
   int nn = tw_graph_n_nodes (g), n_work = 0;
+  int unused;
+  if (bad_node == NULL)
+    bad_node = &unused;
+  *bad_node = -1;
   gboolean any = FALSE;
   for (int i = 0; i < nn; i++)
     {
@@ -208,6 +219,7 @@ tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of, GErro
           {
             if (v->type != TW_ATTR_INT || v->i < 0 || v->i >= n_stages)
               {
+                *bad_node = i;
                 g_autofree char *what = v->type == TW_ATTR_INT
                                           ? g_strdup_printf ("%" G_GINT64_FORMAT, v->i)
                                           : g_strdup ("not an integer");
@@ -238,6 +250,7 @@ tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of, GErro
           int m = n->in_ports[k].node;
           if (m >= 0 && stage_of[m] > stage_of[i])
             {
+              *bad_node = i;
               g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
                            "node %s (stage %d) reads %s of stage %d: the stages must form a "
                            "chain, each reading only from itself and earlier stages",
@@ -250,6 +263,7 @@ tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of, GErro
           int o = tw_graph_index_of (g, n->share);
           if (o >= 0 && stage_of[o] != stage_of[i])
             {
+              *bad_node = i;
               g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
                            "node %s (stage %d) shares the parameters of %s (stage %d): a shared "
                            "layer must stay in one stage", n->id, stage_of[i], n->share,
@@ -260,6 +274,7 @@ tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of, GErro
     }
   if (loss && stage_of[tw_graph_index_of (g, loss->id)] != n_stages - 1)
     {
+      *bad_node = tw_graph_index_of (g, loss->id);
       g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
                    "node %s: the loss is in stage %d; it must be in the last stage (%d)",
                    loss->id, stage_of[tw_graph_index_of (g, loss->id)], n_stages - 1);

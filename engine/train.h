@@ -341,6 +341,11 @@ void tw_pipeline_options_init (tw_pipeline_options *o);
  * stage. */
 gboolean tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_of,
                                     GError **error);
+/* The same; on failure *bad_node is the index of the node the error names
+ * (-1 for a graph-wide one: too many stages, a stage without nodes).  Pure:
+ * the editor paints the stages with it. */
+gboolean tw_pipeline_assign_stages_full (const tw_graph *g, int n_stages, int *stage_of,
+                                         int *bad_node, GError **error);
 
 /* Before the first step, in eager mode: checks that every rank has the same
  * model, broadcasts rank 0's parameters and buffers, cuts the graph and

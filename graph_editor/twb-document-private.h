@@ -97,6 +97,16 @@ struct _TwbDocument
   guint pending_flags;
   double last_infer_us;
 
+  /* Pipeline stages shown (twb-document-stages.c): asked for, and the
+   * placement of the graph as it was last computed. */
+  int pipeline_stages;
+  gboolean stages_valid;
+  int n_stages;
+  int *stage_of;                /* [n_nodes] of the graph it was made for */
+  int stage_of_len;
+  char *stage_error;
+  char *stage_error_node;
+
   /* Last notified values, to notify only real changes. */
   gboolean n_dirty, n_can_undo, n_can_redo;
 };
@@ -133,6 +143,9 @@ void twb_document_finish (TwbDocument *doc, guint flags);
 void twb_document_mark_changed (TwbDocument *doc, const char *id);
 
 void twb_document_emit_selection_changed (TwbDocument *doc);
+
+/* Stages (twb-document-stages.c): forget the placement; free it. */
+void twb_document_stages_invalidate (TwbDocument *doc);
 
 /* Blocks (twb-document-blocks.c). */
 void twb_document_blocks_load (TwbDocument *doc);

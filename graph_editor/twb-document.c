@@ -50,6 +50,7 @@ twb_document_finalize (GObject *object)
   g_ptr_array_unref (doc->blocks);
   g_clear_pointer (&doc->block_of, g_hash_table_unref);
   g_ptr_array_unref (doc->changed_ids);
+  twb_document_stages_invalidate (doc);
   G_OBJECT_CLASS (twb_document_parent_class)->finalize (object);
 }
 
@@ -238,6 +239,8 @@ twb_document_finish (TwbDocument *doc, guint flags)
     }
   gboolean dirty = twb_document_get_dirty (doc);
   gboolean can_undo = twb_document_can_undo (doc), can_redo = twb_document_can_redo (doc);
+  if (flags & (TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_SHAPES | TWB_CHANGE_FILE))
+    twb_document_stages_invalidate (doc);
   if (flags)
     g_signal_emit (doc, signals[SIGNAL_CHANGED], 0, flags);
   if (dirty != doc->n_dirty)
@@ -846,7 +849,7 @@ edit_attr (TwbDocument *doc, const char *id, const char *name, const tw_attr_val
     tw_attrs_remove (s->attrs, name);
   if (n->op)
     {
-      if (attr_spec (n->op, name) == NULL)
+      if (attr_spec (n->op, name) == NULL && strcmp (name, "stage") != 0)
         {
           g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
                        "%s (%s) has no attribute '%s'", id, n->op->name, name);
@@ -959,7 +962,9 @@ twb_document_set_attr_text (TwbDocument *doc, const char *id, const char *name, 
   if (n == NULL)
     return FALSE;
   const tw_attr_spec *spec = n->op ? attr_spec (n->op, name) : NULL;
-  if (n->op && spec == NULL)
+  /* "stage" belongs to every node (its pipeline stage, engine/attrs.c). */
+  gboolean stage = spec == NULL && strcmp (name, "stage") == 0;
+  if (n->op && spec == NULL && !stage)
     {
       g_set_error (error, TWB_DOCUMENT_ERROR, TWB_DOCUMENT_ERROR_INVALID_ATTR,
                    "%s (%s) has no attribute '%s'", id, n->op->name, name);
@@ -967,7 +972,9 @@ twb_document_set_attr_text (TwbDocument *doc, const char *id, const char *name, 
     }
   tw_attr_type type;
   const tw_attr_value *old = tw_attrs_lookup (n->attrs, name);
-  if (spec)
+  if (stage)
+    type = TW_ATTR_INT;
+  else if (spec)
     type = spec->type;
   else if (old)
     type = old->type;

@@ -57,6 +57,9 @@ typedef enum
 } TwbChangeFlags;
 
 #define TWB_TYPE_DOCUMENT (twb_document_get_type ())
+/* Also in "changed": the pipeline stages to show changed
+ * (twb_document_set_pipeline_stages), the graph did not. */
+#define TWB_CHANGE_STAGES (1 << 6)
 G_DECLARE_FINAL_TYPE (TwbDocument, twb_document, TWB, DOCUMENT, GObject)
 
 /* Signals:
@@ -305,5 +308,27 @@ const char *twb_document_get_recovery_file (TwbDocument *doc);
 /* Open a recovery file: the document gets the original path (NULL if it was
  * untitled), is dirty, and removes the recovery file once saved or closed. */
 TwbDocument *twb_document_new_from_recovery (const char *file, GError **error);
+
+/* Pipeline stages, as the canvas paints them: placed by the engine's own
+ * rules (tw_pipeline_assign_stages) for n_stages set here (the Cluster
+ * dialog's pipeline or hybrid; 0: none asked), or, when none is asked, for
+ * one stage past the highest "stage" attribute of any node.  Nothing is
+ * placed when no stage is asked and no node has one, or while the shapes
+ * do not check.  Setting emits "changed" with TWB_CHANGE_STAGES alone.
+ *
+ *   twb_document_set_pipeline_stages (doc, 2);
+ *   int s = twb_document_get_node_stage (doc, "fc2");      // 1
+ *   const char *e = twb_document_get_stage_error (doc, &id); // NULL: none
+ */
+void twb_document_set_pipeline_stages (TwbDocument *doc, int n_stages);
+int twb_document_get_pipeline_stages (TwbDocument *doc);
+/* Stages placed (0: none, or the placement failed). */
+int twb_document_get_n_stages (TwbDocument *doc);
+/* A node's stage, -1 for input nodes, unknown ids and when none is placed. */
+int twb_document_get_node_stage (TwbDocument *doc, const char *id);
+/* Why the placement failed (a run would stop with it), NULL when it did
+ * not; *node_id (may be NULL) the node it names, NULL for a graph-wide
+ * one.  Borrowed, valid until the document changes. */
+const char *twb_document_get_stage_error (TwbDocument *doc, const char **node_id);
 
 G_END_DECLS

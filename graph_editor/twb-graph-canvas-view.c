@@ -293,6 +293,29 @@ twb_graph_canvas_get_tint (TwbGraphCanvas *self, const char *id)
   return GPOINTER_TO_UINT (g_hash_table_lookup (self->view.tints, id));
 }
 
+gboolean
+twb_graph_canvas_get_stage_colour (TwbGraphCanvas *self, const char *id, int *stage,
+                                   GdkRGBA *colour)
+{
+  int i = self->scene ? twb_graph_scene_find (self->scene, id) : -1;
+  int st = i >= 0 ? self->scene->nodes[i].stage : -1;
+  if (stage)
+    *stage = st;
+  if (st < 0)
+    return FALSE;
+  double rgb[3];
+  twb_graph_render_stage_colour (st, rgb);
+  if (colour)
+    *colour = (GdkRGBA) { (float) rgb[0], (float) rgb[1], (float) rgb[2], 1 };
+  return TRUE;
+}
+
+int
+twb_graph_canvas_get_n_stages (TwbGraphCanvas *self)
+{
+  return self->scene ? self->scene->n_stages : 0;
+}
+
 /* ---- Blocks opening and closing ------------------------------------------------ */
 
 /* Margin kept around a block brought into view, device px: the width of a

@@ -73,6 +73,11 @@ void twb_graph_canvas_set_tints (TwbGraphCanvas *self, GHashTable *tints);
 guint twb_graph_canvas_get_tint (TwbGraphCanvas *self, const char *id);
 void twb_graph_canvas_set_snap_to_grid (TwbGraphCanvas *self, gboolean snap);
 gboolean twb_graph_canvas_get_snap_to_grid (TwbGraphCanvas *self);
+/* The pipeline stage a node is painted with (its band's colour), FALSE
+ * (stage -1) when it has none; the number of stages in the legend. */
+gboolean twb_graph_canvas_get_stage_colour (TwbGraphCanvas *self, const char *id, int *stage,
+                                            GdkRGBA *colour);
+int twb_graph_canvas_get_n_stages (TwbGraphCanvas *self);
 /* Show the node: select it, give it the keyboard focus ring and scroll to it. */
 void twb_graph_canvas_reveal_node (TwbGraphCanvas *self, const char *id);
 

@@ -89,6 +89,32 @@ set_rgb (cairo_t *cr, Rgb c)
   cairo_set_source_rgb (cr, c.r, c.g, c.b);
 }
 
+/* Pipeline stages: GNOME palette shades other than the headers' blue,
+ * green and red, in an order that keeps neighbours apart; they repeat
+ * after 8. */
+static const Rgb stage_colours[] = {
+  { 0.90, 0.38, 0.00 },   /* orange 5 (#e66100) */
+  { 0.57, 0.25, 0.67 },   /* purple 3 (#9141ac) */
+  { 0.13, 0.56, 0.64 },   /* teal */
+  { 0.78, 0.53, 0.00 },   /* yellow 5 (#c88800) */
+  { 0.75, 0.38, 0.80 },   /* purple 1 (#c061cb) */
+  { 0.53, 0.37, 0.24 },   /* brown 3 (#865e3c) */
+  { 0.36, 0.53, 0.19 },   /* olive */
+  { 0.40, 0.40, 0.45 },   /* dark 1 */
+};
+
+void
+twb_graph_render_stage_colour (int stage, double rgb[3])
+{
+  const Rgb *c = &stage_colours[(guint) MAX (stage, 0) % G_N_ELEMENTS (stage_colours)];
+  rgb[0] = c->r;
+  rgb[1] = c->g;
+  rgb[2] = c->b;
+}
+
+/* The band along a node's bottom edge, model units. */
+#define STAGE_BAND_H 5.0
+
 static Rgb
 dtype_color (const char *type)
 {
@@ -775,6 +801,21 @@ draw_node_detailed (cairo_t *cr, const TwbGraphScene *s, int i, const TwbRenderV
                              (tint & 0xff) / 255.0, v->dark ? 0.45 : 0.35);
       cairo_fill (cr);
     }
+  if (n->stage >= 0)
+    {
+      /* Its pipeline stage: a faint wash of the stage's colour and a band
+       * along the bottom, under the text's last line. */
+      const Rgb *c = &stage_colours[n->stage % G_N_ELEMENTS (stage_colours)];
+      cairo_save (cr);
+      rounded_rect (cr, n->x, n->y, n->w, n->h, RADIUS);
+      cairo_clip (cr);
+      cairo_set_source_rgba (cr, c->r, c->g, c->b, v->dark ? 0.22 : 0.12);
+      cairo_paint (cr);
+      cairo_rectangle (cr, n->x, n->y + n->h - STAGE_BAND_H, n->w, STAGE_BAND_H);
+      set_rgb (cr, *c);
+      cairo_fill (cr);
+      cairo_restore (cr);
+    }
   guint marks = node_marks (v, n->id);
 
   /* Header band (far out: the whole box, a tile of its colour). */
@@ -998,6 +1039,62 @@ draw_hint (cairo_t *cr, const TwbRenderView *v, const Palette *p)
   last_hint = TRUE;
 }
 
+/* The stages' legend in the viewport's bottom left corner (the minimap
+ * takes the right): "stage 0", "stage 1", … each after its swatch, on one
+ * row while they fit, then wrapping. */
+#define LEGEND_PAD 8.0
+#define LEGEND_SWATCH 12.0
+
+static void
+draw_stage_legend (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v, const Palette *p)
+{
+  PangoLayout *l = pango_cairo_create_layout (cr);
+  double max_w = MIN (v->width * 0.5, 420), row_h = 0, x = 0, w_used = 0;
+  int rows = 1;
+  g_autofree double *xs = g_new (double, s->n_stages);
+  g_autofree int *row_of = g_new (int, s->n_stages);
+  for (int k = 0; k < s->n_stages; k++)
+    {
+      g_autofree char *t = g_strdup_printf ("stage %d", k);
+      layout_text (l, t, -1, FALSE, 12);
+      int tw, th;
+      pango_layout_get_pixel_size (l, &tw, &th);
+      double item = LEGEND_SWATCH + 4 + tw;
+      if (x > 0 && x + item > max_w)
+        {
+          rows++;
+          x = 0;
+        }
+      xs[k] = x;
+      row_of[k] = rows - 1;
+      x += item + 10;
+      w_used = MAX (w_used, x - 10);
+      row_h = MAX (row_h, MAX (th, LEGEND_SWATCH));
+    }
+  double bw = w_used + 2 * LEGEND_PAD, bh = rows * row_h + (rows - 1) * 4 + 2 * LEGEND_PAD;
+  double bx = 12, by = v->height - 12 - bh;
+  rounded_rect (cr, bx, by, bw, bh, 6);
+  cairo_set_source_rgba (cr, p->body.r, p->body.g, p->body.b, 0.92);
+  cairo_fill_preserve (cr);
+  set_rgb (cr, p->border);
+  cairo_set_line_width (cr, 1);
+  cairo_stroke (cr);
+  for (int k = 0; k < s->n_stages; k++)
+    {
+      double ix = bx + LEGEND_PAD + xs[k];
+      double iy = by + LEGEND_PAD + row_of[k] * (row_h + 4);
+      const Rgb *c = &stage_colours[k % G_N_ELEMENTS (stage_colours)];
+      rounded_rect (cr, ix, iy + (row_h - LEGEND_SWATCH) / 2, LEGEND_SWATCH, LEGEND_SWATCH, 3);
+      set_rgb (cr, *c);
+      cairo_fill (cr);
+      g_autofree char *t = g_strdup_printf ("stage %d", k);
+      layout_text (l, t, -1, FALSE, 12);
+      set_rgb (cr, p->text);
+      draw_text (cr, l, ix + LEGEND_SWATCH + 4, iy + row_h / 2);
+    }
+  g_object_unref (l);
+}
+
 void
 twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
 {
@@ -1112,6 +1209,8 @@ twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v)
   cairo_restore (cr);
   if (v->hint && s->n_nodes == 0 && v->width > 0 && v->height > 0)
     draw_hint (cr, v, p);
+  if (s->n_stages > 0 && v->width > 0 && v->height > 0)
+    draw_stage_legend (cr, s, v, p);
 }
 
 typedef struct

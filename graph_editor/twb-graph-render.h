@@ -87,6 +87,8 @@ typedef struct
 } TwbRenderView;
 
 void twb_render_view_init (TwbRenderView *v);
+/* Pipeline stage k's colour (the band and the legend), RGB in 0–1. */
+void twb_graph_render_stage_colour (int stage, double rgb[3]);
 
 void twb_graph_render (cairo_t *cr, const TwbGraphScene *s, const TwbRenderView *v);
 

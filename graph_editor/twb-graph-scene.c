@@ -136,6 +136,12 @@ fill_node (TwbDocument *doc, const tw_graph *g, GHashTable *outputs, int gi, Twb
   sn->n_in = node_n_inputs (n);
   sn->n_out = node_n_outputs (n);
   sn->error = n->error ? g_strdup (n->error) : NULL;
+  sn->stage = twb_document_get_node_stage (doc, n->id);
+  /* The pipeline placement's error on the node it names (a run would stop there). */
+  const char *stage_node = NULL;
+  const char *stage_error = twb_document_get_stage_error (doc, &stage_node);
+  if (sn->error == NULL && stage_error && g_strcmp0 (stage_node, n->id) == 0)
+    sn->error = g_strdup (stage_error);
   sn->invalid = !n->valid;
   sn->selected = twb_document_is_selected (doc, n->id);
 
@@ -192,8 +198,10 @@ fill_node (TwbDocument *doc, const tw_graph *g, GHashTable *outputs, int gi, Twb
     g_string_append (a, ", a model output");
   else if (sn->output == TWB_OUTPUT_DEFAULT)
     g_string_append (a, ", the model output (it feeds the loss)");
-  if (n->error)
-    g_string_append_printf (a, ", error: %s", n->error);
+  if (sn->stage >= 0)
+    g_string_append_printf (a, ", pipeline stage %d", sn->stage);
+  if (sn->error)
+    g_string_append_printf (a, ", error: %s", sn->error);
   sn->accessible = g_string_free (a, FALSE);
 }
 
@@ -320,6 +328,7 @@ twb_graph_scene_new (TwbDocument *doc)
       block_scene[b] = si;
       TwbSceneNode *sn = &s->nodes[si];
       sn->graph_index = -1;
+      sn->stage = -1;
       sn->is_block = TRUE;
       sn->id = g_strdup (lb->name);
       sn->title = g_strdup (lb->name);
@@ -431,6 +440,7 @@ twb_graph_scene_new (TwbDocument *doc)
     }
   const GArray *diags = twb_document_get_diagnostics (doc);
   s->n_errors = diags ? (int) diags->len : 0;
+  s->n_stages = twb_document_get_n_stages (doc);
   s->params = twb_document_param_count (doc);
   s->flops = twb_document_flops (doc);
   return s;

@@ -50,6 +50,7 @@ typedef struct
   gboolean is_block;
   TwbOutputKind output;      /* a model output: marked, or by default (feeds a loss) */
   int graph_index;           /* index in the tw_graph, -1 for blocks */
+  int stage;                 /* pipeline stage (twb_document_get_node_stage), -1: none */
 } TwbSceneNode;
 
 /* An expanded block: a frame around its members (and the blocks inside
@@ -85,6 +86,7 @@ typedef struct
   GHashTable *index;                     /* id (node or block) → scene index + 1 */
   GHashTable *routes;                    /* edge routes computed so far (private cache) */
   int n_errors;
+  int n_stages;                          /* pipeline stages painted (0: none) */
   int64_t params;
   double flops;
 } TwbGraphScene;

@@ -5,6 +5,7 @@
 #include "ui/twb-focus.h"
 
 #include "engine/data.h"
+#include "engine/train.h"
 
 #include "graph_editor/twb-graph-scene.h"
 
@@ -34,6 +35,19 @@ struct _TwbInspector
   char *block_name;           /* the collapsed block the node page shows, or NULL */
   gboolean building;          /* widgets are being filled: ignore their signals */
   gboolean applying;          /* our own edit: don't rebuild under the user's fingers */
+  gboolean stage_error_shown; /* the stage field shows the placement's error */
+  /* Data parallel's gradient buckets (twb_inspector_set_buckets). */
+  tw_bucket_layout buckets;
+  gboolean buckets_measured;
+  double bucket_mb;
+};
+
+/* Every node's "stage" (engine/attrs.c): typed as text, empty unsets it. */
+static const tw_attr_spec stage_spec = {
+  .name = "stage",
+  .type = TW_ATTR_STRING,
+  .doc = "Pipeline stage (0, 1, …) for pipeline and hybrid runs; empty: the latest stage of "
+         "its inputs (or automatic placement when no node has one)",
 };
 
 G_DEFINE_FINAL_TYPE (TwbInspector, twb_inspector, GTK_TYPE_WIDGET)
@@ -41,6 +55,7 @@ G_DEFINE_FINAL_TYPE (TwbInspector, twb_inspector, GTK_TYPE_WIDGET)
 static void rebuild_node_page (TwbInspector *self);
 static void no_scroll_to_focus (GtkWidget *sw);
 static void refresh_recipe (TwbInspector *self);
+static void refresh_node_info (TwbInspector *self);
 
 /* ---- Node page --------------------------------------------------------------- */
 
@@ -100,6 +115,23 @@ show_attr_error (TwbInspector *self, const char *attr, const char *message)
     }
 }
 
+/* The stage field: the placement's error when it names this node. */
+static void
+refresh_stage_error (TwbInspector *self)
+{
+  if (self->doc == NULL || self->node_id == NULL
+      || !g_hash_table_contains (self->attr_errors, "stage"))
+    return;
+  const char *node = NULL;
+  const char *msg = twb_document_get_stage_error (self->doc, &node);
+  gboolean mine = msg && g_strcmp0 (node, self->node_id) == 0;
+  if (mine)
+    show_attr_error (self, "stage", msg);
+  else if (self->stage_error_shown)
+    show_attr_error (self, "stage", NULL);
+  self->stage_error_shown = mine;
+}
+
 static gboolean
 apply_attr (TwbInspector *self, const char *attr, const char *text)
 {
@@ -114,6 +146,10 @@ apply_attr (TwbInspector *self, const char *attr, const char *text)
     ok = twb_document_set_attr_text (self->doc, self->node_id, attr, text, &error);
   self->applying = FALSE;
   show_attr_error (self, attr, ok ? NULL : error->message);
+  if (ok && strcmp (attr, "stage") == 0)
+    self->stage_error_shown = FALSE;
+  if (ok)
+    refresh_stage_error (self);
   return ok;
 }
 
@@ -415,6 +451,100 @@ attr_widget (TwbInspector *self, const tw_attr_spec *spec, const tw_attr_value *
   return w;
 }
 
+/* "bucket 2 of 3, 16.4 kB, all-reduced after fc3's": where data parallel
+ * packs the gradients of the node's trainable parameters (one line when
+ * they share a bucket, else one per parameter). */
+static char *
+bucket_words (TwbInspector *self, int b)
+{
+  const tw_bucket_layout *l = &self->buckets;
+  g_autofree char *size = tw_format_bytes ((guint64) l->bytes[b]);
+  GString *s = g_string_new (NULL);
+  g_string_append_printf (s, "bucket %d of %d, %s, ", b + 1, l->n, size);
+  if (b == 0)
+    {
+      g_string_append (s, "all-reduced first");
+      return g_string_free (s, FALSE);
+    }
+  /* The nodes of the bucket before (a parameter's node: its name less ".weight"). */
+  g_autoptr (GPtrArray) owners = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; l->names[b - 1][i]; i++)
+    {
+      const char *dot = strrchr (l->names[b - 1][i], '.');
+      char *o = dot ? g_strndup (l->names[b - 1][i], dot - l->names[b - 1][i])
+                    : g_strdup (l->names[b - 1][i]);
+      gboolean seen = FALSE;
+      for (guint k = 0; k < owners->len && !seen; k++)
+        seen = strcmp (g_ptr_array_index (owners, k), o) == 0;
+      if (seen)
+        g_free (o);
+      else
+        g_ptr_array_add (owners, o);
+    }
+  g_string_append (s, "all-reduced after ");
+  for (guint k = 0; k < MIN (owners->len, 2); k++)
+    g_string_append_printf (s, "%s%s's", k ? " and " : "", (char *) g_ptr_array_index (owners, k));
+  if (owners->len > 2)
+    g_string_append_printf (s, " (and %u more)", owners->len - 2);
+  return g_string_free (s, FALSE);
+}
+
+static void
+append_buckets (TwbInspector *self, const tw_node *n, GString *s)
+{
+  if (self->buckets.n == 0 || n->share)
+    return;
+  g_autoptr (GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
+  int first = -2;
+  gboolean same = TRUE;
+  for (int k = 0; k < n->n_params; k++)
+    {
+      if (!n->params[k].trainable)
+        continue;
+      g_autofree char *name = tw_node_param_name (n, k);
+      int b = tw_bucket_layout_find (&self->buckets, name, NULL);
+      if (b < 0)
+        continue;
+      same &= first == -2 || b == first;
+      if (first == -2)
+        first = b;
+      g_autofree char *w = bucket_words (self, b);
+      g_ptr_array_add (lines, g_strdup_printf ("%s: %s", name, w));
+    }
+  if (lines->len == 0)
+    return;
+  g_string_append_printf (s, "\ngradient buckets (%s, %g MB):",
+                          self->buckets_measured ? "as the last run packed them"
+                                                 : "predicted for the first step",
+                          self->bucket_mb);
+  if (same)
+    {
+      g_autofree char *w = bucket_words (self, first);
+      g_string_append_printf (s, "\n%s", w);
+    }
+  else
+    for (guint i = 0; i < lines->len; i++)
+      g_string_append_printf (s, "\n%s", (char *) g_ptr_array_index (lines, i));
+}
+
+void
+twb_inspector_set_buckets (TwbInspector *self, const tw_bucket_layout *l, gboolean measured,
+                           double bucket_mb)
+{
+  tw_bucket_layout_clear (&self->buckets);
+  if (l)
+    {
+      self->buckets.n = l->n;
+      self->buckets.names = g_new0 (char **, MAX (l->n, 1));
+      self->buckets.bytes = g_memdup2 (l->bytes, MAX (l->n, 1) * sizeof (int64_t));
+      for (int b = 0; b < l->n; b++)
+        self->buckets.names[b] = g_strdupv (l->names[b]);
+    }
+  self->buckets_measured = measured;
+  self->bucket_mb = bucket_mb;
+  refresh_node_info (self);
+}
+
 static void
 refresh_node_info (TwbInspector *self)
 {
@@ -438,8 +568,14 @@ refresh_node_info (TwbInspector *self)
   g_autofree char *f = twb_format_count (n->cost.flops);
   g_string_append_printf (s, "\nparameters: %" G_GINT64_FORMAT "%s\nFLOPs per sample: %s", np,
                           n->share ? " (shared)" : "", f);
+  int stage = twb_document_get_node_stage (self->doc, n->id);
+  if (stage >= 0)
+    g_string_append_printf (s, "\npipeline stage: %d of %d", stage,
+                            twb_document_get_n_stages (self->doc));
+  append_buckets (self, n, s);
   gtk_label_set_text (GTK_LABEL (self->node_info), s->str);
   g_string_free (s, TRUE);
+  refresh_stage_error (self);
 }
 
 static GtkWidget *
@@ -571,6 +707,27 @@ rebuild_node_page (TwbInspector *self)
           if (self->first_field == NULL)
             self->first_field = w;
         }
+      if (n->op == NULL || !(n->op->flags & TW_OP_SOURCE))
+        {
+          const tw_attr_spec *spec = &stage_spec;
+          GtkWidget *label = gtk_label_new (spec->name);
+          gtk_label_set_xalign (GTK_LABEL (label), 0);
+          gtk_widget_set_tooltip_text (label, spec->doc);
+          GtkWidget *w = attr_widget (self, spec, tw_attrs_lookup (n->attrs, spec->name));
+          gtk_widget_set_tooltip_text (w, spec->doc);
+          gtk_accessible_update_relation (GTK_ACCESSIBLE (w), GTK_ACCESSIBLE_RELATION_LABELLED_BY,
+                                          label, NULL, -1);
+          gtk_accessible_update_property (GTK_ACCESSIBLE (w), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                          spec->doc, -1);
+          gtk_grid_attach (GTK_GRID (grid), label, 0, row, 1, 1);
+          gtk_grid_attach (GTK_GRID (grid), w, 1, row++, 1, 1);
+          GtkWidget *err = error_line ();
+          gtk_grid_attach (GTK_GRID (grid), err, 0, row++, 2, 1);
+          g_hash_table_insert (self->attr_errors, g_strdup (spec->name), err);
+          g_hash_table_insert (self->attr_widgets, g_strdup (spec->name), w);
+          twb_focus_set_key (w, spec->name);
+        }
+      self->stage_error_shown = FALSE;
       if (self->first_field == NULL)
         self->first_field = ide;
       gtk_box_append (GTK_BOX (self->node_box), grid);
@@ -979,7 +1136,7 @@ on_changed (TwbDocument *doc, guint flags, TwbInspector *self)
   else if (flags & TWB_CHANGE_LAYOUT
            && g_strcmp0 (twb_document_block_of_selection (doc), self->block_name) != 0)
     rebuild_node_page (self);   /* collapsed (Ctrl+G), expanded or renamed */
-  else if (flags & TWB_CHANGE_SHAPES)
+  else if (flags & (TWB_CHANGE_SHAPES | TWB_CHANGE_STAGES))
     refresh_node_info (self);
 }
 
@@ -1150,6 +1307,7 @@ twb_inspector_dispose (GObject *object)
   g_clear_pointer (&self->node_id, g_free);
   g_clear_pointer (&self->block_name, g_free);
   g_clear_pointer (&self->dataset_message, g_free);
+  tw_bucket_layout_clear (&self->buckets);
   g_clear_object (&self->actions);
   G_OBJECT_CLASS (twb_inspector_parent_class)->dispose (object);
 }

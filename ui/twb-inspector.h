@@ -17,6 +17,7 @@
 #include <gtk/gtk.h>
 
 #include "graph_editor/twb-document.h"
+#include "engine/train.h"
 
 G_BEGIN_DECLS
 
@@ -24,6 +25,12 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (TwbInspector, twb_inspector, TWB, INSPECTOR, GtkWidget)
 
 GtkWidget *twb_inspector_new (void);
+/* Data parallel's gradient buckets, for the Live checks of a node with
+ * parameters ("bucket 2 of 3, 16.4 kB, all-reduced after fc3's"): the
+ * layout (copied; NULL: none shown), whether a run measured it (its final
+ * one) or it is the prediction for the first step, and the bucket size. */
+void twb_inspector_set_buckets (TwbInspector *self, const tw_bucket_layout *l, gboolean measured,
+                                double bucket_mb);
 void twb_inspector_set_document (TwbInspector *self, TwbDocument *doc);
 /* Show the node page and focus its first attribute widget. */
 gboolean twb_inspector_focus_node (TwbInspector *self);

@@ -126,6 +126,78 @@ set_device_state (TwbWindow *self, const char *name)
   g_simple_action_set_state (G_SIMPLE_ACTION (a), g_variant_new_string (name));
 }
 
+/* The stages a run with these settings cuts the graph into (twb-dist.c's
+ * default: as many as ranks for a pipeline, 2 for hybrid); 0 for data
+ * parallelism. */
+static int
+config_stages (const TwbClusterConfig *c)
+{
+  if (g_strcmp0 (c->parallel, "pipeline") == 0)
+    return c->stages > 0 ? c->stages : MAX (c->ranks, 1);
+  if (g_strcmp0 (c->parallel, "hybrid") == 0)
+    return c->stages > 0 ? c->stages : 2;
+  return 0;
+}
+
+/* The canvas paints the stages of the run to come (and the document's
+ * "stage" attributes whatever the device). */
+static void
+sync_stages (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (self->doc)
+    twb_document_set_pipeline_stages (self->doc, c && c->selected ? config_stages (&c->config) : 0);
+}
+
+/* The same trainable parameters in both (a layout made for this graph). */
+static gboolean
+same_params (const tw_bucket_layout *a, const tw_bucket_layout *b)
+{
+  int na = 0, nb = 0;
+  for (int k = 0; k < a->n; k++)
+    for (int i = 0; a->names[k][i]; i++, na++)
+      if (tw_bucket_layout_find (b, a->names[k][i], NULL) < 0)
+        return FALSE;
+  for (int k = 0; k < b->n; k++)
+    nb += (int) g_strv_length (b->names[k]);
+  return na == nb;
+}
+
+/* The inspector's gradient buckets: with data parallelism chosen, the last
+ * cluster run's final layout while the graph has its parameters, else the
+ * engine's prediction for the first step; none for other devices. */
+void
+twb_window_cluster_update_buckets (TwbWindow *self)
+{
+  TwbWindowCluster *c = cl (self);
+  if (self->inspector == NULL || self->doc == NULL)
+    return;
+  gboolean data = c && c->selected && g_strcmp0 (c->config.parallel, "data") == 0
+                  && c->config.async_staleness < 0 && c->config.local_sgd == 0;
+  tw_bucket_layout predicted = { 0 };
+  if (!data || !tw_dist_bucket_predict (twb_document_get_graph (self->doc), c->config.bucket_mb,
+                                        &predicted))
+    {
+      twb_inspector_set_buckets (self->inspector, NULL, FALSE, 0);
+      return;
+    }
+  double mb = 0;
+  TwbRun *run = twb_window_get_run (self);
+  const tw_bucket_layout *measured = run && twb_run_is_external (run)
+                                       ? twb_run_get_buckets (run, &mb) : NULL;
+  if (measured && same_params (measured, &predicted))
+    twb_inspector_set_buckets (self->inspector, measured, TRUE, mb);
+  else
+    twb_inspector_set_buckets (self->inspector, &predicted, FALSE, c->config.bucket_mb);
+  tw_bucket_layout_clear (&predicted);
+}
+
+void
+twb_window_cluster_doc_set (TwbWindow *self)
+{
+  sync_stages (self);
+}
+
 static void
 dialog_done (const TwbClusterConfig *config, gpointer data)
 {
@@ -136,6 +208,8 @@ dialog_done (const TwbClusterConfig *config, gpointer data)
   c->selected = TRUE;
   set_device_state (self, "cluster");
   update_device_label (self);
+  sync_stages (self);
+  twb_window_cluster_update_buckets (self);
   twb_window_run_update_actions (self);
   g_autofree char *label = twb_cluster_config_label (config);
   g_autofree char *msg = g_strdup_printf ("Runs train on %s (Run, F5); CPU in Devices trains "
@@ -178,6 +252,8 @@ twb_window_cluster_use_cpu (TwbWindow *self)
     return;
   cl (self)->selected = FALSE;
   update_device_label (self);
+  sync_stages (self);
+  twb_window_cluster_update_buckets (self);
   twb_window_run_update_actions (self);
 }
 
@@ -336,6 +412,7 @@ finish_if_done (TwbWindow *self)
                              : ok    ? TW_SESSION_FINISHED
                                      : TW_SESSION_FAILED,
                         stopped || ok ? NULL : why);
+  twb_window_cluster_update_buckets (self);
   twb_window_run_update_actions (self);
 }
 

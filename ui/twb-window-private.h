@@ -122,6 +122,10 @@ const char *twb_window_cluster_unavailable (TwbWindow *self);
 /* The settings dialog; on Use the device becomes the cluster. */
 void twb_window_cluster_choose (TwbWindow *self);
 void twb_window_cluster_use_cpu (TwbWindow *self);
+/* A document was set: it paints the stages the chosen device runs. */
+void twb_window_cluster_doc_set (TwbWindow *self);
+/* The inspector's gradient buckets (measured or predicted), or none. */
+void twb_window_cluster_update_buckets (TwbWindow *self);
 gboolean twb_window_cluster_start (TwbWindow *self, GError **error);
 /* SIGTERM to the run's processes; the run ends (stopped) when they have gone. */
 void twb_window_cluster_stop (TwbWindow *self);

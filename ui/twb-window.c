@@ -113,8 +113,7 @@ update_status (TwbWindow *self)
     tw_graph_n_nodes (g), twb_document_param_count (self->doc), p, f,
     twb_document_last_infer_us (self->doc) / 1000.0);
   gtk_label_set_text (GTK_LABEL (self->status_counts), self->status_text);
-  const GArray *d = twb_document_get_diagnostics (self->doc);
-  int ne = d ? (int) d->len : 0;
+  int ne = twb_window_count_issues (self);
   g_autofree char *e = ne ? g_strdup_printf ("%d error%s", ne, ne == 1 ? "" : "s")
                           : g_strdup ("no errors");
   gtk_label_set_text (GTK_LABEL (self->status_errors), e);
@@ -145,9 +144,14 @@ rebuild_issues (TwbWindow *self)
     gtk_list_box_remove (GTK_LIST_BOX (self->issues_list), child);
   const GArray *d = self->doc ? twb_document_get_diagnostics (self->doc) : NULL;
   int n = d ? (int) d->len : 0;
-  for (int i = 0; i < n; i++)
+  /* The pipeline placement's error after the shapes' (a run on stages would stop with it). */
+  tw_diag stage_diag = { 0 };
+  if (self->doc)
+    stage_diag.message = (char *) twb_document_get_stage_error (self->doc, &stage_diag.node_id);
+  int total = n + (stage_diag.message != NULL);
+  for (int i = 0; i < total; i++)
     {
-      const tw_diag *dg = &g_array_index (d, tw_diag, i);
+      const tw_diag *dg = i < n ? &g_array_index (d, tw_diag, i) : &stage_diag;
       GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
       GtkWidget *icon = gtk_image_new_from_icon_name ("dialog-error-symbolic");
       gtk_widget_add_css_class (icon, "error");
@@ -177,6 +181,7 @@ rebuild_issues (TwbWindow *self)
       gtk_accessible_update_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_LABEL, acc, -1);
       gtk_list_box_append (GTK_LIST_BOX (self->issues_list), row);
     }
+  n = total;
   if (n == 0)
     {
       GtkWidget *l = gtk_label_new ("No issues: every shape fits.");
@@ -196,7 +201,8 @@ int
 twb_window_count_issues (TwbWindow *self)
 {
   const GArray *d = self->doc ? twb_document_get_diagnostics (self->doc) : NULL;
-  return d ? (int) d->len : 0;
+  gboolean stage = self->doc && twb_document_get_stage_error (self->doc, NULL) != NULL;
+  return (d ? (int) d->len : 0) + stage;
 }
 
 static void
@@ -227,11 +233,14 @@ twb_window_get_status_text (TwbWindow *self)
 static void
 doc_changed (TwbDocument *doc, guint flags, TwbWindow *self)
 {
-  if (flags & (TWB_CHANGE_SHAPES | TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE))
+  if (flags & (TWB_CHANGE_SHAPES | TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE
+               | TWB_CHANGE_STAGES))
     {
       update_status (self);
       rebuild_issues (self);
     }
+  if (flags & (TWB_CHANGE_SHAPES | TWB_CHANGE_STRUCTURE | TWB_CHANGE_ATTRS | TWB_CHANGE_FILE))
+    twb_window_cluster_update_buckets (self);
   update_title (self);
   twb_window_update_actions (self);
   twb_window_run_doc_changed (self, flags);
@@ -266,11 +275,13 @@ twb_window_set_document (TwbWindow *self, TwbDocument *doc)
   self->selection_id = g_signal_connect (self->doc, "selection-changed",
                                          G_CALLBACK (doc_selection_changed), self);
   self->notify_id = g_signal_connect (self->doc, "notify", G_CALLBACK (doc_notify), self);
+  twb_window_cluster_doc_set (self);
   twb_graph_canvas_set_document (self->canvas, self->doc);
   twb_inspector_set_document (self->inspector, self->doc);
   update_title (self);
   update_status (self);
   rebuild_issues (self);
+  twb_window_cluster_update_buckets (self);
   twb_window_update_actions (self);
   twb_window_run_doc_changed (self, TWB_CHANGE_FILE | TWB_CHANGE_STRUCTURE);
 }

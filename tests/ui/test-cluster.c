@@ -11,6 +11,9 @@
 #include "window-test.h"
 #include "ui/twb-cluster-dialog.h"
 #include "ui/twb-dashboard.h"
+#include "ui/twb-inspector.h"
+#include "graph_editor/twb-graph-canvas.h"
+#include "graph_editor/twb-graph-scene.h"
 #include "ui/twb-profiler-panel.h"
 #include "ui/twb-run-store.h"
 #include "ui/twb-stat-table.h"
@@ -362,6 +365,124 @@ test_straggler (void)
   twt_ui_pump ();
 }
 
+/* Select node id and type text into its inspector's stage field, as a
+ * user does (the text, then Enter). */
+static void
+type_stage (TwbWindow *w, const char *id, const char *text)
+{
+  const char *ids[] = { id, NULL };
+  twb_document_select (w->doc, ids, FALSE);
+  twt_ui_pump ();
+  GtkWidget *e = twb_inspector_get_attr_widget (w->inspector, "stage");
+  g_assert_true (GTK_IS_ENTRY (e));
+  gtk_widget_grab_focus (e);
+  gtk_editable_set_text (GTK_EDITABLE (e), text);
+  g_signal_emit_by_name (e, "activate");
+  twt_ui_pump ();
+}
+
+static int
+stage_of (TwbWindow *w, const char *id, GdkRGBA *colour)
+{
+  int s = -1;
+  twb_graph_canvas_get_stage_colour (w->canvas, id, &s, colour);
+  return s;
+}
+
+static const TwbSceneNode *
+scene_node (TwbWindow *w, const char *id)
+{
+  const TwbGraphScene *s = twb_graph_canvas_get_scene (w->canvas);
+  int i = twb_graph_scene_find (s, id);
+  g_assert_cmpint (i, >=, 0);
+  return &s->nodes[i];
+}
+
+/* Stages typed in the inspector paint the canvas (a band per stage's
+ * colour, a legend); a stage naming none is an error on its node; a
+ * pipeline chosen in the Cluster dialog places the rest automatically. */
+static void
+test_stages (void)
+{
+  TwbWindow *w = open_spirals ();
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 0);
+  g_assert_cmpint (stage_of (w, "fc1", NULL), ==, -1);
+  /* Inputs have no stage: no field. */
+  const char *x[] = { "x", NULL };
+  twb_document_select (w->doc, x, FALSE);
+  twt_ui_pump ();
+  g_assert_null (twb_inspector_get_attr_widget (w->inspector, "stage"));
+
+  /* fc2 in stage 1: it and what follows it are stage 1, fc1 and tanh1 stage 0. */
+  type_stage (w, "fc2", "1");
+  g_assert_null (twb_inspector_get_attr_error (w->inspector, "stage"));
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 2);
+  GdkRGBA c0, c1, c;
+  g_assert_cmpint (stage_of (w, "fc1", &c0), ==, 0);
+  g_assert_cmpint (stage_of (w, "tanh1", &c), ==, 0);
+  g_assert_true (gdk_rgba_equal (&c, &c0));
+  g_assert_cmpint (stage_of (w, "fc2", &c1), ==, 1);
+  g_assert_false (gdk_rgba_equal (&c0, &c1));
+  g_assert_cmpint (stage_of (w, "fc3", &c), ==, 1);
+  g_assert_true (gdk_rgba_equal (&c, &c1));
+  g_assert_cmpint (stage_of (w, "loss", NULL), ==, 1);
+  g_assert_cmpint (stage_of (w, "x", NULL), ==, -1);
+  g_assert_cmpint (twb_document_get_node_stage (w->doc, "tanh2"), ==, 1);
+  /* Saved with the model. */
+  const tw_attr_value *v = tw_attrs_lookup (tw_graph_find (twb_document_get_graph (w->doc), "fc2")->attrs,
+                                            "stage");
+  g_assert_true (v && v->type == TW_ATTR_INT && v->i == 1);
+  /* Not a number: refused under the field, as any attribute. */
+  type_stage (w, "fc3", "two");
+  g_assert_nonnull (strstr (twb_inspector_get_attr_error (w->inspector, "stage"), "a whole number"));
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 2);
+  /* A negative stage names none: the engine's error, on the node, in the
+   * Issues and the status, and no stages painted. */
+  type_stage (w, "fc3", "-1");
+  const char *err = twb_inspector_get_attr_error (w->inspector, "stage");
+  g_assert_nonnull (err);
+  g_assert_nonnull (strstr (err, "names no stage"));
+  g_assert_nonnull (scene_node (w, "fc3")->error);
+  g_assert_cmpint (twb_window_count_issues (w), ==, 1);
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 0);
+  shot (w, "stages-error.png");
+  type_stage (w, "fc3", "");
+  g_assert_null (twb_inspector_get_attr_error (w->inspector, "stage"));
+  g_assert_null (scene_node (w, "fc3")->error);
+  g_assert_cmpint (twb_window_count_issues (w), ==, 0);
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 2);
+  shot (w, "stages-typed.png");
+
+  /* A pipeline of 2 ranks in the Cluster dialog: 2 stages, so a stage 2
+   * names none (as twb train --parallel pipeline --ranks 2 says). */
+  GtkWidget *d = open_dialog (w);
+  set_pick (d, "parallel", 1);
+  set_spin (d, "ranks", 2);
+  use (d);
+  g_assert_cmpint (twb_document_get_pipeline_stages (w->doc), ==, 2);
+  type_stage (w, "tanh2", "2");
+  err = twb_inspector_get_attr_error (w->inspector, "stage");
+  g_assert_nonnull (err);
+  g_assert_nonnull (strstr (err, "stage 2 names no stage (the pipeline has 2: 0 to 1)"));
+  g_assert_nonnull (strstr (scene_node (w, "tanh2")->error, "names no stage"));
+  type_stage (w, "tanh2", "");
+  type_stage (w, "fc2", "");
+  g_assert_null (twb_inspector_get_attr_error (w->inspector, "stage"));
+  /* No stage attributes: the engine's automatic placement (equal FLOPs). */
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 2);
+  g_assert_cmpint (stage_of (w, "fc1", NULL), ==, 0);
+  g_assert_cmpint (stage_of (w, "loss", NULL), ==, 1);
+  twb_document_clear_selection (w->doc);
+  twt_ui_pump ();
+  shot (w, "stages-auto.png");
+  /* CPU again: nothing asked, nothing painted. */
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.device", "s", "cpu");
+  twt_ui_pump ();
+  g_assert_cmpint (twb_graph_canvas_get_n_stages (w->canvas), ==, 0);
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
 /* The run's processes: root and its descendants, zombies aside (a
  * re-parented mpirun's exit may wait for a reaper). */
 static GArray *
@@ -582,6 +703,7 @@ main (int argc, char **argv)
     g_setenv ("TWB_PROGRAM", twb_program, TRUE);
   g_test_add_func ("/ui/cluster/dialog", test_dialog);
   g_test_add_func ("/ui/cluster/straggler", test_straggler);
+  g_test_add_func ("/ui/cluster/stages", test_stages);
   g_autofree char *mpirun = g_find_program_in_path ("mpirun");
   if (mpirun && twb_program)
     {
