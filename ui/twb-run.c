@@ -779,7 +779,7 @@ twb_run_get_straggler (TwbRun *r, double *ratio)
   guint nr = twb_run_get_n_ranks (r);
   if (ratio)
     *ratio = NAN;
-  if (nr < 2 || r->rank_steps < 2)
+  if (nr < 2 || r->rank_steps < 1 + TWB_RUN_STRAGGLER_MIN_STEPS)
     return -1;
   int slow = 0;
   double total = 0;

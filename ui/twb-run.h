@@ -152,7 +152,10 @@ guint twb_run_get_n_ranks (TwbRun *r);
 /* The straggler: the rank whose mean step time over the run (the first
  * step, which makes the buffers, left out) is at least
  * TWB_RUN_STRAGGLER_RATIO times the others' mean (ratio: that quotient,
- * NaN before two ranks reported), or -1 when none is. */
+ * NaN before two ranks reported), or -1 when none is or fewer than
+ * TWB_RUN_STRAGGLER_MIN_STEPS steps after the first were measured (the
+ * next few steps still warm caches and buffers up unevenly). */
+#define TWB_RUN_STRAGGLER_MIN_STEPS 10
 #define TWB_RUN_STRAGGLER_RATIO 1.25   /* a margin chosen over the noise of equal ranks
                                         * sharing cores, not a measured bound */
 int twb_run_get_straggler (TwbRun *r, double *ratio);

@@ -483,6 +483,64 @@ test_stages (void)
   twt_ui_pump ();
 }
 
+static const char *
+live_checks_of (TwbWindow *w, const char *id)
+{
+  const char *ids[] = { id, NULL };
+  twb_document_select (w->doc, ids, FALSE);
+  twt_ui_pump ();
+  return gtk_label_get_text (GTK_LABEL (twb_inspector_get_live_checks (w->inspector)));
+}
+
+/* The inspector names a parameter's gradient bucket: the engine's
+ * prediction before a data-parallel run, the run's final layout after.
+ * Hidden layers of 256 and buckets of 0.1 MB: fc2.weight (262 kB) is a
+ * bucket of its own between fc3's (and fc2.bias) and fc1's. */
+static void
+test_buckets (void)
+{
+  TwbWindow *w = open_spirals ();
+  g_autoptr (GError) error = NULL;
+  g_assert_true (twb_document_set_attr_text (w->doc, "fc1", "out_features", "256", &error));
+  g_assert_true (twb_document_set_attr_text (w->doc, "fc2", "out_features", "256", &error));
+  twt_ui_pump ();
+  /* The CPU trains in one process: no buckets. */
+  g_assert_null (strstr (live_checks_of (w, "fc2"), "bucket"));
+  GtkWidget *d = open_dialog (w);
+  set_spin (d, "ranks", 2);
+  set_spin (d, "max-steps", 5);
+  set_spin (d, "bucket", 0.1);
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--bucket-mb 0.1"));
+  use (d);
+  const char *t = live_checks_of (w, "fc2");
+  g_assert_nonnull (strstr (t, "gradient buckets (predicted for the first step, 0.1 MB):"));
+  g_assert_nonnull (strstr (t, "fc2.weight: bucket 2 of 3, 262 kB, all-reduced after fc3's and fc2's"));
+  g_assert_nonnull (strstr (t, "fc2.bias: bucket 1 of 3"));
+  g_assert_nonnull (strstr (live_checks_of (w, "fc3"), "bucket 1 of 3"));
+  g_assert_nonnull (strstr (live_checks_of (w, "fc1"), "bucket 3 of 3"));
+  g_assert_null (strstr (live_checks_of (w, "tanh1"), "bucket"));
+  run_and_wait (w);
+  TwbRun *run = twb_window_get_run (w);
+  g_assert_cmpint (twb_run_get_state (run), ==, TW_SESSION_FINISHED);
+  double mb = 0;
+  const tw_bucket_layout *l = twb_run_get_buckets (run, &mb);
+  g_assert_nonnull (l);
+  g_assert_cmpfloat (mb, ==, 0.1);
+  g_assert_cmpint (l->n, ==, 3);
+  g_assert_cmpint (tw_bucket_layout_find (l, "fc2.weight", NULL), >=, 0);
+  t = live_checks_of (w, "fc2");
+  g_assert_nonnull (strstr (t, "gradient buckets (as the last run packed them, 0.1 MB):"));
+  g_assert_nonnull (strstr (t, "fc2.weight: bucket"));
+  g_assert_nonnull (strstr (t, " of 3, 262 kB"));
+  shot (w, "cluster-buckets.png");
+  /* An edit that changes the parameters: the prediction again. */
+  g_assert_true (twb_document_set_attr_text (w->doc, "fc3", "bias", "false", &error));
+  twt_ui_pump ();
+  g_assert_nonnull (strstr (live_checks_of (w, "fc2"), "predicted for the first step"));
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
 /* The run's processes: root and its descendants, zombies aside (a
  * re-parented mpirun's exit may wait for a reaper). */
 static GArray *
@@ -708,6 +766,7 @@ main (int argc, char **argv)
   if (mpirun && twb_program)
     {
       g_test_add_func ("/ui/cluster/run-and-overlay", test_run_and_overlay);
+      g_test_add_func ("/ui/cluster/buckets", test_buckets);
       g_test_add_func ("/ui/cluster/stop", test_stop);
       g_test_add_func ("/ui/cluster/failure-shown", test_failure_shown);
       g_test_add_func ("/ui/cluster/ranks-page", test_ranks_page);
