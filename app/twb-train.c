@@ -644,8 +644,8 @@ twb_cmd_train (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object with the results", NULL },
     { "progress-json", 0, 0, G_OPTION_ARG_NONE, &progress_json,
       "Print one JSON object per line on stdout as training goes (event metrics, epoch, "
-      "finished; then the --json results with event results) instead of the progress and "
-      "summary", NULL },
+      "buckets over several ranks, finished; then the --json results with event results) "
+      "instead of the progress and summary", NULL },
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress output", NULL },
     NUM_ENTRY ("ranks", 0,
                "Train on N processes (MPI ranks; mpirun is started when twb was not started by "

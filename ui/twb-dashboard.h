@@ -3,7 +3,9 @@
  *
  * Curves (TwbPlot over the window's TwbMetrics): loss (per step, and the
  * epoch's train and validation loss dashed), accuracy, learning rate,
- * samples/s and the gradient norm of each layer.  The runs list holds every
+ * samples/s, step time (and for a cluster run each rank's, dotted, the
+ * straggler red: twb_run_get_straggler) and the gradient norm of each
+ * layer.  The runs list holds every
  * run of this model saved under the runs folder (twb-run-store.h); ticking
  * one overlays its curves.  Controls: smoothing, log scale, export (CSV,
  * PNG, SVG of every curve).

@@ -20,7 +20,8 @@
  * slows training.
  *
  * Series (run id, name): "loss", "accuracy", "lr", "samples_per_s",
- * "step_ms", "grad_norm:PARAM" per step (x = step); "train_loss",
+ * "step_ms", "grad_norm:PARAM" per step (x = step), for external runs
+ * also "comm_bytes" and "step_ms:rank N" (every rank's); "train_loss",
  * "val_loss", "val_accuracy", "test_loss", "test_accuracy" per epoch (x =
  * the step the epoch ended at).
  *
