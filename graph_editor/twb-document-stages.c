@@ -118,8 +118,16 @@ twb_document_get_node_stage (TwbDocument *doc, const char *id)
   compute (doc);
   if (doc->stage_of == NULL || id == NULL)
     return -1;
-  int i = tw_graph_index_of (twb_document_get_graph (doc), id);
-  return i >= 0 && i < doc->stage_of_len ? doc->stage_of[i] : -1;
+  return twb_document_get_node_stage_at (doc, tw_graph_index_of (twb_document_get_graph (doc), id));
+}
+
+int
+twb_document_get_node_stage_at (TwbDocument *doc, int graph_index)
+{
+  compute (doc);
+  if (doc->stage_of == NULL || graph_index < 0 || graph_index >= doc->stage_of_len)
+    return -1;
+  return doc->stage_of[graph_index];
 }
 
 const char *

@@ -326,6 +326,8 @@ int twb_document_get_pipeline_stages (TwbDocument *doc);
 int twb_document_get_n_stages (TwbDocument *doc);
 /* A node's stage, -1 for input nodes, unknown ids and when none is placed. */
 int twb_document_get_node_stage (TwbDocument *doc, const char *id);
+/* The same by the node's index in the graph (no lookup: for every node). */
+int twb_document_get_node_stage_at (TwbDocument *doc, int graph_index);
 /* Why the placement failed (a run would stop with it), NULL when it did
  * not; *node_id (may be NULL) the node it names, NULL for a graph-wide
  * one.  Borrowed, valid until the document changes. */

@@ -136,7 +136,7 @@ fill_node (TwbDocument *doc, const tw_graph *g, GHashTable *outputs, int gi, Twb
   sn->n_in = node_n_inputs (n);
   sn->n_out = node_n_outputs (n);
   sn->error = n->error ? g_strdup (n->error) : NULL;
-  sn->stage = twb_document_get_node_stage (doc, n->id);
+  sn->stage = twb_document_get_node_stage_at (doc, gi);
   /* The pipeline placement's error on the node it names (a run would stop there). */
   const char *stage_node = NULL;
   const char *stage_error = twb_document_get_stage_error (doc, &stage_node);

@@ -946,12 +946,61 @@ test_duplicate_free_space (void)
   g_assert_null (overlap2);
 }
 
+/* Pipeline stages as the canvas paints them: by the engine's rules, from
+ * "stage" attributes (one stage past the highest) or a count asked for;
+ * a stage naming none is the placement's error, on its node; undo and a
+ * saved file keep the attribute. */
+static void
+test_stages (void)
+{
+  g_autoptr (TwbDocument) doc = build_mlp (NULL);
+  g_assert_cmpint (twb_document_get_n_stages (doc), ==, 0);
+  g_assert_cmpint (twb_document_get_node_stage (doc, "fc1"), ==, -1);
+  set_text (doc, "fc2", "stage", "1");
+  g_assert_cmpint (twb_document_get_n_stages (doc), ==, 2);
+  g_assert_cmpint (twb_document_get_node_stage (doc, "flat"), ==, 0);
+  g_assert_cmpint (twb_document_get_node_stage (doc, "fc1"), ==, 0);
+  g_assert_cmpint (twb_document_get_node_stage (doc, "fc2"), ==, 1);
+  g_assert_cmpint (twb_document_get_node_stage (doc, "x"), ==, -1);
+  g_assert_null (twb_document_get_stage_error (doc, NULL));
+  g_autofree char *data = twb_document_to_data (doc);
+  g_assert_nonnull (strstr (data, "\"stage\": 1"));
+  /* Asked for 3: the loss (following fc2) is not in the last one. */
+  twb_document_set_pipeline_stages (doc, 3);
+  const char *node = NULL;
+  const char *e = twb_document_get_stage_error (doc, &node);
+  g_assert_cmpstr (e, ==, "the loss is in stage 1; it must be in the last stage (2)");
+  g_assert_cmpstr (node, ==, "loss");
+  g_assert_cmpint (twb_document_get_n_stages (doc), ==, 0);
+  /* More stages than nodes: a graph-wide error, no node. */
+  twb_document_set_pipeline_stages (doc, 50);
+  node = "unset";
+  e = twb_document_get_stage_error (doc, &node);
+  g_assert_nonnull (strstr (e, "50 pipeline stages need at least 50 nodes"));
+  g_assert_null (node);
+  /* A stage past the pipeline's: the node's error. */
+  twb_document_set_pipeline_stages (doc, 2);
+  set_text (doc, "act", "stage", "7");
+  e = twb_document_get_stage_error (doc, &node);
+  g_assert_cmpstr (node, ==, "act");
+  g_assert_cmpstr (e, ==, "stage 7 names no stage (the pipeline has 2: 0 to 1)");
+  g_assert_true (twb_document_undo (doc));
+  g_assert_null (twb_document_get_stage_error (doc, NULL));
+  /* No attribute at all: automatic placement into the stages asked for. */
+  ASSERT_OK (twb_document_unset_attr (doc, "fc2", "stage", &_e));
+  g_assert_cmpint (twb_document_get_n_stages (doc), ==, 2);
+  g_assert_cmpint (twb_document_get_node_stage (doc, "loss"), ==, 1);
+  twb_document_set_pipeline_stages (doc, 0);
+  g_assert_cmpint (twb_document_get_n_stages (doc), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, G_TEST_OPTION_ISOLATE_DIRS, NULL);
   tw_ops_init ();
   g_test_add_func ("/editor/document/build", test_build);
+  g_test_add_func ("/editor/document/stages", test_stages);
   g_test_add_func ("/editor/document/undo-redo", test_undo_redo);
   g_test_add_func ("/editor/document/save-reopen", test_save_reopen);
   g_test_add_func ("/editor/document/invalid-edges", test_invalid_edges);
