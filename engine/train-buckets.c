@@ -34,21 +34,21 @@ tw_bucket_layout_find (const tw_bucket_layout *l, const char *param, int *pos)
 int
 tw_dist_bucket_cut (const int64_t *numel, int n, double bucket_mb, int *bucket_of)
 {
-  /* Floats per bucket, as buckets_make counts them. */
+  /* PyTorch DDP's rule (compute_bucket_assignment_by_size): parameters go
+   * into the bucket until it holds bucket_mb or more, then the next one
+   * begins.  A layer's bias, ready with its weight, so shares its bucket. */
   int64_t cap = (int64_t) MAX (bucket_mb * 1e6 / sizeof (float), 1);
   int64_t cur_n = 0;
-  int b = 0, members = 0;
+  int b = 0;
   for (int j = 0; j < n; j++)
     {
-      if (members > 0 && cur_n + numel[j] > cap)
+      bucket_of[j] = b;
+      cur_n += numel[j];
+      if (cur_n >= cap && j + 1 < n)
         {
           b++;
           cur_n = 0;
-          members = 0;
         }
-      bucket_of[j] = b;
-      cur_n += numel[j];
-      members++;
     }
   return n > 0 ? b + 1 : 0;
 }

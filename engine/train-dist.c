@@ -156,32 +156,23 @@ tw_dist_free (tw_dist *d)
 }
 
 /* Buckets over the trainable parameters in `order` (params indices):
- * each filled up to bucket_mb, a parameter larger than that alone. */
+ * each takes parameters until it holds bucket_mb or more (PyTorch DDP's
+ * rule, tw_dist_bucket_cut). */
 static void
 buckets_make (tw_dist *d, tw_params *ps, const int *order, int n)
 {
   buckets_clear (d);
-  int64_t cap = (int64_t) MAX (d->opt.bucket_mb * 1e6 / sizeof (float), 1);
-  GArray *cur = g_array_new (FALSE, FALSE, sizeof (int));
-  GPtrArray *all = g_ptr_array_new ();
-  int64_t cur_n = 0;
+  /* The cut is tw_dist_bucket_cut's (the editor predicts with it too). */
+  g_autofree int64_t *numel = g_new (int64_t, MAX (n, 1));
+  g_autofree int *bucket_of = g_new (int, MAX (n, 1));
   for (int j = 0; j < n; j++)
-    {
-      tw_param *p = tw_params_at (ps, order[j]);
-      int64_t numel = tw_tensor_numel (p->value);
-      if (cur->len && cur_n + numel > cap)
-        {
-          g_ptr_array_add (all, cur);
-          cur = g_array_new (FALSE, FALSE, sizeof (int));
-          cur_n = 0;
-        }
-      g_array_append_val (cur, order[j]);
-      cur_n += numel;
-    }
-  if (cur->len)
-    g_ptr_array_add (all, cur);
-  else
-    g_array_unref (cur);
+    numel[j] = tw_tensor_numel (tw_params_at (ps, order[j])->value);
+  int nb = tw_dist_bucket_cut (numel, n, d->opt.bucket_mb, bucket_of);
+  GPtrArray *all = g_ptr_array_new ();
+  for (int b = 0; b < nb; b++)
+    g_ptr_array_add (all, g_array_new (FALSE, FALSE, sizeof (int)));
+  for (int j = 0; j < n; j++)
+    g_array_append_val ((GArray *) g_ptr_array_index (all, bucket_of[j]), order[j]);
   d->n_buckets = (int) all->len;
   d->buckets = g_new0 (bucket, MAX (d->n_buckets, 1));
   for (int b = 0; b < d->n_buckets; b++)

@@ -1093,24 +1093,22 @@ ar_post_ready (tw_pipe *P)
 }
 
 /* The stage's gradients (ar: the last parameter first) cut into buckets
- * of at most opt.bucket_mb, a parameter larger than that alone. */
+ * of bucket_mb (tw_dist_bucket_cut: each takes parameters until it holds that much). */
 static void
 buckets_make (tw_pipe *P)
 {
-  int64_t cap = (int64_t) MAX (P->opt.bucket_mb * 1e6 / sizeof (float), 1);
   P->bk_first = g_new0 (int, P->n_ar + 1);
   P->bk_numel = g_new0 (int64_t, MAX (P->n_ar, 1));
-  int64_t cur = 0;
+  g_autofree int64_t *numel = g_new (int64_t, MAX (P->n_ar, 1));
+  g_autofree int *bucket_of = g_new (int, MAX (P->n_ar, 1));
   for (int k = 0; k < P->n_ar; k++)
+    numel[k] = tw_tensor_numel (tw_params_at (P->tr->params, P->ar[k])->value);
+  /* Data parallel's cut (tw_dist_bucket_cut): ar's order is contiguous. */
+  P->n_bk = tw_dist_bucket_cut (numel, P->n_ar, P->opt.bucket_mb, bucket_of);
+  for (int k = P->n_ar - 1; k >= 0; k--)
     {
-      int64_t n = tw_tensor_numel (tw_params_at (P->tr->params, P->ar[k])->value);
-      if (k == 0 || cur + n > cap)
-        {
-          P->bk_first[P->n_bk++] = k;
-          cur = 0;
-        }
-      cur += n;
-      P->bk_numel[P->n_bk - 1] = cur;
+      P->bk_first[bucket_of[k]] = k;
+      P->bk_numel[bucket_of[k]] += numel[k];
     }
   P->bk_first[P->n_bk] = P->n_ar;
   P->bk_buf = g_new0 (float *, MAX (P->n_bk, 1));

@@ -249,7 +249,8 @@ void tw_bucket_layout_clear (tw_bucket_layout *l);
 /* The bucket holding param (and its position there, may be NULL); -1. */
 int tw_bucket_layout_find (const tw_bucket_layout *l, const char *param, int *pos);
 /* The cut alone: bucket_of[j] for the j-th parameter taken (numel[j]
- * floats); returns the number of buckets.  Pure. */
+ * floats), each bucket taking parameters until it holds bucket_mb or more
+ * (PyTorch DDP's rule); returns the number of buckets.  Pure. */
 int tw_dist_bucket_cut (const int64_t *numel, int n, double bucket_mb, int *bucket_of);
 /* The first step's layout of an inferred graph's trainable parameters
  * (those tw_params_sync_graph makes, in its order, reversed; a shared

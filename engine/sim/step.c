@@ -16,6 +16,7 @@
 #define G_LOG_DOMAIN "twb-sim"
 
 #include "engine/sim/step.h"
+#include "engine/train.h"
 
 #include <math.h>
 #include <string.h>
@@ -91,6 +92,18 @@ typedef struct
 } sim_bucket;
 
 
+/* Node ni's backward has ended: one member less for bucket b when ni is
+ * one of its; TRUE when that was its last. */
+static gboolean
+node_done (GArray *buckets, int b, int ni, int *pending)
+{
+  GArray *nodes = g_array_index (buckets, sim_bucket, b).nodes;
+  for (guint i = 0; i < nodes->len; i++)
+    if (g_array_index (nodes, int, i) == ni)
+      return --pending[b] == 0;
+  return FALSE;
+}
+
 static double
 update_time (const tw_device_profile *d, double bytes)
 {
@@ -126,8 +139,8 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
       double dt = tw_device_op_time (d, tw_graph_node (g, ni), TRUE);
       now += dt;
       compute += dt;
-      if (bucket_of[ni] >= 0)
-        pending[bucket_of[ni]]--;
+      for (int b = 0; bucket_of[ni] >= 0 && b < nb; b++)
+        node_done (buckets, b, ni, pending);
       while (next_post < nb && pending[next_post] == 0)
         {
           double bytes = g_array_index (buckets, sim_bucket, next_post++).bytes;
@@ -204,40 +217,48 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   double gamma = o->gamma >= 0 ? o->gamma : 3.0 / (d->mem_bw * d->mem_eff);
 
   /* Buckets over the trainable parameters in the order backward finishes
-   * them (the engine's from its second step on), cut at bucket_mb. */
-  double cap = MAX (o->bucket_mb, 1e-9) * 1e6;
+   * them (the engine's from its second step on: a node's parameters when
+   * its backward ends), cut as the engine cuts them (tw_dist_bucket_cut). */
   GArray *buckets = g_array_new (FALSE, TRUE, sizeof (sim_bucket));
   g_autofree int *bucket_of = g_new (int, MAX (tw_graph_n_nodes (g), 1));
   for (int i = 0; i < tw_graph_n_nodes (g); i++)
     bucket_of[i] = -1;
+  g_autoptr (GArray) numel = g_array_new (FALSE, FALSE, sizeof (int64_t));
+  g_autoptr (GArray) owner = g_array_new (FALSE, FALSE, sizeof (int));
   for (int j = nn - 1; j >= 0; j--)
     {
       int ni = g_array_index (order, int, j);
       const tw_node *n = tw_graph_node (g, ni);
-      double bytes = 0, all = 0;
-      for (int k = 0; k < n->n_params; k++)
+      /* The engine's order: parameters by index, the last first. */
+      for (int k = n->n_params - 1; k >= 0; k--)
         {
-          double b = (double) tw_tinfo_numel (&n->params[k].info, NULL)
-                     * tw_dtype_size (n->params[k].info.dtype);
-          all += b;
-          if (n->params[k].trainable)
-            bytes += b;
+          int64_t e = tw_tinfo_numel (&n->params[k].info, NULL);
+          out->param_bytes += (double) e * tw_dtype_size (n->params[k].info.dtype);
+          if (!n->params[k].trainable || n->share)
+            continue;
+          g_array_append_val (numel, e);
+          g_array_append_val (owner, ni);
         }
-      out->param_bytes += all;
-      if (bytes == 0 || n->share)
-        continue;
-      sim_bucket *cur = buckets->len ? &g_array_index (buckets, sim_bucket, buckets->len - 1)
-                                     : NULL;
-      if (cur == NULL || (cur->bytes > 0 && cur->bytes + bytes > cap))
-        {
-          sim_bucket nb = { g_array_new (FALSE, FALSE, sizeof (int)), 0 };
-          g_array_append_val (buckets, nb);
-          cur = &g_array_index (buckets, sim_bucket, buckets->len - 1);
-        }
-      g_array_append_val (cur->nodes, ni);
-      cur->bytes += bytes;
-      bucket_of[ni] = (int) buckets->len - 1;
-      out->grad_bytes += bytes;
+    }
+  g_autofree int *cut = g_new (int, MAX (numel->len, 1));
+  int n_cut = tw_dist_bucket_cut ((const int64_t *) numel->data, (int) numel->len,
+                                  MAX (o->bucket_mb, 1e-9), cut);
+  for (int b = 0; b < n_cut; b++)
+    {
+      sim_bucket e = { g_array_new (FALSE, FALSE, sizeof (int)), 0 };
+      g_array_append_val (buckets, e);
+    }
+  for (guint j = 0; j < numel->len; j++)
+    {
+      sim_bucket *k = &g_array_index (buckets, sim_bucket, cut[j]);
+      int ni = g_array_index (owner, int, j);
+      /* A node's parameters may fall in two buckets: its backward ends
+       * both its parts (the later bucket is the one that waits for it). */
+      if (k->nodes->len == 0 || g_array_index (k->nodes, int, k->nodes->len - 1) != ni)
+        g_array_append_val (k->nodes, ni);
+      k->bytes += 4.0 * g_array_index (numel, int64_t, j);
+      bucket_of[ni] = cut[j];
+      out->grad_bytes += 4.0 * g_array_index (numel, int64_t, j);
     }
   int nb = (int) buckets->len;
   out->buckets = nb;
@@ -287,12 +308,12 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       compute += dt;
       for (int r = 0; r < p; r++)
         cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
-      int b = bucket_of[ni];
-      if (b < 0)
+      if (bucket_of[ni] < 0)
         continue;
-      if (--pending[b] == 0)
-        for (int r = 0; r < p; r++)
-          bucket_ready[b * p + r] = cur[r];
+      for (int b = 0; b < nb; b++)
+        if (node_done (buckets, b, ni, pending))
+          for (int r = 0; r < p; r++)
+            bucket_ready[b * p + r] = cur[r];
       /* Buckets are posted in order, each when it is whole. */
       while (next_post < nb && pending[next_post] == 0)
         {

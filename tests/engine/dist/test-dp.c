@@ -378,7 +378,7 @@ test_buckets (void)
   g_assert_no_error (error);
   tw_dist_options o;
   tw_dist_options_init (&o);
-  o.bucket_mb = 0.004;         /* 1000 floats: fc2.weight (32 × 32) alone */
+  o.bucket_mb = 0.004;         /* 1000 floats: a bucket closes at fc2.weight (32 × 32) */
   g_assert_true (tw_trainer_set_dist (tr, comm, &o, &error));
   tw_bucket_layout l = { 0 }, p = { 0 };
   CHECK (!tw_trainer_dist_buckets (tr, &l) && tw_trainer_rank_step_ms (tr, NULL, 0) == 0,
