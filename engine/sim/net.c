@@ -3,10 +3,12 @@
  * Link defaults (one direction of a full-duplex link; latency of a
  * message's first byte, software included).  They are starting points, to
  * be replaced by a calibration (this machine) or a topology file:
- *   NVLink 4 (H100/H200 SXM through NVSwitch): 450 GB/s each way of the
- *     900 GB/s a GPU has in all (NVIDIA H100 Tensor Core GPU datasheet);
- *     about 1 µs (NCCL's hardware latency for NVLink with the Simple
- *     protocol is 0.6 µs, its base latency several µs: src/graph/tuning.cc).
+ *   NVLink 4 (H100/H200 SXM through NVSwitch): 450 GB/s each way is the
+ *     line rate (of the 900 GB/s a GPU has in all: NVIDIA H100 datasheet);
+ *     "with the protocol overhead (~20%) NCCL can get an effective NVLink
+ *     bandwidth of 370GB/s" (NCCL's maintainer, NVIDIA/nccl-tests#212):
+ *     370 GB/s, and 0.5 µs a hop (a GPU → NVSwitch → GPU message 1 µs, of
+ *     the order of NCCL's LL protocol latency on NVLink, src/graph/tuning.cc).
  *   PCIe Gen5 x16: 64 GB/s raw each way (32 GT/s × 16 lanes, 128b/130b),
  *     about 50 GB/s achieved; 2 µs.
  *   InfiniBand NDR: 400 Gb/s = 50 GB/s a port (ConnectX-7); 2 µs with a
@@ -36,7 +38,7 @@ static const struct
   const char *name;
   double bandwidth, latency;
 } link_kinds[TW_LINK_N_KINDS] = {
-  [TW_LINK_NVLINK] = { "nvlink", 450e9, 1e-6 },
+  [TW_LINK_NVLINK] = { "nvlink", 370e9, 0.5e-6 },
   [TW_LINK_PCIE] = { "pcie", 50e9, 2e-6 },
   [TW_LINK_INFINIBAND] = { "ib", 50e9, 2e-6 },
   [TW_LINK_ROCE] = { "roce", 50e9, 4e-6 },
