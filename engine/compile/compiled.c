@@ -32,6 +32,9 @@ typedef struct
                             * (written in place) */
   tw_tensor **kept;        /* [n_slots] host copy of a slot an instruction writes over,
                             * kept from step to step (keep_overwritten); NULL: none yet */
+  int bwd_start;           /* tw_program_backward_start */
+  gboolean fwd_pending;    /* tw_compiled_forward_feeds ran; the backward part is due */
+  guint64 fwd_step;        /* its step */
 } runnable;
 
 
@@ -55,6 +58,9 @@ struct tw_compiled
   const char *rebuild_reason;  /* why the cache was emptied, for the next program's note */
   gboolean grad_norms;     /* fused gradient+update kernels report their gradient's norm */
   gboolean updating;       /* this run has updated a parameter */
+  gboolean has_spec;       /* training programs differentiate spec, not the loss alone */
+  char **spec_seeds, **spec_inputs;   /* spec's lists, owned */
+  tw_grad_spec spec;
   gboolean stop_pending;   /* a client asked to stop after that */
 };
 
@@ -212,6 +218,7 @@ build_identities (tw_compiled *c, runnable *r)
   for (guint k = 0; k < prog->slots->len; k++)
     writer[k] = -1;
   g_autoptr (GHashTable) updater = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GHashTable) accumulator = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint k = ni; k-- > 0;)
     {
       tw_instr *ins = tw_program_instr (prog, (int) k);
@@ -219,6 +226,8 @@ build_identities (tw_compiled *c, runnable *r)
         writer[ins->out[o]] = (int) k;
       if (ins->param)
         g_hash_table_insert (updater, ins->param, GINT_TO_POINTER (k + 1));
+      if (ins->fused_op && strcmp (ins->fused_op, "grad_accumulate") == 0)
+        g_hash_table_insert (accumulator, ins->kdata, GINT_TO_POINTER (k + 1));
     }
   for (int i = 0; i < tw_params_count (c->params); i++)
     {
@@ -227,7 +236,10 @@ build_identities (tw_compiled *c, runnable *r)
         continue;
       int at = -1;
       gpointer v = g_hash_table_lookup (prog->grad_slot, pp->name);
-      if (v)
+      if (v && g_hash_table_contains (accumulator, pp->name))
+        /* Final in the store once accumulated. */
+        at = GPOINTER_TO_INT (g_hash_table_lookup (accumulator, pp->name)) - 1;
+      else if (v)
         {
           at = writer[GPOINTER_TO_INT (v) - 1];
           /* A fused gradient+update: final inside the update. */
@@ -312,6 +324,7 @@ runnable_new (tw_compiled *c, tw_program *prog)
     }
   build_identities (c, r);
   G_STATIC_ASSERT (TW_MAX_INPUTS + TW_MAX_PARAMS <= 32); /* a bit per input */
+  r->bwd_start = tw_program_backward_start (prog);
   r->overwrites = g_new0 (guint32, MAX (prog->instrs->len, 1));
   for (guint i = 0; i < prog->instrs->len; i++)
     {
@@ -415,6 +428,8 @@ tw_compiled_free (tw_compiled *c)
   g_ptr_array_unref (c->notes);
   g_clear_pointer (&c->bus, tw_bus_unref);
   g_clear_pointer (&c->keep_nodes, g_hash_table_unref);
+  g_strfreev (c->spec_seeds);
+  g_strfreev (c->spec_inputs);
   tw_workspace_free (c->ws);
   g_free (c);
 }
@@ -514,6 +529,23 @@ tw_compiled_set_keep_nodes (tw_compiled *c, const char *const *node_ids)
 }
 
 void
+tw_compiled_set_grads (tw_compiled *c, const tw_grad_spec *spec)
+{
+  g_clear_pointer (&c->spec_seeds, g_strfreev);
+  g_clear_pointer (&c->spec_inputs, g_strfreev);
+  c->has_spec = spec != NULL;
+  if (spec)
+    {
+      c->spec_seeds = g_strdupv ((char **) spec->seeds);
+      c->spec_inputs = g_strdupv ((char **) spec->grad_inputs);
+      c->spec = (tw_grad_spec) { .seeds = (const char *const *) c->spec_seeds,
+                                 .grad_inputs = (const char *const *) c->spec_inputs,
+                                 .accumulate = spec->accumulate };
+    }
+  invalidate_because (c, "what training differentiates changed");
+}
+
+void
 tw_compiled_set_optimizer (tw_compiled *c, struct tw_optimizer *opt)
 {
   c->update.opt = opt;
@@ -559,7 +591,8 @@ get_runnable (tw_compiled *c, tw_program_kind kind, int64_t batch, GError **erro
   if (r)
     return r;
   gint64 t0 = g_get_monotonic_time ();
-  tw_program *p = tw_program_build (c->graph, batch, kind, error);
+  tw_program *p = tw_program_build_grads (c->graph, batch, kind, c->has_spec ? &c->spec : NULL,
+                                          error);
   if (p == NULL)
     return NULL;
   p->guards = c->guards;
@@ -656,6 +689,9 @@ publish_ready (tw_compiled *c, runnable *r, GPtrArray *ready, const tw_instr *in
       tw_event ev = { .kind = TW_EV_GRAD_READY, .end = TRUE, .compiled = TRUE, .step = step,
                       .t_start = t, .t_end = t, .param = pp,
                       .grad = exists ? r->t[gs] : NULL, .grad_norm = NAN };
+      /* Accumulated into the store: the sum so far is what is final. */
+      if (r->prog->n_accumulates > 0)
+        ev.grad = pp->grad;
       if (ev.grad == NULL && ins)
         ev.grad_norm = sqrt (tw_fused_update_grad_sq (ins));
       if (!publish (c, &ev, error))
@@ -679,9 +715,11 @@ tw_compiled_run (tw_compiled *c, tw_program_kind kind, tw_tensor *x, tw_tensor *
   return tw_compiled_run_feeds (c, kind, feeds, n_feeds, step, error);
 }
 
-gboolean
-tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feeds, int n_feeds,
-                       guint64 step, GError **error)
+/* The program for the feeds' batch with every DATA and LABEL slot bound
+ * (c->last), or NULL. */
+static runnable *
+bind_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feeds, int n_feeds,
+            GError **error)
 {
   /* The batch: the leading size of the first fed input that has a batch
    * dimension (1 when every input is of fixed size). */
@@ -693,7 +731,7 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
         {
           g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
                        "'%s' was fed, but the graph has no input of that name", feeds[i].input);
-          return FALSE;
+          return NULL;
         }
     }
   for (int i = 0; i < n_feeds; i++)
@@ -708,9 +746,10 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
     }
   runnable *r = get_runnable (c, kind, batch, error);
   if (r == NULL)
-    return FALSE;
+    return NULL;
   tw_program *p = r->prog;
   c->last = r;
+  r->fwd_pending = FALSE;
 
   for (guint si = 0; si < p->slots->len; si++)
     {
@@ -725,14 +764,23 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
         {
           g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT, "input '%s'%s was not fed",
                        sl->name, sl->kind == TW_SLOT_LABEL ? " (labels)" : "");
-          return FALSE;
+          return NULL;
         }
       if (!tw_check_feed (sl->name, &sl->info, t, error))
-        return FALSE;
+        return NULL;
       g_clear_pointer (&r->t[si], tw_tensor_unref);
       r->t[si] = tw_tensor_contiguous (t);
     }
   bind_views (r);
+  return r;
+}
+
+/* Instructions [from, to) of r's program. */
+static gboolean
+run_range (tw_compiled *c, runnable *r, tw_program_kind kind, int from, int to, guint64 step,
+           GError **error)
+{
+  tw_program *p = r->prog;
 
   if (kind == TW_PROGRAM_STEP && p->n_updates > 0 && c->update.opt == NULL)
     {
@@ -745,9 +793,9 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
   c->updating = FALSE;
   c->update.grad_norms = c->grad_norms && tw_bus_wants (c->bus, TW_EV_GRAD_READY);
   tw_tensor *in[TW_MAX_INPUTS + TW_MAX_PARAMS], *out[TW_MAX_OUTPUTS];
-  for (guint i = 0; i < p->instrs->len; i++)
+  for (int i = from; i < to; i++)
     {
-      tw_instr *ins = tw_program_instr (p, (int) i);
+      tw_instr *ins = tw_program_instr (p, i);
       /* A view sharing its input's buffer has nothing to do. */
       if (ins->op && (ins->op->flags & TW_OP_VIEW) && ins->n_out == 1
           && tw_program_alias_root (p, ins->out[0]) == tw_program_alias_root (p, ins->in[0]))
@@ -833,10 +881,159 @@ tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feed
             }
         }
     }
-  if (kind != TW_PROGRAM_INFER && kind != TW_PROGRAM_EVAL && tw_bus_wants (c->bus, TW_EV_GRAD_READY)
-      && !publish_ready (c, r, r->ready_last, NULL, step, error))
-    return FALSE;
   return TRUE;
+}
+
+/* grad_ready for the trainable parameters the program gives no gradient,
+ * at the end of a training run. */
+static gboolean
+publish_ready_last (tw_compiled *c, runnable *r, tw_program_kind kind, guint64 step,
+                    GError **error)
+{
+  return kind == TW_PROGRAM_INFER || kind == TW_PROGRAM_EVAL
+         || !tw_bus_wants (c->bus, TW_EV_GRAD_READY)
+         || publish_ready (c, r, r->ready_last, NULL, step, error);
+}
+
+gboolean
+tw_compiled_run_feeds (tw_compiled *c, tw_program_kind kind, const tw_feed *feeds, int n_feeds,
+                       guint64 step, GError **error)
+{
+  runnable *r = bind_feeds (c, kind, feeds, n_feeds, error);
+  if (r == NULL)
+    return FALSE;
+  if (g_hash_table_size (r->prog->seed_slot) > 0)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "this training program starts from fed gradients: run it with "
+                   "tw_compiled_forward_feeds and tw_compiled_backward_from");
+      return FALSE;
+    }
+  c->update.grads_set = TRUE;
+  return run_range (c, r, kind, 0, (int) r->prog->instrs->len, step, error)
+         && publish_ready_last (c, r, kind, step, error);
+}
+
+gboolean
+tw_compiled_forward_feeds (tw_compiled *c, const tw_feed *feeds, int n_feeds, guint64 step,
+                           GError **error)
+{
+  runnable *r = bind_feeds (c, TW_PROGRAM_TRAIN, feeds, n_feeds, error);
+  if (r == NULL)
+    return FALSE;
+  if (r->bwd_start < 0)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                   "the training program computes an output or its loss after its first "
+                   "backward instruction: its forward cannot run apart");
+      return FALSE;
+    }
+  if (!run_range (c, r, TW_PROGRAM_TRAIN, 0, r->bwd_start, step, error))
+    return FALSE;
+  r->fwd_pending = TRUE;
+  r->fwd_step = step;
+  return TRUE;
+}
+
+gboolean
+tw_compiled_backward_from (tw_compiled *c, const tw_feed *out_grads, int n, gboolean set,
+                           GError **error)
+{
+  runnable *r = c->last;
+  if (r == NULL || !r->fwd_pending)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "backward needs a forward of the training program first "
+                   "(tw_compiled_forward_feeds)");
+      return FALSE;
+    }
+  tw_program *p = r->prog;
+  for (int i = 0; i < n; i++)
+    if (!g_hash_table_contains (p->seed_slot, out_grads[i].input))
+      {
+        g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                     "backward from '%s': the program's gradients start from %s only",
+                     out_grads[i].input, g_hash_table_size (p->seed_slot) ? "its seeds"
+                                                                         : "the loss");
+        return FALSE;
+      }
+  GHashTableIter it;
+  gpointer ref, slot1;
+  g_hash_table_iter_init (&it, p->seed_slot);
+  while (g_hash_table_iter_next (&it, &ref, &slot1))
+    {
+      int si = GPOINTER_TO_INT (slot1) - 1;
+      tw_slot *sl = tw_program_slot (p, si);
+      int64_t want = tw_tinfo_numel (&sl->info, NULL);
+      g_autoptr (tw_tensor) sum = NULL;
+      for (int i = 0; i < n; i++)
+        {
+          if (strcmp (out_grads[i].input, ref) != 0)
+            continue;
+          tw_tensor *t = out_grads[i].tensor;
+          if (t->dtype != sl->info.dtype || tw_tensor_numel (t) != want)
+            {
+              g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                           "backward from '%s': a gradient of %" G_GINT64_FORMAT
+                           " %s elements was given, the value has %" G_GINT64_FORMAT " %s",
+                           (const char *) ref, tw_tensor_numel (t), tw_dtype_name (t->dtype),
+                           want, tw_dtype_name (sl->info.dtype));
+              return FALSE;
+            }
+          /* The slot's shape over t's elements (a view where t is
+           * contiguous); a value named twice: the sum, in a copy. */
+          g_autoptr (tw_tensor) v = tw_tensor_reshape (t, sl->info.ndim, sl->info.dims);
+          if (sum == NULL)
+            sum = g_steal_pointer (&v);
+          else
+            {
+              if (sum->storage == t->storage || sum->storage->refcount > 1)
+                {
+                  tw_tensor *own = tw_tensor_clone (sum);
+                  tw_tensor_unref (sum);
+                  sum = own;
+                }
+              for (int64_t e = 0; e < want; e++)
+                tw_tensor_set_flat (sum, e, tw_tensor_get_flat (sum, e) + tw_tensor_get_flat (v, e));
+            }
+        }
+      if (sum == NULL)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "backward: no gradient was given for '%s'", (const char *) ref);
+          return FALSE;
+        }
+      g_clear_pointer (&r->t[si], tw_tensor_unref);
+      r->t[si] = g_steal_pointer (&sum);
+    }
+  bind_views (r);
+  r->fwd_pending = FALSE;
+  c->update.grads_set = set;
+  return run_range (c, r, TW_PROGRAM_TRAIN, r->bwd_start, (int) p->instrs->len, r->fwd_step,
+                    error)
+         && publish_ready_last (c, r, TW_PROGRAM_TRAIN, r->fwd_step, error);
+}
+
+tw_tensor *
+tw_compiled_input_grad (tw_compiled *c, const char *input_id)
+{
+  if (c->last == NULL || c->last->fwd_pending)
+    return NULL;
+  gpointer v = g_hash_table_lookup (c->last->prog->input_grad_slot, input_id);
+  return v ? c->last->t[GPOINTER_TO_INT (v) - 1] : NULL;
+}
+
+tw_tensor *
+tw_compiled_output (tw_compiled *c, const char *ref)
+{
+  if (c->last == NULL)
+    return NULL;
+  tw_program *p = c->last->prog;
+  const char *const *outs = tw_graph_outputs (p->graph);
+  for (guint k = 0; outs && outs[k] && k < p->output_slots->len; k++)
+    if (strcmp (outs[k], ref) == 0)
+      return c->last->t[g_array_index (p->output_slots, int, k)];
+  return NULL;
 }
 
 tw_tensor *
@@ -871,6 +1068,7 @@ tw_compiled_bind_grads (tw_compiled *c)
   if (c->last == NULL)
     return;
   tw_program *p = c->last->prog;
+  g_return_if_fail (p->n_accumulates == 0);
   for (int i = 0; i < tw_params_count (c->params); i++)
     {
       tw_param *pp = tw_params_at (c->params, i);

@@ -122,6 +122,8 @@ tw_program_free (tw_program *p)
   g_array_unref (p->output_slots);
   g_hash_table_unref (p->param_slot);
   g_hash_table_unref (p->grad_slot);
+  g_hash_table_unref (p->seed_slot);
+  g_hash_table_unref (p->input_grad_slot);
   g_array_unref (p->records);
   g_array_unref (p->param_order);
   g_clear_pointer (&p->keep_nodes, g_hash_table_unref);
@@ -138,6 +140,8 @@ program_new (void)
   p->output_slots = g_array_new (FALSE, FALSE, sizeof (int));
   p->param_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   p->grad_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  p->seed_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  p->input_grad_slot = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   p->records = g_array_new (FALSE, TRUE, sizeof (tw_pass_record));
   p->param_order = g_array_new (FALSE, FALSE, sizeof (int));
   g_array_set_clear_func (p->records, record_free);
@@ -187,12 +191,16 @@ tw_program_replace_uses (tw_program *p, int from, int to)
     p->loss_slot = to;
   if (p->pred_slot == from)
     p->pred_slot = to;
-  GHashTableIter it;
-  gpointer key, val;
-  g_hash_table_iter_init (&it, p->grad_slot);
-  while (g_hash_table_iter_next (&it, &key, &val))
-    if (GPOINTER_TO_INT (val) - 1 == from)
-      g_hash_table_iter_replace (&it, GINT_TO_POINTER (to + 1));
+  GHashTable *maps[] = { p->grad_slot, p->input_grad_slot };
+  for (guint m = 0; m < G_N_ELEMENTS (maps); m++)
+    {
+      GHashTableIter it;
+      gpointer key, val;
+      g_hash_table_iter_init (&it, maps[m]);
+      while (g_hash_table_iter_next (&it, &key, &val))
+        if (GPOINTER_TO_INT (val) - 1 == from)
+          g_hash_table_iter_replace (&it, GINT_TO_POINTER (to + 1));
+    }
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -214,13 +222,61 @@ update_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
   return TRUE;
 }
 
+/* in[0] the parameter (bound to the store), in[1] this run's gradient of
+ * it: into the store's gradient, = or += (tw_update_ctx.grads_set).  A
+ * gradient that points into an arena (tw_compiled_bind_grads) is replaced
+ * by one of the parameter's own. */
+static gboolean
+accumulate_kernel (const tw_kctx *ctx, const tw_instr *ins, tw_tensor *const *in,
+                   tw_tensor *const *out, GError **error)
+{
+  const tw_update_ctx *u = ctx->exec_data;
+  tw_param *prm = u ? tw_params_get (u->params, ins->kdata) : NULL;
+  if (prm == NULL)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_KERNEL,
+                   "no parameter '%s' to accumulate a gradient into", (const char *) ins->kdata);
+      return FALSE;
+    }
+  int64_t n = tw_tensor_numel (in[1]);
+  g_assert (n == tw_tensor_numel (prm->value) && in[1]->dtype == TW_F32);
+  gboolean set = u->grads_set;
+  if (prm->grad && !prm->grad->storage->owns_data)
+    {
+      g_autoptr (tw_tensor) own = tw_tensor_new_like (prm->value);
+      if (!set)
+        tw_tensor_copy_into (own, prm->grad);
+      tw_tensor_unref (prm->grad);
+      prm->grad = g_steal_pointer (&own);
+    }
+  if (prm->grad == NULL)
+    {
+      prm->grad = tw_tensor_new_like (prm->value);
+      set = TRUE;
+    }
+  float *restrict a = tw_tensor_f32 (prm->grad);
+  const float *restrict b = tw_tensor_f32 (in[1]);
+  if (set)
+    memcpy (a, b, (size_t) n * sizeof (float));
+  else
+    for (int64_t i = 0; i < n; i++)
+      a[i] += b[i];
+  return TRUE;
+}
+
 void
 tw_program_register_update_op (void)
 {
   static const tw_kernel update = { .op = "optimizer_update", .device = TW_DEVICE_CPU,
                                     .name = "optimizer_update", .fused = (gpointer) update_kernel };
+  static const tw_kernel accumulate = { .op = "grad_accumulate", .device = TW_DEVICE_CPU,
+                                        .name = "grad_accumulate",
+                                        .fused = (gpointer) accumulate_kernel };
   tw_fused_op_register (update.op, "the optimizer's update of one parameter from its gradient");
   tw_kernel_register (&update);
+  tw_fused_op_register (accumulate.op,
+                        "a parameter's gradient of one run into the gradient kept across runs");
+  tw_kernel_register (&accumulate);
 }
 
 /* Appends an instruction running a registered op; infers its outputs. */
@@ -329,11 +385,55 @@ accumulate_grad (tw_program *p, GHashTable *grads, int slot, int g, const char *
 tw_program *
 tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GError **error)
 {
+  return tw_program_build_grads (graph, batch, kind, NULL, error);
+}
+
+int
+tw_program_backward_start (const tw_program *p)
+{
+  int n = (int) p->instrs->len, start = n;
+  for (int i = 0; i < n && start == n; i++)
+    {
+      const tw_instr *ins = tw_program_instr (p, i);
+      if (ins->phase != TW_PHASE_FORWARD)
+        start = i;
+      for (int k = 0; k < ins->n_in && start == n; k++)
+        if (tw_program_slot (p, ins->in[k])->kind == TW_SLOT_SEED)
+          start = i;
+    }
+  /* What the forward part hands over must be made inside it. */
+  g_autoptr (GArray) want = g_array_copy (p->output_slots);
+  if (p->loss_slot >= 0)
+    g_array_append_val (want, p->loss_slot);
+  if (p->pred_slot >= 0)
+    g_array_append_val (want, p->pred_slot);
+  for (guint k = 0; k < want->len; k++)
+    {
+      int s = g_array_index (want, int, k), root = tw_program_alias_root (p, s);
+      if (tw_program_slot (p, s)->producer >= start || tw_program_slot (p, root)->producer >= start)
+        return -1;
+    }
+  return start;
+}
+
+tw_program *
+tw_program_build_grads (const tw_graph *graph, int64_t batch, tw_program_kind kind,
+                        const tw_grad_spec *spec, GError **error)
+{
   g_autoptr (tw_program) p = program_new ();
   g_autoptr (GArray) order = NULL;
   gint64 t0 = g_get_monotonic_time ();
   gboolean training = kind == TW_PROGRAM_TRAIN || kind == TW_PROGRAM_STEP;
   gboolean with_loss = kind != TW_PROGRAM_INFER;
+  gboolean seeded = training && spec && spec->seeds;
+  if (!training)
+    spec = NULL;
+  if (spec && spec->accumulate && kind != TW_PROGRAM_TRAIN)
+    {
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                   "gradients accumulate in training programs without updates only");
+      return NULL;
+    }
 
   if (batch < 1)
     {
@@ -368,16 +468,39 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
   tw_port pred_port = pred ? tw_graph_resolve (g, pred) : (tw_port) { -1, 0 };
   if (pred_port.node >= 0)
     tw_graph_mark_upstream (g, pred_port.node, needed);
-  if (with_loss)
+  if (with_loss && loss == NULL && !seeded)
     {
-      if (loss == NULL)
-        {
-          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
-                       "the model has no loss node to %s", training ? "train" : "evaluate");
-          return NULL;
-        }
+      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
+                   "the model has no loss node to %s", training ? "train" : "evaluate");
+      return NULL;
+    }
+  if (with_loss && loss)
+    {
       tw_graph_mark_upstream (g, loss_index, needed);
       p->loss_slot = -2;    /* set after the forward */
+    }
+  for (const char *const *r = seeded ? spec->seeds : NULL; r && *r; r++)
+    {
+      tw_port pt = tw_graph_resolve (g, *r);
+      if (pt.node < 0)
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "a gradient is seeded at '%s', which is no value of the graph", *r);
+          return NULL;
+        }
+      tw_graph_mark_upstream (g, pt.node, needed);
+    }
+  g_autofree gboolean *grad_input = g_new0 (gboolean, nn);
+  for (const char *const *id = spec ? spec->grad_inputs : NULL; id && *id; id++)
+    {
+      tw_node *n = tw_graph_find (g, *id);
+      if (n == NULL || !(n->op->flags & TW_OP_SOURCE))
+        {
+          g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT,
+                       "the gradient of '%s' is asked for, which is no input of the graph", *id);
+          return NULL;
+        }
+      grad_input[tw_graph_index_of (g, n->id)] = TRUE;
     }
 
   /* Forward. */
@@ -399,6 +522,7 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
           else
             p->data_slot = s;
           first_slot[i] = s;
+          req[i] = grad_input[i];
           continue;
         }
       int in[TW_MAX_INPUTS + TW_MAX_PARAMS], out[TW_MAX_OUTPUTS];
@@ -446,7 +570,7 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
       tw_program_slot (p, p->pred_slot)->keep = TRUE;
     }
 
-  if (with_loss)
+  if (with_loss && loss)
     {
       p->loss_slot = first_slot[loss_index];
       tw_program_slot (p, p->loss_slot)->keep = TRUE;
@@ -455,14 +579,30 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
     {
       g_autoptr (GHashTable) grads = g_hash_table_new (g_direct_hash, g_direct_equal);
       g_autoptr (GHashTable) pgrads = g_hash_table_new (g_direct_hash, g_direct_equal);
-      tw_slot *ls = tw_program_slot (p, p->loss_slot);
-      /* The seed, named as the eager executor names it (grad:LOSS). */
-      g_autofree char *seed = g_strconcat ("grad:", ls->name ? ls->name : "loss", NULL);
-      int one = tw_program_add_slot (p, TW_SLOT_CONST, &ls->info, seed);
-      tw_slot *os = tw_program_slot (p, one);
-      os->value = tw_tensor_new (ls->info.dtype, ls->info.ndim, ls->info.dims);
-      tw_tensor_fill (os->value, 1.0);
-      g_hash_table_insert (grads, GINT_TO_POINTER (p->loss_slot), GINT_TO_POINTER (one));
+      if (!seeded)
+        {
+          tw_slot *ls = tw_program_slot (p, p->loss_slot);
+          /* The seed, named as the eager executor names it (grad:LOSS). */
+          g_autofree char *seed = g_strconcat ("grad:", ls->name ? ls->name : "loss", NULL);
+          int one = tw_program_add_slot (p, TW_SLOT_CONST, &ls->info, seed);
+          tw_slot *os = tw_program_slot (p, one);
+          os->value = tw_tensor_new (ls->info.dtype, ls->info.ndim, ls->info.dims);
+          tw_tensor_fill (os->value, 1.0);
+          g_hash_table_insert (grads, GINT_TO_POINTER (p->loss_slot), GINT_TO_POINTER (one));
+        }
+      /* Fed seeds, each value once (the executor sums a value fed twice). */
+      for (const char *const *r = seeded ? spec->seeds : NULL; r && *r; r++)
+        {
+          if (g_hash_table_contains (p->seed_slot, *r))
+            continue;
+          tw_port pt = tw_graph_resolve (g, *r);
+          int vs = first_slot[pt.node] + pt.output;
+          g_autofree char *name = g_strconcat ("grad:", *r, NULL);
+          int ss = tw_program_add_slot (p, TW_SLOT_SEED, &tw_program_slot (p, vs)->info, name);
+          g_hash_table_insert (p->seed_slot, g_strdup (*r), GINT_TO_POINTER (ss + 1));
+          if (!accumulate_grad (p, grads, vs, ss, NULL, error))
+            return NULL;
+        }
 
       graph_emit ge = { { &graph_vtable, { 0 }, NULL }, p, NULL };
       for (int oi = (int) order->len - 1; oi >= 0; oi--)
@@ -523,6 +663,18 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
                                      error))
               return NULL;
         }
+      /* Gradients of the inputs asked for (those reached). */
+      for (int i = 0; i < nn; i++)
+        {
+          gpointer gv;
+          if (!grad_input[i] || !needed[i]
+              || !g_hash_table_lookup_extended (grads, GINT_TO_POINTER (first_slot[i]), NULL, &gv))
+            continue;
+          int gs = GPOINTER_TO_INT (gv);
+          tw_program_slot (p, gs)->keep = TRUE;
+          g_hash_table_insert (p->input_grad_slot, g_strdup (tw_graph_node (g, i)->id),
+                               GINT_TO_POINTER (gs + 1));
+        }
       /* Final parameter gradients, and for STEP programs their updates. */
       for (guint k = 0; k < p->param_order->len; k++)
         {
@@ -536,6 +688,31 @@ tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind, GE
           /* Backward rules always produce fresh slots for parameter gradients. */
           g_assert (s->kind == TW_SLOT_ACT);
           g_hash_table_insert (p->grad_slot, g_strdup (name), GINT_TO_POINTER (gs + 1));
+          if (spec && spec->accumulate)
+            {
+              tw_instr *a = tw_instr_new (NULL, NULL, TW_GRAD_ACCUMULATE_LABEL);
+              a->fused_op = "grad_accumulate";
+              a->kernel = tw_fused_cpu_kernel (a->fused_op);
+              a->kdata = g_strdup (name);
+              a->kdata_free = g_free;
+              double numel = (double) tw_tinfo_numel (&s->info, NULL);
+              a->cost.flops = numel;
+              a->cost.bytes_read = 2 * numel * sizeof (float);
+              a->cost.bytes_written = numel * sizeof (float);
+              a->phase = TW_PHASE_BACKWARD;
+              a->training = TRUE;
+              a->n_in = 2;
+              a->in[0] = ps;
+              a->in[1] = gs;
+              g_autofree char *scope = g_strdup (name);
+              char *dot = strrchr (scope, '.');
+              if (dot)
+                *dot = '\0';
+              tw_instr_add_source (a, scope);
+              g_ptr_array_add (p->instrs, a);
+              p->n_accumulates++;
+              continue;
+            }
           if (kind != TW_PROGRAM_STEP)
             {
               s->keep = TRUE;
@@ -634,7 +811,8 @@ tw_program_report (const tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins->kernel == NULL || strcmp (ins->label, "optimizer update") == 0)
+      if (ins->kernel == NULL || strcmp (ins->label, "optimizer update") == 0
+          || strcmp (ins->label, TW_GRAD_ACCUMULATE_LABEL) == 0)
         continue;
       g_autofree char *src = sources_string (ins);
       g_string_append_printf (s, "  %-34s covers %s%s\n", ins->label, src,
@@ -693,7 +871,8 @@ tw_program_report_json (const tw_program *p)
   for (guint i = 0; i < p->instrs->len; i++)
     {
       tw_instr *ins = g_ptr_array_index (p->instrs, i);
-      if (ins->kernel == NULL || strcmp (ins->label, "optimizer update") == 0)
+      if (ins->kernel == NULL || strcmp (ins->label, "optimizer update") == 0
+          || strcmp (ins->label, TW_GRAD_ACCUMULATE_LABEL) == 0)
         continue;
       json_builder_begin_object (b);
       json_builder_set_member_name (b, "kernel");

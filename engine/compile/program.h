@@ -35,6 +35,8 @@ typedef enum
   TW_SLOT_GRAD,        /* the final gradient of a trainable parameter */
   TW_SLOT_ACT,         /* activation, activation gradient or temporary: in the arena */
   TW_SLOT_CONST,       /* known at compile time (value holds it) */
+  TW_SLOT_SEED,        /* fed before backward: the gradient of a value (tw_grad_spec.seeds),
+                        * named "grad:REF" */
 } tw_slot_kind;
 
 typedef struct
@@ -88,13 +90,43 @@ typedef enum
                                * each as soon as its gradient is ready */
 } tw_program_kind;
 
-/* What update instructions read through tw_kctx.exec_data. */
+/* What update (and gradient accumulate) instructions read through
+ * tw_kctx.exec_data. */
 typedef struct
 {
   struct tw_optimizer *opt;   /* tw_optimizer_begin_step () done for this step */
   tw_params *params;
   gboolean grad_norms;        /* fused gradient+update kernels keep their gradient's norm */
+  gboolean grads_set;         /* gradient accumulate instructions: = (TRUE) or += */
 } tw_update_ctx;
+
+/* What a training program differentiates, and where the gradients go
+ * (tw_program_build_grads).  The default (NULL): the loss, seeded with 1,
+ * into each trainable parameter's gradient slot, kept for the caller.
+ *
+ * seeds: values ("fc2", "split:1", the loss node) whose gradients are fed
+ * to the run before its backward part (TW_SLOT_SEED slots "grad:REF",
+ * p->seed_slot); when given, the loss gets no seed 1 of its own (name it
+ * to start from it, with the weight wanted) and the graph needs no loss.
+ * grad_inputs: input node ids whose gradient the program keeps
+ * (p->input_grad_slot), as if they were parameters.
+ * accumulate: each parameter's gradient ends in a "grad_accumulate"
+ * instruction that writes it into the tw_params store's grad (= or += by
+ * tw_update_ctx.grads_set), so that micro-batches sum there; the gradient
+ * slots are then not kept.  TRAIN programs only.
+ *
+ * Parameter gradients accumulate (+=) across runs; activation and input
+ * gradients are assigned (=) by each run. */
+typedef struct
+{
+  const char *const *seeds;        /* NULL-terminated, or NULL */
+  const char *const *grad_inputs;  /* NULL-terminated, or NULL */
+  gboolean accumulate;
+} tw_grad_spec;
+
+/* The label of a grad_accumulate instruction (the report leaves it out of
+ * the fused kernels, as it does optimizer updates). */
+#define TW_GRAD_ACCUMULATE_LABEL "gradient accumulate"
 
 /* The CPU kernel of a fused op (engine/kernels.h). */
 tw_kernel_fn tw_fused_cpu_kernel (const char *fused_op);
@@ -147,6 +179,9 @@ struct tw_program
   int pred_slot;              /* the prediction accuracy scores (tw_graph_prediction), or -1 */
   GHashTable *param_slot;     /* param name → GINT slot+1 */
   GHashTable *grad_slot;      /* param name → GINT slot+1 (final gradients) */
+  GHashTable *seed_slot;      /* value ref → GINT slot+1 (TW_SLOT_SEED; tw_grad_spec.seeds) */
+  GHashTable *input_grad_slot;/* input id → GINT slot+1 (tw_grad_spec.grad_inputs reached) */
+  int n_accumulates;          /* grad_accumulate instructions (tw_grad_spec.accumulate) */
   GArray *param_order;        /* param slots in order of first use */
   int n_updates;              /* update instructions (STEP programs) */
   int n_graph_nodes;          /* executed graph nodes (the "before" count) */
@@ -161,6 +196,16 @@ struct tw_program
 
 tw_program *tw_program_build (const tw_graph *graph, int64_t batch, tw_program_kind kind,
                               GError **error);
+/* The same with what training differentiates (NULL: the default; see
+ * tw_grad_spec).  Fails naming a seed that is no value of the graph or a
+ * grad input that is no input. */
+tw_program *tw_program_build_grads (const tw_graph *graph, int64_t batch, tw_program_kind kind,
+                                    const tw_grad_spec *spec, GError **error);
+/* The first instruction of the part of a TRAIN program that needs its
+ * seeds (the first backward or seed-reading instruction; n_instrs when
+ * none): a run can stop there and go on later, after the seeds are fed.
+ * -1 when an output, the loss or the prediction is computed after it. */
+int tw_program_backward_start (const tw_program *p);
 void tw_program_free (tw_program *p);
 
 /* Passes, in a fixed order, then the memory plan.  Records each in p->records. */

@@ -14,7 +14,8 @@ static gboolean
 is_fused_kernel (const tw_instr *ins)
 {
   /* As the report's "fused" list counts them (program.c). */
-  return ins->kernel != NULL && strcmp (ins->label, "optimizer update") != 0;
+  return ins->kernel != NULL && strcmp (ins->label, "optimizer update") != 0
+         && strcmp (ins->label, TW_GRAD_ACCUMULATE_LABEL) != 0;
 }
 
 static gboolean

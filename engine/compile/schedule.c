@@ -1,12 +1,23 @@
-/* schedule.c — moving each optimizer update right after its gradient. */
+/* schedule.c — moving each optimizer update (and gradient accumulate)
+ * right after its gradient. */
 #define G_LOG_DOMAIN "twb-compile"
 
 #include "engine/compile/program.h"
 
 #include <string.h>
 
+/* An optimizer update, or a gradient's accumulate (tw_grad_spec): it
+ * writes no slot, only the parameters store. */
+static gboolean
+movable (const tw_instr *ins)
+{
+  return ins->phase == TW_PHASE_UPDATE
+         || (ins->fused_op && strcmp (ins->fused_op, "grad_accumulate") == 0);
+}
+
 /* Each update goes after the last instruction that reads its parameter's
- * old value or produces its gradient.  Linear: one pass finds the last
+ * old value or produces its gradient (an accumulate, which leaves the
+ * parameter alone: right after its gradient).  Linear: one pass finds the last
  * non-update reader of every slot, one more lays the schedule out, updates
  * after their position in their old order. */
 int
@@ -24,7 +35,7 @@ tw_pass_schedule_updates (tw_program *p)
   for (int j = 0; j < n; j++)
     {
       tw_instr *r = tw_program_instr (p, j);
-      if (r->phase == TW_PHASE_UPDATE)
+      if (movable (r))
         continue;
       for (int k = 0; k < r->n_in; k++)
         last_read[r->in[k]] = j;
@@ -36,9 +47,11 @@ tw_pass_schedule_updates (tw_program *p)
       tw_instr *u = tw_program_instr (p, i);
       after[i] = -2;
       next[i] = -1;
-      if (u->phase != TW_PHASE_UPDATE)
+      if (!movable (u))
         continue;
-      int at = MAX (tw_program_slot (p, u->in[1])->producer, last_read[u->in[0]]);
+      int at = tw_program_slot (p, u->in[1])->producer;
+      if (u->phase == TW_PHASE_UPDATE)
+        at = MAX (at, last_read[u->in[0]]);
       after[i] = at;
       moved += at < n - 1;
       /* Bucket at + 1 (at may be -1), in the updates' order. */
@@ -51,7 +64,7 @@ tw_pass_schedule_updates (tw_program *p)
   g_autoptr (GPtrArray) order = g_ptr_array_sized_new (n);
   for (int j = -1; j < n; j++)
     {
-      if (j >= 0 && tw_program_instr (p, j)->phase != TW_PHASE_UPDATE)
+      if (j >= 0 && !movable (tw_program_instr (p, j)))
         g_ptr_array_add (order, tw_program_instr (p, j));
       for (int i = head[j + 1]; i >= 0; i = next[i])
         g_ptr_array_add (order, tw_program_instr (p, i));

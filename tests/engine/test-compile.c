@@ -642,6 +642,269 @@ test_hooks (void)
   g_string_free (log.fwd, TRUE);
 }
 
+/* ---- seeded backward, input gradients, accumulation ------------------------------------- */
+
+/* A first pipeline stage's shape: two received values in, two out (t is
+ * also read inside, so its gradient is the seed plus what fc2 sends
+ * back), dropout between. */
+static tw_graph *
+stage_graph_first (void)
+{
+  tw_graph *g = tw_graph_new ();
+  tw_attrs *a4 = attrs_int ("out_features", 4), *a3 = attrs_int ("out_features", 3);
+  tw_attrs *drop = tw_attrs_new ();
+  tw_attrs_set_float (drop, "p", 0.3);
+  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 5 }, "other");
+  tw_graph_add_input (g, "h", TW_F32, 1, (int64_t[]) { 4 }, "other");
+  tw_graph_add (g, "fc1", "linear", a4, "x", NULL);
+  tw_graph_add (g, "t", "tanh", NULL, "fc1", NULL);
+  tw_graph_add (g, "sum", "add", NULL, "t", "h", NULL);
+  tw_graph_add (g, "drop", "dropout", drop, "sum", NULL);
+  tw_graph_add (g, "fc2", "linear", a3, "drop", NULL);
+  tw_graph_set_outputs (g, (const char *[]) { "fc2", "t", NULL });
+  tw_attrs_free (a4);
+  tw_attrs_free (a3);
+  tw_attrs_free (drop);
+  return g;
+}
+
+/* A last stage's: a received value in, the loss at the end. */
+static tw_graph *
+stage_graph_last (void)
+{
+  tw_graph *g = tw_graph_new ();
+  tw_attrs *a3 = attrs_int ("out_features", 3);
+  tw_graph_add_input (g, "h", TW_F32, 1, (int64_t[]) { 4 }, "other");
+  tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
+  tw_graph_add (g, "fc", "linear", a3, "h", NULL);
+  tw_graph_add (g, "r", "relu", NULL, "fc", NULL);
+  tw_graph_add (g, "loss", "cross_entropy", NULL, "r", "y", NULL);
+  tw_attrs_free (a3);
+  return g;
+}
+
+static tw_tensor *
+random_tensor (int64_t rows, int64_t cols, guint64 seed)
+{
+  tw_tensor *t = tw_tensor_new (TW_F32, 2, (int64_t[]) { rows, cols });
+  tw_rng_fill_uniform (tw_tensor_f32 (t), tw_tensor_numel (t), seed, 1, -1.0f, 1.0f);
+  return t;
+}
+
+/* Float32: both executors run the same kernels on the same values except
+ * where fusion merges loops (an epilogue rounds once where two kernels
+ * rounded twice) and where contributions to one gradient add in another
+ * order: a few ulps (~1e-7) of the largest value.  1e-5 of it leaves room
+ * for that; a missing, doubled or unweighted contribution is O(1). */
+#define SEEDED_TOL 1e-5
+
+static void
+assert_close (const char *what, tw_tensor *a, tw_tensor *b)
+{
+  g_assert_nonnull (a);
+  g_assert_nonnull (b);
+  g_assert_cmpint (tw_tensor_numel (a), ==, tw_tensor_numel (b));
+  double scale = 1, worst = 0;
+  for (int64_t i = 0; i < tw_tensor_numel (b); i++)
+    scale = MAX (scale, fabs (tw_tensor_get_flat (b, i)));
+  for (int64_t i = 0; i < tw_tensor_numel (b); i++)
+    worst = MAX (worst, fabs (tw_tensor_get_flat (a, i) - tw_tensor_get_flat (b, i)));
+  if (worst > SEEDED_TOL * scale)
+    g_error ("%s: compiled and eager differ by %g (scale %g)", what, worst, scale);
+}
+
+/* grad_ready of an accumulating program: what the store holds then (it
+ * must be final: a data-parallel all-reduce reads it there). */
+static gboolean
+on_grad_ready_copy (const tw_event *ev, gpointer user)
+{
+  GHashTable *seen = user;
+  if (ev->param && ev->param->grad)
+    g_hash_table_insert (seen, g_strdup (ev->param->name), tw_tensor_clone (ev->param->grad));
+  return TRUE;
+}
+
+/* Two micro-batches as a pipeline stage runs them: both forwards (two
+ * executors in flight), then both backwards from given gradients, the
+ * first setting the parameters' gradients and the second adding to them;
+ * the compiled programs against the eager executor on the same graph. */
+static void
+check_seeded (tw_graph *(*make) (void), const char *const *seeds, const char *const *inputs)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_graph) ge = make ();
+  g_autoptr (tw_graph) gc = make ();
+  g_autoptr (tw_params) pe = tw_params_new ();
+  g_autoptr (tw_params) pc = tw_params_new ();
+  tw_eager *e[2] = { NULL, NULL };
+  tw_compiled *c[2] = { NULL, NULL };
+  gboolean has_loss = tw_graph_find_loss (ge) != NULL;
+  tw_grad_spec spec = { .seeds = seeds, .grad_inputs = inputs, .accumulate = TRUE };
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                       (GDestroyNotify) tw_tensor_unref);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_GRAD_READY), on_grad_ready_copy, seen, NULL);
+  for (int k = 0; k < 2; k++)
+    {
+      e[k] = tw_eager_new (ge, pe, 3, &error);
+      g_assert_no_error (error);
+      tw_eager_set_grad_inputs (e[k], inputs);
+      c[k] = tw_compiled_new (gc, pc, 3, &error);
+      g_assert_no_error (error);
+      tw_compiled_set_grads (c[k], &spec);
+      tw_compiled_set_bus (c[k], bus);
+    }
+  int64_t rows[2] = { 6, 4 };   /* two batch sizes: two programs */
+  tw_tensor *held[2][8] = { { 0 } };
+  for (int k = 0; k < 2; k++)
+    {
+      tw_feed feeds[4];
+      int n = 0;
+      for (const char *const *id = inputs; *id; id++)
+        {
+          const tw_node *in = tw_graph_find (ge, *id);
+          held[k][n] = random_tensor (rows[k], in->out_info[0].dims[1], 40 + 10 * k + n);
+          feeds[n] = (tw_feed) { *id, held[k][n] };
+          n++;
+        }
+      if (has_loss)
+        {
+          tw_tensor *y = tw_tensor_new (TW_I64, 1, (int64_t[]) { rows[k] });
+          for (int64_t i = 0; i < rows[k]; i++)
+            tw_tensor_i64 (y)[i] = (i * 7 + k) % 3;
+          held[k][n] = y;
+          feeds[n++] = (tw_feed) { "y", y };
+        }
+      g_assert_true (tw_eager_forward_feeds (e[k], feeds, n, has_loss, TRUE, 5, &error));
+      g_assert_no_error (error);
+      g_assert_true (tw_compiled_forward_feeds (c[k], feeds, n, 5, &error));
+      g_assert_no_error (error);
+      if (has_loss)
+        g_assert_cmpfloat (fabs (tw_eager_loss_value (e[k]) - tw_compiled_loss_value (c[k])), <=,
+                           SEEDED_TOL * MAX (1, fabs (tw_eager_loss_value (e[k]))));
+      for (const char *const *r = seeds; *r; r++)
+        if (strcmp (*r, "loss") != 0)
+          {
+            g_autofree char *what = g_strdup_printf ("micro-batch %d value %s", k, *r);
+            assert_close (what, tw_compiled_output (c[k], *r), tw_eager_value (e[k], *r));
+          }
+    }
+  for (int k = 0; k < 2; k++)
+    {
+      tw_feed g[4];
+      int n = 0;
+      g_autoptr (GPtrArray) gs = g_ptr_array_new_with_free_func ((GDestroyNotify) tw_tensor_unref);
+      for (const char *const *r = seeds; *r; r++)
+        {
+          tw_tensor *t;
+          if (strcmp (*r, "loss") == 0)
+            {
+              /* The micro-batch's share of the batch's mean loss. */
+              t = tw_tensor_new_like (tw_eager_loss (e[k]));
+              tw_tensor_fill (t, (double) rows[k] / (rows[0] + rows[1]));
+            }
+          else
+            {
+              tw_tensor *v = tw_eager_value (e[k], *r);
+              t = random_tensor (rows[k], tw_tensor_numel (v) / rows[k], 70 + 10 * k + n);
+            }
+          g_ptr_array_add (gs, t);
+          g[n++] = (tw_feed) { *r, t };
+        }
+      g_assert_true (tw_eager_backward_from (e[k], g, n, k == 0, &error));
+      g_assert_no_error (error);
+      g_assert_true (tw_compiled_backward_from (c[k], g, n, k == 0, &error));
+      g_assert_no_error (error);
+      for (const char *const *id = inputs; *id; id++)
+        {
+          g_autofree char *what = g_strdup_printf ("micro-batch %d d/d%s", k, *id);
+          assert_close (what, tw_compiled_input_grad (c[k], *id), tw_eager_input_grad (e[k], *id));
+        }
+    }
+  /* Both micro-batches' parameter gradients, summed. */
+  for (int i = 0; i < tw_params_count (pe); i++)
+    {
+      tw_param *a = tw_params_at (pe, i);
+      if (!a->trainable)
+        continue;
+      tw_param *b = tw_params_get (pc, a->name);
+      g_assert_nonnull (b);
+      assert_close (a->name, b->value, a->value);
+      assert_close (a->name, b->grad, a->grad);
+      g_autofree char *what = g_strdup_printf ("%s at grad_ready", a->name);
+      assert_close (what, g_hash_table_lookup (seen, a->name), b->grad);
+    }
+  for (int k = 0; k < 2; k++)
+    {
+      for (int n = 0; n < 8; n++)
+        g_clear_pointer (&held[k][n], tw_tensor_unref);
+      tw_eager_free (e[k]);
+      tw_compiled_free (c[k]);
+    }
+}
+
+static void
+test_seeded_backward (void)
+{
+  check_seeded (stage_graph_first, (const char *[]) { "fc2", "t", NULL },
+                (const char *[]) { "x", "h", NULL });
+  check_seeded (stage_graph_last, (const char *[]) { "loss", NULL },
+                (const char *[]) { "h", NULL });
+
+  /* The program: seed slots instead of the constant 1, the inputs'
+   * gradients kept, accumulate instructions instead of kept gradients, and
+   * the forward part ends before the first seed is read. */
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_graph) g = stage_graph_first ();
+  tw_grad_spec spec = { .seeds = (const char *[]) { "fc2", "t", NULL },
+                        .grad_inputs = (const char *[]) { "x", NULL },
+                        .accumulate = TRUE };
+  g_autoptr (tw_program) p = tw_program_build_grads (g, 4, TW_PROGRAM_TRAIN, &spec, &error);
+  g_assert_no_error (error);
+  g_assert_true (tw_program_optimize (p, TW_PASS_ALL, &error));
+  g_assert_cmpint (g_hash_table_size (p->seed_slot), ==, 2);
+  g_assert_true (g_hash_table_contains (p->input_grad_slot, "x"));
+  g_assert_false (g_hash_table_contains (p->input_grad_slot, "h"));
+  g_assert_cmpint (p->n_accumulates, ==, 4);   /* fc1 and fc2: weight and bias */
+  g_assert_cmpint (count_label (p, TW_GRAD_ACCUMULATE_LABEL), ==, 4);
+  int start = tw_program_backward_start (p);
+  g_assert_cmpint (start, >, 0);
+  for (int i = 0; i < (int) p->instrs->len; i++)
+    for (int k = 0; k < tw_program_instr (p, i)->n_in; k++)
+      if (tw_program_slot (p, tw_program_instr (p, i)->in[k])->kind == TW_SLOT_SEED)
+        g_assert_cmpint (i, >=, start);
+  /* Errors name what is wrong. */
+  tw_grad_spec bad = { .seeds = (const char *[]) { "nope", NULL } };
+  g_assert_null (tw_program_build_grads (g, 4, TW_PROGRAM_TRAIN, &bad, &error));
+  g_assert_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT);
+  g_assert_nonnull (strstr (error->message, "nope"));
+  g_clear_error (&error);
+  tw_grad_spec bad_in = { .seeds = spec.seeds, .grad_inputs = (const char *[]) { "fc1", NULL } };
+  g_assert_null (tw_program_build_grads (g, 4, TW_PROGRAM_TRAIN, &bad_in, &error));
+  g_assert_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT);
+  g_clear_error (&error);
+  /* A seeded program does not run whole, and backward needs its seeds. */
+  g_autoptr (tw_params) params = tw_params_new ();
+  g_autoptr (tw_compiled) c = tw_compiled_new (g, params, 3, &error);
+  tw_compiled_set_grads (c, &spec);
+  g_autoptr (tw_tensor) x = random_tensor (4, 5, 1);
+  g_autoptr (tw_tensor) h = random_tensor (4, 4, 2);
+  tw_feed feeds[] = { { "x", x }, { "h", h } };
+  g_assert_false (tw_compiled_run_feeds (c, TW_PROGRAM_TRAIN, feeds, 2, 0, &error));
+  g_assert_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT);
+  g_clear_error (&error);
+  g_assert_false (tw_compiled_backward_from (c, NULL, 0, TRUE, &error));
+  g_assert_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT);
+  g_clear_error (&error);
+  g_assert_true (tw_compiled_forward_feeds (c, feeds, 2, 0, &error));
+  g_assert_no_error (error);
+  g_autoptr (tw_tensor) gfc2 = random_tensor (4, 3, 3);
+  g_assert_false (tw_compiled_backward_from (c, &(tw_feed) { "fc2", gfc2 }, 1, TRUE, &error));
+  g_assert_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_INPUT);
+  g_assert_nonnull (strstr (error->message, "'t'"));
+  g_clear_error (&error);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -658,5 +921,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/compile/hooks", test_hooks);
   g_test_add_func ("/engine/compile/fuse-updates", test_fuse_updates);
   g_test_add_func ("/engine/compile/nan-before-update", test_nan_before_update);
+  g_test_add_func ("/engine/compile/seeded-backward", test_seeded_backward);
   return g_test_run ();
 }
