@@ -333,7 +333,11 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
           json_member_double (jb, "pipeline_bubble", bubble);
           json_member_double (jb, "pipeline_bubble_theory", bubble_theory);
         }
-      if (compiled)
+      if (compiled && tw_trainer_pipeline_stage (tr) >= 0)
+        /* A pipeline: this rank's stage's arenas, one per micro-batch in
+         * flight (the only programs this process has run). */
+        json_member_int (jb, "arena_bytes", (gint64) tw_compiled_arena_bytes ());
+      else if (compiled)
         {
           /* Arena of the training program for the run's batch size. */
           tw_program *prog = tw_compiled_program (tw_trainer_compiled (tr), TW_PROGRAM_STEP,
@@ -740,13 +744,6 @@ twb_cmd_train (int argc, char **argv)
     dist.stages = (int) nums[STAGES].i;
   if (nums[MICRO_BATCHES].set)
     dist.micro_batches = (int) nums[MICRO_BATCHES].i;
-  if (twb_dist_is_pipeline (&dist) && g_strcmp0 (mode, "compiled") == 0)
-    {
-      g_printerr ("twb: --mode compiled: pipeline and hybrid parallelism run in eager mode only "
-                  "(leave --mode out)\n");
-      status = 2;
-      goto out;
-    }
   if (twb_dist_wanted (&dist) && debug)
     {
       g_printerr ("twb: --debug reads commands from one terminal: it works with one process, "

@@ -2,7 +2,16 @@
  * hybrid parallelism"): stages from the "stage" attribute or by cost, a
  * sub-graph per stage, GPipe and 1F1B schedules over micro-batches,
  * activations and their gradients by send/recv, the replicas of a stage
- * all-reducing their gradients, the bubble measured. */
+ * all-reducing their gradients, the bubble measured.
+ *
+ * Each micro-batch in flight has an executor of its own on the stage's
+ * sub-graph: in eager mode a tape, in compiled mode a tw_compiled whose
+ * TRAIN program starts from the received gradients (tw_grad_spec), gives
+ * those of the received activations and adds the parameters' gradients
+ * into the store; its forward part runs at the micro-batch's F slot and
+ * its backward part at its B slot over the same arena, which holds the
+ * forward's values in between (no forward is recomputed: memory is one
+ * arena per micro-batch in flight, as eager keeps one tape each). */
 #define G_LOG_DOMAIN "twb-train"
 
 #include "engine/comm/comm.h"
@@ -36,7 +45,8 @@ struct tw_pipe
   int n_stages, n_replicas, stage, replica, rank, size;
   int *stage_of;              /* [nodes of the whole graph] */
   tw_graph *sub;              /* this stage's sub-graph */
-  tw_eager **ex;              /* one per micro-batch in flight, on sub */
+  tw_eager **ex;              /* eager mode: one per micro-batch in flight, on sub */
+  tw_compiled **cx;           /* compiled mode: the same ([n_ex]) */
   int n_ex;
   xfer *xfers;                /* every stage-to-stage value, the same list on every rank */
   int n_xfers;
@@ -461,8 +471,12 @@ tw_pipe_free (tw_pipe *P)
       g_array_unref (P->sends);
     }
   for (int i = 0; i < P->n_ex; i++)
-    tw_eager_free (P->ex[i]);
+    {
+      tw_eager_free (P->ex[i]);
+      tw_compiled_free (P->cx[i]);
+    }
   g_free (P->ex);
+  g_free (P->cx);
   if (P->sub_bus)
     {
       tw_bus_unsubscribe (P->sub_bus, P->sub_id);
@@ -531,13 +545,6 @@ tw_trainer_set_pipeline (tw_trainer *tr, tw_comm *comm, const tw_pipeline_option
   else
     tw_pipeline_options_init (&opt);
   int rank = tw_comm_rank (comm), size = tw_comm_size (comm);
-  if (tr->mode == TW_MODE_COMPILED)
-    {
-      g_set_error (error, TW_EXEC_ERROR, TW_EXEC_ERROR_GRAPH,
-                   "pipeline parallelism runs in eager mode only (compiled mode is not "
-                   "supported with stages yet)");
-      return FALSE;
-    }
   if (opt.stages < 1 || size % opt.stages != 0)
     {
       g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_ARG,
@@ -765,6 +772,51 @@ executor (tw_trainer *tr, tw_pipe *P, int j, GError **error)
   return *slot;
 }
 
+static gboolean
+compiled_mode (const tw_trainer *tr)
+{
+  return tr->mode == TW_MODE_COMPILED;
+}
+
+/* Compiled mode's executor of micro-batch j: its TRAIN program starts
+ * from the gradients of the values later stages read (and the loss's,
+ * weighted, on the last stage), keeps those of the values it receives and
+ * accumulates the parameters' gradients in the store. */
+static tw_compiled *
+compiled_executor (tw_trainer *tr, tw_pipe *P, int j, GError **error)
+{
+  tw_compiled **slot = &P->cx[j % P->n_ex];
+  if (*slot == NULL)
+    {
+      *slot = tw_compiled_new (P->sub, tr->params, tr->model->recipe.seed, error);
+      if (*slot == NULL)
+        return NULL;
+      g_autoptr (GPtrArray) seeds = g_ptr_array_new ();
+      g_autoptr (GPtrArray) ins = g_ptr_array_new ();
+      for (int k = 0; k < P->n_xfers; k++)
+        {
+          if (P->xfers[k].from == P->stage)
+            g_ptr_array_add (seeds, P->xfers[k].ref);
+          if (P->xfers[k].to == P->stage)
+            g_ptr_array_add (ins, P->xfers[k].in_id);
+        }
+      if (P->loss_id)
+        g_ptr_array_add (seeds, P->loss_id);
+      g_ptr_array_add (seeds, NULL);
+      g_ptr_array_add (ins, NULL);
+      tw_grad_spec spec = { .seeds = (const char *const *) seeds->pdata,
+                            .grad_inputs = (const char *const *) ins->pdata,
+                            .accumulate = TRUE };
+      tw_compiled_set_grads (*slot, &spec);
+      /* A non-finite loss is the step's to refuse, over every stage's sum
+       * (tw_pipe_step), as in eager mode. */
+      tw_compiled_set_allow_nan (*slot, TRUE);
+    }
+  tw_compiled_set_bus (*slot, tr->bus);
+  tw_compiled_set_num_threads (*slot, tr->num_threads);
+  return *slot;
+}
+
 static tw_tensor *
 batch_tensor (const tw_tinfo *info, int64_t n)
 {
@@ -792,10 +844,12 @@ wait_idle (tw_pipe *P, tw_comm_req *r, double *idle, GError **error)
   return ok;
 }
 
+/* copy: t lives in an arena that a later run reuses before the step's
+ * sends are waited for. */
 static void
-post_send (tw_pipe *P, tw_tensor *t, int to_stage, const char *what)
+post_send (tw_pipe *P, tw_tensor *t, gboolean copy, int to_stage, const char *what)
 {
-  msg m = { .t = tw_tensor_contiguous (t) };
+  msg m = { .t = copy ? tw_tensor_clone (t) : tw_tensor_contiguous (t) };
   m.req = tw_comm_send (P->world, tw_tensor_data (m.t), tw_tensor_numel (m.t), m.t->dtype,
                         peer (P, to_stage), &(tw_coll_tag) { .what = what });
   g_array_append_val (P->sends, m);
@@ -901,8 +955,10 @@ free_recvs (tw_pipe *P, step_ctx *c)
 static gboolean
 forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
 {
-  tw_eager *ex = executor (tr, P, j, error);
-  if (ex == NULL)
+  gboolean compiled = compiled_mode (tr);
+  tw_eager *ex = compiled ? NULL : executor (tr, P, j, error);
+  tw_compiled *cx = compiled ? compiled_executor (tr, P, j, error) : NULL;
+  if (ex == NULL && cx == NULL)
     return FALSE;
   int64_t lo, hi;
   mb_rows (c, j, &lo, &hi);
@@ -932,8 +988,12 @@ forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
           g_array_append_val (feeds, ((tw_feed) { P->xfers[k].in_id, t }));
         }
     }
-  ok = ok && tw_eager_forward_feeds (ex, (tw_feed *) feeds->data, (int) feeds->len,
-                                     P->loss_id != NULL, TRUE, c->step, error);
+  if (compiled)
+    ok = ok && tw_compiled_forward_feeds (cx, (tw_feed *) feeds->data, (int) feeds->len, c->step,
+                                          error);
+  else
+    ok = ok && tw_eager_forward_feeds (ex, (tw_feed *) feeds->data, (int) feeds->len,
+                                       P->loss_id != NULL, TRUE, c->step, error);
   tw_tensor *labels = P->label_id ? g_array_index (feeds, tw_feed, P->data_id ? 1 : 0).tensor
                                   : NULL;
   g_array_free (feeds, TRUE);
@@ -941,8 +1001,10 @@ forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
     return FALSE;
   if (P->loss_id)
     {
-      c->loss_sum += tw_eager_loss_value (ex) * (double) n / (double) c->n_all;
-      int64_t k = tw_count_correct (tw_eager_prediction (ex), labels);
+      double l = compiled ? tw_compiled_loss_value (cx) : tw_eager_loss_value (ex);
+      c->loss_sum += l * (double) n / (double) c->n_all;
+      int64_t k = tw_count_correct (compiled ? tw_compiled_prediction (cx)
+                                             : tw_eager_prediction (ex), labels);
       c->correct += (double) MAX (k, 0);
       c->unscored |= k < 0;
     }
@@ -951,10 +1013,10 @@ forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
       const xfer *x = &P->xfers[k];
       if (x->from != P->stage)
         continue;
-      tw_tensor *v = tw_eager_value (ex, x->ref);
+      tw_tensor *v = compiled ? tw_compiled_output (cx, x->ref) : tw_eager_value (ex, x->ref);
       g_assert (v != NULL);
       g_autofree char *what = g_strdup_printf ("activations mb %d (%s)", j, x->ref);
-      post_send (P, v, x->to, what);
+      post_send (P, v, compiled, x->to, what);
     }
   return TRUE;
 }
@@ -962,8 +1024,10 @@ forward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
 static gboolean
 backward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
 {
-  tw_eager *ex = executor (tr, P, j, error);
-  if (ex == NULL)
+  gboolean compiled = compiled_mode (tr);
+  tw_eager *ex = compiled ? NULL : executor (tr, P, j, error);
+  tw_compiled *cx = compiled ? compiled_executor (tr, P, j, error) : NULL;
+  if (ex == NULL && cx == NULL)
     return FALSE;
   int64_t lo, hi;
   mb_rows (c, j, &lo, &hi);
@@ -973,7 +1037,7 @@ backward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
   if (P->loss_id)
     {
       /* This micro-batch's share of the global batch's mean loss. */
-      tw_tensor *w = tw_tensor_new_like (tw_eager_loss (ex));
+      tw_tensor *w = tw_tensor_new_like (compiled ? tw_compiled_loss (cx) : tw_eager_loss (ex));
       tw_tensor_fill (w, (double) n / (double) c->n_all);
       g_ptr_array_add (held, w);
       g_array_append_val (seeds, ((tw_feed) { P->loss_id, w }));
@@ -989,8 +1053,12 @@ backward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
           g_array_append_val (seeds, ((tw_feed) { P->xfers[k].ref, t }));
         }
     }
-  ok = ok && tw_eager_backward_from (ex, (tw_feed *) seeds->data, (int) seeds->len,
-                                     c->first_backward, error);
+  if (compiled)
+    ok = ok && tw_compiled_backward_from (cx, (tw_feed *) seeds->data, (int) seeds->len,
+                                          c->first_backward, error);
+  else
+    ok = ok && tw_eager_backward_from (ex, (tw_feed *) seeds->data, (int) seeds->len,
+                                       c->first_backward, error);
   g_array_free (seeds, TRUE);
   if (!ok)
     return FALSE;
@@ -1000,14 +1068,16 @@ backward_mb (tw_trainer *tr, tw_pipe *P, step_ctx *c, int j, GError **error)
       const xfer *x = &P->xfers[k];
       if (x->to != P->stage)
         continue;
-      tw_tensor *g = tw_eager_input_grad (ex, x->in_id);
+      tw_tensor *g = compiled ? tw_compiled_input_grad (cx, x->in_id)
+                              : tw_eager_input_grad (ex, x->in_id);
       g_autoptr (tw_tensor) zeros = g ? NULL : batch_tensor (&x->info, n);
       if (zeros)
         tw_tensor_fill (zeros, 0);
       g_autofree char *what = g_strdup_printf ("gradients mb %d (%s)", j, x->ref);
-      post_send (P, g ? g : zeros, x->from, what);
+      post_send (P, g ? g : zeros, compiled && g, x->from, what);
     }
-  tw_eager_release (ex);
+  if (ex)
+    tw_eager_release (ex);
   return TRUE;
 }
 
@@ -1243,9 +1313,14 @@ tw_pipe_step (tw_trainer *tr, tw_tensor *x, tw_tensor *y, double lr, double *los
     {
       /* The executors hold no state between steps: a new pool is as good. */
       for (int i = 0; i < P->n_ex; i++)
-        tw_eager_free (P->ex[i]);
+        {
+          tw_eager_free (P->ex[i]);
+          tw_compiled_free (P->cx[i]);
+        }
       g_free (P->ex);
+      g_free (P->cx);
       P->ex = g_new0 (tw_eager *, need);
+      P->cx = g_new0 (tw_compiled *, need);
       P->n_ex = need;
     }
 

@@ -4,6 +4,7 @@
  * stage holds the weights of a trainer that takes the whole batch itself,
  * and rank 0's saved weights are the whole model's; the bubble is measured
  * and shrinks with more micro-batches as (S − 1) / (M + S − 1) does; the
+ * same with the stages in compiled mode (/pipe/compiled/...); the
  * eager executor's backward from given gradients, on a graph split in two,
  * gives the whole graph's gradients; bad "stage" attributes are refused
  * naming the node or stage.
@@ -257,12 +258,6 @@ test_stages (void)
     CHECK (!tw_trainer_set_pipeline (tr, comm, &o, &error) && strstr (error->message, "node fc1"),
            "set_pipeline with a bad stage: %s", error ? error->message : "accepted");
     g_clear_error (&error);
-    /* Compiled mode is refused, clearly. */
-    g_autoptr (tw_model) m2 = dist_test_model ("pipe-test", TW_OPT_SGD, 16, 32);
-    g_autoptr (tw_trainer) tr2 = tw_trainer_new (m2, &error);
-    tw_trainer_set_mode (tr2, TW_MODE_COMPILED);
-    CHECK (!tw_trainer_set_pipeline (tr2, comm, &o, &error) && strstr (error->message, "eager"),
-           "compiled: %s", error ? error->message : "accepted");
   }
   case_end ();
 }
@@ -277,6 +272,7 @@ typedef struct
   int64_t batch;
   gboolean staged;           /* "stage" attributes (else balanced by cost) */
   gboolean skip;             /* make_skip_model */
+  gboolean compiled;         /* the stages run compiled programs (the reference: eager) */
 } pipe_case;
 
 /* Bound on |w_pipe − w_1| / max|w_1| after 20 steps.  The runs differ only
@@ -309,6 +305,8 @@ run_case (const pipe_case *k)
   g_assert_no_error (error);
   g_autoptr (tw_trainer) pp = tw_trainer_new (m_pp, &error);
   g_assert_no_error (error);
+  if (k->compiled)
+    tw_trainer_set_mode (pp, TW_MODE_COMPILED);
   /* Different starting weights on every rank but 0: the broadcast must fix them. */
   if (tw_comm_rank (comm) != 0)
     for (int i = 0; i < tw_params_count (tw_trainer_params (pp)); i++)
@@ -373,6 +371,10 @@ run_case (const pipe_case *k)
          tw_comm_size (comm));
   for (int r = 0; r < MIN (nr, 16); r++)
     CHECK (ms[r] > 0, "rank %d's step time %g ms", r, ms[r]);
+  /* The stages ran compiled programs (arenas alive) or eager tapes (none:
+   * the reference is eager and nothing has been evaluated yet). */
+  CHECK ((tw_compiled_arena_bytes () > 0) == k->compiled, "%s mode, arenas of %" G_GUINT64_FORMAT
+         " bytes", k->compiled ? "compiled" : "eager", tw_compiled_arena_bytes ());
   /* This rank's stage's weights (the others' are not trained here). */
   g_autofree int *st = g_new0 (int, tw_graph_n_nodes (m_pp->graph));
   g_assert_true (tw_pipeline_assign_stages (m_pp->graph, 2, st, NULL));
@@ -431,11 +433,11 @@ run_case (const pipe_case *k)
   CHECK (bub >= 0 && bub < 1, "bubble %g", bub);
   CHECK (fabs (theory - 1.0 / (k->micro + 1)) < 1e-12, "theory %g", theory);
   if (tw_comm_rank (comm) == 0)
-    g_test_message ("%s %s M=%d batch %" G_GINT64_FORMAT "%s%s: weights within %.2g, losses within "
-                    "%.2g, bubble %.3f (theory %.3f)",
+    g_test_message ("%s %s M=%d batch %" G_GINT64_FORMAT "%s%s%s: weights within %.2g, losses "
+                    "within %.2g, bubble %.3f (theory %.3f)",
                     tw_pipe_schedule_name (k->schedule), k->opt == TW_OPT_SGD ? "sgd" : "adam",
                     k->micro, k->batch, k->staged ? " staged" : "", k->skip ? " residual" : "",
-                    worst, worst_loss, bub, theory);
+                    k->compiled ? " compiled" : "", worst, worst_loss, bub, theory);
   case_end ();
 }
 
@@ -639,11 +641,19 @@ main (int argc, char **argv)
     { TW_SCHEDULE_1F1B, TW_OPT_SGD, 4, 30, TRUE },
     { TW_SCHEDULE_1F1B, TW_OPT_ADAM, 4, 64, TRUE, TRUE },
     { TW_SCHEDULE_GPIPE, TW_OPT_SGD, 2, 64, TRUE, TRUE },
+    /* Compiled stages against the same eager single process. */
+    { TW_SCHEDULE_1F1B, TW_OPT_SGD, 4, 64, FALSE, FALSE, TRUE },
+    { TW_SCHEDULE_GPIPE, TW_OPT_SGD, 4, 64, FALSE, FALSE, TRUE },
+    { TW_SCHEDULE_1F1B, TW_OPT_ADAM, 3, 64, TRUE, FALSE, TRUE },
+    { TW_SCHEDULE_GPIPE, TW_OPT_ADAM, 1, 64, TRUE, FALSE, TRUE },
+    { TW_SCHEDULE_1F1B, TW_OPT_SGD, 4, 30, TRUE, FALSE, TRUE },
+    { TW_SCHEDULE_1F1B, TW_OPT_ADAM, 4, 64, TRUE, TRUE, TRUE },
   };
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       const pipe_case *k = &cases[i];
-      g_autofree char *path = g_strdup_printf ("/pipe/%s/%s/m%d/batch-%" G_GINT64_FORMAT "%s%s",
+      g_autofree char *path = g_strdup_printf ("/pipe/%s%s/%s/m%d/batch-%" G_GINT64_FORMAT "%s%s",
+                                               k->compiled ? "compiled/" : "",
                                                tw_pipe_schedule_name (k->schedule),
                                                k->opt == TW_OPT_SGD ? "sgd" : "adam", k->micro,
                                                k->batch, k->staged ? "-staged" : "",

@@ -4,7 +4,10 @@
 # GPipe) reaches the train loss and test accuracy of one process (--json,
 # within 1e-5 relative: float32 sums over micro-batches in another order,
 # test-pipe.c's argument), reports its bubble, writes a checkpoint of the
-# whole model that twb eval scores alike; bad stages and options are refused.
+# whole model that twb eval scores alike; with --mode compiled the same runs
+# reach the eager pipeline's and one process's loss alike (the stages run
+# compiled programs: the same kernels on the same micro-batches); bad stages
+# and options are refused.
 set -u
 twb=$(realpath "$1")
 assets=$2
@@ -74,12 +77,22 @@ if [ $rc -eq 1 ] && echo "$out" | grep -q "node fc2: stage 5 names no stage"; th
 else
   bad "bad stage attribute: exit $rc" "$out"
 fi
-out=$("$twb" train "$model" --ranks 2 --parallel pipeline --mode compiled 2>&1)
-rc=$?
-if [ $rc -eq 2 ] && echo "$out" | grep -q "eager mode only"; then
-  ok "--mode compiled with a pipeline is refused"
+pc=$("$twb" train "$model" --max-steps 30 --ranks 2 --parallel pipeline --micro-batches 4 \
+       --mode compiled --json 2>&1)
+lc=$(echo "$pc" | field train_loss)
+if [ "$(echo "$pc" | field mode)" = compiled ] && close "$lp" "$lc" && close "$l1" "$lc" \
+   && [ "$(echo "$pc" | field test_accuracy)" = "$a1" ]; then
+  ok "compiled pipeline on 2 ranks: train loss $lc, eager pipeline $lp, one process $l1"
 else
-  bad "--mode compiled with a pipeline: exit $rc" "$out"
+  bad "compiled pipeline on 2 ranks: train loss $lc against $lp and $l1" "$pc"
+fi
+hc=$("$twb" train "$model" --max-steps 30 --ranks 4 --parallel hybrid --schedule gpipe \
+       --mode compiled --json 2>&1)
+lhc=$(echo "$hc" | field train_loss)
+if [ "$(echo "$hc" | field mode)" = compiled ] && close "$lh" "$lhc" && close "$l1" "$lhc"; then
+  ok "compiled hybrid 2 x 2, gpipe: train loss $lhc, eager hybrid $lh, one process $l1"
+else
+  bad "compiled hybrid 2 x 2: train loss $lhc against $lh and $l1" "$hc"
 fi
 out=$("$twb" train "$model" --ranks 4 --parallel hybrid --stages 3 2>&1)
 rc=$?
