@@ -267,7 +267,8 @@ gboolean tw_trainer_dist_buckets (tw_trainer *tr, tw_bucket_layout *out);
  * class scores.  -1 without data parallelism. */
 int64_t tw_trainer_dist_correct (tw_trainer *tr);
 
-/* Pipeline and hybrid parallelism (engine/train-pipe.c), eager mode.
+/* Pipeline and hybrid parallelism (engine/train-pipe.c), eager or
+ * compiled mode.
  *
  * The graph is cut into S stages: a node's integer attribute "stage"
  * (0-based) puts it in that stage; a node without one follows its inputs
@@ -311,9 +312,20 @@ int64_t tw_trainer_dist_correct (tw_trainer *tr);
  * every rank; they are collective (every rank calls them) and only rank 0
  * writes the file.
  *
- * Not yet: compiled mode (refused), dropout masks are drawn per micro-batch
- * (so a run with dropout differs from one process), batch norm normalises
- * over each micro-batch (as GPipe's does). */
+ * In compiled mode (tw_trainer_set_mode, before or after this) each
+ * micro-batch in flight has a tw_compiled on the stage's sub-graph whose
+ * TRAIN program starts from the received gradients (and the weighted
+ * loss), gives those of the received values and accumulates parameter
+ * gradients in the store (tw_grad_spec, engine/compile/program.h); its
+ * forward part runs at the micro-batch's forward slot
+ * (tw_compiled_forward_feeds) and its backward part at its backward slot
+ * (tw_compiled_backward_from) over the same arena, which holds the
+ * forward's values in between: no forward is recomputed, and a stage
+ * holds one arena per micro-batch in flight, as eager holds one tape each.
+ *
+ * Dropout masks are drawn per micro-batch (so a run with dropout differs
+ * from one process; the backward uses the forward's masks in both modes),
+ * batch norm normalises over each micro-batch (as GPipe's does). */
 typedef enum
 {
   TW_SCHEDULE_1F1B,
@@ -348,7 +360,7 @@ gboolean tw_pipeline_assign_stages (const tw_graph *g, int n_stages, int *stage_
 gboolean tw_pipeline_assign_stages_full (const tw_graph *g, int n_stages, int *stage_of,
                                          int *bad_node, GError **error);
 
-/* Before the first step, in eager mode: checks that every rank has the same
+/* Before the first step (eager or compiled mode): checks that every rank has the same
  * model, broadcasts rank 0's parameters and buffers, cuts the graph and
  * trains pipeline parallel (hybrid when the communicator has more ranks
  * than o->stages; its size must be a multiple of it) from then on.  comm is
