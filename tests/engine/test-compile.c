@@ -1,6 +1,8 @@
 /* test-compile.c — the compiled executor: parity with eager on the example
  * models and on random graphs, each pass on small programs, the memory plan
- * (independent liveness check and guard bytes), the program cache. */
+ * (independent liveness check and guard bytes), the program cache; training
+ * programs started from fed gradients (tw_grad_spec) against the eager
+ * executor's backward from the same gradients. */
 #include "engine/compile/compiled.h"
 #include "engine/device.h"
 #include "engine/rng.h"
