@@ -7,7 +7,8 @@
 # whole model that twb eval scores alike; with --mode compiled the same runs
 # reach the eager pipeline's and one process's loss alike (the stages run
 # compiled programs: the same kernels on the same micro-batches); bad stages
-# and options are refused.
+# and options are refused.  (A model with dropout and batch norm: the
+# compiled pipeline's loss is the eager pipeline's.)
 set -u
 twb=$(realpath "$1")
 assets=$2
@@ -93,6 +94,33 @@ if [ "$(echo "$hc" | field mode)" = compiled ] && close "$lh" "$lhc" && close "$
   ok "compiled hybrid 2 x 2, gpipe: train loss $lhc, eager hybrid $lh, one process $l1"
 else
   bad "compiled hybrid 2 x 2: train loss $lhc against $lh and $l1" "$hc"
+fi
+# Dropout and batch norm after fc1: the compiled stages' backward uses the
+# masks and statistics of their own forward (nothing is recomputed), so
+# the losses are the eager pipeline's.
+python3 - "$model" "$tmp/drop.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+nodes = []
+for nd in m["graph"]["nodes"]:
+    nodes.append(nd)
+    if nd["id"] == "relu1":
+        nodes.append({"id": "drop1", "op": "dropout", "inputs": ["relu1"], "attrs": {"p": 0.3}})
+        nodes.append({"id": "bn1", "op": "batch_norm", "inputs": ["drop1"]})
+    if nd["id"] == "fc2":
+        nd["inputs"] = ["bn1"]
+m["graph"]["nodes"] = nodes
+json.dump(m, open(sys.argv[2], "w"))
+PY
+de=$("$twb" train "$tmp/drop.json" --max-steps 20 --ranks 2 --parallel pipeline --json 2>&1)
+dc=$("$twb" train "$tmp/drop.json" --max-steps 20 --ranks 2 --parallel pipeline --mode compiled \
+       --json 2>&1)
+lde=$(echo "$de" | field train_loss)
+ldc=$(echo "$dc" | field train_loss)
+if close "$lde" "$ldc"; then
+  ok "dropout and batch norm, compiled pipeline: train loss $ldc, eager pipeline $lde"
+else
+  bad "dropout and batch norm, compiled pipeline: train loss $ldc against $lde" "$de" "$dc"
 fi
 out=$("$twb" train "$model" --ranks 4 --parallel hybrid --stages 3 2>&1)
 rc=$?
