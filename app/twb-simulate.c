@@ -6,11 +6,16 @@
 #define G_LOG_DOMAIN "twb"
 
 #include "app/twb-cli.h"
+#include "app/twb-dist.h"
+#include "engine/data-fit.h"
+#include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct
 {
@@ -20,6 +25,7 @@ typedef struct
   double memory;              /* per device */
   gboolean fits;
   char *link;                 /* the busiest link's name, or NULL */
+  double measured_ms;         /* --check: the real run's median step, or NaN */
 } sim_row;
 
 /* Ranks into nodes: --nodes × --devices-per-node, or ranks / devices per
@@ -92,6 +98,11 @@ row_json (JsonBuilder *b, const sim_row *w)
   else
     json_builder_add_null_value (b);
   json_double_or_null (b, "busiest_link_bytes", w->r.busiest_link_bytes);
+  if (!isnan (w->measured_ms))
+    {
+      json_double_or_null (b, "measured_step_ms", w->measured_ms);
+      json_double_or_null (b, "error", w->r.step_s * 1e3 / w->measured_ms - 1);
+    }
   json_builder_set_member_name (b, "memory_per_device");
   json_builder_begin_object (b);
   json_double_or_null (b, "parameters", w->r.param_bytes);
@@ -130,12 +141,151 @@ parse_ranks_list (const char *spec, GArray *out, GError **error)
   return TRUE;
 }
 
+/* Inside mpirun (--calibrate-links FILE): every rank measures, rank 0
+ * writes what it found to FILE. */
+static int
+calibrate_links_rank (const char *out)
+{
+  twb_dist_args dist;
+  twb_dist_args_init (&dist);
+  tw_comm *comm = twb_dist_start (&dist);
+  if (comm == NULL)
+    return 1;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_sim_profile) p = tw_sim_profile_new ("links");
+  gboolean ok = tw_sim_calibrate_links (p, comm, &error);
+  if (ok && tw_comm_rank (comm) == 0)
+    ok = tw_sim_profile_save (p, out, &error);
+  if (!ok)
+    twb_print_error (NULL, error);
+  int status = ok ? 0 : 1;
+  twb_dist_finish (comm, status);
+  return status;
+}
+
+/* The path of this program, to start it again (mpirun, twb train). */
+static char *
+self_path (const char *argv0)
+{
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+  return exe ? g_steal_pointer (&exe) : g_strdup (argv0);
+}
+
+/* --calibrate: the model's nodes measured at the batch a rank takes, then
+ * the links at 2 and 4 ranks (mpirun on ourselves), into the "local"
+ * profile. */
+static int
+calibrate (const char *model_path, tw_model *m, int64_t rank_batch, const char *argv0)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *path = tw_sim_profile_path ("local");
+  g_autoptr (tw_sim_profile) p = g_file_test (path, G_FILE_TEST_EXISTS)
+                                   ? tw_sim_profile_load (path, NULL) : NULL;
+  if (p == NULL)
+    p = tw_sim_profile_new ("local");
+  g_autoptr (tw_dataset) train = tw_dataset_open_for_model (m, NULL, TW_SPLIT_TRAIN, &error);
+  if (train == NULL)
+    {
+      twb_print_error (model_path, error);
+      return 1;
+    }
+  g_printerr ("measuring %s's nodes at %" G_GINT64_FORMAT " rows…\n",
+              m->name ? m->name : model_path, rank_batch);
+  if (!tw_sim_calibrate_compute (p, m, train, rank_batch, 20, &error))
+    {
+      twb_print_error (model_path, error);
+      return 1;
+    }
+  g_autofree char *self = self_path (argv0);
+  for (int ranks = 2; ranks <= 4; ranks += 2)
+    {
+      g_autofree char *tmp = NULL;
+      int fd = g_file_open_tmp ("twb-links-XXXXXX.json", &tmp, &error);
+      if (fd < 0)
+        {
+          twb_print_error (NULL, error);
+          return 1;
+        }
+      close (fd);
+      g_printerr ("measuring the links between %d ranks…\n", ranks);
+      twb_dist_args dist;
+      twb_dist_args_init (&dist);
+      dist.ranks = ranks;
+      dist.ranks_set = TRUE;
+      char *cmd[] = { (char *) "simulate", (char *) model_path, (char *) "--calibrate-links", tmp,
+                      NULL };
+      int status = twb_dist_launch (&dist, cmd);
+      twb_dist_args_clear (&dist);
+      g_autoptr (tw_sim_profile) l = status == 0 ? tw_sim_profile_load (tmp, &error) : NULL;
+      g_unlink (tmp);
+      if (l == NULL)
+        {
+          if (error)
+            twb_print_error (NULL, error);
+          g_printerr ("twb: the links could not be measured at %d ranks\n", ranks);
+          return 1;
+        }
+      tw_sim_profile_merge_links (p, l, ranks == 2);
+    }
+  if (!tw_sim_profile_save (p, path, &error))
+    {
+      twb_print_error (NULL, error);
+      return 1;
+    }
+  double lat = 0, bw = 0;
+  tw_sim_profile_link (p, &lat, &bw);
+  g_print ("profile local written to %s: %d cores, a message %.1f us + %.2f GB/s; each "
+           "collective %.0f us at 2 ranks, %.0f us at 4\n",
+           path, tw_sim_profile_cores (p), lat * 1e6, bw / 1e9,
+           tw_sim_profile_collective_overhead (p, 2) * 1e6,
+           tw_sim_profile_collective_overhead (p, 4) * 1e6);
+  return 0;
+}
+
+/* --check: the same run for real (twb train --ranks N), its median step. */
+static double
+measure (const char *argv0, const char *model_path, int ranks, int64_t batch,
+         const tw_sim_dp_options *o, GError **error)
+{
+  g_autofree char *self = self_path (argv0);
+  g_autofree char *r = g_strdup_printf ("%d", ranks);
+  g_autofree char *b = g_strdup_printf ("%" G_GINT64_FORMAT, batch);
+  g_autofree char *mb = g_strdup_printf ("%g", o->bucket_mb);
+  const char *args[] = { self, "train", model_path, "--max-steps", "40", "--no-eval", "--json",
+                         "--batch", b, "--bucket-mb", mb, "--algo",
+                         o->algo == TW_ALGO_RING ? "mpi" : tw_algo_name (o->algo),
+                         ranks > 1 ? "--ranks" : NULL, r, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  int wait = 0;
+  if (!g_spawn_sync (NULL, (char **) args, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &wait,
+                     error))
+    return NAN;
+  if (!g_spawn_check_wait_status (wait, NULL))
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG, "the real run failed: %s",
+                   err ? g_strstrip (err) : "");
+      return NAN;
+    }
+  g_autoptr (JsonParser) jp = json_parser_new ();
+  if (!json_parser_load_from_data (jp, out, -1, error))
+    return NAN;
+  JsonNode *root = json_parser_get_root (jp);
+  JsonObject *obj = root && JSON_NODE_HOLDS_OBJECT (root) ? json_node_get_object (root) : NULL;
+  if (obj == NULL || !json_object_has_member (obj, "median_step_ms"))
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG, "the real run printed no median step");
+      return NAN;
+    }
+  return json_object_get_double_member (obj, "median_step_ms");
+}
+
 int
 twb_cmd_simulate (int argc, char **argv)
 {
   char *ranks_s = NULL, *nodes_s = NULL, *per_s = NULL, *topology = NULL, *device = NULL;
   char *algo_s = NULL, *bucket_s = NULL, *batch_s = NULL, *sweep = NULL;
-  gboolean json = FALSE, exact = FALSE;
+  gboolean json = FALSE, exact = FALSE, do_calibrate = FALSE, check = FALSE;
+  char *links_out = NULL;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -146,7 +296,8 @@ twb_cmd_simulate (int argc, char **argv)
       "nvlink+ib (default), nvlink+roce, pcie+eth, shm+eth, or a topology FILE.json",
       "NAME|FILE" },
     { "device", 0, 0, G_OPTION_ARG_STRING, &device,
-      "Device profile: h100 (default), h200, a100 or mi300x", "NAME" },
+      "Device profile: h100 (default), h200, a100, mi300x, or local (this machine, from "
+      "--calibrate) or a profile FILE.json", "NAME" },
     { "algo", 0, 0, G_OPTION_ARG_STRING, &algo_s,
       "All-reduce algorithm: ring (default; mpi is taken as ring), tree, ps or hier", "NAME" },
     { "bucket-mb", 0, 0, G_OPTION_ARG_STRING, &bucket_s, "Gradient bucket size in MB (default 25)",
@@ -158,6 +309,13 @@ twb_cmd_simulate (int argc, char **argv)
     { "exact", 0, 0, G_OPTION_ARG_NONE, &exact,
       "Simulate every rank's every message (slow; the default gives the same figures for "
       "identical ranks)", NULL },
+    { "calibrate", 0, 0, G_OPTION_ARG_NONE, &do_calibrate,
+      "Measure this machine for --device local: the model's ops at the batch a rank takes, and "
+      "the MPI links at 2 and 4 ranks", NULL },
+    { "check", 0, 0, G_OPTION_ARG_NONE, &check,
+      "Run the same training for real here (twb train --ranks N) and print the prediction's "
+      "error", NULL },
+    { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
   };
@@ -168,6 +326,7 @@ twb_cmd_simulate (int argc, char **argv)
   int status = 2;
   g_autoptr (tw_model) m = NULL;
   g_autoptr (tw_topo) file_topo = NULL;
+  g_autoptr (tw_sim_profile) local = NULL;
   g_autoptr (GArray) sweep_ranks = g_array_new (FALSE, FALSE, sizeof (int));
   g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (sim_row));
   tw_device_profile dev;
@@ -180,6 +339,11 @@ twb_cmd_simulate (int argc, char **argv)
                   "[--device NAME] [--sweep ranks=...]   (twb simulate --help)\n");
       if (error)
         g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (links_out)
+    {
+      status = calibrate_links_rank (links_out);
       goto out;
     }
   gint64 ranks = 0, nodes = 0, per = 0, batch = 0;
@@ -213,9 +377,28 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --algo: %s\n", error->message);
       goto out;
     }
-  if (!tw_device_profile_named (device ? device : "h100", &dev, &error))
+  if (device && (g_strcmp0 (device, "local") == 0 || g_str_has_suffix (device, ".json")))
+    {
+      if (!do_calibrate)
+        {
+          local = tw_sim_profile_load (device, &error);
+          if (local == NULL)
+            {
+              g_printerr ("twb: --device: %s\n", error->message);
+              status = 1;
+              goto out;
+            }
+        }
+    }
+  else if (!tw_device_profile_named (device ? device : "h100", &dev, &error))
     {
       g_printerr ("twb: --device: %s\n", error->message);
+      goto out;
+    }
+  if (do_calibrate && device && g_strcmp0 (device, "local") != 0)
+    {
+      g_printerr ("twb: --calibrate measures this machine into the \"local\" profile "
+                  "(--device local, or no --device)\n");
       goto out;
     }
   if (sweep && !parse_ranks_list (sweep, sweep_ranks, &error))
@@ -251,6 +434,14 @@ twb_cmd_simulate (int argc, char **argv)
   m = twb_load_model_checked (argv[1]);
   if (m == NULL)
     goto out;
+  if (do_calibrate)
+    {
+      /* The rows a rank takes: --batch split among --ranks (default: the
+       * recipe's batch, a rank's share of --batch in twb simulate). */
+      int64_t rb = batch ? (batch + MAX (ranks, 1) - 1) / MAX (ranks, 1) : m->recipe.batch_size;
+      status = calibrate (argv[1], m, rb, argv[0]);
+      goto out;
+    }
   if (sweep_ranks->len == 0)
     {
       int r = (int) ranks;
@@ -284,6 +475,24 @@ twb_cmd_simulate (int argc, char **argv)
           t = own;
         }
       int64_t gb = batch ? batch : m->recipe.batch_size * r;
+      g_autoptr (tw_topo) local_topo = NULL;
+      if (local)
+        {
+          int64_t rb = (gb + r - 1) / r;
+          if (!tw_sim_profile_apply (local, m->name ? m->name : "", rb, r, &o, &dev, &local_topo,
+                                     &error))
+            {
+              g_printerr ("twb: --device %s: %s\n", device, error->message);
+              goto out;
+            }
+          if (!tw_sim_profile_has_model (local, m->name ? m->name : "", rb) && i == 0)
+            g_printerr ("twb: note: profile %s has not measured %s at %" G_GINT64_FORMAT
+                        " rows a rank: its fitted roofline stands in (twb simulate %s "
+                        "--calibrate%s%s)\n", device, argv[1], rb, argv[1],
+                        batch ? " --batch " : "", batch ? batch_s : "");
+          if (topology == NULL)
+            t = local_topo;
+        }
       /* One rank with its own share of the batch: the baseline of the
        * scaling efficiency (the same per-rank batch as a weak-scaling run). */
       if (isnan (sps1) || batch)
@@ -291,6 +500,7 @@ twb_cmd_simulate (int argc, char **argv)
           g_autoptr (tw_topo) one = tw_topo_cluster (1, 1, "nvlink+ib", NULL);
           tw_sim_dp_options o1 = o;
           o1.ranks = 1;
+          o1.compute_scale = 1;
           tw_sim_dp_result r1;
           if (!tw_sim_dp_step (m->graph, MAX (gb / r, 1), &dev, one, &o1, &r1, &error))
             {
@@ -307,6 +517,16 @@ twb_cmd_simulate (int argc, char **argv)
           goto out;
         }
       w.efficiency = sps1 > 0 ? w.r.samples_per_s / r / sps1 : NAN;
+      w.measured_ms = NAN;
+      if (check)
+        {
+          w.measured_ms = measure (argv[0], argv[1], r, gb, &o, &error);
+          if (isnan (w.measured_ms))
+            {
+              g_printerr ("twb: --check: %s\n", error ? error->message : "no figure");
+              goto out;
+            }
+        }
       w.memory = w.r.param_bytes + w.r.grad_mem_bytes + w.r.optimizer_bytes
                  + w.r.activation_bytes;
       w.fits = w.memory <= dev.memory_bytes;
@@ -344,6 +564,10 @@ twb_cmd_simulate (int argc, char **argv)
                    w.r.busiest_link >= 0 ? tw_topo_link_name (t, w.r.busiest_link) : "none",
                    w.r.busiest_link >= 0 ? " (" : "", w.r.busiest_link >= 0 ? lb : "",
                    w.r.busiest_link >= 0 ? ")" : "");
+          if (!isnan (w.measured_ms))
+            g_print ("        measured here (twb train --ranks %d): %.3f ms a step; the "
+                     "prediction is %+.0f%% off\n", r, w.measured_ms,
+                     100 * (w.r.step_s * 1e3 / w.measured_ms - 1));
         }
       else if (i + 1 == sweep_ranks->len)
         {
@@ -383,5 +607,6 @@ out:
   g_free (bucket_s);
   g_free (batch_s);
   g_free (sweep);
+  g_free (links_out);
   return status;
 }

@@ -92,6 +92,17 @@ typedef struct
 } sim_bucket;
 
 
+/* A node's time on this rank: measured when the calibration has it, else
+ * the roofline's; times the cores' sharing. */
+static double
+op_time (const tw_sim_dp_options *o, const tw_device_profile *d, const tw_node *n,
+         gboolean backward)
+{
+  double scale = o->compute_scale > 0 ? o->compute_scale : 1;
+  const double *m = o->node_times ? g_hash_table_lookup (o->node_times, n->id) : NULL;
+  return scale * (m ? m[backward ? 1 : 0] : tw_device_op_time (d, n, backward));
+}
+
 /* Node ni's backward has ended: one member less for bucket b when ni is
  * one of its; TRUE when that was its last. */
 static gboolean
@@ -105,10 +116,13 @@ node_done (GArray *buckets, int b, int ni, int *pending)
 }
 
 static double
-update_time (const tw_device_profile *d, double bytes)
+update_time (const tw_sim_dp_options *o, const tw_device_profile *d, double bytes)
 {
+  double scale = o->compute_scale > 0 ? o->compute_scale : 1;
+  if (o->update_s_per_byte > 0)
+    return scale * o->update_s_per_byte * bytes;
   /* Adam: read p, g, m, v; write p, m, v. */
-  return d->launch_s + 7 * bytes / (d->mem_bw * d->mem_eff);
+  return scale * (d->launch_s + 7 * bytes / (d->mem_bw * d->mem_eff));
 }
 
 /* The ranks are identical: one rank's chain, each collective's time from
@@ -124,10 +138,12 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   for (int b = 0; b < nb; b++)
     pending[b] = (int) g_array_index (buckets, sim_bucket, b).nodes->len;
   double now = 0, compute = 0, comm_free = 0, first_start = -1, comm_sum = 0;
+  double c0 = o->collective_overhead_s;
+  now = compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
   for (int j = 0; j < nn; j++)
     {
       const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
-      double dt = tw_device_op_time (d, n, FALSE);
+      double dt = op_time (o, d, n, FALSE);
       now += dt;
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
@@ -136,7 +152,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   for (int j = nn - 1; j >= 0; j--)
     {
       int ni = g_array_index (order, int, j);
-      double dt = tw_device_op_time (d, tw_graph_node (g, ni), TRUE);
+      double dt = op_time (o, d, tw_graph_node (g, ni), TRUE);
       now += dt;
       compute += dt;
       for (int b = 0; bucket_of[ni] >= 0 && b < nb; b++)
@@ -148,6 +164,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
           double dur = tw_sim_allreduce_time (t, o->algo, NULL, p, bytes, gamma, link_bytes, error);
           if (isnan (dur))
             return FALSE;
+          dur += p > 1 ? c0 + o->collective_s_per_byte * bytes : 0;
           if (first_start < 0)
             first_start = start;
           comm_free = start + dur;
@@ -158,12 +175,13 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   double loss = tw_sim_allreduce_time (t, o->algo, NULL, p, 32, gamma, link_bytes, error);
   if (isnan (loss))
     return FALSE;
+  loss += p > 1 ? c0 + o->collective_s_per_byte * 32 : 0;
   double loss_done = fmax (bwd_end, comm_free) + loss;
   comm_sum += loss;
   now = loss_done;
   for (int b = 0; b < nb; b++)
     {
-      double dt = update_time (d, g_array_index (buckets, sim_bucket, b).bytes);
+      double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
       now += dt;
       compute += dt;
     }
@@ -285,12 +303,15 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   g_autoptr (GArray) coll_end = g_array_new (FALSE, FALSE, sizeof (int));
   for (int r = 0; r < p; r++)
     cur[r] = comm[r] = -1;
-  double compute = 0;
+  double compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
+  double c0 = p > 1 ? o->collective_overhead_s : 0;
+  for (int r = 0; compute > 0 && r < p; r++)
+    cur[r] = tw_netsim_add (s, r, r, 0, compute, NULL, 0);
   /* Forward, then backward in reverse: one chain of events per rank. */
   for (int j = 0; j < nn; j++)
     {
       const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
-      double dt = tw_device_op_time (d, n, FALSE);
+      double dt = op_time (o, d, n, FALSE);
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
       for (int r = 0; r < p; r++)
@@ -304,7 +325,7 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
     {
       int ni = g_array_index (order, int, j);
       const tw_node *n = tw_graph_node (g, ni);
-      double dt = tw_device_op_time (d, n, TRUE);
+      double dt = op_time (o, d, n, TRUE);
       compute += dt;
       for (int r = 0; r < p; r++)
         cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
@@ -321,7 +342,9 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
           for (int r = 0; r < p; r++)
             {
               int deps[2] = { bucket_ready[k * p + r], comm[r] };
-              tmp[r] = tw_netsim_add (s, r, r, 0, 0, deps, 2);
+              double extra = p > 1 ? o->collective_s_per_byte
+                                       * g_array_index (buckets, sim_bucket, k).bytes : 0;
+              tmp[r] = tw_netsim_add (s, r, r, 0, c0 + extra, deps, 2);
             }
           g_array_append_val (coll_start, tmp[0]);
           tw_sim_allreduce (s, o->algo, NULL, p, g_array_index (buckets, sim_bucket, k).bytes,
@@ -337,7 +360,8 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   for (int r = 0; r < p; r++)
     {
       int deps[2] = { cur[r], comm[r] };
-      tmp[r] = tw_netsim_add (s, r, r, 0, 0, deps, 2);
+      tmp[r] = tw_netsim_add (s, r, r, 0, c0 + (p > 1 ? o->collective_s_per_byte * 32 : 0), deps,
+                              2);
     }
   g_array_append_val (coll_start, tmp[0]);
   tw_sim_allreduce (s, o->algo, NULL, p, 32, gamma, tmp);
@@ -347,7 +371,7 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
     cur[r] = tmp[r];
   for (int b = 0; b < nb; b++)
     {
-      double dt = update_time (d, g_array_index (buckets, sim_bucket, b).bytes);
+      double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
       compute += dt;
       for (int r = 0; r < p; r++)
         {
@@ -363,7 +387,7 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
         out->step_s = fmax (out->step_s, tw_netsim_end (s, cur[r]));
       for (guint k = 0; p > 1 && k < coll_start->len; k++)
         out->comm_s += tw_netsim_end (s, g_array_index (coll_end, int, k))
-                       - tw_netsim_end (s, g_array_index (coll_start, int, k));
+                       - tw_netsim_start (s, g_array_index (coll_start, int, k));
       out->exposed_s = tw_netsim_end (s, loss_done[0]) - tw_netsim_end (s, bwd_end[0]);
       out->samples_per_s = out->step_s > 0 ? (double) global_batch / out->step_s : 0;
       out->busiest_link = -1;

@@ -56,6 +56,19 @@ typedef struct
    * tw_sim_allreduce_time: the ranks are identical, so both give the same
    * step (the tests check it); the fast one reaches thousands of ranks. */
   gboolean exact;
+  /* What a calibration measured, instead of the roofline (engine/sim/
+   * calibrate.h): node id → double[2] {forward, backward} seconds at the
+   * rank's batch (NULL: none; nodes missing from it take the roofline),
+   * the update's seconds per gradient byte (0: the roofline's), a fixed
+   * cost per step (data, bookkeeping), a fixed cost per collective (the
+   * communication thread's hand-off), and a factor on every compute time
+   * (ranks sharing cores: ranks / cores). */
+  GHashTable *node_times;
+  double update_s_per_byte;
+  double step_overhead_s;
+  double collective_overhead_s;
+  double collective_s_per_byte;  /* and per byte of its buffer */
+  double compute_scale;       /* 0 or 1: none */
 } tw_sim_dp_options;
 
 void tw_sim_dp_options_init (tw_sim_dp_options *o);

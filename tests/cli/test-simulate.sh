@@ -43,6 +43,34 @@ f=$("$twb" simulate "$model" --topology "$tmp/two.json" --json 2>"$tmp/e")
 check "--topology FILE: its devices are the ranks" \
   "py 'import json, sys; c = json.loads(sys.argv[1])[\"configs\"][0]; sys.exit(not c[\"ranks\"] == 2)' '$f'" "$f $(cat "$tmp/e")"
 
+# Calibrated on this machine: a profile of the model's nodes and the MPI
+# links, predictions from it, and --check's real run beside them (the
+# error is printed, never asserted: these cores are shared).
+export XDG_DATA_HOME=$tmp/data
+export OMPI_MCA_rmaps_base_oversubscribe=1
+if command -v mpirun >/dev/null; then
+  "$twb" simulate "$model" --calibrate >"$tmp/cal.out" 2>"$tmp/cal.err"
+  rc=$?
+  prof=$tmp/data/twb/sim/local.json
+  check "--calibrate: exit 0, the local profile with the model, a link and 2- and 4-rank collectives" \
+    "[ $rc -eq 0 ] && py 'import json, sys; p = json.load(open(sys.argv[1])); sys.exit(not (p[\"link\"][\"gbytes_per_s\"] > 0 and sorted(c[\"ranks\"] for c in p[\"collectives\"]) == [2, 4] and any(m[\"model\"] == \"mlp\" and m[\"batch\"] == 64 and len(m[\"nodes\"]) >= 5 for m in p[\"models\"])))' '$prof'" \
+    "rc $rc: $(cat "$tmp/cal.out" "$tmp/cal.err" | head -c 600)"
+  l=$("$twb" simulate "$model" --device local --ranks 2 --check --json 2>"$tmp/e")
+  check "--device local --check: a prediction and the real run's median step" \
+    "py 'import json, math, sys; c = json.loads(sys.argv[1])[\"configs\"][0]; sys.exit(not (c[\"step_ms\"] > 0 and c[\"measured_step_ms\"] > 0 and math.isfinite(c[\"error\"])))' '$l'" \
+    "$l $(head -c 300 "$tmp/e")"
+  echo "# calibrated prediction at 2 ranks: $(echo "$l" | py 'import json, sys; c = json.loads(sys.stdin.read())["configs"][0]; print("%.3f ms predicted, %.3f ms measured" % (c["step_ms"], c["measured_step_ms"]))' 2>/dev/null)"
+  echo '{"cores": 2, "link": {"latency_us": -1, "gbytes_per_s": 1}}' >"$tmp/badprof.json"
+  "$twb" simulate "$model" --device "$tmp/badprof.json" >/dev/null 2>"$tmp/e"
+  check "a profile with a negative latency: refused naming the file and the member" \
+    "grep -q 'badprof.json: link: \"latency_us\"' '$tmp/e'" "$(cat "$tmp/e")"
+else
+  ok "# SKIP calibration: Open MPI's mpirun is not installed"
+fi
+XDG_DATA_HOME=$tmp/nowhere "$twb" simulate "$model" --device local >/dev/null 2>"$tmp/e"
+check "--device local before any calibration: says how to make it" \
+  "grep -q 'local.json' '$tmp/e' && grep -q -e '--calibrate' '$tmp/e'" "$(cat "$tmp/e")"
+
 bad () {
   local what=$1 rc_want=$2 want=$3; shift 3
   "$twb" simulate "$@" >"$tmp/o" 2>"$tmp/e"
@@ -62,4 +90,5 @@ bad "an unknown topology" 2 "topology token-ring: unknown" "$model" --topology t
 bad "a batch that does not fit" 1 "does not fit at 8 ranks" "$model" --ranks 8 --batch 400000000
 bad "a bad sweep" 2 "expected ranks=" "$model" --sweep nodes=4
 bad "a model that is not there" 1 "missing.json" "$tmp/missing.json"
+bad "--calibrate of a datasheet device" 2 "into the \"local\" profile" "$model" --calibrate --device h100
 echo "1..$n"

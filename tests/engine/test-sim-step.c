@@ -6,7 +6,10 @@
  * the ring's latency term; the fast path (one rank's chain) equals the
  * simulation of every rank's every message; 1,024 ranks take well under a
  * second; bad requests are refused naming what is wrong. */
+#include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
+
+#include <glib/gstdio.h>
 
 #include <math.h>
 
@@ -222,6 +225,137 @@ test_thousand_ranks (void)
                   (g_get_monotonic_time () - t0) / 1e3);
 }
 
+/* A calibration's figures in the step: measured node times replace the
+ * roofline, a per-step and per-collective cost and the cores' sharing
+ * add as they say; the fast path still equals the exact one. */
+static void
+test_calibrated_options (void)
+{
+  g_autoptr (tw_graph) g = mlp (256, 2);
+  g_autoptr (tw_topo) t = star (4, 10e9, 5e-6);
+  tw_device_profile d;
+  tw_device_profile_named ("h100", &d, NULL);
+  g_autoptr (GHashTable) times = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      double *v = g_new (double, 2);
+      v[0] = 1e-4;
+      v[1] = 2e-4;
+      g_hash_table_insert (times, tw_graph_node (g, i)->id, v);
+    }
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+  o.node_times = times;
+  o.update_s_per_byte = 1e-9;
+  o.step_overhead_s = 5e-5;
+  o.gamma = 0;
+  tw_sim_dp_result one, fast, exact;
+  g_autoptr (tw_topo) t1 = star (1, 1, 0);
+  g_assert_true (tw_sim_dp_step (g, 64, &d, t1, &o, &one, NULL));
+  double params = 0;
+  g_autoptr (tw_graph) c = tw_graph_copy (g);
+  tw_graph_infer_batch (c, 64);
+  for (int i = 0; i < tw_graph_n_nodes (c); i++)
+    for (int k = 0; k < tw_graph_node (c, i)->n_params; k++)
+      params += 4.0 * tw_tinfo_numel (&tw_graph_node (c, i)->params[k].info, NULL);
+  double want = 5e-5 + tw_graph_n_nodes (g) * 3e-4 + 1e-9 * params;
+  g_assert_cmpfloat (fabs (one.step_s - want), <=, 1e-12);
+  o.ranks = 4;
+  o.collective_overhead_s = 1e-4;
+  o.collective_s_per_byte = 1e-10;
+  o.compute_scale = 2;
+  g_assert_true (tw_sim_dp_step (g, 256, &d, t, &o, &fast, NULL));
+  o.exact = TRUE;
+  g_assert_true (tw_sim_dp_step (g, 256, &d, t, &o, &exact, NULL));
+  g_assert_cmpfloat (fabs (fast.step_s - exact.step_s), <=, 1e-9 * exact.step_s);
+  g_assert_cmpfloat (fabs (fast.compute_s - 2 * want), <=, 1e-12);
+  /* The bucket's and the loss's collectives each took their extra cost. */
+  double ring = 2 * 3 * (1e-5 + fast.grad_bytes / 4 / 10e9) + 2 * 3 * (1e-5 + 8 / 10e9);
+  double extra = 2 * 1e-4 + 1e-10 * (fast.grad_bytes + 32);
+  g_assert_cmpfloat (fabs (fast.comm_s - (ring + extra)), <=, 1e-9 * fast.comm_s);
+}
+
+/* A profile saved and loaded gives the same options; members that are
+ * wrong are refused naming the file and the member. */
+static void
+test_profile_roundtrip (void)
+{
+  const char *text =
+    "{\"name\": \"lab\", \"host\": \"h\", \"cores\": 4,"
+    " \"roofline\": {\"matmul_gflops\": 50, \"vector_gflops\": 10, \"mem_gbytes_per_s\": 8,"
+    " \"launch_us\": 3},"
+    " \"link\": {\"latency_us\": 10, \"gbytes_per_s\": 5},"
+    " \"collectives\": [{\"ranks\": 2, \"overhead_us\": 60, \"ns_per_byte\": 0.5},"
+    " {\"ranks\": 4, \"overhead_us\": 90}],"
+    " \"models\": [{\"model\": \"m\", \"batch\": 32, \"update_ns_per_byte\": 0.4,"
+    " \"step_overhead_us\": 40, \"nodes\": {\"fc0\": [12.5, 20]}}]}";
+  g_autofree char *a = g_build_filename (g_get_tmp_dir (), "twb-profile-a.json", NULL);
+  g_autofree char *b = g_build_filename (g_get_tmp_dir (), "twb-profile-b.json", NULL);
+  g_assert_true (g_file_set_contents (a, text, -1, NULL));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (tw_sim_profile) p = tw_sim_profile_load (a, &error);
+  g_assert_no_error (error);
+  g_assert_true (tw_sim_profile_save (p, b, &error));
+  g_autoptr (tw_sim_profile) q = tw_sim_profile_load (b, &error);
+  g_assert_no_error (error);
+  g_autofree char *ta = NULL, *tb = NULL;
+  g_assert_true (tw_sim_profile_save (q, a, NULL));
+  g_assert_true (g_file_get_contents (a, &ta, NULL, NULL));
+  g_assert_true (g_file_get_contents (b, &tb, NULL, NULL));
+  g_assert_cmpstr (ta, ==, tb);
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+  tw_device_profile d;
+  g_autoptr (tw_topo) t = NULL;
+  g_assert_true (tw_sim_profile_apply (q, "m", 32, 8, &o, &d, &t, &error));
+  g_assert_cmpfloat (fabs (o.collective_overhead_s - 90e-6), <, 1e-12);  /* nearest: 4 ranks */
+  g_assert_cmpfloat (o.compute_scale, ==, 2);                             /* 8 ranks, 4 cores */
+  g_assert_cmpfloat (fabs (o.step_overhead_s - 40e-6), <, 1e-12);
+  g_assert_cmpfloat (fabs (o.update_s_per_byte - 0.4e-9), <, 1e-18);
+  const double *fc0 = g_hash_table_lookup (o.node_times, "fc0");
+  g_assert_nonnull (fc0);
+  g_assert_cmpfloat (fabs (fc0[1] - 20e-6), <, 1e-12);
+  g_assert_cmpfloat (fabs (d.matmul_flops * d.matmul_eff - 50e9), <, 1);
+  g_assert_cmpint (tw_topo_n_devices (t), ==, 8);
+  double lat, bw;
+  tw_topo_route_cost (t, 0, 1, &lat, &bw);
+  g_assert_cmpfloat (fabs (lat - 10e-6), <, 1e-12);
+  g_assert_cmpfloat (fabs (bw - 5e9), <, 1);
+  g_assert_false (tw_sim_profile_has_model (q, "m", 64));
+  struct
+  {
+    const char *text, *want;
+  } bad[] = {
+    { "[]", "a JSON object" },
+    { "{\"cores\": 0}", "\"cores\" must be a number of 1" },
+    { "{\"cores\": 2, \"link\": {\"latency_us\": 1, \"gbytes_per_s\": \"fast\"}}",
+      "link: \"gbytes_per_s\"" },
+    { "{\"cores\": 2, \"collectives\": [{\"ranks\": 1, \"overhead_us\": 3}]}",
+      "collectives: \"ranks\"" },
+    { "{\"cores\": 2, \"models\": [{\"model\": \"m\", \"batch\": 4, \"update_ns_per_byte\": 1,"
+      " \"step_overhead_us\": 1, \"nodes\": {\"fc\": [1]}}]}", "node fc must be" },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_assert_true (g_file_set_contents (a, bad[i].text, -1, NULL));
+      g_clear_error (&error);
+      g_assert_null (tw_sim_profile_load (a, &error));
+      if (strstr (error->message, bad[i].want) == NULL || strstr (error->message, a) == NULL)
+        g_error ("%s: expected the error to name %s and the file: %s", bad[i].text, bad[i].want,
+                 error->message);
+    }
+  g_clear_error (&error);
+  /* A profile without a link cannot drive several ranks. */
+  g_assert_true (g_file_set_contents (a, "{\"cores\": 2}", -1, NULL));
+  g_autoptr (tw_sim_profile) nolink = tw_sim_profile_load (a, &error);
+  g_assert_no_error (error);
+  g_autoptr (tw_topo) t2 = NULL;
+  g_assert_false (tw_sim_profile_apply (nolink, "m", 32, 2, &o, &d, &t2, &error));
+  g_assert_nonnull (strstr (error->message, "no link"));
+  g_unlink (a);
+  g_unlink (b);
+}
+
 static void
 test_bad (void)
 {
@@ -255,6 +389,8 @@ main (int argc, char **argv)
   g_test_add_func ("/sim/step/buckets-overlap", test_buckets_overlap);
   g_test_add_func ("/sim/step/scaling", test_scaling);
   g_test_add_func ("/sim/step/thousand-ranks", test_thousand_ranks);
+  g_test_add_func ("/sim/step/calibrated-options", test_calibrated_options);
+  g_test_add_func ("/sim/step/profile-roundtrip", test_profile_roundtrip);
   g_test_add_func ("/sim/step/bad", test_bad);
   return g_test_run ();
 }
