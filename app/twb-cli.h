@@ -8,6 +8,7 @@
 #include "engine/number.h"
 #include "engine/session.h"
 
+#include <json-glib/json-glib.h>
 #include <stdio.h>
 
 G_BEGIN_DECLS
@@ -31,6 +32,8 @@ int twb_cmd_simulate (int argc, char **argv);
 
 /* Shared helpers. */
 void twb_print_error (const char *what, const GError *error);
+/* A member holding v, or null when v is not finite (JSON has no NaN). */
+void twb_json_member_double (JsonBuilder *b, const char *name, double v);
 /* Load a model and infer its shapes; prints every shape error (node by node)
  * and returns NULL when there is any. */
 tw_model *twb_load_model_checked (const char *path);

@@ -67,49 +67,39 @@ shape_for (int ranks, int nodes_opt, int per_opt, int *nodes, int *per, GError *
 }
 
 static void
-json_double_or_null (JsonBuilder *b, const char *name, double v)
-{
-  json_builder_set_member_name (b, name);
-  if (isfinite (v))
-    json_builder_add_double_value (b, v);
-  else
-    json_builder_add_null_value (b);
-}
-
-static void
 row_json (JsonBuilder *b, const sim_row *w)
 {
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "ranks");
   json_builder_add_int_value (b, w->ranks);
-  json_double_or_null (b, "step_ms", w->r.step_s * 1e3);
-  json_double_or_null (b, "samples_per_s", w->r.samples_per_s);
-  json_double_or_null (b, "scaling_efficiency", w->efficiency);
-  json_double_or_null (b, "compute_ms", w->r.compute_s * 1e3);
-  json_double_or_null (b, "comm_ms", w->r.comm_s * 1e3);
-  json_double_or_null (b, "comm_share", w->r.step_s > 0 ? w->r.comm_s / w->r.step_s : 0);
-  json_double_or_null (b, "exposed_comm_ms", w->r.exposed_s * 1e3);
+  twb_json_member_double (b, "step_ms", w->r.step_s * 1e3);
+  twb_json_member_double (b, "samples_per_s", w->r.samples_per_s);
+  twb_json_member_double (b, "scaling_efficiency", w->efficiency);
+  twb_json_member_double (b, "compute_ms", w->r.compute_s * 1e3);
+  twb_json_member_double (b, "comm_ms", w->r.comm_s * 1e3);
+  twb_json_member_double (b, "comm_share", w->r.step_s > 0 ? w->r.comm_s / w->r.step_s : 0);
+  twb_json_member_double (b, "exposed_comm_ms", w->r.exposed_s * 1e3);
   json_builder_set_member_name (b, "buckets");
   json_builder_add_int_value (b, w->r.buckets);
-  json_double_or_null (b, "grad_bytes_per_rank", w->r.grad_bytes);
+  twb_json_member_double (b, "grad_bytes_per_rank", w->r.grad_bytes);
   json_builder_set_member_name (b, "busiest_link");
   if (w->link)
     json_builder_add_string_value (b, w->link);
   else
     json_builder_add_null_value (b);
-  json_double_or_null (b, "busiest_link_bytes", w->r.busiest_link_bytes);
+  twb_json_member_double (b, "busiest_link_bytes", w->r.busiest_link_bytes);
   if (!isnan (w->measured_ms))
     {
-      json_double_or_null (b, "measured_step_ms", w->measured_ms);
-      json_double_or_null (b, "error", w->r.step_s * 1e3 / w->measured_ms - 1);
+      twb_json_member_double (b, "measured_step_ms", w->measured_ms);
+      twb_json_member_double (b, "error", w->r.step_s * 1e3 / w->measured_ms - 1);
     }
   json_builder_set_member_name (b, "memory_per_device");
   json_builder_begin_object (b);
-  json_double_or_null (b, "parameters", w->r.param_bytes);
-  json_double_or_null (b, "gradients", w->r.grad_mem_bytes);
-  json_double_or_null (b, "optimizer", w->r.optimizer_bytes);
-  json_double_or_null (b, "activations", w->r.activation_bytes);
-  json_double_or_null (b, "total", w->memory);
+  twb_json_member_double (b, "parameters", w->r.param_bytes);
+  twb_json_member_double (b, "gradients", w->r.grad_mem_bytes);
+  twb_json_member_double (b, "optimizer", w->r.optimizer_bytes);
+  twb_json_member_double (b, "activations", w->r.activation_bytes);
+  twb_json_member_double (b, "total", w->memory);
   json_builder_end_object (b);
   json_builder_end_object (b);
 }

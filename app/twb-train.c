@@ -84,16 +84,6 @@ progress_update (progress *p, int64_t step, int64_t epoch, double loss, double s
 }
 
 static void
-json_member_double (JsonBuilder *b, const char *name, double v)
-{
-  json_builder_set_member_name (b, name);
-  if (isfinite (v))
-    json_builder_add_double_value (b, v);
-  else
-    json_builder_add_null_value (b);
-}
-
-static void
 json_member_int (JsonBuilder *b, const char *name, gint64 v)
 {
   json_builder_set_member_name (b, name);
@@ -301,20 +291,20 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
         }
       json_builder_set_member_name (jb, "model");
       json_builder_add_string_value (jb, m->name ? m->name : path);
-      json_member_double (jb, "train_loss", fin->train_loss);
-      json_member_double (jb, "test_loss", fin->test_loss);
-      json_member_double (jb, "test_accuracy", fin->test_accuracy);
+      twb_json_member_double (jb, "train_loss", fin->train_loss);
+      twb_json_member_double (jb, "test_loss", fin->test_loss);
+      twb_json_member_double (jb, "test_accuracy", fin->test_accuracy);
       if (have_val)
         {
-          json_member_double (jb, "val_loss", fin->val_loss);
-          json_member_double (jb, "val_accuracy", fin->val_accuracy);
+          twb_json_member_double (jb, "val_loss", fin->val_loss);
+          twb_json_member_double (jb, "val_accuracy", fin->val_accuracy);
         }
       json_member_int (jb, "steps", tw_trainer_step_count (tr));
       json_member_int (jb, "batch", r->batch_size);
       json_member_int (jb, "threads", nthreads);
-      json_member_double (jb, "median_step_ms", median);
-      json_member_double (jb, "mean_step_ms", mean);
-      json_member_double (jb, "p90_step_ms", p90);
+      twb_json_member_double (jb, "median_step_ms", median);
+      twb_json_member_double (jb, "mean_step_ms", mean);
+      twb_json_member_double (jb, "p90_step_ms", p90);
       {
         /* Parallel regions, and how often contention sent them to one
          * thread (engine/cpu/parallel.h). */
@@ -323,15 +313,15 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
         json_member_int (jb, "parallel_regions", (gint64) ts.regions);
         json_member_int (jb, "parallel_degradations", (gint64) ts.degradations);
       }
-      json_member_double (jb, "samples_per_s", sps);
+      twb_json_member_double (jb, "samples_per_s", sps);
       json_member_int (jb, "peak_rss_bytes", twb_peak_rss_bytes ());
       json_member_int (jb, "peak_activation_bytes", (gint64) peak_act);
       json_builder_set_member_name (jb, "mode");
       json_builder_add_string_value (jb, compiled ? "compiled" : "eager");
       if (have_bubble)
         {
-          json_member_double (jb, "pipeline_bubble", bubble);
-          json_member_double (jb, "pipeline_bubble_theory", bubble_theory);
+          twb_json_member_double (jb, "pipeline_bubble", bubble);
+          twb_json_member_double (jb, "pipeline_bubble_theory", bubble_theory);
         }
       if (compiled && tw_trainer_pipeline_stage (tr) >= 0)
         /* A pipeline: this rank's stage's arenas, one per micro-batch in
@@ -350,16 +340,16 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
         {
           json_member_int (jb, "ranks", ds.ranks);
           json_member_int (jb, "buckets", ds.buckets);
-          json_member_double (jb, "comm_payload_bytes_per_step", ds.payload_bytes);
-          json_member_double (jb, "comm_sent_bytes_per_step", ds.sent_bytes);
-          json_member_double (jb, "comm_exposed_ms_per_step", ds.exposed_ms);
-          json_member_double (jb, "optimizer_state_bytes", ds.optimizer_state_bytes);
+          twb_json_member_double (jb, "comm_payload_bytes_per_step", ds.payload_bytes);
+          twb_json_member_double (jb, "comm_sent_bytes_per_step", ds.sent_bytes);
+          twb_json_member_double (jb, "comm_exposed_ms_per_step", ds.exposed_ms);
+          twb_json_member_double (jb, "optimizer_state_bytes", ds.optimizer_state_bytes);
           json_builder_set_member_name (jb, "shard_optimizer");
           json_builder_add_boolean_value (jb, ds.sharded);
           if (ds.async_updates > 0)
             {
               json_member_int (jb, "async_updates", ds.async_updates);
-              json_member_double (jb, "staleness_mean", ds.staleness_mean);
+              twb_json_member_double (jb, "staleness_mean", ds.staleness_mean);
               json_member_int (jb, "staleness_max", ds.staleness_max);
             }
         }
@@ -495,12 +485,12 @@ progress_json_line (const tw_snapshot *sn, int64_t total_steps)
     {
     case TW_SNAP_METRICS:
       json_member_int (b, "epoch", sn->epoch);
-      json_member_double (b, "loss", sn->loss);
-      json_member_double (b, "accuracy", sn->accuracy);
-      json_member_double (b, "lr", sn->lr);
-      json_member_double (b, "step_ms", sn->step_ms);
-      json_member_double (b, "samples_per_s", sn->samples_per_s);
-      json_member_double (b, "comm_bytes", sn->comm_bytes);
+      twb_json_member_double (b, "loss", sn->loss);
+      twb_json_member_double (b, "accuracy", sn->accuracy);
+      twb_json_member_double (b, "lr", sn->lr);
+      twb_json_member_double (b, "step_ms", sn->step_ms);
+      twb_json_member_double (b, "samples_per_s", sn->samples_per_s);
+      twb_json_member_double (b, "comm_bytes", sn->comm_bytes);
       json_member_int (b, "total_steps", total_steps);
       if (sn->n_ranks > 0)
         {
@@ -518,21 +508,21 @@ progress_json_line (const tw_snapshot *sn, int64_t total_steps)
           json_builder_set_member_name (b, "grad_norm");
           json_builder_begin_object (b);
           for (int i = 0; sn->param_names[i]; i++)
-            json_member_double (b, sn->param_names[i], sn->grad_norm[i]);
+            twb_json_member_double (b, sn->param_names[i], sn->grad_norm[i]);
           json_builder_end_object (b);
         }
       break;
     case TW_SNAP_EPOCH:
       json_member_int (b, "epoch", sn->epoch);
-      json_member_double (b, "train_loss", sn->train_loss);
-      json_member_double (b, "val_loss", sn->val_loss);
-      json_member_double (b, "val_accuracy", sn->val_accuracy);
+      twb_json_member_double (b, "train_loss", sn->train_loss);
+      twb_json_member_double (b, "val_loss", sn->val_loss);
+      twb_json_member_double (b, "val_accuracy", sn->val_accuracy);
       break;
     default:
       json_builder_set_member_name (b, "state");
       json_builder_add_string_value (b, tw_session_state_name (sn->state));
-      json_member_double (b, "test_loss", sn->test_loss);
-      json_member_double (b, "test_accuracy", sn->test_accuracy);
+      twb_json_member_double (b, "test_loss", sn->test_loss);
+      twb_json_member_double (b, "test_accuracy", sn->test_accuracy);
       if (sn->message)
         {
           json_builder_set_member_name (b, "message");
@@ -555,7 +545,7 @@ progress_json_buckets (tw_trainer *tr, double bucket_mb)
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "event");
   json_builder_add_string_value (b, "buckets");
-  json_member_double (b, "bucket_mb", bucket_mb);
+  twb_json_member_double (b, "bucket_mb", bucket_mb);
   json_builder_set_member_name (b, "buckets");
   json_builder_begin_array (b);
   for (int k = 0; k < l.n; k++)
@@ -1075,10 +1065,10 @@ twb_cmd_eval (int argc, char **argv)
       {
         g_autoptr (JsonBuilder) jb = json_builder_new ();
         json_builder_begin_object (jb);
-        json_member_double (jb, "test_loss", loss);
-        json_member_double (jb, "test_accuracy", acc);
+        twb_json_member_double (jb, "test_loss", loss);
+        twb_json_member_double (jb, "test_accuracy", acc);
         json_member_int (jb, "samples", tw_dataset_size (test));
-        json_member_double (jb, "samples_per_s", tw_dataset_size (test) / MAX (dt, 1e-9));
+        twb_json_member_double (jb, "samples_per_s", tw_dataset_size (test) / MAX (dt, 1e-9));
         json_builder_end_object (jb);
         print_json (jb);
       }

@@ -10,9 +10,20 @@
 #endif
 
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+void
+twb_json_member_double (JsonBuilder *b, const char *name, double v)
+{
+  json_builder_set_member_name (b, name);
+  if (isfinite (v))
+    json_builder_add_double_value (b, v);
+  else
+    json_builder_add_null_value (b);
+}
+
 
 void
 twb_print_error (const char *what, const GError *error)
