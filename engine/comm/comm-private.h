@@ -96,6 +96,11 @@ struct tw_comm
   MPI_Comm leaders;           /* rank 0 of each node (MPI_COMM_NULL elsewhere) */
   int node_rank, node_size, n_nodes;
   gboolean finalize;          /* MPI was initialised by us and is not broken */
+  /* The simulator's backend (sim.c): the world of virtual ranks, or NULL
+   * for MPI; the group (0: the world, else a split's) that keys its
+   * collectives and messages. */
+  struct tw_sim_world *sim;
+  guint64 sim_group;
 };
 
 /* Reductions of n elements: dst[i] = dst[i] op src[i]. */
@@ -120,6 +125,15 @@ void tw_algo_run_free (tw_algo_run *run);
 
 /* The communication thread (mpi.c). */
 gpointer tw_comm_mpi_thread (gpointer data);
+
+/* The simulator's backend (sim.c), on the caller's thread: post a call
+ * numbered by comm.c; withdraw a receive; wait for a handle (breaking the
+ * world, with the late ranks named, after the time-out); the clock. */
+void tw_comm_sim_post (tw_comm *c, tw_comm_req *r);
+void tw_comm_sim_cancel (tw_comm *c, tw_comm_req *r);
+void tw_comm_sim_wait (tw_comm *c, tw_comm_req *r);
+void tw_comm_sim_clock (tw_comm *c, tw_comm_req *r);
+void tw_comm_sim_forget (tw_comm *c);     /* c is being freed */
 
 /* comm.c: the flight recorder. */
 void tw_comm_flight_set (tw_comm *c, tw_comm_req *r, int state);

@@ -141,6 +141,11 @@ info_clear (tw_coll_info *i)
 static void
 wait_done (tw_comm *c, tw_comm_req *r)
 {
+  if (c->owner->sim && r->type != REQ_QUIT)
+    {
+      tw_comm_sim_wait (c, r);
+      return;
+    }
   c = c->owner;
   g_mutex_lock (&c->lock);
   while (!r->done)
@@ -172,6 +177,8 @@ tw_comm_free (tw_comm *c)
    * make) until the owner goes. */
   if (c->owner != c)
     return;
+  if (c->sim)
+    tw_comm_sim_forget (c);
   if (c->thread)
     {
       tw_comm_req *q = g_new0 (tw_comm_req, 1);
@@ -367,7 +374,10 @@ post (tw_comm *c, tw_comm_req *r)
   else if (r->type == REQ_P2P)
     r->info.msg_seq = ++c->msg_from[r->info.peer];
   tw_comm_flight_set (c, r, 0);
-  g_async_queue_push (c->owner->queue, r);
+  if (c->owner->sim)
+    tw_comm_sim_post (c, r);
+  else
+    g_async_queue_push (c->owner->queue, r);
   return r;
 }
 
@@ -487,6 +497,11 @@ tw_comm_cancel (tw_comm *c, tw_comm_req *r)
 {
   if (r == NULL || r->type != REQ_P2P || r->info.kind != TW_COLL_RECV || tw_comm_test (c, r))
     return;
+  if (c->owner->sim)
+    {
+      tw_comm_sim_cancel (c, r);
+      return;
+    }
   tw_comm_req *q = g_new0 (tw_comm_req, 1);
   q->comm = c;
   q->type = REQ_CANCEL;
@@ -594,6 +609,8 @@ tw_comm_clock_offsets (tw_comm *c, int rounds, gint64 **offsets_ns, gint64 **rtt
     complete_now (c, r,
                   g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_BROKEN,
                                "the communicator is broken by an earlier failure"));
+  else if (c->owner->sim)
+    tw_comm_sim_clock (c, r);
   else
     g_async_queue_push (c->owner->queue, r);
   gboolean ok = tw_comm_wait (c, r, error);

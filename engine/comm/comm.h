@@ -150,6 +150,26 @@ gboolean tw_comm_launched (void);
  * its own thread (MPI_Init_thread happens there).  Only one per process.
  * NULL with TW_COMM_ERROR_INIT when MPI cannot start. */
 tw_comm *tw_comm_new_mpi (const tw_comm_options *options, GError **error);
+/* The simulator's virtual ranks (engine/comm/sim.c): size ranks that are
+ * threads of this process, each with its communicator from
+ * tw_comm_new_sim (its rank's, made once, used from that rank's thread).
+ * The calls behave as MPI's do (the same numbering, splits, events,
+ * flight recorder, time-outs naming the rank that never came); a
+ * collective's arithmetic is done in rank order by the last rank to post
+ * it, so results do not depend on the threads' timing; a send completes
+ * at once (its payload copied).  The world outlives its communicators:
+ * free them first (tw_comm_free), then the world. */
+typedef struct tw_sim_world tw_sim_world;
+tw_sim_world *tw_sim_world_new (int size);
+void tw_sim_world_free (tw_sim_world *w);
+int tw_sim_world_size (const tw_sim_world *w);
+/* Rank rank's communicator (options as tw_comm_new_mpi's; ranks_per_node
+ * only names pretend nodes).  Never fails. */
+tw_comm *tw_comm_new_sim (tw_sim_world *w, int rank, const tw_comm_options *options);
+/* Rank rank failed on its own (message says why): every call in flight
+ * on every rank, and every later one, fails naming it, so that the other
+ * ranks' threads end at once instead of at the time-out. */
+void tw_sim_world_fail (tw_sim_world *w, int rank, const char *message);
 /* Waits for what is in flight, finalises (unless broken) and frees.  A
  * communicator from tw_comm_split: nothing (it goes with its owner). */
 void tw_comm_free (tw_comm *c);
