@@ -7,6 +7,8 @@
 
 #include "app/twb-cli.h"
 #include "app/twb-dist.h"
+#include "app/twb-simulate-train.h"
+#include "engine/comm/compress.h"
 #include "engine/data-fit.h"
 #include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
@@ -276,6 +278,9 @@ twb_cmd_simulate (int argc, char **argv)
   char *algo_s = NULL, *bucket_s = NULL, *batch_s = NULL, *sweep = NULL;
   gboolean json = FALSE, exact = FALSE, do_calibrate = FALSE, check = FALSE;
   char *links_out = NULL;
+  char *mode_s = NULL, *epochs_s = NULL, *max_steps_s = NULL, *data = NULL, *save_weights = NULL;
+  char *async_s = NULL, *local_sgd_s = NULL, *compress = NULL;
+  gboolean shard = FALSE;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -305,6 +310,27 @@ twb_cmd_simulate (int argc, char **argv)
     { "check", 0, 0, G_OPTION_ARG_NONE, &check,
       "Run the same training for real here (twb train --ranks N) and print the prediction's "
       "error", NULL },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode_s,
+      "time (default): predict the step; train: every virtual rank trains for real, on "
+      "virtual time", "time|train" },
+    { "epochs", 'e', 0, G_OPTION_ARG_STRING, &epochs_s, "Train mode: epochs (default: recipe)",
+      "N" },
+    { "max-steps", 0, 0, G_OPTION_ARG_STRING, &max_steps_s, "Train mode: stop after N steps",
+      "N" },
+    { "data", 0, 0, G_OPTION_ARG_STRING, &data,
+      "Train mode: the dataset (as twb train --data; default: the recipe's)", "SPEC" },
+    { "save-weights", 0, 0, G_OPTION_ARG_FILENAME, &save_weights,
+      "Train mode: write rank 0's final weights (safetensors)", "FILE" },
+    { "async", 0, 0, G_OPTION_ARG_STRING, &async_s,
+      "Train mode: asynchronous updates through a parameter server, workers at most K steps "
+      "apart", "K" },
+    { "local-sgd", 0, 0, G_OPTION_ARG_STRING, &local_sgd_s,
+      "Train mode: local SGD, weights averaged every H steps", "H" },
+    { "compress", 0, 0, G_OPTION_ARG_STRING, &compress,
+      "Train mode: gradient compression with error feedback: topk:F, int8, sign or powersgd:R",
+      "SPEC" },
+    { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard,
+      "Train mode: ZeRO-1, each rank keeps 1/N of the optimizer state", NULL },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -362,6 +388,63 @@ twb_cmd_simulate (int argc, char **argv)
     }
   o.bucket_mb = mb;
   o.exact = exact;
+  gboolean train_mode = FALSE;
+  gint64 epochs = 0, max_steps = 0, async_k = -1, local_h = 0;
+  if (mode_s && strcmp (mode_s, "train") == 0)
+    train_mode = TRUE;
+  else if (mode_s && strcmp (mode_s, "time") != 0)
+    {
+      g_printerr ("twb: --mode %s: time or train\n", mode_s);
+      goto out;
+    }
+  if ((epochs_s && !g_ascii_string_to_signed (epochs_s, 10, 1, G_MAXINT32, &epochs, NULL))
+      || (max_steps_s && !g_ascii_string_to_signed (max_steps_s, 10, 1, G_MAXINT64, &max_steps,
+                                                    NULL))
+      || (async_s && !g_ascii_string_to_signed (async_s, 10, 0, G_MAXINT32, &async_k, NULL))
+      || (local_sgd_s && !g_ascii_string_to_signed (local_sgd_s, 10, 1, G_MAXINT32, &local_h,
+                                                    NULL)))
+    {
+      g_printerr ("twb: %s: a whole number is needed (%s)\n",
+                  epochs_s && !g_ascii_string_to_signed (epochs_s, 10, 1, G_MAXINT32, NULL, NULL)
+                    ? "--epochs"
+                  : max_steps_s && !g_ascii_string_to_signed (max_steps_s, 10, 1, G_MAXINT64,
+                                                              NULL, NULL)
+                    ? "--max-steps"
+                  : async_s && !g_ascii_string_to_signed (async_s, 10, 0, G_MAXINT32, NULL, NULL)
+                    ? "--async" : "--local-sgd",
+                  async_s ? "0 or more" : "1 or more");
+      goto out;
+    }
+  if (!train_mode && (epochs_s || max_steps_s || data || save_weights || async_s || local_sgd_s
+                      || compress || shard))
+    {
+      g_printerr ("twb: --epochs, --max-steps, --data, --save-weights, --async, --local-sgd, "
+                  "--compress and --shard-optimizer go with --mode train\n");
+      goto out;
+    }
+  if (train_mode && (sweep || do_calibrate || check || exact))
+    {
+      g_printerr ("twb: --mode train runs one configuration: without --sweep, --calibrate, "
+                  "--check or --exact\n");
+      goto out;
+    }
+  if (compress && strcmp (compress, "none") != 0)
+    {
+      tw_compressor *z = tw_compressor_new (compress, &error);
+      if (z == NULL)
+        {
+          g_printerr ("twb: --compress: %s\n", error->message);
+          goto out;
+        }
+      tw_compressor_free (z);
+    }
+  if (train_mode && ((async_s != NULL) + (local_sgd_s != NULL) + (compress != NULL)
+                     + (shard != FALSE)) > 1)
+    {
+      g_printerr ("twb: --async, --local-sgd, --compress and --shard-optimizer exclude each "
+                  "other\n");
+      goto out;
+    }
   if (algo_s && !tw_algo_from_name (algo_s, &o.algo, &error))
     {
       g_printerr ("twb: --algo: %s\n", error->message);
@@ -464,7 +547,8 @@ twb_cmd_simulate (int argc, char **argv)
             }
           t = own;
         }
-      int64_t gb = batch ? batch : m->recipe.batch_size * r;
+      /* Train mode takes twb train's global batch: the recipe's, split. */
+      int64_t gb = batch ? batch : m->recipe.batch_size * (train_mode ? 1 : r);
       g_autoptr (tw_topo) local_topo = NULL;
       if (local)
         {
@@ -535,6 +619,18 @@ twb_cmd_simulate (int argc, char **argv)
           goto out;
         }
       g_array_append_val (rows, w);
+      if (train_mode)
+        {
+          twb_sim_train_args ta = { .ranks = r, .algo = o.algo, .bucket_mb = o.bucket_mb,
+                                    .virtual_step_s = w.r.step_s, .epochs = epochs,
+                                    .batch = gb, .max_steps = max_steps,
+                                    .async_staleness = (int) async_k,
+                                    .local_sgd = (int) local_h, .compress = compress,
+                                    .shard_optimizer = shard, .data = data,
+                                    .save_weights = save_weights, .json = json };
+          status = twb_simulate_train (argv[1], m, &ta);
+          goto out;
+        }
       if (!json)
         {
           if (i == 0)
@@ -598,5 +694,13 @@ out:
   g_free (batch_s);
   g_free (sweep);
   g_free (links_out);
+  g_free (mode_s);
+  g_free (epochs_s);
+  g_free (max_steps_s);
+  g_free (data);
+  g_free (save_weights);
+  g_free (async_s);
+  g_free (local_sgd_s);
+  g_free (compress);
   return status;
 }
