@@ -54,6 +54,11 @@ gboolean twb_dump_break (const tw_snapshot *paused, const char *path, const char
  * b WHEN, d, lr X, q; h lists them) until one resumes the session (TRUE) or
  * quits, or in ends (FALSE). */
 gboolean twb_debug_prompt (tw_session *s, FILE *in);
+/* `--progress-json` (twb train, twb simulate --mode train): one line per
+ * METRICS, EPOCH or FINISHED snapshot, as docs/cli.md describes; and the
+ * gradient buckets a data-parallel trainer ended with. */
+void twb_progress_json_line (const tw_snapshot *sn, int64_t total_steps);
+void twb_progress_json_buckets (tw_trainer *tr, double bucket_mb);
 /* Peak resident set size of this process, in bytes. */
 gint64 twb_peak_rss_bytes (void);
 

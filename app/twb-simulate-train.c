@@ -38,9 +38,11 @@ twb_simulate_train (const char *model_path, tw_model *m, const twb_sim_train_arg
   o.ranks = a->ranks;
   o.comm.algo = a->algo;
   o.virtual_step_s = a->virtual_step_s;
+  o.virtual_compute_s = a->virtual_compute_s;
+  o.global_batch = m->recipe.batch_size;
   o.session.threads = 1;
   o.session.max_steps = a->max_steps;
-  o.session.grad_norms = FALSE;
+  o.session.grad_norms = a->progress_json;   /* the window charts them */
   o.session.dist.bucket_mb = a->bucket_mb;
   o.session.dist.async_staleness = a->async_staleness;
   o.session.dist.local_sgd = a->local_sgd;
@@ -61,7 +63,9 @@ twb_simulate_train (const char *model_path, tw_model *m, const twb_sim_train_arg
       twb_print_error (model_path, error);
       return 1;
     }
-  if (!a->json)
+  gboolean quiet = a->json || a->progress_json;
+  int64_t total = 0;
+  if (!quiet)
     g_print ("training %s on %d virtual ranks (each step %.3f ms of virtual time%s)\n",
              m->name ? m->name : model_path, a->ranks, a->virtual_step_s * 1e3,
              a->async_staleness >= 0 ? ", a parameter server and workers"
@@ -75,6 +79,12 @@ twb_simulate_train (const char *model_path, tw_model *m, const twb_sim_train_arg
       g_autoptr (tw_snapshot) s = tw_sim_cluster_pop (c, -1);
       if (s == NULL)
         continue;
+      if (s->kind == TW_SNAP_READY)
+        total = s->total_steps;
+      if (a->progress_json && s->kind == TW_SNAP_FINISHED && tw_session_trainer (tw_sim_cluster_session (c, 0)))
+        twb_progress_json_buckets (tw_session_trainer (tw_sim_cluster_session (c, 0)), a->bucket_mb);
+      if (a->progress_json)
+        twb_progress_json_line (s, total);
       if (s->kind == TW_SNAP_METRICS)
         {
           last_loss = s->loss;
@@ -86,7 +96,7 @@ twb_simulate_train (const char *model_path, tw_model *m, const twb_sim_train_arg
           char acc[32] = "-";
           if (!isnan (s->val_accuracy))
             g_snprintf (acc, sizeof acc, "%.4f", s->val_accuracy);
-          if (!a->json)
+          if (!quiet)
             g_print ("epoch %" G_GINT64_FORMAT ": loss %.4f, validation accuracy %s, virtual "
                      "time %.3f s\n", s->epoch + 1, s->train_loss, acc,
                      tw_sim_cluster_virtual_s (c));
@@ -118,10 +128,15 @@ twb_simulate_train (const char *model_path, tw_model *m, const twb_sim_train_arg
       return 1;
     }
   double vs = tw_sim_cluster_virtual_s (c);
-  if (a->json)
+  if (a->json || a->progress_json)
     {
       g_autoptr (JsonBuilder) b = json_builder_new ();
       json_builder_begin_object (b);
+      if (a->progress_json)
+        {
+          json_builder_set_member_name (b, "event");
+          json_builder_add_string_value (b, "results");
+        }
       json_builder_set_member_name (b, "mode");
       json_builder_add_string_value (b, "train");
       json_builder_set_member_name (b, "ranks");

@@ -280,7 +280,7 @@ twb_cmd_simulate (int argc, char **argv)
   char *links_out = NULL;
   char *mode_s = NULL, *epochs_s = NULL, *max_steps_s = NULL, *data = NULL, *save_weights = NULL;
   char *async_s = NULL, *local_sgd_s = NULL, *compress = NULL;
-  gboolean shard = FALSE;
+  gboolean shard = FALSE, progress_json = FALSE;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -331,6 +331,9 @@ twb_cmd_simulate (int argc, char **argv)
       "SPEC" },
     { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard,
       "Train mode: ZeRO-1, each rank keeps 1/N of the optimizer state", NULL },
+    { "progress-json", 0, 0, G_OPTION_ARG_NONE, &progress_json,
+      "Train mode: one JSON object per line as training goes (as twb train --progress-json)",
+      NULL },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -416,10 +419,10 @@ twb_cmd_simulate (int argc, char **argv)
       goto out;
     }
   if (!train_mode && (epochs_s || max_steps_s || data || save_weights || async_s || local_sgd_s
-                      || compress || shard))
+                      || compress || shard || progress_json))
     {
       g_printerr ("twb: --epochs, --max-steps, --data, --save-weights, --async, --local-sgd, "
-                  "--compress and --shard-optimizer go with --mode train\n");
+                  "--compress, --shard-optimizer and --progress-json go with --mode train\n");
       goto out;
     }
   if (train_mode && (sweep || do_calibrate || check || exact))
@@ -622,12 +625,14 @@ twb_cmd_simulate (int argc, char **argv)
       if (train_mode)
         {
           twb_sim_train_args ta = { .ranks = r, .algo = o.algo, .bucket_mb = o.bucket_mb,
-                                    .virtual_step_s = w.r.step_s, .epochs = epochs,
+                                    .virtual_step_s = w.r.step_s,
+                                    .virtual_compute_s = w.r.compute_s, .epochs = epochs,
                                     .batch = gb, .max_steps = max_steps,
                                     .async_staleness = (int) async_k,
                                     .local_sgd = (int) local_h, .compress = compress,
                                     .shard_optimizer = shard, .data = data,
-                                    .save_weights = save_weights, .json = json };
+                                    .save_weights = save_weights, .json = json,
+                                    .progress_json = progress_json };
           status = twb_simulate_train (argv[1], m, &ta);
           goto out;
         }

@@ -468,8 +468,8 @@ metric_rows (GString *csv, const tw_snapshot *sn)
  * buckets, each { params (names in packing order), bytes }, the layout the
  * run ended with; "finished": step, state, test_loss, test_accuracy and
  * message when it did not finish.  Numbers that are not finite are null. */
-static void
-progress_json_line (const tw_snapshot *sn, int64_t total_steps)
+void
+twb_progress_json_line (const tw_snapshot *sn, int64_t total_steps)
 {
   const char *event = sn->kind == TW_SNAP_METRICS ? "metrics"
                       : sn->kind == TW_SNAP_EPOCH  ? "epoch"
@@ -535,8 +535,8 @@ progress_json_line (const tw_snapshot *sn, int64_t total_steps)
 }
 
 /* --progress-json, data parallel: the gradient buckets the run ended with. */
-static void
-progress_json_buckets (tw_trainer *tr, double bucket_mb)
+void
+twb_progress_json_buckets (tw_trainer *tr, double bucket_mb)
 {
   tw_bucket_layout l;
   if (!tw_trainer_dist_buckets (tr, &l))
@@ -899,9 +899,9 @@ twb_cmd_train (int argc, char **argv)
           }
         metric_rows (csv, sn);
         if (progress_json && comm && sn->kind == TW_SNAP_FINISHED)
-          progress_json_buckets (tw_session_trainer (s), dist.bucket_mb);
+          twb_progress_json_buckets (tw_session_trainer (s), dist.bucket_mb);
         if (progress_json)
-          progress_json_line (sn, total);
+          twb_progress_json_line (sn, total);
         switch (sn->kind)
           {
           case TW_SNAP_METRICS:

@@ -16,6 +16,8 @@ twb_cluster_config_init (TwbClusterConfig *c)
   c->algo = g_strdup ("mpi");
   c->async_staleness = -1;
   c->bucket_mb = 25;
+  c->sim_device = g_strdup ("h100");
+  c->sim_topology = g_strdup ("nvlink+ib");
 }
 
 void
@@ -24,6 +26,8 @@ twb_cluster_config_clear (TwbClusterConfig *c)
   g_clear_pointer (&c->parallel, g_free);
   g_clear_pointer (&c->algo, g_free);
   g_clear_pointer (&c->compress, g_free);
+  g_clear_pointer (&c->sim_device, g_free);
+  g_clear_pointer (&c->sim_topology, g_free);
 }
 
 void
@@ -33,6 +37,8 @@ twb_cluster_config_copy (TwbClusterConfig *dst, const TwbClusterConfig *src)
   dst->parallel = g_strdup (src->parallel);
   dst->algo = g_strdup (src->algo);
   dst->compress = g_strdup (src->compress);
+  dst->sim_device = g_strdup (src->sim_device);
+  dst->sim_topology = g_strdup (src->sim_topology);
 }
 
 static gboolean
@@ -44,6 +50,19 @@ is_pipeline (const TwbClusterConfig *c)
 gboolean
 twb_cluster_config_check (const TwbClusterConfig *c, gint64 batch, GError **error)
 {
+  if (c->simulated && is_pipeline (c))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   "A simulated cluster trains data parallel; pipeline and hybrid runs are "
+                   "for MPI ranks");
+      return FALSE;
+    }
+  if (c->simulated && (c->ranks < 1 || c->ranks > 256))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   "A simulated cluster trains 1 to 256 virtual ranks, not %d", c->ranks);
+      return FALSE;
+    }
   twb_dist_args a;
   twb_dist_args_init (&a);
   a.ranks = c->ranks;
@@ -74,10 +93,24 @@ char **
 twb_cluster_config_argv (const TwbClusterConfig *c, const char *program, const char *model_path)
 {
   GStrvBuilder *b = g_strv_builder_new ();
-  g_strv_builder_add_many (b, program, "train", model_path, NULL);
+  g_strv_builder_add_many (b, program, c->simulated ? "simulate" : "train", model_path, NULL);
+  if (c->simulated)
+    g_strv_builder_add_many (b, "--mode", "train", NULL);
   g_autofree char *ranks = g_strdup_printf ("%d", c->ranks);
   g_strv_builder_add_many (b, "--ranks", ranks, NULL);
-  if (c->parallel && strcmp (c->parallel, "data") != 0)
+  if (c->simulated)
+    {
+      /* Nodes of 8 devices, or one node of fewer. */
+      int per = c->ranks <= 8 || c->ranks % 8 ? c->ranks : 8;
+      g_autofree char *nodes = g_strdup_printf ("%d", c->ranks / MAX (per, 1));
+      g_autofree char *pn = g_strdup_printf ("%d", per);
+      g_strv_builder_add_many (b, "--nodes", nodes, "--devices-per-node", pn, NULL);
+      if (c->sim_device && strcmp (c->sim_device, "h100") != 0)
+        g_strv_builder_add_many (b, "--device", c->sim_device, NULL);
+      if (c->sim_topology && strcmp (c->sim_topology, "nvlink+ib") != 0)
+        g_strv_builder_add_many (b, "--topology", c->sim_topology, NULL);
+    }
+  else if (c->parallel && strcmp (c->parallel, "data") != 0)
     g_strv_builder_add_many (b, "--parallel", c->parallel, NULL);
   if (c->algo && strcmp (c->algo, "mpi") != 0)
     g_strv_builder_add_many (b, "--algo", c->algo, NULL);
@@ -123,7 +156,11 @@ char *
 twb_cluster_config_label (const TwbClusterConfig *c)
 {
   GString *s = g_string_new (NULL);
-  g_string_append_printf (s, "%d ranks", c->ranks);
+  if (c->simulated)
+    g_string_append_printf (s, "%d × %s, %s", c->ranks, c->sim_device ? c->sim_device : "h100",
+                            c->sim_topology ? c->sim_topology : "nvlink+ib");
+  else
+    g_string_append_printf (s, "%d ranks", c->ranks);
   if (is_pipeline (c))
     g_string_append_printf (s, ", %s", c->parallel);
   if (c->algo && strcmp (c->algo, "mpi") != 0)
@@ -152,6 +189,15 @@ static const char *const algo_names[] = { "MPI's own", "Ring", "Tree", "Paramete
                                           "Hierarchical (in a node, then across)", NULL };
 static const char *const update_names[] = { "Synchronous", "Asynchronous (staleness K)",
                                             "Local SGD (average every H steps)", NULL };
+static const char *const device_ids[] = { "h100", "h200", "a100", "mi300x", NULL };
+static const char *const device_names[] = { "NVIDIA H100", "NVIDIA H200", "NVIDIA A100",
+                                            "AMD MI300X", NULL };
+static const char *const topology_ids[] = { "nvlink+ib", "nvlink+roce", "pcie+eth", "shm+eth",
+                                            NULL };
+static const char *const topology_names[] = { "NVLink in a node, InfiniBand across",
+                                              "NVLink in a node, RoCE across",
+                                              "PCIe in a node, Ethernet across",
+                                              "Shared memory in a node, Ethernet across", NULL };
 static const char *const compress_names[] = { "None", "Top-k (fraction kept)", "int8", "Sign",
                                               "PowerSGD (rank)", NULL };
 
@@ -161,6 +207,7 @@ typedef struct
   GHashTable *controls;       /* name → widget (borrowed) */
   GtkWidget *stages_row, *micro_row, *staleness_row, *local_row, *topk_row, *powersgd_row;
   gint64 batch;
+  gboolean simulated;
   TwbClusterDone done;
   gpointer user_data;
   gboolean updating;
@@ -228,6 +275,14 @@ read_config (Dialog *d, TwbClusterConfig *c)
   c->stages = spin_int (d, "stages");
   c->micro_batches = spin_int (d, "micro-batches");
   c->max_steps = (gint64) gtk_spin_button_get_value (GTK_SPIN_BUTTON (ctl (d, "max-steps")));
+  c->simulated = d->simulated;
+  if (d->simulated)
+    {
+      g_free (c->sim_device);
+      c->sim_device = g_strdup (device_ids[MIN (pick (d, "sim-device"), 3)]);
+      g_free (c->sim_topology);
+      c->sim_topology = g_strdup (topology_ids[MIN (pick (d, "sim-topology"), 3)]);
+    }
 }
 
 /* What shows, what can be chosen, and whether the settings go together
@@ -353,8 +408,10 @@ twb_cluster_dialog_new (GtkWindow *parent, const TwbClusterConfig *initial, gint
   d->done = done;
   d->user_data = user_data;
   d->updating = TRUE;
+  d->simulated = initial->simulated;
   d->window = gtk_window_new ();
-  gtk_window_set_title (GTK_WINDOW (d->window), "Train on Several Processes");
+  gtk_window_set_title (GTK_WINDOW (d->window), d->simulated ? "Train on a Simulated Cluster"
+                                                             : "Train on Several Processes");
   gtk_window_set_transient_for (GTK_WINDOW (d->window), parent);
   gtk_window_set_modal (GTK_WINDOW (d->window), TRUE);
   gtk_window_set_default_size (GTK_WINDOW (d->window), 520, -1);
@@ -365,8 +422,12 @@ twb_cluster_dialog_new (GtkWindow *parent, const TwbClusterConfig *initial, gint
   gtk_widget_set_margin_end (box, 12);
   gtk_widget_set_margin_top (box, 12);
   gtk_widget_set_margin_bottom (box, 12);
-  GtkWidget *help = gtk_label_new ("Run trains the model on MPI ranks on this machine with the "
-                                   "command shown below; the curves are rank 0's.");
+  GtkWidget *help = gtk_label_new (
+    d->simulated ? "Run trains the model on virtual ranks in one process, each doing its real "
+                   "share of the work, with the command shown below; the curves are rank 0's, "
+                   "and step times are the simulated cluster's."
+                 : "Run trains the model on MPI ranks on this machine with the "
+                   "command shown below; the curves are rank 0's.");
   gtk_label_set_wrap (GTK_LABEL (help), TRUE);
   gtk_label_set_xalign (GTK_LABEL (help), 0);
   gtk_box_append (GTK_BOX (box), help);
@@ -375,9 +436,22 @@ twb_cluster_dialog_new (GtkWindow *parent, const TwbClusterConfig *initial, gint
   gtk_grid_set_row_spacing (GTK_GRID (grid), 6);
   gtk_grid_set_column_spacing (GTK_GRID (grid), 8);
   int row = 0;
-  add_row (d, grid, row++, "_Ranks", "ranks", spin (2, 64, 1, 0, initial->ranks));
+  add_row (d, grid, row++, "_Ranks", "ranks",
+           spin (2, d->simulated ? 256 : 64, 1, 0, initial->ranks));
+  if (d->simulated)
+    {
+      add_row (d, grid, row++, "_Device", "sim-device", gtk_drop_down_new_from_strings (device_names));
+      add_row (d, grid, row++, "_Network", "sim-topology",
+               gtk_drop_down_new_from_strings (topology_names));
+      gtk_drop_down_set_selected (GTK_DROP_DOWN (ctl (d, "sim-device")),
+                                  index_of (device_ids, initial->sim_device));
+      gtk_drop_down_set_selected (GTK_DROP_DOWN (ctl (d, "sim-topology")),
+                                  index_of (topology_ids, initial->sim_topology));
+    }
   add_row (d, grid, row++, "_Parallelism", "parallel",
            gtk_drop_down_new_from_strings (parallel_names));
+  /* Virtual ranks train data parallel. */
+  gtk_widget_set_visible (ctl (d, "parallel"), !d->simulated);
   d->stages_row = add_row (d, grid, row++, "_Stages", "stages",
                            spin (1, 64, 1, 0, initial->stages > 0 ? initial->stages : 2));
   d->micro_row = add_row (d, grid, row++, "_Micro-batches", "micro-batches",

@@ -33,6 +33,12 @@ typedef struct
   int stages;                 /* hybrid: --stages (0: default 2) */
   int micro_batches;          /* pipeline / hybrid: 0: default 4 */
   gint64 max_steps;           /* --max-steps; 0: the recipe's epochs */
+  /* A simulated cluster instead of MPI ranks: `twb simulate --mode train`
+   * (virtual ranks in one process, on the cluster's virtual time), data
+   * parallel only, up to 256 ranks, on this device and topology. */
+  gboolean simulated;
+  char *sim_device;           /* "h100" (default), "h200", "a100", "mi300x" */
+  char *sim_topology;         /* "nvlink+ib" (default), "nvlink+roce", "pcie+eth", "shm+eth" */
 } TwbClusterConfig;
 
 void twb_cluster_config_init (TwbClusterConfig *c);
@@ -41,7 +47,9 @@ void twb_cluster_config_copy (TwbClusterConfig *dst, const TwbClusterConfig *src
 /* twb_dist_args_check on these settings (batch: the recipe's global batch). */
 gboolean twb_cluster_config_check (const TwbClusterConfig *c, gint64 batch, GError **error);
 /* program train MODEL --ranks N … --progress-json (only what differs from
- * twb train's defaults).  Free with g_strfreev. */
+ * twb train's defaults); simulated: program simulate MODEL --mode train
+ * --ranks N --nodes A --devices-per-node B … --progress-json.  Free with
+ * g_strfreev. */
 char **twb_cluster_config_argv (const TwbClusterConfig *c, const char *program,
                                 const char *model_path);
 /* The run's name in the Runs list: "4 ranks, ring, top-k 1%".  Caller frees. */
@@ -53,7 +61,8 @@ typedef void (*TwbClusterDone) (const TwbClusterConfig *config, gpointer user_da
  * the check. */
 GtkWidget *twb_cluster_dialog_new (GtkWindow *parent, const TwbClusterConfig *initial,
                                    gint64 batch, TwbClusterDone done, gpointer user_data);
-/* For tests: a control by name ("ranks", "parallel", "algo", "update",
+/* For tests: a control by name ("ranks", "parallel", "sim-device", "sim-topology" (a
+ * simulated cluster's), "algo", "update",
  * "staleness", "local-sgd", "compress", "topk", "powersgd", "bucket",
  * "stages", "micro-batches", "max-steps", "error", "command", "use"). */
 GtkWidget *twb_cluster_dialog_get_control (GtkWidget *dialog, const char *name);

@@ -27,7 +27,8 @@
 
 struct _TwbWindowCluster
 {
-  TwbClusterConfig config;
+  TwbClusterConfig config;    /* the device's settings now (MPI ranks or simulated) */
+  TwbClusterConfig mpi_config, sim_config;   /* each kind's last, for its dialog */
   gboolean selected;          /* the device chosen is the cluster */
   char *unavailable;          /* why there is no cluster (no mpirun), or NULL */
   GtkWidget *dialog;          /* while open */
@@ -115,7 +116,9 @@ update_device_label (TwbWindow *self)
   if (self->device_button == NULL)
     return;
   g_autofree char *label = c->selected ? twb_cluster_config_label (&c->config) : NULL;
-  g_autofree char *text = label ? g_strdup_printf ("Cluster: %s", label) : g_strdup ("CPU");
+  g_autofree char *text = label ? g_strdup_printf ("%s: %s", c->config.simulated
+                                                    ? "Simulated" : "Cluster", label)
+                                 : g_strdup ("CPU");
   gtk_menu_button_set_label (GTK_MENU_BUTTON (self->device_button), text);
 }
 
@@ -205,8 +208,11 @@ dialog_done (const TwbClusterConfig *config, gpointer data)
   TwbWindowCluster *c = cl (self);
   twb_cluster_config_clear (&c->config);
   twb_cluster_config_copy (&c->config, config);
+  TwbClusterConfig *kind = config->simulated ? &c->sim_config : &c->mpi_config;
+  twb_cluster_config_clear (kind);
+  twb_cluster_config_copy (kind, config);
   c->selected = TRUE;
-  set_device_state (self, "cluster");
+  set_device_state (self, config->simulated ? "simulated" : "cluster");
   update_device_label (self);
   sync_stages (self);
   twb_window_cluster_update_buckets (self);
@@ -224,12 +230,12 @@ dialog_destroyed (GtkWidget *w, TwbWindow *self)
     cl (self)->dialog = NULL;
 }
 
-/* debugger.device::cluster: the settings, then the device. */
+/* debugger.device::cluster (and ::simulated): the settings, then the device. */
 void
-twb_window_cluster_choose (TwbWindow *self)
+twb_window_cluster_choose (TwbWindow *self, gboolean simulated)
 {
   TwbWindowCluster *c = cl (self);
-  if (c->unavailable)
+  if (c->unavailable && !simulated)
     {
       twb_window_show_toast (self, c->unavailable);
       return;
@@ -240,7 +246,9 @@ twb_window_cluster_choose (TwbWindow *self)
       return;
     }
   gint64 batch = twb_document_get_model (self->doc)->recipe.batch_size;
-  c->dialog = twb_cluster_dialog_new (GTK_WINDOW (self), &c->config, batch, dialog_done, self);
+  c->dialog = twb_cluster_dialog_new (GTK_WINDOW (self), simulated ? &c->sim_config
+                                                                   : &c->mpi_config,
+                                      batch, dialog_done, self);
   g_signal_connect (c->dialog, "destroy", G_CALLBACK (dialog_destroyed), self);
   gtk_window_present (GTK_WINDOW (c->dialog));
 }
@@ -406,7 +414,8 @@ finish_if_done (TwbWindow *self)
   gboolean ok = c->exited_ok;
   g_autofree char *why = joined_errors (c);
   if (why == NULL)
-    why = g_strdup_printf ("twb train ended with status %d and said nothing", c->exit_status);
+    why = g_strdup_printf ("twb %s ended with status %d and said nothing",
+                           c->config.simulated ? "simulate" : "train", c->exit_status);
   clear_process (c);
   twb_run_end_external (run, stopped ? TW_SESSION_STOPPED
                              : ok    ? TW_SESSION_FINISHED
@@ -560,6 +569,12 @@ twb_window_cluster_init (TwbWindow *self)
 {
   TwbWindowCluster *c = g_new0 (TwbWindowCluster, 1);
   twb_cluster_config_init (&c->config);
+  twb_cluster_config_init (&c->mpi_config);
+  twb_cluster_config_init (&c->sim_config);
+  c->sim_config.simulated = TRUE;
+  c->sim_config.ranks = 8;
+  g_free (c->sim_config.algo);
+  c->sim_config.algo = g_strdup ("ring");
   g_queue_init (&c->errors);
   g_autofree char *mpirun = g_find_program_in_path ("mpirun");
   if (mpirun == NULL)
@@ -587,6 +602,8 @@ twb_window_cluster_dispose (TwbWindow *self)
     gtk_window_destroy (GTK_WINDOW (c->dialog));
   clear_process (c);
   twb_cluster_config_clear (&c->config);
+  twb_cluster_config_clear (&c->mpi_config);
+  twb_cluster_config_clear (&c->sim_config);
   g_queue_clear_full (&c->errors, g_free);
   g_free (c->unavailable);
   g_free (c);

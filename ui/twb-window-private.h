@@ -120,7 +120,7 @@ gboolean twb_window_cluster_running (TwbWindow *self);
 /* Why the cluster cannot be chosen (no mpirun), NULL when it can. */
 const char *twb_window_cluster_unavailable (TwbWindow *self);
 /* The settings dialog; on Use the device becomes the cluster. */
-void twb_window_cluster_choose (TwbWindow *self);
+void twb_window_cluster_choose (TwbWindow *self, gboolean simulated);
 void twb_window_cluster_use_cpu (TwbWindow *self);
 /* A document was set: it paints the stages the chosen device runs. */
 void twb_window_cluster_doc_set (TwbWindow *self);

@@ -848,8 +848,9 @@ act_device (GSimpleAction *a, GVariant *v, gpointer data)
       g_simple_action_set_state (a, v);
       twb_window_cluster_use_cpu (self);
     }
-  else if (strcmp (dev, "cluster") == 0)
-    twb_window_cluster_choose (self);   /* the state follows the dialog's Use */
+  else if (strcmp (dev, "cluster") == 0 || strcmp (dev, "simulated") == 0)
+    /* The state follows the dialog's Use. */
+    twb_window_cluster_choose (self, strcmp (dev, "simulated") == 0);
 }
 
 typedef gboolean (*SetHyper) (tw_session *s, double v, GError **error);
@@ -1325,6 +1326,7 @@ build_controls (TwbWindow *self)
                    "debugger.device-unavailable");
   else
     g_menu_append (devices, "Cluster (MPI ranks)…", "debugger.device::cluster");
+  g_menu_append (devices, "Simulated cluster…", "debugger.device::simulated");
   GtkWidget *dev = gtk_menu_button_new ();
   self->device_button = dev;
   gtk_menu_button_set_label (GTK_MENU_BUTTON (dev), "CPU");

@@ -10,7 +10,8 @@ struct tw_sim_cluster
   tw_sim_world *world;
   tw_comm **comms;
   tw_session **sessions;
-  double virtual_step_s;
+  double virtual_step_s, virtual_compute_s;
+  int64_t global_batch;
   double virtual_s;
   GThread *drainer;
   gint quit;                  /* atomic: the drainer ends */
@@ -103,6 +104,8 @@ tw_sim_cluster_new (const tw_model *model, const tw_session_source *source,
   tw_sim_cluster *c = g_new0 (tw_sim_cluster, 1);
   c->ranks = o->ranks;
   c->virtual_step_s = o->virtual_step_s;
+  c->virtual_compute_s = o->virtual_compute_s;
+  c->global_batch = o->global_batch;
   g_mutex_init (&c->lock);
   c->world = tw_sim_world_new (o->ranks);
   c->comms = g_new0 (tw_comm *, o->ranks);
@@ -158,11 +161,12 @@ tw_sim_cluster_pop (tw_sim_cluster *c, gint64 timeout_us)
       g_mutex_unlock (&c->lock);
       if (c->virtual_step_s > 0)
         {
-          double real_ms = s->step_ms;
           s->step_ms = c->virtual_step_s * 1e3;
-          if (real_ms > 0 && s->samples_per_s > 0)
-            s->samples_per_s *= real_ms / s->step_ms;
+          if (c->global_batch > 0)
+            s->samples_per_s = c->global_batch / c->virtual_step_s;
           s->eta_s = -1;
+          for (int r = 0; c->virtual_compute_s > 0 && r < s->n_ranks; r++)
+            s->rank_step_ms[r] = c->virtual_compute_s * 1e3;
           c->virtual_s = s->step * c->virtual_step_s;
         }
       else

@@ -37,6 +37,8 @@ typedef struct
   tw_session_options session; /* every rank's (its comm is set per rank); dist and
                                * pipeline as for a real run; not owned (borrowed strings) */
   double virtual_step_s;      /* each step's virtual time (> 0), or 0: the real one */
+  double virtual_compute_s;   /* of which each rank's compute (its rank_step_ms), or 0 */
+  int64_t global_batch;       /* rows a step takes, for samples/s in virtual time */
 } tw_sim_cluster_options;
 
 void tw_sim_cluster_options_init (tw_sim_cluster_options *o);

@@ -228,6 +228,86 @@ test_dialog (void)
   twt_ui_pump ();
 }
 
+/* The Simulated cluster device: its dialog (device, network, the
+ * command), then a run of 8 virtual ranks in one process: rank 0's curves
+ * with every step the simulated cluster's (virtual) time, and every rank's
+ * compute time on the step-time chart. */
+static void
+test_simulated (void)
+{
+  TwbWindow *w = open_spirals ();
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.device", "s", "simulated");
+  twt_ui_pump ();
+  GtkWidget *d = twb_window_get_cluster_dialog (w);
+  g_assert_nonnull (d);
+  g_assert_cmpstr (gtk_window_get_title (GTK_WINDOW (d)), ==, "Train on a Simulated Cluster");
+  g_assert_false (gtk_widget_get_visible (twb_cluster_dialog_get_control (d, "parallel")));
+  g_assert_nonnull (strstr (dialog_text (d, "command"),
+                            "twb simulate MODEL.json --mode train --ranks 8 --nodes 1 "
+                            "--devices-per-node 8 --algo ring --progress-json"));
+  set_pick (d, "sim-device", 1);
+  set_pick (d, "sim-topology", 2);
+  set_spin (d, "max-steps", 30);
+  g_assert_nonnull (strstr (dialog_text (d, "command"),
+                            "--device h200 --topology pcie+eth --algo ring --max-steps 30"));
+  /* Asynchronous updates: the parameter server, as a real run's. */
+  set_pick (d, "update", 1);
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--async 2"));
+  set_pick (d, "update", 0);
+  set_spin (d, "ranks", 16);
+  g_assert_nonnull (strstr (dialog_text (d, "command"), "--ranks 16 --nodes 2 --devices-per-node 8"));
+  set_spin (d, "ranks", 8);
+  g_autofree char *path = g_build_filename (shots_dir, "simulated-dialog.png", NULL);
+  twt_window_screenshot (d, path);
+  g_test_message ("screenshot: %s", path);
+  use (d);
+  g_assert_cmpstr (gtk_menu_button_get_label (GTK_MENU_BUTTON (w->device_button)), ==,
+                   "Simulated: 8 × h200, pcie+eth");
+  run_and_wait (w);
+  TwbRun *run = twb_window_get_run (w);
+  g_assert_null (twb_run_get_error (run));
+  g_assert_cmpint (twb_run_get_state (run), ==, TW_SESSION_FINISHED);
+  const char *id = twb_run_get_id (run);
+  g_assert_cmpuint (points (w, id, "loss"), ==, 30);
+  g_assert_cmpuint (points (w, id, "test_accuracy"), ==, 1);
+  g_assert_cmpuint (twb_run_get_n_ranks (run), ==, 8);
+  /* Virtual time: every step the same, the time mode's prediction. */
+  guint st = twb_metrics_find_series (w->metrics, id, "step_ms");
+  g_assert_cmpuint (twb_metrics_series_len (w->metrics, st), ==, 30);
+  double x0, y0, x, y;
+  twb_metrics_get_point (w->metrics, st, 0, &x0, &y0);
+  g_assert_cmpfloat (y0, >, 0);
+  for (guint i = 1; i < 30; i++)
+    {
+      twb_metrics_get_point (w->metrics, st, i, &x, &y);
+      g_assert_cmpfloat (y, ==, y0);
+    }
+  g_autofree char *argv[] = { g_strdup (twb_program), g_strdup ("simulate"),
+                              g_strdup (TWB_ASSETS_DIR "/models/spirals.json"),
+                              g_strdup ("--ranks"), g_strdup ("8"), g_strdup ("--nodes"),
+                              g_strdup ("1"), g_strdup ("--devices-per-node"), g_strdup ("8"),
+                              g_strdup ("--device"), g_strdup ("h200"), g_strdup ("--topology"),
+                              g_strdup ("pcie+eth"), g_strdup ("--batch"), g_strdup ("32"),
+                              g_strdup ("--json"), NULL };
+  g_autofree char *out = NULL;
+  g_assert_true (g_spawn_sync (NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, NULL,
+                               NULL));
+  for (int i = 0; argv[i]; i++)
+    g_free (argv[i]);
+  const char *k = out ? strstr (out, "\"step_ms\":") : NULL;
+  g_assert_nonnull (k);
+  double want = g_ascii_strtod (k + strlen ("\"step_ms\":"), NULL);
+  g_assert_cmpfloat (fabs (y0 - want), <=, 1e-9 * want);
+  g_autoptr (TwbRunRecord) rec = record_of (w, id);
+  g_assert_nonnull (rec);
+  g_assert_cmpstr (rec->label, ==, "8 × h200, pcie+eth");
+  show_dashboard (w);
+  shot (w, "simulated-run.png");
+  gtk_widget_activate_action (GTK_WIDGET (w), "debugger.device", "s", "cpu");
+  gtk_window_destroy (GTK_WINDOW (w));
+  twt_ui_pump ();
+}
+
 /* Two ranks for a few steps, then a compressed run overlaid on it. */
 static void
 test_run_and_overlay (void)
@@ -765,6 +845,8 @@ main (int argc, char **argv)
   g_test_add_func ("/ui/cluster/dialog", test_dialog);
   g_test_add_func ("/ui/cluster/straggler", test_straggler);
   g_test_add_func ("/ui/cluster/stages", test_stages);
+  if (twb_program)
+    g_test_add_func ("/ui/cluster/simulated", test_simulated);
   g_autofree char *mpirun = g_find_program_in_path ("mpirun");
   if (mpirun && twb_program)
     {
