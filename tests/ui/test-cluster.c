@@ -262,7 +262,7 @@ test_simulated (void)
   g_test_message ("screenshot: %s", path);
   use (d);
   g_assert_cmpstr (gtk_menu_button_get_label (GTK_MENU_BUTTON (w->device_button)), ==,
-                   "Simulated: 8 × h200, pcie+eth");
+                   "Simulated: 8 × h200, pcie+eth, ring");
   run_and_wait (w);
   TwbRun *run = twb_window_get_run (w);
   g_assert_null (twb_run_get_error (run));
@@ -300,7 +300,7 @@ test_simulated (void)
   g_assert_cmpfloat (fabs (y0 - want), <=, 1e-9 * want);
   g_autoptr (TwbRunRecord) rec = record_of (w, id);
   g_assert_nonnull (rec);
-  g_assert_cmpstr (rec->label, ==, "8 × h200, pcie+eth");
+  g_assert_cmpstr (rec->label, ==, "8 × h200, pcie+eth, ring");
   show_dashboard (w);
   shot (w, "simulated-run.png");
   gtk_widget_activate_action (GTK_WIDGET (w), "debugger.device", "s", "cpu");
