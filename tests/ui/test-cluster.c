@@ -282,7 +282,7 @@ test_simulated (void)
       twb_metrics_get_point (w->metrics, st, i, &x, &y);
       g_assert_cmpfloat (y, ==, y0);
     }
-  g_autofree char *argv[] = { g_strdup (twb_program), g_strdup ("simulate"),
+  char *argv[] = { g_strdup (twb_program), g_strdup ("simulate"),
                               g_strdup (TWB_ASSETS_DIR "/models/spirals.json"),
                               g_strdup ("--ranks"), g_strdup ("8"), g_strdup ("--nodes"),
                               g_strdup ("1"), g_strdup ("--devices-per-node"), g_strdup ("8"),
