@@ -12,6 +12,7 @@
 #include "engine/data-fit.h"
 #include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
+#include "profiler/device-trace.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -292,7 +293,8 @@ twb_cmd_simulate (int argc, char **argv)
       "NAME|FILE" },
     { "device", 0, 0, G_OPTION_ARG_STRING, &device,
       "Device profile: h100 (default), h200, a100, mi300x, or local (this machine, from "
-      "--calibrate) or a profile FILE.json", "NAME" },
+      "--calibrate) or a profile FILE.json, or a trace of the model (twb profile's or PyTorch "
+      "profiler's) whose op times stand for each rank's", "NAME" },
     { "algo", 0, 0, G_OPTION_ARG_STRING, &algo_s,
       "All-reduce algorithm: ring (default; mpi is taken as ring), tree, ps or hier", "NAME" },
     { "bucket-mb", 0, 0, G_OPTION_ARG_STRING, &bucket_s, "Gradient bucket size in MB (default 25)",
@@ -351,6 +353,8 @@ twb_cmd_simulate (int argc, char **argv)
   tw_device_profile dev;
   tw_sim_dp_options o;
   tw_sim_dp_options_init (&o);
+  tw_device_trace dtrace = { 0 };
+  gboolean have_dtrace = FALSE;
 
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
     {
@@ -453,7 +457,20 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --algo: %s\n", error->message);
       goto out;
     }
-  if (device && (g_strcmp0 (device, "local") == 0 || g_str_has_suffix (device, ".json")))
+  gboolean device_trace = device && g_file_test (device, G_FILE_TEST_IS_REGULAR)
+                          && tw_device_trace_sniff (device);
+  if (device_trace)
+    {
+      /* Ops the trace has no time for take the H100's roofline (said below). */
+      tw_device_profile_named ("h100", &dev, NULL);
+      if (do_calibrate)
+        {
+          g_printerr ("twb: --calibrate measures this machine into the \"local\" profile, not "
+                      "a trace\n");
+          goto out;
+        }
+    }
+  else if (device && (g_strcmp0 (device, "local") == 0 || g_str_has_suffix (device, ".json")))
     {
       if (!do_calibrate)
         {
@@ -510,6 +527,21 @@ twb_cmd_simulate (int argc, char **argv)
   m = twb_load_model_checked (argv[1]);
   if (m == NULL)
     goto out;
+  if (device_trace)
+    {
+      if (!tw_device_trace_load (device, m->graph, &dtrace, &error))
+        {
+          g_printerr ("twb: --device: %s\n", error->message);
+          goto out;
+        }
+      have_dtrace = TRUE;
+      g_strlcpy (dev.name, "traced", sizeof dev.name);
+      for (char **w = dtrace.warnings; w && *w; w++)
+        g_printerr ("twb: note: %s: %s\n", device, *w);
+      if (dtrace.batch == 0)
+        g_printerr ("twb: note: %s does not say its batch: its times are taken at a rank's\n",
+                    device);
+    }
   if (do_calibrate)
     {
       /* The rows a rank takes: --batch split among --ranks (default: the
@@ -552,6 +584,10 @@ twb_cmd_simulate (int argc, char **argv)
         }
       /* Train mode takes twb train's global batch: the recipe's, split. */
       int64_t gb = batch ? batch : m->recipe.batch_size * (train_mode ? 1 : r);
+      g_autoptr (GHashTable) traced = have_dtrace ? tw_device_trace_times_at (&dtrace, (gb + r - 1) / r)
+                                                  : NULL;
+      if (traced)
+        o.node_times = traced;
       g_autoptr (tw_topo) local_topo = NULL;
       if (local)
         {
@@ -689,6 +725,7 @@ twb_cmd_simulate (int argc, char **argv)
 out:
   for (guint k = 0; k < rows->len; k++)
     g_free (g_array_index (rows, sim_row, k).link);
+  tw_device_trace_clear (&dtrace);
   g_free (ranks_s);
   g_free (nodes_s);
   g_free (per_s);

@@ -83,6 +83,15 @@ text=$("$twb" simulate "$model" --mode train --ranks 16 --nodes 2 --devices-per-
 check "16 virtual ranks on this machine's cores: done, with the virtual time" \
   "echo \"\$text\" | grep -q 'done after 5 steps' && echo \"\$text\" | grep -q 'virtual time'" "$text"
 
+# A real trace of the model as the device: its op times stand for each rank's.
+"$twb" profile "$model" --steps 10 --trace "$tmp/prof.json" >/dev/null 2>&1
+tr=$("$twb" simulate "$model" --device "$tmp/prof.json" --ranks 8 --json 2>"$tmp/e")
+h=$("$twb" simulate "$model" --ranks 8 --json 2>/dev/null)
+check "--device TRACE (twb profile's): a step from the traced times, not the H100 roofline's" \
+  "/usr/bin/python3 -c 'import json, sys; a, b = (json.loads(x)[\"configs\"][0] for x in sys.argv[1:]); sys.exit(not (a[\"step_ms\"] > 0 and a[\"step_ms\"] != b[\"step_ms\"]))' '$tr' '$h' && ! grep -q 'has no time' '$tmp/e'" \
+  "$tr // $(head -c 300 "$tmp/e")"
+echo '[{"ph":"X","cat":"cpu_op","name":"aten::frobnicate","pid":1,"tid":1,"ts":0,"dur":5}]' >"$tmp/alien.json"
+
 bad () {
   local what=$1 rc_want=$2 want=$3; shift 3
   "$twb" simulate "$@" >"$tmp/o" 2>"$tmp/e"
@@ -96,4 +105,5 @@ bad "--mode train with --sweep" 2 "one configuration" "$model" --mode train --sw
 bad "--async with --compress" 2 "exclude each other" "$model" --mode train --async 1 --compress int8
 bad "an output that is the model" 1 "spirals.json" "$model" --mode train --ranks 2 --nodes 1 --devices-per-node 2 --save-weights "$model"
 bad "a bad compressor" 2 "zip" "$model" --mode train --ranks 2 --nodes 1 --devices-per-node 2 --max-steps 2 --compress zip
+bad "a trace with nothing of the model" 1 "no span of the trace maps to a node" "$model" --device "$tmp/alien.json"
 echo "1..$n"
