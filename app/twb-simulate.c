@@ -13,6 +13,7 @@
 #include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
 #include "profiler/device-trace.h"
+#include "chakra/et.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -282,6 +283,7 @@ twb_cmd_simulate (int argc, char **argv)
   char *mode_s = NULL, *epochs_s = NULL, *max_steps_s = NULL, *data = NULL, *save_weights = NULL;
   char *async_s = NULL, *local_sgd_s = NULL, *compress = NULL;
   gboolean shard = FALSE, progress_json = FALSE;
+  char *chakra_in = NULL, *chakra_out = NULL;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -336,6 +338,11 @@ twb_cmd_simulate (int argc, char **argv)
     { "progress-json", 0, 0, G_OPTION_ARG_NONE, &progress_json,
       "Train mode: one JSON object per line as training goes (as twb train --progress-json)",
       NULL },
+    { "chakra-out", 0, 0, G_OPTION_ARG_FILENAME, &chakra_out,
+      "Write the simulated step as MLCommons Chakra execution traces, PREFIX.R.et for each "
+      "rank R (the workload format ASTRA-sim reads)", "PREFIX" },
+    { "chakra", 0, 0, G_OPTION_ARG_FILENAME, &chakra_in,
+      "Simulate a Chakra execution trace (one rank's, FILE.et) instead of a model", "FILE.et" },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -354,12 +361,14 @@ twb_cmd_simulate (int argc, char **argv)
   tw_sim_dp_options o;
   tw_sim_dp_options_init (&o);
   tw_device_trace dtrace = { 0 };
+  g_autoptr (GString) chakra_json = g_string_new (NULL);
   gboolean have_dtrace = FALSE;
 
-  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
+  if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != (chakra_in ? 1 : 2))
     {
       g_printerr ("usage: twb simulate MODEL.json [--ranks N] [--topology NAME|FILE] "
-                  "[--device NAME] [--sweep ranks=...]   (twb simulate --help)\n");
+                  "[--device NAME] [--sweep ranks=...], or twb simulate --chakra FILE.et "
+                  "[--ranks N] ...   (twb simulate --help)\n");
       if (error)
         g_printerr ("twb: %s\n", error->message);
       goto out;
@@ -367,6 +376,18 @@ twb_cmd_simulate (int argc, char **argv)
   if (links_out)
     {
       status = calibrate_links_rank (links_out);
+      goto out;
+    }
+  if (chakra_in && (chakra_out || mode_s || do_calibrate || check || exact || device))
+    {
+      g_printerr ("twb: --chakra simulates a trace's own step: without --chakra-out, --mode, "
+                  "--calibrate, --check, --exact or --device\n");
+      goto out;
+    }
+  if (chakra_out && (sweep || exact || (mode_s && strcmp (mode_s, "train") == 0)))
+    {
+      g_printerr ("twb: --chakra-out writes one configuration's step: without --sweep, --exact "
+                  "or --mode train\n");
       goto out;
     }
   gint64 ranks = 0, nodes = 0, per = 0, batch = 0;
@@ -524,9 +545,24 @@ twb_cmd_simulate (int argc, char **argv)
           goto out;
         }
     }
+  if (chakra_in)
+    goto loop;
   m = twb_load_model_checked (argv[1]);
   if (m == NULL)
     goto out;
+  if (chakra_out)
+    {
+      g_autoptr (tw_file_roles) io = twb_model_inputs (argv[1], m, NULL);
+      tw_file_roles_input (io, topology && g_file_test (topology, G_FILE_TEST_EXISTS) ? topology
+                                                                                       : NULL,
+                           "--topology");
+      tw_file_roles_input (io, device && g_file_test (device, G_FILE_TEST_EXISTS) ? device : NULL,
+                           "--device");
+      g_autofree char *first = g_strdup_printf ("%s.0.et", chakra_out);
+      tw_file_roles_output (io, first, "--chakra-out");
+      if (!twb_check_files (io))
+        goto out;
+    }
   if (device_trace)
     {
       if (!tw_device_trace_load (device, m->graph, &dtrace, &error))
@@ -550,6 +586,7 @@ twb_cmd_simulate (int argc, char **argv)
       status = calibrate (argv[1], m, rb, argv[0]);
       goto out;
     }
+loop:
   if (sweep_ranks->len == 0)
     {
       int r = (int) ranks;
@@ -581,6 +618,36 @@ twb_cmd_simulate (int argc, char **argv)
               goto out;
             }
           t = own;
+        }
+      if (chakra_in)
+        {
+          tw_chakra_result cr;
+          if (!tw_chakra_simulate (chakra_in, t, r, o.algo, 3.0 / (dev.mem_bw * dev.mem_eff), &cr,
+                                   &error))
+            {
+              g_printerr ("twb: %s\n", error->message);
+              goto out;
+            }
+          for (char **nt = cr.notes; i == 0 && nt && *nt; nt++)
+            g_printerr ("twb: note: %s: %s\n", chakra_in, *nt);
+          if (json)
+            g_string_append_printf (chakra_json, "%s{\"ranks\":%d,\"step_ms\":%.17g,"
+                                    "\"compute_ms\":%.17g,\"comm_ms\":%.17g,\"compute_nodes\":%d,"
+                                    "\"collective_nodes\":%d,\"other_nodes\":%d}",
+                                    i ? "," : "", r, cr.step_s * 1e3, cr.compute_s * 1e3,
+                                    cr.comm_s * 1e3, cr.n_compute, cr.n_collective, cr.n_other);
+          else
+            {
+              if (i == 0)
+                g_print ("%s%s%s on %s, %s all-reduce\n%7s %12s %12s %12s\n", chakra_in,
+                         cr.model ? " (" : "", cr.model ? cr.model : "",
+                         file_topo ? topology : preset, tw_algo_name (o.algo), "ranks", "step ms",
+                         "compute ms", "comm ms");
+              g_print ("%7d %12.3f %12.3f %12.3f\n", r, cr.step_s * 1e3, cr.compute_s * 1e3,
+                       cr.comm_s * 1e3);
+            }
+          tw_chakra_result_clear (&cr);
+          continue;
         }
       /* Train mode takes twb train's global batch: the recipe's, split. */
       int64_t gb = batch ? batch : m->recipe.batch_size * (train_mode ? 1 : r);
@@ -624,11 +691,29 @@ twb_cmd_simulate (int argc, char **argv)
         }
       sim_row w = { .ranks = r };
       o.ranks = r;
+      g_autoptr (GArray) schedule = chakra_out ? g_array_new (FALSE, TRUE, sizeof (tw_sim_event))
+                                               : NULL;
+      o.schedule = schedule;
       if (!tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
         {
           twb_print_error (argv[1], error);
           goto out;
         }
+      o.schedule = NULL;
+      for (int k = 0; schedule && k < r; k++)
+        {
+          g_autofree char *et = g_strdup_printf ("%s.%d.et", chakra_out, k);
+          if (!tw_chakra_write (schedule, k, r, m->name ? m->name : "", et, &error))
+            {
+              g_printerr ("twb: --chakra-out: %s\n", error->message);
+              tw_sim_schedule_clear (schedule);
+              goto out;
+            }
+        }
+      if (schedule && !json)
+        g_printerr ("wrote %s.0.et … %s.%d.et (Chakra execution traces, %u nodes each)\n",
+                    chakra_out, chakra_out, r - 1, schedule->len);
+      tw_sim_schedule_clear (schedule);
       w.efficiency = sps1 > 0 ? w.r.samples_per_s / r / sps1 : NAN;
       w.measured_ms = NAN;
       if (check)
@@ -721,6 +806,15 @@ twb_cmd_simulate (int argc, char **argv)
           g_print ("%s\n", text);
         }
     }
+  if (chakra_in && json)
+    {
+      g_autoptr (JsonNode) wn = json_node_init_string (json_node_alloc (), chakra_in);
+      g_autoptr (JsonNode) tn = json_node_init_string (json_node_alloc (),
+                                                       file_topo ? topology : preset);
+      g_autofree char *ws = json_to_string (wn, FALSE), *ts = json_to_string (tn, FALSE);
+      g_print ("{\"workload\":%s,\"topology\":%s,\"algo\":\"%s\",\"configs\":[%s]}\n", ws, ts,
+               tw_algo_name (o.algo), chakra_json->str);
+    }
   status = 0;
 out:
   for (guint k = 0; k < rows->len; k++)
@@ -744,5 +838,7 @@ out:
   g_free (async_s);
   g_free (local_sgd_s);
   g_free (compress);
+  g_free (chakra_in);
+  g_free (chakra_out);
   return status;
 }

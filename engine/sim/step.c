@@ -125,6 +125,30 @@ update_time (const tw_sim_dp_options *o, const tw_device_profile *d, double byte
   return scale * (d->launch_s + 7 * bytes / (d->mem_bw * d->mem_eff));
 }
 
+void
+tw_sim_schedule_clear (GArray *schedule)
+{
+  for (guint i = 0; schedule && i < schedule->len; i++)
+    g_free (g_array_index (schedule, tw_sim_event, i).name);
+  if (schedule)
+    g_array_set_size (schedule, 0);
+}
+
+/* Appends an event to o->schedule (when recording); its index, or -1. */
+static int
+record (const tw_sim_dp_options *o, tw_sim_event_kind kind, char *name, const tw_node *n,
+        double start, double dur, double bytes, double flops, int dep)
+{
+  if (o->schedule == NULL)
+    {
+      g_free (name);
+      return -1;
+    }
+  tw_sim_event e = { kind, name, n ? n->id : NULL, start, dur, bytes, flops, dep };
+  g_array_append_val (o->schedule, e);
+  return (int) o->schedule->len - 1;
+}
+
 /* The ranks are identical: one rank's chain, each collective's time from
  * tw_sim_allreduce_time (every member starts it at once). */
 static gboolean
@@ -140,19 +164,26 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   double now = 0, compute = 0, comm_free = 0, first_start = -1, comm_sum = 0;
   double c0 = o->collective_overhead_s;
   now = compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
+  if (now > 0)
+    record (o, TW_SIM_EV_COMPUTE, g_strdup ("step overhead"), NULL, 0, now, 0, 0, -1);
   for (int j = 0; j < nn; j++)
     {
       const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
       double dt = op_time (o, d, n, FALSE);
+      record (o, TW_SIM_EV_COMPUTE, g_strdup_printf ("forward %s", n->id), n, now, dt, 0,
+              n->cost.flops, -1);
       now += dt;
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
     }
-  int next_post = 0;
+  int next_post = 0, last_coll = -1;
   for (int j = nn - 1; j >= 0; j--)
     {
       int ni = g_array_index (order, int, j);
-      double dt = op_time (o, d, tw_graph_node (g, ni), TRUE);
+      const tw_node *bn = tw_graph_node (g, ni);
+      double dt = op_time (o, d, bn, TRUE);
+      int ev = record (o, TW_SIM_EV_COMPUTE, g_strdup_printf ("backward %s", bn->id), bn, now,
+                       dt, 0, (bn->n_params > 0 ? 2.0 : 1.0) * bn->cost.flops, -1);
       now += dt;
       compute += dt;
       for (int b = 0; bucket_of[ni] >= 0 && b < nb; b++)
@@ -167,21 +198,38 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
           dur += p > 1 ? c0 + o->collective_s_per_byte * bytes : 0;
           if (first_start < 0)
             first_start = start;
+          last_coll = record (o, TW_SIM_EV_COLLECTIVE,
+                              g_strdup_printf ("all-reduce bucket %d", next_post - 1), NULL, start,
+                              dur, bytes, 0, ev);
           comm_free = start + dur;
           comm_sum += dur;
         }
     }
   double bwd_end = now;
+  int last_bwd = o->schedule && o->schedule->len ? (int) o->schedule->len - 1 : -1;
+  /* The last compute event is the last backward (the collectives come
+   * after it only when one was posted by it). */
+  for (int k = last_bwd; o->schedule && k >= 0; k--)
+    if (g_array_index (o->schedule, tw_sim_event, k).kind == TW_SIM_EV_COMPUTE)
+      {
+        last_bwd = k;
+        break;
+      }
+  (void) last_coll;
   double loss = tw_sim_allreduce_time (t, o->algo, NULL, p, 32, gamma, link_bytes, error);
   if (isnan (loss))
     return FALSE;
   loss += p > 1 ? c0 + o->collective_s_per_byte * 32 : 0;
   double loss_done = fmax (bwd_end, comm_free) + loss;
+  int loss_ev = record (o, TW_SIM_EV_COLLECTIVE, g_strdup ("all-reduce loss"), NULL,
+                        fmax (bwd_end, comm_free), loss, 32, 0, last_bwd);
   comm_sum += loss;
   now = loss_done;
   for (int b = 0; b < nb; b++)
     {
       double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
+      record (o, TW_SIM_EV_COMPUTE, g_strdup_printf ("update bucket %d", b), NULL, now, dt, 0, 0,
+              b == 0 ? loss_ev : -1);
       now += dt;
       compute += dt;
     }

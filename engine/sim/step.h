@@ -69,7 +69,35 @@ typedef struct
   double collective_overhead_s;
   double collective_s_per_byte;  /* and per byte of its buffer */
   double compute_scale;       /* 0 or 1: none */
+  /* When set (a GArray of tw_sim_event, not --exact): rank 0's step as
+   * events are appended to it, in the order they start on their resource
+   * (the ranks are identical): what a trace or a Chakra file is written
+   * from.  Borrowed; the caller frees the events' names
+   * (tw_sim_schedule_clear). */
+  GArray *schedule;
 } tw_sim_dp_options;
+
+typedef enum
+{
+  TW_SIM_EV_COMPUTE,          /* on the rank's device, one at a time */
+  TW_SIM_EV_COLLECTIVE,       /* on its communication channel, one at a time */
+} tw_sim_event_kind;
+
+typedef struct
+{
+  tw_sim_event_kind kind;
+  char *name;                 /* "forward fc1", "backward fc1", "all-reduce bucket 0",
+                               * "all-reduce loss", "update bucket 0", "step overhead" */
+  const char *node;           /* the graph node's id (lives in the caller's graph), or NULL */
+  double start_s, dur_s;
+  double bytes;               /* a collective's payload */
+  double flops;               /* a node's FLOPs (forward or backward) */
+  int dep;                    /* the event it also waits for (-1: only its resource's
+                               * previous one): a bucket's all-reduce waits for the backward
+                               * that finished it, the first update for the loss's */
+} tw_sim_event;
+
+void tw_sim_schedule_clear (GArray *schedule);
 
 void tw_sim_dp_options_init (tw_sim_dp_options *o);
 

@@ -92,6 +92,60 @@ check "--device TRACE (twb profile's): a step from the traced times, not the H10
   "$tr // $(head -c 300 "$tmp/e")"
 echo '[{"ph":"X","cat":"cpu_op","name":"aten::frobnicate","pid":1,"tid":1,"ts":0,"dur":5}]' >"$tmp/alien.json"
 
+# Chakra execution traces out and back in: the same step.
+mlp=$assets/models/mlp.json
+mkdir -p "$tmp/et"
+a=$("$twb" simulate "$mlp" --ranks 16 --chakra-out "$tmp/et/mlp" --json 2>"$tmp/e")
+b=$("$twb" simulate --chakra "$tmp/et/mlp.0.et" --ranks 16 --json 2>"$tmp/e2")
+check "--chakra-out, then --chakra: one file a rank, the same step as the model's ($(ls "$tmp/et" 2>/dev/null | wc -l) files)" \
+  "[ \$(ls '$tmp/et' | wc -l) -eq 16 ] && /usr/bin/python3 -c 'import json, sys; a = json.loads(sys.argv[1])[\"configs\"][0]; b = json.loads(sys.argv[2])[\"configs\"][0]; sys.exit(not (abs(a[\"step_ms\"] - b[\"step_ms\"]) <= 1e-9 * a[\"step_ms\"] and b[\"collective_nodes\"] >= 2))' '$a' '$b'" \
+  "$a // $b $(head -c 300 "$tmp/e" "$tmp/e2")"
+# The files as protobuf's delimited messages: metadata, then nodes whose
+# dependencies name earlier nodes.
+cat >"$tmp/et.py" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if not c & 0x80: return v, i
+msgs, i = [], 0
+while i < len(b):
+    n, i = varint(b, i); msgs.append(b[i:i + n]); i += n
+assert i == len(b), "trailing bytes"
+def fields(m):
+    out, i = [], 0
+    while i < len(m):
+        key, i = varint(m, i); f, w = key >> 3, key & 7
+        if w == 0: v, i = varint(m, i)
+        elif w == 2: n, i = varint(m, i); v = m[i:i + n]; i += n
+        elif w == 1: v = m[i:i + 8]; i += 8
+        elif w == 5: v = m[i:i + 4]; i += 4
+        else: raise SystemExit("wire type %d" % w)
+        out.append((f, v))
+    return out
+meta = dict(fields(msgs[0]))
+assert meta[1] == b"0.0.4", meta
+ids = []
+for m in msgs[1:]:
+    f = fields(m)
+    nid = dict(f).get(1, 0); ids.append(nid)
+    for k, v in f:
+        if k in (4, 5):
+            deps = [v] if isinstance(v, int) else []
+            if isinstance(v, bytes):   # packed
+                j = 0
+                while j < len(v): d, j = varint(v, j); deps.append(d)
+            assert all(d in ids[:-1] for d in deps), (nid, deps)
+    assert dict(f).get(3) in (4, 7), "COMP_NODE or COMM_COLL_NODE"
+print(len(msgs) - 1)
+PY
+nodes=$(/usr/bin/python3 "$tmp/et.py" "$tmp/et/mlp.0.et" 2>&1)
+check "a Chakra file: GlobalMetadata then $nodes nodes, each depending on earlier ones" "[ '$nodes' -gt 10 ] 2>/dev/null" "$nodes"
+head -c 40 "$tmp/et/mlp.0.et" >"$tmp/cut.et"
+printf '\xff\xff\xff\x0f' >"$tmp/junk.et"
+
 bad () {
   local what=$1 rc_want=$2 want=$3; shift 3
   "$twb" simulate "$@" >"$tmp/o" 2>"$tmp/e"
@@ -106,4 +160,10 @@ bad "--async with --compress" 2 "exclude each other" "$model" --mode train --asy
 bad "an output that is the model" 1 "spirals.json" "$model" --mode train --ranks 2 --nodes 1 --devices-per-node 2 --save-weights "$model"
 bad "a bad compressor" 2 "zip" "$model" --mode train --ranks 2 --nodes 1 --devices-per-node 2 --max-steps 2 --compress zip
 bad "a trace with nothing of the model" 1 "no span of the trace maps to a node" "$model" --device "$tmp/alien.json"
+bad "a Chakra file cut short" 1 "cut.et: byte" --chakra "$tmp/cut.et"
+bad "not a Chakra file" 1 "junk.et" --chakra "$tmp/junk.et"
+cp "$model" "$tmp/m.0.et"
+bad "--chakra-out over the model" 1 "chakra-out" "$tmp/m.0.et" --chakra-out "$tmp/m" --ranks 8
+bad "--chakra-out into no folder" 1 "does not exist" "$model" --chakra-out "$tmp/none/m" --ranks 8
+bad "--chakra with a model" 2 "usage" "$model" --chakra "$tmp/et/mlp.0.et"
 echo "1..$n"
