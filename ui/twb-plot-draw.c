@@ -342,14 +342,21 @@ y_ticks (TwbPlot *p, const Geom *g, Tick *t, guint max)
 }
 
 static guint
-x_ticks (const Geom *g, Tick *t, guint max, double *step_out)
+x_ticks (TwbPlot *p, const Geom *g, Tick *t, guint max, double *step_out)
 {
   double step = nice_step (g->x1 - g->x0, MAX (1, g->aw / X_TICK_PX));
+  /* log2 x: whole powers of two, labelled with the power's value; every
+   * one where 48 px apart leaves room for "1024" and its neighbours. */
+  if (p->x_log2)
+    step = g->aw / MAX (g->x1 - g->x0, 1e-9) >= 48 ? 1 : MAX (1, round (step));
   guint n = 0;
   for (double v = ceil (g->x0 / step) * step; v <= g->x1 + step * 1e-9 && n < max; v += step)
     {
       t[n].v = fabs (v) < step * 1e-9 ? 0 : v;
-      format_tick (t[n].text, sizeof t[n].text, t[n].v, step);
+      if (p->x_log2)
+        format_tick (t[n].text, sizeof t[n].text, pow (2, t[n].v), 1);
+      else
+        format_tick (t[n].text, sizeof t[n].text, t[n].v, step);
       n++;
     }
   *step_out = step;
@@ -447,6 +454,8 @@ compute_geom (TwbPlot *p, PangoLayout *small, double header_h, int width, int he
           dx1 += 1;
         }
       double step = nice_step (dx1 - dx0, MAX (1, (width - 60) / X_TICK_PX));
+      if (p->x_log2)
+        step = MAX (1, round (step));
       g->x0 = floor (dx0 / step) * step;
       g->x1 = ceil (dx1 / step) * step;
       if (g->x1 <= g->x0)
@@ -565,7 +574,7 @@ draw_axes (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       right_limit = g->width - PAD - w - 2 * GAP;
     }
   double step;
-  n = x_ticks (g, t, MAX_TICKS, &step);
+  n = x_ticks (p, g, t, MAX_TICKS, &step);
   double last_right = left_limit;
   for (guint i = 0; i < n; i++)
     {
@@ -868,7 +877,8 @@ twb_plot_reading_value (TwbPlot *p, const Reading *r)
 char *
 twb_plot_reading_x (TwbPlot *p, double x)
 {
-  return g_strdup_printf ("%s %.6g", p->x_label && *p->x_label ? p->x_label : "x", x);
+  return g_strdup_printf ("%s %.6g", p->x_label && *p->x_label ? p->x_label : "x",
+                          p->x_log2 ? pow (2, x) : x);
 }
 
 static void

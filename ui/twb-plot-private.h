@@ -39,6 +39,7 @@ struct _TwbPlot
   gint64 last_redraw;
   char *title, *x_label;
   gboolean log_y;
+  gboolean x_log2; /* x is log2 of what the ticks and read-out show */
   double smoothing;
   GArray *curves; /* Curve */
   guint next_colour;

@@ -459,6 +459,14 @@ twb_plot_n_curves (TwbPlot *p)
 }
 
 void
+twb_plot_set_x_log2 (TwbPlot *p, gboolean x_log2)
+{
+  g_return_if_fail (TWB_IS_PLOT (p));
+  p->x_log2 = !!x_log2;
+  gtk_widget_queue_draw (GTK_WIDGET (p));
+}
+
+void
 twb_plot_set_log_y (TwbPlot *p, gboolean log_y)
 {
   g_return_if_fail (TWB_IS_PLOT (p));

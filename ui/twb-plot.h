@@ -71,6 +71,10 @@ void twb_plot_clear_curves (TwbPlot *p);
 guint twb_plot_n_curves (TwbPlot *p);
 void twb_plot_set_log_y (TwbPlot *p, gboolean log_y);
 void twb_plot_set_smoothing (TwbPlot *p, double smoothing);
+/* A log x axis: the series' x values are log2 of the quantity (ranks
+ * 8, 64, 512 appended as x 3, 6, 9); ticks fall on whole powers of two
+ * and read, as the hover read-out does, the quantity itself. */
+void twb_plot_set_x_log2 (TwbPlot *p, gboolean x_log2);
 /* Visible x range; reset shows everything (the default, following new points). */
 void twb_plot_set_x_range (TwbPlot *p, double x0, double x1);
 void twb_plot_get_x_range (TwbPlot *p, double *x0, double *x1);

@@ -5,10 +5,12 @@
 #include "ui/twb-window.h"
 #include "ui/twb-run.h"
 #include "profiler/recorder.h"
+#include "ui/twb-whatif-sweep.h"
 
 G_BEGIN_DECLS
 
 typedef struct _TwbWindowCluster TwbWindowCluster;
+typedef struct _TwbWindowWhatif TwbWindowWhatif;
 
 struct _TwbWindow
 {
@@ -86,6 +88,10 @@ struct _TwbWindow
   GHashTable *onnx_weights;
   char *onnx_weights_file;
   char *onnx_source;            /* the ONNX file: Save As suggests NAME.json beside it */
+
+  /* The What if tab (twb-window-whatif.c). */
+  GtkWidget *whatif_page;
+  TwbWindowWhatif *whatif;
 };
 
 /* twb-window-actions.c */
@@ -129,6 +135,23 @@ void twb_window_cluster_update_buckets (TwbWindow *self);
 gboolean twb_window_cluster_start (TwbWindow *self, GError **error);
 /* SIGTERM to the run's processes; the run ends (stopped) when they have gone. */
 void twb_window_cluster_stop (TwbWindow *self);
+
+/* twb-window-whatif.c: the What if tab (win.whatif-run, win.whatif-ranks). */
+void twb_window_whatif_init (TwbWindow *self);
+void twb_window_whatif_dispose (TwbWindow *self);
+/* The document or its path changed: the command line follows. */
+void twb_window_whatif_doc_changed (TwbWindow *self);
+/* A sweep is running on its worker. */
+gboolean twb_window_whatif_busy (TwbWindow *self);
+/* The last sweep's figures (borrowed, replaced by the next), NULL before one. */
+const TwbWhatifResult *twb_window_whatif_result (TwbWindow *self);
+/* The text of the table's cell (row, column 0 ranks … 7 busiest link), as
+ * shown; NULL outside the table.  Caller frees. */
+char *twb_window_whatif_cell_text (TwbWindow *self, guint row, int col);
+/* A control by name (tests): "ranks", "topology", "devices-per-node",
+ * "device", "algo", "bucket-mb", "batch", "simulate", "message",
+ * "command", "plot", "bars", "table".  Borrowed; NULL for another name. */
+GtkWidget *twb_window_whatif_widget (TwbWindow *self, const char *name);
 
 /* twb-window-onnx.c */
 void twb_window_onnx_init (TwbWindow *self);

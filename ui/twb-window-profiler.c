@@ -334,7 +334,8 @@ twb_window_open_trace (TwbWindow *self, const char *path)
 gboolean
 twb_window_is_busy (TwbWindow *self)
 {
-  return self->loading > 0 || (self->run && twb_run_get_state (self->run) == TW_SESSION_RUNNING);
+  return self->loading > 0 || (self->run && twb_run_get_state (self->run) == TW_SESSION_RUNNING)
+         || twb_window_whatif_busy (self);
 }
 
 static void

@@ -244,6 +244,8 @@ doc_changed (TwbDocument *doc, guint flags, TwbWindow *self)
   update_title (self);
   twb_window_update_actions (self);
   twb_window_run_doc_changed (self, flags);
+  if (flags & TWB_CHANGE_FILE)
+    twb_window_whatif_doc_changed (self);
 }
 
 static void
@@ -284,6 +286,7 @@ twb_window_set_document (TwbWindow *self, TwbDocument *doc)
   twb_window_cluster_update_buckets (self);
   twb_window_update_actions (self);
   twb_window_run_doc_changed (self, TWB_CHANGE_FILE | TWB_CHANGE_STRUCTURE);
+  twb_window_whatif_doc_changed (self);
 }
 
 TwbDocument *
@@ -746,6 +749,7 @@ twb_window_dispose (GObject *object)
   twb_window_run_dispose (self);
   twb_window_profiler_dispose (self);
   twb_window_onnx_dispose (self);
+  twb_window_whatif_dispose (self);
   if (self->doc)
     {
       g_clear_signal_handler (&self->changed_id, self->doc);
@@ -803,6 +807,7 @@ twb_window_class_init (TwbWindowClass *klass)
   gtk_widget_class_bind_template_child (wc, TwbWindow, debugger_page);
   gtk_widget_class_bind_template_child (wc, TwbWindow, compiled_page);
   gtk_widget_class_bind_template_child (wc, TwbWindow, profiler_page);
+  gtk_widget_class_bind_template_child (wc, TwbWindow, whatif_page);
   gtk_widget_class_bind_template_child (wc, TwbWindow, vpaned);
   gtk_widget_class_bind_template_child (wc, TwbWindow, status_run);
 }
@@ -834,6 +839,7 @@ twb_window_init (TwbWindow *self)
   twb_window_run_init (self);
   twb_window_profiler_init (self);
   twb_window_onnx_init (self);
+  twb_window_whatif_init (self);
 
   const char *env = g_getenv ("TWB_AUTOSAVE_SECONDS");
   int period = env ? atoi (env) : AUTOSAVE_SECONDS;

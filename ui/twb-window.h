@@ -99,7 +99,7 @@ void twb_window_open_traces (TwbWindow *self, const char *const *paths);
 void twb_window_open_paths (TwbWindow *self, const char *const *paths);
 gboolean twb_window_export_trace (TwbWindow *self, const char *path, GError **error);
 gboolean twb_window_select_slice_named (TwbWindow *self, const char *spec);
-/* A trace is being read or a run trains. */
+/* A trace is being read, a run trains or a What if sweep runs. */
 gboolean twb_window_is_busy (TwbWindow *self);
 
 /* ONNX (twb-window-onnx.c; win.import-onnx, win.import-onnx-path,
