@@ -100,7 +100,7 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
   if (self->bars->len == 0)
     {
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.5);
-      text_at (cr, l, "No results yet: press Simulate", width / 2.0, height / 2.0, 0.5, 0.5);
+      text_at (cr, l, "No data yet", width / 2.0, height / 2.0, 0.5, 0.5);
       return;
     }
 

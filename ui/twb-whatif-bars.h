@@ -24,7 +24,7 @@ typedef struct
 G_DECLARE_FINAL_TYPE (TwbWhatifBars, twb_whatif_bars, TWB, WHATIF_BARS, GtkWidget)
 
 GtkWidget *twb_whatif_bars_new (void);
-/* Copies n bars (0: "No results yet"); x_label names what the labels are. */
+/* Copies n bars (0: "No data yet", as the plot); x_label names what the labels are. */
 void twb_whatif_bars_set (TwbWhatifBars *self, const TwbWhatifBar *bars, guint n,
                           const char *x_label);
 guint twb_whatif_bars_get_n (TwbWhatifBars *self);

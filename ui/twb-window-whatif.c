@@ -18,7 +18,7 @@ struct _TwbWindowWhatif
 {
   GtkWidget *ranks, *topology, *per_node, *device, *algo, *bucket, *batch;
   GtkWidget *run_button, *spinner;
-  GtkWidget *message, *command;
+  GtkWidget *message, *command, *command_title;
   GtkWidget *plot, *bars, *table;
   GListStore *rows;           /* GtkStringObject: the row's index in result->rows */
   TwbMetrics *metrics;
@@ -82,6 +82,13 @@ static void
 update_command (TwbWindow *self)
 {
   TwbWindowWhatif *w = self->whatif;
+  const char *path = self->doc ? twb_document_get_path (self->doc) : NULL;
+  /* The command reads the file; the page simulates the graph as drawn. */
+  gtk_label_set_text (GTK_LABEL (w->command_title),
+                      path == NULL ? "Command line (once saved):"
+                      : self->doc && twb_document_get_dirty (self->doc)
+                        ? "Command line (of the saved file; there are unsaved edits):"
+                        : "Command line:");
   TwbWhatifConfig c;
   g_autoptr (GError) error = NULL;
   if (!read_config (self, &c, &error))
@@ -89,7 +96,6 @@ update_command (TwbWindow *self)
       gtk_label_set_text (GTK_LABEL (w->command), error->message);
       return;
     }
-  const char *path = self->doc ? twb_document_get_path (self->doc) : NULL;
   g_autofree char *cmd = twb_whatif_command_line (&c, path);
   gtk_label_set_text (GTK_LABEL (w->command), cmd);
   /* A local profile brings its own topology. */
@@ -496,8 +502,11 @@ twb_window_whatif_init (TwbWindow *self)
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (gsw), grid);
   gtk_box_append (GTK_BOX (page), gsw);
 
-  GtkWidget *cmd_box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
-  GtkWidget *cmd_title = gtk_label_new ("Command line:");
+  /* The title above the command: the command has the page's width and
+   * wraps only when longer (Pango breaks after a "--"). */
+  GtkWidget *cmd_box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *cmd_title = w->command_title = gtk_label_new ("Command line:");
+  gtk_label_set_xalign (GTK_LABEL (cmd_title), 0);
   gtk_widget_add_css_class (cmd_title, "dim-label");
   gtk_box_append (GTK_BOX (cmd_box), cmd_title);
   w->command = gtk_label_new (NULL);

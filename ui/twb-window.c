@@ -260,6 +260,7 @@ doc_notify (TwbDocument *doc, GParamSpec *p, TwbWindow *self)
 {
   update_title (self);
   twb_window_update_actions (self);
+  twb_window_whatif_doc_changed (self);
 }
 
 void

@@ -208,6 +208,23 @@ test_sweep (void)
   act (w, "win.whatif-run");
   g_assert_nonnull (strstr (message_of (w), "\"lots\" is not a rank count"));
   g_assert_true (gtk_widget_has_css_class (twb_window_whatif_widget (w, "message"), "error"));
+
+  /* A graph that does not infer: fc3 without its input. */
+  g_autoptr (GError) error = NULL;
+  TwbDocument *doc = twb_window_get_document (w);
+  g_assert_true (twb_document_disconnect (doc, "fc3", 0, &error));
+  g_assert_no_error (error);
+  twt_ui_pump ();
+  g_assert_nonnull (find_label (GTK_WIDGET (w), "Command line (of the saved file"));
+  act_s (w, "win.whatif-ranks", "8");
+  act (w, "win.whatif-run");
+  wait_sweep (w);
+  g_test_message ("no input: %s", message_of (w));
+  g_assert_nonnull (strstr (message_of (w), "fc3"));
+  g_assert_cmpuint (twb_window_whatif_result (w)->rows->len, ==, 0);
+  g_assert_cmpuint (g_list_model_get_n_items (rows), ==, 0);
+  shot (w, "whatif-no-infer.png");
+  g_assert_true (twb_document_undo (doc));
   twb_window_close_now (w);
   twt_ui_pump ();
 }
