@@ -179,6 +179,15 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
   guint n = self->bars->len;
   double slot = (right - left) / n;
   double bw = MIN (slot * 0.6, 64);
+  /* Labels every `every` bars when the widest would not fit its slot. */
+  double lw_max = 0;
+  for (guint i = 0; i < n; i++)
+    {
+      double tw;
+      text_size (l, g_array_index (self->bars, TwbWhatifBar, i).label, &tw, NULL);
+      lw_max = MAX (lw_max, tw);
+    }
+  guint every = MAX (1, (guint) ceil ((lw_max + GAP) / slot));
   for (guint i = 0; i < n; i++)
     {
       const TwbWhatifBar *b = &g_array_index (self->bars, TwbWhatifBar, i);
@@ -195,7 +204,8 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
           y -= hgt;
         }
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.75);
-      text_at (cr, l, b->label, cx, bottom + 2, 0.5, 0);
+      if (i % every == 0)
+        text_at (cr, l, b->label, cx, bottom + 2, 0.5, 0);
     }
   cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.6);
   if (self->x_label)

@@ -85,13 +85,10 @@ is_local (const TwbWhatifConfig *c)
 char *
 twb_whatif_command_line (const TwbWhatifConfig *c, const char *model_path)
 {
-  g_autofree char *model = g_shell_quote (model_path ? model_path : "MODEL.json");
+  const char *mp = model_path ? model_path : "MODEL.json";
   /* An unquoted path reads better where quoting is not needed. */
-  if (model_path && strpbrk (model_path, " \t\n'\"\\$`*?[]{}()<>|&;#~!") == NULL)
-    {
-      g_free (model);
-      model = g_strdup (model_path);
-    }
+  g_autofree char *model = strpbrk (mp, " \t\n'\"\\$`*?[]{}()<>|&;#~!") == NULL
+                             ? g_strdup (mp) : g_shell_quote (mp);
   g_autofree char *ranks = twb_whatif_ranks_text (c);
   GString *s = g_string_new (NULL);
   g_string_append_printf (s, "twb simulate %s --sweep ranks=%s", model, ranks);

@@ -486,8 +486,8 @@ twb_window_whatif_init (TwbWindow *self)
   gtk_editable_set_width_chars (GTK_EDITABLE (w->batch), 14);
   gtk_widget_set_tooltip_text (w->batch, "The global batch, split among the ranks (empty: the "
                                          "recipe's batch × the ranks)");
-  labelled (grid, 6, "Global _batch", w->batch);
-  w->run_button = gtk_button_new_with_mnemonic ("_Simulate");
+  labelled (grid, 6, "_Global batch", w->batch);
+  w->run_button = gtk_button_new_with_mnemonic ("Si_mulate");
   gtk_widget_add_css_class (w->run_button, "suggested-action");
   gtk_widget_set_valign (w->run_button, GTK_ALIGN_END);
   gtk_widget_set_tooltip_text (w->run_button, "Simulate every configuration");
