@@ -105,7 +105,9 @@ update_command (TwbWindow *self)
 static void
 config_changed (TwbWindow *self)
 {
-  update_command (self);
+  /* Widgets may still notify while the window goes (after dispose). */
+  if (self->whatif)
+    update_command (self);
 }
 
 /* ---- Results ------------------------------------------------------------------------ */
@@ -307,7 +309,7 @@ static const char *const col_titles[N_COLS] = {
 char *
 twb_window_whatif_cell_text (TwbWindow *self, guint row, int col)
 {
-  TwbWhatifResult *r = self->whatif->result;
+  TwbWhatifResult *r = self->whatif ? self->whatif->result : NULL;
   if (r == NULL || row >= r->rows->len)
     return NULL;
   const TwbWhatifRow *w = &g_array_index (r->rows, TwbWhatifRow, row);
@@ -427,7 +429,8 @@ changed_cb (GObject *o, GParamSpec *p, TwbWindow *self)
 static void
 ranks_activate (GtkEntry *e, TwbWindow *self)
 {
-  whatif_run (self);
+  if (self->whatif)
+    whatif_run (self);
 }
 
 static void

@@ -103,8 +103,8 @@ cli_steps (const char *command)
   g_assert_true (g_spawn_check_wait_status (status, NULL));
   g_autoptr (JsonParser) p = json_parser_new ();
   g_assert_true (json_parser_load_from_data (p, out, -1, &error));
-  JsonArray *configs = json_object_get_array_member (json_node_get_object (json_parser_get_root (p)),
-                                                     "configs");
+  JsonObject *root = json_node_get_object (json_parser_get_root (p));
+  JsonArray *configs = json_object_get_array_member (root, "configs");
   GArray *steps = g_array_new (FALSE, FALSE, sizeof (double));
   for (guint i = 0; i < json_array_get_length (configs); i++)
     {
