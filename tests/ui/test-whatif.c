@@ -196,6 +196,12 @@ test_sweep (void)
   g_assert_cmpuint (twb_window_whatif_result (w)->rows->len, ==, 4);
   g_assert_null (twb_window_whatif_result (w)->error);
   shot (w, "whatif-pcie-hier.png");
+  /* A smaller window: the controls scroll sideways, the legend wraps. */
+  gtk_window_set_default_size (GTK_WINDOW (w), 1024, 768);
+  twt_xdo_place (GTK_WINDOW (w), 1024, 768);
+  gtk_paned_set_position (GTK_PANED (w->vpaned), 260);
+  twt_ui_pump ();
+  shot (w, "whatif-small.png");
 
   /* Problems named on the page. */
   act_s (w, "win.whatif-ranks", "8, 12");
