@@ -421,7 +421,9 @@ tw_comm_sim_post (tw_comm *c, tw_comm_req *r)
   tw_comm_flight_set (c, r, 1);
   if (w->broken)
     {
-      finish (r, g_error_copy (w->broken));
+      finish (r, g_error_new (TW_COMM_ERROR, TW_COMM_ERROR_BROKEN,
+                              "the communicator is broken by an earlier failure: %s",
+                              w->broken->message));
       g_mutex_unlock (&w->lock);
       return;
     }

@@ -473,8 +473,9 @@ test_dp (gconstpointer data)
         worst = fmax (worst, fabs (run.weights[r][i] - w1[i]) / scale);
       /* Every rank applied the same sums. */
       g_assert_cmpmem (run.weights[r], n * sizeof (float), run.weights[0], n * sizeof (float));
-      g_free (run.weights[r]);
     }
+  for (int r = 0; r < p; r++)
+    g_free (run.weights[r]);
   g_free (run.weights);
   g_test_message ("4 virtual ranks vs one process: weights within %.2g relative", worst);
   g_assert_cmpfloat (worst, <, DP_REL_BOUND);
