@@ -445,7 +445,10 @@ dp_rank (rank_ctx *k)
   RCHECK (k, tw_trainer_set_dist (tr, k->c, &o, &error), "set_dist: %s",
           error ? error->message : "");
   train_steps (tr, 15);
-  run->weights[k->rank] = flat_weights (tr, &run->n_weights);
+  int64_t n = 0;               /* (run->n_weights is every rank's: written once all agree) */
+  run->weights[k->rank] = flat_weights (tr, &n);
+  if (k->rank == 0)
+    run->n_weights = n;
 }
 
 static void
