@@ -670,6 +670,23 @@ loop:
                         " rows a rank: its fitted roofline stands in (twb simulate %s "
                         "--calibrate%s%s)\n", device, argv[1], rb, argv[1],
                         batch ? " --batch " : "", batch ? batch_s : "");
+          else if (o.node_times && i == 0)
+            {
+              /* A profile of this model that lacks some of its nodes (the
+               * graph changed since): those take the fitted roofline. */
+              GString *missing = g_string_new (NULL);
+              for (int k = 0; k < tw_graph_n_nodes (m->graph); k++)
+                {
+                  tw_node *n = tw_graph_node (m->graph, k);
+                  if (n->op_name && strcmp (n->op_name, "input") != 0
+                      && !g_hash_table_contains (o.node_times, n->id))
+                    g_string_append_printf (missing, "%s%s", missing->len ? ", " : "", n->id);
+                }
+              if (missing->len)
+                g_printerr ("twb: note: profile %s has no time for %s: its fitted roofline "
+                            "stands in\n", device, missing->str);
+              g_string_free (missing, TRUE);
+            }
           if (topology == NULL)
             t = local_topo;
         }
