@@ -92,6 +92,19 @@ check "--device TRACE (twb profile's): a step from the traced times, not the H10
   "$tr // $(head -c 300 "$tmp/e")"
 echo '[{"ph":"X","cat":"cpu_op","name":"aten::frobnicate","pid":1,"tid":1,"ts":0,"dur":5}]' >"$tmp/alien.json"
 
+# A calibrated profile that lacks some of the model's nodes: named.
+cat >"$tmp/partprof.json" <<'J'
+{"name": "local", "host": "h", "cores": 2,
+ "roofline": {"matmul_gflops": 50, "vector_gflops": 10, "mem_gbytes_per_s": 20, "launch_us": 2},
+ "link": {"latency_us": 2, "gbytes_per_s": 5},
+ "collectives": [{"ranks": 2, "overhead_us": 10, "ns_per_byte": 0.1}],
+ "models": [{"model": "spirals", "batch": 4, "update_ns_per_byte": 1, "step_overhead_us": 5,
+             "nodes": {"fc1": [3, 6], "tanh1": [1, 1]}}]}
+J
+"$twb" simulate "$model" --device "$tmp/partprof.json" --ranks 8 --batch 32 >/dev/null 2>"$tmp/e"
+check "a profile missing nodes: they are named, the roofline stands in" \
+  "grep -q 'has no time for fc2, tanh2, fc3, loss' '$tmp/e'" "$(cat "$tmp/e")"
+
 # Chakra execution traces out and back in: the same step.
 mlp=$assets/models/mlp.json
 mkdir -p "$tmp/et"
