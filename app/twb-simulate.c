@@ -7,6 +7,8 @@
 
 #include "app/twb-cli.h"
 #include "app/twb-dist.h"
+#include "app/twb-simulate-trace.h"
+#include "engine/fileutil.h"
 #include "engine/data-fit.h"
 #include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
@@ -276,6 +278,7 @@ twb_cmd_simulate (int argc, char **argv)
   char *algo_s = NULL, *bucket_s = NULL, *batch_s = NULL, *sweep = NULL;
   gboolean json = FALSE, exact = FALSE, do_calibrate = FALSE, check = FALSE;
   char *links_out = NULL;
+  char *trace_out = NULL;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -305,6 +308,9 @@ twb_cmd_simulate (int argc, char **argv)
     { "check", 0, 0, G_OPTION_ARG_NONE, &check,
       "Run the same training for real here (twb train --ranks N) and print the prediction's "
       "error", NULL },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_out,
+      "Write the simulated step as a Chrome trace the profiler opens (a few ranks; with "
+      "--exact every rank)", "OUT.json" },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -319,6 +325,7 @@ twb_cmd_simulate (int argc, char **argv)
   g_autoptr (tw_sim_profile) local = NULL;
   g_autoptr (GArray) sweep_ranks = g_array_new (FALSE, FALSE, sizeof (int));
   g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (sim_row));
+  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_sim_span));
   tw_device_profile dev;
   tw_sim_dp_options o;
   tw_sim_dp_options_init (&o);
@@ -401,6 +408,11 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --sweep and --ranks exclude each other (the sweep gives the ranks)\n");
       goto out;
     }
+  if (trace_out && sweep)
+    {
+      g_printerr ("twb: --trace writes one configuration's step; --sweep gives several\n");
+      goto out;
+    }
   const char *preset = topology ? topology : "nvlink+ib";
   gboolean is_file = topology && (g_str_has_suffix (topology, ".json")
                                   || g_file_test (topology, G_FILE_TEST_EXISTS));
@@ -418,6 +430,26 @@ twb_cmd_simulate (int argc, char **argv)
       if (file_topo == NULL)
         {
           g_printerr ("twb: %s\n", error->message);
+          goto out;
+        }
+    }
+  if (trace_out)
+    {
+      g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+      tw_file_roles_input (io, argv[1], "the model");
+      if (is_file)
+        tw_file_roles_input (io, topology, "--topology");
+      if (local)
+        {
+          g_autofree char *dp = g_strcmp0 (device, "local") == 0 ? tw_sim_profile_path ("local")
+                                                                 : g_strdup (device);
+          tw_file_roles_input (io, dp, "--device");
+        }
+      tw_file_roles_output (io, trace_out, "--trace");
+      if (!tw_file_roles_check (io, &error))
+        {
+          g_printerr ("twb: %s\n", error->message);
+          status = 2;
           goto out;
         }
     }
@@ -491,6 +523,7 @@ twb_cmd_simulate (int argc, char **argv)
           tw_sim_dp_options o1 = o;
           o1.ranks = 1;
           o1.compute_scale = 1;
+          o1.spans = NULL;
           tw_sim_dp_result r1;
           if (!tw_sim_dp_step (m->graph, MAX (gb / r, 1), &dev, one, &o1, &r1, &error))
             {
@@ -501,10 +534,24 @@ twb_cmd_simulate (int argc, char **argv)
         }
       sim_row w = { .ranks = r };
       o.ranks = r;
+      o.spans = trace_out ? spans : NULL;
       if (!tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
         {
           twb_print_error (argv[1], error);
           goto out;
+        }
+      if (trace_out)
+        {
+          const char *meta[] = { "model", m->name ? m->name : argv[1], "device", dev.name,
+                                 "topology", file_topo ? topology : preset,
+                                 "algo", tw_algo_name (o.algo), NULL };
+          if (!twb_simulate_trace_save (trace_out, spans, r, exact, meta, &error))
+            {
+              g_printerr ("twb: --trace: %s\n", error->message);
+              goto out;
+            }
+          g_printerr ("trace of the simulated step written to %s (%d of %d ranks)\n", trace_out,
+                      exact ? r : MIN (r, TWB_SIMULATE_TRACE_RANKS), r);
         }
       w.efficiency = sps1 > 0 ? w.r.samples_per_s / r / sps1 : NAN;
       w.measured_ms = NAN;
@@ -598,5 +645,6 @@ out:
   g_free (batch_s);
   g_free (sweep);
   g_free (links_out);
+  g_free (trace_out);
   return status;
 }

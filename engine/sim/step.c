@@ -125,6 +125,47 @@ update_time (const tw_sim_dp_options *o, const tw_device_profile *d, double byte
   return scale * (d->launch_s + 7 * bytes / (d->mem_bw * d->mem_eff));
 }
 
+/* A span into o->spans (when set); its times come later in the exact
+ * step, where ev holds the events they are read from. */
+static void
+span_add (const tw_sim_dp_options *o, GArray *ev, int rank, tw_event_kind kind, const tw_node *n,
+          int ni, double start, double dur, int ev_start, int ev_end)
+{
+  /* Inputs take no time: a real trace has no span for them either. */
+  if (o->spans == NULL || (n && g_strcmp0 (n->op_name, "input") == 0))
+    return;
+  tw_sim_span sp = { .rank = rank, .kind = kind, .node = ni, .start_s = start, .dur_s = dur };
+  if (n)
+    g_snprintf (sp.name, sizeof sp.name, "%s (%s)", n->op_name, n->id);
+  else
+    g_strlcpy (sp.name, "step overhead", sizeof sp.name);
+  g_array_append_val (o->spans, sp);
+  if (ev)
+    {
+      int e[2] = { ev_start, ev_end };
+      g_array_append_vals (ev, e, 2);
+    }
+}
+
+static void
+span_last_named (const tw_sim_dp_options *o, tw_event_kind kind, int seq, double bytes,
+                 const char *what)
+{
+  if (o->spans == NULL)
+    return;
+  tw_sim_span *sp = &g_array_index (o->spans, tw_sim_span, o->spans->len - 1);
+  sp->kind = kind;
+  sp->seq = seq;
+  sp->bytes = bytes;
+  sp->algo = o->algo;
+  sp->node = -1;
+  g_strlcpy (sp->what, what, sizeof sp->what);
+  if (kind == TW_EV_COLLECTIVE)
+    g_snprintf (sp->name, sizeof sp->name, "%s %s", tw_coll_kind_name (TW_COLL_ALLREDUCE), what);
+  else
+    g_snprintf (sp->name, sizeof sp->name, "update %s", what);
+}
+
 /* The ranks are identical: one rank's chain, each collective's time from
  * tw_sim_allreduce_time (every member starts it at once). */
 static gboolean
@@ -140,10 +181,13 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   double now = 0, compute = 0, comm_free = 0, first_start = -1, comm_sum = 0;
   double c0 = o->collective_overhead_s;
   now = compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
+  if (now > 0)
+    span_add (o, NULL, 0, TW_EV_DATA, NULL, -1, 0, now, 0, 0);
   for (int j = 0; j < nn; j++)
     {
       const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
       double dt = op_time (o, d, n, FALSE);
+      span_add (o, NULL, 0, TW_EV_FORWARD, n, g_array_index (order, int, j), now, dt, 0, 0);
       now += dt;
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
@@ -153,6 +197,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
     {
       int ni = g_array_index (order, int, j);
       double dt = op_time (o, d, tw_graph_node (g, ni), TRUE);
+      span_add (o, NULL, 0, TW_EV_BACKWARD, tw_graph_node (g, ni), ni, now, dt, 0, 0);
       now += dt;
       compute += dt;
       for (int b = 0; bucket_of[ni] >= 0 && b < nb; b++)
@@ -169,6 +214,13 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
             first_start = start;
           comm_free = start + dur;
           comm_sum += dur;
+          if (p > 1)
+            {
+              char what[24];
+              g_snprintf (what, sizeof what, "bucket %d", next_post - 1);
+              span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, start, dur, 0, 0);
+              span_last_named (o, TW_EV_COLLECTIVE, next_post, bytes, what);
+            }
         }
     }
   double bwd_end = now;
@@ -178,10 +230,20 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   loss += p > 1 ? c0 + o->collective_s_per_byte * 32 : 0;
   double loss_done = fmax (bwd_end, comm_free) + loss;
   comm_sum += loss;
+  if (p > 1)
+    {
+      span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, loss_done - loss, loss, 0, 0);
+      span_last_named (o, TW_EV_COLLECTIVE, nb + 1, 32, "loss");
+    }
   now = loss_done;
   for (int b = 0; b < nb; b++)
     {
-      double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
+      double bytes = g_array_index (buckets, sim_bucket, b).bytes;
+      double dt = update_time (o, d, bytes);
+      char what[24];
+      g_snprintf (what, sizeof what, "bucket %d", b);
+      span_add (o, NULL, 0, TW_EV_UPDATE, NULL, -1, now, dt, 0, 0);
+      span_last_named (o, TW_EV_UPDATE, 0, bytes, what);
       now += dt;
       compute += dt;
     }
@@ -305,8 +367,14 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
     cur[r] = comm[r] = -1;
   double compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
   double c0 = p > 1 ? o->collective_overhead_s : 0;
+  /* The spans' events: {start, end} for each of o->spans's new entries. */
+  g_autoptr (GArray) span_ev = g_array_new (FALSE, FALSE, sizeof (int));
+  guint span0 = o->spans ? o->spans->len : 0;
   for (int r = 0; compute > 0 && r < p; r++)
-    cur[r] = tw_netsim_add (s, r, r, 0, compute, NULL, 0);
+    {
+      cur[r] = tw_netsim_add (s, r, r, 0, compute, NULL, 0);
+      span_add (o, span_ev, r, TW_EV_DATA, NULL, -1, 0, compute, cur[r], cur[r]);
+    }
   /* Forward, then backward in reverse: one chain of events per rank. */
   for (int j = 0; j < nn; j++)
     {
@@ -315,7 +383,11 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
       for (int r = 0; r < p; r++)
-        cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+        {
+          cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+          span_add (o, span_ev, r, TW_EV_FORWARD, n, g_array_index (order, int, j), 0, dt, cur[r],
+                    cur[r]);
+        }
     }
   g_autofree int *pending = g_new0 (int, MAX (nb, 1));
   for (int b = 0; b < nb; b++)
@@ -328,7 +400,10 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       double dt = op_time (o, d, n, TRUE);
       compute += dt;
       for (int r = 0; r < p; r++)
-        cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+        {
+          cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+          span_add (o, span_ev, r, TW_EV_BACKWARD, n, ni, 0, dt, cur[r], cur[r]);
+        }
       if (bucket_of[ni] < 0)
         continue;
       for (int b = 0; b < nb; b++)
@@ -347,10 +422,22 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
               tmp[r] = tw_netsim_add (s, r, r, 0, c0 + extra, deps, 2);
             }
           g_array_append_val (coll_start, tmp[0]);
+          int *first = g_memdup2 (tmp, p * sizeof (int));
           tw_sim_allreduce (s, o->algo, NULL, p, g_array_index (buckets, sim_bucket, k).bytes,
                             gamma, tmp);
+          char what[24];
+          g_snprintf (what, sizeof what, "bucket %d", k);
           for (int r = 0; r < p; r++)
-            comm[r] = bucket_done[k * p + r] = tmp[r];
+            {
+              comm[r] = bucket_done[k * p + r] = tmp[r];
+              if (p > 1)
+                {
+                  span_add (o, span_ev, r, TW_EV_COLLECTIVE, NULL, -1, 0, 0, first[r], tmp[r]);
+                  span_last_named (o, TW_EV_COLLECTIVE, k + 1,
+                                   g_array_index (buckets, sim_bucket, k).bytes, what);
+                }
+            }
+          g_free (first);
           g_array_append_val (coll_end, tmp[0]);
         }
     }
@@ -364,19 +451,30 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
                               2);
     }
   g_array_append_val (coll_start, tmp[0]);
+  g_autofree int *loss_first = g_memdup2 (tmp, p * sizeof (int));
   tw_sim_allreduce (s, o->algo, NULL, p, 32, gamma, tmp);
   g_array_append_val (coll_end, tmp[0]);
+  for (int r = 0; p > 1 && r < p; r++)
+    {
+      span_add (o, span_ev, r, TW_EV_COLLECTIVE, NULL, -1, 0, 0, loss_first[r], tmp[r]);
+      span_last_named (o, TW_EV_COLLECTIVE, nb + 1, 32, "loss");
+    }
   g_autofree int *loss_done = g_memdup2 (tmp, p * sizeof (int));
   for (int r = 0; r < p; r++)
     cur[r] = tmp[r];
   for (int b = 0; b < nb; b++)
     {
-      double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
+      double bytes = g_array_index (buckets, sim_bucket, b).bytes;
+      double dt = update_time (o, d, bytes);
       compute += dt;
+      char what[24];
+      g_snprintf (what, sizeof what, "bucket %d", b);
       for (int r = 0; r < p; r++)
         {
           int deps[2] = { cur[r], bucket_done[b * p + r] };
           cur[r] = tw_netsim_add (s, r, r, 0, dt, deps, 2);
+          span_add (o, span_ev, r, TW_EV_UPDATE, NULL, -1, 0, dt, cur[r], cur[r]);
+          span_last_named (o, TW_EV_UPDATE, 0, bytes, what);
         }
     }
   gboolean ok = tw_netsim_run (s, error);
@@ -390,6 +488,16 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
                        - tw_netsim_start (s, g_array_index (coll_start, int, k));
       out->exposed_s = tw_netsim_end (s, loss_done[0]) - tw_netsim_end (s, bwd_end[0]);
       out->samples_per_s = out->step_s > 0 ? (double) global_batch / out->step_s : 0;
+      for (guint k = 0; o->spans && k < o->spans->len - span0; k++)
+        {
+          tw_sim_span *sp = &g_array_index (o->spans, tw_sim_span, span0 + k);
+          double end = tw_netsim_end (s, g_array_index (span_ev, int, 2 * k + 1));
+          /* A compute event starts when its work does (its delay before
+           * the end); a collective when its hand-off was ready. */
+          sp->start_s = sp->kind == TW_EV_COLLECTIVE
+                          ? tw_netsim_start (s, g_array_index (span_ev, int, 2 * k)) : end - sp->dur_s;
+          sp->dur_s = end - sp->start_s;
+        }
       out->busiest_link = -1;
       for (int l = 0; l < tw_topo_n_links (t); l++)
         if (tw_netsim_link_bytes (s, l) > out->busiest_link_bytes)

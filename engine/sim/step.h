@@ -18,6 +18,7 @@
  * GTK-free. */
 #pragma once
 
+#include "engine/events.h"
 #include "engine/graph.h"
 #include "engine/sim/net.h"
 
@@ -69,7 +70,28 @@ typedef struct
   double collective_overhead_s;
   double collective_s_per_byte;  /* and per byte of its buffer */
   double compute_scale;       /* 0 or 1: none */
+  /* When set, a GArray of tw_sim_span (below) the step appends what the
+   * ranks did to: every rank's with exact, rank 0's alone otherwise (the
+   * ranks are identical).  Borrowed; the caller frees it. */
+  GArray *spans;
 } tw_sim_dp_options;
+
+/* One span of a simulated step, as a real run's trace holds them: a
+ * node's forward or backward, a bucket's update, the step's fixed cost
+ * (TW_EV_DATA) on the rank's main thread, or a collective on its
+ * communication thread.  Times in seconds from the step's start. */
+typedef struct
+{
+  int rank;
+  tw_event_kind kind;         /* TW_EV_DATA, _FORWARD, _BACKWARD, _UPDATE or _COLLECTIVE */
+  int node;                   /* the graph node's index (forward, backward), or -1 */
+  int seq;                    /* a collective's 1-based order on its rank, else 0 */
+  double start_s, dur_s;
+  double bytes;               /* a collective's buffer, an update's gradients */
+  tw_algo algo;               /* a collective's */
+  char name[80];              /* "linear (fc1)", "update bucket 0", "allreduce bucket 0" */
+  char what[24];              /* a collective's: "bucket 0", "loss" */
+} tw_sim_span;
 
 void tw_sim_dp_options_init (tw_sim_dp_options *o);
 

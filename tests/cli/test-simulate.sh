@@ -91,4 +91,43 @@ bad "a batch that does not fit" 1 "does not fit at 8 ranks" "$model" --ranks 8 -
 bad "a bad sweep" 2 "expected ranks=" "$model" --sweep nodes=4
 bad "a model that is not there" 1 "missing.json" "$tmp/missing.json"
 bad "--calibrate of a datasheet device" 2 "into the \"local\" profile" "$model" --calibrate --device h100
+# --trace: the simulated step as a Chrome trace the profiler opens; one
+# process per written rank (a few in the fast mode, with a note; every one
+# with --exact); the main threads' spans sum to the printed compute, the
+# communication lanes' to the printed communication.
+cat >"$tmp/spans.py" <<'P'
+import json, sys
+t = json.load(open(sys.argv[1])); c = json.loads(sys.argv[2])["configs"][0]; want = int(sys.argv[3])
+ev = t["traceEvents"]
+procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert sorted(procs) == list(range(want)) and all(procs[p] == "rank %d" % p for p in procs), procs
+for p in procs:
+    xs = [e for e in ev if e["ph"] == "X" and e["pid"] == p]
+    comp = sum(e["dur"] for e in xs if lanes[(p, e["tid"])] == "main") / 1e3
+    comm = sum(e["dur"] for e in xs if lanes[(p, e["tid"])] == "communication") / 1e3
+    coll = [e for e in xs if e.get("cat") == "collective"]
+    assert all(k in e["args"] for e in coll for k in ("kind", "algo", "seq", "bytes", "what")), coll[:1]
+    assert [int(e["args"]["seq"]) for e in sorted(coll, key=lambda e: e["ts"])] == list(range(1, len(coll) + 1))
+    assert any(e.get("cat") == "forward" for e in xs) and any(e.get("cat") == "backward" for e in xs)
+    # ts and dur are written to the nanosecond: one per span at most.
+    assert abs(comp - c["compute_ms"]) <= 1e-6 * len(xs) + 1e-9 * c["compute_ms"], (comp, c["compute_ms"])
+    # The printed communication is rank 0's (ranks on other nodes of a
+    # ring start its steps at other times).
+    assert p > 0 or abs(comm - c["comm_ms"]) <= 1e-6 * len(xs) + 1e-9 * c["comm_ms"], (comm, c["comm_ms"])
+note = t["metadata"].get("sim.note", "")
+assert ("summarised" in note) == (want < int(t["metadata"]["sim.ranks"])), note
+P
+j=$("$twb" simulate "$model" --ranks 16 --topology pcie+eth --bucket-mb 0.1 --trace "$tmp/sim.json" --json 2>"$tmp/e")
+check "--trace: 4 of 16 ranks written, a note that ranks were summarised, spans summing to the printed times" \
+  "py \"\$(cat '$tmp/spans.py')\" '$tmp/sim.json' '$j' 4 2>'$tmp/pe'" "$(cat "$tmp/e" "$tmp/pe" 2>/dev/null | head -c 600)"
+j=$("$twb" simulate "$model" --ranks 16 --topology pcie+eth --bucket-mb 0.1 --exact --trace "$tmp/simx.json" --json 2>"$tmp/e")
+check "--trace --exact: every rank written, spans summing to the printed times" \
+  "py \"\$(cat '$tmp/spans.py')\" '$tmp/simx.json' '$j' 16 2>'$tmp/pe'" "$(cat "$tmp/e" "$tmp/pe" 2>/dev/null | head -c 600)"
+info=$("$twb" trace-info "$tmp/sim.json" 2>&1)
+check "--trace: the profiler's reader opens it (twb trace-info)" "[ $? -eq 0 ]" "$(echo "$info" | head -c 400)"
+cp "$model" "$tmp/m.json"
+bad "--trace over the model" 2 "--trace" "$tmp/m.json" --trace "$tmp/m.json"
+bad "--trace over the topology" 2 "--trace" "$model" --topology "$tmp/two.json" --trace "$tmp/two.json"
+bad "--trace with --sweep" 2 "one configuration" "$model" --sweep ranks=8,16 --trace "$tmp/t.json"
 echo "1..$n"

@@ -379,6 +379,76 @@ test_bad (void)
   g_assert_nonnull (strstr (error->message, "cannot be split into 4"));
 }
 
+/* The spans the step records for a trace: their compute sums to
+ * compute_s, their collectives to comm_s (rank 0's), one chain per rank
+ * with exact and rank 0's alone otherwise; every rank's collectives in the
+ * same order (seq 1, 2, ...), spans on a lane never overlapping. */
+static void
+check_spans (gboolean exact)
+{
+  g_autoptr (tw_graph) g = mlp (2048, 4);
+  g_autoptr (tw_topo) t = star (4, 25e9, 5e-6);
+  tw_device_profile d;
+  g_assert_true (tw_device_profile_named ("h100", &d, NULL));
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+  o.ranks = 4;
+  o.bucket_mb = 4;
+  o.exact = exact;
+  o.step_overhead_s = 1e-4;
+  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_sim_span));
+  o.spans = spans;
+  tw_sim_dp_result r;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_sim_dp_step (g, 256, &d, t, &o, &r, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (r.buckets, >, 1);
+  for (int rank = 0; rank < (exact ? 4 : 1); rank++)
+    {
+      double compute = 0, comm = 0, main_end = 0, comm_end = 0;
+      int seq = 0, fwd = 0, bwd = 0;
+      for (guint i = 0; i < spans->len; i++)
+        {
+          const tw_sim_span *sp = &g_array_index (spans, tw_sim_span, i);
+          g_assert_cmpint (sp->rank, <, exact ? 4 : 1);
+          if (sp->rank != rank)
+            continue;
+          g_assert_cmpfloat (sp->dur_s, >=, 0);
+          if (sp->kind == TW_EV_COLLECTIVE)
+            {
+              g_assert_cmpint (sp->seq, ==, ++seq);
+              g_assert_cmpfloat (sp->start_s, >=, comm_end - 1e-12);
+              comm_end = sp->start_s + sp->dur_s;
+              comm += sp->dur_s;
+              g_assert_cmpfloat (sp->bytes, >, 0);
+            }
+          else
+            {
+              g_assert_cmpfloat (sp->start_s, >=, main_end - 1e-12);
+              main_end = sp->start_s + sp->dur_s;
+              compute += sp->dur_s;
+              fwd += sp->kind == TW_EV_FORWARD;
+              bwd += sp->kind == TW_EV_BACKWARD;
+            }
+        }
+      /* The buckets' and the loss's. */
+      g_assert_cmpint (seq, ==, r.buckets + 1);
+      /* Every node but the two inputs. */
+      g_assert_cmpint (fwd, ==, tw_graph_n_nodes (g) - 2);
+      g_assert_cmpint (bwd, ==, tw_graph_n_nodes (g) - 2);
+      g_assert_cmpfloat (fabs (compute - r.compute_s), <=, 1e-9 * r.compute_s);
+      g_assert_cmpfloat (fabs (comm - r.comm_s), <=, 1e-9 * r.comm_s);
+      g_assert_cmpfloat (fabs (main_end - r.step_s), <=, 1e-9 * r.step_s);
+    }
+}
+
+static void
+test_spans (void)
+{
+  check_spans (FALSE);
+  check_spans (TRUE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -392,5 +462,6 @@ main (int argc, char **argv)
   g_test_add_func ("/sim/step/calibrated-options", test_calibrated_options);
   g_test_add_func ("/sim/step/profile-roundtrip", test_profile_roundtrip);
   g_test_add_func ("/sim/step/bad", test_bad);
+  g_test_add_func ("/sim/step/spans", test_spans);
   return g_test_run ();
 }
