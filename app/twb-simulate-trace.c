@@ -34,7 +34,7 @@ add_span (tw_trace *t, int pid, const tw_sim_span *sp)
                                       TW_LANE_STREAM);
       g_snprintf (seq, sizeof seq, "%d", sp->seq);
       tw_trace_arg args[] = {
-        { "kind", tw_coll_kind_name (TW_COLL_ALLREDUCE) },
+        { "kind", tw_coll_kind_name (sp->coll) },
         { "seq", seq },
         { "bytes", bytes },
         { "algo", tw_algo_name (sp->algo) },

@@ -89,6 +89,7 @@ typedef struct
   double start_s, dur_s;
   double bytes;               /* a collective's buffer, an update's gradients */
   tw_algo algo;               /* a collective's */
+  tw_coll_kind coll;          /* a collective's kind (zero: an all-reduce) */
   char name[80];              /* "linear (fc1)", "update bucket 0", "allreduce bucket 0" */
   char what[24];              /* a collective's: "bucket 0", "loss" */
 } tw_sim_span;
