@@ -7,6 +7,7 @@
 
 #include "app/twb-cli.h"
 #include "app/twb-dist.h"
+#include "app/twb-simulate-pipe.h"
 #include "app/twb-simulate-trace.h"
 #include "engine/fileutil.h"
 #include "engine/data-fit.h"
@@ -279,6 +280,7 @@ twb_cmd_simulate (int argc, char **argv)
   gboolean json = FALSE, exact = FALSE, do_calibrate = FALSE, check = FALSE;
   char *links_out = NULL;
   char *trace_out = NULL;
+  char *parallel = NULL, *stages_s = NULL, *micro_s = NULL, *schedule = NULL;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -311,6 +313,15 @@ twb_cmd_simulate (int argc, char **argv)
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_out,
       "Write the simulated step as a Chrome trace the profiler opens (a few ranks; with "
       "--exact every rank)", "OUT.json" },
+    { "parallel", 0, 0, G_OPTION_ARG_STRING, &parallel,
+      "data (default), pipeline (one stage a rank) or hybrid (replicas of --stages stages)",
+      "KIND" },
+    { "stages", 0, 0, G_OPTION_ARG_STRING, &stages_s,
+      "Pipeline stages (pipeline: the ranks; hybrid: default 2)", "S" },
+    { "micro-batches", 0, 0, G_OPTION_ARG_STRING, &micro_s,
+      "Micro-batches a replica's shard is cut into (default 4)", "M" },
+    { "schedule", 0, 0, G_OPTION_ARG_STRING, &schedule,
+      "Pipeline schedule: 1f1b (default) or gpipe", "NAME" },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -329,6 +340,8 @@ twb_cmd_simulate (int argc, char **argv)
   tw_device_profile dev;
   tw_sim_dp_options o;
   tw_sim_dp_options_init (&o);
+  twb_dist_args pipe;
+  twb_dist_args_init (&pipe);
 
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != 2)
     {
@@ -408,6 +421,36 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --sweep and --ranks exclude each other (the sweep gives the ranks)\n");
       goto out;
     }
+  /* Pipeline and hybrid: the options checked as twb train checks them. */
+  gint64 stages = 0, micro = 0;
+  if ((stages_s && !g_ascii_string_to_signed (stages_s, 10, 1, 65536, &stages, NULL))
+      || (micro_s && !g_ascii_string_to_signed (micro_s, 10, 1, 1 << 30, &micro, NULL)))
+    {
+      g_printerr ("twb: %s: a whole number above 0 is needed\n",
+                  stages_s && !stages ? "--stages" : "--micro-batches");
+      goto out;
+    }
+  pipe.parallel = g_strdup (parallel);
+  pipe.stages = (int) stages;
+  pipe.micro_batches = (int) micro;
+  pipe.schedule = g_strdup (schedule);
+  pipe.bucket_mb = mb;
+  pipe.ranks = ranks ? (int) ranks
+               : g_strcmp0 (parallel, "pipeline") == 0 && stages ? (int) stages : 0;
+  pipe.ranks_set = pipe.ranks > 0;
+  gboolean pipelined = twb_dist_is_pipeline (&pipe);
+  if (!twb_dist_args_check (&pipe, batch, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (pipelined && (sweep || check || exact || local))
+    {
+      g_printerr ("twb: --parallel %s simulates one configuration from the roofline: not with "
+                  "%s\n", parallel, sweep ? "--sweep" : check ? "--check" : exact ? "--exact"
+                                                              : "--device local or a profile");
+      goto out;
+    }
   if (trace_out && sweep)
     {
       g_printerr ("twb: --trace writes one configuration's step; --sweep gives several\n");
@@ -467,6 +510,8 @@ twb_cmd_simulate (int argc, char **argv)
   if (sweep_ranks->len == 0)
     {
       int r = (int) ranks;
+      if (r == 0 && pipelined && pipe.ranks > 0)
+        r = pipe.ranks;
       if (r == 0)
         r = file_topo ? tw_topo_n_devices (file_topo)
             : nodes ? (int) (nodes * (per ? per : 8)) : (int) (per ? per : 8);
@@ -514,6 +559,18 @@ twb_cmd_simulate (int argc, char **argv)
                         batch ? " --batch " : "", batch ? batch_s : "");
           if (topology == NULL)
             t = local_topo;
+        }
+      if (pipelined)
+        {
+          if (pipe.ranks == 0)
+            pipe.ranks = r;
+          twb_simulate_pipe_args pa = { .model_path = argv[1],
+                                        .model_name = m->name ? m->name : argv[1],
+                                        .topology = file_topo ? topology : preset,
+                                        .trace_out = trace_out, .json = json, .algo = o.algo,
+                                        .bucket_mb = o.bucket_mb };
+          status = twb_simulate_pipe (&pa, &pipe, r, m->graph, gb, &dev, t);
+          goto out;
         }
       /* One rank with its own share of the batch: the baseline of the
        * scaling efficiency (the same per-rank batch as a weak-scaling run). */
@@ -646,5 +703,10 @@ out:
   g_free (sweep);
   g_free (links_out);
   g_free (trace_out);
+  g_free (parallel);
+  g_free (stages_s);
+  g_free (micro_s);
+  g_free (schedule);
+  twb_dist_args_clear (&pipe);
   return status;
 }

@@ -130,4 +130,19 @@ cp "$model" "$tmp/m.json"
 bad "--trace over the model" 2 "--trace" "$tmp/m.json" --trace "$tmp/m.json"
 bad "--trace over the topology" 2 "--trace" "$model" --topology "$tmp/two.json" --trace "$tmp/two.json"
 bad "--trace with --sweep" 2 "one configuration" "$model" --sweep ranks=8,16 --trace "$tmp/t.json"
+# --parallel pipeline / hybrid: the bubble, 1F1B holding fewer
+# micro-batches' activations than GPipe; the options refused as twb train
+# refuses them.
+a=$("$twb" simulate "$model" --parallel pipeline --stages 4 --micro-batches 8 --batch 1024 --json 2>"$tmp/e")
+b=$("$twb" simulate "$model" --parallel pipeline --stages 4 --micro-batches 8 --batch 1024 --schedule gpipe --json 2>>"$tmp/e")
+check "--parallel pipeline: 4 stages, a bubble, 1F1B holding 4 micro-batches to GPipe's 8 and less activation memory" \
+  "py 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); sys.exit(not (a[\"stages\"] == 4 and a[\"replicas\"] == 1 and 0 < a[\"bubble\"] < 1 and a[\"peak_micro_batches_held\"] == 4 and b[\"peak_micro_batches_held\"] == 8 and a[\"memory_per_device\"][\"activations\"] < b[\"memory_per_device\"][\"activations\"]))' '$a' '$b'" \
+  "$a // $b $(head -c 300 "$tmp/e")"
+h=$("$twb" simulate "$model" --parallel hybrid --stages 2 --ranks 8 --json 2>"$tmp/e")
+check "--parallel hybrid: 4 replicas of 2 stages" \
+  "py 'import json, sys; h = json.loads(sys.argv[1]); sys.exit(not (h[\"replicas\"] == 4 and h[\"stages\"] == 2 and h[\"step_ms\"] > h[\"pipeline_ms\"] > 0))' '$h'" "$h $(head -c 300 "$tmp/e")"
+bad "--stages without a pipeline" 2 "goes with --parallel pipeline" "$model" --stages 2
+bad "--parallel pipeline with stages other than the ranks" 2 "one stage per rank" "$model" --parallel pipeline --stages 3 --ranks 4
+bad "an unknown schedule" 2 "unknown schedule" "$model" --parallel hybrid --schedule zigzag
+bad "--parallel pipeline with --sweep" 2 "one configuration" "$model" --parallel pipeline --sweep ranks=2,4
 echo "1..$n"
