@@ -16,6 +16,7 @@
 #define G_LOG_DOMAIN "twb-sim"
 
 #include "engine/sim/step.h"
+#include "engine/comm/compress.h"
 #include "engine/train.h"
 
 #include <math.h>
@@ -148,8 +149,8 @@ span_add (const tw_sim_dp_options *o, GArray *ev, int rank, tw_event_kind kind, 
 }
 
 static void
-span_last_named (const tw_sim_dp_options *o, tw_event_kind kind, int seq, double bytes,
-                 const char *what)
+span_last_coll (const tw_sim_dp_options *o, tw_event_kind kind, tw_coll_kind coll, int seq,
+                double bytes, const char *what)
 {
   if (o->spans == NULL)
     return;
@@ -157,13 +158,115 @@ span_last_named (const tw_sim_dp_options *o, tw_event_kind kind, int seq, double
   sp->kind = kind;
   sp->seq = seq;
   sp->bytes = bytes;
-  sp->algo = o->algo;
+  sp->algo = coll == TW_COLL_ALLREDUCE ? o->algo : TW_ALGO_RING;
+  sp->coll = coll;
   sp->node = -1;
   g_strlcpy (sp->what, what, sizeof sp->what);
   if (kind == TW_EV_COLLECTIVE)
-    g_snprintf (sp->name, sizeof sp->name, "%s %s", tw_coll_kind_name (TW_COLL_ALLREDUCE), what);
+    g_snprintf (sp->name, sizeof sp->name, "%s %s", tw_coll_kind_name (coll), what);
   else
     g_snprintf (sp->name, sizeof sp->name, "update %s", what);
+}
+
+static void
+span_last_named (const tw_sim_dp_options *o, tw_event_kind kind, int seq, double bytes,
+                 const char *what)
+{
+  span_last_coll (o, kind, TW_COLL_ALLREDUCE, seq, bytes, what);
+}
+
+gboolean
+tw_sim_compress_parse (const char *spec, tw_sim_dp_options *o, GError **error)
+{
+  o->compress = TW_SIM_COMPRESS_NONE;
+  if (spec == NULL || strcmp (spec, "none") == 0)
+    return TRUE;
+  if (strcmp (spec, "int8") == 0)
+    o->compress = TW_SIM_COMPRESS_INT8;
+  else if (strcmp (spec, "sign") == 0)
+    o->compress = TW_SIM_COMPRESS_SIGN;
+  else if (g_str_has_prefix (spec, "topk:"))
+    {
+      char *end = NULL;
+      double f = g_ascii_strtod (spec + 5, &end);
+      if (end == spec + 5 || *end || !(f > 0 && f <= 1))
+        {
+          g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                       "compression %s: top-k's fraction F in (0, 1] is needed (topk:0.01)", spec);
+          return FALSE;
+        }
+      o->compress = TW_SIM_COMPRESS_TOPK;
+      o->compress_fraction = f;
+    }
+  else
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "compression %s: the simulator models topk:F, int8 and sign (PowerSGD's "
+                   "payload depends on the buckets' matrix shapes: not modelled yet)", spec);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+double
+tw_sim_compress_payload (const tw_sim_dp_options *o, double n)
+{
+  switch (o->compress)
+    {
+    case TW_SIM_COMPRESS_TOPK:
+      return 8.0 * (double) tw_compress_topk_k (o->compress_fraction, (int64_t) n);
+    case TW_SIM_COMPRESS_INT8:
+      return n + 4;
+    case TW_SIM_COMPRESS_SIGN:
+      return ceil (n / 8) + 4;
+    default:
+      return 4 * n;
+    }
+}
+
+/* Ring all-reduce time of bytes over p, its links' bytes times `share`
+ * into link_bytes (the ring's halves are its reduce-scatter and its
+ * all-gather: each moves half its bytes, the all-gather half its time when
+ * gamma is 0, since every step of a ring has the same pattern). */
+static double
+ring_part (tw_topo *t, int p, double bytes, double gamma, double share, double *link_bytes,
+           GError **error)
+{
+  int nl = tw_topo_n_links (t);
+  g_autofree double *lb = g_new0 (double, MAX (nl, 1));
+  double dur = tw_sim_allreduce_time (t, TW_ALGO_RING, NULL, p, bytes, gamma, lb, error);
+  for (int l = 0; l < nl; l++)
+    link_bytes[l] += share * lb[l];
+  return dur;
+}
+
+/* A bucket's collective during backward: the all-reduce, ZeRO-1's
+ * reduce-scatter (the all-reduce less its all-gather half), or the
+ * compressed payload's all-gather (a ring all-gather of p payloads takes
+ * half a ring all-reduce of them at gamma 0) plus the compressor's pass
+ * over the bucket (read it, write the payload) and the decompressor's
+ * (read the p payloads, write the bucket), memory-bound. */
+static double
+bucket_comm (tw_topo *t, const tw_sim_dp_options *o, const tw_device_profile *d, int p,
+             double bytes, double gamma, double *link_bytes, tw_coll_kind *kind, GError **error)
+{
+  *kind = TW_COLL_ALLREDUCE;
+  if (o->compress != TW_SIM_COMPRESS_NONE && p > 1)
+    {
+      double pay = tw_sim_compress_payload (o, bytes / 4);
+      *kind = TW_COLL_ALLGATHER;
+      double ag = ring_part (t, p, p * pay, 0, 0.5, link_bytes, error) / 2;
+      double bw = d->mem_bw * d->mem_eff;
+      return ag + 2 * d->launch_s + (bytes + pay) / bw + (p * pay + bytes) / bw;
+    }
+  if (o->shard_optimizer && p > 1)
+    {
+      *kind = TW_COLL_REDUCE_SCATTER;
+      double full = ring_part (t, p, bytes, gamma, 0.5, link_bytes, error);
+      double ag = tw_sim_allreduce_time (t, TW_ALGO_RING, NULL, p, bytes, 0, NULL, error) / 2;
+      return full - ag;
+    }
+  return tw_sim_allreduce_time (t, o->algo, NULL, p, bytes, gamma, link_bytes, error);
 }
 
 /* The ranks are identical: one rank's chain, each collective's time from
@@ -179,6 +282,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   for (int b = 0; b < nb; b++)
     pending[b] = (int) g_array_index (buckets, sim_bucket, b).nodes->len;
   double now = 0, compute = 0, comm_free = 0, first_start = -1, comm_sum = 0;
+  int seq = 0;
   double c0 = o->collective_overhead_s;
   now = compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
   if (now > 0)
@@ -205,8 +309,11 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
       while (next_post < nb && pending[next_post] == 0)
         {
           double bytes = g_array_index (buckets, sim_bucket, next_post++).bytes;
+          if (o->local_sgd > 1)
+            continue;
           double start = fmax (now, comm_free);
-          double dur = tw_sim_allreduce_time (t, o->algo, NULL, p, bytes, gamma, link_bytes, error);
+          tw_coll_kind kind;
+          double dur = bucket_comm (t, o, d, p, bytes, gamma, link_bytes, &kind, error);
           if (isnan (dur))
             return FALSE;
           dur += p > 1 ? c0 + o->collective_s_per_byte * bytes : 0;
@@ -219,7 +326,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
               char what[24];
               g_snprintf (what, sizeof what, "bucket %d", next_post - 1);
               span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, start, dur, 0, 0);
-              span_last_named (o, TW_EV_COLLECTIVE, next_post, bytes, what);
+              span_last_coll (o, TW_EV_COLLECTIVE, kind, ++seq, bytes, what);
             }
         }
     }
@@ -233,19 +340,53 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   if (p > 1)
     {
       span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, loss_done - loss, loss, 0, 0);
-      span_last_named (o, TW_EV_COLLECTIVE, nb + 1, 32, "loss");
+      span_last_named (o, TW_EV_COLLECTIVE, ++seq, 32, "loss");
     }
   now = loss_done;
+  comm_free = fmax (comm_free, loss_done);
+  gboolean zero = o->shard_optimizer && p > 1;
   for (int b = 0; b < nb; b++)
     {
       double bytes = g_array_index (buckets, sim_bucket, b).bytes;
-      double dt = update_time (o, d, bytes);
+      /* ZeRO-1: the rank's shard updated, then the bucket all-gathered. */
+      double dt = update_time (o, d, zero ? bytes / p : bytes);
       char what[24];
       g_snprintf (what, sizeof what, "bucket %d", b);
       span_add (o, NULL, 0, TW_EV_UPDATE, NULL, -1, now, dt, 0, 0);
       span_last_named (o, TW_EV_UPDATE, 0, bytes, what);
       now += dt;
       compute += dt;
+      if (zero)
+        {
+          double ag = ring_part (t, p, bytes, 0, 0.5, link_bytes, error) / 2;
+          if (isnan (ag))
+            return FALSE;
+          ag += c0 + o->collective_s_per_byte * bytes;
+          double start = fmax (now, comm_free);
+          comm_free = start + ag;
+          comm_sum += ag;
+          span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, start, ag, 0, 0);
+          span_last_coll (o, TW_EV_COLLECTIVE, TW_COLL_ALLGATHER, ++seq, bytes, what);
+        }
+    }
+  if (zero)
+    now = fmax (now, comm_free);
+  /* Local SGD: the parameters' average every H steps, a share 1/H of its
+   * time (and bytes) in each step. */
+  if (o->local_sgd > 1 && p > 1)
+    {
+      int nl = tw_topo_n_links (t);
+      g_autofree double *lb = g_new0 (double, MAX (nl, 1));
+      double avg = tw_sim_allreduce_time (t, o->algo, NULL, p, out->grad_bytes, gamma, lb, error);
+      if (isnan (avg))
+        return FALSE;
+      avg = (avg + c0 + o->collective_s_per_byte * out->grad_bytes) / o->local_sgd;
+      for (int l = 0; l < nl; l++)
+        link_bytes[l] += lb[l] / o->local_sgd;
+      span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, now, avg, 0, 0);
+      span_last_named (o, TW_EV_COLLECTIVE, ++seq, out->grad_bytes, "parameters / H");
+      comm_sum += avg;
+      now += avg;
     }
   out->compute_s = compute;
   out->step_s = now;
@@ -344,6 +485,20 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   out->buckets = nb;
   out->grad_mem_bytes = out->grad_bytes;
   out->optimizer_bytes = 2 * out->grad_bytes;   /* Adam's m and v */
+  if (o->shard_optimizer)
+    out->optimizer_bytes /= p;                   /* ZeRO-1: a shard each */
+  if (o->exact && (o->shard_optimizer || o->local_sgd > 1 || o->compress))
+    {
+      for (int b = 0; b < nb; b++)
+        g_array_unref (g_array_index (buckets, sim_bucket, b).nodes);
+      g_array_unref (buckets);
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "the exact simulation does not model %s yet (without --exact the ranks are "
+                   "identical and the figures the same)",
+                   o->shard_optimizer ? "the sharded optimizer" : o->local_sgd > 1
+                                                                    ? "local SGD" : "compression");
+      return FALSE;
+    }
 
   if (!o->exact)
     {

@@ -70,6 +70,20 @@ typedef struct
   double collective_overhead_s;
   double collective_s_per_byte;  /* and per byte of its buffer */
   double compute_scale;       /* 0 or 1: none */
+  /* ZeRO-1 (--shard-optimizer): each rank keeps 1/ranks of the optimizer
+   * state; a bucket's all-reduce becomes a ring reduce-scatter during
+   * backward, the update of the rank's shard, then an all-gather. */
+  gboolean shard_optimizer;
+  /* Local SGD (--local-sgd H, H > 1): no gradient all-reduce; every H
+   * steps the parameters are averaged (one all-reduce of them), its time
+   * amortised over the H steps. */
+  int local_sgd;
+  /* Gradient compression (--compress, engine/comm/compress.h): each
+   * bucket's payload all-gathered instead of all-reduced, plus the
+   * compressor's and decompressor's passes over the bucket as memory-
+   * bound roofline ops.  TW_SIM_COMPRESS_NONE: off. */
+  int compress;               /* tw_sim_compress */
+  double compress_fraction;   /* top-k's F */
   /* When set, a GArray of tw_sim_span (below) the step appends what the
    * ranks did to: every rank's with exact, rank 0's alone otherwise (the
    * ranks are identical).  Borrowed; the caller frees it. */
@@ -95,6 +109,22 @@ typedef struct
 } tw_sim_span;
 
 void tw_sim_dp_options_init (tw_sim_dp_options *o);
+
+typedef enum
+{
+  TW_SIM_COMPRESS_NONE,
+  TW_SIM_COMPRESS_TOPK,       /* 8·max (1, ceil (F·n)) bytes */
+  TW_SIM_COMPRESS_INT8,       /* n + 4 */
+  TW_SIM_COMPRESS_SIGN,       /* ceil (n/8) + 4 */
+} tw_sim_compress;
+
+/* "topk:F", "int8", "sign" into o (compress.h's specs; PowerSGD's payload
+ * depends on the buckets' matrix shapes and is not modelled yet).  FALSE
+ * with an error naming the spec. */
+gboolean tw_sim_compress_parse (const char *spec, tw_sim_dp_options *o, GError **error);
+/* The payload a rank all-gathers for a bucket of n floats, compress.h's
+ * sizes. */
+double tw_sim_compress_payload (const tw_sim_dp_options *o, double n);
 
 typedef struct
 {

@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 
 #include <math.h>
+#include <string.h>
 
 static tw_graph *
 mlp (int64_t hidden, int layers)
@@ -449,6 +450,112 @@ test_spans (void)
   check_spans (TRUE);
 }
 
+static tw_sim_dp_result
+run_opts (tw_graph *g, tw_topo *t, int p, const tw_sim_dp_options *extra)
+{
+  tw_device_profile d;
+  g_assert_true (tw_device_profile_named ("h100", &d, NULL));
+  tw_sim_dp_options o = *extra;
+  o.ranks = p;
+  o.bucket_mb = 4;
+  o.gamma = 0;
+  tw_sim_dp_result r;
+  g_autoptr (GError) error = NULL;
+  g_assert_true (tw_sim_dp_step (g, 64 * p, &d, t, &o, &r, &error));
+  g_assert_no_error (error);
+  return r;
+}
+
+/* ZeRO-1: a shard of the optimizer state each; reduce-scatter and
+ * all-gather move what the ring all-reduce moves in the same time (the
+ * ring all-reduce is the two). */
+static void
+test_shard_optimizer (void)
+{
+  g_autoptr (tw_graph) g = mlp (2048, 4);
+  g_autoptr (tw_topo) t = star (8, 25e9, 5e-6);
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+  tw_sim_dp_result a = run_opts (g, t, 8, &o);
+  o.shard_optimizer = TRUE;
+  tw_sim_dp_result z = run_opts (g, t, 8, &o);
+  g_assert_cmpfloat (z.optimizer_bytes, ==, a.optimizer_bytes / 8);
+  g_assert_cmpfloat (z.param_bytes, ==, a.param_bytes);
+  g_assert_cmpfloat (fabs (z.comm_s - a.comm_s), <=, 1e-9 * a.comm_s);
+  g_assert_cmpfloat (fabs (z.busiest_link_bytes - a.busiest_link_bytes), <=,
+                     1e-9 * a.busiest_link_bytes);
+  /* The exact simulation does not model it: refused, not wrong. */
+  tw_device_profile d;
+  g_assert_true (tw_device_profile_named ("h100", &d, NULL));
+  o.ranks = 8;
+  o.exact = TRUE;
+  tw_sim_dp_result x;
+  g_autoptr (GError) error = NULL;
+  g_assert_false (tw_sim_dp_step (g, 512, &d, t, &o, &x, &error));
+  g_assert_nonnull (strstr (error->message, "sharded optimizer"));
+}
+
+/* Local SGD: one all-reduce of the parameters every H steps, 1/H of it in
+ * each (the loss's all-reduce aside). */
+static void
+test_local_sgd (void)
+{
+  g_autoptr (tw_graph) g = mlp (2048, 4);
+  g_autoptr (tw_topo) t = star (8, 25e9, 5e-6);
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+  double loss = tw_sim_allreduce_time (t, TW_ALGO_RING, NULL, 8, 32, 0, NULL, NULL);
+  o.local_sgd = 2;
+  tw_sim_dp_result h2 = run_opts (g, t, 8, &o);
+  o.local_sgd = 8;
+  tw_sim_dp_result h8 = run_opts (g, t, 8, &o);
+  double avg = tw_sim_allreduce_time (t, TW_ALGO_RING, NULL, 8, h2.grad_bytes, 0, NULL, NULL);
+  g_assert_cmpfloat (fabs ((h2.comm_s - loss) - avg / 2), <=, 1e-9 * avg);
+  g_assert_cmpfloat (fabs ((h8.comm_s - loss) - avg / 8), <=, 1e-9 * avg);
+  g_assert_cmpfloat (h8.step_s, <, h2.step_s);
+}
+
+/* Compression: compress.h's payloads; an all-gather of them saves wire
+ * bytes only while the ratio is below 2/p (int8, 25 %: at p = 4, not at
+ * p = 16; sign, 3.1 %: at both). */
+static void
+test_compress (void)
+{
+  tw_sim_dp_options o;
+  tw_sim_dp_options_init (&o);
+  g_assert_true (tw_sim_compress_parse ("topk:0.01", &o, NULL));
+  g_assert_cmpfloat (tw_sim_compress_payload (&o, 1000), ==, 80);
+  g_assert_true (tw_sim_compress_parse ("int8", &o, NULL));
+  g_assert_cmpfloat (tw_sim_compress_payload (&o, 1000), ==, 1004);
+  g_assert_true (tw_sim_compress_parse ("sign", &o, NULL));
+  g_assert_cmpfloat (tw_sim_compress_payload (&o, 1000), ==, 129);
+  g_autoptr (GError) error = NULL;
+  g_assert_false (tw_sim_compress_parse ("powersgd:4", &o, &error));
+  g_assert_nonnull (strstr (error->message, "not modelled"));
+  g_clear_error (&error);
+  g_assert_false (tw_sim_compress_parse ("topk:2", &o, &error));
+  g_clear_error (&error);
+
+  g_autoptr (tw_graph) g = mlp (2048, 4);
+  for (int p = 4; p <= 16; p *= 4)
+    {
+      g_autoptr (tw_topo) t = star (p, 25e9, 5e-6);
+      tw_sim_dp_options_init (&o);
+      tw_sim_dp_result plain = run_opts (g, t, p, &o);
+      g_assert_true (tw_sim_compress_parse ("int8", &o, NULL));
+      tw_sim_dp_result q = run_opts (g, t, p, &o);
+      g_assert_true (tw_sim_compress_parse ("sign", &o, NULL));
+      tw_sim_dp_result sg = run_opts (g, t, p, &o);
+      g_test_message ("p %d: busiest link %.0f bytes dense, %.0f int8, %.0f sign", p,
+                      plain.busiest_link_bytes, q.busiest_link_bytes, sg.busiest_link_bytes);
+      g_assert_cmpfloat (sg.busiest_link_bytes, <, plain.busiest_link_bytes);
+      if (p == 4)
+        g_assert_cmpfloat (q.busiest_link_bytes, <, plain.busiest_link_bytes);
+      else
+        g_assert_cmpfloat (q.busiest_link_bytes, >, plain.busiest_link_bytes);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -463,5 +570,8 @@ main (int argc, char **argv)
   g_test_add_func ("/sim/step/profile-roundtrip", test_profile_roundtrip);
   g_test_add_func ("/sim/step/bad", test_bad);
   g_test_add_func ("/sim/step/spans", test_spans);
+  g_test_add_func ("/sim/step/shard-optimizer", test_shard_optimizer);
+  g_test_add_func ("/sim/step/local-sgd", test_local_sgd);
+  g_test_add_func ("/sim/step/compress", test_compress);
   return g_test_run ();
 }
