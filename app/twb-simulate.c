@@ -281,6 +281,8 @@ twb_cmd_simulate (int argc, char **argv)
   char *links_out = NULL;
   char *trace_out = NULL;
   char *parallel = NULL, *stages_s = NULL, *micro_s = NULL, *schedule = NULL;
+  char *local_sgd_s = NULL, *compress = NULL;
+  gboolean shard_opt = FALSE;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -322,6 +324,14 @@ twb_cmd_simulate (int argc, char **argv)
       "Micro-batches a replica's shard is cut into (default 4)", "M" },
     { "schedule", 0, 0, G_OPTION_ARG_STRING, &schedule,
       "Pipeline schedule: 1f1b (default) or gpipe", "NAME" },
+    { "local-sgd", 0, 0, G_OPTION_ARG_STRING, &local_sgd_s,
+      "Local SGD: no gradient all-reduce, the weights averaged every H steps (its time "
+      "amortised over them)", "H" },
+    { "compress", 0, 0, G_OPTION_ARG_STRING, &compress,
+      "Gradient compression: topk:F, int8 or sign (each bucket's payload all-gathered)",
+      "SPEC" },
+    { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard_opt,
+      "ZeRO-1: a rank's optimizer state is its 1/N (reduce-scatter, update, all-gather)", NULL },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -438,10 +448,35 @@ twb_cmd_simulate (int argc, char **argv)
   pipe.ranks = ranks ? (int) ranks
                : g_strcmp0 (parallel, "pipeline") == 0 && stages ? (int) stages : 0;
   pipe.ranks_set = pipe.ranks > 0;
+  /* The update strategies, refused in the combinations twb train refuses. */
+  gint64 local_sgd = 0;
+  if (local_sgd_s && !g_ascii_string_to_signed (local_sgd_s, 10, 1, G_MAXINT32, &local_sgd, NULL))
+    {
+      g_printerr ("twb: --local-sgd: a whole number above 0 is needed\n");
+      goto out;
+    }
+  pipe.local_sgd = local_sgd > 1 ? (int) local_sgd : 0;
+  pipe.compress = g_strdup (compress);
+  pipe.shard_optimizer = shard_opt;
+  o.local_sgd = (int) local_sgd;
+  o.shard_optimizer = shard_opt;
   gboolean pipelined = twb_dist_is_pipeline (&pipe);
   if (!twb_dist_args_check (&pipe, batch, &error))
     {
       g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (compress && !tw_sim_compress_parse (compress, &o, &error))
+    {
+      g_printerr ("twb: --compress: %s\n", error->message);
+      goto out;
+    }
+  if ((o.local_sgd > 1 || o.shard_optimizer || o.compress) && (exact || check))
+    {
+      g_printerr ("twb: %s is modelled in the fast simulation only: not with %s\n",
+                  o.shard_optimizer ? "--shard-optimizer" : o.local_sgd > 1 ? "--local-sgd"
+                                                                             : "--compress",
+                  exact ? "--exact" : "--check");
       goto out;
     }
   if (pipelined && (sweep || check || exact || local))
@@ -643,9 +678,11 @@ twb_cmd_simulate (int argc, char **argv)
         {
           if (i == 0)
             {
-              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB\n", m->name ? m->name : argv[1],
-                       dev.name, file_topo ? topology : preset, file_topo ? "" : " topology",
-                       tw_algo_name (o.algo), o.bucket_mb);
+              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB%s%s%s\n",
+                       m->name ? m->name : argv[1], dev.name, file_topo ? topology : preset,
+                       file_topo ? "" : " topology", tw_algo_name (o.algo), o.bucket_mb,
+                       o.shard_optimizer ? ", ZeRO-1" : "",
+                       o.local_sgd > 1 ? ", local SGD" : "", o.compress ? ", compressed" : "");
               g_print ("%7s %10s %12s %10s %10s %11s %11s %9s  %s\n", "ranks", "batch",
                        "step ms", "samples/s", "efficiency", "comm share", "exposed ms",
                        "memory", "busiest link");
@@ -675,6 +712,12 @@ twb_cmd_simulate (int argc, char **argv)
           json_builder_add_string_value (b, file_topo ? topology : preset);
           json_builder_set_member_name (b, "algo");
           json_builder_add_string_value (b, tw_algo_name (o.algo));
+          json_builder_set_member_name (b, "shard_optimizer");
+          json_builder_add_boolean_value (b, o.shard_optimizer);
+          json_builder_set_member_name (b, "local_sgd");
+          json_builder_add_int_value (b, MAX (o.local_sgd, 1));
+          json_builder_set_member_name (b, "compress");
+          json_builder_add_string_value (b, compress ? compress : "none");
           json_builder_set_member_name (b, "configs");
           json_builder_begin_array (b);
           for (guint k = 0; k < rows->len; k++)
@@ -707,6 +750,8 @@ out:
   g_free (stages_s);
   g_free (micro_s);
   g_free (schedule);
+  g_free (local_sgd_s);
+  g_free (compress);
   twb_dist_args_clear (&pipe);
   return status;
 }

@@ -145,4 +145,23 @@ bad "--stages without a pipeline" 2 "goes with --parallel pipeline" "$model" --s
 bad "--parallel pipeline with stages other than the ranks" 2 "one stage per rank" "$model" --parallel pipeline --stages 3 --ranks 4
 bad "an unknown schedule" 2 "unknown schedule" "$model" --parallel hybrid --schedule zigzag
 bad "--parallel pipeline with --sweep" 2 "one configuration" "$model" --parallel pipeline --sweep ranks=2,4
+# ZeRO-1, local SGD, compression: the memory, the amortised averaging,
+# the payload; the combinations twb train refuses are refused.
+a=$("$twb" simulate "$model" --ranks 16 --json 2>"$tmp/e")
+z=$("$twb" simulate "$model" --ranks 16 --shard-optimizer --json 2>>"$tmp/e")
+check "--shard-optimizer: the optimizer state a device holds is 1/16" \
+  "py 'import json, sys; a, z = (json.loads(x)[\"configs\"][0][\"memory_per_device\"][\"optimizer\"] for x in sys.argv[1:]); sys.exit(not abs(z - a / 16) <= 1e-9 * a)' '$a' '$z'" "$a // $z $(head -c 300 "$tmp/e")"
+l2=$("$twb" simulate "$model" --ranks 16 --local-sgd 2 --json 2>>"$tmp/e")
+l8=$("$twb" simulate "$model" --ranks 16 --local-sgd 8 --json 2>>"$tmp/e")
+check "--local-sgd: less communication a step at H = 8 than at H = 2, both less than synchronous" \
+  "py 'import json, sys; a, b, c = (json.loads(x)[\"configs\"][0][\"comm_ms\"] for x in sys.argv[1:]); sys.exit(not c < b < a)' '$a' '$l2' '$l8'" "$l2 // $l8"
+sg=$("$twb" simulate "$model" --ranks 4 --compress sign --json 2>>"$tmp/e")
+d4=$("$twb" simulate "$model" --ranks 4 --json 2>>"$tmp/e")
+check "--compress sign at 4 ranks: fewer bytes on the busiest link" \
+  "py 'import json, sys; s, d = (json.loads(x)[\"configs\"][0][\"busiest_link_bytes\"] for x in sys.argv[1:]); sys.exit(not s < d)' '$sg' '$d4'" "$sg // $d4"
+bad "--compress with --local-sgd" 2 "--compress compresses the gradients of synchronous training" "$model" --compress sign --local-sgd 4
+bad "--shard-optimizer with --compress" 2 "does not go with --compress" "$model" --shard-optimizer --compress int8
+bad "--shard-optimizer with a pipeline" 2 "shard-optimizer" "$model" --shard-optimizer --parallel hybrid
+bad "--compress powersgd" 2 "not modelled yet" "$model" --compress powersgd:2
+bad "--compress with --exact" 2 "fast simulation only" "$model" --compress sign --exact
 echo "1..$n"
