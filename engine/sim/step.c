@@ -666,3 +666,93 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   g_array_unref (buckets);
   return ok;
 }
+
+gboolean
+tw_sim_async_step (const tw_graph *g0, int64_t global_batch, const tw_device_profile *d,
+                   tw_topo *t, const tw_sim_dp_options *o, int steps, tw_sim_dp_result *out,
+                   double *server_link_busy, GError **error)
+{
+  memset (out, 0, sizeof *out);
+  int p = o->ranks, workers = p - 1, ps = p - 1;
+  if (p < 2 || p > tw_topo_n_devices (t))
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "--async over %d ranks on a topology of %d devices: 2 to %d ranks (a "
+                   "parameter server and workers)", p, tw_topo_n_devices (t),
+                   tw_topo_n_devices (t));
+      return FALSE;
+    }
+  if (global_batch < workers)
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "a batch of %" G_GINT64_FORMAT " samples cannot be split into %d workers' "
+                   "shards", global_batch, workers);
+      return FALSE;
+    }
+  steps = MAX (steps, 3);
+  int64_t shard = (global_batch + workers - 1) / workers;
+  g_autoptr (tw_graph) g = tw_graph_copy (g0);
+  if (tw_graph_infer_batch (g, shard) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (g);
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG, "the model does not infer: %s", msg);
+      return FALSE;
+    }
+  double compute = o->step_overhead_s;
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      const tw_node *n = tw_graph_node (g, i);
+      compute += op_time (o, d, n, FALSE) + op_time (o, d, n, TRUE);
+      out->activation_bytes += n->cost.bytes_written;
+      for (int k = 0; k < n->n_params; k++)
+        {
+          double e = (double) tw_tinfo_numel (&n->params[k].info, NULL);
+          out->param_bytes += e * tw_dtype_size (n->params[k].info.dtype);
+          if (n->params[k].trainable && !n->share)
+            out->grad_bytes += 4 * e;
+        }
+    }
+  double upd = update_time (o, d, out->grad_bytes);
+  g_autoptr (tw_netsim) s = tw_netsim_new (t);
+  g_autofree int *pull = g_new (int, workers);
+  g_autofree int *push = g_new (int, (gsize) workers * steps);
+  g_autofree int *pulls = g_new (int, (gsize) workers * steps);
+  int server = -1;
+  for (int w = 0; w < workers; w++)
+    pull[w] = -1;
+  for (int k = 0; k < steps; k++)
+    for (int w = 0; w < workers; w++)
+      {
+        int c = tw_netsim_add (s, w, w, 0, compute, pull[w] >= 0 ? &pull[w] : NULL,
+                               pull[w] >= 0 ? 1 : 0);
+        int m = push[k * workers + w] = tw_netsim_add (s, w, ps, out->grad_bytes, 0, &c, 1);
+        /* The server applies the updates one at a time, in arrival order
+         * as added (the workers are identical, so that is their order). */
+        int deps[2] = { m, server };
+        server = tw_netsim_add (s, ps, ps, 0, upd, deps, server >= 0 ? 2 : 1);
+        pull[w] = pulls[k * workers + w] = tw_netsim_add (s, ps, w, out->grad_bytes, 0, &server, 1);
+      }
+  if (!tw_netsim_run (s, error))
+    return FALSE;
+  out->step_s = tw_netsim_end (s, pulls[(steps - 1) * workers])
+                - tw_netsim_end (s, pulls[(steps - 2) * workers]);
+  out->compute_s = compute;
+  int k = steps - 1;
+  out->comm_s = tw_netsim_end (s, push[k * workers]) - tw_netsim_start (s, push[k * workers])
+                + tw_netsim_end (s, pulls[k * workers]) - tw_netsim_start (s, pulls[k * workers]);
+  out->exposed_s = fmax (out->step_s - compute, 0);
+  out->samples_per_s = out->step_s > 0 ? (double) workers * shard / out->step_s : 0;
+  out->grad_mem_bytes = out->grad_bytes;
+  out->optimizer_bytes = 0;   /* the server keeps it */
+  out->busiest_link = -1;
+  double span = tw_netsim_makespan (s);
+  for (int l = 0; l < tw_topo_n_links (t); l++)
+    if (tw_netsim_link_bytes (s, l) / steps > out->busiest_link_bytes)
+      {
+        out->busiest_link_bytes = tw_netsim_link_bytes (s, l) / steps;
+        out->busiest_link = l;
+        if (server_link_busy)
+          *server_link_busy = span > 0 ? tw_netsim_link_busy (s, l) / span : 0;
+      }
+  return TRUE;
+}

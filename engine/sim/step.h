@@ -151,4 +151,20 @@ gboolean tw_sim_dp_step (const tw_graph *g, int64_t global_batch, const tw_devic
                          tw_topo *t, const tw_sim_dp_options *o, tw_sim_dp_result *out,
                          GError **error);
 
+/* Asynchronous updates through a parameter server (twb train --async K):
+ * rank ranks − 1 is the server, the others workers; each worker's step is
+ * its forward and backward at its shard (global_batch / workers), its
+ * gradients pushed to the server, the server's update, the weights pulled
+ * back, over the network model, every worker starting its next step when
+ * its pull is in.  `steps` steps each are simulated (at least 3) and the
+ * steady state reported: step_s the time between a worker's last two
+ * steps' ends, comm_s a step's push and pull, busiest_link_bytes per step
+ * (the server's link carries every worker's push and pull: 2 (p − 1)
+ * times the gradients, where a ring's busiest carries about 4).  The
+ * workers are identical, so the staleness bound K never binds here (it
+ * would for a slow worker).  o->ranks ≥ 2. */
+gboolean tw_sim_async_step (const tw_graph *g, int64_t global_batch, const tw_device_profile *d,
+                            tw_topo *t, const tw_sim_dp_options *o, int steps,
+                            tw_sim_dp_result *out, double *server_link_busy, GError **error);
+
 G_END_DECLS
