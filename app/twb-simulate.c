@@ -281,7 +281,7 @@ twb_cmd_simulate (int argc, char **argv)
   char *links_out = NULL;
   char *trace_out = NULL;
   char *parallel = NULL, *stages_s = NULL, *micro_s = NULL, *schedule = NULL;
-  char *local_sgd_s = NULL, *compress = NULL;
+  char *local_sgd_s = NULL, *compress = NULL, *async_s = NULL;
   gboolean shard_opt = FALSE;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
@@ -330,6 +330,9 @@ twb_cmd_simulate (int argc, char **argv)
     { "compress", 0, 0, G_OPTION_ARG_STRING, &compress,
       "Gradient compression: topk:F, int8 or sign (each bucket's payload all-gathered)",
       "SPEC" },
+    { "async", 0, 0, G_OPTION_ARG_STRING, &async_s,
+      "Asynchronous updates through a parameter server (the last rank), workers at most K "
+      "steps apart", "K" },
     { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard_opt,
       "ZeRO-1: a rank's optimizer state is its 1/N (reduce-scatter, update, all-gather)", NULL },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
@@ -455,6 +458,13 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --local-sgd: a whole number above 0 is needed\n");
       goto out;
     }
+  gint64 async_k = -1;
+  if (async_s && !g_ascii_string_to_signed (async_s, 10, 0, G_MAXINT32, &async_k, NULL))
+    {
+      g_printerr ("twb: --async: a whole number of steps, 0 or more, is needed\n");
+      goto out;
+    }
+  pipe.async_staleness = (int) async_k;
   pipe.local_sgd = local_sgd > 1 ? (int) local_sgd : 0;
   pipe.compress = g_strdup (compress);
   pipe.shard_optimizer = shard_opt;
@@ -471,12 +481,13 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --compress: %s\n", error->message);
       goto out;
     }
-  if ((o.local_sgd > 1 || o.shard_optimizer || o.compress) && (exact || check))
+  if ((o.local_sgd > 1 || o.shard_optimizer || o.compress || async_k >= 0)
+      && (exact || check || (async_k >= 0 && trace_out)))
     {
       g_printerr ("twb: %s is modelled in the fast simulation only: not with %s\n",
-                  o.shard_optimizer ? "--shard-optimizer" : o.local_sgd > 1 ? "--local-sgd"
-                                                                             : "--compress",
-                  exact ? "--exact" : "--check");
+                  async_k >= 0 ? "--async" : o.shard_optimizer ? "--shard-optimizer"
+                  : o.local_sgd > 1 ? "--local-sgd" : "--compress",
+                  exact ? "--exact" : check ? "--check" : "--trace");
       goto out;
     }
   if (pipelined && (sweep || check || exact || local))
@@ -627,7 +638,9 @@ twb_cmd_simulate (int argc, char **argv)
       sim_row w = { .ranks = r };
       o.ranks = r;
       o.spans = trace_out ? spans : NULL;
-      if (!tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
+      /* --async: six steps of the workers and their server (step.h). */
+      if (async_k >= 0 ? !tw_sim_async_step (m->graph, gb, &dev, t, &o, 6, &w.r, NULL, &error)
+                       : !tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
         {
           twb_print_error (argv[1], error);
           goto out;
@@ -682,7 +695,9 @@ twb_cmd_simulate (int argc, char **argv)
                        m->name ? m->name : argv[1], dev.name, file_topo ? topology : preset,
                        file_topo ? "" : " topology", tw_algo_name (o.algo), o.bucket_mb,
                        o.shard_optimizer ? ", ZeRO-1" : "",
-                       o.local_sgd > 1 ? ", local SGD" : "", o.compress ? ", compressed" : "");
+                       o.local_sgd > 1 ? ", local SGD"
+                       : async_k >= 0 ? ", asynchronous (a parameter server)" : "",
+                       o.compress ? ", compressed" : "");
               g_print ("%7s %10s %12s %10s %10s %11s %11s %9s  %s\n", "ranks", "batch",
                        "step ms", "samples/s", "efficiency", "comm share", "exposed ms",
                        "memory", "busiest link");
@@ -716,6 +731,11 @@ twb_cmd_simulate (int argc, char **argv)
           json_builder_add_boolean_value (b, o.shard_optimizer);
           json_builder_set_member_name (b, "local_sgd");
           json_builder_add_int_value (b, MAX (o.local_sgd, 1));
+          json_builder_set_member_name (b, "async");
+          if (async_k >= 0)
+            json_builder_add_int_value (b, async_k);
+          else
+            json_builder_add_null_value (b);
           json_builder_set_member_name (b, "compress");
           json_builder_add_string_value (b, compress ? compress : "none");
           json_builder_set_member_name (b, "configs");
@@ -751,6 +771,7 @@ out:
   g_free (micro_s);
   g_free (schedule);
   g_free (local_sgd_s);
+  g_free (async_s);
   g_free (compress);
   twb_dist_args_clear (&pipe);
   return status;

@@ -164,4 +164,14 @@ bad "--shard-optimizer with --compress" 2 "does not go with --compress" "$model"
 bad "--shard-optimizer with a pipeline" 2 "shard-optimizer" "$model" --shard-optimizer --parallel hybrid
 bad "--compress powersgd" 2 "not modelled yet" "$model" --compress powersgd:2
 bad "--compress with --exact" 2 "fast simulation only" "$model" --compress sign --exact
+# --async: a parameter server (the last rank) whose link carries every
+# worker's push and pull: 2 (p − 1) gradients a step.
+for r in 4 16; do
+  j=$("$twb" simulate "$model" --ranks $r --devices-per-node 1 --topology pcie+eth --async 2 --json 2>"$tmp/e")
+  check "--async at $r ranks: the server's link carries 2 × $((r - 1)) gradients a step" \
+    "py 'import json, sys; c = json.loads(sys.argv[1])[\"configs\"][0]; sys.exit(not abs(c[\"busiest_link_bytes\"] - 2 * ($r - 1) * c[\"grad_bytes_per_rank\"]) <= 1e-9 * c[\"busiest_link_bytes\"])' '$j'" "$j $(head -c 300 "$tmp/e")"
+done
+bad "--async with one rank" 2 "needs --ranks 2 or more" "$model" --ranks 1 --async 1
+bad "--async with --local-sgd" 2 "two update strategies" "$model" --async 1 --local-sgd 2
+bad "--async with --trace" 2 "not with --trace" "$model" --async 1 --trace "$tmp/a.json"
 echo "1..$n"
