@@ -174,4 +174,10 @@ done
 bad "--async with one rank" 2 "needs --ranks 2 or more" "$model" --ranks 1 --async 1
 bad "--async with --local-sgd" 2 "two update strategies" "$model" --async 1 --local-sgd 2
 bad "--async with --trace" 2 "not with --trace" "$model" --async 1 --trace "$tmp/a.json"
+# A pipeline's trace: one process per stage of replica 0, sends and
+# receives on the communication lanes; the profiler's reader opens it.
+"$twb" simulate "$model" --parallel pipeline --stages 2 --micro-batches 4 --batch 256 --trace "$tmp/pipe.json" >/dev/null 2>"$tmp/e"
+check "--parallel pipeline --trace: 2 processes, 4 forwards and 4 backwards each, sends and receives" \
+  "py 'import json, sys; ev = json.load(open(sys.argv[1]))[\"traceEvents\"]; x = [e for e in ev if e[\"ph\"] == \"X\"]; sys.exit(not (sorted({e[\"pid\"] for e in x}) == [0, 1] and all(sum(1 for e in x if e[\"pid\"] == p and e.get(\"cat\") == c) == 4 for p in (0, 1) for c in (\"forward\", \"backward\")) and {e[\"args\"][\"kind\"] for e in x if e.get(\"cat\") == \"collective\"} == {\"send\", \"recv\"}))' '$tmp/pipe.json' && '$twb' trace-info '$tmp/pipe.json' >/dev/null" \
+  "$(head -c 300 "$tmp/e")"
 echo "1..$n"
