@@ -5,7 +5,10 @@
  * bucket's all-reduce posted when its last gradient is ready and run one
  * at a time in order, as the communication thread runs them, over the
  * network model (net.h), then each bucket's update.  No arithmetic: what
- * comes out is time.
+ * comes out is time.  Variants of the same step: ZeRO-1, local SGD and
+ * compression (options below), the parameter server's asynchronous
+ * updates (tw_sim_async_step); pipelines are pipe.h's.  With o->spans set
+ * the step also records what each rank did, for a trace.
  *
  *   tw_device_profile d;
  *   tw_device_profile_named ("h100", &d, &error);
