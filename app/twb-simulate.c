@@ -9,6 +9,9 @@
 #include "app/twb-dist.h"
 #include "app/twb-simulate-train.h"
 #include "engine/comm/compress.h"
+#include "app/twb-simulate-pipe.h"
+#include "app/twb-simulate-trace.h"
+#include "engine/fileutil.h"
 #include "engine/data-fit.h"
 #include "engine/sim/calibrate.h"
 #include "engine/sim/step.h"
@@ -281,9 +284,12 @@ twb_cmd_simulate (int argc, char **argv)
   gboolean json = FALSE, exact = FALSE, do_calibrate = FALSE, check = FALSE;
   char *links_out = NULL;
   char *mode_s = NULL, *epochs_s = NULL, *max_steps_s = NULL, *data = NULL, *save_weights = NULL;
-  char *async_s = NULL, *local_sgd_s = NULL, *compress = NULL;
-  gboolean shard = FALSE, progress_json = FALSE;
+  gboolean progress_json = FALSE;
   char *chakra_in = NULL, *chakra_out = NULL;
+  char *trace_out = NULL;
+  char *parallel = NULL, *stages_s = NULL, *micro_s = NULL, *schedule = NULL;
+  char *local_sgd_s = NULL, *compress = NULL, *async_s = NULL;
+  gboolean shard_opt = FALSE;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
       "Data-parallel ranks (default: every device of the topology, or one node)", "N" },
@@ -325,16 +331,6 @@ twb_cmd_simulate (int argc, char **argv)
       "Train mode: the dataset (as twb train --data; default: the recipe's)", "SPEC" },
     { "save-weights", 0, 0, G_OPTION_ARG_FILENAME, &save_weights,
       "Train mode: write rank 0's final weights (safetensors)", "FILE" },
-    { "async", 0, 0, G_OPTION_ARG_STRING, &async_s,
-      "Train mode: asynchronous updates through a parameter server, workers at most K steps "
-      "apart", "K" },
-    { "local-sgd", 0, 0, G_OPTION_ARG_STRING, &local_sgd_s,
-      "Train mode: local SGD, weights averaged every H steps", "H" },
-    { "compress", 0, 0, G_OPTION_ARG_STRING, &compress,
-      "Train mode: gradient compression with error feedback: topk:F, int8, sign or powersgd:R",
-      "SPEC" },
-    { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard,
-      "Train mode: ZeRO-1, each rank keeps 1/N of the optimizer state", NULL },
     { "progress-json", 0, 0, G_OPTION_ARG_NONE, &progress_json,
       "Train mode: one JSON object per line as training goes (as twb train --progress-json)",
       NULL },
@@ -343,6 +339,30 @@ twb_cmd_simulate (int argc, char **argv)
       "rank R (the workload format ASTRA-sim reads)", "PREFIX" },
     { "chakra", 0, 0, G_OPTION_ARG_FILENAME, &chakra_in,
       "Simulate a Chakra execution trace (one rank's, FILE.et) instead of a model", "FILE.et" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_out,
+      "Write the simulated step as a Chrome trace the profiler opens (a few ranks; with "
+      "--exact every rank)", "OUT.json" },
+    { "parallel", 0, 0, G_OPTION_ARG_STRING, &parallel,
+      "data (default), pipeline (one stage a rank) or hybrid (replicas of --stages stages)",
+      "KIND" },
+    { "stages", 0, 0, G_OPTION_ARG_STRING, &stages_s,
+      "Pipeline stages (pipeline: the ranks; hybrid: default 2)", "S" },
+    { "micro-batches", 0, 0, G_OPTION_ARG_STRING, &micro_s,
+      "Micro-batches a replica's shard is cut into (default 4)", "M" },
+    { "schedule", 0, 0, G_OPTION_ARG_STRING, &schedule,
+      "Pipeline schedule: 1f1b (default) or gpipe", "NAME" },
+    { "local-sgd", 0, 0, G_OPTION_ARG_STRING, &local_sgd_s,
+      "Local SGD: no gradient all-reduce, the weights averaged every H steps (time mode: its "
+      "time amortised over them; train mode: trained so)", "H" },
+    { "compress", 0, 0, G_OPTION_ARG_STRING, &compress,
+      "Gradient compression: topk:F, int8 or sign (each bucket's payload all-gathered); train "
+      "mode also powersgd:R, with error feedback", "SPEC" },
+    { "async", 0, 0, G_OPTION_ARG_STRING, &async_s,
+      "Asynchronous updates through a parameter server (the last rank), workers at most K "
+      "steps apart (in train mode too)", "K" },
+    { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard_opt,
+      "ZeRO-1: a rank's optimizer state is its 1/N (reduce-scatter, update, all-gather; in "
+      "train mode too)", NULL },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -357,12 +377,15 @@ twb_cmd_simulate (int argc, char **argv)
   g_autoptr (tw_sim_profile) local = NULL;
   g_autoptr (GArray) sweep_ranks = g_array_new (FALSE, FALSE, sizeof (int));
   g_autoptr (GArray) rows = g_array_new (FALSE, TRUE, sizeof (sim_row));
+  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_sim_span));
   tw_device_profile dev;
   tw_sim_dp_options o;
   tw_sim_dp_options_init (&o);
   tw_device_trace dtrace = { 0 };
   g_autoptr (GString) chakra_json = g_string_new (NULL);
   gboolean have_dtrace = FALSE;
+  twb_dist_args pipe;
+  twb_dist_args_init (&pipe);
 
   if (!g_option_context_parse (ctx, &argc, &argv, &error) || argc != (chakra_in ? 1 : 2))
     {
@@ -417,7 +440,7 @@ twb_cmd_simulate (int argc, char **argv)
   o.bucket_mb = mb;
   o.exact = exact;
   gboolean train_mode = FALSE;
-  gint64 epochs = 0, max_steps = 0, async_k = -1, local_h = 0;
+  gint64 epochs = 0, max_steps = 0;
   if (mode_s && strcmp (mode_s, "train") == 0)
     train_mode = TRUE;
   else if (mode_s && strcmp (mode_s, "time") != 0)
@@ -427,37 +450,28 @@ twb_cmd_simulate (int argc, char **argv)
     }
   if ((epochs_s && !g_ascii_string_to_signed (epochs_s, 10, 1, G_MAXINT32, &epochs, NULL))
       || (max_steps_s && !g_ascii_string_to_signed (max_steps_s, 10, 1, G_MAXINT64, &max_steps,
-                                                    NULL))
-      || (async_s && !g_ascii_string_to_signed (async_s, 10, 0, G_MAXINT32, &async_k, NULL))
-      || (local_sgd_s && !g_ascii_string_to_signed (local_sgd_s, 10, 1, G_MAXINT32, &local_h,
                                                     NULL)))
     {
-      g_printerr ("twb: %s: a whole number is needed (%s)\n",
+      g_printerr ("twb: %s: a whole number above 0 is needed\n",
                   epochs_s && !g_ascii_string_to_signed (epochs_s, 10, 1, G_MAXINT32, NULL, NULL)
-                    ? "--epochs"
-                  : max_steps_s && !g_ascii_string_to_signed (max_steps_s, 10, 1, G_MAXINT64,
-                                                              NULL, NULL)
-                    ? "--max-steps"
-                  : async_s && !g_ascii_string_to_signed (async_s, 10, 0, G_MAXINT32, NULL, NULL)
-                    ? "--async" : "--local-sgd",
-                  async_s ? "0 or more" : "1 or more");
+                    ? "--epochs" : "--max-steps");
       goto out;
     }
-  if (!train_mode && (epochs_s || max_steps_s || data || save_weights || async_s || local_sgd_s
-                      || compress || shard || progress_json))
+  if (!train_mode && (epochs_s || max_steps_s || data || save_weights || progress_json))
     {
-      g_printerr ("twb: --epochs, --max-steps, --data, --save-weights, --async, --local-sgd, "
-                  "--compress, --shard-optimizer and --progress-json go with --mode train\n");
+      g_printerr ("twb: --epochs, --max-steps, --data, --save-weights and --progress-json go "
+                  "with --mode train\n");
       goto out;
     }
-  if (train_mode && (sweep || do_calibrate || check || exact))
+  if (train_mode && (sweep || do_calibrate || check || exact || parallel))
     {
-      g_printerr ("twb: --mode train runs one configuration: without --sweep, --calibrate, "
-                  "--check or --exact\n");
+      g_printerr ("twb: --mode train runs one data-parallel configuration: without --sweep, "
+                  "--calibrate, --check, --exact or --parallel\n");
       goto out;
     }
-  if (compress && strcmp (compress, "none") != 0)
+  if (train_mode && compress && strcmp (compress, "none") != 0)
     {
+      /* Train mode runs the engine's compressors: PowerSGD too. */
       tw_compressor *z = tw_compressor_new (compress, &error);
       if (z == NULL)
         {
@@ -465,13 +479,6 @@ twb_cmd_simulate (int argc, char **argv)
           goto out;
         }
       tw_compressor_free (z);
-    }
-  if (train_mode && ((async_s != NULL) + (local_sgd_s != NULL) + (compress != NULL)
-                     + (shard != FALSE)) > 1)
-    {
-      g_printerr ("twb: --async, --local-sgd, --compress and --shard-optimizer exclude each "
-                  "other\n");
-      goto out;
     }
   if (algo_s && !tw_algo_from_name (algo_s, &o.algo, &error))
     {
@@ -525,6 +532,75 @@ twb_cmd_simulate (int argc, char **argv)
       g_printerr ("twb: --sweep and --ranks exclude each other (the sweep gives the ranks)\n");
       goto out;
     }
+  /* Pipeline and hybrid: the options checked as twb train checks them. */
+  gint64 stages = 0, micro = 0;
+  if ((stages_s && !g_ascii_string_to_signed (stages_s, 10, 1, 65536, &stages, NULL))
+      || (micro_s && !g_ascii_string_to_signed (micro_s, 10, 1, 1 << 30, &micro, NULL)))
+    {
+      g_printerr ("twb: %s: a whole number above 0 is needed\n",
+                  stages_s && !stages ? "--stages" : "--micro-batches");
+      goto out;
+    }
+  pipe.parallel = g_strdup (parallel);
+  pipe.stages = (int) stages;
+  pipe.micro_batches = (int) micro;
+  pipe.schedule = g_strdup (schedule);
+  pipe.bucket_mb = mb;
+  pipe.ranks = ranks ? (int) ranks
+               : g_strcmp0 (parallel, "pipeline") == 0 && stages ? (int) stages : 0;
+  pipe.ranks_set = pipe.ranks > 0;
+  /* The update strategies, refused in the combinations twb train refuses. */
+  gint64 local_sgd = 0;
+  if (local_sgd_s && !g_ascii_string_to_signed (local_sgd_s, 10, 1, G_MAXINT32, &local_sgd, NULL))
+    {
+      g_printerr ("twb: --local-sgd: a whole number above 0 is needed\n");
+      goto out;
+    }
+  gint64 async_k = -1;
+  if (async_s && !g_ascii_string_to_signed (async_s, 10, 0, G_MAXINT32, &async_k, NULL))
+    {
+      g_printerr ("twb: --async: a whole number of steps, 0 or more, is needed\n");
+      goto out;
+    }
+  pipe.async_staleness = (int) async_k;
+  pipe.local_sgd = local_sgd > 1 ? (int) local_sgd : 0;
+  pipe.compress = g_strdup (compress);
+  pipe.shard_optimizer = shard_opt;
+  o.local_sgd = (int) local_sgd;
+  o.shard_optimizer = shard_opt;
+  gboolean pipelined = twb_dist_is_pipeline (&pipe);
+  if (!twb_dist_args_check (&pipe, batch, &error))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (compress && !(train_mode && g_str_has_prefix (compress, "powersgd:"))
+      && !tw_sim_compress_parse (compress, &o, &error))
+    {
+      g_printerr ("twb: --compress: %s\n", error->message);
+      goto out;
+    }
+  if ((o.local_sgd > 1 || o.shard_optimizer || o.compress || async_k >= 0)
+      && (exact || check || (async_k >= 0 && trace_out)))
+    {
+      g_printerr ("twb: %s is modelled in the fast simulation only: not with %s\n",
+                  async_k >= 0 ? "--async" : o.shard_optimizer ? "--shard-optimizer"
+                  : o.local_sgd > 1 ? "--local-sgd" : "--compress",
+                  exact ? "--exact" : check ? "--check" : "--trace");
+      goto out;
+    }
+  if (pipelined && (sweep || check || exact || local))
+    {
+      g_printerr ("twb: --parallel %s simulates one configuration from the roofline: not with "
+                  "%s\n", parallel, sweep ? "--sweep" : check ? "--check" : exact ? "--exact"
+                                                              : "--device local or a profile");
+      goto out;
+    }
+  if (trace_out && sweep)
+    {
+      g_printerr ("twb: --trace writes one configuration's step; --sweep gives several\n");
+      goto out;
+    }
   const char *preset = topology ? topology : "nvlink+ib";
   gboolean is_file = topology && (g_str_has_suffix (topology, ".json")
                                   || g_file_test (topology, G_FILE_TEST_EXISTS));
@@ -542,6 +618,26 @@ twb_cmd_simulate (int argc, char **argv)
       if (file_topo == NULL)
         {
           g_printerr ("twb: %s\n", error->message);
+          goto out;
+        }
+    }
+  if (trace_out)
+    {
+      g_autoptr (tw_file_roles) io = tw_file_roles_new ();
+      tw_file_roles_input (io, argv[1], "the model");
+      if (is_file)
+        tw_file_roles_input (io, topology, "--topology");
+      if (local)
+        {
+          g_autofree char *dp = g_strcmp0 (device, "local") == 0 ? tw_sim_profile_path ("local")
+                                                                 : g_strdup (device);
+          tw_file_roles_input (io, dp, "--device");
+        }
+      tw_file_roles_output (io, trace_out, "--trace");
+      if (!tw_file_roles_check (io, &error))
+        {
+          g_printerr ("twb: %s\n", error->message);
+          status = 2;
           goto out;
         }
     }
@@ -590,6 +686,8 @@ loop:
   if (sweep_ranks->len == 0)
     {
       int r = (int) ranks;
+      if (r == 0 && pipelined && pipe.ranks > 0)
+        r = pipe.ranks;
       if (r == 0)
         r = file_topo ? tw_topo_n_devices (file_topo)
             : nodes ? (int) (nodes * (per ? per : 8)) : (int) (per ? per : 8);
@@ -690,6 +788,18 @@ loop:
           if (topology == NULL)
             t = local_topo;
         }
+      if (pipelined)
+        {
+          if (pipe.ranks == 0)
+            pipe.ranks = r;
+          twb_simulate_pipe_args pa = { .model_path = argv[1],
+                                        .model_name = m->name ? m->name : argv[1],
+                                        .topology = file_topo ? topology : preset,
+                                        .trace_out = trace_out, .json = json, .algo = o.algo,
+                                        .bucket_mb = o.bucket_mb };
+          status = twb_simulate_pipe (&pa, &pipe, r, m->graph, gb, &dev, t);
+          goto out;
+        }
       /* One rank with its own share of the batch: the baseline of the
        * scaling efficiency (the same per-rank batch as a weak-scaling run). */
       if (isnan (sps1) || batch)
@@ -698,6 +808,7 @@ loop:
           tw_sim_dp_options o1 = o;
           o1.ranks = 1;
           o1.compute_scale = 1;
+          o1.spans = NULL;
           tw_sim_dp_result r1;
           if (!tw_sim_dp_step (m->graph, MAX (gb / r, 1), &dev, one, &o1, &r1, &error))
             {
@@ -708,29 +819,39 @@ loop:
         }
       sim_row w = { .ranks = r };
       o.ranks = r;
-      g_autoptr (GArray) schedule = chakra_out ? g_array_new (FALSE, TRUE, sizeof (tw_sim_event))
-                                               : NULL;
-      o.schedule = schedule;
-      if (!tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
+      o.spans = trace_out || chakra_out ? spans : NULL;
+      /* --async: six steps of the workers and their server (step.h). */
+      if (async_k >= 0 ? !tw_sim_async_step (m->graph, gb, &dev, t, &o, 6, &w.r, NULL, &error)
+                       : !tw_sim_dp_step (m->graph, gb, &dev, t, &o, &w.r, &error))
         {
           twb_print_error (argv[1], error);
           goto out;
         }
-      o.schedule = NULL;
-      for (int k = 0; schedule && k < r; k++)
+      if (trace_out)
+        {
+          const char *meta[] = { "model", m->name ? m->name : argv[1], "device", dev.name,
+                                 "topology", file_topo ? topology : preset,
+                                 "algo", tw_algo_name (o.algo), NULL };
+          if (!twb_simulate_trace_save (trace_out, spans, r, exact, meta, &error))
+            {
+              g_printerr ("twb: --trace: %s\n", error->message);
+              goto out;
+            }
+          g_printerr ("trace of the simulated step written to %s (%d of %d ranks)\n", trace_out,
+                      exact ? r : MIN (r, TWB_SIMULATE_TRACE_RANKS), r);
+        }
+      for (int k = 0; chakra_out && k < r; k++)
         {
           g_autofree char *et = g_strdup_printf ("%s.%d.et", chakra_out, k);
-          if (!tw_chakra_write (schedule, k, r, m->name ? m->name : "", et, &error))
+          if (!tw_chakra_write (spans, k, r, m->name ? m->name : "", et, &error))
             {
               g_printerr ("twb: --chakra-out: %s\n", error->message);
-              tw_sim_schedule_clear (schedule);
               goto out;
             }
         }
-      if (schedule && !json)
+      if (chakra_out && !json)
         g_printerr ("wrote %s.0.et … %s.%d.et (Chakra execution traces, %u nodes each)\n",
-                    chakra_out, chakra_out, r - 1, schedule->len);
-      tw_sim_schedule_clear (schedule);
+                    chakra_out, chakra_out, r - 1, spans->len);
       w.efficiency = sps1 > 0 ? w.r.samples_per_s / r / sps1 : NAN;
       w.measured_ms = NAN;
       if (check)
@@ -767,8 +888,8 @@ loop:
                                     .virtual_compute_s = w.r.compute_s, .epochs = epochs,
                                     .batch = gb, .max_steps = max_steps,
                                     .async_staleness = (int) async_k,
-                                    .local_sgd = (int) local_h, .compress = compress,
-                                    .shard_optimizer = shard, .data = data,
+                                    .local_sgd = (int) local_sgd, .compress = compress,
+                                    .shard_optimizer = shard_opt, .data = data,
                                     .save_weights = save_weights, .json = json,
                                     .progress_json = progress_json };
           status = twb_simulate_train (argv[1], m, &ta);
@@ -778,9 +899,13 @@ loop:
         {
           if (i == 0)
             {
-              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB\n", m->name ? m->name : argv[1],
-                       dev.name, file_topo ? topology : preset, file_topo ? "" : " topology",
-                       tw_algo_name (o.algo), o.bucket_mb);
+              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB%s%s%s\n",
+                       m->name ? m->name : argv[1], dev.name, file_topo ? topology : preset,
+                       file_topo ? "" : " topology", tw_algo_name (o.algo), o.bucket_mb,
+                       o.shard_optimizer ? ", ZeRO-1" : "",
+                       o.local_sgd > 1 ? ", local SGD"
+                       : async_k >= 0 ? ", asynchronous (a parameter server)" : "",
+                       o.compress ? ", compressed" : "");
               g_print ("%7s %10s %12s %10s %10s %11s %11s %9s  %s\n", "ranks", "batch",
                        "step ms", "samples/s", "efficiency", "comm share", "exposed ms",
                        "memory", "busiest link");
@@ -810,6 +935,17 @@ loop:
           json_builder_add_string_value (b, file_topo ? topology : preset);
           json_builder_set_member_name (b, "algo");
           json_builder_add_string_value (b, tw_algo_name (o.algo));
+          json_builder_set_member_name (b, "shard_optimizer");
+          json_builder_add_boolean_value (b, o.shard_optimizer);
+          json_builder_set_member_name (b, "local_sgd");
+          json_builder_add_int_value (b, MAX (o.local_sgd, 1));
+          json_builder_set_member_name (b, "async");
+          if (async_k >= 0)
+            json_builder_add_int_value (b, async_k);
+          else
+            json_builder_add_null_value (b);
+          json_builder_set_member_name (b, "compress");
+          json_builder_add_string_value (b, compress ? compress : "none");
           json_builder_set_member_name (b, "configs");
           json_builder_begin_array (b);
           for (guint k = 0; k < rows->len; k++)
@@ -852,10 +988,16 @@ out:
   g_free (max_steps_s);
   g_free (data);
   g_free (save_weights);
-  g_free (async_s);
-  g_free (local_sgd_s);
-  g_free (compress);
   g_free (chakra_in);
   g_free (chakra_out);
+  g_free (trace_out);
+  g_free (parallel);
+  g_free (stages_s);
+  g_free (micro_s);
+  g_free (schedule);
+  g_free (local_sgd_s);
+  g_free (async_s);
+  g_free (compress);
+  twb_dist_args_clear (&pipe);
   return status;
 }

@@ -42,8 +42,15 @@ attr_new (const char *name)
   return a;
 }
 
+static gint
+by_start (gconstpointer a, gconstpointer b)
+{
+  const tw_sim_span *x = a, *y = b;
+  return x->start_s < y->start_s ? -1 : x->start_s > y->start_s ? 1 : 0;
+}
+
 gboolean
-tw_chakra_write (const GArray *schedule, int rank, int ranks, const char *model, const char *path,
+tw_chakra_write (const GArray *spans, int rank, int ranks, const char *model, const char *path,
                  GError **error)
 {
   GByteArray *out = g_byte_array_new ();
@@ -65,29 +72,56 @@ tw_chakra_write (const GArray *schedule, int rank, int ranks, const char *model,
   put_message (out, &meta.base);
   for (int i = 0; i < 3; i++)
     g_free (ma[i]);
-  int prev[2] = { -1, -1 };
-  for (guint i = 0; i < schedule->len; i++)
+  /* This rank's spans (the fast simulation keeps rank 0's alone: the
+   * ranks are identical), in the order they start. */
+  g_autoptr (GArray) mine = g_array_new (FALSE, FALSE, sizeof (tw_sim_span));
+  gboolean has_rank = FALSE;
+  for (guint i = 0; i < spans->len; i++)
+    has_rank |= g_array_index (spans, tw_sim_span, i).rank == rank;
+  for (guint i = 0; i < spans->len; i++)
     {
-      const tw_sim_event *e = &g_array_index (schedule, tw_sim_event, i);
+      const tw_sim_span *sp = &g_array_index (spans, tw_sim_span, i);
+      if (sp->rank == (has_rank ? rank : 0))
+        g_array_append_val (mine, *sp);
+    }
+  g_array_sort (mine, by_start);
+  int prev[2] = { -1, -1 };
+  for (guint i = 0; i < mine->len; i++)
+    {
+      const tw_sim_span *e = &g_array_index (mine, tw_sim_span, i);
       ChakraProtoMsg__Node n = CHAKRA_PROTO_MSG__NODE__INIT;
       n.id = i;
-      n.name = e->name;
-      gboolean coll = e->kind == TW_SIM_EV_COLLECTIVE;
+      n.name = (char *) e->name;
+      int coll = e->kind == TW_EV_COLLECTIVE;
       n.type = coll ? CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE
                     : CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
       uint64_t ctrl = 0, data = 0;
+      double eps = 1e-12 + 1e-9 * e->start_s;
+      double prev_end = 0;
       if (prev[coll] >= 0)
         {
+          const tw_sim_span *q = &g_array_index (mine, tw_sim_span, prev[coll]);
+          prev_end = q->start_s + q->dur_s;
           ctrl = (uint64_t) prev[coll];
           n.ctrl_deps = &ctrl;
           n.n_ctrl_deps = 1;
         }
-      if (e->dep >= 0)
-        {
-          data = (uint64_t) e->dep;
-          n.data_deps = &data;
-          n.n_data_deps = 1;
-        }
+      /* What else it waited for: when it started after its resource was
+       * free, the latest span of the other resource that had ended then
+       * (a bucket's all-reduce: the backward that finished the bucket;
+       * the updates: the loss's all-reduce). */
+      if (e->start_s > prev_end + eps)
+        for (int k = (int) i - 1; k >= 0; k--)
+          {
+            const tw_sim_span *q = &g_array_index (mine, tw_sim_span, k);
+            if ((q->kind == TW_EV_COLLECTIVE) != coll && q->start_s + q->dur_s <= e->start_s + eps)
+              {
+                data = (uint64_t) k;
+                n.data_deps = &data;
+                n.n_data_deps = 1;
+                break;
+              }
+          }
       prev[coll] = (int) i;
       n.start_time_micros = (uint64_t) llround (e->start_s * 1e6);
       n.duration_micros = coll ? 0 : (uint64_t) llround (e->dur_s * 1e6);
@@ -100,16 +134,21 @@ tw_chakra_write (const GArray *schedule, int rank, int ranks, const char *model,
         {
           a[na] = attr_new ("comm_type");
           a[na]->value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-          a[na++]->int64_val = CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__ALL_REDUCE;
+          a[na++]->int64_val = e->coll == TW_COLL_REDUCE_SCATTER
+                                 ? CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__REDUCE_SCATTER
+                               : e->coll == TW_COLL_ALLGATHER
+                                 ? CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__ALL_GATHER
+                               : e->coll == TW_COLL_BROADCAST
+                                 ? CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__BROADCAST
+                               : e->coll == TW_COLL_BARRIER
+                                 ? CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__BARRIER
+                                 : CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__ALL_REDUCE;
           a[na] = attr_new ("comm_size");
           a[na]->value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
           a[na++]->int64_val = (int64_t) e->bytes;
         }
       else
         {
-          a[na] = attr_new ("num_ops");
-          a[na]->value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-          a[na++]->int64_val = (int64_t) e->flops;
           a[na] = attr_new ("twb_duration_s");
           a[na]->value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_DOUBLE_VAL;
           a[na++]->double_val = e->dur_s;

@@ -2,7 +2,7 @@
  * reads) in and out of the simulator.
  *
  *   // out: rank 0's simulated step (the ranks are identical), one file a rank
- *   tw_chakra_write (schedule, ranks, "lenet5", "out/lenet5.0.et", &error);
+ *   tw_chakra_write (spans, rank, ranks, "lenet5", "out/lenet5.0.et", &error);
  *   // in: any Chakra trace of one rank, simulated on a topology
  *   tw_chakra_result r;
  *   tw_chakra_simulate ("out/lenet5.0.et", topo, 64, TW_ALGO_RING, gamma, &r, &error);
@@ -32,9 +32,14 @@
 
 G_BEGIN_DECLS
 
-/* Rank `rank`'s file of a ranks-rank data-parallel step (schedule: from
- * tw_sim_dp_options.schedule), written atomically. */
-gboolean tw_chakra_write (const GArray *schedule, int rank, int ranks, const char *model,
+/* Rank `rank`'s file of a ranks-rank step (spans: tw_sim_span from
+ * tw_sim_dp_options.spans; rank 0's stand for every rank's when the fast
+ * simulation kept only those), written atomically.  The dependencies are
+ * read off the times: each span follows the previous one on its resource
+ * (the device, the communication channel) and, when it started later than
+ * that one ended, the latest span of the other resource that had ended by
+ * then. */
+gboolean tw_chakra_write (const GArray *spans, int rank, int ranks, const char *model,
                           const char *path, GError **error);
 
 typedef struct

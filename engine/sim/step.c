@@ -16,6 +16,7 @@
 #define G_LOG_DOMAIN "twb-sim"
 
 #include "engine/sim/step.h"
+#include "engine/comm/compress.h"
 #include "engine/train.h"
 
 #include <math.h>
@@ -125,28 +126,147 @@ update_time (const tw_sim_dp_options *o, const tw_device_profile *d, double byte
   return scale * (d->launch_s + 7 * bytes / (d->mem_bw * d->mem_eff));
 }
 
-void
-tw_sim_schedule_clear (GArray *schedule)
+/* A span into o->spans (when set); its times come later in the exact
+ * step, where ev holds the events they are read from. */
+static void
+span_add (const tw_sim_dp_options *o, GArray *ev, int rank, tw_event_kind kind, const tw_node *n,
+          int ni, double start, double dur, int ev_start, int ev_end)
 {
-  for (guint i = 0; schedule && i < schedule->len; i++)
-    g_free (g_array_index (schedule, tw_sim_event, i).name);
-  if (schedule)
-    g_array_set_size (schedule, 0);
+  /* Inputs take no time: a real trace has no span for them either. */
+  if (o->spans == NULL || (n && g_strcmp0 (n->op_name, "input") == 0))
+    return;
+  tw_sim_span sp = { .rank = rank, .kind = kind, .node = ni, .start_s = start, .dur_s = dur };
+  if (n)
+    g_snprintf (sp.name, sizeof sp.name, "%s (%s)", n->op_name, n->id);
+  else
+    g_strlcpy (sp.name, "step overhead", sizeof sp.name);
+  g_array_append_val (o->spans, sp);
+  if (ev)
+    {
+      int e[2] = { ev_start, ev_end };
+      g_array_append_vals (ev, e, 2);
+    }
 }
 
-/* Appends an event to o->schedule (when recording); its index, or -1. */
-static int
-record (const tw_sim_dp_options *o, tw_sim_event_kind kind, char *name, const tw_node *n,
-        double start, double dur, double bytes, double flops, int dep)
+static void
+span_last_coll (const tw_sim_dp_options *o, tw_event_kind kind, tw_coll_kind coll, int seq,
+                double bytes, const char *what)
 {
-  if (o->schedule == NULL)
+  if (o->spans == NULL)
+    return;
+  tw_sim_span *sp = &g_array_index (o->spans, tw_sim_span, o->spans->len - 1);
+  sp->kind = kind;
+  sp->seq = seq;
+  sp->bytes = bytes;
+  sp->algo = coll == TW_COLL_ALLREDUCE ? o->algo : TW_ALGO_RING;
+  sp->coll = coll;
+  sp->node = -1;
+  g_strlcpy (sp->what, what, sizeof sp->what);
+  if (kind == TW_EV_COLLECTIVE)
+    g_snprintf (sp->name, sizeof sp->name, "%s %s", tw_coll_kind_name (coll), what);
+  else
+    g_snprintf (sp->name, sizeof sp->name, "update %s", what);
+}
+
+static void
+span_last_named (const tw_sim_dp_options *o, tw_event_kind kind, int seq, double bytes,
+                 const char *what)
+{
+  span_last_coll (o, kind, TW_COLL_ALLREDUCE, seq, bytes, what);
+}
+
+gboolean
+tw_sim_compress_parse (const char *spec, tw_sim_dp_options *o, GError **error)
+{
+  o->compress = TW_SIM_COMPRESS_NONE;
+  if (spec == NULL || strcmp (spec, "none") == 0)
+    return TRUE;
+  if (strcmp (spec, "int8") == 0)
+    o->compress = TW_SIM_COMPRESS_INT8;
+  else if (strcmp (spec, "sign") == 0)
+    o->compress = TW_SIM_COMPRESS_SIGN;
+  else if (g_str_has_prefix (spec, "topk:"))
     {
-      g_free (name);
-      return -1;
+      char *end = NULL;
+      double f = g_ascii_strtod (spec + 5, &end);
+      if (end == spec + 5 || *end || !(f > 0 && f <= 1))
+        {
+          g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                       "compression %s: top-k's fraction F in (0, 1] is needed (topk:0.01)", spec);
+          return FALSE;
+        }
+      o->compress = TW_SIM_COMPRESS_TOPK;
+      o->compress_fraction = f;
     }
-  tw_sim_event e = { kind, name, n ? n->id : NULL, start, dur, bytes, flops, dep };
-  g_array_append_val (o->schedule, e);
-  return (int) o->schedule->len - 1;
+  else
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "compression %s: the simulator models topk:F, int8 and sign (PowerSGD's "
+                   "payload depends on the buckets' matrix shapes: not modelled yet)", spec);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+double
+tw_sim_compress_payload (const tw_sim_dp_options *o, double n)
+{
+  switch (o->compress)
+    {
+    case TW_SIM_COMPRESS_TOPK:
+      return 8.0 * (double) tw_compress_topk_k (o->compress_fraction, (int64_t) n);
+    case TW_SIM_COMPRESS_INT8:
+      return n + 4;
+    case TW_SIM_COMPRESS_SIGN:
+      return ceil (n / 8) + 4;
+    default:
+      return 4 * n;
+    }
+}
+
+/* Ring all-reduce time of bytes over p, its links' bytes times `share`
+ * into link_bytes (the ring's halves are its reduce-scatter and its
+ * all-gather: each moves half its bytes, the all-gather half its time when
+ * gamma is 0, since every step of a ring has the same pattern). */
+static double
+ring_part (tw_topo *t, int p, double bytes, double gamma, double share, double *link_bytes,
+           GError **error)
+{
+  int nl = tw_topo_n_links (t);
+  g_autofree double *lb = g_new0 (double, MAX (nl, 1));
+  double dur = tw_sim_allreduce_time (t, TW_ALGO_RING, NULL, p, bytes, gamma, lb, error);
+  for (int l = 0; l < nl; l++)
+    link_bytes[l] += share * lb[l];
+  return dur;
+}
+
+/* A bucket's collective during backward: the all-reduce, ZeRO-1's
+ * reduce-scatter (the all-reduce less its all-gather half), or the
+ * compressed payload's all-gather (a ring all-gather of p payloads takes
+ * half a ring all-reduce of them at gamma 0) plus the compressor's pass
+ * over the bucket (read it, write the payload) and the decompressor's
+ * (read the p payloads, write the bucket), memory-bound. */
+static double
+bucket_comm (tw_topo *t, const tw_sim_dp_options *o, const tw_device_profile *d, int p,
+             double bytes, double gamma, double *link_bytes, tw_coll_kind *kind, GError **error)
+{
+  *kind = TW_COLL_ALLREDUCE;
+  if (o->compress != TW_SIM_COMPRESS_NONE && p > 1)
+    {
+      double pay = tw_sim_compress_payload (o, bytes / 4);
+      *kind = TW_COLL_ALLGATHER;
+      double ag = ring_part (t, p, p * pay, 0, 0.5, link_bytes, error) / 2;
+      double bw = d->mem_bw * d->mem_eff;
+      return ag + 2 * d->launch_s + (bytes + pay) / bw + (p * pay + bytes) / bw;
+    }
+  if (o->shard_optimizer && p > 1)
+    {
+      *kind = TW_COLL_REDUCE_SCATTER;
+      double full = ring_part (t, p, bytes, gamma, 0.5, link_bytes, error);
+      double ag = tw_sim_allreduce_time (t, TW_ALGO_RING, NULL, p, bytes, 0, NULL, error) / 2;
+      return full - ag;
+    }
+  return tw_sim_allreduce_time (t, o->algo, NULL, p, bytes, gamma, link_bytes, error);
 }
 
 /* The ranks are identical: one rank's chain, each collective's time from
@@ -162,28 +282,26 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   for (int b = 0; b < nb; b++)
     pending[b] = (int) g_array_index (buckets, sim_bucket, b).nodes->len;
   double now = 0, compute = 0, comm_free = 0, first_start = -1, comm_sum = 0;
+  int seq = 0;
   double c0 = o->collective_overhead_s;
   now = compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
   if (now > 0)
-    record (o, TW_SIM_EV_COMPUTE, g_strdup ("step overhead"), NULL, 0, now, 0, 0, -1);
+    span_add (o, NULL, 0, TW_EV_DATA, NULL, -1, 0, now, 0, 0);
   for (int j = 0; j < nn; j++)
     {
       const tw_node *n = tw_graph_node (g, g_array_index (order, int, j));
       double dt = op_time (o, d, n, FALSE);
-      record (o, TW_SIM_EV_COMPUTE, g_strdup_printf ("forward %s", n->id), n, now, dt, 0,
-              n->cost.flops, -1);
+      span_add (o, NULL, 0, TW_EV_FORWARD, n, g_array_index (order, int, j), now, dt, 0, 0);
       now += dt;
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
     }
-  int next_post = 0, last_coll = -1;
+  int next_post = 0;
   for (int j = nn - 1; j >= 0; j--)
     {
       int ni = g_array_index (order, int, j);
-      const tw_node *bn = tw_graph_node (g, ni);
-      double dt = op_time (o, d, bn, TRUE);
-      int ev = record (o, TW_SIM_EV_COMPUTE, g_strdup_printf ("backward %s", bn->id), bn, now,
-                       dt, 0, (bn->n_params > 0 ? 2.0 : 1.0) * bn->cost.flops, -1);
+      double dt = op_time (o, d, tw_graph_node (g, ni), TRUE);
+      span_add (o, NULL, 0, TW_EV_BACKWARD, tw_graph_node (g, ni), ni, now, dt, 0, 0);
       now += dt;
       compute += dt;
       for (int b = 0; bucket_of[ni] >= 0 && b < nb; b++)
@@ -191,47 +309,84 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
       while (next_post < nb && pending[next_post] == 0)
         {
           double bytes = g_array_index (buckets, sim_bucket, next_post++).bytes;
+          if (o->local_sgd > 1)
+            continue;
           double start = fmax (now, comm_free);
-          double dur = tw_sim_allreduce_time (t, o->algo, NULL, p, bytes, gamma, link_bytes, error);
+          tw_coll_kind kind;
+          double dur = bucket_comm (t, o, d, p, bytes, gamma, link_bytes, &kind, error);
           if (isnan (dur))
             return FALSE;
           dur += p > 1 ? c0 + o->collective_s_per_byte * bytes : 0;
           if (first_start < 0)
             first_start = start;
-          last_coll = record (o, TW_SIM_EV_COLLECTIVE,
-                              g_strdup_printf ("all-reduce bucket %d", next_post - 1), NULL, start,
-                              dur, bytes, 0, ev);
           comm_free = start + dur;
           comm_sum += dur;
+          if (p > 1)
+            {
+              char what[24];
+              g_snprintf (what, sizeof what, "bucket %d", next_post - 1);
+              span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, start, dur, 0, 0);
+              span_last_coll (o, TW_EV_COLLECTIVE, kind, ++seq, bytes, what);
+            }
         }
     }
   double bwd_end = now;
-  int last_bwd = o->schedule && o->schedule->len ? (int) o->schedule->len - 1 : -1;
-  /* The last compute event is the last backward (the collectives come
-   * after it only when one was posted by it). */
-  for (int k = last_bwd; o->schedule && k >= 0; k--)
-    if (g_array_index (o->schedule, tw_sim_event, k).kind == TW_SIM_EV_COMPUTE)
-      {
-        last_bwd = k;
-        break;
-      }
-  (void) last_coll;
   double loss = tw_sim_allreduce_time (t, o->algo, NULL, p, 32, gamma, link_bytes, error);
   if (isnan (loss))
     return FALSE;
   loss += p > 1 ? c0 + o->collective_s_per_byte * 32 : 0;
   double loss_done = fmax (bwd_end, comm_free) + loss;
-  int loss_ev = record (o, TW_SIM_EV_COLLECTIVE, g_strdup ("all-reduce loss"), NULL,
-                        fmax (bwd_end, comm_free), loss, 32, 0, last_bwd);
   comm_sum += loss;
+  if (p > 1)
+    {
+      span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, loss_done - loss, loss, 0, 0);
+      span_last_named (o, TW_EV_COLLECTIVE, ++seq, 32, "loss");
+    }
   now = loss_done;
+  comm_free = fmax (comm_free, loss_done);
+  gboolean zero = o->shard_optimizer && p > 1;
   for (int b = 0; b < nb; b++)
     {
-      double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
-      record (o, TW_SIM_EV_COMPUTE, g_strdup_printf ("update bucket %d", b), NULL, now, dt, 0, 0,
-              b == 0 ? loss_ev : -1);
+      double bytes = g_array_index (buckets, sim_bucket, b).bytes;
+      /* ZeRO-1: the rank's shard updated, then the bucket all-gathered. */
+      double dt = update_time (o, d, zero ? bytes / p : bytes);
+      char what[24];
+      g_snprintf (what, sizeof what, "bucket %d", b);
+      span_add (o, NULL, 0, TW_EV_UPDATE, NULL, -1, now, dt, 0, 0);
+      span_last_named (o, TW_EV_UPDATE, 0, bytes, what);
       now += dt;
       compute += dt;
+      if (zero)
+        {
+          double ag = ring_part (t, p, bytes, 0, 0.5, link_bytes, error) / 2;
+          if (isnan (ag))
+            return FALSE;
+          ag += c0 + o->collective_s_per_byte * bytes;
+          double start = fmax (now, comm_free);
+          comm_free = start + ag;
+          comm_sum += ag;
+          span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, start, ag, 0, 0);
+          span_last_coll (o, TW_EV_COLLECTIVE, TW_COLL_ALLGATHER, ++seq, bytes, what);
+        }
+    }
+  if (zero)
+    now = fmax (now, comm_free);
+  /* Local SGD: the parameters' average every H steps, a share 1/H of its
+   * time (and bytes) in each step. */
+  if (o->local_sgd > 1 && p > 1)
+    {
+      int nl = tw_topo_n_links (t);
+      g_autofree double *lb = g_new0 (double, MAX (nl, 1));
+      double avg = tw_sim_allreduce_time (t, o->algo, NULL, p, out->grad_bytes, gamma, lb, error);
+      if (isnan (avg))
+        return FALSE;
+      avg = (avg + c0 + o->collective_s_per_byte * out->grad_bytes) / o->local_sgd;
+      for (int l = 0; l < nl; l++)
+        link_bytes[l] += lb[l] / o->local_sgd;
+      span_add (o, NULL, 0, TW_EV_COLLECTIVE, NULL, -1, now, avg, 0, 0);
+      span_last_named (o, TW_EV_COLLECTIVE, ++seq, out->grad_bytes, "parameters / H");
+      comm_sum += avg;
+      now += avg;
     }
   out->compute_s = compute;
   out->step_s = now;
@@ -330,6 +485,20 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   out->buckets = nb;
   out->grad_mem_bytes = out->grad_bytes;
   out->optimizer_bytes = 2 * out->grad_bytes;   /* Adam's m and v */
+  if (o->shard_optimizer)
+    out->optimizer_bytes /= p;                   /* ZeRO-1: a shard each */
+  if (o->exact && (o->shard_optimizer || o->local_sgd > 1 || o->compress))
+    {
+      for (int b = 0; b < nb; b++)
+        g_array_unref (g_array_index (buckets, sim_bucket, b).nodes);
+      g_array_unref (buckets);
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "the exact simulation does not model %s yet (without --exact the ranks are "
+                   "identical and the figures the same)",
+                   o->shard_optimizer ? "the sharded optimizer" : o->local_sgd > 1
+                                                                    ? "local SGD" : "compression");
+      return FALSE;
+    }
 
   if (!o->exact)
     {
@@ -353,8 +522,14 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
     cur[r] = comm[r] = -1;
   double compute = o->step_overhead_s * (o->compute_scale > 0 ? o->compute_scale : 1);
   double c0 = p > 1 ? o->collective_overhead_s : 0;
+  /* The spans' events: {start, end} for each of o->spans's new entries. */
+  g_autoptr (GArray) span_ev = g_array_new (FALSE, FALSE, sizeof (int));
+  guint span0 = o->spans ? o->spans->len : 0;
   for (int r = 0; compute > 0 && r < p; r++)
-    cur[r] = tw_netsim_add (s, r, r, 0, compute, NULL, 0);
+    {
+      cur[r] = tw_netsim_add (s, r, r, 0, compute, NULL, 0);
+      span_add (o, span_ev, r, TW_EV_DATA, NULL, -1, 0, compute, cur[r], cur[r]);
+    }
   /* Forward, then backward in reverse: one chain of events per rank. */
   for (int j = 0; j < nn; j++)
     {
@@ -363,7 +538,11 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       compute += dt;
       out->activation_bytes += n->cost.bytes_written;
       for (int r = 0; r < p; r++)
-        cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+        {
+          cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+          span_add (o, span_ev, r, TW_EV_FORWARD, n, g_array_index (order, int, j), 0, dt, cur[r],
+                    cur[r]);
+        }
     }
   g_autofree int *pending = g_new0 (int, MAX (nb, 1));
   for (int b = 0; b < nb; b++)
@@ -376,7 +555,10 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
       double dt = op_time (o, d, n, TRUE);
       compute += dt;
       for (int r = 0; r < p; r++)
-        cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+        {
+          cur[r] = tw_netsim_add (s, r, r, 0, dt, &cur[r], 1);
+          span_add (o, span_ev, r, TW_EV_BACKWARD, n, ni, 0, dt, cur[r], cur[r]);
+        }
       if (bucket_of[ni] < 0)
         continue;
       for (int b = 0; b < nb; b++)
@@ -395,10 +577,22 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
               tmp[r] = tw_netsim_add (s, r, r, 0, c0 + extra, deps, 2);
             }
           g_array_append_val (coll_start, tmp[0]);
+          int *first = g_memdup2 (tmp, p * sizeof (int));
           tw_sim_allreduce (s, o->algo, NULL, p, g_array_index (buckets, sim_bucket, k).bytes,
                             gamma, tmp);
+          char what[24];
+          g_snprintf (what, sizeof what, "bucket %d", k);
           for (int r = 0; r < p; r++)
-            comm[r] = bucket_done[k * p + r] = tmp[r];
+            {
+              comm[r] = bucket_done[k * p + r] = tmp[r];
+              if (p > 1)
+                {
+                  span_add (o, span_ev, r, TW_EV_COLLECTIVE, NULL, -1, 0, 0, first[r], tmp[r]);
+                  span_last_named (o, TW_EV_COLLECTIVE, k + 1,
+                                   g_array_index (buckets, sim_bucket, k).bytes, what);
+                }
+            }
+          g_free (first);
           g_array_append_val (coll_end, tmp[0]);
         }
     }
@@ -412,19 +606,30 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
                               2);
     }
   g_array_append_val (coll_start, tmp[0]);
+  g_autofree int *loss_first = g_memdup2 (tmp, p * sizeof (int));
   tw_sim_allreduce (s, o->algo, NULL, p, 32, gamma, tmp);
   g_array_append_val (coll_end, tmp[0]);
+  for (int r = 0; p > 1 && r < p; r++)
+    {
+      span_add (o, span_ev, r, TW_EV_COLLECTIVE, NULL, -1, 0, 0, loss_first[r], tmp[r]);
+      span_last_named (o, TW_EV_COLLECTIVE, nb + 1, 32, "loss");
+    }
   g_autofree int *loss_done = g_memdup2 (tmp, p * sizeof (int));
   for (int r = 0; r < p; r++)
     cur[r] = tmp[r];
   for (int b = 0; b < nb; b++)
     {
-      double dt = update_time (o, d, g_array_index (buckets, sim_bucket, b).bytes);
+      double bytes = g_array_index (buckets, sim_bucket, b).bytes;
+      double dt = update_time (o, d, bytes);
       compute += dt;
+      char what[24];
+      g_snprintf (what, sizeof what, "bucket %d", b);
       for (int r = 0; r < p; r++)
         {
           int deps[2] = { cur[r], bucket_done[b * p + r] };
           cur[r] = tw_netsim_add (s, r, r, 0, dt, deps, 2);
+          span_add (o, span_ev, r, TW_EV_UPDATE, NULL, -1, 0, dt, cur[r], cur[r]);
+          span_last_named (o, TW_EV_UPDATE, 0, bytes, what);
         }
     }
   gboolean ok = tw_netsim_run (s, error);
@@ -438,6 +643,16 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
                        - tw_netsim_start (s, g_array_index (coll_start, int, k));
       out->exposed_s = tw_netsim_end (s, loss_done[0]) - tw_netsim_end (s, bwd_end[0]);
       out->samples_per_s = out->step_s > 0 ? (double) global_batch / out->step_s : 0;
+      for (guint k = 0; o->spans && k < o->spans->len - span0; k++)
+        {
+          tw_sim_span *sp = &g_array_index (o->spans, tw_sim_span, span0 + k);
+          double end = tw_netsim_end (s, g_array_index (span_ev, int, 2 * k + 1));
+          /* A compute event starts when its work does (its delay before
+           * the end); a collective when its hand-off was ready. */
+          sp->start_s = sp->kind == TW_EV_COLLECTIVE
+                          ? tw_netsim_start (s, g_array_index (span_ev, int, 2 * k)) : end - sp->dur_s;
+          sp->dur_s = end - sp->start_s;
+        }
       out->busiest_link = -1;
       for (int l = 0; l < tw_topo_n_links (t); l++)
         if (tw_netsim_link_bytes (s, l) > out->busiest_link_bytes)
@@ -450,4 +665,94 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
     g_array_unref (g_array_index (buckets, sim_bucket, b).nodes);
   g_array_unref (buckets);
   return ok;
+}
+
+gboolean
+tw_sim_async_step (const tw_graph *g0, int64_t global_batch, const tw_device_profile *d,
+                   tw_topo *t, const tw_sim_dp_options *o, int steps, tw_sim_dp_result *out,
+                   double *server_link_busy, GError **error)
+{
+  memset (out, 0, sizeof *out);
+  int p = o->ranks, workers = p - 1, ps = p - 1;
+  if (p < 2 || p > tw_topo_n_devices (t))
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "--async over %d ranks on a topology of %d devices: 2 to %d ranks (a "
+                   "parameter server and workers)", p, tw_topo_n_devices (t),
+                   tw_topo_n_devices (t));
+      return FALSE;
+    }
+  if (global_batch < workers)
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "a batch of %" G_GINT64_FORMAT " samples cannot be split into %d workers' "
+                   "shards", global_batch, workers);
+      return FALSE;
+    }
+  steps = MAX (steps, 3);
+  int64_t shard = (global_batch + workers - 1) / workers;
+  g_autoptr (tw_graph) g = tw_graph_copy (g0);
+  if (tw_graph_infer_batch (g, shard) > 0)
+    {
+      g_autofree char *msg = tw_graph_errors_to_string (g);
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG, "the model does not infer: %s", msg);
+      return FALSE;
+    }
+  double compute = o->step_overhead_s;
+  for (int i = 0; i < tw_graph_n_nodes (g); i++)
+    {
+      const tw_node *n = tw_graph_node (g, i);
+      compute += op_time (o, d, n, FALSE) + op_time (o, d, n, TRUE);
+      out->activation_bytes += n->cost.bytes_written;
+      for (int k = 0; k < n->n_params; k++)
+        {
+          double e = (double) tw_tinfo_numel (&n->params[k].info, NULL);
+          out->param_bytes += e * tw_dtype_size (n->params[k].info.dtype);
+          if (n->params[k].trainable && !n->share)
+            out->grad_bytes += 4 * e;
+        }
+    }
+  double upd = update_time (o, d, out->grad_bytes);
+  g_autoptr (tw_netsim) s = tw_netsim_new (t);
+  g_autofree int *pull = g_new (int, workers);
+  g_autofree int *push = g_new (int, (gsize) workers * steps);
+  g_autofree int *pulls = g_new (int, (gsize) workers * steps);
+  int server = -1;
+  for (int w = 0; w < workers; w++)
+    pull[w] = -1;
+  for (int k = 0; k < steps; k++)
+    for (int w = 0; w < workers; w++)
+      {
+        int c = tw_netsim_add (s, w, w, 0, compute, pull[w] >= 0 ? &pull[w] : NULL,
+                               pull[w] >= 0 ? 1 : 0);
+        int m = push[k * workers + w] = tw_netsim_add (s, w, ps, out->grad_bytes, 0, &c, 1);
+        /* The server applies the updates one at a time, in arrival order
+         * as added (the workers are identical, so that is their order). */
+        int deps[2] = { m, server };
+        server = tw_netsim_add (s, ps, ps, 0, upd, deps, server >= 0 ? 2 : 1);
+        pull[w] = pulls[k * workers + w] = tw_netsim_add (s, ps, w, out->grad_bytes, 0, &server, 1);
+      }
+  if (!tw_netsim_run (s, error))
+    return FALSE;
+  out->step_s = tw_netsim_end (s, pulls[(steps - 1) * workers])
+                - tw_netsim_end (s, pulls[(steps - 2) * workers]);
+  out->compute_s = compute;
+  int k = steps - 1;
+  out->comm_s = tw_netsim_end (s, push[k * workers]) - tw_netsim_start (s, push[k * workers])
+                + tw_netsim_end (s, pulls[k * workers]) - tw_netsim_start (s, pulls[k * workers]);
+  out->exposed_s = fmax (out->step_s - compute, 0);
+  out->samples_per_s = out->step_s > 0 ? (double) workers * shard / out->step_s : 0;
+  out->grad_mem_bytes = out->grad_bytes;
+  out->optimizer_bytes = 0;   /* the server keeps it */
+  out->busiest_link = -1;
+  double span = tw_netsim_makespan (s);
+  for (int l = 0; l < tw_topo_n_links (t); l++)
+    if (tw_netsim_link_bytes (s, l) / steps > out->busiest_link_bytes)
+      {
+        out->busiest_link_bytes = tw_netsim_link_bytes (s, l) / steps;
+        out->busiest_link = l;
+        if (server_link_busy)
+          *server_link_busy = span > 0 ? tw_netsim_link_busy (s, l) / span : 0;
+      }
+  return TRUE;
 }

@@ -5,7 +5,10 @@
  * bucket's all-reduce posted when its last gradient is ready and run one
  * at a time in order, as the communication thread runs them, over the
  * network model (net.h), then each bucket's update.  No arithmetic: what
- * comes out is time.
+ * comes out is time.  Variants of the same step: ZeRO-1, local SGD and
+ * compression (options below), the parameter server's asynchronous
+ * updates (tw_sim_async_step); pipelines are pipe.h's.  With o->spans set
+ * the step also records what each rank did, for a trace.
  *
  *   tw_device_profile d;
  *   tw_device_profile_named ("h100", &d, &error);
@@ -18,6 +21,7 @@
  * GTK-free. */
 #pragma once
 
+#include "engine/events.h"
 #include "engine/graph.h"
 #include "engine/sim/net.h"
 
@@ -69,37 +73,61 @@ typedef struct
   double collective_overhead_s;
   double collective_s_per_byte;  /* and per byte of its buffer */
   double compute_scale;       /* 0 or 1: none */
-  /* When set (a GArray of tw_sim_event, not --exact): rank 0's step as
-   * events are appended to it, in the order they start on their resource
-   * (the ranks are identical): what a trace or a Chakra file is written
-   * from.  Borrowed; the caller frees the events' names
-   * (tw_sim_schedule_clear). */
-  GArray *schedule;
+  /* ZeRO-1 (--shard-optimizer): each rank keeps 1/ranks of the optimizer
+   * state; a bucket's all-reduce becomes a ring reduce-scatter during
+   * backward, the update of the rank's shard, then an all-gather. */
+  gboolean shard_optimizer;
+  /* Local SGD (--local-sgd H, H > 1): no gradient all-reduce; every H
+   * steps the parameters are averaged (one all-reduce of them), its time
+   * amortised over the H steps. */
+  int local_sgd;
+  /* Gradient compression (--compress, engine/comm/compress.h): each
+   * bucket's payload all-gathered instead of all-reduced, plus the
+   * compressor's and decompressor's passes over the bucket as memory-
+   * bound roofline ops.  TW_SIM_COMPRESS_NONE: off. */
+  int compress;               /* tw_sim_compress */
+  double compress_fraction;   /* top-k's F */
+  /* When set, a GArray of tw_sim_span (below) the step appends what the
+   * ranks did to: every rank's with exact, rank 0's alone otherwise (the
+   * ranks are identical).  Borrowed; the caller frees it. */
+  GArray *spans;
 } tw_sim_dp_options;
+
+/* One span of a simulated step, as a real run's trace holds them: a
+ * node's forward or backward, a bucket's update, the step's fixed cost
+ * (TW_EV_DATA) on the rank's main thread, or a collective on its
+ * communication thread.  Times in seconds from the step's start. */
+typedef struct
+{
+  int rank;
+  tw_event_kind kind;         /* TW_EV_DATA, _FORWARD, _BACKWARD, _UPDATE or _COLLECTIVE */
+  int node;                   /* the graph node's index (forward, backward), or -1 */
+  int seq;                    /* a collective's 1-based order on its rank, else 0 */
+  double start_s, dur_s;
+  double bytes;               /* a collective's buffer, an update's gradients */
+  tw_algo algo;               /* a collective's */
+  tw_coll_kind coll;          /* a collective's kind (zero: an all-reduce) */
+  char name[80];              /* "linear (fc1)", "update bucket 0", "allreduce bucket 0" */
+  char what[24];              /* a collective's: "bucket 0", "loss" */
+} tw_sim_span;
+
+void tw_sim_dp_options_init (tw_sim_dp_options *o);
 
 typedef enum
 {
-  TW_SIM_EV_COMPUTE,          /* on the rank's device, one at a time */
-  TW_SIM_EV_COLLECTIVE,       /* on its communication channel, one at a time */
-} tw_sim_event_kind;
+  TW_SIM_COMPRESS_NONE,
+  TW_SIM_COMPRESS_TOPK,       /* 8·max (1, ceil (F·n)) bytes */
+  TW_SIM_COMPRESS_INT8,       /* n + 4 */
+  TW_SIM_COMPRESS_SIGN,       /* ceil (n/8) + 4 */
+} tw_sim_compress;
 
-typedef struct
-{
-  tw_sim_event_kind kind;
-  char *name;                 /* "forward fc1", "backward fc1", "all-reduce bucket 0",
-                               * "all-reduce loss", "update bucket 0", "step overhead" */
-  const char *node;           /* the graph node's id (lives in the caller's graph), or NULL */
-  double start_s, dur_s;
-  double bytes;               /* a collective's payload */
-  double flops;               /* a node's FLOPs (forward or backward) */
-  int dep;                    /* the event it also waits for (-1: only its resource's
-                               * previous one): a bucket's all-reduce waits for the backward
-                               * that finished it, the first update for the loss's */
-} tw_sim_event;
-
-void tw_sim_schedule_clear (GArray *schedule);
-
-void tw_sim_dp_options_init (tw_sim_dp_options *o);
+/* "topk:F", "int8", "sign" into o (compress.h's specs; PowerSGD's payload
+ * depends on the buckets' matrix shapes and is not modelled yet).  FALSE
+ * with an error naming the spec. */
+gboolean tw_sim_compress_parse (const char *spec, tw_sim_dp_options *o, GError **error);
+/* The payload a rank all-gathers for a bucket of n floats, compress.h's
+ * sizes. */
+double tw_sim_compress_payload (const tw_sim_dp_options *o, double n);
 
 typedef struct
 {
@@ -125,5 +153,21 @@ typedef struct
 gboolean tw_sim_dp_step (const tw_graph *g, int64_t global_batch, const tw_device_profile *d,
                          tw_topo *t, const tw_sim_dp_options *o, tw_sim_dp_result *out,
                          GError **error);
+
+/* Asynchronous updates through a parameter server (twb train --async K):
+ * rank ranks − 1 is the server, the others workers; each worker's step is
+ * its forward and backward at its shard (global_batch / workers), its
+ * gradients pushed to the server, the server's update, the weights pulled
+ * back, over the network model, every worker starting its next step when
+ * its pull is in.  `steps` steps each are simulated (at least 3) and the
+ * steady state reported: step_s the time between a worker's last two
+ * steps' ends, comm_s a step's push and pull, busiest_link_bytes per step
+ * (the server's link carries every worker's push and pull: 2 (p − 1)
+ * times the gradients, where a ring's busiest carries about 4).  The
+ * workers are identical, so the staleness bound K never binds here (it
+ * would for a slow worker).  o->ranks ≥ 2. */
+gboolean tw_sim_async_step (const tw_graph *g, int64_t global_batch, const tw_device_profile *d,
+                            tw_topo *t, const tw_sim_dp_options *o, int steps,
+                            tw_sim_dp_result *out, double *server_link_busy, GError **error);
 
 G_END_DECLS

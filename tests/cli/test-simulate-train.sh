@@ -167,9 +167,9 @@ bad () {
     "rc $rc: $(head -c 300 "$tmp/e")"
 }
 bad "an unknown mode" 2 "--mode fast: time or train" "$model" --mode fast
-bad "--async in time mode" 2 "go with --mode train" "$model" --async 2
-bad "--mode train with --sweep" 2 "one configuration" "$model" --mode train --sweep ranks=8,16
-bad "--async with --compress" 2 "exclude each other" "$model" --mode train --async 1 --compress int8
+bad "--epochs in time mode" 2 "go with --mode train" "$model" --epochs 2
+bad "--mode train with --sweep" 2 "one data-parallel configuration" "$model" --mode train --sweep ranks=8,16
+bad "--async with --compress" 2 "send none to compress" "$model" --mode train --async 1 --compress int8
 bad "an output that is the model" 1 "spirals.json" "$model" --mode train --ranks 2 --nodes 1 --devices-per-node 2 --save-weights "$model"
 bad "a bad compressor" 2 "zip" "$model" --mode train --ranks 2 --nodes 1 --devices-per-node 2 --max-steps 2 --compress zip
 bad "a trace with nothing of the model" 1 "no span of the trace maps to a node" "$model" --device "$tmp/alien.json"
