@@ -145,6 +145,13 @@ TwbWhatifResult *
 twb_whatif_run (const tw_graph *g, const char *model_name, int64_t recipe_batch,
                 const TwbWhatifConfig *c)
 {
+  return twb_whatif_run_row (g, model_name, recipe_batch, c, -1, NULL);
+}
+
+TwbWhatifResult *
+twb_whatif_run_row (const tw_graph *g, const char *model_name, int64_t recipe_batch,
+                    const TwbWhatifConfig *c, int row, GArray *spans)
+{
   TwbWhatifResult *res = g_new0 (TwbWhatifResult, 1);
   res->config = *c;
   res->rows = g_array_new (FALSE, TRUE, sizeof (TwbWhatifRow));
@@ -173,7 +180,8 @@ twb_whatif_run (const tw_graph *g, const char *model_name, int64_t recipe_batch,
     recipe_batch = 1;
   int per_opt = c->devices_per_node == 8 ? 0 : c->devices_per_node;
   double sps1 = NAN;
-  for (int i = 0; i < c->n_ranks; i++)
+  int last = row >= 0 ? MIN (row, c->n_ranks - 1) : c->n_ranks - 1;
+  for (int i = 0; i <= last; i++)
     {
       int r = c->ranks[i];
       int nn = 0, pp = 0;
@@ -225,6 +233,7 @@ twb_whatif_run (const tw_graph *g, const char *model_name, int64_t recipe_batch,
         }
       TwbWhatifRow w = { .ranks = r, .batch = gb };
       o.ranks = r;
+      o.spans = i == row ? spans : NULL;
       if (!tw_sim_dp_step (g, gb, &dev, t, &o, &w.r, &error))
         {
           fail (res, r, error);

@@ -75,6 +75,13 @@ typedef struct
 TwbWhatifResult *twb_whatif_run (const tw_graph *g, const char *model_name,
                                  int64_t recipe_batch, const TwbWhatifConfig *c);
 void twb_whatif_result_free (TwbWhatifResult *r);
+/* The same sweep up to its row `row` (0-based), whose step's spans
+ * (tw_sim_span, rank 0's: the ranks are identical) are appended to spans
+ * (a trace of it: app/twb-simulate-trace.h).  The result holds the rows
+ * up to that one. */
+TwbWhatifResult *twb_whatif_run_row (const tw_graph *g, const char *model_name,
+                                     int64_t recipe_batch, const TwbWhatifConfig *c, int row,
+                                     GArray *spans);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TwbWhatifResult, twb_whatif_result_free)
 

@@ -144,6 +144,8 @@ void twb_window_whatif_doc_changed (TwbWindow *self);
 /* A sweep is running on its worker. */
 gboolean twb_window_whatif_busy (TwbWindow *self);
 /* The last sweep's figures (borrowed, replaced by the next), NULL before one. */
+/* The file of the last row opened as a trace (win.whatif-open-trace), or NULL. */
+const char *twb_window_whatif_last_trace (TwbWindow *self);
 const TwbWhatifResult *twb_window_whatif_result (TwbWindow *self);
 /* The text of the table's cell (row, column 0 ranks … 7 busiest link), as
  * shown; NULL outside the table.  Caller frees. */

@@ -11,6 +11,7 @@
 #include "ui/twb-plot.h"
 #include "ui/twb-whatif-bars.h"
 #include "ui/twb-whatif-sweep.h"
+#include "app/twb-simulate-trace.h"
 
 #include <math.h>
 
@@ -24,6 +25,7 @@ struct _TwbWindowWhatif
   TwbMetrics *metrics;
   guint s_throughput, s_ideal;
   TwbWhatifResult *result;
+  char *last_trace;           /* the last row opened as a trace (its file) */
   GCancellable *cancel;       /* while a sweep runs */
   gboolean device_has_local;
 };
@@ -227,6 +229,7 @@ sweep_done (GObject *source, GAsyncResult *res, gpointer data)
   TwbWindowWhatif *w = self->whatif;
   g_clear_object (&w->cancel);
   g_clear_pointer (&w->result, twb_whatif_result_free);
+  g_clear_pointer (&w->last_trace, g_free);
   w->result = r;
   set_running (self, FALSE);
   show_result (self);
@@ -281,9 +284,64 @@ act_whatif_ranks (GSimpleAction *a, GVariant *p, gpointer data)
   gtk_editable_set_text (GTK_EDITABLE (self->whatif->ranks), g_variant_get_string (p, NULL));
 }
 
+/* Row i of the last sweep as a trace of its simulated step, opened on the
+ * Profiler tab (twb simulate --trace for that configuration). */
+static void
+open_row_trace (TwbWindow *self, guint i)
+{
+  TwbWindowWhatif *w = self->whatif;
+  TwbWhatifResult *res = w->result;
+  if (res == NULL || i >= res->rows->len)
+    {
+      twb_window_show_toast (self, "No such row: run the sweep first (Simulate)");
+      return;
+    }
+  const tw_model *m = twb_document_get_model (self->doc);
+  g_autoptr (GArray) spans = g_array_new (FALSE, FALSE, sizeof (tw_sim_span));
+  g_autoptr (TwbWhatifResult) one = twb_whatif_run_row (m->graph, m->name, m->recipe.batch_size,
+                                                         &res->config, (int) i, spans);
+  if (one->error || one->rows->len <= i)
+    {
+      twb_window_show_toast (self, one->error ? one->error : "The configuration did not run");
+      return;
+    }
+  int ranks = g_array_index (one->rows, TwbWhatifRow, i).ranks;
+  g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "twb", "whatif", NULL);
+  g_mkdir_with_parents (dir, 0700);
+  g_autofree char *name = g_strdup_printf ("%s-%d-ranks-%s-%s.json", m->name ? m->name : "model",
+                                           ranks, res->config.topology,
+                                           tw_algo_name (res->config.algo));
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  const char *meta[] = { "model", m->name ? m->name : "", "device", one->device_name ? one->device_name : "",
+                         "topology", res->config.topology, "algo", tw_algo_name (res->config.algo),
+                         NULL };
+  g_autoptr (GError) error = NULL;
+  if (!twb_simulate_trace_save (path, spans, ranks, FALSE, meta, &error))
+    {
+      twb_window_show_toast (self, error->message);
+      return;
+    }
+  g_free (w->last_trace);
+  w->last_trace = g_strdup (path);
+  twb_window_open_trace (self, path);
+}
+
+static void
+act_whatif_open_trace (GSimpleAction *a, GVariant *p, gpointer data)
+{
+  open_row_trace (data, g_variant_get_uint32 (p));
+}
+
+static void
+table_activate (GtkColumnView *v, guint position, TwbWindow *self)
+{
+  open_row_trace (self, position);
+}
+
 static const GActionEntry whatif_entries[] = {
   { "whatif-run", act_whatif_run },
   { "whatif-ranks", act_whatif_ranks, "s" },
+  { "whatif-open-trace", act_whatif_open_trace, "u" },
 };
 
 /* ---- The table ---------------------------------------------------------------------- */
@@ -368,6 +426,10 @@ build_table (TwbWindow *self)
   w->rows = g_list_store_new (GTK_TYPE_STRING_OBJECT);
   GtkNoSelection *sel = gtk_no_selection_new (G_LIST_MODEL (g_object_ref (w->rows)));
   w->table = gtk_column_view_new (GTK_SELECTION_MODEL (sel));
+  /* A row activated (double click, Enter): its step as a trace. */
+  g_signal_connect (w->table, "activate", G_CALLBACK (table_activate), self);
+  gtk_widget_set_tooltip_text (w->table, "Double-click a row to open its simulated step as a "
+                                         "trace in the Profiler");
   gtk_column_view_set_show_column_separators (GTK_COLUMN_VIEW (w->table), TRUE);
   gtk_widget_add_css_class (w->table, "data-table");
   for (int c = 0; c < N_COLS; c++)
@@ -629,7 +691,14 @@ twb_window_whatif_dispose (TwbWindow *self)
     g_cancellable_cancel (w->cancel);
   g_clear_object (&w->cancel);
   g_clear_pointer (&w->result, twb_whatif_result_free);
+  g_clear_pointer (&w->last_trace, g_free);
   g_clear_object (&w->rows);
   g_clear_object (&w->metrics);
   g_clear_pointer (&self->whatif, g_free);
+}
+
+const char *
+twb_window_whatif_last_trace (TwbWindow *self)
+{
+  return self->whatif ? self->whatif->last_trace : NULL;
 }

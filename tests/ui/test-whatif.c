@@ -196,6 +196,22 @@ test_sweep (void)
   g_assert_cmpuint (twb_window_whatif_result (w)->rows->len, ==, 4);
   g_assert_null (twb_window_whatif_result (w)->error);
   shot (w, "whatif-pcie-hier.png");
+  /* Row 1 (64 ranks) as a trace of its step: on the Profiler tab, a
+   * process a rank written (the first few of the identical ranks). */
+  g_action_group_activate_action (G_ACTION_GROUP (w), "whatif-open-trace",
+                                  g_variant_new_uint32 (1));
+  twt_ui_pump ();
+  const char *tp = twb_window_whatif_last_trace (w);
+  g_assert_nonnull (tp);
+  g_assert_nonnull (strstr (tp, "64-ranks-pcie+eth-hier"));
+  g_autofree char *text = NULL;
+  g_assert_true (g_file_get_contents (tp, &text, NULL, NULL));
+  g_assert_nonnull (strstr (text, "\"rank 0\""));
+  g_assert_nonnull (strstr (text, "summarised"));
+  g_assert_cmpstr (twb_window_get_panel (w), ==, "profiler");
+  shot (w, "whatif-trace.png");
+  twb_window_show_panel (w, "whatif");
+  twt_ui_pump ();
   /* A smaller window: the controls scroll sideways, the legend wraps. */
   gtk_window_set_default_size (GTK_WINDOW (w), 1024, 768);
   twt_xdo_place (GTK_WINDOW (w), 1024, 768);
