@@ -368,7 +368,8 @@ twb_cmd_simulate (int argc, char **argv)
     { NULL }
   };
   g_autoptr (GOptionContext) ctx = g_option_context_new (
-    "MODEL.json — predict a data-parallel training step on a simulated cluster");
+    "MODEL.json — predict a training step on a simulated cluster, or train on one "
+    "(--mode train)");
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_autoptr (GError) error = NULL;
   int status = 2;
