@@ -135,6 +135,12 @@ void tw_comm_sim_wait (tw_comm *c, tw_comm_req *r);
 void tw_comm_sim_clock (tw_comm *c, tw_comm_req *r);
 void tw_comm_sim_forget (tw_comm *c);     /* c is being freed */
 
+/* comm.c: a world communicator's common state (options, locks, queue,
+ * name), before its backend knows its rank and size; and, once it does,
+ * its message counters and identity rank map. */
+tw_comm *tw_comm_alloc_world (const tw_comm_options *options);
+void tw_comm_set_world_size (tw_comm *c);
+
 /* comm.c: the flight recorder. */
 void tw_comm_flight_set (tw_comm *c, tw_comm_req *r, int state);
 

@@ -69,15 +69,8 @@ tw_comm_launched (void)
 }
 
 tw_comm *
-tw_comm_new_mpi (const tw_comm_options *options, GError **error)
+tw_comm_alloc_world (const tw_comm_options *options)
 {
-  static gint made;
-  if (!g_atomic_int_compare_and_exchange (&made, 0, 1))
-    {
-      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_INIT,
-                   "MPI can be started once per process");
-      return NULL;
-    }
   tw_comm *c = g_new0 (tw_comm, 1);
   if (options)
     c->opt = *options;
@@ -93,6 +86,30 @@ tw_comm_new_mpi (const tw_comm_options *options, GError **error)
   c->owner = c;
   c->name = g_strdup ("world");
   c->children = g_ptr_array_new ();
+  return c;
+}
+
+void
+tw_comm_set_world_size (tw_comm *c)
+{
+  c->msg_to = g_new0 (guint64, c->size);
+  c->msg_from = g_new0 (guint64, c->size);
+  c->world_ranks = g_new (int, c->size);
+  for (int i = 0; i < c->size; i++)
+    c->world_ranks[i] = i;
+}
+
+tw_comm *
+tw_comm_new_mpi (const tw_comm_options *options, GError **error)
+{
+  static gint made;
+  if (!g_atomic_int_compare_and_exchange (&made, 0, 1))
+    {
+      g_set_error (error, TW_COMM_ERROR, TW_COMM_ERROR_INIT,
+                   "MPI can be started once per process");
+      return NULL;
+    }
+  tw_comm *c = tw_comm_alloc_world (options);
   c->thread = g_thread_new ("twb-comm", tw_comm_mpi_thread, c);
   g_mutex_lock (&c->lock);
   while (!c->started)
@@ -106,11 +123,7 @@ tw_comm_new_mpi (const tw_comm_options *options, GError **error)
       tw_comm_free (c);
       return NULL;
     }
-  c->msg_to = g_new0 (guint64, c->size);
-  c->msg_from = g_new0 (guint64, c->size);
-  c->world_ranks = g_new (int, c->size);
-  for (int i = 0; i < c->size; i++)
-    c->world_ranks[i] = i;
+  tw_comm_set_world_size (c);
   return c;
 }
 

@@ -119,34 +119,15 @@ tw_comm *
 tw_comm_new_sim (tw_sim_world *w, int rank, const tw_comm_options *options)
 {
   g_return_val_if_fail (w && rank >= 0 && rank < w->size, NULL);
-  tw_comm *c = g_new0 (tw_comm, 1);
-  if (options)
-    c->opt = *options;
-  else
-    tw_comm_options_init (&c->opt);
-  if (!(c->opt.timeout_s > 0))
-    c->opt.timeout_s = 60;
+  tw_comm *c = tw_comm_alloc_world (options);
   if (c->opt.ps_rank < 0 || c->opt.ps_rank >= w->size)
     c->opt.ps_rank = -1;
-  c->queue = g_async_queue_new ();
-  g_mutex_init (&c->lock);
-  g_cond_init (&c->cond);
-  g_mutex_init (&c->flight_lock);
-  c->world = c->p2p = c->algo = c->ctrl = c->node = c->leaders = MPI_COMM_NULL;
-  c->owner = c;
   c->sim = w;
-  c->sim_group = 0;
-  c->name = g_strdup ("world");
-  c->children = g_ptr_array_new ();
   c->rank = rank;
   c->size = w->size;
   c->host = g_strdup_printf ("virtual rank %d", rank);
   c->started = TRUE;
-  c->msg_to = g_new0 (guint64, c->size);
-  c->msg_from = g_new0 (guint64, c->size);
-  c->world_ranks = g_new (int, c->size);
-  for (int i = 0; i < c->size; i++)
-    c->world_ranks[i] = i;
+  tw_comm_set_world_size (c);
   g_mutex_lock (&w->lock);
   g_ptr_array_index (w->comms, rank) = c;
   g_mutex_unlock (&w->lock);

@@ -8,6 +8,7 @@
 #include "engine/comm/comm.h"
 #include "engine/data.h"
 #include "engine/train.h"
+#include "tests/engine/dist/dist-check.h"
 
 #include <math.h>
 #include <string.h>
@@ -356,33 +357,11 @@ test_fail (void)
 /* Data parallel over virtual ranks: the MPI test's model and bound. */
 #define DP_REL_BOUND 1e-4
 
+/* The MPI tests' model (2 -> 32 -> 32 -> 3), at a batch of 30. */
 static tw_model *
 dp_model (tw_optimizer_type opt)
 {
-  tw_model *m = tw_model_new ("sim-dp");
-  tw_graph *g = m->graph;
-  tw_graph_add_input (g, "x", TW_F32, 1, (int64_t[]) { 2 }, "data");
-  tw_graph_add_input (g, "y", TW_I64, 0, NULL, "label");
-  tw_attrs *h = tw_attrs_new (), *o = tw_attrs_new ();
-  tw_attrs_set_int (h, "out_features", 32);
-  tw_attrs_set_int (o, "out_features", 3);
-  tw_graph_add (g, "fc1", "linear", h, "x", NULL);
-  tw_graph_add (g, "t1", "tanh", NULL, "fc1", NULL);
-  tw_graph_add (g, "fc2", "linear", h, "t1", NULL);
-  tw_graph_add (g, "r2", "relu", NULL, "fc2", NULL);
-  tw_graph_add (g, "fc3", "linear", o, "r2", NULL);
-  tw_graph_add (g, "loss", "cross_entropy", NULL, "fc3", "y", NULL);
-  tw_attrs_free (h);
-  tw_attrs_free (o);
-  m->recipe.batch_size = 30;
-  m->recipe.seed = 7;
-  m->recipe.optimizer.type = opt;
-  m->recipe.optimizer.lr = opt == TW_OPT_SGD ? 0.1 : 0.01;
-  m->recipe.optimizer.momentum = opt == TW_OPT_SGD ? 0.9 : 0;
-  m->recipe.optimizer.beta1 = 0.9;
-  m->recipe.optimizer.beta2 = 0.999;
-  m->recipe.optimizer.eps = 1e-8;
-  return m;
+  return dist_test_model ("sim-dp", opt, 30, 32);
 }
 
 typedef struct
