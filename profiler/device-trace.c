@@ -175,6 +175,62 @@ typedef struct
   gboolean backward, claimed;
 } op_at;
 
+static gint
+op_by_start (gconstpointer a, gconstpointer b)
+{
+  gint64 x = ((const op_at *) a)->s->start_ns, y = ((const op_at *) b)->s->start_ns;
+  return x < y ? -1 : x > y;
+}
+
+/* Our op's entry in maps, or NULL. */
+static const op_map *
+map_of_op (const char *op)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (maps); i++)
+    if (strcmp (maps[i].op, op) == 0)
+      return &maps[i];
+  return NULL;
+}
+
+/* The slice of lane that starts at t_ns (slices are sorted by start), or NULL. */
+static const tw_slice *
+slice_starting_at (const tw_trace *t, guint lane, gint64 t_ns)
+{
+  guint lo = 0, hi = tw_trace_lane_n_slices (t, lane);
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+      if (tw_trace_lane_slice (t, lane, mid)->start_ns < t_ns)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo < tw_trace_lane_n_slices (t, lane) && tw_trace_lane_slice (t, lane, lo)->start_ns == t_ns)
+    return tw_trace_lane_slice (t, lane, lo);
+  return NULL;
+}
+
+/* The op of lane whose span holds t_ns, or NULL: ops are grouped by lane,
+ * each lane's in start order without overlap. */
+static op_at *
+op_holding (GArray *ops, guint lane, gint64 t_ns)
+{
+  guint lo = 0, hi = ops->len;
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+      const op_at *o = &g_array_index (ops, op_at, mid);
+      if (o->lane < lane || (o->lane == lane && o->s->start_ns <= t_ns))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo == 0)
+    return NULL;
+  op_at *o = &g_array_index (ops, op_at, lo - 1);
+  return o->lane == lane && t_ns <= o->s->start_ns + o->s->dur_ns ? o : NULL;
+}
+
 /* PyTorch's: top-level aten ops and autograd functions, by order. */
 static gboolean
 load_pytorch (const tw_trace *t, const tw_graph *g, tw_device_trace *out, GPtrArray *warn,
@@ -236,46 +292,23 @@ load_pytorch (const tw_trace *t, const tw_graph *g, tw_device_trace *out, GPtrAr
     {
       for (guint k = 0; k < ops->len; k++)
         g_array_index (ops, op_at, k).t = 0;
+      /* ops holds each lane's top-level ops together, in start order
+       * (they do not overlap): a launch is found by bisection among its
+       * lane's, a kernel among its lane's slices (sorted by start). */
       for (guint f = 0; f < tw_trace_n_flows (t); f++)
         {
           const tw_flow *fl = tw_trace_flow (t, f);
           if (tw_trace_lane (t, fl->to_lane)->kind == TW_LANE_THREAD)
             continue;
-          /* The kernel the flow ends at: the slice starting there. */
-          const tw_slice *kern = NULL;
-          for (guint i = 0; i < tw_trace_lane_n_slices (t, fl->to_lane); i++)
-            {
-              const tw_slice *s = tw_trace_lane_slice (t, fl->to_lane, i);
-              if (s->start_ns == fl->to_ns)
-                {
-                  kern = s;
-                  break;
-                }
-            }
-          if (kern == NULL)
-            continue;
-          for (guint k = 0; k < ops->len; k++)
-            {
-              op_at *o = &g_array_index (ops, op_at, k);
-              if (o->lane == fl->from_lane && fl->from_ns >= o->s->start_ns
-                  && fl->from_ns <= o->s->start_ns + o->s->dur_ns)
-                {
-                  o->t += kern->dur_ns / 1e9;
-                  break;
-                }
-            }
+          const tw_slice *kern = slice_starting_at (t, fl->to_lane, fl->to_ns);
+          op_at *o = kern ? op_holding (ops, fl->from_lane, fl->from_ns) : NULL;
+          if (o)
+            o->t += kern->dur_ns / 1e9;
         }
     }
   /* Sorted by time, then matched: forward in the graph's order, backward
    * in its reverse. */
-  for (guint a = 1; a < ops->len; a++)
-    for (guint b = a; b > 0 && g_array_index (ops, op_at, b - 1).s->start_ns
-                                 > g_array_index (ops, op_at, b).s->start_ns; b--)
-      {
-        op_at tmp = g_array_index (ops, op_at, b);
-        g_array_index (ops, op_at, b) = g_array_index (ops, op_at, b - 1);
-        g_array_index (ops, op_at, b - 1) = tmp;
-      }
+  g_array_sort (ops, op_by_start);
   g_autoptr (GArray) order = NULL;
   if (!tw_graph_topo_order (g, &order, error))
     {
@@ -283,6 +316,9 @@ load_pytorch (const tw_trace *t, const tw_graph *g, tw_device_trace *out, GPtrAr
       return FALSE;
     }
   out->steps = MAX (steps, 1);
+  /* Where the next unclaimed op of each kind and phase may be: a kind's
+   * ops are claimed in time order, so the search goes on from there. */
+  guint cursor[G_N_ELEMENTS (maps)][2] = { { 0 } };
   for (int step = 0; step < out->steps; step++)
     {
       /* Each node takes the next op of its kind, step after step: with
@@ -292,16 +328,18 @@ load_pytorch (const tw_trace *t, const tw_graph *g, tw_device_trace *out, GPtrAr
           {
             int idx = g_array_index (order, int, phase ? order->len - 1 - j : j);
             tw_node *n = tw_graph_node (g, idx);
-            if (n->op_name == NULL || strcmp (n->op_name, "input") == 0)
+            const op_map *want = n->op_name ? map_of_op (n->op_name) : NULL;
+            if (want == NULL)
               continue;
-            for (guint k = 0; k < ops->len; k++)
+            guint *c = &cursor[want - maps][phase];
+            for (; *c < ops->len; (*c)++)
               {
-                op_at *o = &g_array_index (ops, op_at, k);
-                if (o->claimed || o->backward != phase || o->map == NULL
-                    || strcmp (o->map->op, n->op_name) != 0)
+                op_at *o = &g_array_index (ops, op_at, *c);
+                if (o->claimed || o->backward != phase || o->map != want)
                   continue;
                 o->claimed = TRUE;
                 times_of (out->node_times, n->id)[phase] += o->t;
+                (*c)++;
                 break;
               }
           }
