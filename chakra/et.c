@@ -223,6 +223,15 @@ note_once (GPtrArray *notes, GHashTable *seen, char *msg)
   g_ptr_array_add (notes, g_strdup (msg));
 }
 
+/* Ready nodes (indices into nodes) by their id. */
+static gint
+by_id (gconstpointer a, gconstpointer b, gpointer nodes)
+{
+  const ChakraProtoMsg__Node *x = g_ptr_array_index ((GPtrArray *) nodes, GPOINTER_TO_UINT (a));
+  const ChakraProtoMsg__Node *y = g_ptr_array_index ((GPtrArray *) nodes, GPOINTER_TO_UINT (b));
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
 static void
 node_free (gpointer n)
 {
@@ -316,59 +325,68 @@ tw_chakra_simulate (const char *path, tw_topo *t, int ranks, tw_algo algo, doubl
   GPtrArray *notes = g_ptr_array_new ();
   GHashTable *seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   double *end = g_new0 (double, nn);
-  gboolean *done = g_new0 (gboolean, nn);
+  /* Kahn's order: each node's unfinished dependencies, who waits for it,
+   * and the ready nodes by id. */
+  guint *pending = g_new0 (guint, nn);
+  GArray **waiters = g_new0 (GArray *, nn);
+  for (guint i = 0; i < nn; i++)
+    {
+      ChakraProtoMsg__Node *node = g_ptr_array_index (nodes, i);
+      for (int k = 0; k < 2; k++)
+        {
+          size_t nd = k ? node->n_data_deps : node->n_ctrl_deps;
+          uint64_t *deps = k ? node->data_deps : node->ctrl_deps;
+          for (size_t j = 0; j < nd; j++)
+            {
+              guint di = GPOINTER_TO_UINT (g_hash_table_lookup (index, &deps[j]));
+              if (di == 0)
+                {
+                  note_once (notes, seen, g_strdup_printf ("node %" G_GUINT64_FORMAT
+                                                           " depends on node %" G_GUINT64_FORMAT
+                                                           ", which is not in the file: ignored",
+                                                           (guint64) node->id,
+                                                           (guint64) deps[j]));
+                  continue;
+                }
+              if (waiters[di - 1] == NULL)
+                waiters[di - 1] = g_array_new (FALSE, FALSE, sizeof (guint));
+              g_array_append_val (waiters[di - 1], i);
+              pending[i]++;
+            }
+        }
+    }
+  GSequence *ready = g_sequence_new (NULL);
+  for (guint i = 0; i < nn; i++)
+    if (pending[i] == 0)
+      g_sequence_insert_sorted (ready, GUINT_TO_POINTER (i), by_id, nodes);
   double free_at[2] = { 0, 0 };
   guint n_done = 0;
   while (ok && n_done < nn)
     {
-      /* The ready node of lowest id. */
-      int pick = -1;
-      double ready_at = 0;
-      for (guint i = 0; i < nn; i++)
-        {
-          if (done[i])
-            continue;
-          ChakraProtoMsg__Node *node = g_ptr_array_index (nodes, i);
-          gboolean ready = TRUE;
-          double at = 0;
-          for (int k = 0; k < 2 && ready; k++)
-            {
-              size_t nd = k ? node->n_data_deps : node->n_ctrl_deps;
-              uint64_t *deps = k ? node->data_deps : node->ctrl_deps;
-              for (size_t j = 0; j < nd; j++)
-                {
-                  guint di = GPOINTER_TO_UINT (g_hash_table_lookup (index, &deps[j]));
-                  if (di == 0)
-                    {
-                      note_once (notes, seen, g_strdup_printf ("node %" G_GUINT64_FORMAT
-                                                               " depends on node %" G_GUINT64_FORMAT
-                                                               ", which is not in the file: "
-                                                               "ignored", (guint64) node->id,
-                                                               (guint64) deps[j]));
-                      continue;
-                    }
-                  if (!done[di - 1])
-                    {
-                      ready = FALSE;
-                      break;
-                    }
-                  at = fmax (at, end[di - 1]);
-                }
-            }
-          if (ready && (pick < 0 || node->id < ((ChakraProtoMsg__Node *) g_ptr_array_index (nodes, pick))->id))
-            {
-              pick = (int) i;
-              ready_at = at;
-            }
-        }
-      if (pick < 0)
+      if (g_sequence_is_empty (ready))
         {
           g_set_error (error, CHAKRA_ERROR, 1, "%s: the nodes' dependencies form a cycle (%u of "
                        "%u nodes can never start)", path, nn - n_done, nn);
           ok = FALSE;
           break;
         }
+      /* The ready node of lowest id, after its dependencies' ends. */
+      GSequenceIter *head = g_sequence_get_begin_iter (ready);
+      int pick = GPOINTER_TO_INT (g_sequence_get (head));
+      g_sequence_remove (head);
       ChakraProtoMsg__Node *node = g_ptr_array_index (nodes, pick);
+      double ready_at = 0;
+      for (int k = 0; k < 2; k++)
+        {
+          size_t nd = k ? node->n_data_deps : node->n_ctrl_deps;
+          uint64_t *deps = k ? node->data_deps : node->ctrl_deps;
+          for (size_t j = 0; j < nd; j++)
+            {
+              guint di = GPOINTER_TO_UINT (g_hash_table_lookup (index, &deps[j]));
+              if (di)
+                ready_at = fmax (ready_at, end[di - 1]);
+            }
+        }
       int res = 0;
       double dur = 0;
       if (node->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE)
@@ -420,12 +438,22 @@ tw_chakra_simulate (const char *path, tw_topo *t, int ranks, tw_algo algo, doubl
       double start = fmax (ready_at, free_at[res]);
       end[pick] = start + dur;
       free_at[res] = end[pick];
-      done[pick] = TRUE;
       n_done++;
+      for (guint w = 0; waiters[pick] && w < waiters[pick]->len; w++)
+        {
+          guint wi = g_array_index (waiters[pick], guint, w);
+          if (--pending[wi] == 0)
+            g_sequence_insert_sorted (ready, GUINT_TO_POINTER (wi), by_id, nodes);
+        }
       out->step_s = fmax (out->step_s, end[pick]);
     }
   g_free (end);
-  g_free (done);
+  g_free (pending);
+  for (guint i = 0; i < nn; i++)
+    if (waiters[i])
+      g_array_unref (waiters[i]);
+  g_free (waiters);
+  g_sequence_free (ready);
   g_hash_table_unref (seen);
   g_hash_table_unref (index);
   g_ptr_array_unref (nodes);
