@@ -3,6 +3,7 @@
 #define G_LOG_DOMAIN "twb-plot"
 
 #include "ui/twb-plot-private.h"
+#include "ui/twb-draw-util.h"
 #include "profiler/twb-widget-colour.h"
 
 #include <math.h>
@@ -56,9 +57,8 @@ set_source (cairo_t *cr, const GdkRGBA *c, double alpha)
   cairo_set_source_rgba (cr, c->red, c->green, c->blue, c->alpha * alpha);
 }
 
-/* 1, 2 or 5 times a power of ten, about span / target. */
-static double
-nice_step (double span, double target)
+double
+twb_draw_nice_step (double span, double target)
 {
   double raw = span / MAX (target, 1);
   if (!(raw > 0) || !isfinite (raw))
@@ -114,8 +114,8 @@ font_scaled (TwbPlot *p, double scale, gboolean bold)
   return fd;
 }
 
-static void
-text_size (PangoLayout *l, const char *s, double *w, double *h)
+void
+twb_draw_text_size (PangoLayout *l, const char *s, double *w, double *h)
 {
   pango_layout_set_text (l, s, -1);
   int iw, ih;
@@ -126,12 +126,12 @@ text_size (PangoLayout *l, const char *s, double *w, double *h)
     *h = ih;
 }
 
-/* Draws s with its box's point (fx, fy) (fractions of its size) at (x, y). */
-static void
-text_at (cairo_t *cr, PangoLayout *l, const char *s, double x, double y, double fx, double fy)
+void
+twb_draw_text_at (cairo_t *cr, PangoLayout *l, const char *s, double x, double y, double fx,
+                  double fy)
 {
   double w, h;
-  text_size (l, s, &w, &h);
+  twb_draw_text_size (l, s, &w, &h);
   cairo_move_to (cr, round (x - fx * w), round (y - fy * h));
   pango_cairo_show_layout (cr, l);
 }
@@ -302,7 +302,7 @@ y_ticks (TwbPlot *p, const Geom *g, Tick *t, guint max)
   double target = MAX (2, g->ah / Y_TICK_PX);
   if (p->log_y && g->y1 - g->y0 >= 2)
     {
-      double step = MAX (1, round (nice_step (g->y1 - g->y0, target)));
+      double step = MAX (1, round (twb_draw_nice_step (g->y1 - g->y0, target)));
       for (double e = ceil (g->y0 / step) * step; e <= g->y1 + 1e-9 && n < max; e += step)
         {
           t[n].v = e;
@@ -328,7 +328,7 @@ y_ticks (TwbPlot *p, const Geom *g, Tick *t, guint max)
     }
   double lo = p->log_y ? pow (10, g->y0) : g->y0;
   double hi = p->log_y ? pow (10, g->y1) : g->y1;
-  double step = nice_step (hi - lo, target);
+  double step = twb_draw_nice_step (hi - lo, target);
   for (double v = ceil (lo / step) * step; v <= hi + step * 1e-9 && n < max; v += step)
     {
       double vv = fabs (v) < step * 1e-9 ? 0 : v;
@@ -344,7 +344,7 @@ y_ticks (TwbPlot *p, const Geom *g, Tick *t, guint max)
 static guint
 x_ticks (TwbPlot *p, const Geom *g, Tick *t, guint max, double *step_out)
 {
-  double step = nice_step (g->x1 - g->x0, MAX (1, g->aw / X_TICK_PX));
+  double step = twb_draw_nice_step (g->x1 - g->x0, MAX (1, g->aw / X_TICK_PX));
   /* log2 x: whole powers of two, labelled with the power's value; every
    * one where 48 px apart leaves room for "1024" and its neighbours. */
   if (p->x_log2)
@@ -373,8 +373,8 @@ legend_layout (TwbPlot *p, PangoLayout *title_l, PangoLayout *small, double widt
 {
   double tw = 0, th = 0, sh = 0;
   if (p->title && *p->title)
-    text_size (title_l, p->title, &tw, &th);
-  text_size (small, "Xg", NULL, &sh);
+    twb_draw_text_size (title_l, p->title, &tw, &th);
+  twb_draw_text_size (small, "Xg", NULL, &sh);
   *row_h = MAX (th, sh);
   /* Rows: one on a small plot, two where there is room. */
   guint max_rows = height < 220 ? 1 : 2;
@@ -384,7 +384,7 @@ legend_layout (TwbPlot *p, PangoLayout *title_l, PangoLayout *small, double widt
     alive += twb_plot_curve_alive (p, &g_array_index (p->curves, Curve, i));
   /* Room kept at the end of the last row for "+N". */
   double reserve;
-  text_size (small, "+999", &reserve, NULL);
+  twb_draw_text_size (small, "+999", &reserve, NULL);
   reserve += 2 * GAP;
   gboolean full = FALSE;
   *left_out = 0;
@@ -401,7 +401,7 @@ legend_layout (TwbPlot *p, PangoLayout *title_l, PangoLayout *small, double widt
         }
       g_autofree char *label = twb_plot_curve_label (p, c, multi_run);
       double lw;
-      text_size (small, label, &lw, NULL);
+      twb_draw_text_size (small, label, &lw, NULL);
       double w = 16 + GAP + lw; /* swatch, gap, text */
       if (x + w > width - PAD && x > PAD)
         {
@@ -431,7 +431,7 @@ compute_geom (TwbPlot *p, PangoLayout *small, double header_h, int width, int he
   g->height = height;
   g->multi_run = curves_multi_run (p);
   double th;
-  text_size (small, "0123456789", NULL, &th);
+  twb_draw_text_size (small, "0123456789", NULL, &th);
   g->tick_h = th;
   g->header_h = header_h;
   g->ay = header_h;
@@ -453,7 +453,7 @@ compute_geom (TwbPlot *p, PangoLayout *small, double header_h, int width, int he
           dx0 -= 1;
           dx1 += 1;
         }
-      double step = nice_step (dx1 - dx0, MAX (1, (width - 60) / X_TICK_PX));
+      double step = twb_draw_nice_step (dx1 - dx0, MAX (1, (width - 60) / X_TICK_PX));
       if (p->x_log2)
         step = MAX (1, round (step));
       g->x0 = floor (dx0 / step) * step;
@@ -496,7 +496,7 @@ compute_geom (TwbPlot *p, PangoLayout *small, double header_h, int width, int he
   for (guint i = 0; i < n; i++)
     {
       double w;
-      text_size (small, t[i].text, &w, NULL);
+      twb_draw_text_size (small, t[i].text, &w, NULL);
       g->yl_w = MAX (g->yl_w, w);
     }
   g->ax = PAD + MAX (g->yl_w, 12) + GAP;
@@ -555,7 +555,7 @@ draw_axes (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       cairo_line_to (cr, g->ax + g->aw, y);
       cairo_stroke (cr);
       set_source (cr, fg, 0.75);
-      text_at (cr, f->small, t[i].text, g->ax - GAP, y, 1, 0.5);
+      twb_draw_text_at (cr, f->small, t[i].text, g->ax - GAP, y, 1, 0.5);
     }
   /* The x label at the right end of the tick row, "log" at the left. */
   double ty = g->ay + g->ah + GAP / 2;
@@ -563,14 +563,14 @@ draw_axes (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
   set_source (cr, fg, 0.6);
   if (p->log_y)
     {
-      text_at (cr, f->small, "log", g->ax - GAP, ty, 1, 0);
+      twb_draw_text_at (cr, f->small, "log", g->ax - GAP, ty, 1, 0);
       left_limit = g->ax - GAP;
     }
   if (p->x_label && *p->x_label)
     {
       double w;
-      text_size (f->small, p->x_label, &w, NULL);
-      text_at (cr, f->small, p->x_label, g->width - PAD, ty, 1, 0);
+      twb_draw_text_size (f->small, p->x_label, &w, NULL);
+      twb_draw_text_at (cr, f->small, p->x_label, g->width - PAD, ty, 1, 0);
       right_limit = g->width - PAD - w - 2 * GAP;
     }
   double step;
@@ -584,12 +584,12 @@ draw_axes (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       cairo_line_to (cr, x, g->ay + g->ah);
       cairo_stroke (cr);
       double w;
-      text_size (f->small, t[i].text, &w, NULL);
+      twb_draw_text_size (f->small, t[i].text, &w, NULL);
       double l = MAX (x - w / 2, PAD), r = l + w;
       if (l < last_right + GAP || r > right_limit)
         continue; /* would collide with its neighbour or the labels */
       set_source (cr, fg, 0.75);
-      text_at (cr, f->small, t[i].text, l, ty, 0, 0);
+      twb_draw_text_at (cr, f->small, t[i].text, l, ty, 0, 0);
       last_right = r;
     }
   /* The frame's left and bottom sides. */
@@ -606,7 +606,7 @@ draw_header (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
   if (p->title && *p->title)
     {
       set_source (cr, fg, 0.9);
-      text_at (cr, f->title, p->title, PAD, PAD, 0, 0);
+      twb_draw_text_at (cr, f->title, p->title, PAD, PAD, 0, 0);
     }
   for (guint i = 0; i < f->n_items; i++)
     {
@@ -622,13 +622,13 @@ draw_header (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       cairo_set_dash (cr, NULL, 0, 0);
       g_autofree char *label = twb_plot_curve_label (p, c, f->g.multi_run);
       set_source (cr, fg, 0.85);
-      text_at (cr, f->small, label, it->x + 16 + GAP, y, 0, 0.5);
+      twb_draw_text_at (cr, f->small, label, it->x + 16 + GAP, y, 0, 0.5);
     }
   if (f->left_out > 0)
     {
       g_autofree char *more = g_strdup_printf ("+%u", f->left_out);
       set_source (cr, fg, 0.6);
-      text_at (cr, f->small, more, f->g.width - PAD, PAD + f->row_h / 2, 1, 0.5);
+      twb_draw_text_at (cr, f->small, more, f->g.width - PAD, PAD + f->row_h / 2, 1, 0.5);
     }
 }
 
@@ -899,7 +899,7 @@ draw_hover (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
   /* The box: the x, then a line per curve with its colour. */
   g_autofree char *head = twb_plot_reading_x (p, sx);
   double bw, lh;
-  text_size (f->small, head, &bw, &lh);
+  twb_draw_text_size (f->small, head, &bw, &lh);
   guint lines = 1;
   for (guint i = 0; i < p->curves->len; i++)
     {
@@ -918,7 +918,7 @@ draw_hover (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       g_autofree char *value = twb_plot_reading_value (p, &r[i]);
       g_autofree char *line = g_strdup_printf ("%s %s", label, value);
       double w;
-      text_size (f->small, line, &w, NULL);
+      twb_draw_text_size (f->small, line, &w, NULL);
       bw = MAX (bw, 10 + GAP + w);
       lines++;
     }
@@ -940,7 +940,7 @@ draw_hover (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
   cairo_stroke (cr);
   double y = by + GAP;
   set_source (cr, fg, 1);
-  text_at (cr, f->small, head, bx + GAP, y, 0, 0);
+  twb_draw_text_at (cr, f->small, head, bx + GAP, y, 0, 0);
   for (guint i = 0; i < p->curves->len; i++)
     {
       const Curve *c = &g_array_index (p->curves, Curve, i);
@@ -954,7 +954,7 @@ draw_hover (TwbPlot *p, cairo_t *cr, Frame *f, const GdkRGBA *fg)
       g_autofree char *value = twb_plot_reading_value (p, &r[i]);
       g_autofree char *line = g_strdup_printf ("%s %s", label, value);
       set_source (cr, fg, 1);
-      text_at (cr, f->small, line, bx + 2 * GAP + 10, y, 0, 0);
+      twb_draw_text_at (cr, f->small, line, bx + 2 * GAP + 10, y, 0, 0);
     }
 }
 
@@ -972,7 +972,7 @@ twb_plot_draw_frame (TwbPlot *p, cairo_t *cr, Frame *f, gboolean interactive)
                          : p->log_y      ? "No positive values for a log axis"
                                          : "No data yet";
       set_source (cr, &fg, 0.45);
-      text_at (cr, f->small, what, g->ax + g->aw / 2, g->ay + g->ah / 2, 0.5, 0.5);
+      twb_draw_text_at (cr, f->small, what, g->ax + g->aw / 2, g->ay + g->ah / 2, 0.5, 0.5);
       return;
     }
   draw_axes (p, cr, f, &fg);

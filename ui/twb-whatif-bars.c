@@ -3,6 +3,7 @@
 
 #include "ui/twb-whatif-bars.h"
 #include "ui/twb-plot.h"
+#include "ui/twb-draw-util.h"
 
 #include <math.h>
 
@@ -42,39 +43,6 @@ part_colour (int k, GdkRGBA *c)
 }
 
 static void
-text_size (PangoLayout *l, const char *s, double *w, double *h)
-{
-  pango_layout_set_text (l, s, -1);
-  int pw, ph;
-  pango_layout_get_pixel_size (l, &pw, &ph);
-  if (w)
-    *w = pw;
-  if (h)
-    *h = ph;
-}
-
-/* Text with its anchor at (x, y): ax, ay 0 left/top, 0.5 centre, 1 right/bottom. */
-static void
-text_at (cairo_t *cr, PangoLayout *l, const char *s, double x, double y, double ax, double ay)
-{
-  double w, h;
-  text_size (l, s, &w, &h);
-  cairo_move_to (cr, round (x - ax * w), round (y - ay * h));
-  pango_cairo_show_layout (cr, l);
-}
-
-static double
-nice_step (double span, double target)
-{
-  double raw = span / MAX (target, 1);
-  if (!(raw > 0) || !isfinite (raw))
-    return 1;
-  double mag = pow (10, floor (log10 (raw)));
-  double f = raw / mag;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
-}
-
-static void
 tick_text (char *buf, gsize len, double v, double step)
 {
   int dec = step >= 1 ? 0 : MIN (6, (int) ceil (-log10 (step) - 1e-9));
@@ -95,12 +63,12 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
   pango_layout_set_font_description (l, fd);
   pango_font_description_free (fd);
   double th;
-  text_size (l, "Xg", NULL, &th);
+  twb_draw_text_size (l, "Xg", NULL, &th);
 
   if (self->bars->len == 0)
     {
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.5);
-      text_at (cr, l, "No data yet", width / 2.0, height / 2.0, 0.5, 0.5);
+      twb_draw_text_at (cr, l, "No data yet", width / 2.0, height / 2.0, 0.5, 0.5);
       return;
     }
 
@@ -109,7 +77,7 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
   for (int k = 0; k < 3; k++)
     {
       double tw;
-      text_size (l, part_names[k], &tw, NULL);
+      twb_draw_text_size (l, part_names[k], &tw, NULL);
       double item = SWATCH + GAP + tw;
       if (lx + item > width - PAD && lx > PAD)
         {
@@ -122,7 +90,7 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
       cairo_rectangle (cr, lx, ly + (th - SWATCH) / 2, SWATCH, SWATCH);
       cairo_fill (cr);
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.8);
-      text_at (cr, l, part_names[k], lx + SWATCH + GAP, ly, 0, 0);
+      twb_draw_text_at (cr, l, part_names[k], lx + SWATCH + GAP, ly, 0, 0);
       lx += item + 3 * GAP;
     }
   /* The unit on a line of its own under the legend, then room for the
@@ -143,7 +111,7 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
   double plot_h = bottom - top;
   if (plot_h < 20)
     return;
-  double step = nice_step (vmax, MAX (2, plot_h / 40));
+  double step = twb_draw_nice_step (vmax, MAX (2, plot_h / 40));
   double ymax = ceil (vmax / step - 1e-9) * step;
   /* Left: the widest tick label and the unit. */
   double yl_w = 0;
@@ -152,11 +120,11 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
     {
       double tw;
       tick_text (buf, sizeof buf, v, step);
-      text_size (l, buf, &tw, NULL);
+      twb_draw_text_size (l, buf, &tw, NULL);
       yl_w = MAX (yl_w, tw);
     }
   double uw;
-  text_size (l, "ms", &uw, NULL);
+  twb_draw_text_size (l, "ms", &uw, NULL);
   double left = PAD + MAX (yl_w, uw) + GAP;
   double right = width - PAD;
   if (right - left < 20)
@@ -171,10 +139,10 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
       cairo_stroke (cr);
       tick_text (buf, sizeof buf, v, step);
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.75);
-      text_at (cr, l, buf, left - GAP, y, 1, 0.5);
+      twb_draw_text_at (cr, l, buf, left - GAP, y, 1, 0.5);
     }
   cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.6);
-  text_at (cr, l, "ms", PAD, unit_y, 0, 0);
+  twb_draw_text_at (cr, l, "ms", PAD, unit_y, 0, 0);
 
   guint n = self->bars->len;
   double slot = (right - left) / n;
@@ -184,7 +152,7 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
   for (guint i = 0; i < n; i++)
     {
       double tw;
-      text_size (l, g_array_index (self->bars, TwbWhatifBar, i).label, &tw, NULL);
+      twb_draw_text_size (l, g_array_index (self->bars, TwbWhatifBar, i).label, &tw, NULL);
       lw_max = MAX (lw_max, tw);
     }
   guint every = MAX (1, (guint) ceil ((lw_max + GAP) / slot));
@@ -205,11 +173,11 @@ twb_whatif_bars_draw (TwbWhatifBars *self, cairo_t *cr, int width, int height)
         }
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.75);
       if (i % every == 0)
-        text_at (cr, l, b->label, cx, bottom + 2, 0.5, 0);
+        twb_draw_text_at (cr, l, b->label, cx, bottom + 2, 0.5, 0);
     }
   cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.6);
   if (self->x_label)
-    text_at (cr, l, self->x_label, (left + right) / 2, height - PAD, 0.5, 1);
+    twb_draw_text_at (cr, l, self->x_label, (left + right) / 2, height - PAD, 0.5, 1);
   cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.3);
   cairo_move_to (cr, left, round (bottom) + 0.5);
   cairo_line_to (cr, right, round (bottom) + 0.5);
