@@ -32,6 +32,9 @@ int twb_cmd_simulate (int argc, char **argv);
 
 /* Shared helpers. */
 void twb_print_error (const char *what, const GError *error);
+/* The builder's object on one line of stdout, flushed (a reader of a
+ * stream gets every line as it is made). */
+void twb_print_json (JsonBuilder *b);
 /* A member holding v, or null when v is not finite (JSON has no NaN). */
 void twb_json_member_double (JsonBuilder *b, const char *name, double v);
 /* Load a model and infer its shapes; prints every shape error (node by node)

@@ -97,11 +97,7 @@ twb_simulate_pipe (const twb_simulate_pipe_args *a, const twb_dist_args *dist, i
       twb_json_member_double (b, "total", memory);
       json_builder_end_object (b);
       json_builder_end_object (b);
-      g_autoptr (JsonGenerator) gen = json_generator_new ();
-      g_autoptr (JsonNode) root = json_builder_get_root (b);
-      json_generator_set_root (gen, root);
-      g_autofree char *text = json_generator_to_data (gen, NULL);
-      g_print ("%s\n", text);
+      twb_print_json (b);
       return 0;
     }
   g_autofree char *cut = twb_dist_pipeline_describe (g, &po, ranks);

@@ -161,11 +161,7 @@ twb_simulate_train (const char *model_path, tw_model *m, const twb_sim_train_arg
         }
       twb_json_member_double (b, "sent_bytes_per_step", ds.sent_bytes);
       json_builder_end_object (b);
-      g_autoptr (JsonGenerator) gen = json_generator_new ();
-      g_autoptr (JsonNode) root = json_builder_get_root (b);
-      json_generator_set_root (gen, root);
-      g_autofree char *text = json_generator_to_data (gen, NULL);
-      g_print ("%s\n", text);
+      twb_print_json (b);
     }
   else
     {

@@ -953,11 +953,7 @@ loop:
             row_json (b, &g_array_index (rows, sim_row, k));
           json_builder_end_array (b);
           json_builder_end_object (b);
-          g_autoptr (JsonGenerator) gen = json_generator_new ();
-          g_autoptr (JsonNode) root = json_builder_get_root (b);
-          json_generator_set_root (gen, root);
-          g_autofree char *text = json_generator_to_data (gen, NULL);
-          g_print ("%s\n", text);
+          twb_print_json (b);
         }
     }
   if (chakra_in && json)

@@ -90,8 +90,8 @@ json_member_int (JsonBuilder *b, const char *name, gint64 v)
   json_builder_add_int_value (b, v);
 }
 
-static void
-print_json (JsonBuilder *b)
+void
+twb_print_json (JsonBuilder *b)
 {
   g_autoptr (JsonGenerator) gen = json_generator_new ();
   g_autoptr (JsonNode) root = json_builder_get_root (b);
@@ -366,7 +366,7 @@ print_results (tw_session *s, const tw_model *m, const char *path, const tw_snap
           json_builder_end_object (jb);
         }
       json_builder_end_object (jb);
-      print_json (jb);
+      twb_print_json (jb);
       return;
     }
   g_print ("steps %" G_GINT64_FORMAT ", train loss %.4f, median step %.3f ms, %.0f samples/s\n",
@@ -531,7 +531,7 @@ twb_progress_json_line (const tw_snapshot *sn, int64_t total_steps)
       break;
     }
   json_builder_end_object (b);
-  print_json (b);
+  twb_print_json (b);
 }
 
 /* --progress-json, data parallel: the gradient buckets the run ended with. */
@@ -561,7 +561,7 @@ twb_progress_json_buckets (tw_trainer *tr, double bucket_mb)
     }
   json_builder_end_array (b);
   json_builder_end_object (b);
-  print_json (b);
+  twb_print_json (b);
   tw_bucket_layout_clear (&l);
 }
 
@@ -1070,7 +1070,7 @@ twb_cmd_eval (int argc, char **argv)
         json_member_int (jb, "samples", tw_dataset_size (test));
         twb_json_member_double (jb, "samples_per_s", tw_dataset_size (test) / MAX (dt, 1e-9));
         json_builder_end_object (jb);
-        print_json (jb);
+        twb_print_json (jb);
       }
     else
       g_print ("test accuracy %.2f%% (loss %.4f) on %" G_GINT64_FORMAT " samples\n", acc * 100,
@@ -1323,7 +1323,7 @@ twb_cmd_predict (int argc, char **argv)
         json_builder_set_member_name (ob, "predictions");
         json_builder_add_value (ob, json_node_copy (arr));
         json_builder_end_object (ob);
-        print_json (ob);
+        twb_print_json (ob);
       }
     status = 0;
   }
