@@ -42,7 +42,6 @@ typedef struct
   void *data;
   int64_t count;
   tw_dtype dtype;
-  guint64 msg_seq;
 } msg;
 
 struct tw_sim_world
@@ -419,7 +418,6 @@ tw_comm_sim_post (tw_comm *c, tw_comm_req *r)
           m->data = g_memdup2 (r->buf, bytes);
           m->count = r->count;
           m->dtype = r->dtype;
-          m->msg_seq = r->info.msg_seq;
           r->info.sent = r->info.bytes;
           tw_comm_req *waiting = g_queue_pop_head (&b->recvs);
           if (waiting)

@@ -18,7 +18,6 @@ struct tw_sim_cluster
   gint stopping;              /* atomic */
   GMutex lock;
   char *first_error;          /* under lock: the first rank's failure, "rank 2: ..." */
-  int64_t *steps;             /* under lock: each rank's steps so far */
 };
 
 void
@@ -63,12 +62,6 @@ drain (gpointer data)
           while ((s = tw_session_pop (c->sessions[r], 0)))
             {
               any = TRUE;
-              if (s->kind == TW_SNAP_METRICS)
-                {
-                  g_mutex_lock (&c->lock);
-                  c->steps[r] = s->step;
-                  g_mutex_unlock (&c->lock);
-                }
               if (s->kind == TW_SNAP_FINISHED)
                 {
                   done[r] = TRUE;
@@ -110,7 +103,6 @@ tw_sim_cluster_new (const tw_model *model, const tw_session_source *source,
   c->world = tw_sim_world_new (o->ranks);
   c->comms = g_new0 (tw_comm *, o->ranks);
   c->sessions = g_new0 (tw_session *, o->ranks);
-  c->steps = g_new0 (int64_t, o->ranks);
   for (int r = 0; r < o->ranks; r++)
     {
       c->comms[r] = tw_comm_new_sim (c->world, r, &o->comm);
@@ -156,9 +148,6 @@ tw_sim_cluster_pop (tw_sim_cluster *c, gint64 timeout_us)
     return NULL;
   if (s->kind == TW_SNAP_METRICS)
     {
-      g_mutex_lock (&c->lock);
-      c->steps[0] = s->step;
-      g_mutex_unlock (&c->lock);
       if (c->virtual_step_s > 0)
         {
           s->step_ms = c->virtual_step_s * 1e3;
@@ -238,7 +227,6 @@ tw_sim_cluster_free (tw_sim_cluster *c)
   tw_sim_world_free (c->world);
   g_free (c->comms);
   g_free (c->sessions);
-  g_free (c->steps);
   g_free (c->first_error);
   g_mutex_clear (&c->lock);
   g_free (c);
