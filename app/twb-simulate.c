@@ -32,8 +32,11 @@ typedef struct
   double memory;              /* per device */
   gboolean fits;
   char *link;                 /* the busiest link's name, or NULL */
-  double measured_ms;         /* --check: the real run's median step, or NaN */
+  double measured_ms;         /* --check: the real runs' median step, or NaN */
+  double measured_lo, measured_hi;  /* the lowest and highest of the runs' medians */
 } sim_row;
+
+#define CHECK_RUNS 3
 
 /* Ranks into nodes: --nodes × --devices-per-node, or ranks / devices per
  * node (one partial node when fewer ranks than a node holds). */
@@ -98,6 +101,10 @@ row_json (JsonBuilder *b, const sim_row *w)
   if (!isnan (w->measured_ms))
     {
       twb_json_member_double (b, "measured_step_ms", w->measured_ms);
+      json_builder_set_member_name (b, "measured_runs");
+      json_builder_add_int_value (b, CHECK_RUNS);
+      twb_json_member_double (b, "measured_lowest_ms", w->measured_lo);
+      twb_json_member_double (b, "measured_highest_ms", w->measured_hi);
       twb_json_member_double (b, "error", w->r.step_s * 1e3 / w->measured_ms - 1);
     }
   json_builder_set_member_name (b, "memory_per_device");
@@ -138,10 +145,11 @@ parse_ranks_list (const char *spec, GArray *out, GError **error)
   return TRUE;
 }
 
-/* Inside mpirun (--calibrate-links FILE): every rank measures, rank 0
- * writes what it found to FILE. */
+/* Inside mpirun (--calibrate-links FILE): every rank measures the links,
+ * then the model's steps taken by all at once against the step alone
+ * that the profile FILE holds; rank 0 writes the profile back. */
 static int
-calibrate_links_rank (const char *out)
+calibrate_links_rank (const char *model_path, const char *file)
 {
   twb_dist_args dist;
   twb_dist_args_init (&dist);
@@ -149,12 +157,16 @@ calibrate_links_rank (const char *out)
   if (comm == NULL)
     return 1;
   g_autoptr (GError) error = NULL;
-  g_autoptr (tw_sim_profile) p = tw_sim_profile_new ("links");
-  gboolean ok = tw_sim_calibrate_links (p, comm, &error);
+  g_autoptr (tw_sim_profile) p = tw_sim_profile_load (file, &error);
+  g_autoptr (tw_model) m = p ? tw_model_load (model_path, &error) : NULL;
+  g_autoptr (tw_dataset) train
+    = m ? tw_dataset_open_for_model (m, NULL, TW_SPLIT_TRAIN, &error) : NULL;
+  gboolean ok = train && tw_sim_calibrate_links (p, comm, &error)
+                && tw_sim_calibrate_contention (p, m, train, 40, comm, &error);
   if (ok && tw_comm_rank (comm) == 0)
-    ok = tw_sim_profile_save (p, out, &error);
+    ok = tw_sim_profile_save (p, file, &error);
   if (!ok)
-    twb_print_error (NULL, error);
+    twb_print_error (model_path, error);
   int status = ok ? 0 : 1;
   twb_dist_finish (comm, status);
   return status;
@@ -204,7 +216,14 @@ calibrate (const char *model_path, tw_model *m, int64_t rank_batch, const char *
           return 1;
         }
       close (fd);
-      g_printerr ("measuring the links between %d ranks…\n", ranks);
+      if (!tw_sim_profile_save (p, tmp, &error))
+        {
+          twb_print_error (NULL, error);
+          g_unlink (tmp);
+          return 1;
+        }
+      g_printerr ("measuring the links between %d ranks, and %d ranks stepping in lockstep…\n",
+                  ranks, ranks);
       twb_dist_args dist;
       twb_dist_args_init (&dist);
       dist.ranks = ranks;
@@ -231,17 +250,22 @@ calibrate (const char *model_path, tw_model *m, int64_t rank_batch, const char *
     }
   double lat = 0, bw = 0;
   tw_sim_profile_link (p, &lat, &bw);
+  const char *name = m->name ? m->name : "model";
   g_print ("profile local written to %s: %d cores, a message %.1f us + %.2f GB/s; each "
-           "collective %.0f us at 2 ranks, %.0f us at 4\n",
+           "collective %.0f us at 2 ranks, %.0f us at 4; in lockstep a rank computes %.2fx slower "
+           "and waits %.0f us a step at 2 ranks, %.2fx and %.0f us at 4\n",
            path, tw_sim_profile_cores (p), lat * 1e6, bw / 1e9,
            tw_sim_profile_collective_overhead (p, 2) * 1e6,
-           tw_sim_profile_collective_overhead (p, 4) * 1e6);
+           tw_sim_profile_collective_overhead (p, 4) * 1e6, tw_sim_profile_compute_scale (p, name, rank_batch, 2),
+           tw_sim_profile_lockstep (p, name, rank_batch, 2) * 1e6,
+           tw_sim_profile_compute_scale (p, name, rank_batch, 4),
+           tw_sim_profile_lockstep (p, name, rank_batch, 4) * 1e6);
   return 0;
 }
 
 /* --check: the same run for real (twb train --ranks N), its median step. */
 static double
-measure (const char *argv0, const char *model_path, int ranks, int64_t batch,
+measure_once (const char *argv0, const char *model_path, int ranks, int64_t batch,
          const tw_sim_dp_options *o, GError **error)
 {
   g_autofree char *self = self_path (argv0);
@@ -274,6 +298,29 @@ measure (const char *argv0, const char *model_path, int ranks, int64_t batch,
       return NAN;
     }
   return json_object_get_double_member (obj, "median_step_ms");
+}
+
+/* --check: CHECK_RUNS real runs (a shared machine's runs differ from one
+ * to the next by tens of percent): the median of their medians, and the
+ * lowest and highest. */
+static double
+measure (const char *argv0, const char *model_path, int ranks, int64_t batch,
+         const tw_sim_dp_options *o, double *lo, double *hi, GError **error)
+{
+  double v[CHECK_RUNS];
+  for (int i = 0; i < CHECK_RUNS; i++)
+    if (isnan (v[i] = measure_once (argv0, model_path, ranks, batch, o, error)))
+      return NAN;
+  for (int i = 1; i < CHECK_RUNS; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--)
+      {
+        double t = v[j];
+        v[j] = v[j - 1];
+        v[j - 1] = t;
+      }
+  *lo = v[0];
+  *hi = v[CHECK_RUNS - 1];
+  return v[CHECK_RUNS / 2];
 }
 
 int
@@ -399,7 +446,7 @@ twb_cmd_simulate (int argc, char **argv)
     }
   if (links_out)
     {
-      status = calibrate_links_rank (links_out);
+      status = calibrate_links_rank (argv[1], links_out);
       goto out;
     }
   if (chakra_in && (chakra_out || mode_s || do_calibrate || check || exact || device))
@@ -857,7 +904,8 @@ loop:
       w.measured_ms = NAN;
       if (check)
         {
-          w.measured_ms = measure (argv[0], argv[1], r, gb, &o, &error);
+          w.measured_ms = measure (argv[0], argv[1], r, gb, &o, &w.measured_lo, &w.measured_hi,
+                                   &error);
           if (isnan (w.measured_ms))
             {
               g_printerr ("twb: --check: %s\n", error ? error->message : "no figure");
@@ -920,8 +968,9 @@ loop:
                    w.r.busiest_link >= 0 ? " (" : "", w.r.busiest_link >= 0 ? lb : "",
                    w.r.busiest_link >= 0 ? ")" : "");
           if (!isnan (w.measured_ms))
-            g_print ("        measured here (twb train --ranks %d): %.3f ms a step; the "
-                     "prediction is %+.0f%% off\n", r, w.measured_ms,
+            g_print ("        measured here (%d runs of twb train --ranks %d): %.3f ms a step "
+                     "(runs %.3f to %.3f); the prediction is %+.0f%% off\n", CHECK_RUNS, r,
+                     w.measured_ms, w.measured_lo, w.measured_hi,
                      100 * (w.r.step_s * 1e3 / w.measured_ms - 1));
         }
       else if (i + 1 == sweep_ranks->len)

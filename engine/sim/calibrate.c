@@ -12,8 +12,10 @@
 #define G_LOG_DOMAIN "twb-sim"
 
 #include "engine/sim/calibrate.h"
+#include "engine/device.h"
 #include "engine/events.h"
 #include "engine/fileutil.h"
+#include "engine/session.h"
 #include "engine/train.h"
 
 #include <errno.h>
@@ -30,6 +32,7 @@ typedef struct
   GHashTable *nodes;          /* id → double[2] seconds */
   double update_s_per_byte;
   double step_overhead_s;
+  GArray *lockstep;           /* lock_entry */
 } model_entry;
 
 typedef struct
@@ -38,6 +41,14 @@ typedef struct
   double overhead_s;
   double s_per_byte;          /* beyond the ring's over the link */
 } coll_entry;
+
+/* The model's ranks in lockstep at a rank count (tw_sim_calibrate_contention). */
+typedef struct
+{
+  int ranks;
+  double compute_scale;       /* a rank's compute in lockstep over one alone's */
+  double wait_s;              /* the all-reduce that ends a step, beyond its ring */
+} lock_entry;
 
 struct tw_sim_profile
 {
@@ -56,6 +67,7 @@ model_entry_free (model_entry *e)
 {
   g_free (e->model);
   g_hash_table_unref (e->nodes);
+  g_array_unref (e->lockstep);
   g_free (e);
 }
 
@@ -66,6 +78,7 @@ model_entry_new (const char *model, int64_t batch)
   e->model = g_strdup (model);
   e->batch = batch;
   e->nodes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  e->lockstep = g_array_new (FALSE, FALSE, sizeof (lock_entry));
   return e;
 }
 
@@ -252,7 +265,8 @@ tw_sim_profile_load (const char *name_or_path, GError **error)
       const char *model = m ? json_object_get_string_member_with_default (m, "model", NULL) : NULL;
       if (model == NULL || !num (m, "batch", 1, &batch, path, "models: ", error)
           || !num (m, "update_ns_per_byte", 0, &upd, path, "models: ", error)
-          || !num (m, "step_overhead_us", 0, &ovh, path, "models: ", error))
+          || !num (m, "step_overhead_us", 0, &ovh, path, "models: ", error)
+)
         {
           if (model == NULL)
             g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
@@ -263,6 +277,19 @@ tw_sim_profile_load (const char *name_or_path, GError **error)
       g_ptr_array_add (p->models, me);
       me->update_s_per_byte = upd * 1e-9;
       me->step_overhead_s = ovh * 1e-6;
+      JsonArray *ls = arr_member (m, "lockstep");
+      for (guint j = 0; ls && j < json_array_get_length (ls); j++)
+        {
+          JsonNode *ln = json_array_get_element (ls, j);
+          JsonObject *lo = JSON_NODE_HOLDS_OBJECT (ln) ? json_node_get_object (ln) : NULL;
+          double rk, sc, wt;
+          if (!num (lo, "ranks", 2, &rk, path, "models: lockstep: ", error)
+              || !num (lo, "compute_scale", 1e-3, &sc, path, "models: lockstep: ", error)
+              || !num (lo, "wait_us", 0, &wt, path, "models: lockstep: ", error))
+            return NULL;
+          lock_entry le = { (int) rk, sc, wt * 1e-6 };
+          g_array_append_val (me->lockstep, le);
+        }
       JsonObject *nodes = obj_member (m, "nodes");
       g_autoptr (GList) ids = nodes ? json_object_get_members (nodes) : NULL;
       for (GList *it = ids; it; it = it->next)
@@ -369,6 +396,21 @@ tw_sim_profile_save (const tw_sim_profile *p, const char *path, GError **error)
       json_builder_add_double_value (b, tidy (e->update_s_per_byte * 1e9));
       json_builder_set_member_name (b, "step_overhead_us");
       json_builder_add_double_value (b, tidy (e->step_overhead_s * 1e6));
+      json_builder_set_member_name (b, "lockstep");
+      json_builder_begin_array (b);
+      for (guint j = 0; j < e->lockstep->len; j++)
+        {
+          const lock_entry *le = &g_array_index (e->lockstep, lock_entry, j);
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "ranks");
+          json_builder_add_int_value (b, le->ranks);
+          json_builder_set_member_name (b, "compute_scale");
+          json_builder_add_double_value (b, tidy (le->compute_scale));
+          json_builder_set_member_name (b, "wait_us");
+          json_builder_add_double_value (b, tidy (le->wait_s * 1e6));
+          json_builder_end_object (b);
+        }
+      json_builder_end_array (b);
       json_builder_set_member_name (b, "nodes");
       json_builder_begin_object (b);
       g_autoptr (GList) ids = g_hash_table_get_keys (e->nodes);
@@ -442,6 +484,20 @@ cmp_double (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
+/* The mean of the middle 80 % (sorts a). */
+static double
+trimmed_mean (GArray *a)
+{
+  if (a->len == 0)
+    return 0;
+  g_array_sort (a, cmp_double);
+  guint cut = a->len / 10, n = 0;
+  double sum = 0;
+  for (guint i = cut; i < a->len - cut; i++, n++)
+    sum += g_array_index (a, double, i);
+  return sum / n;
+}
+
 static double
 median (GArray *a)
 {
@@ -458,24 +514,118 @@ is_matrix_op (const char *op)
          || g_str_has_prefix (op ? op : "", "conv");
 }
 
-gboolean
-tw_sim_calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_dataset *train,
-                          int64_t batch, int steps, GError **error)
+/* A copy of the model whose recipe takes `batch` rows a step. */
+static tw_model *
+model_at_batch (const tw_model *m0, int64_t batch, GError **error)
 {
   g_autofree char *data = tw_model_to_data (m0, NULL);
-  g_autoptr (tw_model) m = tw_model_load_from_data (data, -1, m0->name ? m0->name : "model", error);
+  tw_model *m = tw_model_load_from_data (data, -1, m0->name ? m0->name : "model", error);
+  if (m)
+    m->recipe.batch_size = batch;
+  return m;
+}
+
+/* One step of the trainer on the batcher's next batch (a new epoch when it
+ * runs out), then with comm an 8-byte all-reduce: ranks in lockstep, as
+ * data parallel's are.  *wall: the step's seconds.  With sync (may be
+ * NULL), a second all-reduce follows at once: sync[0] is the first's
+ * seconds (the ranks arrive apart), sync[1] the second's (they arrive
+ * together). */
+static gboolean
+timed_step (tw_trainer *tr, tw_batcher *b, int64_t *epoch, int64_t batch, tw_comm *comm,
+            double *wall, double *sync, GError **error)
+{
+  gint64 t0 = tw_now_ns ();
+  tw_tensor *x, *y;
+  if (!tw_batcher_next (b, &x, &y))
+    {
+      tw_batcher_reset (b, ++*epoch);
+      if (!tw_batcher_next (b, &x, &y))
+        {
+          g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                       "the training set has fewer than %" G_GINT64_FORMAT " rows", batch);
+          return FALSE;
+        }
+    }
+  gboolean ok = tw_trainer_step (tr, x, y, NULL, error);
+  tw_tensor_unref (x);
+  tw_tensor_unref (y);
+  gint64 t1 = tw_now_ns ();
+  double one = 1;
+  if (ok && comm)
+    ok = tw_comm_allreduce_sync (comm, &one, 1, TW_F64, TW_REDUCE_SUM, NULL, error);
+  gint64 t2 = tw_now_ns ();
+  if (ok && comm && sync)
+    ok = tw_comm_allreduce_sync (comm, &one, 1, TW_F64, TW_REDUCE_SUM, NULL, error);
+  *wall = (t1 - t0) * 1e-9;
+  if (sync)
+    {
+      sync[0] = (t2 - t1) * 1e-9;
+      sync[1] = (tw_now_ns () - t2) * 1e-9;
+    }
+  return ok;
+}
+
+/* The median step of a session run as `twb train` runs one (its default
+ * options: one thread, the NaN watch, gradient norms; no evaluation),
+ * `steps` after two of warm-up. */
+static gboolean
+session_step (const tw_model *m, const tw_dataset *train, int steps, double *out, GError **error)
+{
+  tw_session_options o;
+  tw_session_options_init (&o);
+  o.max_steps = steps + 2;
+  o.evaluate_test = FALSE;
+  g_autoptr (tw_session) s
+    = tw_session_new (m, tw_dataset_new (train->name, train->x, train->y, train->n_classes),
+                      NULL, NULL, &o, error);
+  if (s == NULL || !tw_session_run (s, error))
+    return FALSE;
+  g_autoptr (GArray) ms = g_array_new (FALSE, FALSE, sizeof (double));
+  for (;;)
+    {
+      tw_snapshot *sn = tw_session_pop (s, -1);
+      if (sn == NULL)
+        continue;
+      if (sn->kind == TW_SNAP_METRICS && sn->step > 2)
+        {
+          double v = sn->step_ms * 1e-3;
+          g_array_append_val (ms, v);
+        }
+      gboolean end = sn->kind == TW_SNAP_FINISHED;
+      gboolean failed = end && sn->state != TW_SESSION_FINISHED;
+      if (failed)
+        g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG, "the training run failed: %s",
+                     sn->message ? sn->message : "no reason given");
+      tw_snapshot_free (sn);
+      if (failed)
+        return FALSE;
+      if (end)
+        break;
+    }
+  *out = median (ms);
+  return ms->len > 0;
+}
+
+static gboolean
+calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_dataset *train, int64_t batch,
+                   int steps, GError **error)
+{
+  g_autoptr (tw_model) m = model_at_batch (m0, batch, error);
   if (m == NULL)
     return FALSE;
   g_autoptr (tw_trainer) tr = tw_trainer_new (m, error);
   if (tr == NULL)
     return FALSE;
+  /* One thread, as twb train's ranks take by default (the kernels' OpenMP
+   * team too: this thread's count). */
   tw_trainer_set_num_threads (tr, 1);
   g_autoptr (tw_bus) bus = tw_bus_new ();
   tw_trainer_set_bus (tr, bus);
   step_times st = { g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free),
                     g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free), 0 };
-  guint id = tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_FORWARD) | TW_EV_BIT (TW_EV_BACKWARD)
-                                      | TW_EV_BIT (TW_EV_UPDATE), on_op, &st, NULL);
+  tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_FORWARD) | TW_EV_BIT (TW_EV_BACKWARD)
+                          | TW_EV_BIT (TW_EV_UPDATE), on_op, &st, NULL);
   g_autoptr (GHashTable) fwd = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                       (GDestroyNotify) g_array_unref);
   g_autoptr (GHashTable) bwd = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
@@ -483,45 +633,20 @@ tw_sim_calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_datase
   g_autoptr (GArray) upd = g_array_new (FALSE, FALSE, sizeof (double));
   g_autoptr (GArray) over = g_array_new (FALSE, FALSE, sizeof (double));
   g_autoptr (GArray) walls = g_array_new (FALSE, FALSE, sizeof (double));
-  g_autoptr (GArray) plain = g_array_new (FALSE, FALSE, sizeof (double));
   tw_batcher *b = tw_batcher_new (train, batch, TRUE, m->recipe.seed, TRUE);
   tw_batcher_reset (b, 0);
   gboolean ok = TRUE;
   int64_t epoch = 0;
-  /* The steps watched (each op's time), then as many unwatched: watching
-   * costs (the events, and what the executor keeps for them), so the
-   * watched times are scaled to the unwatched steps' wall time. */
-  for (int i = 0; i < 2 * steps + 2 && ok; i++)
+  /* Each op's time, step by step. */
+  for (int i = 0; i < steps + 2 && ok; i++)
     {
-      if (i == steps + 2)
-        tw_bus_unsubscribe (bus, id);
       g_hash_table_remove_all (st.fwd);
       g_hash_table_remove_all (st.bwd);
       st.update = 0;
-      gint64 t0 = tw_now_ns ();
-      tw_tensor *x, *y;
-      if (!tw_batcher_next (b, &x, &y))
-        {
-          tw_batcher_reset (b, ++epoch);
-          if (!tw_batcher_next (b, &x, &y))
-            {
-              g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
-                           "the training set has fewer than %" G_GINT64_FORMAT " rows", batch);
-              ok = FALSE;
-              break;
-            }
-        }
-      ok = tw_trainer_step (tr, x, y, NULL, error);
-      double wall = (tw_now_ns () - t0) * 1e-9;
-      tw_tensor_unref (x);
-      tw_tensor_unref (y);
+      double wall = 0;
+      ok = timed_step (tr, b, &epoch, batch, NULL, &wall, NULL, error);
       if (!ok || i < 2)
         continue;
-      if (i >= steps + 2)
-        {
-          g_array_append_val (plain, wall);
-          continue;
-        }
       g_array_append_val (walls, wall);
       double ops = st.update;
       for (int k = 0; k < 2; k++)
@@ -549,7 +674,11 @@ tw_sim_calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_datase
   tw_batcher_free (b);
   g_hash_table_unref (st.fwd);
   g_hash_table_unref (st.bwd);
-  if (!ok)
+  /* The step as twb train takes it (watching costs, and so do the
+   * session's NaN watch and gradient norms): the watched times are scaled
+   * to it. */
+  double session = 0;
+  if (!ok || !session_step (m, train, steps, &session, error))
     return FALSE;
   const char *name = m0->name ? m0->name : "model";
   model_entry *e = find_model (p, name, batch);
@@ -589,7 +718,7 @@ tw_sim_calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_datase
           v_t += t[0] + t[1];
         }
     }
-  double scale = median (walls) > 0 ? median (plain) / median (walls) : 1;
+  double scale = median (walls) > 0 ? session / median (walls) : 1;
   GHashTableIter it;
   gpointer val;
   g_hash_table_iter_init (&it, e->nodes);
@@ -612,6 +741,19 @@ tw_sim_calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_datase
     p->dev.mem_bw = v_b / v_t;
   p->dev.vector_flops = p->dev.matmul_flops / 4;
   return TRUE;
+}
+
+/* The measurements take one thread, as twb train's ranks do by default:
+ * the trainer's, and the kernels' OpenMP team (this thread's count, unset
+ * again after). */
+gboolean
+tw_sim_calibrate_compute (tw_sim_profile *p, const tw_model *m, const tw_dataset *train,
+                          int64_t batch, int steps, GError **error)
+{
+  tw_set_thread_num_threads (1);
+  gboolean ok = calibrate_compute (p, m, train, batch, steps, error);
+  tw_set_thread_num_threads (0);
+  return ok;
 }
 
 /* ---- links --------------------------------------------------------------- */
@@ -677,7 +819,7 @@ tw_sim_calibrate_links (tw_sim_profile *p, tw_comm *c, GError **error)
    * MPI's own algorithm). */
   static const int64_t ar_sizes[] = { 8, 4096, 65536, 1048576 };
   g_autofree double *big = g_new0 (double, 1048576 / sizeof (double));
-  double rx = 0, ry = 0, rxx = 0, rxy = 0;
+  double rx = 0, ry = 0, rxx = 0, rxy = 0, first_excess = 0;
   int nr = 0;
   for (guint k = 0; k < G_N_ELEMENTS (ar_sizes); k++)
     {
@@ -701,16 +843,20 @@ tw_sim_calibrate_links (tw_sim_profile *p, tw_comm *c, GError **error)
       double n = (double) (MAX (count, 1) * sizeof (double));
       double ring = 2.0 * (size - 1) * (alpha + n / size * beta);
       double r = median (ar) - ring;
+      if (k == 0)
+        first_excess = r;
       rx += n;
       ry += r;
       rxx += n * n;
       rxy += n * r;
       nr++;
     }
+  /* The fixed cost is the smallest all-reduce's excess (a regression's
+   * intercept would take the large sizes' noise); the slope the fit's. */
   double d = (nr * rxy - rx * ry) / (nr * rxx - rx * rx);
   if (!(d > 0))
     d = 0;
-  double over = MAX ((ry - d * rx) / nr, 0);
+  double over = MAX (first_excess, 0);
   /* Rank 0's figures are the profile's. */
   double fig[4] = { alpha, beta, over, d };
   if (!tw_comm_broadcast_sync (c, fig, 4, TW_F64, 0, NULL, error))
@@ -726,6 +872,136 @@ tw_sim_calibrate_links (tw_sim_profile *p, tw_comm *c, GError **error)
   return TRUE;
 }
 
+/* How much longer a rank's compute takes when `ranks` share the cores:
+ * ranks / cores when they outnumber them. */
+static double
+compute_share (const tw_sim_profile *p, int ranks)
+{
+  return ranks > p->cores ? (double) ranks / MAX (p->cores, 1) : 1;
+}
+
+/* The latest entry for model m (the one tw_sim_calibrate_compute added last). */
+static model_entry *
+latest_model (const tw_sim_profile *p, const char *model)
+{
+  for (guint i = p->models->len; i-- > 0;)
+    {
+      model_entry *e = g_ptr_array_index (p->models, i);
+      if (g_strcmp0 (e->model, model) == 0)
+        return e;
+    }
+  return NULL;
+}
+
+static coll_entry *
+coll_at (const tw_sim_profile *p, int ranks)
+{
+  for (guint i = 0; i < p->colls->len; i++)
+    if (g_array_index (p->colls, coll_entry, i).ranks == ranks)
+      return &g_array_index (p->colls, coll_entry, i);
+  return NULL;
+}
+
+static gboolean
+calibrate_contention (tw_sim_profile *p, const tw_model *m0, const tw_dataset *train, int steps,
+                      tw_comm *c, GError **error)
+{
+  int size = tw_comm_size (c), rank = tw_comm_rank (c);
+  const char *name = m0->name ? m0->name : "model";
+  model_entry *e = latest_model (p, name);
+  coll_entry *ce = coll_at (p, size);
+  if (e == NULL || ce == NULL || !p->have_link)
+    {
+      g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                   "measuring %d ranks in lockstep needs %s measured alone and the links at "
+                   "%d ranks first", size, name, size);
+      return FALSE;
+    }
+  g_autoptr (tw_model) m = model_at_batch (m0, e->batch, error);
+  if (m == NULL)
+    return FALSE;
+  g_autoptr (tw_trainer) tr = tw_trainer_new (m, error);
+  if (tr == NULL)
+    return FALSE;
+  /* One thread, as twb train's ranks take by default (the kernels' OpenMP
+   * team too: this thread's count). */
+  tw_trainer_set_num_threads (tr, 1);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  tw_trainer_set_bus (tr, bus);
+  tw_batcher *b = tw_batcher_new (train, e->batch, TRUE, m->recipe.seed + rank, TRUE);
+  tw_batcher_reset (b, 0);
+  g_autoptr (GArray) alone = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) walls = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) syncs = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr (GArray) aligned = g_array_new (FALSE, FALSE, sizeof (double));
+  gboolean ok = TRUE;
+  int64_t epoch = 0;
+  /* Warm-up, then rounds of rank 0 alone (the others wait in the barrier,
+   * their threads asleep) and every rank at once, interleaved so that the
+   * machine's drift (a shared host) falls on both alike. */
+  for (int i = 0; i < 4 && ok; i++)
+    {
+      double wall = 0, sync[2];
+      ok = timed_step (tr, b, &epoch, e->batch, c, &wall, sync, error);
+    }
+  const int per_round = 5;
+  for (int round = 0; round * per_round < steps && ok; round++)
+    {
+      for (int i = 0; rank == 0 && i < per_round && ok; i++)
+        {
+          double wall = 0;
+          ok = timed_step (tr, b, &epoch, e->batch, NULL, &wall, NULL, error);
+          if (ok)
+            g_array_append_val (alone, wall);
+        }
+      ok = ok && tw_comm_barrier_sync (c, error);
+      for (int i = 0; i < per_round && ok; i++)
+        {
+          double wall = 0, sync[2] = { 0, 0 };
+          ok = timed_step (tr, b, &epoch, e->batch, c, &wall, sync, error);
+          if (ok)
+            {
+              g_array_append_val (walls, wall);
+              g_array_append_val (syncs, sync[0]);
+              g_array_append_val (aligned, sync[1]);
+            }
+        }
+    }
+  tw_batcher_free (b);
+  if (!ok)
+    return FALSE;
+  /* Rank 0's figures are the profile's: its compute in lockstep over its
+   * compute alone (cores, memory and the others' polling shared); the first
+   * all-reduce's time beyond its ring over the link, what ending a step in
+   * lockstep costs (the ranks arrive apart: the first waits for the last,
+   * and wakes late); the second's, a collective's own cost.  Means of the
+   * middle 80 %: ranks outnumbering the cores make steps bimodal (run
+   * through, or pre-empted), which a median would take one side of. */
+  double ring = 2.0 * (size - 1) * (p->latency + 8.0 / size / p->bandwidth);
+  double fig[3] = { rank == 0 && trimmed_mean (alone) > 0
+                      ? trimmed_mean (walls) / trimmed_mean (alone) : 1,
+                    MAX (trimmed_mean (syncs) - ring, 0), MAX (trimmed_mean (aligned) - ring, 0) };
+  if (!tw_comm_broadcast_sync (c, fig, 3, TW_F64, 0, NULL, error))
+    return FALSE;
+  for (guint i = 0; i < e->lockstep->len; i++)
+    if (g_array_index (e->lockstep, lock_entry, i).ranks == size)
+      g_array_remove_index (e->lockstep, i--);
+  lock_entry le = { size, MAX (fig[0], 1e-3), fig[1] };
+  g_array_append_val (e->lockstep, le);
+  ce->overhead_s = fig[2];
+  return TRUE;
+}
+
+gboolean
+tw_sim_calibrate_contention (tw_sim_profile *p, const tw_model *m, const tw_dataset *train,
+                             int steps, tw_comm *comm, GError **error)
+{
+  tw_set_thread_num_threads (1);
+  gboolean ok = calibrate_contention (p, m, train, steps, comm, error);
+  tw_set_thread_num_threads (0);
+  return ok;
+}
+
 /* ---- use ------------------------------------------------------------------ */
 
 void
@@ -738,6 +1014,19 @@ tw_sim_profile_merge_links (tw_sim_profile *p, const tw_sim_profile *from, gbool
         if (g_array_index (p->colls, coll_entry, j).ranks == c.ranks)
           g_array_remove_index (p->colls, j--);
       g_array_append_val (p->colls, c);
+    }
+  for (guint i = 0; i < from->models->len; i++)
+    {
+      const model_entry *f = g_ptr_array_index (from->models, i);
+      model_entry *e = find_model (p, f->model, f->batch);
+      for (guint j = 0; e && j < f->lockstep->len; j++)
+        {
+          lock_entry l = g_array_index (f->lockstep, lock_entry, j);
+          for (guint k = 0; k < e->lockstep->len; k++)
+            if (g_array_index (e->lockstep, lock_entry, k).ranks == l.ranks)
+              g_array_remove_index (e->lockstep, k--);
+          g_array_append_val (e->lockstep, l);
+        }
     }
   if (take_link && from->have_link)
     {
@@ -764,15 +1053,45 @@ nearest_coll (const tw_sim_profile *p, int ranks)
 double
 tw_sim_profile_collective_overhead (const tw_sim_profile *p, int ranks)
 {
-  int best = -1;
-  for (guint i = 0; i < p->colls->len; i++)
-    {
-      const coll_entry *c = &g_array_index (p->colls, coll_entry, i);
-      if (best < 0 || abs (c->ranks - ranks)
-                          < abs (g_array_index (p->colls, coll_entry, best).ranks - ranks))
-        best = (int) i;
-    }
+  int best = nearest_coll (p, ranks);
   return best >= 0 ? g_array_index (p->colls, coll_entry, best).overhead_s : 0;
+}
+
+/* The model's lockstep entry at the rank count nearest `ranks`, or NULL. */
+static const lock_entry *
+nearest_lock (const tw_sim_profile *p, const char *model, int64_t batch, int ranks)
+{
+  const model_entry *e = find_model (p, model, batch);
+  const lock_entry *best = NULL;
+  for (guint i = 0; e && i < e->lockstep->len; i++)
+    {
+      const lock_entry *l = &g_array_index (e->lockstep, lock_entry, i);
+      if (best == NULL || abs (l->ranks - ranks) < abs (best->ranks - ranks))
+        best = l;
+    }
+  return best;
+}
+
+double
+tw_sim_profile_compute_scale (const tw_sim_profile *p, const char *model, int64_t batch,
+                              int ranks)
+{
+  if (ranks <= 1)
+    return 1;
+  /* The nearest count measured: its factor over its share of the cores,
+   * carried to this count's share. */
+  const lock_entry *n = nearest_lock (p, model, batch, ranks);
+  if (n == NULL)
+    return compute_share (p, ranks);
+  return n->ranks == ranks ? n->compute_scale
+                           : n->compute_scale / compute_share (p, n->ranks) * compute_share (p, ranks);
+}
+
+double
+tw_sim_profile_lockstep (const tw_sim_profile *p, const char *model, int64_t batch, int ranks)
+{
+  const lock_entry *n = ranks > 1 ? nearest_lock (p, model, batch, ranks) : NULL;
+  return n ? n->wait_s : 0;
 }
 
 gboolean
@@ -786,7 +1105,8 @@ tw_sim_profile_apply (const tw_sim_profile *p, const char *model, int64_t batch,
   o->node_times = e ? e->nodes : NULL;
   o->update_s_per_byte = e ? e->update_s_per_byte : 0;
   o->step_overhead_s = e ? e->step_overhead_s : 0;
-  o->compute_scale = ranks > p->cores ? (double) ranks / p->cores : 1;
+  o->compute_scale = tw_sim_profile_compute_scale (p, model, batch, ranks);
+  o->lockstep_s = tw_sim_profile_lockstep (p, model, batch, ranks);
   o->collective_overhead_s = tw_sim_profile_collective_overhead (p, ranks);
   int nc = nearest_coll (p, ranks);
   o->collective_s_per_byte = nc >= 0 ? g_array_index (p->colls, coll_entry, nc).s_per_byte : 0;

@@ -334,7 +334,7 @@ fast_step (tw_graph *g, GArray *order, GArray *buckets, const int *bucket_of,
   double loss = tw_sim_allreduce_time (t, o->algo, NULL, p, 32, gamma, link_bytes, error);
   if (isnan (loss))
     return FALSE;
-  loss += p > 1 ? c0 + o->collective_s_per_byte * 32 : 0;
+  loss += p > 1 ? (o->lockstep_s > 0 ? o->lockstep_s : c0) + o->collective_s_per_byte * 32 : 0;
   double loss_done = fmax (bwd_end, comm_free) + loss;
   comm_sum += loss;
   if (p > 1)
@@ -602,8 +602,10 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   for (int r = 0; r < p; r++)
     {
       int deps[2] = { cur[r], comm[r] };
-      tmp[r] = tw_netsim_add (s, r, r, 0, c0 + (p > 1 ? o->collective_s_per_byte * 32 : 0), deps,
-                              2);
+      tmp[r] = tw_netsim_add (s, r, r, 0,
+                              p > 1 ? (o->lockstep_s > 0 ? o->lockstep_s : c0)
+                                        + o->collective_s_per_byte * 32 : 0,
+                              deps, 2);
     }
   g_array_append_val (coll_start, tmp[0]);
   g_autofree int *loss_first = g_memdup2 (tmp, p * sizeof (int));

@@ -73,6 +73,11 @@ typedef struct
   double collective_overhead_s;
   double collective_s_per_byte;  /* and per byte of its buffer */
   double compute_scale;       /* 0 or 1: none */
+  /* What ranks stepping in lockstep cost (calibrated: they arrive apart,
+   * the first waits for the last): the step's last collective, the loss's,
+   * which every rank waits for, costs this instead of the collective's
+   * fixed cost (0: that). */
+  double lockstep_s;
   /* ZeRO-1 (--shard-optimizer): each rank keeps 1/ranks of the optimizer
    * state; a bucket's all-reduce becomes a ring reduce-scatter during
    * backward, the update of the rank's shard, then an all-gather. */

@@ -52,12 +52,12 @@ if command -v mpirun >/dev/null; then
   "$twb" simulate "$model" --calibrate >"$tmp/cal.out" 2>"$tmp/cal.err"
   rc=$?
   prof=$tmp/data/twb/sim/local.json
-  check "--calibrate: exit 0, the local profile with the model, a link and 2- and 4-rank collectives" \
-    "[ $rc -eq 0 ] && py 'import json, sys; p = json.load(open(sys.argv[1])); sys.exit(not (p[\"link\"][\"gbytes_per_s\"] > 0 and sorted(c[\"ranks\"] for c in p[\"collectives\"]) == [2, 4] and any(m[\"model\"] == \"mlp\" and m[\"batch\"] == 64 and len(m[\"nodes\"]) >= 5 for m in p[\"models\"])))' '$prof'" \
+  check "--calibrate: exit 0, the local profile with the model (its 2- and 4-rank lockstep too), a link and 2- and 4-rank collectives" \
+    "[ $rc -eq 0 ] && py 'import json, sys; p = json.load(open(sys.argv[1])); sys.exit(not (p[\"link\"][\"gbytes_per_s\"] > 0 and sorted(c[\"ranks\"] for c in p[\"collectives\"]) == [2, 4] and any(m[\"model\"] == \"mlp\" and m[\"batch\"] == 64 and len(m[\"nodes\"]) >= 5 and sorted(l[\"ranks\"] for l in m[\"lockstep\"]) == [2, 4] and all(l[\"compute_scale\"] > 0 and l[\"wait_us\"] >= 0 for l in m[\"lockstep\"]) for m in p[\"models\"])))' '$prof'" \
     "rc $rc: $(cat "$tmp/cal.out" "$tmp/cal.err" | head -c 600)"
   l=$("$twb" simulate "$model" --device local --ranks 2 --check --json 2>"$tmp/e")
-  check "--device local --check: a prediction and the real run's median step" \
-    "py 'import json, math, sys; c = json.loads(sys.argv[1])[\"configs\"][0]; sys.exit(not (c[\"step_ms\"] > 0 and c[\"measured_step_ms\"] > 0 and math.isfinite(c[\"error\"])))' '$l'" \
+  check "--device local --check: a prediction and the median of 3 real runs' median steps, with their spread" \
+    "py 'import json, math, sys; c = json.loads(sys.argv[1])[\"configs\"][0]; sys.exit(not (c[\"step_ms\"] > 0 and c[\"measured_runs\"] == 3 and 0 < c[\"measured_lowest_ms\"] <= c[\"measured_step_ms\"] <= c[\"measured_highest_ms\"] and math.isfinite(c[\"error\"])))' '$l'" \
     "$l $(head -c 300 "$tmp/e")"
   echo "# calibrated prediction at 2 ranks: $(echo "$l" | py 'import json, sys; c = json.loads(sys.stdin.read())["configs"][0]; print("%.3f ms predicted, %.3f ms measured" % (c["step_ms"], c["measured_step_ms"]))' 2>/dev/null)"
   echo '{"cores": 2, "link": {"latency_us": -1, "gbytes_per_s": 1}}' >"$tmp/badprof.json"
