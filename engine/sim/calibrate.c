@@ -566,6 +566,20 @@ timed_step (tw_trainer *tr, tw_batcher *b, int64_t *epoch, int64_t batch, tw_com
   return ok;
 }
 
+/* A trainer of m on one thread, as twb train's ranks take by default,
+ * publishing on bus. */
+static tw_trainer *
+one_thread_trainer (tw_model *m, tw_bus *bus, GError **error)
+{
+  tw_trainer *tr = tw_trainer_new (m, error);
+  if (tr)
+    {
+      tw_trainer_set_num_threads (tr, 1);
+      tw_trainer_set_bus (tr, bus);
+    }
+  return tr;
+}
+
 /* The median step of a session run as `twb train` runs one (its default
  * options: one thread, the NaN watch, gradient norms; no evaluation),
  * `steps` after two of warm-up. */
@@ -614,14 +628,10 @@ calibrate_compute (tw_sim_profile *p, const tw_model *m0, const tw_dataset *trai
   g_autoptr (tw_model) m = model_at_batch (m0, batch, error);
   if (m == NULL)
     return FALSE;
-  g_autoptr (tw_trainer) tr = tw_trainer_new (m, error);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  g_autoptr (tw_trainer) tr = one_thread_trainer (m, bus, error);
   if (tr == NULL)
     return FALSE;
-  /* One thread, as twb train's ranks take by default (the kernels' OpenMP
-   * team too: this thread's count). */
-  tw_trainer_set_num_threads (tr, 1);
-  g_autoptr (tw_bus) bus = tw_bus_new ();
-  tw_trainer_set_bus (tr, bus);
   step_times st = { g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free),
                     g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free), 0 };
   tw_bus_subscribe (bus, TW_EV_BIT (TW_EV_FORWARD) | TW_EV_BIT (TW_EV_BACKWARD)
@@ -920,14 +930,10 @@ calibrate_contention (tw_sim_profile *p, const tw_model *m0, const tw_dataset *t
   g_autoptr (tw_model) m = model_at_batch (m0, e->batch, error);
   if (m == NULL)
     return FALSE;
-  g_autoptr (tw_trainer) tr = tw_trainer_new (m, error);
+  g_autoptr (tw_bus) bus = tw_bus_new ();
+  g_autoptr (tw_trainer) tr = one_thread_trainer (m, bus, error);
   if (tr == NULL)
     return FALSE;
-  /* One thread, as twb train's ranks take by default (the kernels' OpenMP
-   * team too: this thread's count). */
-  tw_trainer_set_num_threads (tr, 1);
-  g_autoptr (tw_bus) bus = tw_bus_new ();
-  tw_trainer_set_bus (tr, bus);
   tw_batcher *b = tw_batcher_new (train, e->batch, TRUE, m->recipe.seed + rank, TRUE);
   tw_batcher_reset (b, 0);
   g_autoptr (GArray) alone = g_array_new (FALSE, FALSE, sizeof (double));

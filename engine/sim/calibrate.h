@@ -54,9 +54,11 @@ gboolean tw_sim_calibrate_links (tw_sim_profile *p, tw_comm *comm, GError **erro
  * in lockstep (an 8-byte all-reduce after each, as data parallel's ranks
  * are).  Rank 0's compute in lockstep over its compute alone is how much
  * slower a rank computes when this many share the machine (its cores, its
- * memory, the others' polling); the all-reduce's time beyond its ring is
- * what ending a step in lockstep costs (ranks arrive apart: the first waits
- * for the last, and wakes late).  Rank 0's figures are kept. */
+ * memory, the others' polling); the first all-reduce's time beyond its
+ * ring is what ending a step in lockstep costs (ranks arrive apart: the
+ * first waits for the last, and wakes late), and the second's, right after
+ * with the ranks aligned, replaces the collective's fixed cost.  Both are
+ * the model's (at that batch), kept in its entry; rank 0's figures. */
 gboolean tw_sim_calibrate_contention (tw_sim_profile *p, const tw_model *m,
                                       const tw_dataset *train, int steps, tw_comm *comm,
                                       GError **error);
