@@ -336,6 +336,7 @@ twb_cmd_simulate (int argc, char **argv)
   char *trace_out = NULL;
   char *parallel = NULL, *stages_s = NULL, *micro_s = NULL, *schedule = NULL;
   char *local_sgd_s = NULL, *compress = NULL, *async_s = NULL;
+  char *straggler_s = NULL, *jitter_s = NULL, *seed_s = NULL;
   gboolean shard_opt = FALSE;
   GOptionEntry entries[] = {
     { "ranks", 0, 0, G_OPTION_ARG_STRING, &ranks_s,
@@ -410,6 +411,13 @@ twb_cmd_simulate (int argc, char **argv)
     { "shard-optimizer", 0, 0, G_OPTION_ARG_NONE, &shard_opt,
       "ZeRO-1: a rank's optimizer state is its 1/N (reduce-scatter, update, all-gather; in "
       "train mode too)", NULL },
+    { "straggler", 0, 0, G_OPTION_ARG_STRING, &straggler_s,
+      "The last rank (the last worker with --async) computes F times slower (time mode)",
+      "F" },
+    { "jitter", 0, 0, G_OPTION_ARG_STRING, &jitter_s,
+      "Each rank's each step computes a random factor slower or faster: log-normal, mean 1, "
+      "coefficient of variation CV (time mode)", "CV" },
+    { "seed", 0, 0, G_OPTION_ARG_STRING, &seed_s, "Seed of --jitter's draws (default 0)", "N" },
     { "calibrate-links", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &links_out, NULL, NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL }
@@ -611,6 +619,31 @@ twb_cmd_simulate (int argc, char **argv)
       goto out;
     }
   pipe.async_staleness = (int) async_k;
+  o.staleness = (int) async_k;
+  gint64 seed = 0;
+  tw_real_range sr = { 1, 1e6, FALSE, FALSE }, jr = { 0, 10, FALSE, FALSE };
+  if ((straggler_s && !tw_number_parse_real (straggler_s, &sr, "--straggler", &o.straggler,
+                                             &error))
+      || (jitter_s && !tw_number_parse_real (jitter_s, &jr, "--jitter", &o.jitter, &error)))
+    {
+      g_printerr ("twb: %s\n", error->message);
+      goto out;
+    }
+  if (seed_s && !g_ascii_string_to_signed (seed_s, 10, 0, G_MAXINT64, &seed, NULL))
+    {
+      g_printerr ("twb: --seed: a whole number, 0 or more, is needed\n");
+      goto out;
+    }
+  o.seed = (guint64) seed;
+  gboolean uneven = o.straggler > 1 || o.jitter > 0;
+  if (uneven && (train_mode || check || g_strcmp0 (parallel, "pipeline") == 0 || g_strcmp0 (parallel, "hybrid") == 0 || chakra_in))
+    {
+      g_printerr ("twb: --straggler and --jitter model ranks that are not alike in the time "
+                  "mode's data-parallel step: not with %s\n",
+                  train_mode ? "--mode train" : check ? "--check (the real ranks are as they are)"
+                  : chakra_in ? "--chakra" : "--parallel pipeline or hybrid");
+      goto out;
+    }
   pipe.local_sgd = local_sgd > 1 ? (int) local_sgd : 0;
   pipe.compress = g_strdup (compress);
   pipe.shard_optimizer = shard_opt;
@@ -856,6 +889,7 @@ loop:
           tw_sim_dp_options o1 = o;
           o1.ranks = 1;
           o1.compute_scale = 1;
+          o1.straggler = o1.jitter = 0;   /* the baseline: one ordinary rank */
           o1.spans = NULL;
           tw_sim_dp_result r1;
           if (!tw_sim_dp_step (m->graph, MAX (gb / r, 1), &dev, one, &o1, &r1, &error))
@@ -948,13 +982,20 @@ loop:
         {
           if (i == 0)
             {
-              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB%s%s%s\n",
+              g_autoptr (GString) uneven_s = g_string_new (NULL);
+              if (o.straggler > 1)
+                g_string_append_printf (uneven_s, ", the last %s %g× slower",
+                                        async_k >= 0 ? "worker" : "rank", o.straggler);
+              if (o.jitter > 0)
+                g_string_append_printf (uneven_s, ", steps jittered (cv %g, seed %" G_GUINT64_FORMAT
+                                        ")", o.jitter, o.seed);
+              g_print ("%s on %s, %s%s, %s all-reduce, buckets of %g MB%s%s%s%s\n",
                        m->name ? m->name : argv[1], dev.name, file_topo ? topology : preset,
                        file_topo ? "" : " topology", tw_algo_name (o.algo), o.bucket_mb,
                        o.shard_optimizer ? ", ZeRO-1" : "",
                        o.local_sgd > 1 ? ", local SGD"
                        : async_k >= 0 ? ", asynchronous (a parameter server)" : "",
-                       o.compress ? ", compressed" : "");
+                       o.compress ? ", compressed" : "", uneven_s->str);
               g_print ("%7s %10s %12s %10s %10s %11s %11s %9s  %s\n", "ranks", "batch",
                        "step ms", "samples/s", "efficiency", "comm share", "exposed ms",
                        "memory", "busiest link");
@@ -996,6 +1037,12 @@ loop:
             json_builder_add_null_value (b);
           json_builder_set_member_name (b, "compress");
           json_builder_add_string_value (b, compress ? compress : "none");
+          json_builder_set_member_name (b, "straggler");
+          json_builder_add_double_value (b, MAX (o.straggler, 1));
+          json_builder_set_member_name (b, "jitter");
+          json_builder_add_double_value (b, o.jitter);
+          json_builder_set_member_name (b, "seed");
+          json_builder_add_int_value (b, (gint64) o.seed);
           json_builder_set_member_name (b, "configs");
           json_builder_begin_array (b);
           for (guint k = 0; k < rows->len; k++)
@@ -1043,6 +1090,9 @@ out:
   g_free (schedule);
   g_free (local_sgd_s);
   g_free (async_s);
+  g_free (straggler_s);
+  g_free (jitter_s);
+  g_free (seed_s);
   g_free (compress);
   twb_dist_args_clear (&pipe);
   return status;

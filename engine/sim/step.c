@@ -84,6 +84,51 @@ tw_sim_dp_options_init (tw_sim_dp_options *o)
   o->algo = TW_ALGO_RING;
   o->bucket_mb = 25;
   o->gamma = -1;
+  o->staleness = -1;
+}
+
+/* splitmix64: a draw that depends on (seed, rank, step) alone, so a
+ * configuration gives the same factors whatever order they are asked in. */
+static guint64
+mix64 (guint64 x)
+{
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double
+tw_sim_rank_factor (const tw_sim_dp_options *o, int rank, int ranks, int step)
+{
+  double f = o->straggler > 1 && rank == ranks - 1 ? o->straggler : 1;
+  if (o->jitter > 0)
+    {
+      guint64 h = mix64 (o->seed ^ mix64 (((guint64) (guint32) rank << 32) | (guint32) step));
+      double u1 = ((double) (h >> 11) + 0.5) / 9007199254740992.0;   /* (0, 1) */
+      double u2 = (double) (mix64 (h) >> 11) / 9007199254740992.0;
+      double z = sqrt (-2 * log (u1)) * cos (2 * G_PI * u2);
+      /* Log-normal of mean 1: σ² = ln (1 + cv²), μ = −σ²/2. */
+      double s2 = log1p (o->jitter * o->jitter);
+      f *= exp (-s2 / 2 + sqrt (s2) * z);
+    }
+  return f;
+}
+
+double
+tw_sim_slowest_factor (const tw_sim_dp_options *o, int ranks)
+{
+  if (o->jitter <= 0)
+    return o->straggler > 1 ? o->straggler : 1;
+  double sum = 0;
+  for (int k = 0; k < 256; k++)
+    {
+      double mx = 0;
+      for (int r = 0; r < ranks; r++)
+        mx = fmax (mx, tw_sim_rank_factor (o, r, ranks, k));
+      sum += mx;
+    }
+  return sum / 256;
 }
 
 typedef struct
@@ -409,6 +454,16 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
 {
   memset (out, 0, sizeof *out);
   int p = o->ranks;
+  /* Ranks not alike: every bucket waits for the slowest, so the step's
+   * compute is taken at its expected factor. */
+  tw_sim_dp_options slow;
+  if (p >= 1 && (o->straggler > 1 || o->jitter > 0))
+    {
+      slow = *o;
+      slow.compute_scale = (o->compute_scale > 0 ? o->compute_scale : 1)
+                           * tw_sim_slowest_factor (o, p);
+      o = &slow;
+    }
   if (p < 1 || p > tw_topo_n_devices (t))
     {
       g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
@@ -669,6 +724,148 @@ tw_sim_dp_step (const tw_graph *g0, int64_t global_batch, const tw_device_profil
   return ok;
 }
 
+typedef struct
+{
+  double arrive;
+  int k, w;
+} ps_item;
+
+static int
+ps_item_cmp (const void *a, const void *b)
+{
+  const ps_item *x = a, *y = b;
+  if (x->arrive != y->arrive)
+    return x->arrive < y->arrive ? -1 : 1;
+  return x->k != y->k ? x->k - y->k : x->w - y->w;
+}
+
+/* The parameter server's schedule without contention: each message its
+ * route's latency and bytes at the route's slowest link, the server
+ * applying pushes one at a time as they arrive (an event simulation, the
+ * arrivals in a heap).  ord[n] gets the order the updates are applied. */
+static void
+ps_order_estimate (tw_topo *t, const tw_sim_dp_options *o, int workers, int steps,
+                   double compute, double upd, double bytes, ps_item *ord)
+{
+  int ps = workers, K = o->staleness, n = 0;
+  g_autofree double *up = g_new (double, workers);
+  g_autofree double *down = g_new (double, workers);
+  for (int w = 0; w < workers; w++)
+    {
+      double lat, bw;
+      tw_topo_route_cost (t, w, ps, &lat, &bw);
+      up[w] = lat + (bw > 0 ? bytes / bw : 0);
+      tw_topo_route_cost (t, ps, w, &lat, &bw);
+      down[w] = lat + (bw > 0 ? bytes / bw : 0);
+    }
+  g_autofree double *join = g_new (double, steps);   /* step j all applied, or −1 */
+  g_autofree double *last = g_new (double, steps);
+  g_autofree int *count = g_new0 (int, steps);
+  g_autofree double *ready = g_new (double, workers);   /* pull in, waiting for a join */
+  g_autofree int *next = g_new0 (int, workers);       /* the step a worker is at */
+  for (int j = 0; j < steps; j++)
+    join[j] = -1, last[j] = 0;
+  /* A binary min-heap of pushes in flight, by arrival. */
+  g_autofree ps_item *heap = g_new (ps_item, workers + 1);
+  int hn = 0;
+#define HEAP_PUSH(it)                                                                   \
+  do                                                                                    \
+    {                                                                                   \
+      int i_ = hn++;                                                                    \
+      heap[i_] = (it);                                                                  \
+      while (i_ > 0 && ps_item_cmp (&heap[i_], &heap[(i_ - 1) / 2]) < 0)                \
+        {                                                                               \
+          ps_item x_ = heap[i_];                                                        \
+          heap[i_] = heap[(i_ - 1) / 2];                                                \
+          heap[(i_ - 1) / 2] = x_;                                                      \
+          i_ = (i_ - 1) / 2;                                                            \
+        }                                                                               \
+    }                                                                                   \
+  while (0)
+  for (int w = 0; w < workers; w++)
+    {
+      ready[w] = -1;   /* −1: computing or its push in flight */
+      HEAP_PUSH (((ps_item) { compute * tw_sim_rank_factor (o, w, workers, 0) + up[w], 0, w }));
+    }
+  double server = 0;
+  while (hn > 0)
+    {
+      ps_item it = heap[0];
+      heap[0] = heap[--hn];
+      for (int i = 0;;)
+        {
+          int l = 2 * i + 1, r = l + 1, m = i;
+          if (l < hn && ps_item_cmp (&heap[l], &heap[m]) < 0)
+            m = l;
+          if (r < hn && ps_item_cmp (&heap[r], &heap[m]) < 0)
+            m = r;
+          if (m == i)
+            break;
+          ps_item x = heap[i];
+          heap[i] = heap[m];
+          heap[m] = x;
+          i = m;
+        }
+      ord[n++] = it;
+      server = fmax (server, it.arrive) + upd;
+      last[it.k] = fmax (last[it.k], server);
+      ready[it.w] = server + down[it.w];
+      next[it.w] = it.k + 1;
+      gboolean joined = ++count[it.k] == workers;
+      if (joined)
+        join[it.k] = last[it.k];
+      /* Every worker whose next step this update (or this step's join)
+       * lets start. */
+      for (int w = 0; w < workers; w++)
+        {
+          if (w != it.w && !joined)
+            continue;
+          int k = next[w], j = k - K - 1;
+          if (k >= steps || (w != it.w && ready[w] < 0) || (K >= 0 && j >= 0 && join[j] < 0))
+            continue;
+          if (w != it.w && k != it.k + K + 1)
+            continue;   /* not waiting for this join */
+          double start = fmax (ready[w], K >= 0 && j >= 0 ? join[j] : 0);
+          ready[w] = -1;   /* started */
+          HEAP_PUSH (((ps_item) { start + compute * tw_sim_rank_factor (o, w, workers, k)
+                                  + up[w], k, w }));
+        }
+    }
+#undef HEAP_PUSH
+}
+
+static int
+double_cmp (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* The steady state of a run: from the first worker's last update back
+ * over half the updates before it, a whole number of rounds of every
+ * worker: the time of one round (an update of every worker). */
+static double
+ps_steady (const tw_netsim *s, const int *srv, int workers, int steps)
+{
+  gsize n = (gsize) workers * (gsize) steps;
+  double t_b = INFINITY;
+  for (int w = 0; w < workers; w++)
+    t_b = fmin (t_b, tw_netsim_end (s, srv[(steps - 1) * workers + w]));
+  int n_b = 0;
+  for (gsize i = 0; i < n; i++)
+    if (tw_netsim_end (s, srv[i]) <= t_b)
+      n_b++;
+  int rounds = MAX (n_b / workers / 2, 1);
+  int n_a = MAX (n_b - rounds * workers, 0);
+  /* The chain's ends in order: the server applies one at a time. */
+  g_autofree double *ends = g_new (double, n);
+  for (gsize i = 0; i < n; i++)
+    ends[i] = tw_netsim_end (s, srv[i]);
+  qsort (ends, n, sizeof *ends, double_cmp);
+  double t_a = n_a > 0 ? ends[n_a - 1] : 0;
+  return (ends[n_b - 1] - t_a) * workers / (n_b - n_a);
+}
+
 gboolean
 tw_sim_async_step (const tw_graph *g0, int64_t global_batch, const tw_device_profile *d,
                    tw_topo *t, const tw_sim_dp_options *o, int steps, tw_sim_dp_result *out,
@@ -715,33 +912,113 @@ tw_sim_async_step (const tw_graph *g0, int64_t global_batch, const tw_device_pro
         }
     }
   double upd = update_time (o, d, out->grad_bytes);
-  g_autoptr (tw_netsim) s = tw_netsim_new (t);
-  g_autofree int *pull = g_new (int, workers);
-  g_autofree int *push = g_new (int, (gsize) workers * steps);
-  g_autofree int *pulls = g_new (int, (gsize) workers * steps);
-  int server = -1;
-  for (int w = 0; w < workers; w++)
-    pull[w] = -1;
+  int K = o->staleness;
+  gboolean uneven = o->straggler > 1 || o->jitter > 0;
+  /* Enough steps for a steady state (ranks not alike: several times the
+   * bound, up to 64), fewer for thousands of workers (4096 updates). */
+  int want = uneven ? CLAMP (4 * (MAX (K, 0) + 2), 32, 64) : 24;
+  steps = MAX (steps, MIN (want, MAX (6, 4096 / workers)));
+  int n = workers * steps;
+  /* The server's order of updates: step-major for alike workers (their
+   * pushes arrive so); else the order a simulation without contention
+   * gives, then the arrival order of the last run. */
+  g_autofree ps_item *ord = g_new (ps_item, n);
   for (int k = 0; k < steps; k++)
     for (int w = 0; w < workers; w++)
-      {
-        int c = tw_netsim_add (s, w, w, 0, compute, pull[w] >= 0 ? &pull[w] : NULL,
-                               pull[w] >= 0 ? 1 : 0);
-        int m = push[k * workers + w] = tw_netsim_add (s, w, ps, out->grad_bytes, 0, &c, 1);
-        /* The server applies the updates one at a time, in arrival order
-         * as added (the workers are identical, so that is their order). */
-        int deps[2] = { m, server };
-        server = tw_netsim_add (s, ps, ps, 0, upd, deps, server >= 0 ? 2 : 1);
-        pull[w] = pulls[k * workers + w] = tw_netsim_add (s, ps, w, out->grad_bytes, 0, &server, 1);
-      }
-  if (!tw_netsim_run (s, error))
-    return FALSE;
-  out->step_s = tw_netsim_end (s, pulls[(steps - 1) * workers])
-                - tw_netsim_end (s, pulls[(steps - 2) * workers]);
+      ord[k * workers + w] = (ps_item) { 0, k, w };
+  if (uneven)
+    ps_order_estimate (t, o, workers, steps, compute, upd, out->grad_bytes, ord);
+  g_autofree int *push = g_new (int, n);
+  g_autofree int *srv = g_new (int, n);
+  g_autofree int *pull = g_new (int, n);
+  g_autofree int *join = g_new (int, steps);
+  g_autofree int *done = g_new (int, steps);
+  g_autoptr (tw_netsim) s = NULL;
+  int run = 0;
+  double last_step = 0;
+  /* Runs: up to 6, 2 for thousands of workers (each run is a second). */
+  int runs = uneven ? CLAMP (16384 / n, 2, 6) : 1;
+  for (; run < runs; run++)
+    {
+      g_autoptr (tw_netsim) ns = tw_netsim_new (t);
+      for (int i = 0; i < n; i++)
+        pull[i] = srv[i] = -1;
+      for (int k = 0; k < steps; k++)
+        join[k] = -1, done[k] = 0;
+      int prev = -1;
+      gboolean ok = TRUE;
+      for (int i = 0; i < n && ok; i++)
+        {
+          int k = ord[i].k, w = ord[i].w, deps[2], nd = 0;
+          if (k > 0 && (ok = pull[(k - 1) * workers + w] >= 0))
+            deps[nd++] = pull[(k - 1) * workers + w];
+          int j = k - K - 1;
+          if (ok && K >= 0 && j >= 0)
+            {
+              /* All of step j's updates applied: a join on the server. */
+              if (join[j] < 0 && (ok = done[j] == workers))
+                join[j] = tw_netsim_add (ns, ps, ps, 0, 0, srv + (gsize) j * workers, workers);
+              deps[nd++] = join[j];
+            }
+          if (!ok)
+            break;   /* the order is not causal: keep the last run's */
+          int c = tw_netsim_add (ns, w, w, 0, compute * tw_sim_rank_factor (o, w, workers, k), deps,
+                                 nd);
+          int x = k * workers + w;
+          push[x] = tw_netsim_add (ns, w, ps, out->grad_bytes, 0, &c, 1);
+          int sd[2] = { push[x], prev };
+          prev = srv[x] = tw_netsim_add (ns, ps, ps, 0, upd, sd, prev >= 0 ? 2 : 1);
+          pull[x] = tw_netsim_add (ns, ps, w, out->grad_bytes, 0, &srv[x], 1);
+          done[k]++;
+        }
+      if (!ok && s)
+        break;
+      if (!ok)
+        {
+          g_set_error (error, TW_SIM_ERROR, TW_SIM_ERROR_ARG,
+                       "the parameter server's schedule could not be built");
+          return FALSE;
+        }
+      if (!tw_netsim_run (ns, error))
+        return FALSE;
+      g_clear_pointer (&s, tw_netsim_free);
+      s = g_steal_pointer (&ns);
+      /* Done when the order stays, or the step moves by under 0.5% (near-
+       * simultaneous pushes swap places under contention). */
+      double step = ps_steady (s, srv, workers, steps);
+      gboolean settled = run > 0 && fabs (step - last_step) <= 0.005 * step;
+      last_step = step;
+      if (settled)
+        break;
+      /* The next run's order: the pushes' arrivals in this one. */
+      gboolean same = TRUE;
+      g_autofree ps_item *next = g_new (ps_item, n);
+      for (int i = 0; i < n; i++)
+        next[i] = (ps_item) { tw_netsim_end (s, push[ord[i].k * workers + ord[i].w]), ord[i].k,
+                              ord[i].w };
+      qsort (next, (gsize) n, sizeof *next, ps_item_cmp);
+      for (int i = 0; i < n && same; i++)
+        same = next[i].k == ord[i].k && next[i].w == ord[i].w;
+      memcpy (ord, next, sizeof *ord * (gsize) n);
+      if (same)
+        break;
+    }
+  g_debug ("parameter server: %d workers, %d steps, %d runs", workers, steps, MIN (run + 1, runs));
+  out->step_s = ps_steady (s, srv, workers, steps);
   out->compute_s = compute;
-  int k = steps - 1;
-  out->comm_s = tw_netsim_end (s, push[k * workers]) - tw_netsim_start (s, push[k * workers])
-                + tw_netsim_end (s, pulls[k * workers]) - tw_netsim_start (s, pulls[k * workers]);
+  /* Communication: the share of each worker's cycle (pull to pull) in
+   * the middle step that its push and pull took, averaged, of a step. */
+  int k = MAX (steps / 2, 1);
+  double share = 0;
+  for (int w = 0; w < workers; w++)
+    {
+      int x = k * workers + w;
+      double cycle = tw_netsim_end (s, pull[x]) - tw_netsim_end (s, pull[x - workers]);
+      double c = tw_netsim_end (s, push[x]) - tw_netsim_start (s, push[x])
+                 + tw_netsim_end (s, pull[x]) - tw_netsim_start (s, pull[x]);
+      share += cycle > 0 ? fmin (c / cycle, 1) : 0;
+    }
+  out->comm_s = out->step_s * share / workers;
   out->exposed_s = fmax (out->step_s - compute, 0);
   out->samples_per_s = out->step_s > 0 ? (double) workers * shard / out->step_s : 0;
   out->grad_mem_bytes = out->grad_bytes;

@@ -96,6 +96,20 @@ typedef struct
    * ranks did to: every rank's with exact, rank 0's alone otherwise (the
    * ranks are identical).  Borrowed; the caller frees it. */
   GArray *spans;
+  /* Ranks that are not alike: the last data-parallel rank (the last worker
+   * with a parameter server) computes `straggler` times slower (0 or 1:
+   * none), and each rank's each step takes a log-normal factor of mean 1
+   * and coefficient of variation `jitter` (0: none) drawn from `seed`
+   * (tw_sim_rank_factor).  A synchronous step waits for its slowest rank
+   * at every bucket's all-reduce, so its compute is taken at the expected
+   * slowest of the ranks' factors (tw_sim_slowest_factor); the
+   * asynchronous step draws each worker's every step. */
+  double straggler, jitter;
+  guint64 seed;
+  /* The parameter server's bound (twb train --async K): a worker starts
+   * its step k only when the server has applied every worker's step
+   * k − K − 1 (stale synchronous parallel); < 0 (the default): none. */
+  int staleness;
 } tw_sim_dp_options;
 
 /* One span of a simulated step, as a real run's trace holds them: a
@@ -117,6 +131,13 @@ typedef struct
 } tw_sim_span;
 
 void tw_sim_dp_options_init (tw_sim_dp_options *o);
+
+/* Rank `rank`'s compute factor at step `step` (of o->ranks ranks, the
+ * last the straggler): the same for the same seed on every machine. */
+double tw_sim_rank_factor (const tw_sim_dp_options *o, int rank, int ranks, int step);
+/* The mean over 256 steps of the largest of the ranks' factors: the
+ * factor a synchronous step's compute takes (1 for alike ranks). */
+double tw_sim_slowest_factor (const tw_sim_dp_options *o, int ranks);
 
 typedef enum
 {
@@ -164,13 +185,20 @@ gboolean tw_sim_dp_step (const tw_graph *g, int64_t global_batch, const tw_devic
  * its forward and backward at its shard (global_batch / workers), its
  * gradients pushed to the server, the server's update, the weights pulled
  * back, over the network model, every worker starting its next step when
- * its pull is in.  `steps` steps each are simulated (at least 3) and the
- * steady state reported: step_s the time between a worker's last two
- * steps' ends, comm_s a step's push and pull, busiest_link_bytes per step
- * (the server's link carries every worker's push and pull: 2 (p − 1)
- * times the gradients, where a ring's busiest carries about 4).  The
- * workers are identical, so the staleness bound K never binds here (it
- * would for a slow worker).  o->ranks ≥ 2. */
+ * its pull is in and the staleness bound (o->staleness) allows.  The
+ * server applies the pushes one at a time in the order they arrive: the
+ * order is found by simulating again with the last run's arrival order
+ * until it no longer changes (at most 8 runs; alike workers: one).
+ * `steps` steps each are simulated (at least 3; with a straggler or
+ * jitter at least 4 (K + 2), up to 64) and the steady state reported:
+ * step_s the time the server takes for one update of every worker,
+ * measured over the second half of the run until the first worker is
+ * done; comm_s a step's push and pull; busiest_link_bytes per step (the
+ * server's link carries every worker's push and pull: 2 (p − 1) times the
+ * gradients, where a ring's busiest carries about 4).  Alike workers
+ * never wait for the bound; a slow one makes the others wait once they
+ * are K steps ahead, so a lasting straggler sets the pace whatever K,
+ * while K absorbs jitter.  o->ranks ≥ 2. */
 gboolean tw_sim_async_step (const tw_graph *g, int64_t global_batch, const tw_device_profile *d,
                             tw_topo *t, const tw_sim_dp_options *o, int steps,
                             tw_sim_dp_result *out, double *server_link_busy, GError **error);

@@ -174,6 +174,26 @@ done
 bad "--async with one rank" 2 "needs --ranks 2 or more" "$model" --ranks 1 --async 1
 bad "--async with --local-sgd" 2 "two update strategies" "$model" --async 1 --local-sgd 2
 bad "--async with --trace" 2 "not with --trace" "$model" --async 1 --trace "$tmp/a.json"
+# Ranks not alike.  Synchronous: the step waits for the slowest, so a
+# straggler of 3 lengthens it; through a parameter server a lasting
+# straggler sets the pace at K = 0 and K = 4 alike, while a bound of 0
+# waits on every round's slowest jittered draw, which K = 4 absorbs.
+s1=$("$twb" simulate "$model" --ranks 16 --json 2>"$tmp/e")
+s3=$("$twb" simulate "$model" --ranks 16 --straggler 3 --json 2>>"$tmp/e")
+check "--straggler 3: 3 times the compute, a step longer by more than the compute, the options in the JSON" \
+  "py 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); x, y = a[\"configs\"][0], b[\"configs\"][0]; sys.exit(not (abs(y[\"compute_ms\"] - 3 * x[\"compute_ms\"]) <= 0.01 * y[\"compute_ms\"] and y[\"step_ms\"] > x[\"step_ms\"] + x[\"compute_ms\"] and b[\"straggler\"] == 3 and a[\"straggler\"] == 1 and b[\"jitter\"] == 0))' '$s1' '$s3'" "$s1 // $s3 $(head -c 300 "$tmp/e")"
+j0=$("$twb" simulate "$assets/models/lenet5.json" --ranks 16 --async 0 --jitter 0.5 --seed 3 --json 2>"$tmp/e")
+j4=$("$twb" simulate "$assets/models/lenet5.json" --ranks 16 --async 4 --jitter 0.5 --seed 3 --json 2>>"$tmp/e")
+j4b=$("$twb" simulate "$assets/models/lenet5.json" --ranks 16 --async 4 --jitter 0.5 --seed 3 --json 2>>"$tmp/e")
+check "--async --jitter 0.5 (LeNet-5, compute-bound): K = 4 absorbs what K = 0 waits for; the same seed, the same figures" \
+  "py 'import json, sys; a, b, c = (json.loads(x)[\"configs\"][0][\"step_ms\"] for x in sys.argv[1:]); sys.exit(not (b < a and b == c))' '$j0' '$j4' '$j4b'" "$j0 // $j4 $(head -c 300 "$tmp/e")"
+out=$("$twb" simulate "$model" --ranks 16 --async 2 --straggler 2 2>"$tmp/e")
+check "--straggler: the header says which rank is slower" \
+  "grep -q 'the last worker 2× slower' <<<\"\$out\"" "$out $(head -c 300 "$tmp/e")"
+bad "--straggler below 1" 2 "--straggler" "$model" --straggler 0.5
+bad "--jitter not a number" 2 "--jitter" "$model" --jitter x
+bad "--jitter in train mode" 2 "not with --mode train" "$model" --mode train --ranks 2 --jitter 0.1
+bad "--straggler with --check" 2 "not with --check" "$model" --ranks 2 --device local --straggler 2 --check
 # A pipeline's trace: one process per stage of replica 0, sends and
 # receives on the communication lanes; the profiler's reader opens it.
 "$twb" simulate "$model" --parallel pipeline --stages 2 --micro-batches 4 --batch 256 --trace "$tmp/pipe.json" >/dev/null 2>"$tmp/e"
